@@ -1,0 +1,49 @@
+/* edhoc-cli: EDHOC (RFC 9528) and OSCORE (RFC 8613) from the command line. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "util.h"
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"simulate", cmd_simulate, "run initiator and responder in one process and report the exchange"},
+    {"keygen", cmd_keygen, "create a credential (CCS or X.509) and its private key"},
+    {"oscore", cmd_oscore, "protect or unprotect one CoAP message with an OSCORE context"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: edhoc-cli COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'edhoc-cli COMMAND --help' lists a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("edhoc-cli %s\n", EDHOC_CLI_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "edhoc-cli: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,166 @@
+/*
+ * edhoc/crypto.h - the one table of cryptographic operations the EDHOC and
+ * OSCORE cores use.
+ *
+ * The cores never call a crypto library directly: they call through a
+ * `const struct edhoc_crypto_ops *`. The OpenSSL 3 backend is returned by
+ * edhoc_crypto_openssl(). Tests replace single entries (typically `random`)
+ * in a copy of the table to pin ephemeral keys.
+ *
+ * Algorithms and curves are named by their COSE identifiers (IANA "COSE
+ * Algorithms" / "COSE Elliptic Curves"), because that is how EDHOC cipher
+ * suites and COSE_Keys name them:
+ *
+ *   hash:  EDHOC_COSE_SHA256 (-16), EDHOC_COSE_SHA384 (-43),
+ *          EDHOC_COSE_SHAKE256 (-45)
+ *   AEAD:  EDHOC_COSE_AES_CCM_16_64_128 (10), EDHOC_COSE_AES_CCM_16_128_128 (30),
+ *          EDHOC_COSE_A128GCM (1), EDHOC_COSE_A256GCM (3),
+ *          EDHOC_COSE_CHACHA20_POLY1305 (24)
+ *   curve: EDHOC_COSE_CRV_P256 (1), EDHOC_COSE_CRV_P384 (2),
+ *          EDHOC_COSE_CRV_X25519 (4), EDHOC_COSE_CRV_X448 (5),
+ *          EDHOC_COSE_CRV_ED25519 (6), EDHOC_COSE_CRV_ED448 (7)
+ *
+ * Key encodings (all raw byte strings, no ASN.1):
+ *   - private keys: the scalar / seed as in COSE_Key 'd': 32 bytes for
+ *     P-256, X25519, Ed25519; 48 for P-384; 56 for X448; 57 for Ed448.
+ *   - ECDH public keys: X25519/X448 raw (32/56); P-256/P-384 the
+ *     x-coordinate only (32/48), as EDHOC sends G_X/G_Y (RFC 9528 Section
+ *     3.7). ecdh() also accepts 0x04||x||y and 0x02/0x03||x.
+ *   - signature public keys: Ed25519/Ed448 raw (32/57); P-256/P-384
+ *     uncompressed 0x04||x||y (65/97), or x-coordinate with sign bit
+ *     0x02/0x03||x.
+ *   - ECDH shared secret: X25519/X448 raw; P-256/P-384 the x-coordinate.
+ *   - ECDSA signatures: COSE form r||s (64 / 96 bytes); EdDSA 64 / 114.
+ *
+ * All functions return 0 on success or a negative EDHOC_CRYPTO_ERR_* code.
+ */
+#ifndef EDHOC_CRYPTO_H
+#define EDHOC_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* COSE algorithm identifiers */
+#define EDHOC_COSE_SHA256 (-16)
+#define EDHOC_COSE_SHA384 (-43)
+#define EDHOC_COSE_SHAKE256 (-45)
+#define EDHOC_COSE_AES_CCM_16_64_128 10
+#define EDHOC_COSE_AES_CCM_16_128_128 30
+#define EDHOC_COSE_A128GCM 1
+#define EDHOC_COSE_A256GCM 3
+#define EDHOC_COSE_CHACHA20_POLY1305 24
+#define EDHOC_COSE_ES256 (-7)
+#define EDHOC_COSE_ES384 (-35)
+#define EDHOC_COSE_EDDSA (-8)
+
+/* COSE elliptic curve identifiers */
+#define EDHOC_COSE_CRV_P256 1
+#define EDHOC_COSE_CRV_P384 2
+#define EDHOC_COSE_CRV_X25519 4
+#define EDHOC_COSE_CRV_X448 5
+#define EDHOC_COSE_CRV_ED25519 6
+#define EDHOC_COSE_CRV_ED448 7
+
+/* Upper bounds, usable for buffers */
+#define EDHOC_CRYPTO_MAX_HASH 64     /* SHA-384 is 48; SHAKE256 output room */
+#define EDHOC_CRYPTO_MAX_KEY 32      /* AEAD key */
+#define EDHOC_CRYPTO_MAX_NONCE 13    /* AEAD nonce (CCM 13, GCM/ChaCha 12) */
+#define EDHOC_CRYPTO_MAX_TAG 16
+#define EDHOC_CRYPTO_MAX_PRIV 57
+#define EDHOC_CRYPTO_MAX_PUB 97      /* 0x04||x||y for P-384 */
+#define EDHOC_CRYPTO_MAX_ECDH_PUB 56 /* X448; P-384 x is 48 */
+#define EDHOC_CRYPTO_MAX_SECRET 56
+#define EDHOC_CRYPTO_MAX_SIG 114
+
+/* Error codes (negative) */
+#define EDHOC_CRYPTO_ERR_UNSUPPORTED (-1001) /* unknown algorithm or curve */
+#define EDHOC_CRYPTO_ERR_INVALID (-1002)     /* bad length or malformed key */
+#define EDHOC_CRYPTO_ERR_AUTH (-1003)        /* AEAD tag or signature did not verify */
+#define EDHOC_CRYPTO_ERR_BACKEND (-1004)     /* the library failed (allocation, ...) */
+#define EDHOC_CRYPTO_ERR_RANDOM (-1005)      /* the random source failed */
+
+struct edhoc_crypto_ops {
+    /* "OpenSSL 3.0.x" - printed in benchmark tables */
+    const char *name;
+
+    /* Fill out with len random bytes. The default uses the system CSPRNG;
+     * tests install a deterministic source. rng_ctx is passed back. */
+    int (*random)(void *rng_ctx, uint8_t *out, size_t len);
+    void *rng_ctx;
+
+    /* out receives edhoc_crypto_hash_len(alg) bytes. */
+    int (*hash)(int hash_alg, const uint8_t *msg, size_t len, uint8_t *out);
+
+    /* HKDF (RFC 5869) with the given hash. For SHAKE256, EDHOC defines
+     * Extract/Expand with KMAC256 (RFC 9528 Section 4.1.1); the backend
+     * implements that mapping. prk receives edhoc_crypto_hash_len(alg)
+     * bytes. */
+    int (*hkdf_extract)(int hash_alg, const uint8_t *salt, size_t salt_len,
+                        const uint8_t *ikm, size_t ikm_len, uint8_t *prk);
+    int (*hkdf_expand)(int hash_alg, const uint8_t *prk, size_t prk_len,
+                       const uint8_t *info, size_t info_len, uint8_t *out,
+                       size_t out_len);
+
+    /* AEAD. ct receives pt_len + tag_len bytes (ciphertext || tag).
+     * key/nonce lengths are those of the algorithm. */
+    int (*aead_encrypt)(int aead_alg, const uint8_t *key, const uint8_t *nonce,
+                        const uint8_t *aad, size_t aad_len, const uint8_t *pt,
+                        size_t pt_len, uint8_t *ct);
+    /* ct_len includes the tag; pt receives ct_len - tag_len bytes.
+     * Returns EDHOC_CRYPTO_ERR_AUTH when the tag does not verify (pt is then
+     * wiped). */
+    int (*aead_decrypt)(int aead_alg, const uint8_t *key, const uint8_t *nonce,
+                        const uint8_t *aad, size_t aad_len, const uint8_t *ct,
+                        size_t ct_len, uint8_t *pt);
+
+    /* Key pair for ECDH (curve 1, 2, 4, 5) or signing (1, 2, 6, 7) from the
+     * `random` entry. pub in the ECDH form for curves 4/5 and x-only for
+     * 1/2 when for_ecdh, else in the signature form. */
+    int (*keygen)(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub,
+                  size_t *pub_len);
+    /* Public key of a private key, same forms as keygen. */
+    int (*public_key)(int curve, bool for_ecdh, const uint8_t *priv,
+                      uint8_t *pub, size_t *pub_len);
+    /* ECDH. shared receives edhoc_crypto_ecdh_secret_len(curve) bytes. */
+    int (*ecdh)(int curve, const uint8_t *priv, const uint8_t *peer_pub,
+                size_t peer_pub_len, uint8_t *shared);
+
+    /* Signatures. curve selects the algorithm: 6 Ed25519, 7 Ed448,
+     * 1 ES256 (SHA-256), 2 ES384 (SHA-384). sig receives
+     * edhoc_crypto_sig_len(curve) bytes. */
+    int (*sign)(int curve, const uint8_t *priv, const uint8_t *msg,
+                size_t msg_len, uint8_t *sig);
+    int (*verify)(int curve, const uint8_t *pub, size_t pub_len,
+                  const uint8_t *msg, size_t msg_len, const uint8_t *sig,
+                  size_t sig_len);
+};
+
+/* The OpenSSL 3 backend (static table; never NULL). */
+const struct edhoc_crypto_ops *edhoc_crypto_openssl(void);
+
+/* Sizes; 0 for an unknown identifier. */
+size_t edhoc_crypto_hash_len(int hash_alg);
+size_t edhoc_crypto_aead_key_len(int aead_alg);
+size_t edhoc_crypto_aead_nonce_len(int aead_alg);
+size_t edhoc_crypto_aead_tag_len(int aead_alg);
+size_t edhoc_crypto_priv_len(int curve);
+size_t edhoc_crypto_ecdh_pub_len(int curve);   /* the EDHOC wire form */
+size_t edhoc_crypto_ecdh_secret_len(int curve);
+size_t edhoc_crypto_sig_len(int curve);
+const char *edhoc_crypto_alg_name(int cose_alg);   /* "AES-CCM-16-64-128" */
+const char *edhoc_crypto_curve_name(int curve);    /* "P-256" */
+
+/* Constant-time comparison: true when equal. */
+bool edhoc_ct_equal(const void *a, const void *b, size_t len);
+/* Wipe memory in a way the compiler cannot remove. */
+void edhoc_wipe(void *p, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
