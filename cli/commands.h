@@ -6,5 +6,8 @@
 int cmd_simulate(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
 int cmd_oscore(int argc, char **argv);
+int cmd_initiator(int argc, char **argv);
+int cmd_responder(int argc, char **argv);
+int cmd_coap(int argc, char **argv);
 
 #endif

@@ -15,6 +15,9 @@ static const struct command commands[] = {
     {"simulate", cmd_simulate, "run initiator and responder in one process and report the exchange"},
     {"keygen", cmd_keygen, "create a credential (CCS or X.509) and its private key"},
     {"oscore", cmd_oscore, "protect or unprotect one CoAP message with an OSCORE context"},
+    {"initiator", cmd_initiator, "run EDHOC against a CoAP peer, then send OSCORE-protected requests"},
+    {"responder", cmd_responder, "serve /.well-known/edhoc and OSCORE-protected resources (daemon)"},
+    {"coap", cmd_coap, "send one CoAP request, plain or with a static OSCORE context"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,1 @@
+typedef int edhoc_module_placeholder;
