@@ -143,7 +143,22 @@ struct edhoc_crypto_ops {
 /* The OpenSSL 3 backend (static table; never NULL). */
 const struct edhoc_crypto_ops *edhoc_crypto_openssl(void);
 
+/* Key pair for `curve` whose private key is drawn through ops->random (with
+ * ops->rng_ctx) and whose public key comes from ops->public_key, in the forms
+ * of the keygen entry. This is how the cores create ephemeral keys: the
+ * table's own keygen entry cannot see a `random` replaced in a copy of the
+ * table, this function can, so a pinned random source pins the key. For
+ * P-256/P-384 a scalar of 0 or >= n is drawn again. priv receives
+ * edhoc_crypto_priv_len(curve) bytes (wiped on failure), pub up to
+ * EDHOC_CRYPTO_MAX_PUB. Returns 0, EDHOC_CRYPTO_ERR_UNSUPPORTED (unknown
+ * curve, or Ed25519/Ed448 with for_ecdh), EDHOC_CRYPTO_ERR_RANDOM (random
+ * failed, or gave 64 out-of-range scalars in a row), or public_key's errors. */
+int edhoc_crypto_keygen(const struct edhoc_crypto_ops *ops, int curve, bool for_ecdh,
+                        uint8_t *priv, uint8_t *pub, size_t *pub_len);
+
 /* Sizes; 0 for an unknown identifier. */
+/* (hash_len: SHA-256 32, SHA-384 48, SHAKE256 64 - COSE -45 is SHAKE256
+ * with 512-bit output, the size of EDHOC_Extract = KMAC256(.., 512, "").) */
 size_t edhoc_crypto_hash_len(int hash_alg);
 size_t edhoc_crypto_aead_key_len(int aead_alg);
 size_t edhoc_crypto_aead_nonce_len(int aead_alg);
@@ -154,6 +169,7 @@ size_t edhoc_crypto_ecdh_secret_len(int curve);
 size_t edhoc_crypto_sig_len(int curve);
 const char *edhoc_crypto_alg_name(int cose_alg);   /* "AES-CCM-16-64-128" */
 const char *edhoc_crypto_curve_name(int curve);    /* "P-256" */
+/* (Both names are "unknown" for an unknown identifier, never NULL.) */
 
 /* Constant-time comparison: true when equal. */
 bool edhoc_ct_equal(const void *a, const void *b, size_t len);
