@@ -9,5 +9,7 @@ int cmd_oscore(int argc, char **argv);
 int cmd_initiator(int argc, char **argv);
 int cmd_responder(int argc, char **argv);
 int cmd_coap(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_bytes(int argc, char **argv);
 
 #endif

@@ -18,6 +18,8 @@ static const struct command commands[] = {
     {"initiator", cmd_initiator, "run EDHOC against a CoAP peer, then send OSCORE-protected requests"},
     {"responder", cmd_responder, "serve /.well-known/edhoc and OSCORE-protected resources (daemon)"},
     {"coap", cmd_coap, "send one CoAP request, plain or with a static OSCORE context"},
+    {"bytes", cmd_bytes, "bytes over the air per layer, from a capture file"},
+    {"bench", cmd_bench, "benchmark crypto, handshakes and OSCORE on this host"},
 };
 
 static void usage(FILE *out)
