@@ -1,2 +1,1602 @@
-/* placeholder until the module lands */
-typedef int edhoc_module_placeholder;
+/*
+ * EDHOC protocol steps (RFC 9528 Sections 4-6) and the key schedule.
+ *
+ * The session keeps only what the next step needs (ephemeral private key,
+ * the current transcript hash, the current PRK, PRK_out, the connection
+ * identifiers and the peer's ephemeral key). Transcript and context inputs
+ * are assembled in stack buffers bounded by EDHOC_MAX_TRANSCRIPT, hashed or
+ * expanded, and wiped when they held secrets.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "edhoc_internal.h"
+
+/* ---- small helpers ---- */
+
+static const struct edhoc_suite *suite_of(const struct edhoc_session *s)
+{
+    return edhoc_suite_find(s->suite);
+}
+
+static size_t hash_len_of(const struct edhoc_suite *su)
+{
+    return edhoc_crypto_hash_len(su->hash);
+}
+
+static void trace(const struct edhoc_session *s, const char *name, const uint8_t *v, size_t len)
+{
+    if (s->cfg && s->cfg->trace)
+        s->cfg->trace(s->cfg->trace_ctx, name, v, len);
+}
+
+static void wipe_secrets(struct edhoc_session *s)
+{
+    edhoc_wipe(s->eph_priv, sizeof s->eph_priv);
+    edhoc_wipe(s->own_eph, sizeof s->own_eph);
+    edhoc_wipe(s->peer_eph, sizeof s->peer_eph);
+    edhoc_wipe(s->th, sizeof s->th);
+    edhoc_wipe(s->prk, sizeof s->prk);
+    edhoc_wipe(s->prk_out, sizeof s->prk_out);
+    s->eph_priv_len = s->own_eph_len = s->peer_eph_len = s->th_len = 0;
+}
+
+/* Abort: every protocol/crypto failure ends here. */
+static int fail(struct edhoc_session *s, int err, enum edhoc_step step)
+{
+    wipe_secrets(s);
+    s->state = EDHOC_STATE_ERROR;
+    s->error = (int16_t)err;
+    s->failed_step = (uint8_t)step;
+    return err;
+}
+
+static int crypto_err(int rc)
+{
+    return rc ? EDHOC_ERR_CRYPTO : 0;
+}
+
+int edhoc_kdf(const struct edhoc_crypto_ops *ops, int hash_alg, const uint8_t *prk,
+              size_t prk_len, int64_t label, const uint8_t *context, size_t context_len,
+              uint8_t *out, size_t len)
+{
+    if (!ops || !prk || !out || (!context && context_len) || len == 0)
+        return EDHOC_ERR_ARG;
+    if (context_len > EDHOC_MAX_TRANSCRIPT)
+        return EDHOC_ERR_TOO_LARGE;
+    uint8_t info[EDHOC_MAX_TRANSCRIPT + 32];
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, info, sizeof info);
+    edhoc_cbor_put_int(&w, label);
+    edhoc_cbor_put_bstr(&w, context, context_len);
+    edhoc_cbor_put_uint(&w, len);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return EDHOC_ERR_TOO_LARGE;
+    int rc = ops->hkdf_expand(hash_alg, prk, prk_len, info, (size_t)n, out, len);
+    /* info may hold secrets (context_2 does not, but callers may pass any) */
+    edhoc_wipe(info, (size_t)n);
+    return crypto_err(rc);
+}
+
+static int kdf(const struct edhoc_session *s, const uint8_t *prk, int64_t label,
+               const uint8_t *ctx, size_t ctx_len, uint8_t *out, size_t len)
+{
+    const struct edhoc_suite *su = suite_of(s);
+    return edhoc_kdf(s->cfg->ops, su->hash, prk, hash_len_of(su), label, ctx, ctx_len, out, len);
+}
+
+static int hash(const struct edhoc_session *s, const uint8_t *in, size_t len, uint8_t *out)
+{
+    return crypto_err(s->cfg->ops->hash(suite_of(s)->hash, in, len, out));
+}
+
+static int extract(const struct edhoc_session *s, const uint8_t *salt, size_t salt_len,
+                   const uint8_t *ikm, size_t ikm_len, uint8_t *prk)
+{
+    return crypto_err(
+        s->cfg->ops->hkdf_extract(suite_of(s)->hash, salt, salt_len, ikm, ikm_len, prk));
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+    uint8_t acc = 0;
+    for (size_t i = 0; i < n; i++)
+        acc |= p[i];
+    return acc == 0;
+}
+
+/* ECDH with validation of the peer key: a point the backend refuses, or a
+ * shared secret of all zeros (low-order X25519/X448 point), is an invalid
+ * point (RFC 9528 Section 9.2). */
+static int ecdh(const struct edhoc_session *s, int curve, const uint8_t *priv,
+                const uint8_t *peer, size_t peer_len, uint8_t *out, size_t *out_len)
+{
+    size_t n = edhoc_crypto_ecdh_secret_len(curve);
+    if (n == 0 || n > EDHOC_CRYPTO_MAX_SECRET)
+        return EDHOC_ERR_CREDENTIAL;
+    int rc = s->cfg->ops->ecdh(curve, priv, peer, peer_len, out);
+    if (rc == EDHOC_CRYPTO_ERR_RANDOM || rc == EDHOC_CRYPTO_ERR_UNSUPPORTED)
+        return EDHOC_ERR_CRYPTO;
+    if (rc || all_zero(out, n)) {
+        edhoc_wipe(out, n);
+        return EDHOC_ERR_INVALID_POINT;
+    }
+    *out_len = n;
+    return 0;
+}
+
+/* New ephemeral key pair on curve: the explicit key if one was set, else
+ * drawn from ops->random (so a pinned random reproduces a trace). A draw
+ * that is not a valid scalar (P-256/P-384, probability ~2^-32) is redrawn. */
+static int ephemeral(struct edhoc_session *s, int curve, uint8_t *pub, size_t *pub_len)
+{
+    const struct edhoc_crypto_ops *ops = s->cfg->ops;
+    size_t priv_len = edhoc_crypto_priv_len(curve);
+    if (priv_len == 0 || priv_len > sizeof s->eph_priv)
+        return EDHOC_ERR_CRYPTO;
+    if (s->flags & EDHOC_SF_EXPLICIT_EPH) {
+        s->flags &= (uint8_t)~EDHOC_SF_EXPLICIT_EPH;
+        if (s->eph_priv_len != priv_len)
+            return EDHOC_ERR_CREDENTIAL;
+        if (ops->public_key(curve, true, s->eph_priv, pub, pub_len))
+            return EDHOC_ERR_CREDENTIAL;
+        return 0;
+    }
+    for (int attempt = 0; attempt < 8; attempt++) {
+        if (ops->random(ops->rng_ctx, s->eph_priv, priv_len))
+            return EDHOC_ERR_CRYPTO;
+        s->eph_priv_len = (uint8_t)priv_len;
+        if (ops->public_key(curve, true, s->eph_priv, pub, pub_len) == 0)
+            return 0;
+    }
+    return EDHOC_ERR_CRYPTO;
+}
+
+/* Own connection identifier: a random one-byte int form when the
+ * application set none, never equal to the peer's. */
+static int ensure_own_cid(struct edhoc_session *s)
+{
+    if (s->flags & EDHOC_SF_OWN_CID_SET)
+        return 0;
+    uint8_t r;
+    if (s->cfg->ops->random(s->cfg->ops->rng_ctx, &r, 1))
+        return EDHOC_ERR_CRYPTO;
+    for (int i = 0; i < 48; i++) {
+        unsigned v = (unsigned)(r + i) % 48u;
+        uint8_t b = (uint8_t)(v < 24 ? v : 0x20 + (v - 24));
+        if (s->peer_cid_len == 1 && s->peer_cid[0] == b)
+            continue;
+        s->own_cid[0] = b;
+        s->own_cid_len = 1;
+        s->flags |= EDHOC_SF_OWN_CID_SET;
+        return 0;
+    }
+    return EDHOC_ERR_CRYPTO;
+}
+
+/* Own ID_CRED_x in full map form, into buf when built from the kid. */
+static int own_id_cred(const struct edhoc_session *s, uint8_t *buf, size_t cap,
+                       const uint8_t **map, size_t *len)
+{
+    const struct edhoc_config *c = s->cfg;
+    if (c->id_cred && c->id_cred_len) {
+        if (edhoc_cbor_check_item(c->id_cred, c->id_cred_len) || c->id_cred[0] < 0xa0 ||
+            c->id_cred[0] > 0xbb)
+            return EDHOC_ERR_CREDENTIAL;
+        *map = c->id_cred;
+        *len = c->id_cred_len;
+        return 0;
+    }
+    if (c->cred->kid_len == 0 || c->cred->kid_len > EDHOC_CRED_MAX_KID)
+        return EDHOC_ERR_CREDENTIAL;
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, buf, cap);
+    edhoc_cbor_put_map(&w, 1);
+    edhoc_cbor_put_uint(&w, 4);
+    edhoc_cbor_put_bstr(&w, c->cred->kid, c->cred->kid_len);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return EDHOC_ERR_TOO_LARGE;
+    *map = buf;
+    *len = (size_t)n;
+    return 0;
+}
+
+/* Whether the sender of message_2 (R) / message_3 (I) uses static DH. */
+static bool r_static_dh(int method)
+{
+    return method == 1 || method == 3;
+}
+
+static bool i_static_dh(int method)
+{
+    return method == 2 || method == 3;
+}
+
+/* Check that our own key fits what the method asks of it. */
+static int check_own_key(const struct edhoc_session *s, bool static_dh)
+{
+    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_key *k = s->cfg->key;
+    int want = static_dh ? su->ecdh_curve : su->sig_curve;
+    if (k->curve != want || k->priv_len != edhoc_crypto_priv_len(want))
+        return EDHOC_ERR_CREDENTIAL;
+    return 0;
+}
+
+static int deliver_ead(const struct edhoc_session *s, int message, const uint8_t *p, size_t len)
+{
+    struct edhoc_cbor_reader r;
+    edhoc_cbor_reader_init(&r, p, len);
+    while (!edhoc_cbor_at_end(&r)) {
+        struct edhoc_cbor_item it;
+        if (edhoc_cbor_get(&r, &it))
+            return EDHOC_ERR_MALFORMED; /* validated before; defensive */
+        struct edhoc_ead_item item = {.label = it.i};
+        struct edhoc_cbor_item v;
+        if (!edhoc_cbor_at_end(&r) && !edhoc_cbor_peek(&r, &v) && v.type == EDHOC_CBOR_BSTR) {
+            (void)edhoc_cbor_get(&r, &v);
+            item.value = v.ptr;
+            item.value_len = v.len;
+            item.has_value = true;
+        }
+        if (item.label == 0)
+            continue;
+        int res = EDHOC_EAD_UNRECOGNIZED;
+        if (s->cfg->ead_receive)
+            res = s->cfg->ead_receive(s->cfg->ead_ctx, message, &item);
+        if (res < 0)
+            return EDHOC_ERR_EAD_REJECTED;
+        if (res == EDHOC_EAD_UNRECOGNIZED && item.label < 0)
+            return EDHOC_ERR_EAD_CRITICAL;
+    }
+    return 0;
+}
+
+/* Own EAD_x encoded into buf. */
+static int own_ead(const struct edhoc_session *s, int message, uint8_t *buf, size_t cap,
+                   size_t *len)
+{
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, buf, cap);
+    if (s->cfg->ead[message])
+        edhoc_ead_write(&w, s->cfg->ead[message], s->cfg->n_ead[message]);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return EDHOC_ERR_TOO_LARGE;
+    *len = (size_t)n;
+    return 0;
+}
+
+/* ---- session management ---- */
+
+static bool suite_in(const int *list, size_t n, int suite)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == suite)
+            return true;
+    return false;
+}
+
+int edhoc_session_init(struct edhoc_session *s, enum edhoc_role role,
+                       const struct edhoc_config *cfg)
+{
+    if (!s || !cfg || (role != EDHOC_INITIATOR && role != EDHOC_RESPONDER))
+        return EDHOC_ERR_ARG;
+    if (!cfg->ops || !cfg->cred || !cfg->key || !cfg->suites || cfg->n_suites == 0 ||
+        cfg->n_suites > EDHOC_MAX_SUITES)
+        return EDHOC_ERR_ARG;
+    if (role == EDHOC_INITIATOR && (cfg->method < 0 || cfg->method > 3))
+        return EDHOC_ERR_ARG;
+    for (size_t i = 0; i < cfg->n_suites; i++)
+        if (!edhoc_suite_find(cfg->suites[i]))
+            return EDHOC_ERR_ARG;
+    for (int m = 1; m <= 4; m++)
+        if (cfg->n_ead[m] && !cfg->ead[m])
+            return EDHOC_ERR_ARG;
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->role = (uint8_t)role;
+    s->state = EDHOC_STATE_START;
+    s->method = -1;
+    s->suite = EDHOC_NO_SUITE;
+    s->retry_suite = EDHOC_NO_SUITE;
+    s->suites_r_hint = EDHOC_NO_SUITE;
+    return 0;
+}
+
+int edhoc_session_set_conn_id(struct edhoc_session *s, const uint8_t *cid, size_t len)
+{
+    if (!s || !s->cfg || (!cid && len) || len > EDHOC_MAX_CONN_ID)
+        return EDHOC_ERR_ARG;
+    bool ok = (s->role == EDHOC_INITIATOR && s->state == EDHOC_STATE_START) ||
+              (s->role == EDHOC_RESPONDER &&
+               (s->state == EDHOC_STATE_START || s->state == EDHOC_STATE_SEND_M2));
+    if (!ok)
+        return EDHOC_ERR_STATE;
+    if (len)
+        memcpy(s->own_cid, cid, len);
+    s->own_cid_len = (uint8_t)len;
+    s->flags |= EDHOC_SF_OWN_CID_SET;
+    return 0;
+}
+
+int edhoc_session_set_ephemeral(struct edhoc_session *s, const uint8_t *priv, size_t len)
+{
+    if (!s || !s->cfg || !priv || len == 0 || len > sizeof s->eph_priv)
+        return EDHOC_ERR_ARG;
+    if (s->state != EDHOC_STATE_START)
+        return EDHOC_ERR_STATE;
+    memcpy(s->eph_priv, priv, len);
+    s->eph_priv_len = (uint8_t)len;
+    s->flags |= EDHOC_SF_EXPLICIT_EPH;
+    return 0;
+}
+
+/* Our most preferred suite that is also in list, or EDHOC_NO_SUITE. */
+static int preferred_common(const struct edhoc_config *cfg, const int *list, size_t n)
+{
+    for (size_t i = 0; i < cfg->n_suites; i++)
+        if (suite_in(list, n, cfg->suites[i]))
+            return cfg->suites[i];
+    return EDHOC_NO_SUITE;
+}
+
+int edhoc_session_set_peer_suites(struct edhoc_session *s, const int *list, size_t n)
+{
+    if (!s || !s->cfg || !list || n == 0)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_START)
+        return EDHOC_ERR_STATE;
+    int sel = preferred_common(s->cfg, list, n);
+    if (sel == EDHOC_NO_SUITE)
+        return EDHOC_ERR_NO_COMMON_SUITE;
+    s->retry_suite = (int8_t)sel;
+    return 0;
+}
+
+void edhoc_session_wipe(struct edhoc_session *s)
+{
+    if (!s)
+        return;
+    wipe_secrets(s);
+    s->state = EDHOC_STATE_ERROR;
+}
+
+enum edhoc_state edhoc_session_state(const struct edhoc_session *s)
+{
+    return (enum edhoc_state)s->state;
+}
+
+int edhoc_session_method(const struct edhoc_session *s)
+{
+    return s->method;
+}
+
+int edhoc_session_suite(const struct edhoc_session *s)
+{
+    return s->suite == EDHOC_NO_SUITE ? -1 : s->suite;
+}
+
+const uint8_t *edhoc_session_own_conn_id(const struct edhoc_session *s, size_t *len)
+{
+    if (!(s->flags & EDHOC_SF_OWN_CID_SET))
+        return NULL;
+    if (len)
+        *len = s->own_cid_len;
+    return s->own_cid;
+}
+
+const uint8_t *edhoc_session_peer_conn_id(const struct edhoc_session *s, size_t *len)
+{
+    if (!(s->flags & EDHOC_SF_PEER_CID))
+        return NULL;
+    if (len)
+        *len = s->peer_cid_len;
+    return s->peer_cid;
+}
+
+int edhoc_session_error(const struct edhoc_session *s)
+{
+    return s->state == EDHOC_STATE_ERROR ? s->error : 0;
+}
+
+/* ---- message_1 ---- */
+
+int edhoc_initiator_prepare_message_1(struct edhoc_session *s, uint8_t *out, size_t cap)
+{
+    if (!s || !s->cfg || !out)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_START)
+        return EDHOC_ERR_STATE;
+    const struct edhoc_config *c = s->cfg;
+    const enum edhoc_step step = EDHOC_STEP_PREPARE_M1;
+
+    /* Section 5.2.2: SUITES_I = our suites up to the selected one. */
+    size_t sel = 0;
+    if (s->retry_suite != EDHOC_NO_SUITE)
+        for (size_t i = 0; i < c->n_suites; i++)
+            if (c->suites[i] == s->retry_suite)
+                sel = i;
+    s->suite = (int8_t)c->suites[sel];
+    s->method = (int8_t)c->method;
+    const struct edhoc_suite *su = suite_of(s);
+
+    uint8_t g_x[EDHOC_CRYPTO_MAX_PUB];
+    size_t g_x_len = 0;
+    int rc = ephemeral(s, su->ecdh_curve, g_x, &g_x_len);
+    if (rc)
+        return fail(s, rc, step);
+    rc = ensure_own_cid(s);
+    if (rc)
+        return fail(s, rc, step);
+
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, out, cap);
+    edhoc_cbor_put_int(&w, c->method);
+    if (sel > 0)
+        edhoc_cbor_put_array(&w, sel + 1);
+    for (size_t i = 0; i <= sel; i++)
+        edhoc_cbor_put_int(&w, c->suites[i]);
+    edhoc_cbor_put_bstr(&w, g_x, g_x_len);
+    edhoc_put_bstr_id(&w, s->own_cid, s->own_cid_len);
+    if (c->ead[1])
+        edhoc_ead_write(&w, c->ead[1], c->n_ead[1]);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return fail(s, EDHOC_ERR_BUFFER, step);
+
+    trace(s, "X", s->eph_priv, s->eph_priv_len);
+    trace(s, "G_X", g_x, g_x_len);
+    trace(s, "message_1", out, (size_t)n);
+
+    /* H(message_1) waits in th for TH_2. */
+    rc = hash(s, out, (size_t)n, s->th);
+    if (rc)
+        return fail(s, rc, step);
+    s->th_len = (uint8_t)hash_len_of(su);
+    trace(s, "H(message_1)", s->th, s->th_len);
+    s->flags |= EDHOC_SF_CID_SENT;
+    s->state = EDHOC_STATE_WAIT_M2;
+    return (int)n;
+}
+
+/* TH_2 = H(G_Y, H(message_1)); th holds H(message_1) on entry, TH_2 after. */
+static int compute_th_2(struct edhoc_session *s, const uint8_t *g_y, size_t g_y_len)
+{
+    uint8_t in[2 * (EDHOC_CRYPTO_MAX_HASH + 4)];
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, in, sizeof in);
+    edhoc_cbor_put_bstr(&w, g_y, g_y_len);
+    edhoc_cbor_put_bstr(&w, s->th, s->th_len);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return EDHOC_ERR_TOO_LARGE;
+    trace(s, "input_TH_2", in, (size_t)n);
+    int rc = hash(s, in, (size_t)n, s->th);
+    if (rc)
+        return rc;
+    trace(s, "TH_2", s->th, s->th_len);
+    return 0;
+}
+
+/* PRK_2e = EDHOC_Extract(TH_2, G_XY) */
+static int compute_prk_2e(struct edhoc_session *s, const uint8_t *peer_eph, size_t peer_len)
+{
+    uint8_t g_xy[EDHOC_CRYPTO_MAX_SECRET];
+    size_t g_xy_len = 0;
+    int rc = ecdh(s, suite_of(s)->ecdh_curve, s->eph_priv, peer_eph, peer_len, g_xy, &g_xy_len);
+    if (rc)
+        return rc;
+    trace(s, "G_XY", g_xy, g_xy_len);
+    rc = extract(s, s->th, s->th_len, g_xy, g_xy_len, s->prk);
+    edhoc_wipe(g_xy, sizeof g_xy);
+    if (rc)
+        return rc;
+    trace(s, "PRK_2e", s->prk, s->th_len);
+    return 0;
+}
+
+int edhoc_responder_process_message_1(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                                      struct edhoc_received *rx)
+{
+    if (!s || !s->cfg || !msg)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_START)
+        return EDHOC_ERR_STATE;
+    const struct edhoc_config *c = s->cfg;
+    const enum edhoc_step step = EDHOC_STEP_PROCESS_M1;
+    struct edhoc_message_1_fields f;
+    int rc = edhoc_message_1_parse(msg, len, &f);
+    if (rc)
+        return fail(s, rc, step);
+    if (c->accept_methods && !(c->accept_methods & (1u << f.method)))
+        return fail(s, EDHOC_ERR_METHOD, step);
+
+    /* Section 5.2.3 / 6.3: accept only if the selected suite is the first
+     * of SUITES_I that we support. */
+    int first = EDHOC_NO_SUITE;
+    size_t first_idx = 0;
+    for (size_t i = 0; i < f.n_suites; i++)
+        if (suite_in(c->suites, c->n_suites, f.suites[i])) {
+            first = f.suites[i];
+            first_idx = i;
+            break;
+        }
+    if (first == EDHOC_NO_SUITE || first_idx != f.n_suites - 1) {
+        s->suites_r_hint = (int8_t)first;
+        return fail(s, EDHOC_ERR_WRONG_SUITE, step);
+    }
+    s->suite = (int8_t)first;
+    s->method = (int8_t)f.method;
+    memcpy(s->peer_cid, f.c_i, f.c_i_len);
+    s->peer_cid_len = (uint8_t)f.c_i_len;
+    s->flags |= EDHOC_SF_PEER_CID;
+    const struct edhoc_suite *su = suite_of(s);
+
+    /* Y now, so that G_X is validated by computing G_XY before anything is
+     * accepted; TH_2 and PRK_2e follow directly. */
+    size_t g_y_len = 0;
+    rc = ephemeral(s, su->ecdh_curve, s->own_eph, &g_y_len);
+    if (rc)
+        return fail(s, rc, step);
+    s->own_eph_len = (uint8_t)g_y_len;
+    trace(s, "Y", s->eph_priv, s->eph_priv_len);
+    trace(s, "G_Y", s->own_eph, s->own_eph_len);
+    memcpy(s->peer_eph, f.g_x, f.g_x_len);
+    s->peer_eph_len = (uint8_t)f.g_x_len;
+
+    rc = hash(s, msg, len, s->th);
+    if (rc)
+        return fail(s, rc, step);
+    s->th_len = (uint8_t)hash_len_of(su);
+    trace(s, "H(message_1)", s->th, s->th_len);
+    rc = compute_th_2(s, s->own_eph, s->own_eph_len);
+    if (!rc)
+        rc = compute_prk_2e(s, f.g_x, f.g_x_len);
+    if (rc)
+        return fail(s, rc, step);
+
+    if (rx) {
+        rx->id_cred = NULL;
+        rx->id_cred_len = 0;
+        rx->plaintext_len = 0;
+        (void)edhoc_ead_parse(f.ead, f.ead_len, rx);
+    }
+    rc = deliver_ead(s, 1, f.ead, f.ead_len);
+    if (rc)
+        return fail(s, rc, step);
+    s->state = EDHOC_STATE_SEND_M2;
+    return 0;
+}
+
+/* ---- message_2 ---- */
+
+/* SALT_3e2m / SALT_4e3m and the static DH PRK:
+ * PRK = EDHOC_Extract(EDHOC_KDF(prk_in, label, TH, hash_length), G_xx). */
+static int static_dh_prk(struct edhoc_session *s, int64_t salt_label, const char *salt_name,
+                         const char *dh_name, const char *prk_name, const uint8_t *priv,
+                         const uint8_t *pub, size_t pub_len, uint8_t *prk_out)
+{
+    const struct edhoc_suite *su = suite_of(s);
+    size_t hl = hash_len_of(su);
+    uint8_t salt[EDHOC_CRYPTO_MAX_HASH];
+    uint8_t dh[EDHOC_CRYPTO_MAX_SECRET];
+    size_t dh_len = 0;
+    int rc = kdf(s, s->prk, salt_label, s->th, s->th_len, salt, hl);
+    if (rc)
+        goto out;
+    trace(s, salt_name, salt, hl);
+    rc = ecdh(s, su->ecdh_curve, priv, pub, pub_len, dh, &dh_len);
+    if (rc)
+        goto out;
+    trace(s, dh_name, dh, dh_len);
+    rc = extract(s, salt, hl, dh, dh_len, prk_out);
+    if (rc)
+        goto out;
+    trace(s, prk_name, prk_out, hl);
+out:
+    edhoc_wipe(salt, sizeof salt);
+    edhoc_wipe(dh, sizeof dh);
+    return rc;
+}
+
+/* context_x = << [C_R,] ID_CRED_x, TH_x, CRED_x, ? EAD_x >> into buf. */
+static int build_context(const struct edhoc_session *s, const uint8_t *c_r, size_t c_r_len,
+                         bool with_cid, const uint8_t *id_cred, size_t id_cred_len,
+                         const struct edhoc_cred *cred, const uint8_t *ead, size_t ead_len,
+                         uint8_t *buf, size_t cap, size_t *len)
+{
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, buf, cap);
+    if (with_cid)
+        edhoc_put_bstr_id(&w, c_r, c_r_len);
+    edhoc_cbor_put_raw(&w, id_cred, id_cred_len);
+    edhoc_cbor_put_bstr(&w, s->th, s->th_len);
+    edhoc_cbor_put_raw(&w, cred->cred, cred->cred_len);
+    edhoc_cbor_put_raw(&w, ead, ead_len);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return EDHOC_ERR_TOO_LARGE;
+    *len = (size_t)n;
+    return 0;
+}
+
+/* COSE Sig_structure ["Signature1", << ID_CRED >>, << TH, CRED, ? EAD >>,
+ * MAC]: external_aad is the context minus the leading C_R and ID_CRED. */
+static int build_to_be_signed(const uint8_t *id_cred, size_t id_cred_len, const uint8_t *aad,
+                              size_t aad_len, const uint8_t *mac, size_t mac_len, uint8_t *buf,
+                              size_t cap, size_t *len)
+{
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, buf, cap);
+    edhoc_cbor_put_array(&w, 4);
+    edhoc_cbor_put_tstr(&w, "Signature1", 10);
+    edhoc_cbor_put_bstr(&w, id_cred, id_cred_len);
+    edhoc_cbor_put_bstr(&w, aad, aad_len);
+    edhoc_cbor_put_bstr(&w, mac, mac_len);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return EDHOC_ERR_TOO_LARGE;
+    *len = (size_t)n;
+    return 0;
+}
+
+/* MAC_x, then Signature_or_MAC_x (sign when !static_dh). msg_no is 2 or 3.
+ * context: context_x; aad_off: where << TH, CRED, EAD >> starts in it. */
+static int make_sig_or_mac(struct edhoc_session *s, int msg_no, bool static_dh,
+                           const uint8_t *prk, const uint8_t *context, size_t context_len,
+                           size_t aad_off, const uint8_t *id_cred, size_t id_cred_len,
+                           uint8_t *sig, size_t *sig_len)
+{
+    const struct edhoc_suite *su = suite_of(s);
+    size_t mac_len = static_dh ? (size_t)su->mac_len : hash_len_of(su);
+    uint8_t mac[EDHOC_CRYPTO_MAX_HASH];
+    int rc = kdf(s, prk, msg_no == 2 ? 2 : 6, context, context_len, mac, mac_len);
+    if (rc)
+        return rc;
+    trace(s, msg_no == 2 ? "MAC_2" : "MAC_3", mac, mac_len);
+    if (static_dh) {
+        memcpy(sig, mac, mac_len);
+        *sig_len = mac_len;
+    } else {
+        uint8_t tbs[EDHOC_MAX_TRANSCRIPT + 64];
+        size_t tbs_len = 0;
+        rc = build_to_be_signed(id_cred, id_cred_len, context + aad_off, context_len - aad_off,
+                                mac, mac_len, tbs, sizeof tbs, &tbs_len);
+        if (rc)
+            return rc;
+        trace(s, msg_no == 2 ? "Message_to_be_signed_2" : "Message_to_be_signed_3", tbs,
+              tbs_len);
+        const struct edhoc_key *k = s->cfg->key;
+        if (s->cfg->ops->sign(su->sig_curve, k->priv, tbs, tbs_len, sig))
+            return EDHOC_ERR_CRYPTO;
+        *sig_len = edhoc_crypto_sig_len(su->sig_curve);
+    }
+    edhoc_wipe(mac, sizeof mac);
+    trace(s, msg_no == 2 ? "Signature_or_MAC_2" : "Signature_or_MAC_3", sig, *sig_len);
+    return 0;
+}
+
+/* Verify Signature_or_MAC_x received in rx against the peer credential. */
+static int check_sig_or_mac(struct edhoc_session *s, int msg_no, bool static_dh,
+                            const uint8_t *prk, const uint8_t *context, size_t context_len,
+                            size_t aad_off, const struct edhoc_received *rx,
+                            const struct edhoc_cred *cred)
+{
+    const struct edhoc_suite *su = suite_of(s);
+    size_t mac_len = static_dh ? (size_t)su->mac_len : hash_len_of(su);
+    uint8_t mac[EDHOC_CRYPTO_MAX_HASH];
+    int rc = kdf(s, prk, msg_no == 2 ? 2 : 6, context, context_len, mac, mac_len);
+    if (rc)
+        return rc;
+    trace(s, msg_no == 2 ? "MAC_2" : "MAC_3", mac, mac_len);
+    const uint8_t *sig = rx->plaintext + rx->sig_off;
+    trace(s, msg_no == 2 ? "Signature_or_MAC_2" : "Signature_or_MAC_3", sig, rx->sig_len);
+    if (static_dh) {
+        bool ok = rx->sig_len == mac_len && edhoc_ct_equal(sig, mac, mac_len);
+        edhoc_wipe(mac, sizeof mac);
+        return ok ? 0 : EDHOC_ERR_MAC;
+    }
+    if (cred->curve != su->sig_curve)
+        return EDHOC_ERR_CREDENTIAL;
+    uint8_t tbs[EDHOC_MAX_TRANSCRIPT + 64];
+    size_t tbs_len = 0;
+    rc = build_to_be_signed(rx->id_cred, rx->id_cred_len, context + aad_off,
+                            context_len - aad_off, mac, mac_len, tbs, sizeof tbs, &tbs_len);
+    edhoc_wipe(mac, sizeof mac);
+    if (rc)
+        return rc;
+    trace(s, msg_no == 2 ? "Message_to_be_signed_2" : "Message_to_be_signed_3", tbs, tbs_len);
+    rc = s->cfg->ops->verify(su->sig_curve, cred->pub, cred->pub_len, tbs, tbs_len, sig,
+                             rx->sig_len);
+    if (rc == EDHOC_CRYPTO_ERR_AUTH)
+        return EDHOC_ERR_SIGNATURE;
+    if (rc == EDHOC_CRYPTO_ERR_INVALID)
+        return EDHOC_ERR_CREDENTIAL;
+    return crypto_err(rc);
+}
+
+/* TH_next = H(TH, PLAINTEXT, CRED) into s->th */
+static int next_th(struct edhoc_session *s, const char *input_name, const char *name,
+                   const uint8_t *pt, size_t pt_len, const struct edhoc_cred *cred)
+{
+    uint8_t in[EDHOC_MAX_TRANSCRIPT];
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, in, sizeof in);
+    edhoc_cbor_put_bstr(&w, s->th, s->th_len);
+    edhoc_cbor_put_raw(&w, pt, pt_len);
+    edhoc_cbor_put_raw(&w, cred->cred, cred->cred_len);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return EDHOC_ERR_TOO_LARGE;
+    trace(s, input_name, in, (size_t)n);
+    int rc = hash(s, in, (size_t)n, s->th);
+    if (rc)
+        return rc;
+    trace(s, name, s->th, s->th_len);
+    return 0;
+}
+
+int edhoc_responder_prepare_message_2(struct edhoc_session *s, uint8_t *out, size_t cap)
+{
+    if (!s || !s->cfg || !out)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_SEND_M2)
+        return EDHOC_ERR_STATE;
+    if ((s->flags & EDHOC_SF_OWN_CID_SET) && s->own_cid_len == s->peer_cid_len &&
+        memcmp(s->own_cid, s->peer_cid, s->own_cid_len) == 0)
+        return EDHOC_ERR_CONN_ID_CONFLICT;
+    const enum edhoc_step step = EDHOC_STEP_PREPARE_M2;
+    const struct edhoc_config *c = s->cfg;
+    const struct edhoc_suite *su = suite_of(s);
+    size_t hl = hash_len_of(su);
+    bool sdh = r_static_dh(s->method);
+    int rc = ensure_own_cid(s);
+    if (!rc)
+        rc = check_own_key(s, sdh);
+    if (rc)
+        return fail(s, rc, step);
+
+    /* PRK_3e2m */
+    uint8_t prk_3e2m[EDHOC_CRYPTO_MAX_HASH];
+    if (sdh) {
+        rc = static_dh_prk(s, 1, "SALT_3e2m", "G_RX", "PRK_3e2m", c->key->priv, s->peer_eph,
+                           s->peer_eph_len, prk_3e2m);
+        if (rc)
+            return fail(s, rc, step);
+    } else {
+        memcpy(prk_3e2m, s->prk, hl);
+        trace(s, "PRK_3e2m", prk_3e2m, hl);
+    }
+
+    uint8_t id_buf[4 + EDHOC_CRED_MAX_KID];
+    const uint8_t *id_cred;
+    size_t id_cred_len;
+    uint8_t ead[EDHOC_MAX_EAD_SIZE];
+    size_t ead_len = 0;
+    rc = own_id_cred(s, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
+    if (!rc)
+        rc = own_ead(s, 2, ead, sizeof ead, &ead_len);
+    if (rc) {
+        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+        return fail(s, rc, step);
+    }
+
+    uint8_t context[EDHOC_MAX_TRANSCRIPT];
+    size_t context_len = 0;
+    uint8_t sig[EDHOC_CRYPTO_MAX_SIG];
+    size_t sig_len = 0;
+    rc = build_context(s, s->own_cid, s->own_cid_len, true, id_cred, id_cred_len, c->cred, ead,
+                       ead_len, context, sizeof context, &context_len);
+    if (!rc) {
+        trace(s, "context_2", context, context_len);
+        size_t aad_off = (s->own_cid_len == 1 && edhoc_is_one_byte_int(s->own_cid[0]) ? 1
+                          : edhoc_cbor_head_len(s->own_cid_len) + s->own_cid_len) +
+                         id_cred_len;
+        rc = make_sig_or_mac(s, 2, sdh, prk_3e2m, context, context_len, aad_off, id_cred,
+                             id_cred_len, sig, &sig_len);
+    }
+    if (rc) {
+        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+        return fail(s, rc, step);
+    }
+
+    /* PLAINTEXT_2 = (C_R, ID_CRED_R compact, Signature_or_MAC_2, ? EAD_2) */
+    uint8_t pt[EDHOC_MAX_PLAINTEXT];
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, pt, sizeof pt);
+    edhoc_put_bstr_id(&w, s->own_cid, s->own_cid_len);
+    edhoc_put_id_cred_compact(&w, id_cred, id_cred_len);
+    edhoc_cbor_put_bstr(&w, sig, sig_len);
+    edhoc_cbor_put_raw(&w, ead, ead_len);
+    long pt_len = edhoc_cbor_writer_finish(&w);
+    if (pt_len < 0) {
+        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+        return fail(s, EDHOC_ERR_TOO_LARGE, step);
+    }
+    trace(s, "PLAINTEXT_2", pt, (size_t)pt_len);
+    /* Appendix G (PLAINTEXT_2 beyond one HKDF-Expand output) is not
+     * needed below EDHOC_MAX_PLAINTEXT with SHA-256 (8160 bytes). */
+    if (su->hash != EDHOC_COSE_SHAKE256 && (size_t)pt_len > 255 * hl) {
+        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+        return fail(s, EDHOC_ERR_UNSUPPORTED, step);
+    }
+
+    /* message_2 = bstr(G_Y || PLAINTEXT_2 XOR KEYSTREAM_2) */
+    size_t body = s->own_eph_len + (size_t)pt_len;
+    size_t total = edhoc_cbor_head_len(body) + body;
+    if (total > cap) {
+        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+        return fail(s, EDHOC_ERR_BUFFER, step);
+    }
+    /* KEYSTREAM_2 is expanded straight into the output, then XORed. */
+    struct edhoc_cbor_writer hw;
+    edhoc_cbor_writer_init(&hw, out, cap);
+    edhoc_cbor_put_bstr_head(&hw, body);
+    edhoc_cbor_put_raw(&hw, s->own_eph, s->own_eph_len);
+    size_t ct_off = (size_t)edhoc_cbor_writer_finish(&hw);
+    rc = kdf(s, s->prk, 0, s->th, s->th_len, out + ct_off, (size_t)pt_len);
+    if (rc) {
+        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+        edhoc_wipe(pt, sizeof pt);
+        return fail(s, rc, step);
+    }
+    trace(s, "KEYSTREAM_2", out + ct_off, (size_t)pt_len);
+    for (size_t i = 0; i < (size_t)pt_len; i++)
+        out[ct_off + i] ^= pt[i];
+    trace(s, "CIPHERTEXT_2", out + ct_off, (size_t)pt_len);
+    trace(s, "message_2", out, total);
+
+    /* TH_3 = H(TH_2, PLAINTEXT_2, CRED_R); PRK_3e2m replaces PRK_2e. */
+    rc = next_th(s, "input_TH_3", "TH_3", pt, (size_t)pt_len, c->cred);
+    edhoc_wipe(pt, sizeof pt);
+    memcpy(s->prk, prk_3e2m, hl);
+    edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+    if (rc)
+        return fail(s, rc, step);
+    edhoc_wipe(s->own_eph, sizeof s->own_eph);
+    s->own_eph_len = 0;
+    s->flags |= EDHOC_SF_CID_SENT;
+    s->state = EDHOC_STATE_WAIT_M3;
+    return (int)total;
+}
+
+int edhoc_initiator_process_message_2(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                                      struct edhoc_received *rx)
+{
+    if (!s || !s->cfg || !msg || !rx)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_WAIT_M2)
+        return EDHOC_ERR_STATE;
+    const enum edhoc_step step = EDHOC_STEP_PROCESS_M2;
+    const struct edhoc_suite *su = suite_of(s);
+    size_t g_y_len = edhoc_crypto_ecdh_pub_len(su->ecdh_curve);
+    const uint8_t *g_y, *ct;
+    size_t ct_len;
+    int rc = edhoc_message_2_parse(msg, len, g_y_len, &g_y, &ct, &ct_len);
+    if (rc)
+        return fail(s, rc, step);
+    if (ct_len > EDHOC_MAX_PLAINTEXT)
+        return fail(s, EDHOC_ERR_TOO_LARGE, step);
+    size_t hl = hash_len_of(su);
+    if (su->hash != EDHOC_COSE_SHAKE256 && ct_len > 255 * hl)
+        return fail(s, EDHOC_ERR_UNSUPPORTED, step);
+
+    rc = compute_th_2(s, g_y, g_y_len);
+    if (!rc)
+        rc = compute_prk_2e(s, g_y, g_y_len);
+    if (rc)
+        return fail(s, rc, step);
+    memcpy(s->peer_eph, g_y, g_y_len);
+    s->peer_eph_len = (uint8_t)g_y_len;
+
+    /* KEYSTREAM_2 XOR CIPHERTEXT_2, straight into rx */
+    rc = kdf(s, s->prk, 0, s->th, s->th_len, rx->plaintext, ct_len);
+    if (rc)
+        return fail(s, rc, step);
+    trace(s, "KEYSTREAM_2", rx->plaintext, ct_len);
+    for (size_t i = 0; i < ct_len; i++)
+        rx->plaintext[i] ^= ct[i];
+    trace(s, "PLAINTEXT_2", rx->plaintext, ct_len);
+
+    uint8_t c_r[EDHOC_MAX_CONN_ID];
+    size_t c_r_len = 0;
+    rc = edhoc_plaintext_2_parse(rx->plaintext, ct_len, s->method, s->suite, rx, c_r, &c_r_len);
+    if (rc)
+        return fail(s, rc, step);
+    if (c_r_len == s->own_cid_len && memcmp(c_r, s->own_cid, c_r_len) == 0)
+        return fail(s, EDHOC_ERR_CONN_ID_EQUAL, step);
+    memcpy(s->peer_cid, c_r, c_r_len);
+    s->peer_cid_len = (uint8_t)c_r_len;
+    s->flags |= EDHOC_SF_PEER_CID;
+
+    rc = deliver_ead(s, 2, rx->plaintext + rx->ead_off, rx->ead_len);
+    if (rc)
+        return fail(s, rc, step);
+    s->state = EDHOC_STATE_VERIFY_M2;
+    return 0;
+}
+
+int edhoc_initiator_verify_message_2(struct edhoc_session *s, const struct edhoc_received *rx,
+                                     const struct edhoc_cred *cred_r)
+{
+    if (!s || !s->cfg || !rx)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_VERIFY_M2)
+        return EDHOC_ERR_STATE;
+    const enum edhoc_step step = EDHOC_STEP_VERIFY_M2;
+    if (!cred_r)
+        return fail(s, EDHOC_ERR_UNKNOWN_CREDENTIAL, step);
+    if (!cred_r->cred || cred_r->cred_len == 0 || rx->plaintext_len > sizeof rx->plaintext)
+        return fail(s, EDHOC_ERR_CREDENTIAL, step);
+    const struct edhoc_suite *su = suite_of(s);
+    size_t hl = hash_len_of(su);
+    bool sdh = r_static_dh(s->method);
+    int rc;
+
+    uint8_t prk_3e2m[EDHOC_CRYPTO_MAX_HASH];
+    if (sdh) {
+        if (cred_r->curve != su->ecdh_curve)
+            return fail(s, EDHOC_ERR_CREDENTIAL, step);
+        rc = static_dh_prk(s, 1, "SALT_3e2m", "G_RX", "PRK_3e2m", s->eph_priv, cred_r->pub,
+                           cred_r->pub_len, prk_3e2m);
+        if (rc)
+            return fail(s, rc, step);
+    } else {
+        memcpy(prk_3e2m, s->prk, hl);
+        trace(s, "PRK_3e2m", prk_3e2m, hl);
+    }
+
+    uint8_t context[EDHOC_MAX_TRANSCRIPT];
+    size_t context_len = 0;
+    rc = build_context(s, s->peer_cid, s->peer_cid_len, true, rx->id_cred, rx->id_cred_len,
+                       cred_r, rx->plaintext + rx->ead_off, rx->ead_len, context,
+                       sizeof context, &context_len);
+    if (!rc) {
+        trace(s, "context_2", context, context_len);
+        size_t aad_off = rx->id_cred_off + rx->id_cred_len; /* C_R is encoded as in PLAINTEXT_2 */
+        rc = check_sig_or_mac(s, 2, sdh, prk_3e2m, context, context_len, aad_off, rx, cred_r);
+    }
+    if (!rc)
+        rc = next_th(s, "input_TH_3", "TH_3", rx->plaintext, rx->plaintext_len, cred_r);
+    if (rc) {
+        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+        return fail(s, rc, step);
+    }
+    memcpy(s->prk, prk_3e2m, hl);
+    edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+    s->state = EDHOC_STATE_SEND_M3;
+    return 0;
+}
+
+/* ---- message_3 / message_4 AEAD ---- */
+
+/* K_x, IV_x and A_x = ["Encrypt0", h'', TH_x] for message 3 or 4. */
+static int aead_params(struct edhoc_session *s, int msg_no, const uint8_t *prk, uint8_t *key,
+                       uint8_t *iv, uint8_t *aad, size_t *aad_len)
+{
+    const struct edhoc_suite *su = suite_of(s);
+    size_t kl = edhoc_crypto_aead_key_len(su->aead);
+    size_t nl = edhoc_crypto_aead_nonce_len(su->aead);
+    int rc = kdf(s, prk, msg_no == 3 ? 3 : 8, s->th, s->th_len, key, kl);
+    if (!rc)
+        rc = kdf(s, prk, msg_no == 3 ? 4 : 9, s->th, s->th_len, iv, nl);
+    if (rc)
+        return rc;
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, aad, EDHOC_CRYPTO_MAX_HASH + 16);
+    edhoc_cbor_put_array(&w, 3);
+    edhoc_cbor_put_tstr(&w, "Encrypt0", 8);
+    edhoc_cbor_put_bstr(&w, NULL, 0);
+    edhoc_cbor_put_bstr(&w, s->th, s->th_len);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return EDHOC_ERR_TOO_LARGE;
+    *aad_len = (size_t)n;
+    trace(s, msg_no == 3 ? "A_3" : "A_4", aad, *aad_len);
+    trace(s, msg_no == 3 ? "K_3" : "K_4", key, kl);
+    trace(s, msg_no == 3 ? "IV_3" : "IV_4", iv, nl);
+    return 0;
+}
+
+/* bstr(AEAD(plaintext)) into out. */
+static int seal(struct edhoc_session *s, int msg_no, const uint8_t *prk, const uint8_t *pt,
+                size_t pt_len, uint8_t *out, size_t cap, size_t *out_len)
+{
+    const struct edhoc_suite *su = suite_of(s);
+    uint8_t key[EDHOC_CRYPTO_MAX_KEY], iv[EDHOC_CRYPTO_MAX_NONCE];
+    uint8_t aad[EDHOC_CRYPTO_MAX_HASH + 16];
+    size_t aad_len = 0;
+    int rc = aead_params(s, msg_no, prk, key, iv, aad, &aad_len);
+    if (rc)
+        goto out;
+    size_t ct_len = pt_len + edhoc_crypto_aead_tag_len(su->aead);
+    size_t head = edhoc_cbor_head_len(ct_len);
+    if (head + ct_len > cap) {
+        rc = EDHOC_ERR_BUFFER;
+        goto out;
+    }
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, out, cap);
+    edhoc_cbor_put_bstr_head(&w, ct_len);
+    rc = crypto_err(s->cfg->ops->aead_encrypt(su->aead, key, iv, aad, aad_len, pt, pt_len,
+                                              out + head));
+    if (rc)
+        goto out;
+    trace(s, msg_no == 3 ? "CIPHERTEXT_3" : "CIPHERTEXT_4", out + head, ct_len);
+    *out_len = head + ct_len;
+out:
+    edhoc_wipe(key, sizeof key);
+    edhoc_wipe(iv, sizeof iv);
+    return rc;
+}
+
+static int open_ct(struct edhoc_session *s, int msg_no, const uint8_t *prk, const uint8_t *ct,
+                   size_t ct_len, uint8_t *pt, size_t *pt_len)
+{
+    const struct edhoc_suite *su = suite_of(s);
+    size_t tag = edhoc_crypto_aead_tag_len(su->aead);
+    if (ct_len < tag)
+        return EDHOC_ERR_DECRYPT;
+    if (ct_len - tag > EDHOC_MAX_PLAINTEXT)
+        return EDHOC_ERR_TOO_LARGE;
+    uint8_t key[EDHOC_CRYPTO_MAX_KEY], iv[EDHOC_CRYPTO_MAX_NONCE];
+    uint8_t aad[EDHOC_CRYPTO_MAX_HASH + 16];
+    size_t aad_len = 0;
+    int rc = aead_params(s, msg_no, prk, key, iv, aad, &aad_len);
+    if (!rc) {
+        rc = s->cfg->ops->aead_decrypt(su->aead, key, iv, aad, aad_len, ct, ct_len, pt);
+        if (rc == EDHOC_CRYPTO_ERR_AUTH)
+            rc = EDHOC_ERR_DECRYPT;
+        else
+            rc = crypto_err(rc);
+    }
+    edhoc_wipe(key, sizeof key);
+    edhoc_wipe(iv, sizeof iv);
+    if (!rc)
+        *pt_len = ct_len - tag;
+    return rc;
+}
+
+/* PRK_out = EDHOC_KDF(PRK_4e3m, 7, TH_4, hash_length) */
+static int derive_prk_out(struct edhoc_session *s)
+{
+    size_t hl = hash_len_of(suite_of(s));
+    int rc = kdf(s, s->prk, 7, s->th, s->th_len, s->prk_out, hl);
+    if (rc)
+        return rc;
+    trace(s, "PRK_out", s->prk_out, hl);
+    if (s->cfg->trace) {
+        uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
+        if (kdf(s, s->prk_out, 10, NULL, 0, exp, hl) == 0)
+            trace(s, "PRK_exporter", exp, hl);
+        edhoc_wipe(exp, sizeof exp);
+    }
+    return 0;
+}
+
+int edhoc_initiator_prepare_message_3(struct edhoc_session *s, uint8_t *out, size_t cap)
+{
+    if (!s || !s->cfg || !out)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_SEND_M3)
+        return EDHOC_ERR_STATE;
+    const enum edhoc_step step = EDHOC_STEP_PREPARE_M3;
+    const struct edhoc_config *c = s->cfg;
+    const struct edhoc_suite *su = suite_of(s);
+    size_t hl = hash_len_of(su);
+    bool sdh = i_static_dh(s->method);
+    int rc = check_own_key(s, sdh);
+    if (rc)
+        return fail(s, rc, step);
+
+    /* PRK_4e3m (s->prk still holds PRK_3e2m for K_3/IV_3) */
+    uint8_t prk_4e3m[EDHOC_CRYPTO_MAX_HASH];
+    if (sdh) {
+        rc = static_dh_prk(s, 5, "SALT_4e3m", "G_IY", "PRK_4e3m", c->key->priv, s->peer_eph,
+                           s->peer_eph_len, prk_4e3m);
+        if (rc)
+            return fail(s, rc, step);
+    } else {
+        memcpy(prk_4e3m, s->prk, hl);
+        trace(s, "PRK_4e3m", prk_4e3m, hl);
+    }
+
+    uint8_t id_buf[4 + EDHOC_CRED_MAX_KID];
+    const uint8_t *id_cred;
+    size_t id_cred_len;
+    uint8_t ead[EDHOC_MAX_EAD_SIZE];
+    size_t ead_len = 0;
+    uint8_t context[EDHOC_MAX_TRANSCRIPT];
+    size_t context_len = 0;
+    uint8_t sig[EDHOC_CRYPTO_MAX_SIG];
+    size_t sig_len = 0;
+    rc = own_id_cred(s, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
+    if (!rc)
+        rc = own_ead(s, 3, ead, sizeof ead, &ead_len);
+    if (!rc)
+        rc = build_context(s, NULL, 0, false, id_cred, id_cred_len, c->cred, ead, ead_len,
+                           context, sizeof context, &context_len);
+    if (!rc) {
+        trace(s, "context_3", context, context_len);
+        rc = make_sig_or_mac(s, 3, sdh, prk_4e3m, context, context_len, id_cred_len, id_cred,
+                             id_cred_len, sig, &sig_len);
+    }
+    if (rc) {
+        edhoc_wipe(prk_4e3m, sizeof prk_4e3m);
+        return fail(s, rc, step);
+    }
+
+    uint8_t pt[EDHOC_MAX_PLAINTEXT];
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, pt, sizeof pt);
+    edhoc_put_id_cred_compact(&w, id_cred, id_cred_len);
+    edhoc_cbor_put_bstr(&w, sig, sig_len);
+    edhoc_cbor_put_raw(&w, ead, ead_len);
+    long pt_len = edhoc_cbor_writer_finish(&w);
+    size_t total = 0;
+    if (pt_len < 0)
+        rc = EDHOC_ERR_TOO_LARGE;
+    if (!rc) {
+        trace(s, "PLAINTEXT_3", pt, (size_t)pt_len);
+        rc = seal(s, 3, s->prk, pt, (size_t)pt_len, out, cap, &total);
+    }
+    if (!rc) {
+        trace(s, "message_3", out, total);
+        rc = next_th(s, "input_TH_4", "TH_4", pt, (size_t)pt_len, c->cred);
+    }
+    edhoc_wipe(pt, sizeof pt);
+    memcpy(s->prk, prk_4e3m, hl);
+    edhoc_wipe(prk_4e3m, sizeof prk_4e3m);
+    if (!rc)
+        rc = derive_prk_out(s);
+    if (rc)
+        return fail(s, rc, step);
+    edhoc_wipe(s->eph_priv, sizeof s->eph_priv);
+    edhoc_wipe(s->peer_eph, sizeof s->peer_eph);
+    s->eph_priv_len = s->peer_eph_len = 0;
+    s->state = EDHOC_STATE_COMPLETED;
+    return (int)total;
+}
+
+int edhoc_responder_process_message_3(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                                      struct edhoc_received *rx)
+{
+    if (!s || !s->cfg || !msg || !rx)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_WAIT_M3)
+        return EDHOC_ERR_STATE;
+    const enum edhoc_step step = EDHOC_STEP_PROCESS_M3;
+    const uint8_t *ct;
+    size_t ct_len, pt_len = 0;
+    int rc = edhoc_message_3_parse(msg, len, &ct, &ct_len);
+    if (!rc)
+        rc = open_ct(s, 3, s->prk, ct, ct_len, rx->plaintext, &pt_len);
+    if (rc)
+        return fail(s, rc, step);
+    trace(s, "PLAINTEXT_3", rx->plaintext, pt_len);
+    rc = edhoc_plaintext_3_parse(rx->plaintext, pt_len, s->method, s->suite, rx);
+    if (!rc)
+        rc = deliver_ead(s, 3, rx->plaintext + rx->ead_off, rx->ead_len);
+    if (rc)
+        return fail(s, rc, step);
+    s->state = EDHOC_STATE_VERIFY_M3;
+    return 0;
+}
+
+int edhoc_responder_verify_message_3(struct edhoc_session *s, const struct edhoc_received *rx,
+                                     const struct edhoc_cred *cred_i)
+{
+    if (!s || !s->cfg || !rx)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_VERIFY_M3)
+        return EDHOC_ERR_STATE;
+    const enum edhoc_step step = EDHOC_STEP_VERIFY_M3;
+    if (!cred_i)
+        return fail(s, EDHOC_ERR_UNKNOWN_CREDENTIAL, step);
+    if (!cred_i->cred || cred_i->cred_len == 0 || rx->plaintext_len > sizeof rx->plaintext)
+        return fail(s, EDHOC_ERR_CREDENTIAL, step);
+    const struct edhoc_suite *su = suite_of(s);
+    size_t hl = hash_len_of(su);
+    bool sdh = i_static_dh(s->method);
+    int rc;
+
+    uint8_t prk_4e3m[EDHOC_CRYPTO_MAX_HASH];
+    if (sdh) {
+        if (cred_i->curve != su->ecdh_curve)
+            return fail(s, EDHOC_ERR_CREDENTIAL, step);
+        rc = static_dh_prk(s, 5, "SALT_4e3m", "G_IY", "PRK_4e3m", s->eph_priv, cred_i->pub,
+                           cred_i->pub_len, prk_4e3m);
+        if (rc)
+            return fail(s, rc, step);
+    } else {
+        memcpy(prk_4e3m, s->prk, hl);
+        trace(s, "PRK_4e3m", prk_4e3m, hl);
+    }
+
+    uint8_t context[EDHOC_MAX_TRANSCRIPT];
+    size_t context_len = 0;
+    rc = build_context(s, NULL, 0, false, rx->id_cred, rx->id_cred_len, cred_i,
+                       rx->plaintext + rx->ead_off, rx->ead_len, context, sizeof context,
+                       &context_len);
+    if (!rc) {
+        trace(s, "context_3", context, context_len);
+        rc = check_sig_or_mac(s, 3, sdh, prk_4e3m, context, context_len, rx->id_cred_len, rx,
+                              cred_i);
+    }
+    if (!rc)
+        rc = next_th(s, "input_TH_4", "TH_4", rx->plaintext, rx->plaintext_len, cred_i);
+    memcpy(s->prk, prk_4e3m, hl);
+    edhoc_wipe(prk_4e3m, sizeof prk_4e3m);
+    if (!rc)
+        rc = derive_prk_out(s);
+    if (rc)
+        return fail(s, rc, step);
+    edhoc_wipe(s->eph_priv, sizeof s->eph_priv);
+    edhoc_wipe(s->peer_eph, sizeof s->peer_eph);
+    s->eph_priv_len = s->peer_eph_len = 0;
+    s->state = EDHOC_STATE_COMPLETED;
+    return 0;
+}
+
+int edhoc_responder_prepare_message_4(struct edhoc_session *s, uint8_t *out, size_t cap)
+{
+    if (!s || !s->cfg || !out)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_COMPLETED ||
+        (s->flags & EDHOC_SF_M4_DONE))
+        return EDHOC_ERR_STATE;
+    const enum edhoc_step step = EDHOC_STEP_PREPARE_M4;
+    uint8_t pt[EDHOC_MAX_EAD_SIZE];
+    size_t pt_len = 0, total = 0;
+    int rc = own_ead(s, 4, pt, sizeof pt, &pt_len);
+    if (!rc) {
+        trace(s, "PLAINTEXT_4", pt, pt_len);
+        rc = seal(s, 4, s->prk, pt, pt_len, out, cap, &total);
+    }
+    if (rc)
+        return fail(s, rc, step);
+    trace(s, "message_4", out, total);
+    s->flags |= EDHOC_SF_M4_DONE;
+    edhoc_wipe(s->prk, sizeof s->prk); /* PRK_4e3m has no further use */
+    return (int)total;
+}
+
+int edhoc_initiator_process_message_4(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                                      struct edhoc_received *rx)
+{
+    if (!s || !s->cfg || !msg || !rx)
+        return EDHOC_ERR_ARG;
+    if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_COMPLETED ||
+        (s->flags & EDHOC_SF_M4_DONE))
+        return EDHOC_ERR_STATE;
+    const enum edhoc_step step = EDHOC_STEP_PROCESS_M4;
+    const uint8_t *ct;
+    size_t ct_len, pt_len = 0;
+    int rc = edhoc_message_4_parse(msg, len, &ct, &ct_len);
+    if (!rc)
+        rc = open_ct(s, 4, s->prk, ct, ct_len, rx->plaintext, &pt_len);
+    if (rc)
+        return fail(s, rc, step);
+    trace(s, "PLAINTEXT_4", rx->plaintext, pt_len);
+    rx->plaintext_len = pt_len;
+    rx->id_cred = NULL;
+    rx->id_cred_len = 0;
+    rx->sig_off = rx->sig_len = 0;
+    rx->ead_off = 0;
+    rx->ead_len = pt_len;
+    rc = edhoc_ead_parse(rx->plaintext, pt_len, rx);
+    if (rc == EDHOC_ERR_MALFORMED)
+        rc = EDHOC_ERR_TRAILING;
+    if (!rc)
+        rc = deliver_ead(s, 4, rx->plaintext, pt_len);
+    if (rc)
+        return fail(s, rc, step);
+    s->flags |= EDHOC_SF_M4_DONE;
+    edhoc_wipe(s->prk, sizeof s->prk);
+    return 0;
+}
+
+/* ---- convenience wrappers ---- */
+
+static int resolve_cred(edhoc_cred_resolver resolve, void *ctx, const struct edhoc_received *rx,
+                        const struct edhoc_cred **cred)
+{
+    *cred = NULL;
+    int rc = resolve(ctx, rx->id_cred, rx->id_cred_len, cred);
+    if (rc == 0 && *cred)
+        return 0;
+    if (rc == 0 || rc == EDHOC_CRED_ERR_UNKNOWN || rc == EDHOC_ERR_UNKNOWN_CREDENTIAL)
+        return EDHOC_ERR_UNKNOWN_CREDENTIAL;
+    return EDHOC_ERR_CREDENTIAL;
+}
+
+int edhoc_initiator_handle_message_2(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                                     struct edhoc_received *rx, edhoc_cred_resolver resolve,
+                                     void *resolve_ctx)
+{
+    if (!resolve)
+        return EDHOC_ERR_ARG;
+    int rc = edhoc_initiator_process_message_2(s, msg, len, rx);
+    if (rc)
+        return rc;
+    const struct edhoc_cred *cred;
+    rc = resolve_cred(resolve, resolve_ctx, rx, &cred);
+    if (rc == EDHOC_ERR_CREDENTIAL)
+        return fail(s, rc, EDHOC_STEP_VERIFY_M2);
+    return edhoc_initiator_verify_message_2(s, rx, cred);
+}
+
+int edhoc_responder_handle_message_3(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                                     struct edhoc_received *rx, edhoc_cred_resolver resolve,
+                                     void *resolve_ctx)
+{
+    if (!resolve)
+        return EDHOC_ERR_ARG;
+    int rc = edhoc_responder_process_message_3(s, msg, len, rx);
+    if (rc)
+        return rc;
+    const struct edhoc_cred *cred;
+    rc = resolve_cred(resolve, resolve_ctx, rx, &cred);
+    if (rc == EDHOC_ERR_CREDENTIAL)
+        return fail(s, rc, EDHOC_STEP_VERIFY_M3);
+    return edhoc_responder_verify_message_3(s, rx, cred);
+}
+
+/* ---- results ---- */
+
+static int prk_exporter(const struct edhoc_session *s, uint8_t *out)
+{
+    return kdf(s, s->prk_out, 10, NULL, 0, out, hash_len_of(suite_of(s)));
+}
+
+int edhoc_session_export(const struct edhoc_session *s, uint64_t label, const uint8_t *context,
+                         size_t context_len, uint8_t *out, size_t len)
+{
+    if (!s || !s->cfg || !out || len == 0 || (!context && context_len) || label > INT64_MAX)
+        return EDHOC_ERR_ARG;
+    if (s->state != EDHOC_STATE_COMPLETED)
+        return EDHOC_ERR_STATE;
+    const struct edhoc_suite *su = suite_of(s);
+    if (su->hash != EDHOC_COSE_SHAKE256 && len > 255 * hash_len_of(su))
+        return EDHOC_ERR_ARG; /* beyond one HKDF-Expand */
+    uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
+    int rc = prk_exporter(s, exp);
+    if (!rc)
+        rc = kdf(s, exp, (int64_t)label, context, context_len, out, len);
+    edhoc_wipe(exp, sizeof exp);
+    return rc;
+}
+
+int edhoc_session_key_update(struct edhoc_session *s, const uint8_t *context, size_t context_len)
+{
+    if (!s || !s->cfg || (!context && context_len))
+        return EDHOC_ERR_ARG;
+    if (s->state != EDHOC_STATE_COMPLETED)
+        return EDHOC_ERR_STATE;
+    size_t hl = hash_len_of(suite_of(s));
+    uint8_t next_prk[EDHOC_CRYPTO_MAX_HASH];
+    int rc = kdf(s, s->prk_out, 11, context, context_len, next_prk, hl);
+    if (rc)
+        return rc;
+    memcpy(s->prk_out, next_prk, hl);
+    edhoc_wipe(next_prk, sizeof next_prk);
+    trace(s, "PRK_out after KeyUpdate", s->prk_out, hl);
+    if (s->cfg->trace) {
+        uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
+        if (prk_exporter(s, exp) == 0)
+            trace(s, "PRK_exporter after KeyUpdate", exp, hl);
+        edhoc_wipe(exp, sizeof exp);
+    }
+    return 0;
+}
+
+int edhoc_session_prk_out(const struct edhoc_session *s, uint8_t *out, size_t cap)
+{
+    if (!s || !s->cfg || !out)
+        return EDHOC_ERR_ARG;
+    if (s->state != EDHOC_STATE_COMPLETED)
+        return EDHOC_ERR_STATE;
+    size_t hl = hash_len_of(suite_of(s));
+    if (cap < hl)
+        return EDHOC_ERR_BUFFER;
+    memcpy(out, s->prk_out, hl);
+    return (int)hl;
+}
+
+int edhoc_session_prk_exporter(const struct edhoc_session *s, uint8_t *out, size_t cap)
+{
+    if (!s || !s->cfg || !out)
+        return EDHOC_ERR_ARG;
+    if (s->state != EDHOC_STATE_COMPLETED)
+        return EDHOC_ERR_STATE;
+    size_t hl = hash_len_of(suite_of(s));
+    if (cap < hl)
+        return EDHOC_ERR_BUFFER;
+    int rc = prk_exporter(s, out);
+    return rc ? rc : (int)hl;
+}
+
+int edhoc_session_oscore(const struct edhoc_session *s, struct edhoc_oscore_params *o)
+{
+    if (!s || !s->cfg || !o)
+        return EDHOC_ERR_ARG;
+    if (s->state != EDHOC_STATE_COMPLETED)
+        return EDHOC_ERR_STATE;
+    const struct edhoc_suite *su = suite_of(s);
+    memset(o, 0, sizeof *o);
+    size_t kl = s->cfg->oscore_key_len ? s->cfg->oscore_key_len
+                                       : edhoc_crypto_aead_key_len(su->app_aead);
+    size_t sl = s->cfg->oscore_salt_len ? s->cfg->oscore_salt_len : 8;
+    if (kl == 0 || kl > sizeof o->master_secret || sl > sizeof o->master_salt)
+        return EDHOC_ERR_ARG;
+    int rc = edhoc_session_export(s, 0, NULL, 0, o->master_secret, kl);
+    if (!rc)
+        rc = edhoc_session_export(s, 1, NULL, 0, o->master_salt, sl);
+    if (rc) {
+        edhoc_wipe(o, sizeof *o);
+        return rc;
+    }
+    o->master_secret_len = kl;
+    o->master_salt_len = sl;
+    /* Appendix A.1: I sends with C_R and receives with C_I; R mirrors. */
+    const uint8_t *c_i = s->role == EDHOC_INITIATOR ? s->own_cid : s->peer_cid;
+    size_t c_i_len = s->role == EDHOC_INITIATOR ? s->own_cid_len : s->peer_cid_len;
+    const uint8_t *c_r = s->role == EDHOC_INITIATOR ? s->peer_cid : s->own_cid;
+    size_t c_r_len = s->role == EDHOC_INITIATOR ? s->peer_cid_len : s->own_cid_len;
+    if (s->role == EDHOC_INITIATOR) {
+        memcpy(o->sender_id, c_r, c_r_len);
+        o->sender_id_len = c_r_len;
+        memcpy(o->recipient_id, c_i, c_i_len);
+        o->recipient_id_len = c_i_len;
+    } else {
+        memcpy(o->sender_id, c_i, c_i_len);
+        o->sender_id_len = c_i_len;
+        memcpy(o->recipient_id, c_r, c_r_len);
+        o->recipient_id_len = c_r_len;
+    }
+    o->aead_alg = su->app_aead;
+    o->hash_alg = su->app_hash;
+    trace(s, "OSCORE Master Secret", o->master_secret, kl);
+    trace(s, "OSCORE Master Salt", o->master_salt, sl);
+    return 0;
+}
+
+/* ---- errors in a session ---- */
+
+int edhoc_session_process_error(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                                struct edhoc_error_info *info)
+{
+    struct edhoc_error_info local;
+    if (!info)
+        info = &local;
+    if (!s || !s->cfg || !msg)
+        return EDHOC_ERR_ARG;
+    if (s->state == EDHOC_STATE_ERROR)
+        return EDHOC_ERR_STATE;
+    int rc = edhoc_error_message_parse(msg, len, info);
+    if (rc)
+        return fail(s, rc, EDHOC_STEP_PEER_ERROR);
+    if (s->role == EDHOC_INITIATOR && s->state == EDHOC_STATE_WAIT_M2 &&
+        info->code == EDHOC_ERR_CODE_WRONG_SUITE) {
+        /* Section 5.2.2: select our most preferred suite among SUITES_R;
+         * never the one just rejected, which would loop. */
+        int sel = preferred_common(s->cfg, info->suites, info->n_suites);
+        if (sel == EDHOC_NO_SUITE || sel == s->suite)
+            return fail(s, EDHOC_ERR_NO_COMMON_SUITE, EDHOC_STEP_PEER_ERROR);
+        wipe_secrets(s);
+        s->retry_suite = (int8_t)sel;
+        s->suite = EDHOC_NO_SUITE;
+        s->flags &= (uint8_t)~(EDHOC_SF_CID_SENT | EDHOC_SF_EXPLICIT_EPH);
+        s->state = EDHOC_STATE_START;
+        return 0;
+    }
+    return fail(s, EDHOC_ERR_PEER_ERROR, EDHOC_STEP_PEER_ERROR);
+}
+
+static const char *step_name(int step)
+{
+    switch (step) {
+    case EDHOC_STEP_PREPARE_M1:
+        return "preparing message_1";
+    case EDHOC_STEP_PROCESS_M1:
+        return "message_1";
+    case EDHOC_STEP_PREPARE_M2:
+        return "preparing message_2";
+    case EDHOC_STEP_PROCESS_M2:
+        return "message_2";
+    case EDHOC_STEP_VERIFY_M2:
+        return "message_2 verification";
+    case EDHOC_STEP_PREPARE_M3:
+        return "preparing message_3";
+    case EDHOC_STEP_PROCESS_M3:
+        return "message_3";
+    case EDHOC_STEP_VERIFY_M3:
+        return "message_3 verification";
+    case EDHOC_STEP_PREPARE_M4:
+        return "preparing message_4";
+    case EDHOC_STEP_PROCESS_M4:
+        return "message_4";
+    case EDHOC_STEP_PEER_ERROR:
+        return "error message";
+    default:
+        return "EDHOC";
+    }
+}
+
+size_t edhoc_session_error_text(const struct edhoc_session *s, char *buf, size_t cap)
+{
+    char tmp[160];
+    int n = 0;
+    if (!s || s->state != EDHOC_STATE_ERROR) {
+        tmp[0] = '\0';
+    } else {
+        bool m2 = s->failed_step == EDHOC_STEP_VERIFY_M2;
+        bool m3 = s->failed_step == EDHOC_STEP_VERIFY_M3;
+        switch (s->error) {
+        case EDHOC_ERR_MAC:
+            n = snprintf(tmp, sizeof tmp, "MAC_%c verification failed", m3 ? '3' : '2');
+            break;
+        case EDHOC_ERR_SIGNATURE:
+            n = snprintf(tmp, sizeof tmp, "Signature_or_MAC_%c verification failed",
+                         m3 ? '3' : '2');
+            break;
+        case EDHOC_ERR_UNKNOWN_CREDENTIAL:
+            n = snprintf(tmp, sizeof tmp, "unknown credential ID_CRED_%c", m2 ? 'R' : 'I');
+            break;
+        case EDHOC_ERR_DECRYPT:
+            n = snprintf(tmp, sizeof tmp, "%s: CIPHERTEXT_%c did not decrypt",
+                         step_name(s->failed_step),
+                         s->failed_step == EDHOC_STEP_PROCESS_M4 ? '4' : '3');
+            break;
+        case EDHOC_ERR_EPHEMERAL_LENGTH:
+        case EDHOC_ERR_INVALID_POINT:
+            n = snprintf(tmp, sizeof tmp, "%s: %s %s", step_name(s->failed_step),
+                         s->failed_step == EDHOC_STEP_PROCESS_M1 ? "G_X" : "G_Y",
+                         s->error == EDHOC_ERR_INVALID_POINT ? "is not a valid public key"
+                                                             : "has the wrong length");
+            break;
+        default:
+            n = snprintf(tmp, sizeof tmp, "%s: %s", step_name(s->failed_step),
+                         edhoc_strerror(s->error));
+            break;
+        }
+    }
+    if (n < 0)
+        n = 0;
+    if (buf && cap) {
+        size_t c = (size_t)n < cap - 1 ? (size_t)n : cap - 1;
+        memcpy(buf, tmp, c);
+        buf[c] = '\0';
+    }
+    return (size_t)n;
+}
+
+int edhoc_session_write_error(const struct edhoc_session *s, uint8_t *out, size_t cap)
+{
+    if (!s || !s->cfg || !out)
+        return EDHOC_ERR_ARG;
+    if (s->state != EDHOC_STATE_ERROR || s->failed_step == EDHOC_STEP_PEER_ERROR)
+        return 0;
+    int code = edhoc_error_code_for(s->error);
+    if (code == 0)
+        return 0;
+    if (code == EDHOC_ERR_CODE_WRONG_SUITE) {
+        /* Section 6.3: the suite of SUITES_I most preferred by I that we
+         * support, or all of ours when we support none of them. */
+        int list[EDHOC_MAX_SUITES];
+        size_t n = 0;
+        if (s->suites_r_hint != EDHOC_NO_SUITE) {
+            list[n++] = s->suites_r_hint;
+        } else {
+            for (size_t i = 0; i < s->cfg->n_suites; i++)
+                list[n++] = s->cfg->suites[i];
+        }
+        return edhoc_error_message_write(out, cap, code, NULL, list, n);
+    }
+    char text[96];
+    edhoc_session_error_text(s, text, sizeof text);
+    return edhoc_error_message_write(out, cap, code, text, NULL, 0);
+}

@@ -1,0 +1,68 @@
+/* Private helpers shared by the files of the EDHOC core. */
+#ifndef EDHOC_INTERNAL_H
+#define EDHOC_INTERNAL_H
+
+#include "edhoc/cbor.h"
+#include "edhoc/edhoc.h"
+
+/* Session flags */
+#define EDHOC_SF_OWN_CID_SET 0x01
+#define EDHOC_SF_EXPLICIT_EPH 0x02
+#define EDHOC_SF_M4_DONE 0x04
+#define EDHOC_SF_CID_SENT 0x08
+#define EDHOC_SF_PEER_CID 0x10
+
+#define EDHOC_NO_SUITE (-128)
+
+/* The step a session was in when it failed (for error texts). */
+enum edhoc_step {
+    EDHOC_STEP_NONE = 0,
+    EDHOC_STEP_PREPARE_M1,
+    EDHOC_STEP_PROCESS_M1,
+    EDHOC_STEP_PREPARE_M2,
+    EDHOC_STEP_PROCESS_M2,
+    EDHOC_STEP_VERIFY_M2,
+    EDHOC_STEP_PREPARE_M3,
+    EDHOC_STEP_PROCESS_M3,
+    EDHOC_STEP_VERIFY_M3,
+    EDHOC_STEP_PREPARE_M4,
+    EDHOC_STEP_PROCESS_M4,
+    EDHOC_STEP_PEER_ERROR,
+};
+
+/* Largest transcript / context input built on the stack: context_2 holds
+ * C_R, ID_CRED_R, TH_2, CRED_R and EAD_2; TH_3 input holds TH_2,
+ * PLAINTEXT_2 (which holds ID_CRED_R) and CRED_R. */
+#define EDHOC_MAX_CRED_BYTES (EDHOC_CRED_MAX_DATA + 8)
+#define EDHOC_MAX_TRANSCRIPT                                                                      \
+    (EDHOC_MAX_PLAINTEXT + EDHOC_MAX_CRED_BYTES + EDHOC_CRYPTO_MAX_HASH + 16)
+
+/* CBOR reader error -> EDHOC error. */
+int edhoc_map_cbor_err(int cbor_err);
+
+/* True when the single byte b is the encoding of an int in -24..23. */
+static inline bool edhoc_is_one_byte_int(uint8_t b)
+{
+    return b <= 0x17 || (b >= 0x20 && b <= 0x37);
+}
+
+/* Write a connection identifier / compact kid: the int form for one-byte
+ * values that have one, else a bstr. */
+void edhoc_put_bstr_id(struct edhoc_cbor_writer *w, const uint8_t *id, size_t len);
+/* Read one: returns 0 with the byte-string value in out (cap bytes), or
+ * EDHOC_ERR_MALFORMED / _NOT_DETERMINISTIC / _CONN_ID_ENCODING (bad_enc is
+ * the code used for a bstr that should have been an int) / _TOO_LARGE. */
+int edhoc_get_bstr_id(struct edhoc_cbor_reader *r, uint8_t *out, size_t cap, size_t *len,
+                      int bad_enc);
+
+/* Parse EAD_x bytes: well-formed items, padding dropped, others listed in
+ * rx (if not NULL). Returns 0, EDHOC_ERR_MALFORMED, _NOT_DETERMINISTIC,
+ * _TOO_LARGE. */
+int edhoc_ead_parse(const uint8_t *p, size_t len, struct edhoc_received *rx);
+/* Encode items into w. */
+void edhoc_ead_write(struct edhoc_cbor_writer *w, const struct edhoc_ead_item *items, size_t n);
+
+/* The ID_CRED map as it goes into PLAINTEXT_x: a lone kid compacted. */
+void edhoc_put_id_cred_compact(struct edhoc_cbor_writer *w, const uint8_t *map, size_t len);
+
+#endif
