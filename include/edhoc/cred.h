@@ -79,6 +79,295 @@ struct edhoc_key {
     size_t priv_len;
 };
 
+/* ======================================================================
+ * Everything below is built on the types above. Unless a comment says
+ * otherwise, functions return 0 on success or a negative EDHOC_CRED_ERR_*
+ * code and leave *out unspecified on failure. CCS and ID_CRED functions
+ * and kid/x5t/kccs lookups never allocate; X.509, key and file functions
+ * use the heap transiently (OpenSSL objects, file buffers) and free it
+ * before returning.
+ * ====================================================================== */
+
+/* Human-readable name of an EDHOC_CRED_ERR_* code (or "unknown error"). */
+const char *edhoc_cred_strerror(int err);
+
+/* ---- Credentials ---------------------------------------------------- */
+
+/* CCS (RFC 8392 CWT Claims Set) as a credential. The map must contain
+ * cnf (8) -> {1 (COSE_Key): {1: kty, ?2: kid, -1: crv, -2: x, ?-3: y}}
+ * with kty 1 (OKP: Ed25519, Ed448, X25519, X448) or 2 (EC2: P-256, P-384,
+ * y required, uncompressed). Other claims (sub, iss, ...) are skipped.
+ * cred->cred is exactly `ccs` (copied into cred->data); pub is 0x04||x||y
+ * for EC2 and the raw key for OKP; kid is the COSE_Key kid (or empty).
+ * The whole buffer must be one deterministic CBOR item.
+ * Returns 0, EDHOC_CRED_ERR_FORMAT (malformed, unsupported kty/crv, wrong
+ * key length, trailing bytes), EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_cred_from_ccs(struct edhoc_cred *cred, const uint8_t *ccs, size_t len);
+
+/* Build a CCS {2: subject (if non-NULL), 8: {1: COSE_Key}} for a public
+ * key (EC2 pub as 0x04||x||y or x-only is refused; OKP raw) and parse it
+ * into cred. kid may be empty (kid_len 0, then no kid in the COSE_Key).
+ * Returns 0, EDHOC_CRED_ERR_FORMAT (bad curve/key length),
+ * EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_cred_build_ccs(struct edhoc_cred *cred, int curve, const uint8_t *pub,
+                         size_t pub_len, const uint8_t *kid, size_t kid_len,
+                         const char *subject);
+
+/* X.509 from DER or PEM: one certificate, a DER concatenation, or several
+ * PEM blocks, leaf first (at most EDHOC_CRED_MAX_CHAIN). cred->cred is the
+ * leaf DER wrapped in a CBOR bstr (RFC 9528 Section 3.5.2); curve/pub come
+ * from the leaf's SubjectPublicKeyInfo (Ed25519, Ed448, X25519, X448,
+ * P-256, P-384). No trust decision is taken here (see the store).
+ * Returns 0, EDHOC_CRED_ERR_FORMAT (not a certificate, unsupported key),
+ * EDHOC_CRED_ERR_TOO_LARGE (chain over EDHOC_CRED_MAX_DATA/MAX_CHAIN). */
+int edhoc_cred_from_x509(struct edhoc_cred *cred, const uint8_t *data, size_t len);
+
+/* Same from separate DER certificates, leaf first (as received in an
+ * x5chain). Same returns. */
+int edhoc_cred_from_der_chain(struct edhoc_cred *cred, const uint8_t *const *certs,
+                              const size_t *lens, size_t n);
+
+/* Auto-detect: PEM certificate(s), DER certificate(s), CCS as CBOR binary,
+ * or CCS / DER as hex text (whitespace ignored). Same returns. */
+int edhoc_cred_parse(struct edhoc_cred *cred, const uint8_t *data, size_t len);
+
+/* Attach a kid to any credential (the CCS kid is set by parsing already).
+ * Returns 0 or EDHOC_CRED_ERR_TOO_LARGE (over EDHOC_CRED_MAX_KID). */
+int edhoc_cred_set_kid(struct edhoc_cred *cred, const uint8_t *kid, size_t kid_len);
+
+/* Deep copy (pointers re-based into dst->data). */
+void edhoc_cred_copy(struct edhoc_cred *dst, const struct edhoc_cred *src);
+
+/* Same CRED_x bytes (and so the same key). */
+bool edhoc_cred_equal(const struct edhoc_cred *a, const struct edhoc_cred *b);
+
+/* The public key in the ECDH form of edhoc/crypto.h (EC2: x only; OKP
+ * raw), for static-DH methods. Returns 0 or EDHOC_CRED_ERR_KEY_TYPE when
+ * the key is a signature-only curve (Ed25519, Ed448). */
+int edhoc_cred_dh_pub(const struct edhoc_cred *cred, const uint8_t **pub, size_t *len);
+
+/* Validity window of an X.509 leaf (seconds since the epoch, UTC).
+ * Returns 0 or EDHOC_CRED_ERR_FORMAT (not X.509). */
+int edhoc_cred_x509_validity(const struct edhoc_cred *cred, int64_t *not_before,
+                             int64_t *not_after);
+
+/* ---- Method / suite fit --------------------------------------------- */
+
+/* The COSE curve the authentication key of `initiator` (true) or responder
+ * must have for `method` (0..3) and cipher `suite`: the suite's signature
+ * curve (Ed25519 6, Ed448 7, P-256 1 for ES256, P-384 2 for ES384) when
+ * that side signs, else the suite's ECDH curve (X25519 4, X448 5, P-256 1,
+ * P-384 2). *for_dh (may be NULL) tells which. Returns the curve (> 0) or
+ * EDHOC_CRED_ERR_KEY_TYPE for an unknown method or suite. */
+int edhoc_cred_auth_curve(int method, bool initiator, int suite, bool *for_dh);
+
+/* Does cred's key fit method/role/suite? Returns 0 or
+ * EDHOC_CRED_ERR_KEY_TYPE (wrong curve, unknown method or suite). */
+int edhoc_cred_check_key_type(const struct edhoc_cred *cred, int method, bool initiator,
+                              int suite);
+
+/* ---- ID_CRED (RFC 9528 Section 3.5.3) -------------------------------- */
+
+#define EDHOC_COSE_SHA256_64 (-15) /* COSE_CertHash alg of RFC 9529 trace 1 */
+
+/* A parsed ID_CRED_x map. Pointers point into the parsed buffer. */
+struct edhoc_id_cred {
+    enum edhoc_id_cred_type type;
+    const uint8_t *kid;      /* KID: the kid bytes */
+    size_t kid_len;
+    const uint8_t *ccs;      /* KCCS: the encoded CCS map */
+    size_t ccs_len;
+    int x5t_alg;             /* X5T: -15 (SHA-256/64) or -16 (SHA-256) */
+    const uint8_t *x5t_hash;
+    size_t x5t_hash_len;
+    const uint8_t *certs[EDHOC_CRED_MAX_CHAIN]; /* X5CHAIN: DER, leaf first */
+    size_t cert_lens[EDHOC_CRED_MAX_CHAIN];
+    size_t n_certs;
+};
+
+/* Encode ID_CRED_x for cred as the full map: kid {4: bstr} (needs a kid),
+ * kccs {14: CCS} (CCS only), x5t {34: [alg, hash]} (X.509 only; x5t_alg 0
+ * means -15 SHA-256/64, also -16 SHA-256), x5chain {33: bstr} for one
+ * certificate or {33: [+ bstr]} for a chain (X.509 only).
+ * *out_len receives the length. Returns 0, EDHOC_CRED_ERR_FORMAT (type not
+ * possible for this credential, no kid, unknown hash alg),
+ * EDHOC_CRED_ERR_TOO_LARGE (cap). */
+int edhoc_id_cred_encode(const struct edhoc_cred *cred, enum edhoc_id_cred_type type,
+                         int x5t_alg, uint8_t *out, size_t cap, size_t *out_len);
+
+/* Parse a full ID_CRED_x map with exactly one of the labels 4, 14, 33, 34
+ * (the only label; deterministic CBOR; no trailing bytes). The KCCS value
+ * is only checked to be a map here (edhoc_cred_from_ccs checks the rest).
+ * Returns 0 or EDHOC_CRED_ERR_FORMAT. */
+int edhoc_id_cred_parse(const uint8_t *map, size_t len, struct edhoc_id_cred *out);
+
+/* COSE_CertHash of a DER certificate: SHA-256 truncated to 8 bytes (-15)
+ * or full (-16). Returns 0 or EDHOC_CRED_ERR_FORMAT (other alg). */
+int edhoc_cred_cert_hash(int alg, const uint8_t *der, size_t der_len, uint8_t *out,
+                         size_t *out_len);
+
+/* ---- Credential store ------------------------------------------------ */
+
+/* Fixed capacity, no heap: sizeof(struct edhoc_cred_store) is about
+ * (EDHOC_CRED_STORE_MAX_CREDS + EDHOC_CRED_STORE_MAX_ANCHORS) * 4.4 KB,
+ * i.e. ~250 KB: allocate it statically or on the heap, not on the stack.
+ * 48 holds every built-in demo credential (edhoc_demo_trust adds 40). */
+#define EDHOC_CRED_STORE_MAX_CREDS 48
+#define EDHOC_CRED_STORE_MAX_ANCHORS 8
+
+struct edhoc_cred_store {
+    struct edhoc_cred creds[EDHOC_CRED_STORE_MAX_CREDS];     /* accepted peers */
+    size_t n_creds;
+    struct edhoc_cred anchors[EDHOC_CRED_STORE_MAX_ANCHORS]; /* CA certificates */
+    size_t n_anchors;
+    int64_t now; /* validation time (Unix seconds); 0 = the current time */
+};
+
+void edhoc_cred_store_init(struct edhoc_cred_store *store);
+/* Verify certificates at this time instead of now (tests). */
+void edhoc_cred_store_set_time(struct edhoc_cred_store *store, int64_t unix_seconds);
+/* A configured peer credential (CCS or X.509), accepted as is.
+ * Returns 0 or EDHOC_CRED_ERR_TOO_LARGE (store full). */
+int edhoc_cred_store_add_cred(struct edhoc_cred_store *store, const struct edhoc_cred *cred);
+/* A trust anchor: an X.509 CA certificate (only the leaf of `ca` is used).
+ * Returns 0, EDHOC_CRED_ERR_FORMAT (not X.509), EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_cred_store_add_anchor(struct edhoc_cred_store *store, const struct edhoc_cred *ca);
+/* Load a trust file: every certificate in it (PEM or DER) that is a CA
+ * (basicConstraints cA) becomes an anchor, every other certificate and a
+ * CCS (binary or hex) a configured credential. why (may be NULL) receives
+ * a message naming the file on failure. Returns 0, EDHOC_CRED_ERR_FILE,
+ * EDHOC_CRED_ERR_FORMAT, EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_cred_store_add_file(struct edhoc_cred_store *store, const char *path, char *why,
+                              size_t why_cap);
+
+/* Resolve a received ID_CRED_x (full map form) to a trusted credential:
+ *  - kid: the configured credential with that kid;
+ *  - x5t: the configured X.509 credential whose leaf has that hash;
+ *  - kccs: accepted only when equal to a configured credential (same
+ *    bytes or same public key); *out is then the received CCS;
+ *  - x5chain: a configured X.509 credential with the same leaf, else the
+ *    chain verified with OpenSSL against the anchors (signatures, validity
+ *    at store->now, basic constraints); *out is the received chain.
+ * X.509 results are checked against the validity window in every case.
+ * Returns 0, EDHOC_CRED_ERR_FORMAT (bad map or certificate/CCS),
+ * EDHOC_CRED_ERR_UNKNOWN (nothing matches: EDHOC error code 3),
+ * EDHOC_CRED_ERR_UNTRUSTED (chain does not verify to an anchor),
+ * EDHOC_CRED_ERR_EXPIRED (outside the validity window). */
+int edhoc_cred_store_resolve(const struct edhoc_cred_store *store, const uint8_t *id_cred,
+                             size_t len, struct edhoc_cred *out);
+
+/* ---- Private keys ---------------------------------------------------- */
+
+/* A fresh key pair from the system CSPRNG (curve 1, 2, 4, 5, 6, 7).
+ * Returns 0, EDHOC_CRED_ERR_KEY_TYPE (curve). */
+int edhoc_key_generate(struct edhoc_key *key, int curve);
+/* Public key of key in the signature form of edhoc/crypto.h (EC2
+ * 0x04||x||y, OKP raw): the form of edhoc_cred.pub. Returns 0 or
+ * EDHOC_CRED_ERR_FORMAT (invalid private key). */
+int edhoc_key_public(const struct edhoc_key *key, uint8_t *pub, size_t *pub_len);
+/* Does key belong to cred's public key? Returns 0 or EDHOC_CRED_ERR_KEY_TYPE. */
+int edhoc_key_check_cred(const struct edhoc_key *key, const struct edhoc_cred *cred);
+
+/* PEM (PKCS#8 "PRIVATE KEY", also "EC PRIVATE KEY") or raw hex text. Raw
+ * hex does not name its curve: curve_hint (usually the credential's
+ * curve; 0 = guess from the length, 48 P-384, 56 X448, 57 Ed448) gives
+ * it. Returns 0, EDHOC_CRED_ERR_FORMAT (unreadable, unsupported curve,
+ * length does not fit curve_hint or is ambiguous). */
+int edhoc_key_parse(struct edhoc_key *key, const uint8_t *data, size_t len, int curve_hint);
+/* PKCS#8 PEM text (NUL-terminated) into out. Returns 0,
+ * EDHOC_CRED_ERR_FORMAT, EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_key_to_pem(const struct edhoc_key *key, char *out, size_t cap, size_t *out_len);
+
+/* Load a private key file. Refused when its mode grants any permission to
+ * group or others: EDHOC_CRED_ERR_PERMISSIONS, and why says "<file> ...
+ * run: chmod 600 <file>". why (may be NULL) receives a message naming the
+ * file on any failure. Returns 0, EDHOC_CRED_ERR_FILE,
+ * EDHOC_CRED_ERR_PERMISSIONS, EDHOC_CRED_ERR_FORMAT. */
+int edhoc_key_load_file(struct edhoc_key *key, const char *path, int curve_hint, char *why,
+                        size_t why_cap);
+/* Write key as PKCS#8 PEM into a new file created with mode 0600 (an
+ * existing file is replaced only when overwrite). Returns 0,
+ * EDHOC_CRED_ERR_FILE, EDHOC_CRED_ERR_FORMAT. */
+int edhoc_key_write_file(const struct edhoc_key *key, const char *path, bool overwrite,
+                         char *why, size_t why_cap);
+
+/* Load a credential file (see edhoc_cred_parse for the formats).
+ * Returns 0, EDHOC_CRED_ERR_FILE, EDHOC_CRED_ERR_FORMAT,
+ * EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_cred_load_file(struct edhoc_cred *cred, const char *path, char *why, size_t why_cap);
+
+/* ---- X.509 creation (keygen) ---------------------------------------- */
+
+struct edhoc_x509_params {
+    const char *subject_cn;   /* CN of the new certificate */
+    int64_t not_before;       /* Unix seconds */
+    int64_t not_after;
+    uint64_t serial;          /* 0 = random */
+    bool is_ca;               /* basicConstraints cA=TRUE, keyCertSign */
+    /* Issuer: NULL = self-signed with `subject_key` (impossible for X25519
+     * and X448 keys, which cannot sign). */
+    const struct edhoc_cred *issuer;
+    const struct edhoc_key *issuer_key;
+    /* Leaf without any v3 extension (no basicConstraints, no key
+     * identifiers): the smallest certificate, for constrained links. */
+    bool no_extensions;
+};
+
+/* Certificate for subject_key's public key; the result (leaf first,
+ * followed by the issuer's certificates except a self-signed root) is
+ * parsed into cred. Returns 0,
+ * EDHOC_CRED_ERR_KEY_TYPE (self-signed X25519/X448, issuer key cannot
+ * sign or does not match the issuer certificate), EDHOC_CRED_ERR_FORMAT,
+ * EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_x509_create(struct edhoc_cred *cred, const struct edhoc_key *subject_key,
+                      const struct edhoc_x509_params *params);
+/* PEM text of cred's certificates (leaf first). Returns 0,
+ * EDHOC_CRED_ERR_FORMAT, EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_x509_to_pem(const struct edhoc_cred *cred, char *out, size_t cap, size_t *out_len);
+
+/* ---- Built-in demo credentials (src/cred/demo_creds.c) ---------------- */
+
+/* Demo X.509 certificates are valid 2024-01-01 .. 2099-12-31 and signed by
+ * a demo P-256 CA (edhoc_demo_trust adds it). Every demo credential
+ * carries a one-byte kid, unique among them (so kid lookups work) and sent
+ * as a one-byte CBOR integer. Initiator kids (responder: + 0x20):
+ *                    P-256  P-384  Ed25519/X25519  Ed448/X448
+ *   X.509 signature   01     02        06             07
+ *   CCS signature     03     04        05             08
+ *   CCS static DH     09     0a        0c             0d
+ *   X.509 static DH   0e     0f        13             14
+ *   chain 10, 293-byte certificate 11, expired 17 (initiator only);
+ *   trace 2 keeps its own kids 2b (I) and 32 (R); trace 1 has none.
+ * All functions: role 'I' or 'R'; key may be NULL. Return 0 or
+ * EDHOC_CRED_ERR_UNKNOWN (no such demo credential). */
+
+/* Signature key (for_dh false: curve 6 Ed25519, 7 Ed448, 1 ES256, 2 ES384)
+ * or static DH key (for_dh true: curve 4 X25519, 1 P-256, 2 P-384,
+ * 5 X448) as the given type: EDHOC_CRED_X509 (a leaf signed by the demo
+ * CA) or EDHOC_CRED_CCS (with sub and kid); type 0 picks the default,
+ * X.509 for signature keys and CCS for static DH keys. */
+int edhoc_demo_cred_typed(char role, int curve, bool for_dh, enum edhoc_cred_type type,
+                          struct edhoc_cred *cred, struct edhoc_key *key);
+/* = edhoc_demo_cred_typed(role, curve, for_dh, 0, cred, key) */
+int edhoc_demo_cred(char role, int curve, bool for_dh, struct edhoc_cred *cred,
+                    struct edhoc_key *key);
+/* RFC 9529 trace 1 (X.509, Ed25519 signature keys sk_i/sk_r) or trace 2
+ * (CCS, P-256 static DH keys). */
+int edhoc_demo_trace_cred(int trace, char role, struct edhoc_cred *cred, struct edhoc_key *key);
+/* P-256 leaf + intermediate CA (n_certs 2), for x5chain with a chain. */
+int edhoc_demo_chain_cred(char role, struct edhoc_cred *cred, struct edhoc_key *key);
+/* P-256 certificates of exactly 293 bytes DER signed by the demo CA. */
+int edhoc_demo_cred_293(char role, struct edhoc_cred *cred, struct edhoc_key *key);
+/* A P-256 certificate signed by the demo CA that expired in 2024
+ * (role ignored: one certificate). */
+int edhoc_demo_expired_cred(struct edhoc_cred *cred, struct edhoc_key *key);
+/* The demo CA certificate itself. */
+int edhoc_demo_ca(struct edhoc_cred *cred);
+/* Add the demo CA as an anchor and every demo credential above (except
+ * the expired one, which must be refused) as a configured credential.
+ * Returns 0 or EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_demo_trust(struct edhoc_cred_store *store);
+
 #ifdef __cplusplus
 }
 #endif

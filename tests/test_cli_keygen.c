@@ -1,0 +1,385 @@
+/* edhoc-cli keygen end to end: every curve, both credential types, CA
+ * signing, file modes, and refusal of key files readable by others. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "vectors.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/test_cli_keygen.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Run edhoc-cli with printf-style arguments; returns the exit status and
+ * leaves stdout+stderr in *out (free it). */
+static int cli(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int cli(char **out, const char *fmt, ...)
+{
+    char args[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_cli(args, true, out);
+}
+
+static int run_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run_ok(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+static mode_t file_mode(const char *name)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_mode & 0777;
+}
+
+static size_t file_size(const char *name)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(stat(path, &st), 0);
+    return (size_t)st.st_size;
+}
+
+static size_t count_certs(const char *name)
+{
+    char path[512], line[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "-----BEGIN CERTIFICATE-----", 27))
+            n++;
+    fclose(f);
+    return n;
+}
+
+static const char *const curves[] = {"P-256", "P-384", "Ed25519", "Ed448", "X25519", "X448"};
+
+static void test_ccs_every_curve(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < 6; i++) {
+        char *out;
+        int rc = cli(&out, "keygen --type ccs --curve %s --kid 2b --subject dev%zu "
+                           "--out-cred %s/ccs%zu.cbor --out-key %s/ccs%zu.key",
+                     curves[i], i, dir, i, dir, i);
+        if (rc != 0)
+            fail_msg("keygen ccs %s: exit %d: %s", curves[i], rc, out);
+        assert_non_null(strstr(out, "kid:         2b"));
+        assert_non_null(strstr(out, curves[i]));
+        assert_non_null(strstr(out, "wrote "));
+        assert_non_null(strstr(out, "mode 0600"));
+        free(out);
+        char name[32];
+        snprintf(name, sizeof name, "ccs%zu.key", i);
+        assert_int_equal(file_mode(name), 0600);
+        snprintf(name, sizeof name, "ccs%zu.cbor", i);
+        /* {2: "devN", 8: {1: {1, 2, -1, -2 (, -3)}}}: at least the key bytes. */
+        assert_true(file_size(name) > 40);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        int first = fgetc(f);
+        fclose(f);
+        assert_int_equal(first, 0xa2);
+    }
+    /* --hex writes the same map as text. */
+    char *out;
+    assert_int_equal(cli(&out, "keygen --type ccs --curve X25519 --hex --kid 01 --subject s "
+                               "--out-cred %s/hex.txt --out-key %s/hex.key", dir, dir), 0);
+    free(out);
+    char path[512], text[256] = "";
+    snprintf(path, sizeof path, "%s/hex.txt", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(text, sizeof text, f));
+    fclose(f);
+    assert_int_equal(strncmp(text, "a20261730", 9), 0); /* {2: "s", 8: ... */
+}
+
+static void test_x509_every_curve(void **state)
+{
+    (void)state;
+    char *out;
+    /* A P-256 CA first: it signs the X25519/X448 certificates. */
+    int rc = cli(&out, "keygen --type x509 --curve P-256 --ca --subject 'Test CA' "
+                       "--out-cred %s/ca.pem --out-key %s/ca.key", dir, dir);
+    if (rc != 0)
+        fail_msg("keygen CA: exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "(CA)"));
+    free(out);
+    assert_int_equal(file_mode("ca.key"), 0600);
+
+    for (size_t i = 0; i < 6; i++) {
+        bool dh_only = i >= 4;
+        /* Self-signed: only keys that can sign. */
+        rc = cli(&out, "keygen --type x509 --curve %s --subject self%zu "
+                       "--out-cred %s/self%zu.pem --out-key %s/self%zu.key",
+                 curves[i], i, dir, i, dir, i);
+        if (dh_only) {
+            assert_int_equal(rc, 2);
+            assert_non_null(strstr(out, "cannot sign"));
+            assert_non_null(strstr(out, "--ca-cert"));
+        } else {
+            if (rc != 0)
+                fail_msg("keygen self-signed %s: exit %d: %s", curves[i], rc, out);
+            assert_non_null(strstr(out, "self-signed"));
+            assert_int_equal(run_ok("openssl verify -CAfile %s/self%zu.pem %s/self%zu.pem "
+                                    ">/dev/null 2>&1", dir, i, dir, i), 0);
+        }
+        free(out);
+
+        /* CA-signed: every curve. */
+        rc = cli(&out, "keygen --type x509 --curve %s --subject leaf%zu --days 30 "
+                       "--ca-cert %s/ca.pem --ca-key %s/ca.key "
+                       "--out-cred %s/leaf%zu.pem --out-key %s/leaf%zu.key",
+                 curves[i], i, dir, dir, dir, i, dir, i);
+        if (rc != 0)
+            fail_msg("keygen CA-signed %s: exit %d: %s", curves[i], rc, out);
+        assert_non_null(strstr(out, "certificate: "));
+        free(out);
+        char name[32];
+        snprintf(name, sizeof name, "leaf%zu.key", i);
+        assert_int_equal(file_mode(name), 0600);
+        snprintf(name, sizeof name, "leaf%zu.pem", i);
+        assert_int_equal(count_certs(name), 1); /* the root is not appended */
+        assert_int_equal(run_ok("openssl verify -CAfile %s/ca.pem %s/leaf%zu.pem >/dev/null 2>&1",
+                                dir, dir, i), 0);
+        /* The certificate holds the key type asked for. */
+        const char *want = i == 0 || i == 1 ? "id-ecPublicKey" : curves[i];
+        assert_int_equal(run_ok("openssl x509 -in %s/leaf%zu.pem -noout -text | grep -qi 'Public Key Algorithm: %s'",
+                                dir, i, want), 0);
+    }
+}
+
+static void test_chain_and_validity(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(cli(&out, "keygen --type x509 --curve Ed25519 --ca --subject Root "
+                               "--not-before 2024-01-01 --not-after 2099-12-31 "
+                               "--out-cred %s/root.pem --out-key %s/root.key", dir, dir), 0);
+    assert_non_null(strstr(out, "validity:    2024-01-01T00:00:00Z .. 2099-12-31T00:00:00Z"));
+    free(out);
+    assert_int_equal(cli(&out, "keygen --type x509 --curve P-384 --ca --subject Intermediate "
+                               "--ca-cert %s/root.pem --ca-key %s/root.key "
+                               "--out-cred %s/int.pem --out-key %s/int.key", dir, dir, dir, dir), 0);
+    free(out);
+    int rc = cli(&out, "keygen --type x509 --curve P-256 --subject Leaf "
+                       "--ca-cert %s/int.pem --ca-key %s/int.key "
+                       "--out-cred %s/leaf.pem --out-key %s/leaf.key", dir, dir, dir, dir);
+    if (rc != 0)
+        fail_msg("keygen leaf under intermediate: exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "+1 intermediate certificate"));
+    free(out);
+    /* leaf.pem = leaf, intermediate: a chain that verifies to the root. */
+    assert_int_equal(count_certs("leaf.pem"), 2);
+    assert_int_equal(run_ok("openssl verify -CAfile %s/root.pem -untrusted %s/leaf.pem "
+                            "%s/leaf.pem >/dev/null 2>&1", dir, dir, dir), 0);
+    /* And without the root it does not. */
+    assert_int_not_equal(run_ok("openssl verify -CAfile %s/int.pem %s/leaf.pem >/dev/null 2>&1",
+                                dir, dir), 0);
+}
+
+static void test_suite_and_use(void **state)
+{
+    (void)state;
+    static const struct { int suite; const char *use, *curve; } cases[] = {
+        {0, "sign", "Ed25519"}, {0, "dh", "X25519"}, {2, "sign", "P-256"}, {3, "dh", "P-256"},
+        {6, "sign", "P-256"}, {6, "dh", "X25519"}, {24, "sign", "P-384"}, {24, "dh", "P-384"},
+        {25, "sign", "Ed448"}, {25, "dh", "X448"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out, want[64];
+        int rc = cli(&out, "keygen --type ccs --suite %d --use %s "
+                           "--out-cred %s/s%zu.cbor --out-key %s/s%zu.key",
+                     cases[i].suite, cases[i].use, dir, i, dir, i);
+        if (rc != 0)
+            fail_msg("suite %d use %s: exit %d: %s", cases[i].suite, cases[i].use, rc, out);
+        snprintf(want, sizeof want, "curve:       %s ", cases[i].curve);
+        if (!strstr(out, want))
+            fail_msg("suite %d use %s: expected %s in: %s", cases[i].suite, cases[i].use,
+                     cases[i].curve, out);
+        free(out);
+    }
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --ca --subject CA "
+                               "--out-cred %s/ca.pem --out-key %s/ca.key", dir, dir), 0);
+    free(out);
+
+    /* A CA key readable by others: exit 3, the file named, the fix given. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/ca.key", dir);
+    assert_int_equal(chmod(path, 0644), 0);
+    int rc = cli(&out, "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s "
+                       "--out-cred %s/l.pem --out-key %s/l.key", dir, path, dir, dir);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, path));
+    assert_non_null(strstr(out, "chmod 600"));
+    free(out);
+    /* Nothing was written. */
+    snprintf(path, sizeof path, "%s/l.key", dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/ca.key", dir);
+    assert_int_equal(chmod(path, 0600), 0);
+    rc = cli(&out, "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s "
+                   "--out-cred %s/l.pem --out-key %s/l.key", dir, path, dir, dir);
+    assert_int_equal(rc, 0);
+    free(out);
+
+    /* No silent overwrite; --force replaces and keeps mode 0600. */
+    rc = cli(&out, "keygen --type ccs --curve X25519 --out-cred %s/l.pem --out-key %s/l.key",
+             dir, dir);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--force"));
+    free(out);
+    snprintf(path, sizeof path, "%s/l.key", dir);
+    assert_int_equal(chmod(path, 0644), 0);
+    rc = cli(&out, "keygen --type ccs --curve X25519 --force --out-cred %s/l.pem "
+                   "--out-key %s/l.key", dir, dir);
+    assert_int_equal(rc, 0);
+    free(out);
+    assert_int_equal(file_mode("l.key"), 0600);
+
+    /* A CA key that does not belong to the CA certificate. */
+    rc = cli(&out, "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s/leaf.key "
+                   "--out-cred %s/m.pem --out-key %s/m.key", dir, dir, dir, dir);
+    assert_int_equal(rc, 3);
+    free(out);
+    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --out-cred %s/x.pem "
+                               "--out-key %s/leaf.key", dir, dir), 0);
+    free(out);
+    rc = cli(&out, "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s/leaf.key "
+                   "--out-cred %s/m.pem --out-key %s/m.key", dir, dir, dir, dir);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "is not the private key of"));
+    free(out);
+
+    /* Usage errors: exit 2. */
+    const char *bad[] = {
+        "keygen --curve P-256 --out-cred /tmp/x --out-key /tmp/y",          /* no type */
+        "keygen --type ccs --curve P-521 --out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type pgp --curve P-256 --out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type ccs --curve P-256 --out-key /tmp/y",                 /* no cred file */
+        "keygen --type ccs --suite 7 --use dh --out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type ccs --suite 2 --out-cred /tmp/x --out-key /tmp/y",   /* no --use */
+        "keygen --type ccs --curve P-256 --kid zz --out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type ccs --curve P-256 --ca --out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type x509 --curve X448 --ca --out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type x509 --curve P-256 --not-before 2030-01-01 --not-after 2029-01-01 "
+        "--out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type x509 --curve P-256 --bogus",
+        "keygen --type x509 --curve P-256 --kid 01 --out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type x509 --curve P-256 --ca --no-extensions --out-cred /tmp/x --out-key /tmp/y",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = run_cli(bad[i], true, &out);
+        if (rc != 2)
+            fail_msg("'%s': exit %d, expected 2: %s", bad[i], rc, out);
+        free(out);
+    }
+    rc = run_cli("keygen --help", false, &out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "--out-key"));
+    free(out);
+}
+
+/* The keygen output is usable by the handshake: a CA-signed certificate
+ * sent as x5chain verifies through the responder's store (--trust CA). */
+static void test_simulate_with_keygen_output(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --ca --subject CA "
+                               "--out-cred %s/ca.pem --out-key %s/ca.key", dir, dir), 0);
+    free(out);
+    const char *roles[] = {"i", "r"};
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(cli(&out, "keygen --type x509 --curve Ed25519 --subject %s "
+                                   "--ca-cert %s/ca.pem --ca-key %s/ca.key "
+                                   "--out-cred %s/%s.pem --out-key %s/%s.key",
+                             roles[r], dir, dir, dir, roles[r], dir, roles[r]), 0);
+        free(out);
+    }
+    int rc = cli(&out, "simulate --method 0 --suites 0 --suites-r 0 "
+                       "--cred-i %s/i.pem --key-i %s/i.key --cred-r %s/r.pem --key-r %s/r.key "
+                       "--trust %s/ca.pem --id-cred-i x5chain --id-cred-r x5chain",
+                 dir, dir, dir, dir, dir);
+    if (rc != 0)
+        fail_msg("simulate with keygen credentials: exit %d: %s", rc, out);
+    free(out);
+    /* A responder trusting another CA refuses the initiator. */
+    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --ca --subject CA "
+                               "--out-cred %s/other.pem --out-key %s/other.key", dir, dir), 0);
+    free(out);
+    rc = cli(&out, "simulate --method 0 --suites 0 --suites-r 0 "
+                   "--cred-i %s/i.pem --key-i %s/i.key --cred-r %s/r.pem --key-r %s/r.key "
+                   "--trust %s/other.pem --id-cred-i x5chain --id-cred-r x5chain",
+             dir, dir, dir, dir, dir);
+    assert_int_not_equal(rc, 0);
+    free(out);
+    /* A key file readable by others is refused by simulate too. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/i.key", dir);
+    assert_int_equal(chmod(path, 0644), 0);
+    rc = cli(&out, "simulate --method 0 --suites 0 --suites-r 0 "
+                   "--cred-i %s/i.pem --key-i %s --cred-r %s/r.pem --key-r %s/r.key "
+                   "--trust %s/ca.pem --id-cred-i x5chain --id-cred-r x5chain",
+             dir, path, dir, dir, dir);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, path));
+    assert_non_null(strstr(out, "chmod 600"));
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_ccs_every_curve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_x509_every_curve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chain_and_validity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_suite_and_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_simulate_with_keygen_output, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
