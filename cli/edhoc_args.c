@@ -1,0 +1,618 @@
+#include "edhoc_args.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static const int all_suites[] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
+
+void cli_edhoc_opts_init(struct cli_edhoc_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->method = 3;
+    o->suites[0] = 2;
+    o->n_suites = 1;
+}
+
+const char *cli_id_cred_type_name(int type)
+{
+    switch (type) {
+    case EDHOC_ID_CRED_KID:
+        return "kid";
+    case EDHOC_ID_CRED_KCCS:
+        return "kccs";
+    case EDHOC_ID_CRED_X5T:
+        return "x5t";
+    case EDHOC_ID_CRED_X5CHAIN:
+        return "x5chain";
+    default:
+        return "?";
+    }
+}
+
+const char *cli_method_name(int method)
+{
+    static const char *names[] = {"signature / signature", "signature / static DH",
+                                  "static DH / signature", "static DH / static DH"};
+    return method >= 0 && method <= 3 ? names[method] : "?";
+}
+
+int cli_id_cred_type_of(const uint8_t *id_cred, size_t len)
+{
+    struct edhoc_id_cred parsed;
+    if (edhoc_id_cred_parse(id_cred, len, &parsed) != 0)
+        return 0;
+    return (int)parsed.type;
+}
+
+static int parse_id_cred_type(const char *s)
+{
+    if (!strcmp(s, "kid"))
+        return EDHOC_ID_CRED_KID;
+    if (!strcmp(s, "kccs"))
+        return EDHOC_ID_CRED_KCCS;
+    if (!strcmp(s, "x5t"))
+        return EDHOC_ID_CRED_X5T;
+    if (!strcmp(s, "x5chain"))
+        return EDHOC_ID_CRED_X5CHAIN;
+    return -1;
+}
+
+static int parse_suites(const char *flag, const char *value, int *out, size_t *n)
+{
+    int tmp[EDHOC_MAX_SUITES];
+    int count = cli_parse_int_list(value, tmp, EDHOC_MAX_SUITES);
+    if (count <= 0) {
+        fprintf(stderr, "edhoc-cli: %s: expected a comma-separated list of cipher suites, got '%s'\n",
+                flag, value);
+        return -1;
+    }
+    for (int i = 0; i < count; i++) {
+        if (!edhoc_suite_find(tmp[i])) {
+            fprintf(stderr, "edhoc-cli: %s: cipher suite %d is not supported (supported: 0, 1, 2, 3, 4, 5, 6, 24, 25)\n",
+                    flag, tmp[i]);
+            return -1;
+        }
+        for (int j = 0; j < i; j++) {
+            if (tmp[j] == tmp[i]) {
+                fprintf(stderr, "edhoc-cli: %s: cipher suite %d listed twice\n", flag, tmp[i]);
+                return -1;
+            }
+        }
+        out[i] = tmp[i];
+    }
+    *n = (size_t)count;
+    return 0;
+}
+
+/* "HEX[,HEX...]": one connection identifier per message_1 attempt. */
+static int parse_conn_ids(const char *flag, const char *value, struct cli_side_opts *side)
+{
+    char buf[256];
+    if (strlen(value) >= sizeof buf) {
+        fprintf(stderr, "edhoc-cli: %s: value too long\n", flag);
+        return -1;
+    }
+    strcpy(buf, value);
+    size_t n = 0;
+    char *save = NULL;
+    char *p = buf;
+    /* strtok would skip an empty identifier; split by hand. */
+    for (;;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (n >= CLI_MAX_ATTEMPTS) {
+            fprintf(stderr, "edhoc-cli: %s: at most %d identifiers\n", flag, CLI_MAX_ATTEMPTS);
+            return -1;
+        }
+        long len = cli_hex_decode(p, side->c_id[n], EDHOC_MAX_CONN_ID);
+        if (len < 0) {
+            fprintf(stderr, "edhoc-cli: %s: '%s' is not hex of at most %d bytes\n", flag, p,
+                    EDHOC_MAX_CONN_ID);
+            return -1;
+        }
+        side->c_id_len[n++] = (size_t)len;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    (void)save;
+    side->n_c_id = n;
+    return 0;
+}
+
+/* "LABEL[:HEX]" */
+static int parse_ead(const char *flag, const char *value, struct cli_edhoc_opts *o, int msg)
+{
+    if (o->n_ead[msg] >= CLI_MAX_EAD) {
+        fprintf(stderr, "edhoc-cli: %s: at most %d items\n", flag, CLI_MAX_EAD);
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    long long label = strtoll(value, &end, 10);
+    if (end == value || errno || (*end && *end != ':')) {
+        fprintf(stderr, "edhoc-cli: %s: expected LABEL or LABEL:HEX, got '%s'\n", flag, value);
+        return -1;
+    }
+    struct edhoc_ead_item *item = &o->ead[msg][o->n_ead[msg]];
+    memset(item, 0, sizeof *item);
+    item->label = label;
+    if (*end == ':') {
+        size_t cap = strlen(end) / 2 + 1;
+        uint8_t *v = malloc(cap);
+        long len = v ? cli_hex_decode(end + 1, v, cap) : -1;
+        if (len < 0) {
+            free(v);
+            fprintf(stderr, "edhoc-cli: %s: value of '%s' is not hex\n", flag, value);
+            return -1;
+        }
+        item->value = v; /* lives as long as the process */
+        item->value_len = (size_t)len;
+        item->has_value = true;
+    }
+    o->n_ead[msg]++;
+    return 0;
+}
+
+/* Split "--cred-i" into base "cred" and side; unsuffixed names map to
+ * own_side. Returns the side or -1 when the flag has no side. */
+static int flag_side(const char *name, int own_side, char *base, size_t cap)
+{
+    size_t len = strlen(name);
+    if (len + 1 > cap)
+        return -2;
+    strcpy(base, name);
+    if (len > 2 && base[len - 2] == '-' && (base[len - 1] == 'i' || base[len - 1] == 'r')) {
+        int side = base[len - 1] == 'i' ? CLI_SIDE_I : CLI_SIDE_R;
+        base[len - 2] = '\0';
+        return side;
+    }
+    return own_side;
+}
+
+int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *name,
+                           const char *value, bool *used_value)
+{
+    *used_value = false;
+    char base[64];
+    int side = flag_side(name, own_side, base, sizeof base);
+
+    /* Flags without a value. */
+    if (!strcmp(name, "--message-4")) {
+        o->message_4 = true;
+        return 1;
+    }
+    if (!strcmp(name, "--trace")) {
+        o->trace = true;
+        return 1;
+    }
+    if (!strcmp(name, "--json")) {
+        o->json = true;
+        return 1;
+    }
+    if (!strcmp(name, "--export-secrets")) {
+        o->export_secrets = true;
+        return 1;
+    }
+
+    static const char *const valued[] = {"--method", "--suites", "--suites-r", "--trust", "--cred",
+                                         "--key", "--id-cred", "--c-i", "--c-r", "--ephemeral",
+                                         "--ead-1", "--ead-2", "--ead-3", "--ead-4", "--ead-accept",
+                                         "--methods"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof valued / sizeof valued[0]; i++) {
+        if (!strcmp(name, valued[i]) || !strcmp(base, valued[i]))
+            known = true;
+    }
+    if (!known)
+        return 0;
+    if (!value) {
+        fprintf(stderr, "edhoc-cli: %s needs a value\n", name);
+        return -1;
+    }
+    *used_value = true;
+
+    if (!strcmp(name, "--method")) {
+        char *end;
+        long m = strtol(value, &end, 10);
+        if (*end || end == value || m < 0 || m > 3) {
+            fprintf(stderr, "edhoc-cli: --method: expected 0, 1, 2 or 3, got '%s'\n", value);
+            return -1;
+        }
+        o->method = (int)m;
+        return 1;
+    }
+    if (!strcmp(name, "--methods")) {
+        int list[4];
+        int n = cli_parse_int_list(value, list, 4);
+        if (n <= 0) {
+            fprintf(stderr, "edhoc-cli: --methods: expected a list of 0..3, got '%s'\n", value);
+            return -1;
+        }
+        o->accept_methods = 0;
+        for (int i = 0; i < n; i++) {
+            if (list[i] < 0 || list[i] > 3) {
+                fprintf(stderr, "edhoc-cli: --methods: %d is not a method (0..3)\n", list[i]);
+                return -1;
+            }
+            o->accept_methods |= 1u << list[i];
+        }
+        return 1;
+    }
+    if (!strcmp(name, "--suites")) {
+        /* A one-sided responder's --suites is its supported set. */
+        if (own_side == CLI_SIDE_R)
+            return parse_suites(name, value, o->suites_r, &o->n_suites_r) ? -1 : 1;
+        return parse_suites(name, value, o->suites, &o->n_suites) ? -1 : 1;
+    }
+    if (!strcmp(name, "--suites-r"))
+        return parse_suites(name, value, o->suites_r, &o->n_suites_r) ? -1 : 1;
+    if (!strcmp(name, "--trust")) {
+        if (o->n_trust >= CLI_MAX_TRUST) {
+            fprintf(stderr, "edhoc-cli: --trust: at most %d files\n", CLI_MAX_TRUST);
+            return -1;
+        }
+        o->trust_paths[o->n_trust++] = value;
+        return 1;
+    }
+    if (!strcmp(base, "--ead")) {
+        /* not reached: --ead-N handled below (their suffix is a digit) */
+        return 0;
+    }
+    if (!strncmp(name, "--ead-", 6) && name[6] >= '1' && name[6] <= '4' && !name[7])
+        return parse_ead(name, value, o, name[6] - '0') ? -1 : 1;
+    if (!strcmp(name, "--ead-accept")) {
+        char *end;
+        long long label = strtoll(value, &end, 10);
+        if (*end || end == value || o->n_ead_accept >= CLI_MAX_EAD) {
+            fprintf(stderr, "edhoc-cli: --ead-accept: expected an EAD label, got '%s'\n", value);
+            return -1;
+        }
+        o->ead_accept[o->n_ead_accept++] = label;
+        return 1;
+    }
+    if (!strcmp(name, "--c-i"))
+        return parse_conn_ids(name, value, &o->side[CLI_SIDE_I]) ? -1 : 1;
+    if (!strcmp(name, "--c-r"))
+        return parse_conn_ids(name, value, &o->side[CLI_SIDE_R]) ? -1 : 1;
+
+    if (side < 0) {
+        fprintf(stderr, "edhoc-cli: %s: say which side (%s-i or %s-r)\n", name, name, name);
+        return -1;
+    }
+    struct cli_side_opts *so = &o->side[side];
+    if (!strcmp(base, "--cred")) {
+        so->cred_path = value;
+        return 1;
+    }
+    if (!strcmp(base, "--key")) {
+        so->key_path = value;
+        return 1;
+    }
+    if (!strcmp(base, "--ephemeral")) {
+        so->ephemeral_path = value;
+        return 1;
+    }
+    if (!strcmp(base, "--id-cred")) {
+        int t = parse_id_cred_type(value);
+        if (t < 0) {
+            fprintf(stderr, "edhoc-cli: %s: expected kid, kccs, x5t or x5chain, got '%s'\n", name,
+                    value);
+            return -1;
+        }
+        so->id_cred_type = t;
+        return 1;
+    }
+    *used_value = false;
+    return 0;
+}
+
+void cli_edhoc_print_options(FILE *f, bool two_sided)
+{
+    const char *s = two_sided ? "-i|-r" : "";
+    fprintf(f,
+            "EDHOC options:\n"
+            "  --method N              authentication method 0..3 (default 3)\n"
+            "  --suites LIST           initiator's cipher suites, most preferred first (default 2)\n"
+            "%s"
+            "  --cred%-6s FILE        own credential: CCS (CBOR or hex) or X.509 (PEM/DER, chain leaf first)\n"
+            "  --key%-6s FILE         private key: PEM (PKCS#8) or raw hex; refused if group/others can read it\n"
+            "  --trust FILE            CA certificates or credentials to accept (repeatable);\n"
+            "                          default: %s\n"
+            "  --id-cred%-6s TYPE     how ID_CRED names the credential: kid, kccs, x5t, x5chain\n"
+            "                          (default: kid for a CCS, x5t for a certificate)\n"
+            "  --c-i HEX[,HEX...]      C_I byte string (one per message_1 attempt; 2d is sent as the int -14)\n"
+            "  --c-r HEX               C_R byte string\n"
+            "  --ephemeral%-6s FILE   raw ephemeral private keys, hex, one per line, one per attempt\n"
+            "  --message-4             send / expect message_4\n"
+            "  --ead-N LABEL[:HEX]     EAD item in message_N (N = 1..4, repeatable; label < 0 is critical)\n"
+            "  --ead-accept LABEL      an EAD label the receiving side understands\n"
+            "  --trace                 print every intermediate value with its RFC 9529 name\n"
+            "  --json                  machine-readable output\n"
+            "  --export-secrets        include the derived OSCORE context (secrets!) in the output\n"
+            "Without credential options the built-in demo credentials are used: the RFC 9529 trace 1\n"
+            "(method 0, suite 0, x5t) and trace 2 (method 3, suite 2, kid) credentials, and otherwise\n"
+            "certificates from a demo CA / CCS static-DH keys for the suite's curves.\n",
+            two_sided ? "  --suites-r LIST         responder's supported cipher suites (default: all)\n"
+                      : "",
+            s, s,
+            two_sided ? "each side trusts the other's credential" : "the built-in demo credentials",
+            s, s);
+}
+
+int cli_edhoc_expected_suite(const struct cli_edhoc_opts *o)
+{
+    if (o->n_suites_r == 0)
+        return o->suites[0];
+    for (size_t i = 0; i < o->n_suites; i++) {
+        for (size_t j = 0; j < o->n_suites_r; j++) {
+            if (o->suites[i] == o->suites_r[j])
+                return o->suites[i];
+        }
+    }
+    return o->suites[0];
+}
+
+/* Built-in credential for this side, method and suite. */
+static int pick_demo_cred(const struct cli_edhoc_opts *o, int role, int suite,
+                          struct cli_side *side)
+{
+    bool initiator = role == CLI_SIDE_I;
+    char r = initiator ? 'I' : 'R';
+    bool for_dh = false;
+    int curve = edhoc_cred_auth_curve(o->method, initiator, suite, &for_dh);
+    if (curve < 0) {
+        fprintf(stderr, "edhoc-cli: no key type for method %d suite %d\n", o->method, suite);
+        return CLI_EXIT_USAGE;
+    }
+    int idt = o->side[role].id_cred_type;
+    int rc;
+    if (for_dh && suite == 2 && (idt == 0 || idt == EDHOC_ID_CRED_KID || idt == EDHOC_ID_CRED_KCCS)) {
+        rc = edhoc_demo_trace_cred(2, r, &side->cred, &side->key);
+        side->cred_origin = "built-in RFC 9529 trace 2 CCS";
+    } else if (!for_dh && suite == 0 && (idt == 0 || idt == EDHOC_ID_CRED_X5T)) {
+        rc = edhoc_demo_trace_cred(1, r, &side->cred, &side->key);
+        side->cred_origin = "built-in RFC 9529 trace 1 certificate";
+    } else if (!for_dh && curve == EDHOC_COSE_CRV_P256) {
+        rc = edhoc_demo_cred_293(r, &side->cred, &side->key);
+        side->cred_origin = "built-in 293-byte P-256 demo certificate";
+    } else {
+        rc = edhoc_demo_cred(r, curve, for_dh, &side->cred, &side->key);
+        side->cred_origin = for_dh ? "built-in demo CCS (static DH)" : "built-in demo certificate";
+    }
+    if (rc) {
+        fprintf(stderr, "edhoc-cli: no built-in %s credential for %s of method %d suite %d: %s\n",
+                for_dh ? "static DH" : "signature", initiator ? "the initiator" : "the responder",
+                o->method, suite, edhoc_cred_strerror(rc));
+        return CLI_EXIT_INPUT;
+    }
+    return 0;
+}
+
+static int load_ephemerals(const char *path, struct cli_side *side)
+{
+    size_t len;
+    char *text = (char *)cli_read_file(path, &len);
+    if (!text) {
+        fprintf(stderr, "edhoc-cli: cannot read ephemeral key file %s: %s\n", path,
+                strerror(errno));
+        return CLI_EXIT_INPUT;
+    }
+    char *save = NULL;
+    int line_no = 0;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        line_no++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t' || *p == '\r')
+            p++;
+        if (!*p || *p == '#')
+            continue;
+        char *e = p + strlen(p);
+        while (e > p && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+            *--e = '\0';
+        if (side->n_ephemerals >= CLI_MAX_ATTEMPTS) {
+            fprintf(stderr, "edhoc-cli: %s: at most %d ephemeral keys\n", path, CLI_MAX_ATTEMPTS);
+            free(text);
+            return CLI_EXIT_INPUT;
+        }
+        long n = cli_hex_decode(p, side->ephemerals[side->n_ephemerals], EDHOC_CRYPTO_MAX_PRIV);
+        if (n <= 0) {
+            fprintf(stderr, "edhoc-cli: %s line %d: not a hex private key\n", path, line_no);
+            edhoc_wipe(text, len);
+            free(text);
+            return CLI_EXIT_INPUT;
+        }
+        side->ephemeral_len[side->n_ephemerals++] = (size_t)n;
+    }
+    edhoc_wipe(text, len);
+    free(text);
+    if (side->n_ephemerals == 0) {
+        fprintf(stderr, "edhoc-cli: %s: no ephemeral key in the file\n", path);
+        return CLI_EXIT_INPUT;
+    }
+    return 0;
+}
+
+int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_side *side)
+{
+    const struct cli_side_opts *so = &o->side[role];
+    const char *who = role == CLI_SIDE_I ? "initiator" : "responder";
+    char why[512] = "";
+    int rc;
+
+    memset(side, 0, sizeof *side);
+    side->role = role;
+    side->store = calloc(1, sizeof *side->store);
+    if (!side->store) {
+        fprintf(stderr, "edhoc-cli: out of memory\n");
+        return CLI_EXIT_INTERNAL;
+    }
+    edhoc_cred_store_init(side->store);
+
+    int suite = cli_edhoc_expected_suite(o);
+    bool demo = !so->cred_path && !so->key_path;
+    if (demo) {
+        rc = pick_demo_cred(o, role, suite, side);
+        if (rc)
+            return rc;
+    } else {
+        if (!so->cred_path || !so->key_path) {
+            fprintf(stderr, "edhoc-cli: the %s needs both --cred%s and --key%s\n", who,
+                    role == CLI_SIDE_I ? "-i" : "-r", role == CLI_SIDE_I ? "-i" : "-r");
+            return CLI_EXIT_USAGE;
+        }
+        rc = edhoc_cred_load_file(&side->cred, so->cred_path, why, sizeof why);
+        if (rc) {
+            fprintf(stderr, "edhoc-cli: %s credential: %s\n", who,
+                    why[0] ? why : edhoc_cred_strerror(rc));
+            return CLI_EXIT_INPUT;
+        }
+        rc = edhoc_key_load_file(&side->key, so->key_path, side->cred.curve, why, sizeof why);
+        if (rc) {
+            fprintf(stderr, "edhoc-cli: %s key: %s\n", who, why[0] ? why : edhoc_cred_strerror(rc));
+            return CLI_EXIT_INPUT;
+        }
+        rc = edhoc_key_check_cred(&side->key, &side->cred);
+        if (rc) {
+            fprintf(stderr, "edhoc-cli: %s key %s does not belong to credential %s\n", who,
+                    so->key_path, so->cred_path);
+            return CLI_EXIT_INPUT;
+        }
+        side->cred_origin = so->cred_path;
+    }
+    rc = edhoc_cred_check_key_type(&side->cred, o->method, role == CLI_SIDE_I, suite);
+    if (rc) {
+        bool for_dh = false;
+        int want = edhoc_cred_auth_curve(o->method, role == CLI_SIDE_I, suite, &for_dh);
+        fprintf(stderr,
+                "edhoc-cli: the %s credential has a %s key, but method %d suite %d needs a %s %s key\n",
+                who, edhoc_crypto_curve_name(side->cred.curve), o->method, suite,
+                want > 0 ? edhoc_crypto_curve_name(want) : "?", for_dh ? "static DH" : "signature");
+        return CLI_EXIT_INPUT;
+    }
+
+    int idt = so->id_cred_type;
+    if (idt == 0)
+        idt = side->cred.type == EDHOC_CRED_X509 ? EDHOC_ID_CRED_X5T : EDHOC_ID_CRED_KID;
+    rc = edhoc_id_cred_encode(&side->cred, (enum edhoc_id_cred_type)idt, 0, side->id_cred,
+                              sizeof side->id_cred, &side->id_cred_len);
+    if (rc) {
+        fprintf(stderr, "edhoc-cli: %s: cannot name this %s credential by %s: %s\n", who,
+                side->cred.type == EDHOC_CRED_X509 ? "X.509" : "CCS", cli_id_cred_type_name(idt),
+                idt == EDHOC_ID_CRED_KID ? "it has no kid" : edhoc_cred_strerror(rc));
+        return CLI_EXIT_INPUT;
+    }
+
+    for (size_t i = 0; i < o->n_trust; i++) {
+        rc = edhoc_cred_store_add_file(side->store, o->trust_paths[i], why, sizeof why);
+        if (rc) {
+            fprintf(stderr, "edhoc-cli: --trust: %s\n", why[0] ? why : edhoc_cred_strerror(rc));
+            return CLI_EXIT_INPUT;
+        }
+    }
+    if (o->n_trust == 0 && demo)
+        edhoc_demo_trust(side->store);
+
+    if (so->ephemeral_path) {
+        rc = load_ephemerals(so->ephemeral_path, side);
+        if (rc)
+            return rc;
+    }
+
+    struct edhoc_config *cfg = &side->cfg;
+    cfg->ops = edhoc_crypto_openssl();
+    cfg->method = o->method;
+    cfg->accept_methods = o->accept_methods;
+    if (role == CLI_SIDE_I) {
+        cfg->suites = o->suites;
+        cfg->n_suites = o->n_suites;
+    } else if (o->n_suites_r) {
+        cfg->suites = o->suites_r;
+        cfg->n_suites = o->n_suites_r;
+    } else {
+        cfg->suites = all_suites;
+        cfg->n_suites = sizeof all_suites / sizeof all_suites[0];
+    }
+    cfg->cred = &side->cred;
+    cfg->key = &side->key;
+    cfg->id_cred = side->id_cred;
+    cfg->id_cred_len = side->id_cred_len;
+    /* Initiator sends EAD_1 and EAD_3, responder EAD_2 and EAD_4. */
+    for (int m = 1; m <= 4; m++) {
+        bool mine = (m % 2 == 1) == (role == CLI_SIDE_I);
+        if (mine && o->n_ead[m]) {
+            cfg->ead[m] = o->ead[m];
+            cfg->n_ead[m] = o->n_ead[m];
+        }
+    }
+    cfg->ead_receive = cli_edhoc_ead_receive;
+    cfg->ead_ctx = (void *)o;
+    return 0;
+}
+
+int cli_edhoc_side_trust_peer(struct cli_side *side, const struct edhoc_cred *peer)
+{
+    for (size_t i = 0; i < side->store->n_creds; i++) {
+        if (edhoc_cred_equal(&side->store->creds[i], peer))
+            return 0;
+    }
+    int rc = edhoc_cred_store_add_cred(side->store, peer);
+    if (rc)
+        fprintf(stderr, "edhoc-cli: trust store full\n");
+    return rc ? CLI_EXIT_INTERNAL : 0;
+}
+
+void cli_edhoc_side_free(struct cli_side *side)
+{
+    edhoc_wipe(&side->key, sizeof side->key);
+    edhoc_wipe(side->ephemerals, sizeof side->ephemerals);
+    free(side->store);
+    side->store = NULL;
+}
+
+int cli_edhoc_resolve(void *ctx, const uint8_t *id_cred, size_t id_cred_len,
+                      const struct edhoc_cred **cred)
+{
+    struct cli_side *side = ctx;
+    int rc = edhoc_cred_store_resolve(side->store, id_cred, id_cred_len, &side->resolved);
+    if (rc == 0)
+        *cred = &side->resolved;
+    return rc;
+}
+
+int cli_edhoc_ead_receive(void *ctx, int message, const struct edhoc_ead_item *item)
+{
+    const struct cli_edhoc_opts *o = ctx;
+    (void)message;
+    for (size_t i = 0; i < o->n_ead_accept; i++) {
+        if (o->ead_accept[i] == item->label)
+            return EDHOC_EAD_PROCESSED;
+    }
+    return EDHOC_EAD_UNRECOGNIZED;
+}
+
+int cli_exit_for_edhoc_error(int err)
+{
+    switch (err) {
+    case EDHOC_ERR_MAC:
+    case EDHOC_ERR_SIGNATURE:
+    case EDHOC_ERR_DECRYPT:
+    case EDHOC_ERR_UNKNOWN_CREDENTIAL:
+    case EDHOC_ERR_CREDENTIAL:
+    case EDHOC_CRED_ERR_UNKNOWN:
+    case EDHOC_CRED_ERR_UNTRUSTED:
+    case EDHOC_CRED_ERR_EXPIRED:
+    case EDHOC_CRED_ERR_KEY_TYPE:
+        return CLI_EXIT_VERIFY;
+    case EDHOC_ERR_PEER_ERROR:
+    case EDHOC_ERR_NO_COMMON_SUITE:
+    case EDHOC_ERR_WRONG_SUITE:
+        return CLI_EXIT_PEER_ERROR;
+    default:
+        return CLI_EXIT_FAILURE;
+    }
+}

@@ -1,0 +1,115 @@
+/*
+ * EDHOC options shared by simulate, initiator and responder: parsing the
+ * flags, and turning them into a ready edhoc_config per side (credential,
+ * key, ID_CRED, trust store, connection identifiers, ephemeral keys, EAD).
+ */
+#ifndef CLI_EDHOC_ARGS_H
+#define CLI_EDHOC_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "edhoc/cred.h"
+#include "edhoc/edhoc.h"
+
+#define CLI_SIDE_I 0
+#define CLI_SIDE_R 1
+#define CLI_MAX_ATTEMPTS 4   /* message_1 attempts (suite negotiation) */
+#define CLI_MAX_EAD 8        /* EAD items per message given on the command line */
+#define CLI_MAX_TRUST 8
+
+/* Per-side settings as given on the command line. */
+struct cli_side_opts {
+    const char *cred_path;
+    const char *key_path;
+    int id_cred_type;                /* enum edhoc_id_cred_type; 0 = default */
+    uint8_t c_id[CLI_MAX_ATTEMPTS][EDHOC_MAX_CONN_ID];
+    size_t c_id_len[CLI_MAX_ATTEMPTS];
+    size_t n_c_id;                   /* 0 = chosen by the library */
+    const char *ephemeral_path;
+};
+
+struct cli_edhoc_opts {
+    int method;
+    int suites[EDHOC_MAX_SUITES];    /* initiator, in order of preference */
+    size_t n_suites;
+    int suites_r[EDHOC_MAX_SUITES];  /* responder's supported suites */
+    size_t n_suites_r;               /* 0 = all suites the library has */
+    unsigned accept_methods;         /* responder: bit per method; 0 = all */
+    struct cli_side_opts side[2];
+    const char *trust_paths[CLI_MAX_TRUST];
+    size_t n_trust;
+    bool message_4;
+    struct edhoc_ead_item ead[5][CLI_MAX_EAD];
+    size_t n_ead[5];
+    int64_t ead_accept[CLI_MAX_EAD]; /* labels both sides understand */
+    size_t n_ead_accept;
+    bool trace;
+    bool json;
+    bool export_secrets;
+};
+
+/* A side ready to run: everything edhoc_config points to lives here. */
+struct cli_side {
+    int role;                         /* CLI_SIDE_I / CLI_SIDE_R */
+    struct edhoc_cred cred;
+    struct edhoc_key key;
+    uint8_t id_cred[EDHOC_MAX_ID_CRED];
+    size_t id_cred_len;
+    struct edhoc_cred_store *store;   /* heap: large */
+    struct edhoc_config cfg;
+    uint8_t ephemerals[CLI_MAX_ATTEMPTS][EDHOC_CRYPTO_MAX_PRIV];
+    size_t ephemeral_len[CLI_MAX_ATTEMPTS];
+    size_t n_ephemerals;
+    const char *cred_origin;          /* "file ...", "built-in ..." */
+    struct edhoc_cred resolved;       /* the peer credential last resolved */
+};
+
+void cli_edhoc_opts_init(struct cli_edhoc_opts *o);
+
+/* Try one option. For simulate, per-side flags carry -i / -r suffixes
+ * (--cred-i); for a one-sided command (own_side >= 0) the unsuffixed form
+ * (--cred) names own_side. Returns 1 (consumed, and *used_value tells
+ * whether value was used), 0 (not an EDHOC option), or -1 after printing an
+ * error. value may be NULL when the option is last. */
+int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *name,
+                           const char *value, bool *used_value);
+
+/* Help text of the shared options. */
+void cli_edhoc_print_options(FILE *f, bool two_sided);
+
+/* Suite the exchange is expected to settle on (the initiator's most
+ * preferred suite the responder supports), to choose default credentials. */
+int cli_edhoc_expected_suite(const struct cli_edhoc_opts *o);
+
+/* Build side `role`: load or pick the credential and key, ID_CRED, trust
+ * store (trust files, else the peer's credential if known, plus demo trust
+ * when demo credentials are in use), ephemeral keys, EAD, config.
+ * peer_cred may be NULL. Prints a one-line error and returns a CLI exit
+ * code on failure, 0 on success. */
+int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_side *side);
+/* Add the peer's credential to side's trust store (simulate's default:
+ * each side trusts the other's configured credential). */
+int cli_edhoc_side_trust_peer(struct cli_side *side, const struct edhoc_cred *peer);
+void cli_edhoc_side_free(struct cli_side *side);
+
+/* Resolver over side->store for edhoc_*_handle_message_*; ctx is the
+ * struct cli_side. */
+int cli_edhoc_resolve(void *ctx, const uint8_t *id_cred, size_t id_cred_len,
+                      const struct edhoc_cred **cred);
+
+/* EAD receive callback: labels in o->ead_accept are processed, others
+ * unrecognized. ctx is the struct cli_edhoc_opts. */
+int cli_edhoc_ead_receive(void *ctx, int message, const struct edhoc_ead_item *item);
+
+/* Exit code for an EDHOC/credential error (cli/util.h). */
+int cli_exit_for_edhoc_error(int err);
+
+const char *cli_id_cred_type_name(int type);
+/* Type of an encoded ID_CRED map (enum edhoc_id_cred_type), 0 if unreadable. */
+int cli_id_cred_type_of(const uint8_t *id_cred, size_t len);
+const char *cli_method_name(int method);
+
+#endif
