@@ -1,0 +1,1232 @@
+/*
+ * OSCORE (RFC 8613): RFC 8613 Appendix C byte-exact in both roles, RFC 9529
+ * trace 2 context, round trips for every AEAD, tampering, replay window,
+ * sequence-number limit and persistence, Echo recovery, Observe, option
+ * classes, error responses, the option parser, the configuration parser.
+ *
+ * Memory (printed by test_context_size): sizeof(struct oscore_context) is
+ * 192 bytes on x86-64 (limit 256), sizeof(struct oscore_binding) 24 bytes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "edhoc/coap_msg.h"
+#include "edhoc/crypto.h"
+#include "edhoc/oscore.h"
+#include "vectors.h"
+
+static struct vec_scope appc, trace2;
+
+#define BUF 2600
+
+/* ---- helpers ---- */
+
+static void ctx_from_vector(struct oscore_context *c, const char *name)
+{
+    struct vec_scope v = vec_object(appc, name);
+    uint8_t ms[64], salt[64], sid[8], rid[8], idc[16];
+    size_t ms_len = vec_hex(v, "master_secret", ms, sizeof ms);
+    size_t salt_len = vec_has(v, "master_salt") ? vec_hex(v, "master_salt", salt, sizeof salt) : 0;
+    size_t sid_len = vec_hex(v, "sender_id", sid, sizeof sid);
+    size_t rid_len = vec_hex(v, "recipient_id", rid, sizeof rid);
+    bool has_idc = vec_has(v, "id_context");
+    size_t idc_len = has_idc ? vec_hex(v, "id_context", idc, sizeof idc) : 0;
+    struct oscore_params p = {
+        .aead_alg = EDHOC_COSE_AES_CCM_16_64_128,
+        .hkdf_alg = EDHOC_COSE_SHA256,
+        .master_secret = ms,
+        .master_secret_len = ms_len,
+        .master_salt = salt_len ? salt : NULL,
+        .master_salt_len = salt_len,
+        .id_context = has_idc ? idc : NULL,
+        .id_context_len = idc_len,
+        .sender_id = sid,
+        .sender_id_len = sid_len,
+        .recipient_id = rid,
+        .recipient_id_len = rid_len,
+    };
+    assert_int_equal(oscore_context_init(c, edhoc_crypto_openssl(), &p), 0);
+}
+
+static void assert_vec_bytes(struct vec_scope v, const char *key, const uint8_t *got,
+                             size_t got_len)
+{
+    uint8_t want[BUF];
+    size_t n = vec_hex(v, key, want, sizeof want);
+    if (n != got_len || memcmp(want, got, n) != 0) {
+        char hex[2 * BUF + 1];
+        hex_encode(got, got_len, hex);
+        fail_msg("%s differs: got %s", key, hex);
+    }
+}
+
+/* A simple pair of contexts: client (sender 01 / recipient 02) and server. */
+static void make_pair(struct oscore_context *cli, struct oscore_context *srv, int aead, int hash)
+{
+    static const uint8_t ms[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                   17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+    static const uint8_t salt[8] = {0x9e, 0x7c, 0xa9, 0x22, 0x23, 0x78, 0x63, 0x40};
+    static const uint8_t a[1] = {0x01}, b[2] = {0x02, 0x03};
+    struct oscore_params p = {
+        .aead_alg = aead, .hkdf_alg = hash, .master_secret = ms, .master_secret_len = sizeof ms,
+        .master_salt = salt, .master_salt_len = sizeof salt,
+        .sender_id = a, .sender_id_len = 1, .recipient_id = b, .recipient_id_len = 2,
+    };
+    assert_int_equal(oscore_context_init(cli, edhoc_crypto_openssl(), &p), 0);
+    p.sender_id = b;
+    p.sender_id_len = 2;
+    p.recipient_id = a;
+    p.recipient_id_len = 1;
+    assert_int_equal(oscore_context_init(srv, edhoc_crypto_openssl(), &p), 0);
+}
+
+/* GET coap://[::1]/sensor/temp?unit=c with token 0xa1b2, MID 0x1234 */
+static size_t sample_request(uint8_t *out, size_t payload_len)
+{
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = COAP_TYPE_CON;
+    m.code = payload_len ? COAP_CODE_POST : COAP_CODE_GET;
+    m.mid = 0x1234;
+    m.token_len = 2;
+    m.token[0] = 0xa1;
+    m.token[1] = 0xb2;
+    static uint8_t payload[1200];
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (uint8_t)(i * 7 + 1);
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"sensor", 6), 0);
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"temp", 4), 0);
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"example.com", 11), 0);
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_QUERY, (const uint8_t *)"unit=c", 6), 0);
+    m.payload = payload_len ? payload : NULL;
+    m.payload_len = payload_len;
+    long n = coap_msg_encode(&m, out, BUF);
+    assert_true(n > 0);
+    return (size_t)n;
+}
+
+static size_t sample_response(uint8_t *out, const uint8_t *payload, size_t payload_len,
+                              bool observe, uint32_t obs_value)
+{
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = COAP_TYPE_ACK;
+    m.code = COAP_CODE_CONTENT;
+    m.mid = 0x1234;
+    m.token_len = 2;
+    m.token[0] = 0xa1;
+    m.token[1] = 0xb2;
+    uint8_t cf[1] = {0};
+    uint8_t ov[4];
+    size_t ovl = coap_uint_encode(obs_value, ov);
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
+    if (observe)
+        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OBSERVE, ov, ovl), 0);
+    m.payload = payload;
+    m.payload_len = payload_len;
+    long n = coap_msg_encode(&m, out, BUF);
+    assert_true(n > 0);
+    return (size_t)n;
+}
+
+/* ---- size ---- */
+
+static void test_context_size(void **state)
+{
+    (void)state;
+    printf("# sizeof(struct oscore_context) = %zu, sizeof(struct oscore_binding) = %zu\n",
+           sizeof(struct oscore_context), sizeof(struct oscore_binding));
+    assert_true(sizeof(struct oscore_context) <= 256);
+    assert_true(sizeof(struct oscore_binding) <= 32);
+}
+
+/* ---- C.1-C.3: key derivation ---- */
+
+static void test_derivation_appendix_c(void **state)
+{
+    (void)state;
+    static const char *names[] = {"C.1.1", "C.1.2", "C.2.1", "C.2.2", "C.3.1", "C.3.2"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        struct vec_scope v = vec_object(appc, names[i]);
+        struct oscore_context c;
+        ctx_from_vector(&c, names[i]);
+        const uint8_t *p;
+        size_t n = oscore_context_sender_key(&c, &p);
+        assert_vec_bytes(v, "sender_key", p, n);
+        n = oscore_context_recipient_key(&c, &p);
+        assert_vec_bytes(v, "recipient_key", p, n);
+        n = oscore_context_common_iv(&c, &p);
+        assert_int_equal(n, 13);
+        assert_vec_bytes(v, "common_iv", p, n);
+        uint8_t id[8], nonce[13];
+        const uint8_t piv0[1] = {0};
+        size_t id_len = vec_hex(v, "sender_id", id, sizeof id);
+        assert_int_equal(oscore_nonce(&c, id, id_len, piv0, 1, nonce), 0);
+        assert_vec_bytes(v, "sender_nonce", nonce, 13);
+        id_len = vec_hex(v, "recipient_id", id, sizeof id);
+        assert_int_equal(oscore_nonce(&c, id, id_len, piv0, 1, nonce), 0);
+        assert_vec_bytes(v, "recipient_nonce", nonce, 13);
+        oscore_context_wipe(&c);
+    }
+}
+
+/* ---- C.4-C.6: requests, client and server ---- */
+
+static void check_request_vector(const char *msg_name, const char *client, const char *server)
+{
+    struct vec_scope v = vec_object(appc, msg_name);
+    struct oscore_context cli, srv;
+    ctx_from_vector(&cli, client);
+    ctx_from_vector(&srv, server);
+    uint8_t plain[BUF], prot[BUF], out[BUF];
+    size_t plain_len = vec_hex(v, "unprotected_request", plain, sizeof plain);
+
+    /* building blocks */
+    uint8_t kid[8], piv[8], aad[64], nonce[13];
+    size_t kid_len = vec_hex(v, "kid", kid, sizeof kid);
+    size_t piv_len = vec_hex(v, "partial_iv", piv, sizeof piv);
+    long aad_len = oscore_aad(10, kid, kid_len, piv, piv_len, aad, sizeof aad);
+    assert_true(aad_len > 0);
+    assert_vec_bytes(v, "aad", aad, (size_t)aad_len);
+    assert_int_equal(oscore_nonce(&cli, kid, kid_len, piv, piv_len, nonce), 0);
+    assert_vec_bytes(v, "nonce", nonce, 13);
+    uint8_t pv[8];
+    assert_int_equal(oscore_piv_encode((uint64_t)vec_int(v, "sender_sequence_number"), pv),
+                     piv_len);
+    assert_memory_equal(pv, piv, piv_len);
+
+    /* client */
+    assert_int_equal(oscore_context_set_ssn(&cli, (uint64_t)vec_int(v, "sender_sequence_number")), 0);
+    struct oscore_binding b;
+    long n = oscore_protect_request(&cli, plain, plain_len, prot, sizeof prot, &b);
+    assert_true(n > 0);
+    assert_vec_bytes(v, "protected_request", prot, (size_t)n);
+    assert_int_equal(oscore_context_ssn(&cli), 21);
+
+    /* the option value as sent */
+    struct oscore_option opt;
+    assert_int_equal(oscore_message_option(prot, (size_t)n, &opt), 0);
+    uint8_t ov[32];
+    long ovl = oscore_option_encode(&opt, ov, sizeof ov);
+    assert_true(ovl > 0);
+    assert_vec_bytes(v, "oscore_option_value", ov, (size_t)ovl);
+
+    /* server */
+    struct oscore_binding sb;
+    long m = oscore_unprotect_request(&srv, prot, (size_t)n, out, sizeof out, &sb);
+    assert_int_equal(m, (long)plain_len);
+    assert_memory_equal(out, plain, plain_len);
+    assert_int_equal(sb.piv_len, piv_len);
+    assert_memory_equal(sb.piv, piv, piv_len);
+    assert_int_equal(sb.kid_len, kid_len);
+    oscore_context_wipe(&cli);
+    oscore_context_wipe(&srv);
+}
+
+static void test_request_c4(void **state)
+{
+    (void)state;
+    check_request_vector("C.4", "C.1.1", "C.1.2");
+}
+
+static void test_request_c5(void **state)
+{
+    (void)state;
+    check_request_vector("C.5", "C.2.1", "C.2.2");
+}
+
+static void test_request_c6(void **state)
+{
+    (void)state;
+    check_request_vector("C.6", "C.3.1", "C.3.2");
+}
+
+/* kid context names the context too (Section 5.1): a request with another
+ * one, or one for a context without ID Context, is not for this context. */
+static void test_kid_context_mismatch(void **state)
+{
+    (void)state;
+    struct vec_scope v = vec_object(appc, "C.6");
+    uint8_t prot[BUF], out[BUF];
+    size_t n = vec_hex(v, "protected_request", prot, sizeof prot);
+    struct oscore_context srv, srv_no_idc;
+    ctx_from_vector(&srv, "C.3.2");
+    ctx_from_vector(&srv_no_idc, "C.1.2");
+    struct oscore_binding b;
+    /* 19 14 08 <kid context 37cbf3210017a2d3>: flip one byte of it */
+    uint8_t *kc = memmem(prot, n, "\x37\xcb\xf3\x21", 4);
+    assert_non_null(kc);
+    kc[0] ^= 1;
+    assert_int_equal(oscore_unprotect_request(&srv, prot, n, out, sizeof out, &b),
+                     OSCORE_ERR_CONTEXT_NOT_FOUND);
+    kc[0] ^= 1;
+    assert_int_equal(oscore_unprotect_request(&srv_no_idc, prot, n, out, sizeof out, &b),
+                     OSCORE_ERR_CONTEXT_NOT_FOUND);
+    assert_true(oscore_unprotect_request(&srv, prot, n, out, sizeof out, &b) > 0);
+
+    /* the client rebuilds a binding from its own protected request */
+    struct oscore_binding rb;
+    assert_int_equal(oscore_binding_from_request(&rb, prot, n), 0);
+    assert_int_equal(rb.piv_len, 1);
+    assert_int_equal(rb.piv[0], 0x14);
+    assert_int_equal(rb.kid_len, 0);
+    uint8_t plain[BUF];
+    size_t pl = vec_hex(v, "unprotected_request", plain, sizeof plain);
+    assert_int_equal(oscore_binding_from_request(&rb, plain, pl), OSCORE_ERR_NOT_OSCORE);
+    assert_int_equal(oscore_binding_from_request(&rb, prot, 3), OSCORE_ERR_MALFORMED);
+}
+
+/* ---- C.7 / C.8: responses, server and client ---- */
+
+static void check_response_vector(const char *name, bool with_piv)
+{
+    struct vec_scope v4 = vec_object(appc, "C.4");
+    struct vec_scope v = vec_object(appc, name);
+    struct oscore_context cli, srv;
+    ctx_from_vector(&cli, "C.1.1");
+    ctx_from_vector(&srv, "C.1.2");
+    uint8_t req[BUF], preq[BUF], out[BUF], resp[BUF], presp[BUF];
+    size_t req_len = vec_hex(v4, "unprotected_request", req, sizeof req);
+    size_t resp_len = vec_hex(v, "unprotected_response", resp, sizeof resp);
+
+    struct oscore_binding cb, sb;
+    assert_int_equal(oscore_context_set_ssn(&cli, 20), 0);
+    long n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
+    assert_true(n > 0);
+    assert_int_equal(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb),
+                     (long)req_len);
+
+    assert_int_equal(oscore_context_set_ssn(&srv, (uint64_t)vec_int(v, "sender_sequence_number")), 0);
+    long m = oscore_protect_response(&srv, &sb, resp, resp_len, with_piv, presp, sizeof presp);
+    assert_true(m > 0);
+    assert_vec_bytes(v, "protected_response", presp, (size_t)m);
+    assert_int_equal(oscore_context_ssn(&srv), with_piv ? 1 : 0);
+
+    if (with_piv) {
+        uint8_t nonce[13];
+        const uint8_t piv0[1] = {0};
+        const uint8_t *sid = (const uint8_t *)"\x01";
+        assert_int_equal(oscore_nonce(&srv, sid, 1, piv0, 1, nonce), 0);
+        assert_vec_bytes(v, "nonce", nonce, 13);
+    }
+
+    long k = oscore_unprotect_response(&cli, &cb, presp, (size_t)m, out, sizeof out);
+    assert_int_equal(k, (long)resp_len);
+    assert_memory_equal(out, resp, resp_len);
+    /* a second copy of the same response is a replay */
+    assert_int_equal(oscore_unprotect_response(&cli, &cb, presp, (size_t)m, out, sizeof out),
+                     OSCORE_ERR_REPLAY);
+    oscore_context_wipe(&cli);
+    oscore_context_wipe(&srv);
+}
+
+static void test_response_c7(void **state)
+{
+    (void)state;
+    check_response_vector("C.7", false);
+}
+
+static void test_response_c8(void **state)
+{
+    (void)state;
+    check_response_vector("C.8", true);
+}
+
+/* ---- RFC 9529 trace 2 ---- */
+
+static void test_trace2_context(void **state)
+{
+    (void)state;
+    struct vec_scope t = trace2;
+    uint8_t ms[16], salt[8], c_i[4], c_r[4];
+    size_t ms_len = vec_hex(t, "oscore_master_secret", ms, sizeof ms);
+    size_t salt_len = vec_hex(t, "oscore_master_salt", salt, sizeof salt);
+    size_t ci_len = vec_hex(t, "c_i", c_i, sizeof c_i);
+    size_t cr_len = vec_hex(t, "c_r", c_r, sizeof c_r);
+    int aead = (int)vec_int(t, "oscore_aead_algorithm");
+    int hash = (int)vec_int(t, "oscore_hkdf_hash_algorithm");
+    struct oscore_context cli, srv;
+    /* Initiator = client: sender ID C_R, recipient ID C_I (RFC 9528 A.1). */
+    assert_int_equal(oscore_context_init_edhoc(&cli, edhoc_crypto_openssl(), ms, ms_len, salt,
+                                               salt_len, c_r, cr_len, c_i, ci_len, aead, hash),
+                     0);
+    assert_int_equal(oscore_context_init_edhoc(&srv, edhoc_crypto_openssl(), ms, ms_len, salt,
+                                               salt_len, c_i, ci_len, c_r, cr_len, aead, hash),
+                     0);
+    static const uint8_t cli_key[16] = {0x91, 0xe8, 0xf9, 0x19, 0x57, 0x2d, 0xf7, 0x6e,
+                                        0xa2, 0x16, 0xed, 0x51, 0x2d, 0xc9, 0xb7, 0x20};
+    static const uint8_t srv_key[16] = {0x3e, 0x4d, 0x76, 0x6c, 0x19, 0xf1, 0x3f, 0xa1,
+                                        0x32, 0xc0, 0xff, 0x85, 0x6b, 0xea, 0x88, 0xad};
+    static const uint8_t iv[13] = {0x99, 0x12, 0xe1, 0x94, 0x4b, 0xd3, 0x92,
+                                   0xcf, 0xef, 0x91, 0x25, 0xc0, 0x8b};
+    const uint8_t *p;
+    assert_int_equal(oscore_context_sender_key(&cli, &p), 16);
+    assert_memory_equal(p, cli_key, 16);
+    assert_int_equal(oscore_context_recipient_key(&cli, &p), 16);
+    assert_memory_equal(p, srv_key, 16);
+    assert_int_equal(oscore_context_sender_key(&srv, &p), 16);
+    assert_memory_equal(p, srv_key, 16);
+    assert_int_equal(oscore_context_common_iv(&cli, &p), 13);
+    assert_memory_equal(p, iv, 13);
+    assert_int_equal(oscore_context_common_iv(&srv, &p), 13);
+    assert_memory_equal(p, iv, 13);
+    /* an algorithm left at 0 is refused, not defaulted */
+    struct oscore_context bad;
+    assert_int_equal(oscore_context_init_edhoc(&bad, edhoc_crypto_openssl(), ms, ms_len, salt,
+                                               salt_len, c_i, ci_len, c_r, cr_len, 0, hash),
+                     OSCORE_ERR_UNSUPPORTED);
+}
+
+/* ---- round trips ---- */
+
+static void round_trip(int aead, int hash, size_t payload_len)
+{
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, aead, hash);
+    uint8_t req[BUF], preq[BUF], out[BUF], resp[BUF], presp[BUF];
+    size_t req_len = sample_request(req, payload_len);
+    struct oscore_binding cb, sb;
+    long n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
+    assert_true(n > 0);
+    /* Uri-Host stays readable, Uri-Path does not */
+    assert_non_null(memmem(preq, (size_t)n, "example.com", 11));
+    assert_null(memmem(preq, (size_t)n, "sensor", 6));
+    long m = oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb);
+    assert_int_equal(m, (long)req_len);
+    assert_memory_equal(out, req, req_len);
+
+    for (int with_piv = 0; with_piv < 2; with_piv++) {
+        struct oscore_binding cb2 = cb, sb2 = sb;
+        size_t resp_len = sample_response(resp, req + 20, payload_len, false, 0);
+        long k = oscore_protect_response(&srv, &sb2, resp, resp_len, with_piv, presp, sizeof presp);
+        assert_true(k > 0);
+        long j = oscore_unprotect_response(&cli, &cb2, presp, (size_t)k, out, sizeof out);
+        assert_int_equal(j, (long)resp_len);
+        assert_memory_equal(out, resp, resp_len);
+    }
+    oscore_context_wipe(&cli);
+    oscore_context_wipe(&srv);
+}
+
+static void test_round_trip_every_aead(void **state)
+{
+    (void)state;
+    static const int aeads[] = {EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_AES_CCM_16_128_128,
+                                EDHOC_COSE_A128GCM, EDHOC_COSE_A256GCM,
+                                EDHOC_COSE_CHACHA20_POLY1305};
+    static const int hashes[] = {EDHOC_COSE_SHA256, EDHOC_COSE_SHA384};
+    static const size_t sizes[] = {0, 1, 100, 1000};
+    for (size_t a = 0; a < 5; a++)
+        for (size_t h = 0; h < 2; h++)
+            for (size_t s = 0; s < 4; s++)
+                round_trip(aeads[a], hashes[h], sizes[s]);
+}
+
+static void test_key_lengths(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    const uint8_t *p;
+    make_pair(&cli, &srv, EDHOC_COSE_A256GCM, EDHOC_COSE_SHA384);
+    assert_int_equal(oscore_context_sender_key(&cli, &p), 32);
+    assert_int_equal(oscore_context_common_iv(&cli, &p), 12);
+    make_pair(&cli, &srv, EDHOC_COSE_A128GCM, EDHOC_COSE_SHA256);
+    assert_int_equal(oscore_context_sender_key(&cli, &p), 16);
+    assert_int_equal(oscore_context_common_iv(&cli, &p), 12);
+    /* SHA-384 derives other keys than SHA-256 from the same inputs */
+    struct oscore_context c384, s384;
+    make_pair(&c384, &s384, EDHOC_COSE_A128GCM, EDHOC_COSE_SHA384);
+    const uint8_t *q;
+    oscore_context_sender_key(&c384, &q);
+    oscore_context_sender_key(&cli, &p);
+    assert_memory_not_equal(p, q, 16);
+
+    /* IDs longer than nonce length - 6 are refused */
+    static const uint8_t ms[16] = {1};
+    static const uint8_t id7[7] = {1, 2, 3, 4, 5, 6, 7};
+    struct oscore_params prm = {.aead_alg = EDHOC_COSE_A128GCM, .master_secret = ms,
+                                .master_secret_len = 16, .sender_id = id7,
+                                .sender_id_len = 7, .recipient_id = id7, .recipient_id_len = 0};
+    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_INVALID);
+    prm.aead_alg = EDHOC_COSE_AES_CCM_16_64_128;
+    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), 0);
+    prm.aead_alg = 12345;
+    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_UNSUPPORTED);
+    prm.aead_alg = 10;
+    prm.hkdf_alg = -45;
+    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_UNSUPPORTED);
+    prm.hkdf_alg = 0;
+    prm.recipient_id_len = 7; /* same as sender ID */
+    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_INVALID);
+    prm.recipient_id_len = 0;
+    prm.replay_window = 65;
+    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_INVALID);
+}
+
+/* ---- tampering ---- */
+
+static void test_every_flipped_byte_fails(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    uint8_t req[BUF], preq[BUF], bad[BUF], out[BUF], resp[BUF], presp[BUF];
+    size_t req_len = sample_request(req, 20);
+    struct oscore_binding cb, sb;
+    long n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
+    assert_true(n > 0);
+    /* Class U, not protected by design: header (but the version), token,
+     * and the Uri-Host option (its header byte at 6, value at 7..17). */
+    size_t uri_host_end = 7 + 11;
+    for (size_t i = 0; i < (size_t)n; i++) {
+        memcpy(bad, preq, (size_t)n);
+        bad[i] ^= 0x5a;
+        struct oscore_binding b2;
+        long m = oscore_unprotect_request(&srv, bad, (size_t)n, out, sizeof out, &b2);
+        if (m < 0)
+            continue;
+        if (i == 0 || i == 6 || i >= uri_host_end)
+            fail_msg("request with byte %zu flipped was accepted", i);
+        /* the protected parts (code, Uri-Path, Uri-Query, payload) are intact */
+        struct coap_msg orig, got;
+        assert_int_equal(coap_msg_parse(req, req_len, &orig), 0);
+        assert_int_equal(coap_msg_parse(out, (size_t)m, &got), 0);
+        assert_int_equal(got.code, orig.code);
+        assert_int_equal(got.option_count, orig.option_count);
+        for (size_t j = 0; j < orig.option_count; j++) {
+            if (orig.options[j].number == COAP_OPT_URI_HOST)
+                continue;
+            assert_int_equal(got.options[j].len, orig.options[j].len);
+            assert_memory_equal(got.options[j].value, orig.options[j].value, orig.options[j].len);
+        }
+        assert_int_equal(got.payload_len, orig.payload_len);
+        assert_memory_equal(got.payload, orig.payload, orig.payload_len);
+        /* accepted once: start over so the replay window does not interfere */
+        make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    }
+    /* the untouched request still verifies (no failure changed state) */
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
+    assert_int_equal(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb),
+                     (long)req_len);
+
+    /* responses */
+    size_t resp_len = sample_response(resp, (const uint8_t *)"21.5 C", 6, false, 0);
+    long k = oscore_protect_response(&srv, &sb, resp, resp_len, true, presp, sizeof presp);
+    assert_true(k > 0);
+    for (size_t i = 0; i < (size_t)k; i++) {
+        memcpy(bad, presp, (size_t)k);
+        bad[i] ^= 0x5a;
+        struct oscore_binding b2 = cb;
+        long m = oscore_unprotect_response(&cli, &b2, bad, (size_t)k, out, sizeof out);
+        /* a response has no Class U options: only MID / outer code / token
+         * (bytes 1..5) are unprotected */
+        if (i == 0 || i >= 6)
+            assert_true(m < 0);
+    }
+    struct oscore_binding b2 = cb;
+    assert_int_equal(oscore_unprotect_response(&cli, &b2, presp, (size_t)k, out, sizeof out),
+                     (long)resp_len);
+    /* a response bound to another request does not verify */
+    struct oscore_binding other;
+    n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &other);
+    assert_int_equal(oscore_unprotect_response(&cli, &other, presp, (size_t)k, out, sizeof out),
+                     OSCORE_ERR_DECRYPT);
+}
+
+/* ---- replay ---- */
+
+static void test_replay_rejected(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    uint8_t req[BUF], preq[8][BUF], out[BUF], err[BUF];
+    long plen[8];
+    size_t req_len = sample_request(req, 3);
+    struct oscore_binding b;
+    for (int i = 0; i < 8; i++) {
+        plen[i] = oscore_protect_request(&cli, req, req_len, preq[i], BUF, &b);
+        assert_true(plen[i] > 0);
+    }
+    for (int i = 0; i < 8; i++)
+        assert_true(oscore_unprotect_request(&srv, preq[i], (size_t)plen[i], out, sizeof out, &b) > 0);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(oscore_unprotect_request(&srv, preq[i], (size_t)plen[i], out, sizeof out, &b),
+                         OSCORE_ERR_REPLAY);
+    }
+    /* 4.01 "Replay detected", ACK to the CON, Max-Age 0 */
+    long e = oscore_error_response(OSCORE_ERR_REPLAY, preq[0], (size_t)plen[0], err, sizeof err);
+    static const uint8_t want[] = {0x62, 0x81, 0x12, 0x34, 0xa1, 0xb2, 0xd0, 0x01, 0xff,
+                                   'R', 'e', 'p', 'l', 'a', 'y', ' ', 'd', 'e', 't', 'e',
+                                   'c', 't', 'e', 'd'};
+    assert_int_equal(e, sizeof want);
+    assert_memory_equal(err, want, sizeof want);
+}
+
+/* Deliver requests with the given sequence numbers, compare to a model:
+ * accepted iff never seen and within 32 of the highest seen so far. */
+static void test_window_slides(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    enum { N = 120 };
+    static uint8_t preq[N][96];
+    long plen[N];
+    uint8_t req[BUF], out[BUF];
+    size_t req_len = sample_request(req, 0);
+    struct oscore_binding b;
+    for (int i = 0; i < N; i++) {
+        plen[i] = oscore_protect_request(&cli, req, req_len, preq[i], sizeof preq[i], &b);
+        assert_true(plen[i] > 0);
+    }
+    static const int order[] = {5,  3,  3,   10, 7,  40, 8,  9,  9,  39, 41, 41, 0,  72,
+                                40, 41, 42,  71, 73, 70, 50, 45, 44, 100, 68, 69, 99, 101,
+                                67, 1,  119, 88, 87, 86, 119, 90, 118, 0,  117};
+    bool seen[N] = {false};
+    int top = -1;
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+        int s = order[k];
+        bool expect = !seen[s] && (top < 0 || s > top || top - s < 32);
+        long m = oscore_unprotect_request(&srv, preq[s], (size_t)plen[s], out, sizeof out, &b);
+        if (expect) {
+            if (m <= 0)
+                fail_msg("sequence number %d (step %zu) refused: %ld", s, k, m);
+            seen[s] = true;
+            if (s > top)
+                top = s;
+        } else if (m != OSCORE_ERR_REPLAY) {
+            fail_msg("sequence number %d (step %zu) not refused as replay: %ld", s, k, m);
+        }
+    }
+
+    /* a window of 4 */
+    static const uint8_t ms[16] = {7};
+    static const uint8_t a[1] = {0xa}, bb[1] = {0xb};
+    struct oscore_params p = {.master_secret = ms, .master_secret_len = 16, .sender_id = a,
+                              .sender_id_len = 1, .recipient_id = bb, .recipient_id_len = 1,
+                              .replay_window = 4};
+    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &p), 0);
+    p.sender_id = bb;
+    p.recipient_id = a;
+    assert_int_equal(oscore_context_init(&srv, edhoc_crypto_openssl(), &p), 0);
+    for (int i = 0; i < 10; i++)
+        plen[i] = oscore_protect_request(&cli, req, req_len, preq[i], sizeof preq[i], &b);
+    assert_true(oscore_unprotect_request(&srv, preq[9], (size_t)plen[9], out, sizeof out, &b) > 0);
+    assert_true(oscore_unprotect_request(&srv, preq[6], (size_t)plen[6], out, sizeof out, &b) > 0);
+    assert_int_equal(oscore_unprotect_request(&srv, preq[5], (size_t)plen[5], out, sizeof out, &b),
+                     OSCORE_ERR_REPLAY);
+}
+
+/* ---- sequence number limit ---- */
+
+static void test_ssn_limit(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    uint8_t req[BUF], preq[BUF], out[BUF];
+    size_t req_len = sample_request(req, 0);
+    struct oscore_binding b, sb;
+    assert_int_equal(oscore_context_set_ssn(&cli, OSCORE_SSN_MAX + 1), OSCORE_ERR_SSN_EXHAUSTED);
+    assert_int_equal(oscore_context_set_ssn(&cli, OSCORE_SSN_MAX - 1), 0);
+    assert_int_equal(oscore_context_set_ssn(&cli, 5), OSCORE_ERR_INVALID); /* never backwards */
+    long n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &b);
+    assert_true(n > 0);
+    n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &b);
+    assert_true(n > 0);
+    struct oscore_option opt;
+    assert_int_equal(oscore_message_option(preq, (size_t)n, &opt), 0);
+    assert_int_equal(opt.piv_len, 5);
+    assert_memory_equal(opt.piv, "\xff\xff\xff\xff\xff", 5);
+    assert_true(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb) > 0);
+    assert_int_equal(oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &b),
+                     OSCORE_ERR_SSN_EXHAUSTED);
+    assert_int_equal(oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &b),
+                     OSCORE_ERR_SSN_EXHAUSTED);
+    /* the server's responses with Partial IV are bound by the same limit,
+     * those reusing the request nonce are not */
+    assert_int_equal(oscore_context_set_ssn(&srv, OSCORE_SSN_MAX), 0);
+    uint8_t resp[BUF];
+    size_t resp_len = sample_response(resp, (const uint8_t *)"x", 1, false, 0);
+    struct oscore_binding sb2 = sb;
+    assert_true(oscore_protect_response(&srv, &sb2, resp, resp_len, true, preq, sizeof preq) > 0);
+    sb2 = sb;
+    assert_int_equal(oscore_protect_response(&srv, &sb2, resp, resp_len, true, preq, sizeof preq),
+                     OSCORE_ERR_SSN_EXHAUSTED);
+    assert_true(oscore_protect_response(&srv, &sb2, resp, resp_len, false, preq, sizeof preq) > 0);
+    uint8_t piv[OSCORE_MAX_PIV];
+    assert_int_equal(oscore_piv_encode(OSCORE_SSN_MAX + 1, piv), 0);
+}
+
+/* ---- persistence ---- */
+
+struct flash {
+    uint64_t mark;
+    unsigned writes;
+    bool fail;
+};
+
+static int store_mark(void *user, uint64_t mark)
+{
+    struct flash *f = user;
+    if (f->fail)
+        return -1;
+    f->mark = mark;
+    f->writes++;
+    return 0;
+}
+
+static void test_persistence_crash_anywhere(void **state)
+{
+    (void)state;
+    enum { K = 5 };
+    uint8_t req[BUF], preq[BUF];
+    size_t req_len = sample_request(req, 0);
+    struct oscore_binding b;
+    /* Crash after every number of sent messages over three store periods,
+     * then restart from what was stored. */
+    for (unsigned crash_after = 0; crash_after <= 3 * K + 1; crash_after++) {
+        struct oscore_context cli, srv;
+        make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+        struct flash f = {0};
+        assert_int_equal(oscore_context_set_persistence(&cli, store_mark, &f, K), 0);
+        long max_used = -1;
+        for (unsigned i = 0; i < crash_after; i++) {
+            uint64_t ssn = oscore_context_ssn(&cli);
+            assert_true(oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &b) > 0);
+            max_used = (long)ssn;
+        }
+        /* stores happen once per K messages */
+        assert_int_equal(f.writes, (crash_after + K - 1) / K);
+        oscore_context_wipe(&cli); /* the crash */
+
+        struct oscore_context again, srv2;
+        make_pair(&again, &srv2, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+        assert_int_equal(oscore_context_set_persistence(&again, store_mark, &f, K), 0);
+        assert_int_equal(oscore_context_resume(&again, f.mark), 0);
+        long n = oscore_protect_request(&again, req, req_len, preq, sizeof preq, &b);
+        assert_true(n > 0);
+        struct oscore_option opt;
+        assert_int_equal(oscore_message_option(preq, (size_t)n, &opt), 0);
+        uint64_t next = 0;
+        for (size_t i = 0; i < opt.piv_len; i++)
+            next = next << 8 | opt.piv[i];
+        if ((long)next <= max_used)
+            fail_msg("crash after %u: reused sequence number %llu (max used %ld)", crash_after,
+                     (unsigned long long)next, max_used);
+        /* the restart stored a new mark before using anything */
+        assert_true(f.mark > next);
+    }
+
+    /* a failing store stops the message and consumes nothing */
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    struct flash f = {.fail = true};
+    assert_int_equal(oscore_context_set_persistence(&cli, store_mark, &f, K), 0);
+    assert_int_equal(oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &b),
+                     OSCORE_ERR_PERSIST);
+    assert_int_equal(oscore_context_ssn(&cli), 0);
+    f.fail = false;
+    assert_true(oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &b) > 0);
+    assert_int_equal(f.mark, K);
+    assert_int_equal(oscore_context_set_persistence(&cli, store_mark, &f, 0), OSCORE_ERR_INVALID);
+}
+
+/* ---- Echo recovery (Appendix B.1.2) ---- */
+
+static size_t add_echo(const uint8_t *req, size_t req_len, const uint8_t *echo, size_t echo_len,
+                       uint8_t *out)
+{
+    struct coap_msg m;
+    assert_int_equal(coap_msg_parse(req, req_len, &m), 0);
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_ECHO, echo, echo_len), 0);
+    long n = coap_msg_encode(&m, out, BUF);
+    assert_true(n > 0);
+    return (size_t)n;
+}
+
+static void test_echo_recovery(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    struct flash sf = {0};
+    assert_int_equal(oscore_context_set_persistence(&srv, store_mark, &sf, 10), 0);
+    uint8_t req[BUF], old[4][BUF], preq[BUF], out[BUF], presp[BUF], echoreq[BUF];
+    long oldlen[4];
+    size_t req_len = sample_request(req, 2);
+    struct oscore_binding cb, sb;
+    for (int i = 0; i < 4; i++) {
+        oldlen[i] = oscore_protect_request(&cli, req, req_len, old[i], BUF, &cb);
+        assert_true(oscore_unprotect_request(&srv, old[i], (size_t)oldlen[i], out, sizeof out, &sb) > 0);
+        uint8_t resp[BUF];
+        size_t resp_len = sample_response(resp, (const uint8_t *)"ok", 2, false, 0);
+        assert_true(oscore_protect_response(&srv, &sb, resp, resp_len, true, presp, sizeof presp) > 0);
+    }
+    assert_int_equal(oscore_context_ssn(&srv), 4);
+    assert_false(oscore_context_needs_echo(&srv));
+
+    /* server restart */
+    struct oscore_context srv2, unused;
+    make_pair(&unused, &srv2, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    assert_int_equal(oscore_context_set_persistence(&srv2, store_mark, &sf, 10), 0);
+    assert_int_equal(oscore_context_resume(&srv2, sf.mark), 0);
+    assert_true(oscore_context_needs_echo(&srv2));
+
+    /* an old request is not processed: Echo first */
+    assert_int_equal(oscore_unprotect_request(&srv2, old[3], (size_t)oldlen[3], out, sizeof out, &sb),
+                     OSCORE_ERR_ECHO_REQUIRED);
+    /* a forged one is still a decryption failure, not a challenge */
+    memcpy(preq, old[3], (size_t)oldlen[3]);
+    preq[oldlen[3] - 1] ^= 1;
+    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)oldlen[3], out, sizeof out, &sb),
+                     OSCORE_ERR_DECRYPT);
+
+    /* new request -> 4.01 with Echo, protected with the server's Partial IV */
+    long n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
+    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb),
+                     OSCORE_ERR_ECHO_REQUIRED);
+    long k = oscore_protect_echo_challenge(&srv2, &sb, preq, (size_t)n, presp, sizeof presp);
+    assert_true(k > 0);
+    struct oscore_option opt;
+    assert_int_equal(oscore_message_option(presp, (size_t)k, &opt), 0);
+    assert_true(opt.piv_len > 0);
+    assert_true(oscore_context_ssn(&srv2) > 4); /* resumed above every used one */
+    long j = oscore_unprotect_response(&cli, &cb, presp, (size_t)k, out, sizeof out);
+    assert_true(j > 0);
+    struct coap_msg inner;
+    assert_int_equal(coap_msg_parse(out, (size_t)j, &inner), 0);
+    assert_int_equal(inner.code, COAP_CODE_UNAUTHORIZED);
+    assert_int_equal(inner.option_count, 1);
+    assert_int_equal(inner.options[0].number, COAP_OPT_ECHO);
+    assert_null(inner.payload);
+    uint8_t echo[OSCORE_ECHO_LEN];
+    assert_int_equal(inner.options[0].len, OSCORE_ECHO_LEN);
+    memcpy(echo, inner.options[0].value, OSCORE_ECHO_LEN);
+
+    /* a retry with a wrong Echo value is challenged again */
+    uint8_t wrong[OSCORE_ECHO_LEN];
+    memcpy(wrong, echo, sizeof wrong);
+    wrong[0] ^= 1;
+    size_t elen = add_echo(req, req_len, wrong, sizeof wrong, echoreq);
+    n = oscore_protect_request(&cli, echoreq, elen, preq, sizeof preq, &cb);
+    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb),
+                     OSCORE_ERR_ECHO_REQUIRED);
+
+    /* the retry carrying the Echo value is accepted */
+    elen = add_echo(req, req_len, echo, sizeof echo, echoreq);
+    n = oscore_protect_request(&cli, echoreq, elen, preq, sizeof preq, &cb);
+    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb), (long)elen);
+    assert_memory_equal(out, echoreq, elen);
+    assert_false(oscore_context_needs_echo(&srv2));
+
+    /* replays from before the restart, and of the challenged ones, are refused */
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(oscore_unprotect_request(&srv2, old[i], (size_t)oldlen[i], out, sizeof out, &sb),
+                         OSCORE_ERR_REPLAY);
+    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb),
+                     OSCORE_ERR_REPLAY);
+    /* and normal traffic continues */
+    n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
+    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb), (long)req_len);
+}
+
+/* ---- Observe ---- */
+
+static void test_observe_notifications(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    uint8_t req[BUF], preq[BUF], out[BUF], resp[BUF], note[6][BUF];
+    long nlen[6];
+    struct coap_msg m;
+    size_t req_len = sample_request(req, 0);
+    assert_int_equal(coap_msg_parse(req, req_len, &m), 0);
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OBSERVE, NULL, 0), 0); /* register */
+    uint8_t tmp[BUF];
+    req_len = (size_t)coap_msg_encode(&m, tmp, sizeof tmp); /* m points into req */
+    memcpy(req, tmp, req_len);
+    struct oscore_binding cb, sb;
+    long n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
+    assert_true(n > 0);
+    assert_int_equal(preq[1], COAP_CODE_FETCH);
+    assert_int_equal(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb), (long)req_len);
+    assert_memory_equal(out, req, req_len);
+
+    /* first notification without Partial IV, then five with */
+    for (int i = 0; i < 6; i++) {
+        size_t rl = sample_response(resp, (const uint8_t *)"20", 2, true, (uint32_t)(i + 2));
+        nlen[i] = oscore_protect_response(&srv, &sb, resp, rl, false, note[i], BUF);
+        assert_true(nlen[i] > 0);
+        assert_int_equal(note[i][1], COAP_CODE_CONTENT);
+        struct oscore_option opt;
+        assert_int_equal(oscore_message_option(note[i], (size_t)nlen[i], &opt), 0);
+        /* only the first may reuse the request nonce */
+        assert_int_equal(opt.piv_len == 0, i == 0);
+        /* outer Observe carries the value */
+        struct coap_msg om;
+        assert_int_equal(coap_msg_parse(note[i], (size_t)nlen[i], &om), 0);
+        const struct coap_option *obs = coap_msg_find_option(&om, COAP_OPT_OBSERVE);
+        assert_non_null(obs);
+        uint32_t v;
+        assert_int_equal(coap_option_uint(obs, &v), 0);
+        assert_int_equal(v, (uint32_t)(i + 2));
+    }
+    /* in order, with one out of order (older -> refused) */
+    assert_true(oscore_unprotect_response(&cli, &cb, note[0], (size_t)nlen[0], out, sizeof out) > 0);
+    /* the inner Observe of a notification is empty */
+    struct coap_msg im;
+    assert_int_equal(coap_msg_parse(out, (size_t)oscore_unprotect_response(&cli, &cb, note[2], (size_t)nlen[2], out, sizeof out), &im), 0);
+    assert_non_null(coap_msg_find_option(&im, COAP_OPT_OBSERVE));
+    assert_int_equal(coap_msg_find_option(&im, COAP_OPT_OBSERVE)->len, 0);
+    assert_int_equal(oscore_unprotect_response(&cli, &cb, note[1], (size_t)nlen[1], out, sizeof out),
+                     OSCORE_ERR_REPLAY);
+    assert_int_equal(oscore_unprotect_response(&cli, &cb, note[2], (size_t)nlen[2], out, sizeof out),
+                     OSCORE_ERR_REPLAY);
+    assert_int_equal(oscore_unprotect_response(&cli, &cb, note[0], (size_t)nlen[0], out, sizeof out),
+                     OSCORE_ERR_REPLAY);
+    assert_true(oscore_unprotect_response(&cli, &cb, note[4], (size_t)nlen[4], out, sizeof out) > 0);
+    assert_true(oscore_unprotect_response(&cli, &cb, note[5], (size_t)nlen[5], out, sizeof out) > 0);
+    assert_int_equal(cb.notification_number, 4);
+
+    /* a notification for a request that did not observe is refused */
+    struct oscore_binding plain_b, plain_sb;
+    size_t pl = sample_request(req, 0);
+    n = oscore_protect_request(&cli, req, pl, preq, sizeof preq, &plain_b);
+    assert_true(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &plain_sb) > 0);
+    size_t rl = sample_response(resp, (const uint8_t *)"20", 2, true, 9);
+    long k = oscore_protect_response(&srv, &plain_sb, resp, rl, true, note[0], BUF);
+    assert_int_equal(oscore_unprotect_response(&cli, &plain_b, note[0], (size_t)k, out, sizeof out),
+                     OSCORE_ERR_UNEXPECTED);
+}
+
+/* ---- option classes ---- */
+
+static void test_proxy_uri_split(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = COAP_TYPE_CON;
+    m.code = COAP_CODE_GET;
+    m.mid = 7;
+    const char *uri = "coap://example.com/res%2Fx/b?q=1&r";
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)), 0);
+    uint8_t req[BUF], preq[BUF], out[BUF];
+    long req_len = coap_msg_encode(&m, req, sizeof req);
+    struct oscore_binding cb, sb;
+    long n = oscore_protect_request(&cli, req, (size_t)req_len, preq, sizeof preq, &cb);
+    assert_true(n > 0);
+    struct coap_msg pm;
+    assert_int_equal(coap_msg_parse(preq, (size_t)n, &pm), 0);
+    const struct coap_option *pu = coap_msg_find_option(&pm, COAP_OPT_PROXY_URI);
+    assert_non_null(pu);
+    assert_int_equal(pu->len, strlen("coap://example.com"));
+    assert_memory_equal(pu->value, "coap://example.com", pu->len);
+    assert_null(memmem(preq, (size_t)n, "res", 3));
+    long k = oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb);
+    assert_true(k > 0);
+    struct coap_msg um;
+    assert_int_equal(coap_msg_parse(out, (size_t)k, &um), 0);
+    assert_int_equal(um.option_count, 5);
+    assert_int_equal(um.options[0].number, COAP_OPT_URI_PATH);
+    assert_int_equal(um.options[0].len, 5);
+    assert_memory_equal(um.options[0].value, "res/x", 5);
+    assert_int_equal(um.options[1].number, COAP_OPT_URI_PATH);
+    assert_memory_equal(um.options[1].value, "b", 1);
+    assert_int_equal(um.options[2].number, COAP_OPT_URI_QUERY);
+    assert_memory_equal(um.options[2].value, "q=1", 3);
+    assert_int_equal(um.options[3].number, COAP_OPT_URI_QUERY);
+    assert_int_equal(um.options[4].number, COAP_OPT_PROXY_URI);
+
+    /* outer Class E options on a received message are discarded, outer
+     * Uri-Host is kept */
+    uint8_t r2[BUF];
+    size_t r2len = sample_request(r2, 0);
+    n = oscore_protect_request(&cli, r2, r2len, preq, sizeof preq, &cb);
+    assert_int_equal(coap_msg_parse(preq, (size_t)n, &pm), 0);
+    static const uint8_t etag[2] = {0xee, 0xee};
+    assert_int_equal(coap_msg_add_option(&pm, COAP_OPT_ETAG, etag, 2), 0);
+    uint8_t p2[BUF];
+    long n2 = coap_msg_encode(&pm, p2, sizeof p2);
+    k = oscore_unprotect_request(&srv, p2, (size_t)n2, out, sizeof out, &sb);
+    assert_int_equal(k, (long)r2len);
+    assert_memory_equal(out, r2, r2len);
+
+    /* nested OSCORE and non-requests are refused */
+    assert_int_equal(oscore_protect_request(&cli, preq, (size_t)n, out, sizeof out, &cb),
+                     OSCORE_ERR_NOT_OSCORE);
+    uint8_t resp[BUF];
+    size_t rl = sample_response(resp, NULL, 0, false, 0);
+    assert_int_equal(oscore_protect_request(&cli, resp, rl, out, sizeof out, &cb), OSCORE_ERR_INVALID);
+    /* a plain CoAP message is not an OSCORE one */
+    assert_int_equal(oscore_unprotect_request(&srv, r2, r2len, out, sizeof out, &sb),
+                     OSCORE_ERR_NOT_OSCORE);
+    /* too small an output buffer */
+    assert_int_equal(oscore_protect_request(&cli, r2, r2len, out, 20, &cb), OSCORE_ERR_BUFFER);
+}
+
+/* ---- OSCORE option parser ---- */
+
+static void test_option_parse(void **state)
+{
+    (void)state;
+    struct oscore_option o;
+    assert_int_equal(oscore_option_parse(NULL, 0, &o), 0);
+    assert_int_equal(o.piv_len, 0);
+    assert_false(o.has_kid);
+    static const uint8_t c6[] = {0x19, 0x14, 0x08, 0x37, 0xcb, 0xf3, 0x21, 0x00, 0x17, 0xa2, 0xd3};
+    assert_int_equal(oscore_option_parse(c6, sizeof c6, &o), 0);
+    assert_int_equal(o.piv_len, 1);
+    assert_int_equal(o.piv[0], 0x14);
+    assert_true(o.has_kid_context);
+    assert_int_equal(o.kid_context_len, 8);
+    assert_true(o.has_kid);
+    assert_int_equal(o.kid_len, 0);
+    uint8_t enc[32];
+    assert_int_equal(oscore_option_encode(&o, enc, sizeof enc), sizeof c6);
+    assert_memory_equal(enc, c6, sizeof c6);
+    assert_int_equal(oscore_option_encode(&o, enc, 5), OSCORE_ERR_BUFFER);
+
+    static const struct {
+        uint8_t v[8];
+        size_t len;
+    } bad[] = {
+        {{0x00}, 1},             /* all-zero flags must be an empty value */
+        {{0x20}, 1},             /* reserved bit */
+        {{0x80, 0x01}, 2},       /* reserved bit */
+        {{0x06, 1, 2, 3, 4, 5, 6}, 7}, /* n = 6 */
+        {{0x07}, 1},             /* n = 7 */
+        {{0x02, 0x01}, 2},       /* truncated Partial IV */
+        {{0x10}, 1},             /* kid context length missing */
+        {{0x11, 0x00, 0x05, 0x01}, 4}, /* kid context truncated */
+        {{0x01, 0x00, 0x01}, 3}, /* trailing byte without kid flag */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (oscore_option_parse(bad[i].v, bad[i].len, &o) != OSCORE_ERR_BAD_OPTION)
+            fail_msg("bad option %zu accepted", i);
+    }
+
+    /* and in a message: 4.02 Bad Option back */
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    static const uint8_t msg[] = {0x52, 0x02, 0x00, 0x05, 0xab, 0xcd, 0x91, 0x20, 0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    uint8_t out[BUF];
+    struct oscore_binding b;
+    assert_int_equal(oscore_unprotect_request(&srv, msg, sizeof msg, out, sizeof out, &b),
+                     OSCORE_ERR_BAD_OPTION);
+    long e = oscore_error_response(OSCORE_ERR_BAD_OPTION, msg, sizeof msg, out, sizeof out);
+    static const uint8_t want[] = {0x52, 0x82, 0x00, 0x05, 0xab, 0xcd, 0xd0, 0x01, 0xff,
+                                   'F', 'a', 'i', 'l', 'e', 'd', ' ', 't', 'o', ' ', 'd',
+                                   'e', 'c', 'o', 'd', 'e', ' ', 'C', 'O', 'S', 'E'};
+    assert_int_equal(e, sizeof want);
+    assert_memory_equal(out, want, sizeof want);
+    /* no payload: malformed */
+    static const uint8_t nopayload[] = {0x40, 0x02, 0x00, 0x05, 0x93, 0x09, 0x14, 0x01};
+    assert_int_equal(oscore_unprotect_request(&srv, nopayload, sizeof nopayload, out, sizeof out, &b),
+                     OSCORE_ERR_BAD_OPTION);
+    /* request without kid / without Partial IV */
+    static const uint8_t nokid[] = {0x40, 0x02, 0x00, 0x05, 0x92, 0x01, 0x14, 0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    assert_int_equal(oscore_unprotect_request(&srv, nokid, sizeof nokid, out, sizeof out, &b),
+                     OSCORE_ERR_BAD_OPTION);
+    /* unknown kid: 4.01 "Security context not found" */
+    static const uint8_t otherkid[] = {0x40, 0x02, 0x00, 0x05, 0x93, 0x09, 0x14, 0x07, 0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    assert_int_equal(oscore_unprotect_request(&srv, otherkid, sizeof otherkid, out, sizeof out, &b),
+                     OSCORE_ERR_CONTEXT_NOT_FOUND);
+    e = oscore_error_response(OSCORE_ERR_CONTEXT_NOT_FOUND, otherkid, sizeof otherkid, out, sizeof out);
+    assert_int_equal(e, 7 + strlen("Security context not found"));
+    assert_int_equal(out[0], 0x60);
+    assert_int_equal(out[1], COAP_CODE_UNAUTHORIZED);
+    assert_memory_equal(out + 7, "Security context not found", e - 7);
+    /* right kid, wrong ciphertext: 4.00 "Decryption failed" */
+    static const uint8_t f3[] = {0x40, 0x02, 0x00, 0x05, 0x93, 0x09, 0x14, 0x01, 0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    assert_int_equal(oscore_unprotect_request(&srv, f3, sizeof f3, out, sizeof out, &b),
+                     OSCORE_ERR_DECRYPT);
+    e = oscore_error_response(OSCORE_ERR_DECRYPT, f3, sizeof f3, out, sizeof out);
+    assert_int_equal(out[1], COAP_CODE_BAD_REQUEST);
+    assert_int_equal(e, 7 + strlen("Decryption failed"));
+    assert_memory_equal(out + 7, "Decryption failed", e - 7);
+    assert_int_equal(oscore_error_response(OSCORE_ERR_SSN_EXHAUSTED, f3, sizeof f3, out, sizeof out),
+                     OSCORE_ERR_INVALID);
+}
+
+/* ---- CoAP codec ---- */
+
+static void test_coap_msg_codec(void **state)
+{
+    (void)state;
+    struct vec_scope v = vec_object(appc, "C.4");
+    uint8_t msg[BUF], out[BUF];
+    size_t len = vec_hex(v, "unprotected_request", msg, sizeof msg);
+    struct coap_msg m;
+    assert_int_equal(coap_msg_parse(msg, len, &m), 0);
+    assert_int_equal(m.code, COAP_CODE_GET);
+    assert_int_equal(m.option_count, 2);
+    assert_int_equal(m.options[0].number, COAP_OPT_URI_HOST);
+    assert_int_equal(m.options[1].number, COAP_OPT_URI_PATH);
+    assert_int_equal(coap_msg_encode(&m, out, sizeof out), (long)len);
+    assert_memory_equal(out, msg, len);
+    assert_int_equal(coap_msg_encode(&m, out, len - 1), COAP_MSG_ERR_BUFFER);
+    /* long deltas and lengths round-trip */
+    static uint8_t big[600];
+    memset(big, 'x', sizeof big);
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_NO_RESPONSE, big, 300), 0);
+    assert_int_equal(coap_msg_add_option(&m, 2000, big, 20), 0);
+    long n = coap_msg_encode(&m, out, sizeof out);
+    assert_true(n > 0);
+    struct coap_msg m2;
+    assert_int_equal(coap_msg_parse(out, (size_t)n, &m2), 0);
+    assert_int_equal(m2.option_count, 4);
+    assert_int_equal(m2.options[2].number, COAP_OPT_NO_RESPONSE);
+    assert_int_equal(m2.options[2].len, 300);
+    assert_int_equal(m2.options[3].number, 2000);
+    static const uint8_t bads[][6] = {
+        {0x80, 0x01, 0, 0},         /* version 2 */
+        {0x49, 0x01, 0, 0},         /* token length 9 */
+        {0x42, 0x01, 0, 0, 1},      /* token truncated */
+        {0x40, 0x01, 0, 0, 0xf0},   /* reserved nibble */
+        {0x40, 0x01, 0, 0, 0xff},   /* marker without payload */
+        {0x40, 0x01, 0, 0, 0x13, 1}, /* option value truncated */
+    };
+    static const size_t badlen[] = {4, 4, 5, 5, 5, 6};
+    for (size_t i = 0; i < 6; i++)
+        assert_int_equal(coap_msg_parse(bads[i], badlen[i], &m), COAP_MSG_ERR_MALFORMED);
+    uint8_t many[4 + 40];
+    many[0] = 0x40; many[1] = 1; many[2] = 0; many[3] = 0;
+    for (int i = 0; i < 40; i++)
+        many[4 + i] = 0x00; /* 40 options number 0 */
+    assert_int_equal(coap_msg_parse(many, sizeof many, &m), COAP_MSG_ERR_TOO_MANY);
+    assert_string_equal(coap_option_name(COAP_OPT_ECHO), "Echo");
+}
+
+/* ---- configuration ---- */
+
+static void test_config_parse(void **state)
+{
+    (void)state;
+    const char *text =
+        "# C.1 client\n"
+        "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+        "master_salt,hex,\"9e7ca92223786340\"\r\n"
+        "\n"
+        "sender_id,hex,\"\"\n"
+        "recipient_id,hex,01\n"
+        "replay_window,integer,30\n"
+        "aead_alg,text,\"AES-CCM-16-64-128\"\n"
+        "hkdf_alg,integer,-10\n"
+        "ssn_freq,integer,8\n"
+        "rfc8613_b_1_2,bool,true\n";
+    struct oscore_config cfg;
+    struct oscore_config_error err;
+    assert_int_equal(oscore_config_parse(text, strlen(text), &cfg, &err), 0);
+    assert_int_equal(cfg.master_secret_len, 16);
+    assert_int_equal(cfg.sender_id_len, 0);
+    assert_int_equal(cfg.recipient_id_len, 1);
+    assert_int_equal(cfg.replay_window, 30);
+    assert_int_equal(cfg.ssn_freq, 8);
+    assert_int_equal(cfg.aead_alg, 10);
+    assert_int_equal(cfg.hkdf_alg, EDHOC_COSE_SHA256);
+    struct oscore_context c;
+    assert_int_equal(oscore_context_init_config(&c, edhoc_crypto_openssl(), &cfg), 0);
+    const uint8_t *p;
+    oscore_context_sender_key(&c, &p);
+    uint8_t want[16];
+    vec_hex(vec_object(appc, "C.1.1"), "sender_key", want, sizeof want);
+    assert_memory_equal(p, want, 16);
+
+    /* libcoap's example files (ascii IDs, complex recipient) */
+    const char *complex =
+        "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+        "sender_id,ascii,\"client\"\n"
+        "aead_alg,integer,30\n"
+        "hkdf_alg,text,\"HKDF-SHA-384\"\n"
+        "complex_recipient,config,'\n"
+        "# Recipient ID\n"
+        "recipient_id,ascii,\"server\"\n"
+        "silent_server,bool,true\n"
+        "'\n";
+    assert_int_equal(oscore_config_parse(complex, strlen(complex), &cfg, &err), 0);
+    assert_int_equal(cfg.recipient_id_len, 6);
+    assert_memory_equal(cfg.recipient_id, "server", 6);
+    assert_int_equal(cfg.aead_alg, 30);
+    assert_int_equal(cfg.hkdf_alg, EDHOC_COSE_SHA384);
+
+    static const struct {
+        const char *text;
+        unsigned line;
+        const char *word; /* in the message */
+    } bad[] = {
+        {"master_secret,hex,0102\nsender_id,hex,01\nrecipient_id,hex,0\n", 3, "odd"},
+        {"master_secret,hex,01zz\n", 1, "not hex"},
+        {"# c\nmaster_secret,hex,01\nbogus,hex,01\n", 3, "unknown keyword"},
+        {"master_secret,base64,01\n", 1, "unknown encoding"},
+        {"master_secret\n", 1, "keyword,encoding,value"},
+        {"master_secret,integer,5\n", 1, "hex or ascii"},
+        {"master_secret,hex,01\nreplay_window,integer,100\n", 2, "out of range"},
+        {"master_secret,hex,01\nreplay_window,integer,3x\n", 2, "not an integer"},
+        {"master_secret,hex,01\naead_alg,text,\"AES-XYZ\"\n", 2, "unsupported"},
+        {"master_secret,hex,01\naead_alg,integer,99\n", 2, "unsupported"},
+        {"master_secret,hex,01\nhkdf_alg,integer,-11\n", 2, "unsupported"},
+        {"master_secret,hex,01\nsender_id,hex,0102030405060708\n", 2, "longer"},
+        {"master_secret,hex,01\nrecipient_id,hex,01\nrecipient_id,hex,02\n", 3, "second recipient_id"},
+        {"master_secret,hex,01\nrfc8613_b_2,bool,true\n", 2, "only false"},
+        {"master_secret,hex,01\nsilent_server,bool,maybe\n", 2, "true or false"},
+        {"master_secret,hex,01\ncomplex_sender,config,'\nsender_id,hex,01\n", 2, "not closed"},
+        {"master_secret,hex,01\n'\n", 2, "closing"},
+        {"master_secret,hex,01\nsender_id,hex,01\n", 0, "recipient_id missing"},
+        {"sender_id,hex,01\nrecipient_id,hex,02\n", 0, "master_secret missing"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = oscore_config_parse(bad[i].text, strlen(bad[i].text), &cfg, &err);
+        if (rc != OSCORE_ERR_CONFIG || err.line != bad[i].line || !strstr(err.message, bad[i].word))
+            fail_msg("config %zu: rc %d line %u '%s'", i, rc, err.line, err.message);
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    appc = vec_load("rfc8613-appendix-c.json");
+    trace2 = vec_load("rfc9529-trace2.json");
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_context_size),
+        cmocka_unit_test(test_derivation_appendix_c),
+        cmocka_unit_test(test_request_c4),
+        cmocka_unit_test(test_request_c5),
+        cmocka_unit_test(test_request_c6),
+        cmocka_unit_test(test_kid_context_mismatch),
+        cmocka_unit_test(test_response_c7),
+        cmocka_unit_test(test_response_c8),
+        cmocka_unit_test(test_trace2_context),
+        cmocka_unit_test(test_round_trip_every_aead),
+        cmocka_unit_test(test_key_lengths),
+        cmocka_unit_test(test_every_flipped_byte_fails),
+        cmocka_unit_test(test_replay_rejected),
+        cmocka_unit_test(test_window_slides),
+        cmocka_unit_test(test_ssn_limit),
+        cmocka_unit_test(test_persistence_crash_anywhere),
+        cmocka_unit_test(test_echo_recovery),
+        cmocka_unit_test(test_observe_notifications),
+        cmocka_unit_test(test_proxy_uri_split),
+        cmocka_unit_test(test_option_parse),
+        cmocka_unit_test(test_coap_msg_codec),
+        cmocka_unit_test(test_config_parse),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
