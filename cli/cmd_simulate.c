@@ -192,6 +192,20 @@ static void fail(struct run *run, const struct edhoc_session *s, char side, int 
         snprintf(run->why, sizeof run->why, "%s", edhoc_strerror(run->err));
 }
 
+/* A failed credential lookup says more than the session's generic
+ * "credential does not fit": name the lookup's reason. */
+static void fail_verify(struct run *run, const struct edhoc_session *s, char side, int err,
+                        const struct cli_side *who)
+{
+    fail(run, s, side, err);
+    if (who->resolve_error) {
+        size_t n = strlen(run->why);
+        snprintf(run->why + n, sizeof run->why - n, " (ID_CRED_%c: %s)", side == 'I' ? 'R' : 'I',
+                 edhoc_cred_strerror(who->resolve_error));
+        run->err = who->resolve_error;
+    }
+}
+
 /* The side that failed sends its error message (if the RFC wants one) and
  * the other side takes it in. */
 static void deliver_error(struct run *run, struct edhoc_session *from, char from_side,
@@ -323,9 +337,10 @@ static int handshake(const struct cli_edhoc_opts *o, struct cli_side *si, struct
     }
     record(run, "message_2", 'R', buf, (size_t)n);
 
+    si->resolve_error = 0;
     rc = edhoc_initiator_handle_message_2(&s_i, buf, (size_t)n, rx, cli_edhoc_resolve, si);
     if (rc) {
-        fail(run, &s_i, 'I', rc);
+        fail_verify(run, &s_i, 'I', rc, si);
         deliver_error(run, &s_i, 'I', &s_r);
         goto out;
     }
@@ -339,9 +354,10 @@ static int handshake(const struct cli_edhoc_opts *o, struct cli_side *si, struct
     }
     record(run, "message_3", 'I', buf, (size_t)n);
 
+    sr->resolve_error = 0;
     rc = edhoc_responder_handle_message_3(&s_r, buf, (size_t)n, rx, cli_edhoc_resolve, sr);
     if (rc) {
-        fail(run, &s_r, 'R', rc);
+        fail_verify(run, &s_r, 'R', rc, sr);
         deliver_error(run, &s_r, 'R', &s_i);
         goto out;
     }

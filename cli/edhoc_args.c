@@ -377,12 +377,22 @@ static int pick_demo_cred(const struct cli_edhoc_opts *o, int role, int suite,
     } else if (!for_dh && suite == 0 && (idt == 0 || idt == EDHOC_ID_CRED_X5T)) {
         rc = edhoc_demo_trace_cred(1, r, &side->cred, &side->key);
         side->cred_origin = "built-in RFC 9529 trace 1 certificate";
-    } else if (!for_dh && curve == EDHOC_COSE_CRV_P256) {
+    } else if (!for_dh && curve == EDHOC_COSE_CRV_P256 && idt != EDHOC_ID_CRED_KCCS) {
         rc = edhoc_demo_cred_293(r, &side->cred, &side->key);
         side->cred_origin = "built-in 293-byte P-256 demo certificate";
     } else {
-        rc = edhoc_demo_cred(r, curve, for_dh, &side->cred, &side->key);
-        side->cred_origin = for_dh ? "built-in demo CCS (static DH)" : "built-in demo certificate";
+        /* Certificates for x5t/x5chain, a CCS for kccs, else the usual kind
+         * (certificates for signature keys, CCS for static DH keys). */
+        enum edhoc_cred_type type = 0;
+        if (idt == EDHOC_ID_CRED_X5T || idt == EDHOC_ID_CRED_X5CHAIN)
+            type = EDHOC_CRED_X509;
+        else if (idt == EDHOC_ID_CRED_KCCS)
+            type = EDHOC_CRED_CCS;
+        rc = edhoc_demo_cred_typed(r, curve, for_dh, type, &side->cred, &side->key);
+        bool x509 = rc == 0 && side->cred.type == EDHOC_CRED_X509;
+        side->cred_origin = for_dh ? (x509 ? "built-in demo certificate (static DH key)"
+                                           : "built-in demo CCS (static DH)")
+                                   : (x509 ? "built-in demo certificate" : "built-in demo CCS");
     }
     if (rc) {
         fprintf(stderr, "edhoc-cli: no built-in %s credential for %s of method %d suite %d: %s\n",
@@ -579,6 +589,7 @@ int cli_edhoc_resolve(void *ctx, const uint8_t *id_cred, size_t id_cred_len,
 {
     struct cli_side *side = ctx;
     int rc = edhoc_cred_store_resolve(side->store, id_cred, id_cred_len, &side->resolved);
+    side->resolve_error = rc;
     if (rc == 0)
         *cred = &side->resolved;
     return rc;

@@ -65,6 +65,7 @@ struct cli_side {
     size_t n_ephemerals;
     const char *cred_origin;          /* "file ...", "built-in ..." */
     struct edhoc_cred resolved;       /* the peer credential last resolved */
+    int resolve_error;                /* why the last resolution failed (EDHOC_CRED_ERR_*), 0 */
 };
 
 void cli_edhoc_opts_init(struct cli_edhoc_opts *o);

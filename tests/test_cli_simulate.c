@@ -259,6 +259,117 @@ static void test_all_methods_and_suites_default_credentials(void **state)
     }
 }
 
+/* Every method x suite x ID_CRED type, with built-in credentials of the
+ * kind each type needs. */
+static void test_all_id_cred_types(void **state)
+{
+    (void)state;
+    static const int suites[] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
+    static const char *types[] = {"kid", "kccs", "x5t", "x5chain"};
+    /* Under the sanitizers each process start is slow; a rotating quarter of
+     * the matrix (every method, suite and type still appears) keeps the
+     * sanitized run short, the plain run covers every cell. */
+    const size_t stride = getenv("EDHOC_TEST_SANITIZED") ? 4 : 1;
+    for (int m = 0; m <= 3; m++) {
+        for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++) {
+            for (size_t t = 0; t < 4; t++) {
+                if ((t + s + (size_t)m) % stride != 0)
+                    continue;
+                char args[256], *out;
+                snprintf(args, sizeof args,
+                         "simulate --json --method %d --suites %d --id-cred-i %s --id-cred-r %s", m,
+                         suites[s], types[t], types[(t + 1) % 4]);
+                int rc = run_cli(args, true, &out);
+                if (rc != 0 || !strstr(out, "\"oscore_contexts_match\": true"))
+                    fail_msg("%s: exit %d:\n%s", args, rc, out);
+                char want[64];
+                snprintf(want, sizeof want, "\"id_cred_i\": \"%s\"", types[t]);
+                assert_non_null(strstr(out, want));
+                snprintf(want, sizeof want, "\"id_cred_r\": \"%s\"", types[(t + 1) % 4]);
+                assert_non_null(strstr(out, want));
+                free(out);
+            }
+        }
+    }
+}
+
+static void keygen(const char *args)
+{
+    char *out, cmd[1024];
+    snprintf(cmd, sizeof cmd, "keygen --force %s", args);
+    int rc = run_cli(cmd, true, &out);
+    if (rc != 0)
+        fail_msg("keygen %s: exit %d:\n%s", args, rc, out);
+    free(out);
+}
+
+/* Certificates made with keygen: a root, an intermediate, leaves sent as a
+ * two-certificate x5chain; a wrong trust anchor and an expired certificate
+ * fail with the initiator's error message on the wire and exit 5. */
+static void test_x5chain_two_certificates_trust_and_expiry(void **state)
+{
+    (void)state;
+    char a[2048];
+    const char *w = workdir;
+#define KG(...)                                                                                   \
+    do {                                                                                          \
+        snprintf(a, sizeof a, __VA_ARGS__);                                                       \
+        keygen(a);                                                                                \
+    } while (0)
+    KG("--type x509 --curve P-256 --ca --subject root --out-cred %s/root.pem --out-key %s/root.key", w, w);
+    KG("--type x509 --curve P-256 --ca --subject other --out-cred %s/other.pem --out-key %s/other.key", w, w);
+    KG("--type x509 --curve P-256 --ca --subject inter --ca-cert %s/root.pem --ca-key %s/root.key "
+       "--out-cred %s/inter.pem --out-key %s/inter.key", w, w, w, w);
+    KG("--type x509 --curve P-256 --subject init --ca-cert %s/inter.pem --ca-key %s/inter.key "
+       "--out-cred %s/i.pem --out-key %s/i.key", w, w, w, w);
+    KG("--type x509 --curve P-256 --subject resp --ca-cert %s/inter.pem --ca-key %s/inter.key "
+       "--out-cred %s/r.pem --out-key %s/r.key", w, w, w, w);
+    KG("--type x509 --curve P-256 --subject old --ca-cert %s/root.pem --ca-key %s/root.key "
+       "--not-before 2020-01-01 --not-after 2021-01-01 --out-cred %s/old.pem --out-key %s/old.key",
+       w, w, w, w);
+#undef KG
+    char args[4096], *out;
+    snprintf(args, sizeof args,
+             "simulate --json --method 0 --suites 2 --cred-i %s/i.pem --key-i %s/i.key "
+             "--cred-r %s/r.pem --key-r %s/r.key --id-cred-i x5chain --id-cred-r x5chain "
+             "--trust %s/root.pem",
+             w, w, w, w, w);
+    int rc = run_cli(args, true, &out);
+    if (rc != 0)
+        fail_msg("chain: exit %d:\n%s", rc, out);
+    /* Two DER certificates in each ID_CRED: message_2 well over 2 x 250. */
+    const char *m2 = strstr(out, "\"name\": \"message_2\"");
+    assert_non_null(m2);
+    long m2_bytes = strtol(strstr(m2, "\"bytes\": ") + 9, NULL, 10);
+    assert_true(m2_bytes > 600);
+    free(out);
+
+    /* Trusting another root: the initiator cannot validate the responder's
+     * chain, sends error code 1 and exits 5. */
+    snprintf(args, sizeof args,
+             "simulate --json --method 0 --suites 2 --cred-i %s/i.pem --key-i %s/i.key "
+             "--cred-r %s/r.pem --key-r %s/r.key --id-cred-i x5chain --id-cred-r x5chain "
+             "--trust %s/other.pem",
+             w, w, w, w, w);
+    rc = run_cli(args, true, &out);
+    assert_int_equal(rc, 5);
+    assert_non_null(strstr(out, "\"name\": \"error\", \"from\": \"initiator\", \"bytes\""));
+    assert_non_null(strstr(out, "\"hex\": \"01"));
+    free(out);
+
+    /* An expired responder certificate. */
+    snprintf(args, sizeof args,
+             "simulate --json --method 0 --suites 2 --cred-i %s/i.pem --key-i %s/i.key "
+             "--cred-r %s/old.pem --key-r %s/old.key --id-cred-i x5chain --id-cred-r x5chain "
+             "--trust %s/root.pem",
+             w, w, w, w, w);
+    rc = run_cli(args, true, &out);
+    assert_int_equal(rc, 5);
+    assert_non_null(strstr(out, "outside its validity period"));
+    assert_non_null(strstr(out, "\"name\": \"error\", \"from\": \"initiator\""));
+    free(out);
+}
+
 static void test_failures_exit_codes(void **state)
 {
     (void)state;
@@ -345,6 +456,8 @@ int main(void)
         cmocka_unit_test(test_trace1_through_cli),
         cmocka_unit_test(test_three_credential_modes),
         cmocka_unit_test(test_all_methods_and_suites_default_credentials),
+        cmocka_unit_test(test_all_id_cred_types),
+        cmocka_unit_test(test_x5chain_two_certificates_trust_and_expiry),
         cmocka_unit_test(test_failures_exit_codes),
         cmocka_unit_test(test_help_and_repeat),
     };

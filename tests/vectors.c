@@ -30,8 +30,19 @@ static char *read_all(FILE *f, size_t *len)
     return buf;
 }
 
+/* Loaded files stay cached (and reachable) for the life of the test
+ * program, so repeated loads cost nothing and are not leaks. */
+static struct {
+    char name[128];
+    struct vec_scope scope;
+} loaded[16];
+
 struct vec_scope vec_load(const char *name)
 {
+    for (size_t i = 0; i < sizeof loaded / sizeof loaded[0]; i++) {
+        if (loaded[i].scope.begin && !strcmp(loaded[i].name, name))
+            return loaded[i].scope;
+    }
     const char *dir = getenv("EDHOC_VECTORS");
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/vectors", name);
@@ -42,6 +53,13 @@ struct vec_scope vec_load(const char *name)
     char *text = read_all(f, &len);
     fclose(f);
     struct vec_scope s = {text, text + len};
+    for (size_t i = 0; i < sizeof loaded / sizeof loaded[0]; i++) {
+        if (!loaded[i].scope.begin) {
+            snprintf(loaded[i].name, sizeof loaded[i].name, "%s", name);
+            loaded[i].scope = s;
+            break;
+        }
+    }
     return s;
 }
 
