@@ -1,12 +1,959 @@
-#include <stdio.h>
+/*
+ * edhoc-cli bench: crypto, handshake and OSCORE benchmarks on this host,
+ * printed as Markdown tables (default), JSON or CSV, optionally drawn as
+ * SVG charts; and the load generator (`edhoc-cli bench load`, also
+ * cmd_load) that drives a responder over CoAP from many sockets.
+ */
+#include <errno.h>
+#include <math.h> /* NAN */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include "edhoc/coap_msg.h"
+#include "edhoc/crypto.h"
+#include "edhoc/edhoc.h"
+#include "edhoc/oscore.h"
+#include "edhoc/transport.h"
+#include "bench_output.h"
 #include "commands.h"
+#include "edhoc_args.h"
 #include "util.h"
+
+enum bench_format { FORMAT_MARKDOWN, FORMAT_JSON, FORMAT_CSV };
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: edhoc-cli bench [crypto|handshake|oscore|all] [OPTIONS]\n"
+        "       edhoc-cli bench load coap://HOST[:PORT] [OPTIONS]   (see load --help)\n\n"
+        "Measures on this host, with the same code paths the peers use:\n"
+        "  crypto     sign/verify per algorithm and message size, key generation and\n"
+        "             ECDH per curve, each AEAD by size, hash and HKDF\n"
+        "  handshake  in-process EDHOC handshakes per method, credential type and cipher\n"
+        "             suite, per role, beside the crypto floor (the same crypto\n"
+        "             operations timed alone) and the ratio; bytes of state per\n"
+        "             handshake and per OSCORE context\n"
+        "  oscore     protect/unprotect of a request and a response per AEAD and\n"
+        "             payload size, beside the raw AEAD time and the ratio\n"
+        "  all        the three (default)\n\n"
+        "Options:\n"
+        "  --json            one JSON document on stdout\n"
+        "  --csv             CSV on stdout (one block per table)\n"
+        "  --svg FILE        also draw the handshake and OSCORE tables into FILE\n"
+        "  --repeat N        at least N samples per measurement (default 20)\n"
+        "  --min-time S      at least S seconds per measurement (default 0.1)\n"
+        "  --quick           a few seconds in all; numbers are indicative only\n"
+        "  --suites LIST     handshake: cipher suites to run (default 0,2)\n"
+        "  -h, --help        this text\n\n"
+        "Times are microseconds per operation: min / median over the samples, each\n"
+        "sample a batch of calls long enough for the clock. Exit codes: 0 ok; 2 bad\n"
+        "command line; 3 the SVG file cannot be written; 10 a benchmark failed.\n");
+}
 
 int cmd_bench(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "edhoc-cli bench: not built yet\n");
-    return CLI_EXIT_INTERNAL;
+    const char *which = "all";
+    enum bench_format format = FORMAT_MARKDOWN;
+    const char *svg_path = NULL;
+    long repeat = -1;
+    double min_time = -1;
+    bool quick = false;
+    struct bench_handshake_opts hs = {.n_suites = 0};
+
+    if (argc > 1 && !strcmp(argv[1], "load"))
+        return cmd_load(argc - 1, argv + 1);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        if (arg[0] != '-') {
+            if (i != 1 || (strcmp(arg, "crypto") && strcmp(arg, "handshake") &&
+                           strcmp(arg, "oscore") && strcmp(arg, "all"))) {
+                fprintf(stderr, "edhoc-cli bench: unknown benchmark '%s' (crypto, handshake, "
+                                "oscore, all)\n", arg);
+                return CLI_EXIT_USAGE;
+            }
+            which = arg;
+            continue;
+        }
+        char name[32];
+        const char *value = NULL;
+        const char *eq = strchr(arg, '=');
+        if (eq) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+            value = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", arg);
+        }
+        bool takes_value = !strcmp(name, "--svg") || !strcmp(name, "--repeat") ||
+                           !strcmp(name, "--min-time") || !strcmp(name, "--suites");
+        if (takes_value && !eq) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "edhoc-cli bench: %s needs a value\n", name);
+                return CLI_EXIT_USAGE;
+            }
+            value = argv[++i];
+        } else if (!takes_value && eq) {
+            fprintf(stderr, "edhoc-cli bench: %s takes no value\n", name);
+            return CLI_EXIT_USAGE;
+        }
+        char *end;
+        if (!strcmp(name, "--json")) {
+            format = FORMAT_JSON;
+        } else if (!strcmp(name, "--csv")) {
+            format = FORMAT_CSV;
+        } else if (!strcmp(name, "--quick")) {
+            quick = true;
+        } else if (!strcmp(name, "--svg")) {
+            svg_path = value;
+        } else if (!strcmp(name, "--repeat")) {
+            errno = 0;
+            repeat = strtol(value, &end, 10);
+            if (errno || *end || end == value || repeat < 1 || repeat > 1000000) {
+                fprintf(stderr, "edhoc-cli bench: --repeat: expected a count from 1 to 1000000\n");
+                return CLI_EXIT_USAGE;
+            }
+        } else if (!strcmp(name, "--min-time")) {
+            errno = 0;
+            min_time = strtod(value, &end);
+            if (errno || *end || end == value || !(min_time >= 0 && min_time <= 60)) {
+                fprintf(stderr, "edhoc-cli bench: --min-time: expected seconds from 0 to 60\n");
+                return CLI_EXIT_USAGE;
+            }
+        } else if (!strcmp(name, "--suites")) {
+            int n = cli_parse_int_list(value, hs.suites,
+                                       (int)(sizeof hs.suites / sizeof hs.suites[0]));
+            if (n <= 0) {
+                fprintf(stderr, "edhoc-cli bench: --suites: expected a list like 0,2,3\n");
+                return CLI_EXIT_USAGE;
+            }
+            hs.n_suites = (size_t)n;
+        } else {
+            fprintf(stderr, "edhoc-cli bench: unknown option '%s' (see --help)\n", name);
+            return CLI_EXIT_USAGE;
+        }
+    }
+
+    struct bench_effort effort;
+    if (quick)
+        bench_effort_quick(&effort);
+    else
+        bench_effort_default(&effort);
+    if (repeat > 0)
+        effort.repeat = repeat;
+    if (min_time >= 0)
+        effort.min_time = min_time;
+    if (effort.max_samples < effort.repeat)
+        effort.max_samples = effort.repeat;
+    if (effort.max_time < 2 * effort.min_time)
+        effort.max_time = 2 * effort.min_time;
+    if (repeat > 0 && effort.max_time < 600)
+        effort.max_time = 600; /* an explicit count is honoured */
+
+    /* Open the SVG file first: a typo should not cost a whole run. */
+    FILE *svg = NULL;
+    if (svg_path) {
+        svg = fopen(svg_path, "w");
+        if (!svg) {
+            fprintf(stderr, "edhoc-cli bench: cannot write %s: %s\n", svg_path, strerror(errno));
+            return CLI_EXIT_INPUT;
+        }
+    }
+
+    struct bench_report *report = malloc(sizeof *report);
+    if (!report) {
+        if (svg)
+            fclose(svg);
+        return CLI_EXIT_INTERNAL;
+    }
+    bench_report_init(report, edhoc_crypto_openssl()->name, &effort);
+    bool all = !strcmp(which, "all");
+    int rc = 0;
+    if (!rc && (all || !strcmp(which, "crypto")))
+        rc = bench_crypto_run(report);
+    if (!rc && (all || !strcmp(which, "handshake")))
+        rc = bench_handshake_run(report, &hs);
+    if (!rc && (all || !strcmp(which, "oscore")))
+        rc = bench_oscore_run(report);
+
+    if (!rc) {
+        if (format == FORMAT_JSON)
+            bench_print_json(stdout, report);
+        else if (format == FORMAT_CSV)
+            bench_print_csv(stdout, report);
+        else
+            bench_print_markdown(stdout, report);
+        fflush(stdout);
+    }
+    if (svg) {
+        if (!rc)
+            bench_write_svg(svg, report);
+        if (fclose(svg) != 0 && !rc) {
+            fprintf(stderr, "edhoc-cli bench: cannot write %s: %s\n", svg_path, strerror(errno));
+            rc = CLI_EXIT_INPUT;
+        }
+    }
+    bench_report_free(report);
+    free(report);
+    return rc;
+}
+
+/* ======================================================================
+ * edhoc-cli load URI: many initiators in one process, each with its own
+ * socket and C_I, running EDHOC over CoAP (RFC 9528 Appendix A.2) against
+ * a responder and then OSCORE requests with the new context, in a loop.
+ * One thread drives every peer's state machine without blocking.
+ * ====================================================================== */
+
+#define LOAD_MAX_PEERS 1000
+#define LOAD_MAX_CAUSES 16
+#define LOAD_PAYLOAD 32
+#define LOAD_MAX_SAMPLES 2000000
+
+enum load_state { PEER_IDLE, PEER_WAIT_M2, PEER_WAIT_M3, PEER_WAIT_RESPONSE, PEER_DONE };
+
+struct load_peer {
+    struct edhoc_transport *t;
+    enum load_state state;
+    struct edhoc_session s;
+    struct oscore_context osc;
+    struct oscore_binding b;
+    uint8_t token[8];
+    size_t token_len;
+    uint64_t started_ns; /* the current handshake */
+    uint64_t sent_ns;    /* the outstanding request */
+    unsigned requests_left;
+    unsigned generation; /* handshakes started by this peer (part of C_I) */
+};
+
+struct load_series {
+    double *v;
+    size_t n, cap;
+};
+
+struct load_run {
+    struct cli_edhoc_opts o;
+    struct cli_side side;
+    struct edhoc_received rx;
+    struct load_peer *peers;
+    size_t n_peers;
+    char uri[256];
+    char host[128];
+    uint16_t port;
+    unsigned requests_per_peer;
+    double duration_s;
+    long max_handshakes; /* 0: no limit (duration only) */
+    int timeout_ms;
+    bool plain;
+    bool stopping;
+    long hs_started, hs_ok, req_ok, failures;
+    struct {
+        char cause[96];
+        long count;
+    } causes[LOAD_MAX_CAUSES];
+    size_t n_causes;
+    struct load_series hs_lat, req_lat;
+    uint8_t msg[EDHOC_MAX_MESSAGE + 16];
+    uint8_t coap[EDHOC_TRANSPORT_MAX_MESSAGE];
+    uint8_t resp[EDHOC_TRANSPORT_MAX_MESSAGE];
+    uint8_t inner[EDHOC_TRANSPORT_MAX_MESSAGE];
+};
+
+static void series_add(struct load_series *s, double v)
+{
+    if (s->n == s->cap) {
+        if (s->cap >= LOAD_MAX_SAMPLES)
+            return; /* the percentiles of the first samples are enough */
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        double *bigger = realloc(s->v, cap * sizeof *bigger);
+        if (!bigger)
+            return;
+        s->v = bigger;
+        s->cap = cap;
+    }
+    s->v[s->n++] = v;
+}
+
+static void load_cause(struct load_run *r, const char *fmt, const char *detail)
+{
+    char cause[96];
+    snprintf(cause, sizeof cause, fmt, detail);
+    r->failures++;
+    for (size_t i = 0; i < r->n_causes; i++) {
+        if (!strcmp(r->causes[i].cause, cause)) {
+            r->causes[i].count++;
+            return;
+        }
+    }
+    /* The last slot collects every cause beyond the table. */
+    if (r->n_causes == LOAD_MAX_CAUSES - 1)
+        snprintf(cause, sizeof cause, "other causes");
+    size_t i = r->n_causes < LOAD_MAX_CAUSES ? r->n_causes++ : LOAD_MAX_CAUSES - 1;
+    snprintf(r->causes[i].cause, sizeof r->causes[i].cause, "%s", cause);
+    r->causes[i].count++;
+}
+
+/* A CoAP request to path with an optional Content-Format and payload;
+ * Message ID and token are the transport's. */
+static long load_request(uint8_t code, const char *path, int cf, const uint8_t *payload,
+                         size_t len, uint8_t *out, size_t cap)
+{
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = COAP_TYPE_CON;
+    m.code = code;
+    m.token_len = 1;
+    const char *seg = path + (path[0] == '/');
+    while (*seg) {
+        size_t n = strcspn(seg, "/");
+        if (coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)seg, n))
+            return -1;
+        seg += n + (seg[n] == '/');
+    }
+    uint8_t cfv[4];
+    if (cf >= 0 &&
+        coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, coap_uint_encode((uint32_t)cf, cfv)))
+        return -1;
+    m.payload = len ? payload : NULL;
+    m.payload_len = len;
+    return coap_msg_encode(&m, out, cap);
+}
+
+static void peer_reset(struct load_run *r, struct load_peer *p)
+{
+    if (p->token_len)
+        edhoc_transport_client_forget(p->t, p->token, p->token_len);
+    p->token_len = 0;
+    edhoc_session_wipe(&p->s);
+    oscore_context_wipe(&p->osc);
+    p->state = PEER_IDLE;
+    (void)r;
+}
+
+static void peer_fail(struct load_run *r, struct load_peer *p, const char *fmt, const char *detail)
+{
+    load_cause(r, fmt, detail);
+    peer_reset(r, p);
+}
+
+static int peer_send(struct load_run *r, struct load_peer *p, const uint8_t *msg, size_t len,
+                     enum load_state next)
+{
+    if (p->token_len)
+        edhoc_transport_client_forget(p->t, p->token, p->token_len);
+    p->token_len = 0;
+    int rc = edhoc_transport_client_send(p->t, msg, len, true, p->token, &p->token_len);
+    if (rc) {
+        peer_fail(r, p, "transport: %s", edhoc_transport_strerror(rc));
+        return rc;
+    }
+    p->sent_ns = cli_now_ns();
+    p->state = next;
+    return 0;
+}
+
+static bool load_budget_left(const struct load_run *r)
+{
+    return !r->stopping && (r->max_handshakes == 0 || r->hs_started < r->max_handshakes);
+}
+
+static void peer_send_request(struct load_run *r, struct load_peer *p)
+{
+    uint8_t payload[LOAD_PAYLOAD];
+    memset(payload, 'x', sizeof payload);
+    long n = load_request(COAP_CODE_POST, "/echo", 0, payload, sizeof payload, r->msg,
+                          sizeof r->msg);
+    if (n < 0) {
+        peer_fail(r, p, "%s", "cannot build the request");
+        return;
+    }
+    if (r->plain) {
+        peer_send(r, p, r->msg, (size_t)n, PEER_WAIT_RESPONSE);
+        return;
+    }
+    long pn = oscore_protect_request(&p->osc, r->msg, (size_t)n, r->coap, sizeof r->coap, &p->b);
+    if (pn < 0) {
+        peer_fail(r, p, "OSCORE protect: %s", oscore_strerror((int)pn));
+        return;
+    }
+    peer_send(r, p, r->coap, (size_t)pn, PEER_WAIT_RESPONSE);
+}
+
+static void peer_start(struct load_run *r, size_t index)
+{
+    struct load_peer *p = &r->peers[index];
+    if (!load_budget_left(r)) {
+        p->state = PEER_DONE;
+        return;
+    }
+    if (r->plain) {
+        /* Unprotected requests only: the baseline OSCORE is compared with. */
+        r->hs_started++;
+        p->requests_left = r->requests_per_peer ? r->requests_per_peer : 1;
+        peer_send_request(r, p);
+        return;
+    }
+    r->hs_started++;
+    p->generation++;
+    /* Distinct C_I per peer and handshake (3 bytes: peer, generation). */
+    uint8_t c_i[3] = {(uint8_t)(0x80 | (index >> 8)), (uint8_t)index, (uint8_t)p->generation};
+    int rc = edhoc_session_init(&p->s, EDHOC_INITIATOR, &r->side.cfg);
+    if (!rc)
+        rc = edhoc_session_set_conn_id(&p->s, c_i, sizeof c_i);
+    int n = rc ? rc : edhoc_initiator_prepare_message_1(&p->s, r->msg + 1, sizeof r->msg - 1);
+    if (n < 0) {
+        peer_fail(r, p, "EDHOC message_1: %s", edhoc_strerror(n));
+        return;
+    }
+    r->msg[0] = 0xf5; /* CBOR true: message_1 follows (RFC 9528 A.2) */
+    long cn = load_request(COAP_CODE_POST, EDHOC_COAP_WELL_KNOWN, EDHOC_COAP_CF_CID_EDHOC, r->msg,
+                           (size_t)n + 1, r->coap, sizeof r->coap);
+    if (cn < 0) {
+        peer_fail(r, p, "%s", "cannot build message_1 request");
+        return;
+    }
+    p->started_ns = cli_now_ns();
+    peer_send(r, p, r->coap, (size_t)cn, PEER_WAIT_M2);
+}
+
+static const char *coap_code_text(uint8_t code, char buf[8])
+{
+    snprintf(buf, 8, "%u.%02u", code >> 5, code & 0x1f);
+    return buf;
+}
+
+/* A non-2.04 answer to an EDHOC request: the responder's error message
+ * or a CoAP error. */
+static void peer_edhoc_refused(struct load_run *r, struct load_peer *p, const struct coap_msg *m)
+{
+    char code[8];
+    if (m->payload_len && edhoc_message_is_error(m->payload, m->payload_len)) {
+        struct edhoc_error_info info;
+        char detail[32];
+        if (edhoc_error_message_parse(m->payload, m->payload_len, &info) == 0)
+            snprintf(detail, sizeof detail, "ERR_CODE %lld", (long long)info.code);
+        else
+            snprintf(detail, sizeof detail, "unreadable");
+        peer_fail(r, p, "EDHOC error message from the responder (%s)", detail);
+        return;
+    }
+    peer_fail(r, p, "EDHOC request answered with CoAP %s", coap_code_text(m->code, code));
+}
+
+static void peer_on_response(struct load_run *r, size_t index, const uint8_t *resp, size_t len)
+{
+    struct load_peer *p = &r->peers[index];
+    uint64_t now = cli_now_ns();
+    struct coap_msg m;
+    if (coap_msg_parse(resp, len, &m)) {
+        peer_fail(r, p, "%s", "malformed CoAP response");
+        return;
+    }
+    char code[8];
+    switch (p->state) {
+    case PEER_WAIT_M2: {
+        if (m.code != COAP_CODE_CHANGED) {
+            peer_edhoc_refused(r, p, &m);
+            return;
+        }
+        int rc = edhoc_initiator_handle_message_2(&p->s, m.payload, m.payload_len, &r->rx,
+                                                  cli_edhoc_resolve, &r->side);
+        size_t cr_len = 0;
+        const uint8_t *c_r = rc ? NULL : edhoc_session_peer_conn_id(&p->s, &cr_len);
+        long pre = c_r ? edhoc_coap_cid_encode(c_r, cr_len, r->msg, sizeof r->msg) : -1;
+        int n = rc ? rc : pre < 0 ? EDHOC_ERR_ARG
+                                  : edhoc_initiator_prepare_message_3(&p->s, r->msg + pre,
+                                                                      sizeof r->msg - (size_t)pre);
+        if (n < 0) {
+            peer_fail(r, p, "EDHOC message_2: %s", edhoc_strerror(n));
+            return;
+        }
+        long cn = load_request(COAP_CODE_POST, EDHOC_COAP_WELL_KNOWN, EDHOC_COAP_CF_CID_EDHOC,
+                               r->msg, (size_t)pre + (size_t)n, r->coap, sizeof r->coap);
+        if (cn < 0) {
+            peer_fail(r, p, "%s", "cannot build message_3 request");
+            return;
+        }
+        peer_send(r, p, r->coap, (size_t)cn, PEER_WAIT_M3);
+        return;
+    }
+    case PEER_WAIT_M3: {
+        if (m.code != COAP_CODE_CHANGED) {
+            peer_edhoc_refused(r, p, &m);
+            return;
+        }
+        if (r->o.message_4) {
+            int rc = edhoc_initiator_process_message_4(&p->s, m.payload, m.payload_len, &r->rx);
+            if (rc) {
+                peer_fail(r, p, "EDHOC message_4: %s", edhoc_strerror(rc));
+                return;
+            }
+        }
+        struct edhoc_oscore_params op;
+        int rc = edhoc_session_oscore(&p->s, &op);
+        if (!rc)
+            rc = oscore_context_init_edhoc(&p->osc, r->side.cfg.ops, op.master_secret,
+                                           op.master_secret_len, op.master_salt,
+                                           op.master_salt_len, op.sender_id, op.sender_id_len,
+                                           op.recipient_id, op.recipient_id_len, op.aead_alg,
+                                           op.hash_alg);
+        edhoc_wipe(&op, sizeof op);
+        edhoc_session_wipe(&p->s);
+        if (rc) {
+            peer_fail(r, p, "OSCORE context: %s", rc < -3500 ? edhoc_strerror(rc)
+                                                              : oscore_strerror(rc));
+            return;
+        }
+        r->hs_ok++;
+        series_add(&r->hs_lat, (double)(now - p->started_ns) / 1e6);
+        p->requests_left = r->requests_per_peer;
+        if (p->requests_left && !r->stopping)
+            peer_send_request(r, p);
+        else
+            peer_reset(r, p);
+        return;
+    }
+    case PEER_WAIT_RESPONSE: {
+        if (r->plain) {
+            /* Any answer completes an unprotected request (the resource
+             * answers 4.01 without OSCORE: the same round trip). */
+        } else {
+            long n = oscore_unprotect_response(&p->osc, &p->b, resp, len, r->inner,
+                                               sizeof r->inner);
+            struct coap_msg in;
+            if (n < 0) {
+                peer_fail(r, p, "OSCORE unprotect: %s", oscore_strerror((int)n));
+                return;
+            }
+            if (coap_msg_parse(r->inner, (size_t)n, &in) || in.code != COAP_CODE_CHANGED) {
+                peer_fail(r, p, "OSCORE request answered with %s",
+                          coap_code_text(n > 0 ? r->inner[1] : 0, code));
+                return;
+            }
+        }
+        r->req_ok++;
+        series_add(&r->req_lat, (double)(now - p->sent_ns) / 1e6);
+        if (p->requests_left > 0)
+            p->requests_left--;
+        if (p->requests_left && !r->stopping)
+            peer_send_request(r, p);
+        else
+            peer_reset(r, p);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+static size_t load_percentile(size_t n, unsigned permille)
+{
+    size_t rank = (n * permille + 999) / 1000;
+    return rank ? rank - 1 : 0;
+}
+
+static const struct bench_column load_cols[] = {
+    {"uri", "Responder", BENCH_COL_TEXT, false},
+    {"peers", "Peers", BENCH_COL_INT, false},
+    {"seconds", "Seconds", BENCH_COL_NUM, false},
+    {"handshakes", "Handshakes", BENCH_COL_INT, false},
+    {"handshakes_per_s", "Handshakes/s", BENCH_COL_NUM, false},
+    {"requests", "Requests", BENCH_COL_INT, false},
+    {"requests_per_s", "Requests/s", BENCH_COL_NUM, false},
+    {"failures", "Failures", BENCH_COL_INT, false},
+    {"mode", "Requests are", BENCH_COL_TEXT, false},
+    {"responder_floor_us", "Responder crypto floor (us)", BENCH_COL_NUM, false},
+    {"floor_rate", "Floor rate (handshakes/s, one core)", BENCH_COL_NUM, false},
+    {"of_floor", "Handshakes/s / floor rate", BENCH_COL_RATIO, false},
+};
+
+static const struct bench_column latency_cols[] = {
+    {"what", "Latency", BENCH_COL_TEXT, false},
+    {"samples", "Samples", BENCH_COL_INT, false},
+    {"p50_ms", "p50 (ms)", BENCH_COL_NUM, false},
+    {"p90_ms", "p90 (ms)", BENCH_COL_NUM, false},
+    {"p99_ms", "p99 (ms)", BENCH_COL_NUM, false},
+    {"max_ms", "max (ms)", BENCH_COL_NUM, false},
+};
+
+static const struct bench_column failure_cols[] = {
+    {"cause", "Failure", BENCH_COL_TEXT, false},
+    {"count", "Count", BENCH_COL_INT, false},
+};
+
+static int compare_ms(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void latency_row(struct bench_table *t, const char *what, struct load_series *s)
+{
+    if (!s->n)
+        return;
+    qsort(s->v, s->n, sizeof *s->v, compare_ms);
+    struct bench_cell *row = bench_table_add_row(t);
+    if (!row)
+        return;
+    bench_row_text(t, row, "what", what);
+    bench_row_num(t, row, "samples", (double)s->n);
+    bench_row_num(t, row, "p50_ms", s->v[load_percentile(s->n, 500)]);
+    bench_row_num(t, row, "p90_ms", s->v[load_percentile(s->n, 900)]);
+    bench_row_num(t, row, "p99_ms", s->v[load_percentile(s->n, 990)]);
+    bench_row_num(t, row, "max_ms", s->v[s->n - 1]);
+}
+
+static void load_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: edhoc-cli load coap://HOST[:PORT] [OPTIONS]\n\n"
+        "Load-tests an EDHOC/OSCORE responder from one process: --peers initiators, each\n"
+        "with its own UDP socket and C_I, run EDHOC over CoAP (RFC 9528 Appendix A.2) and\n"
+        "then --requests-per-peer OSCORE-protected POSTs to /echo with the new context, in\n"
+        "a loop, until --duration or --handshakes is reached. Only point it at loopback or\n"
+        "at test hosts of your own.\n\n"
+        "Options:\n"
+        "  --peers N               concurrent initiators (default 10, at most %d)\n"
+        "  --duration S            run for S seconds (default 10, at most 3600)\n"
+        "  --handshakes N          stop after N handshakes in all (instead of --duration;\n"
+        "                          with --plain: N rounds of K requests)\n"
+        "  --requests-per-peer K   OSCORE requests after each handshake (default 10)\n"
+        "  --plain                 unprotected requests only, no EDHOC (the baseline)\n"
+        "  --timeout-ms MS         give up on a response after MS (default 5000)\n"
+        "  --json, --csv           machine-readable output\n"
+        "The responder's crypto floor (its crypto calls of one handshake, timed alone here)\n"
+        "gives the rate one core could sustain; the report compares the measured rate with\n"
+        "it. Compare OSCORE with --plain runs for the cost of protection. --c-i and\n"
+        "--ephemeral do not apply: every peer and handshake has its own.\n\n",
+        LOAD_MAX_PEERS);
+    cli_edhoc_print_options(f, false);
+    fprintf(f, "Exit codes: 0 ok (failures are counted, not fatal); 1 no handshake or request\n"
+               "succeeded; 2 bad command line; 3 unusable credential; 10 internal error.\n");
+}
+
+static int parse_uri(struct load_run *r, const char *uri)
+{
+    if (strncmp(uri, "coap://", 7) != 0)
+        return -1;
+    snprintf(r->uri, sizeof r->uri, "%s", uri);
+    const char *h = uri + 7, *end;
+    if (*h == '[') {
+        end = strchr(h, ']');
+        if (!end)
+            return -1;
+        snprintf(r->host, sizeof r->host, "%.*s", (int)(end - h - 1), h + 1);
+        end++;
+    } else {
+        end = h + strcspn(h, ":/");
+        snprintf(r->host, sizeof r->host, "%.*s", (int)(end - h), h);
+    }
+    if (!r->host[0])
+        return -1;
+    r->port = 5683;
+    if (*end == ':') {
+        char *e;
+        long port = strtol(end + 1, &e, 10);
+        if (e == end + 1 || port < 1 || port > 65535 || (*e && *e != '/'))
+            return -1;
+        r->port = (uint16_t)port;
+    } else if (*end && *end != '/') {
+        return -1;
+    }
+    return 0;
+}
+
+/* Each client has a socket and an event descriptor: make room for them. */
+static size_t raise_fd_limit(size_t want_peers)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return want_peers;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    size_t room = rl.rlim_cur > 64 ? (size_t)(rl.rlim_cur - 64) / 4 : 1;
+    return want_peers < room ? want_peers : room;
+}
+
+static void load_progress(const struct load_run *r, double elapsed, bool final)
+{
+    fprintf(stderr, "\rload: %5.1f s  %ld handshakes (%.1f/s)  %ld requests (%.1f/s)  %ld failures%s",
+            elapsed, r->hs_ok, elapsed > 0 ? r->hs_ok / elapsed : 0.0, r->req_ok,
+            elapsed > 0 ? r->req_ok / elapsed : 0.0, r->failures, final ? "\n" : "");
+}
+
+int cmd_load(int argc, char **argv)
+{
+    struct load_run *r = calloc(1, sizeof *r);
+    if (!r)
+        return CLI_EXIT_INTERNAL;
+    cli_edhoc_opts_init(&r->o);
+    r->n_peers = 10;
+    r->duration_s = 10;
+    r->requests_per_peer = 10;
+    r->timeout_ms = 5000;
+    enum bench_format format = FORMAT_MARKDOWN;
+    const char *uri = NULL;
+    bool duration_given = false;
+    int exit_code = CLI_EXIT_USAGE;
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            load_usage(stdout);
+            free(r);
+            return CLI_EXIT_OK;
+        }
+        if (arg[0] != '-') {
+            if (uri) {
+                fprintf(stderr, "edhoc-cli load: unexpected argument '%s'\n", arg);
+                goto out;
+            }
+            uri = arg;
+            continue;
+        }
+        char name[64];
+        const char *value;
+        const char *eq = strchr(arg, '=');
+        if (eq) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+            value = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", arg);
+            value = i + 1 < argc ? argv[i + 1] : NULL;
+        }
+        if (!strcmp(name, "--csv")) {
+            format = FORMAT_CSV;
+            continue;
+        }
+        if (!strcmp(name, "--plain")) {
+            r->plain = true;
+            continue;
+        }
+        bool numeric = !strcmp(name, "--peers") || !strcmp(name, "--duration") ||
+                       !strcmp(name, "--handshakes") || !strcmp(name, "--requests-per-peer") ||
+                       !strcmp(name, "--timeout-ms");
+        if (numeric) {
+            char *end;
+            double v = value ? strtod(value, &end) : 0;
+            if (!value || end == value || *end) {
+                fprintf(stderr, "edhoc-cli load: %s needs a number\n", name);
+                goto out;
+            }
+            if (!eq)
+                i++;
+            if (!strcmp(name, "--peers") && v >= 1 && v <= LOAD_MAX_PEERS && v == (long)v) {
+                r->n_peers = (size_t)v;
+            } else if (!strcmp(name, "--duration") && v > 0 && v <= 3600) {
+                r->duration_s = v;
+                duration_given = true;
+            } else if (!strcmp(name, "--handshakes") && v >= 1 && v <= 1e8 && v == (long)v) {
+                r->max_handshakes = (long)v;
+            } else if (!strcmp(name, "--requests-per-peer") && v >= 0 && v <= 1e6 &&
+                       v == (long)v) {
+                r->requests_per_peer = (unsigned)v;
+            } else if (!strcmp(name, "--timeout-ms") && v >= 1 && v <= 600000 && v == (long)v) {
+                r->timeout_ms = (int)v;
+            } else {
+                fprintf(stderr, "edhoc-cli load: %s %s is out of range (see --help)\n", name,
+                        value);
+                goto out;
+            }
+            continue;
+        }
+        bool used = false;
+        int rc = cli_edhoc_parse_option(&r->o, CLI_SIDE_I, name, value, &used);
+        if (rc < 0)
+            goto out;
+        if (rc == 0) {
+            fprintf(stderr, "edhoc-cli load: unknown option '%s' (see --help)\n", name);
+            goto out;
+        }
+        if (used && !eq)
+            i++;
+    }
+    if (r->o.json)
+        format = FORMAT_JSON;
+    if (!uri || parse_uri(r, uri)) {
+        fprintf(stderr, "edhoc-cli load: expected a responder as coap://HOST[:PORT]\n");
+        goto out;
+    }
+    if (r->max_handshakes && !duration_given)
+        r->duration_s = 3600; /* the count ends the run */
+    if (r->plain && r->requests_per_peer == 0)
+        r->requests_per_peer = 1;
+    size_t fit = raise_fd_limit(r->n_peers);
+    if (fit < r->n_peers) {
+        fprintf(stderr, "edhoc-cli load: only %zu peers fit the open-file limit\n", fit);
+        r->n_peers = fit;
+    }
+
+    exit_code = cli_edhoc_side_setup(&r->o, CLI_SIDE_I, &r->side);
+    if (exit_code)
+        goto out;
+    exit_code = CLI_EXIT_INTERNAL;
+    r->peers = calloc(r->n_peers, sizeof *r->peers);
+    if (!r->peers)
+        goto out;
+    struct edhoc_transport_config tcfg = {.max_retransmit = 2, .log_level = 0};
+    for (size_t i = 0; i < r->n_peers; i++) {
+        int rc = edhoc_transport_client_open(&r->peers[i].t, r->host, r->port, &tcfg);
+        if (rc) {
+            fprintf(stderr, "edhoc-cli load: cannot open client %zu towards %s: %s\n", i, r->uri,
+                    edhoc_transport_strerror(rc));
+            exit_code = CLI_EXIT_FAILURE;
+            goto out;
+        }
+    }
+
+    bool tty = isatty(2);
+    uint64_t start = cli_now_ns(), last_progress = start;
+    uint64_t deadline = start + (uint64_t)(r->duration_s * 1e9);
+    for (size_t i = 0; i < r->n_peers; i++)
+        peer_start(r, i);
+    for (;;) {
+        uint64_t now = cli_now_ns();
+        if (!r->stopping && now >= deadline)
+            r->stopping = true;
+        bool busy = false, progress = false;
+        for (size_t i = 0; i < r->n_peers; i++) {
+            struct load_peer *p = &r->peers[i];
+            if (p->state == PEER_IDLE)
+                peer_start(r, i);
+            if (p->state == PEER_DONE || p->state == PEER_IDLE)
+                continue;
+            busy = true;
+            edhoc_transport_run(p->t, 0);
+            long n = edhoc_transport_client_wait(p->t, p->token, p->token_len, r->resp,
+                                                 sizeof r->resp, 0);
+            if (n > 0) {
+                progress = true;
+                peer_on_response(r, i, r->resp, (size_t)n);
+            } else if (n == EDHOC_TRANSPORT_ERR_TIMEOUT) {
+                if ((cli_now_ns() - p->sent_ns) / 1000000 >= (uint64_t)r->timeout_ms)
+                    peer_fail(r, p, "%s", "timeout");
+            } else {
+                peer_fail(r, p, "transport: %s", edhoc_transport_strerror((int)n));
+            }
+        }
+        if (!busy)
+            break;
+        now = cli_now_ns();
+        if (now - last_progress >= (tty ? 1000000000u : 10000000000u)) {
+            load_progress(r, (double)(now - start) / 1e9, !tty);
+            last_progress = now;
+        }
+        if (!progress)
+            usleep(50);
+    }
+    double elapsed = (double)(cli_now_ns() - start) / 1e9;
+    if (tty)
+        load_progress(r, elapsed, true);
+
+    struct bench_effort effort;
+    bench_effort_default(&effort);
+    effort.repeat = 0; /* not a sampled benchmark */
+    struct bench_report *report = calloc(1, sizeof *report);
+    if (!report)
+        goto out;
+    bench_report_init(report, r->side.cfg.ops->name, &effort);
+    struct bench_table *t = bench_table_new("load", "Load", load_cols,
+                                            sizeof load_cols / sizeof load_cols[0]);
+    struct bench_table *lt = bench_table_new("load_latency", "Latency", latency_cols,
+                                             sizeof latency_cols / sizeof latency_cols[0]);
+    struct bench_table *ft = bench_table_new("load_failures", "Failures by cause", failure_cols,
+                                             sizeof failure_cols / sizeof failure_cols[0]);
+    if (!t || !lt || !ft || !bench_report_add(report, t) || !bench_report_add(report, lt) ||
+        !bench_report_add(report, ft)) {
+        free(report);
+        goto out;
+    }
+    snprintf(t->note, sizeof t->note,
+             "%s, method %d, suite %d, %u request%s of %d bytes per handshake, one process, "
+             "one socket per peer.",
+             r->plain ? "Unprotected requests, no EDHOC" : "EDHOC over CoAP (RFC 9528 A.2)",
+             r->o.method, r->o.suites[0], r->requests_per_peer,
+             r->requests_per_peer == 1 ? "" : "s", LOAD_PAYLOAD);
+    struct bench_cell *row = bench_table_add_row(t);
+    if (row) {
+        bench_row_text(t, row, "uri", r->uri);
+        bench_row_num(t, row, "peers", (double)r->n_peers);
+        bench_row_num(t, row, "seconds", elapsed);
+        bench_row_num(t, row, "handshakes", (double)r->hs_ok);
+        bench_row_num(t, row, "handshakes_per_s", r->hs_ok / elapsed);
+        bench_row_num(t, row, "requests", (double)r->req_ok);
+        bench_row_num(t, row, "requests_per_s", r->req_ok / elapsed);
+        bench_row_num(t, row, "failures", (double)r->failures);
+        bench_row_text(t, row, "mode", r->plain ? "unprotected" : "OSCORE");
+    }
+    /* What one core could sustain if the responder did nothing but its
+     * crypto: the target compares the measured rate with it. */
+    double floor_us = NAN, floor_rate = NAN, of_floor = NAN;
+    if (!r->plain && r->hs_ok > 0) {
+        struct bench_effort fe;
+        bench_effort_default(&fe);
+        fe.min_time = 0.3;
+        double fi = 0, fr = 0;
+        if (bench_handshake_floor(&fe, r->o.method, r->o.suites[0],
+                                  r->o.side[CLI_SIDE_I].id_cred_type, &fi, &fr) == 0 && fr > 0) {
+            floor_us = fr;
+            floor_rate = 1e6 / fr;
+        }
+        /* The target is about handshakes alone: requests would share the core. */
+        if (floor_rate > 0 && r->requests_per_peer == 0) {
+            of_floor = (r->hs_ok / elapsed) / floor_rate;
+            char name[160];
+            snprintf(name, sizeof name,
+                     "Responder handshakes/s / its crypto floor rate on one core (method %d, "
+                     "suite %d)", r->o.method, r->o.suites[0]);
+            bench_report_target_at_least(report, name, of_floor, 0.6, "");
+        }
+    }
+    if (row) {
+        bench_row_num(t, row, "responder_floor_us", floor_us);
+        bench_row_num(t, row, "floor_rate", floor_rate);
+        bench_row_num(t, row, "of_floor", of_floor);
+    }
+    latency_row(lt, "EDHOC handshake (message_1 to the answer to message_3)", &r->hs_lat);
+    latency_row(lt, r->plain ? "Unprotected request" : "OSCORE request", &r->req_lat);
+    for (size_t i = 0; i < r->n_causes; i++) {
+        struct bench_cell *fr = bench_table_add_row(ft);
+        if (!fr)
+            break;
+        bench_row_text(ft, fr, "cause", r->causes[i].cause);
+        bench_row_num(ft, fr, "count", (double)r->causes[i].count);
+    }
+    if (format == FORMAT_JSON)
+        bench_print_json(stdout, report);
+    else if (format == FORMAT_CSV)
+        bench_print_csv(stdout, report);
+    else
+        bench_print_markdown(stdout, report);
+    bench_report_free(report);
+    free(report);
+    exit_code = r->hs_ok || r->req_ok ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+
+out:
+    if (r->peers) {
+        for (size_t i = 0; i < r->n_peers; i++) {
+            edhoc_session_wipe(&r->peers[i].s);
+            oscore_context_wipe(&r->peers[i].osc);
+            if (r->peers[i].t)
+                edhoc_transport_free(r->peers[i].t);
+        }
+        free(r->peers);
+    }
+    if (r->side.store)
+        cli_edhoc_side_free(&r->side);
+    free(r->hs_lat.v);
+    free(r->req_lat.v);
+    edhoc_wipe(r, sizeof *r);
+    free(r);
+    return exit_code;
 }

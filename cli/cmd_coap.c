@@ -1,12 +1,396 @@
-#include <stdio.h>
+/*
+ * edhoc-cli coap METHOD URI: one CoAP request, plain or protected with a
+ * static OSCORE context (libcoap's coap-oscore-conf format), for devices
+ * provisioned without EDHOC.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "edhoc/coap_msg.h"
+#include "edhoc/oscore.h"
+#include "edhoc/transport.h"
+#include "net_report.h"
 #include "util.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: edhoc-cli coap METHOD URI [OPTIONS]\n\n"
+            "Sends one CoAP request (METHOD: GET, POST, PUT, DELETE, FETCH, PATCH, IPATCH) to\n"
+            "coap://HOST[:PORT]/PATH[?QUERY] and prints the response.\n\n"
+            "Options:\n"
+            "  --oscore-context FILE   protect with this static OSCORE context (libcoap format)\n"
+            "  --payload TEXT          request payload\n"
+            "  --payload-hex HEX       request payload given as hex\n"
+            "  --content-format N      Content-Format of the payload\n"
+            "  --observe N             register as an observer and print N notifications\n"
+            "  --seq N                 OSCORE: first sender sequence number (default 0; a context\n"
+            "                          used before must continue above its last number)\n"
+            "  --timeout S             give up after S seconds (default 10; bounds everything)\n"
+            "  --repeat N              send the request N times in a row and print requests/s\n"
+            "  --block-size N          block-wise transfer above N bytes (default 1024)\n"
+            "  --json                  machine-readable output\n"
+            "  -h, --help              this text\n\n"
+            "Exit codes: 0 a 2.xx response; 1 a 4.xx/5.xx response; 2 bad command line;\n"
+            "3 unusable context file; 6 no response in time or peer unreachable;\n"
+            "7 OSCORE protection or verification failed.\n");
+}
 
 int cmd_coap(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "edhoc-cli coap: not built yet\n");
-    return CLI_EXIT_INTERNAL;
+    const char *method = NULL, *uri = NULL, *ctx_path = NULL, *payload = NULL, *payload_hex = NULL;
+    long cf = -1, observe = 0, timeout_s = 10, block_size = 0, repeat = 0;
+    long long seq = 0;
+    bool json = false;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--json")) {
+            json = true;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            if (!method)
+                method = a;
+            else if (!uri)
+                uri = a;
+            else {
+                fprintf(stderr, "edhoc-cli coap: unexpected argument '%s'\n", a);
+                return CLI_EXIT_USAGE;
+            }
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "edhoc-cli coap: %s needs a value\n", a);
+            return CLI_EXIT_USAGE;
+        }
+        const char *v = argv[++i];
+        char *end = NULL;
+        if (!strcmp(a, "--oscore-context"))
+            ctx_path = v;
+        else if (!strcmp(a, "--payload"))
+            payload = v;
+        else if (!strcmp(a, "--payload-hex"))
+            payload_hex = v;
+        else if (!strcmp(a, "--seq")) {
+            seq = strtoll(v, &end, 10);
+            if (*end || end == v || seq < 0 || (uint64_t)seq > OSCORE_SSN_MAX) {
+                fprintf(stderr, "edhoc-cli coap: --seq: expected 0..2^40-1\n");
+                return CLI_EXIT_USAGE;
+            }
+        }
+        else if (!strcmp(a, "--repeat")) {
+            repeat = strtol(v, &end, 10);
+            if (*end || end == v || repeat < 1 || repeat > 100000000) {
+                fprintf(stderr, "edhoc-cli coap: --repeat: expected a count\n");
+                return CLI_EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--content-format") || !strcmp(a, "--observe") ||
+                 !strcmp(a, "--timeout") || !strcmp(a, "--block-size")) {
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 0 || n > 65535) {
+                fprintf(stderr, "edhoc-cli coap: %s: expected a number\n", a);
+                return CLI_EXIT_USAGE;
+            }
+            if (!strcmp(a, "--content-format"))
+                cf = n;
+            else if (!strcmp(a, "--observe"))
+                observe = n;
+            else if (!strcmp(a, "--timeout"))
+                timeout_s = n;
+            else
+                block_size = n;
+        } else {
+            fprintf(stderr, "edhoc-cli coap: unknown option '%s' (see --help)\n", a);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!method || !uri) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    int code = cli_coap_method(method);
+    if (code < 0) {
+        fprintf(stderr, "edhoc-cli coap: unknown method '%s'\n", method);
+        return CLI_EXIT_USAGE;
+    }
+    struct cli_uri u;
+    if (cli_uri_parse(uri, &u))
+        return CLI_EXIT_USAGE;
+
+    uint8_t body[4096];
+    size_t body_len = 0;
+    if (payload_hex) {
+        long n = cli_hex_decode(payload_hex, body, sizeof body);
+        if (n < 0) {
+            fprintf(stderr, "edhoc-cli coap: --payload-hex: not hex (or above %zu bytes)\n",
+                    sizeof body);
+            return CLI_EXIT_USAGE;
+        }
+        body_len = (size_t)n;
+    } else if (payload) {
+        body_len = strlen(payload);
+        if (body_len > sizeof body) {
+            fprintf(stderr, "edhoc-cli coap: --payload too long\n");
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(body, payload, body_len);
+    }
+
+    struct oscore_context *ctx = NULL;
+    if (ctx_path) {
+        size_t len;
+        uint8_t *text = cli_read_file(ctx_path, &len);
+        if (!text) {
+            fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", ctx_path, strerror(errno));
+            return CLI_EXIT_INPUT;
+        }
+        struct oscore_config cfg;
+        struct oscore_config_error err;
+        int rc = oscore_config_parse((const char *)text, len, &cfg, &err);
+        edhoc_wipe(text, len);
+        free(text);
+        if (rc) {
+            fprintf(stderr, "edhoc-cli coap: --oscore-context %s line %u: %s\n", ctx_path, err.line,
+                    err.message);
+            return CLI_EXIT_INPUT;
+        }
+        ctx = calloc(1, sizeof *ctx);
+        rc = ctx ? oscore_context_init_config(ctx, edhoc_crypto_openssl(), &cfg) : OSCORE_ERR_INVALID;
+        if (!rc && seq)
+            rc = oscore_context_set_ssn(ctx, (uint64_t)seq);
+        edhoc_wipe(&cfg, sizeof cfg);
+        if (rc) {
+            fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", ctx_path, oscore_strerror(rc));
+            free(ctx);
+            return CLI_EXIT_INPUT;
+        }
+    }
+
+    int exit_code = CLI_EXIT_OK;
+    uint8_t *req = malloc(EDHOC_TRANSPORT_MAX_MESSAGE), *prot = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    uint8_t *resp = malloc(EDHOC_TRANSPORT_MAX_MESSAGE), *plain = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    struct edhoc_transport *t = NULL;
+    if (!req || !prot || !resp || !plain) {
+        exit_code = CLI_EXIT_INTERNAL;
+        goto out;
+    }
+    long n = cli_coap_build_request((uint8_t)code, u.path, u.query, (int)cf, body, body_len,
+                                    observe ? 0 : -1, req, EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (n < 0) {
+        fprintf(stderr, "edhoc-cli coap: cannot build the request (too many options?)\n");
+        exit_code = CLI_EXIT_USAGE;
+        goto out;
+    }
+    struct oscore_binding b;
+    const uint8_t *send_msg = req;
+    long n_req = n;
+    if (ctx) {
+        long pn = oscore_protect_request(ctx, req, (size_t)n, prot, EDHOC_TRANSPORT_MAX_MESSAGE, &b);
+        if (pn < 0) {
+            fprintf(stderr, "edhoc-cli coap: OSCORE: cannot protect the request: %s\n",
+                    oscore_strerror((int)pn));
+            exit_code = CLI_EXIT_OSCORE;
+            goto out;
+        }
+        send_msg = prot;
+        n = pn;
+    }
+    struct edhoc_transport_config tcfg = {.block_size = (unsigned)block_size};
+    int rc = edhoc_transport_client_open(&t, u.host, u.port, &tcfg);
+    if (rc) {
+        fprintf(stderr, "edhoc-cli coap: %s: %s\n", u.host, edhoc_transport_strerror(rc));
+        exit_code = rc == EDHOC_TRANSPORT_ERR_RESOLVE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+        goto out;
+    }
+    uint64_t deadline = cli_now_ns() + (uint64_t)timeout_s * 1000000000ull;
+    uint8_t tok[8];
+    size_t tl = 0;
+    rc = edhoc_transport_client_send(t, send_msg, (size_t)n, true, tok, &tl);
+    if (rc) {
+        fprintf(stderr, "edhoc-cli coap: cannot send: %s\n", edhoc_transport_strerror(rc));
+        exit_code = CLI_EXIT_FAILURE;
+        goto out;
+    }
+    long want = observe ? observe : 1;
+    bool echo_done = false;
+    long echo_piv = -1;
+    long n_plain = n_req;
+    if (json)
+        printf("{\"responses\": [");
+    for (long k = 0; k < want; k++) {
+        uint64_t now = cli_now_ns();
+        int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+        long rn = edhoc_transport_client_wait(t, tok, tl, resp, EDHOC_TRANSPORT_MAX_MESSAGE, left);
+        if (rn < 0) {
+            if (json)
+                printf("]}\n");
+            fprintf(stderr, "edhoc-cli coap: %s (%s)\n",
+                    rn == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout: no response" : "no response",
+                    edhoc_transport_strerror((int)rn));
+            exit_code = rn == EDHOC_TRANSPORT_ERR_TIMEOUT || rn == EDHOC_TRANSPORT_ERR_UNREACHABLE
+                            ? CLI_EXIT_TIMEOUT
+                            : CLI_EXIT_FAILURE;
+            goto out;
+        }
+        long piv = -1; /* the response's own Partial IV, if it has one */
+        {
+            struct oscore_option oo;
+            if (oscore_message_option(resp, (size_t)rn, &oo) == 0 && oo.piv) {
+                piv = 0;
+                for (size_t q = 0; q < oo.piv_len; q++)
+                    piv = piv << 8 | oo.piv[q];
+            }
+        }
+        const uint8_t *shown = resp;
+        size_t shown_len = (size_t)rn;
+        bool protected_resp = false;
+        if (ctx) {
+            struct coap_msg outer;
+            if (!coap_msg_parse(resp, (size_t)rn, &outer) &&
+                coap_msg_find_option(&outer, COAP_OPT_OSCORE)) {
+                long un = oscore_unprotect_response(ctx, &b, resp, (size_t)rn, plain,
+                                                    EDHOC_TRANSPORT_MAX_MESSAGE);
+                if (un < 0) {
+                    if (json)
+                        printf("]}\n");
+                    fprintf(stderr, "edhoc-cli coap: OSCORE: response rejected: %s\n",
+                            oscore_strerror((int)un));
+                    exit_code = CLI_EXIT_OSCORE;
+                    goto out;
+                }
+                shown = plain;
+                shown_len = (size_t)un;
+                protected_resp = true;
+            }
+        }
+        uint8_t rcode;
+        int rcf;
+        const uint8_t *pl;
+        size_t pll;
+        struct coap_msg inner;
+        const struct coap_option *echo = NULL;
+        if (protected_resp && k == 0 && !echo_done && !coap_msg_parse(shown, shown_len, &inner) &&
+            inner.code == COAP_CODE_UNAUTHORIZED &&
+            (echo = coap_msg_find_option(&inner, COAP_OPT_ECHO)) && echo->len <= 40) {
+            /* The server lost its replay window (restart): repeat the
+             * request with its Echo value (RFC 8613 Appendix B.1.2). */
+            uint8_t ev[40];
+            size_t el = echo->len;
+            memcpy(ev, echo->value, el);
+            echo_piv = piv;
+            echo_done = true;
+            edhoc_transport_client_forget(t, tok, tl);
+            long an = cli_coap_with_echo(req, (size_t)n_plain, ev, el, plain, EDHOC_TRANSPORT_MAX_MESSAGE);
+            long pn = an < 0 ? OSCORE_ERR_TOO_LARGE
+                             : oscore_protect_request(ctx, plain, (size_t)an, prot,
+                                                      EDHOC_TRANSPORT_MAX_MESSAGE, &b);
+            if (pn < 0) {
+                fprintf(stderr, "edhoc-cli coap: OSCORE: cannot protect the retry: %s\n",
+                        oscore_strerror((int)pn));
+                exit_code = CLI_EXIT_OSCORE;
+                goto out;
+            }
+            rc = edhoc_transport_client_send(t, prot, (size_t)pn, true, tok, &tl);
+            if (rc) {
+                fprintf(stderr, "edhoc-cli coap: cannot send: %s\n", edhoc_transport_strerror(rc));
+                exit_code = CLI_EXIT_FAILURE;
+                goto out;
+            }
+            k--;
+            continue;
+        }
+        if (cli_coap_response_view(shown, shown_len, &rcode, &rcf, &pl, &pll)) {
+            fprintf(stderr, "edhoc-cli coap: malformed response\n");
+            exit_code = CLI_EXIT_FAILURE;
+            goto out;
+        }
+        char cn[48];
+        if (json) {
+            printf("%s\n  {\"code\": \"%s\", \"oscore\": %s, \"content_format\": %d, \"bytes\": %ld, "
+                   "\"piv\": %ld, \"echo\": %s, \"echo_challenge_piv\": %ld, \"payload\": ",
+                   k ? "," : "", cli_coap_code_name(rcode, cn, sizeof cn),
+                   protected_resp ? "true" : "false", rcf, rn, piv, echo_done ? "true" : "false",
+                   echo_piv);
+            cli_json_payload(stdout, pl, pll);
+            printf("}");
+        } else {
+            printf("%s%s%s", cli_coap_code_name(rcode, cn, sizeof cn),
+                   ctx ? (protected_resp ? " (OSCORE)" : " (unprotected)") : "",
+                   echo_done ? " after an Echo challenge" : "");
+            if (pll) {
+                printf(": ");
+                cli_print_payload(stdout, pl, pll);
+            }
+            printf("\n");
+        }
+        fflush(stdout);
+        if (ctx && !protected_resp && (rcode >> 5) >= 4) {
+            /* Refused by the server's OSCORE layer (RFC 8613 7.4, 8.2). */
+            fprintf(stderr, "edhoc-cli coap: OSCORE: the server refused the request: %s%s%.*s\n",
+                    cli_coap_code_name(rcode, cn, sizeof cn), pll ? ": " : "", (int)pll,
+                    pl ? (const char *)pl : "");
+            exit_code = CLI_EXIT_OSCORE;
+            break;
+        }
+        if ((rcode >> 5) >= 4) {
+            exit_code = CLI_EXIT_FAILURE;
+            break;
+        }
+    }
+    if (json)
+        printf("\n]}\n");
+    edhoc_transport_client_forget(t, tok, tl);
+    if (repeat > 1 && !observe && exit_code == CLI_EXIT_OK) {
+        /* Throughput: the same request again, one at a time. */
+        uint64_t t0 = cli_now_ns();
+        long ok = 0;
+        for (long k = 1; k < repeat; k++) {
+            const uint8_t *m = req;
+            long len = n_req;
+            struct oscore_binding rb;
+            if (ctx) {
+                len = oscore_protect_request(ctx, req, (size_t)n_req, prot, EDHOC_TRANSPORT_MAX_MESSAGE,
+                                             &rb);
+                if (len < 0)
+                    break;
+                m = prot;
+            }
+            uint64_t now = cli_now_ns();
+            int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+            long rn = edhoc_transport_client_request(t, m, (size_t)len, resp,
+                                                     EDHOC_TRANSPORT_MAX_MESSAGE, left);
+            if (rn < 0)
+                break;
+            if (ctx && oscore_unprotect_response(ctx, &rb, resp, (size_t)rn, plain,
+                                                 EDHOC_TRANSPORT_MAX_MESSAGE) < 0)
+                break;
+            ok++;
+        }
+        double secs = (double)(cli_now_ns() - t0) / 1e9;
+        printf(json ? "{\"repeat\": %ld, \"ok\": %ld, \"seconds\": %.3f, \"requests_per_second\": %.1f}\n"
+                    : "Repeat: %ld requests after the first, %ld ok in %.3f s: %.1f requests/s\n",
+               repeat - 1, ok, secs, secs > 0 ? (double)ok / secs : 0.0);
+        if (ok != repeat - 1)
+            exit_code = CLI_EXIT_FAILURE;
+    }
+out:
+    edhoc_transport_free(t);
+    if (ctx) {
+        oscore_context_wipe(ctx);
+        free(ctx);
+    }
+    free(req);
+    free(prot);
+    free(resp);
+    if (plain)
+        edhoc_wipe(plain, EDHOC_TRANSPORT_MAX_MESSAGE);
+    free(plain);
+    return exit_code;
 }

@@ -1,12 +1,1019 @@
-#include <stdio.h>
+/*
+ * edhoc-cli initiator URI: EDHOC (RFC 9528) against a CoAP peer, in the
+ * Appendix A.2 framing, the bare framing of older devices or with the
+ * RFC 9668 combined request; then OSCORE-protected requests with the
+ * derived context. Reports every message as EDHOC bytes and as the UDP
+ * payload bytes that actually crossed the socket.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "edhoc/coap_msg.h"
+#include "edhoc/oscore.h"
+#include "edhoc/transport.h"
+#include "edhoc_args.h"
+#include "net_report.h"
 #include "util.h"
+
+#define MAX_REQUESTS 16
+#define MAX_ROWS 64
+#define MAX_TRACE 128
+
+struct row {
+    char name[48];
+    char dir; /* 'I': I -> R, 'R': R -> I */
+    long edhoc_bytes; /* -1: not an EDHOC message */
+    size_t coap_bytes;
+    unsigned datagrams;
+};
+
+struct answer {
+    char request[160];
+    uint8_t code;
+    int cf;
+    uint8_t *payload;
+    size_t payload_len;
+    size_t req_bytes, resp_bytes;
+    int attempts;
+};
+
+struct trace_item {
+    char name[40];
+    uint8_t *v;
+    size_t len;
+};
+
+struct run {
+    struct row rows[MAX_ROWS];
+    size_t n_rows;
+    struct answer answers[MAX_REQUESTS];
+    size_t n_answers;
+    struct trace_item trace[MAX_TRACE];
+    size_t n_trace;
+    int attempts;
+    int exit_code;
+    char failure[400];
+    bool have_peer_error;
+    long long peer_err_code;
+    char peer_diag[160];
+    struct edhoc_oscore_params osc;
+    bool have_osc;
+    int suite;
+    char id_cred_r[16];
+    uint64_t t0, t_handshake, t_end;
+    size_t exchanges;
+};
+
+static void on_trace(void *ctx, const char *name, const uint8_t *v, size_t len)
+{
+    struct run *run = ctx;
+    if (run->n_trace >= MAX_TRACE)
+        return;
+    struct trace_item *t = &run->trace[run->n_trace];
+    t->v = malloc(len ? len : 1);
+    if (!t->v)
+        return;
+    memcpy(t->v, v, len);
+    t->len = len;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    run->n_trace++;
+}
+
+static void add_row(struct run *run, const char *name, char dir, long edhoc_bytes,
+                    size_t coap_bytes, unsigned datagrams)
+{
+    if (run->n_rows >= MAX_ROWS)
+        return;
+    struct row *r = &run->rows[run->n_rows++];
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->dir = dir;
+    r->edhoc_bytes = edhoc_bytes;
+    r->coap_bytes = coap_bytes;
+    r->datagrams = datagrams;
+}
+
+/* Rows for the exchange just finished (request and response directions). */
+static void add_exchange_rows(struct run *run, const struct cli_dgram_log *log, const char *req_name,
+                              long req_edhoc, const char *resp_name, long resp_edhoc)
+{
+    if (log->n == 0)
+        return;
+    const struct cli_exchange *e = &log->ex[log->n - 1];
+    add_row(run, req_name, 'I', req_edhoc, e->bytes_sent, e->dgrams_sent);
+    if (resp_name && e->dgrams_received)
+        add_row(run, resp_name, 'R', resp_edhoc, e->bytes_received, e->dgrams_received);
+    run->exchanges++;
+}
+
+static void fail(struct run *run, int exit_code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#include <stdarg.h>
+static void fail(struct run *run, int exit_code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(run->failure, sizeof run->failure, fmt, ap);
+    va_end(ap);
+    run->exit_code = exit_code;
+}
+
+static int left_ms(uint64_t deadline)
+{
+    uint64_t now = cli_now_ns();
+    return now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+}
+
+static int transport_exit(long rc)
+{
+    return rc == EDHOC_TRANSPORT_ERR_TIMEOUT || rc == EDHOC_TRANSPORT_ERR_UNREACHABLE
+               ? CLI_EXIT_TIMEOUT
+               : CLI_EXIT_FAILURE;
+}
+
+static void note_peer_error(struct run *run, const struct edhoc_error_info *info)
+{
+    run->have_peer_error = true;
+    run->peer_err_code = (long long)info->code;
+    size_t n = info->text_len < sizeof run->peer_diag - 1 ? info->text_len : sizeof run->peer_diag - 1;
+    if (info->text && n)
+        memcpy(run->peer_diag, info->text, n);
+    run->peer_diag[n] = '\0';
+}
+
+/* A peer's EDHOC error message in a response. */
+static void peer_error(struct run *run, const uint8_t *msg, size_t len, uint8_t code,
+                       const char *when)
+{
+    struct edhoc_error_info info;
+    if (edhoc_error_message_parse(msg, len, &info) == 0) {
+        note_peer_error(run, &info);
+        fail(run, CLI_EXIT_PEER_ERROR, "the responder answered %s with an EDHOC error (%d.%02d): "
+             "ERR_CODE %lld%s%s", when, code >> 5, code & 31, run->peer_err_code,
+             run->peer_diag[0] ? ": " : "", run->peer_diag);
+    } else {
+        char cn[48];
+        fail(run, CLI_EXIT_FAILURE, "the responder answered %s with %s", when,
+             cli_coap_code_name(code, cn, sizeof cn));
+    }
+}
+
+struct ctx {
+    struct cli_edhoc_opts o;
+    struct cli_uri uri;
+    const char *requests[MAX_REQUESTS];
+    size_t n_requests;
+    int framing;
+    bool combined;
+    long timeout_s;
+    long block_size;
+    long repeat;
+    struct cli_side side;
+    struct edhoc_transport *t;
+    struct cli_dgram_log log;
+    uint8_t *msg, *req, *resp, *buf;
+};
+
+/* "METHOD PATH [PAYLOAD]" -> a plain request. */
+static long build_user_request(const char *spec, uint8_t *out, size_t cap, char *err, size_t errcap)
+{
+    char m[16], path[512];
+    const char *sp = strchr(spec, ' ');
+    if (!sp || (size_t)(sp - spec) >= sizeof m) {
+        snprintf(err, errcap, "--request '%s': expected 'METHOD PATH [PAYLOAD]'", spec);
+        return -1;
+    }
+    memcpy(m, spec, (size_t)(sp - spec));
+    m[sp - spec] = '\0';
+    while (*sp == ' ')
+        sp++;
+    size_t pl = strcspn(sp, " ");
+    if (pl == 0 || pl >= sizeof path) {
+        snprintf(err, errcap, "--request '%s': no path", spec);
+        return -1;
+    }
+    memcpy(path, sp, pl);
+    path[pl] = '\0';
+    const char *payload = sp + pl;
+    if (*payload == ' ')
+        payload++;
+    int code = cli_coap_method(m);
+    if (code < 0) {
+        snprintf(err, errcap, "--request '%s': unknown method %s", spec, m);
+        return -1;
+    }
+    char *q = strchr(path, '?');
+    const char *query = "";
+    if (q) {
+        *q = '\0';
+        query = q + 1;
+    }
+    long n = cli_coap_build_request((uint8_t)code, path, query, *payload ? 0 : -1,
+                                    (const uint8_t *)payload, strlen(payload), -1, out, cap);
+    if (n < 0)
+        snprintf(err, errcap, "--request '%s': cannot encode", spec);
+    return n;
+}
+
+/* POST an EDHOC message; returns the response length or a transport error. */
+static long edhoc_post(struct ctx *c, const uint8_t *prefix, size_t prefix_len, const uint8_t *m,
+                       size_t m_len, uint64_t deadline, int timeout_cap_ms)
+{
+    if (prefix_len + m_len > EDHOC_TRANSPORT_MAX_MESSAGE - 600)
+        return EDHOC_TRANSPORT_ERR_BUFFER;
+    memcpy(c->buf, prefix, prefix_len);
+    memcpy(c->buf + prefix_len, m, m_len);
+    const char *path = c->uri.path[0] ? c->uri.path : EDHOC_COAP_WELL_KNOWN;
+    long n = cli_coap_build_request(
+        COAP_CODE_POST, path, c->uri.query,
+        c->framing == EDHOC_FRAMING_A2 ? EDHOC_COAP_CF_CID_EDHOC : -1, c->buf, prefix_len + m_len,
+        -1, c->req, EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (n < 0)
+        return EDHOC_TRANSPORT_ERR_MALFORMED;
+    int left = left_ms(deadline);
+    if (timeout_cap_ms > 0 && left > timeout_cap_ms)
+        left = timeout_cap_ms;
+    return edhoc_transport_client_request(c->t, c->req, (size_t)n, c->resp,
+                                          EDHOC_TRANSPORT_MAX_MESSAGE, left);
+}
+
+/* After a local failure: tell the responder (best effort, not waited for long). */
+static void send_error(struct ctx *c, const struct edhoc_session *s, uint64_t deadline,
+                       struct run *run)
+{
+    uint8_t err[EDHOC_MAX_ERROR_MESSAGE];
+    int n = edhoc_session_write_error(s, err, sizeof err);
+    if (n <= 0)
+        return;
+    uint8_t pre[EDHOC_MAX_CONN_ID + 1];
+    long pl = 0;
+    if (c->framing == EDHOC_FRAMING_A2) {
+        pl = edhoc_coap_cid_encode(s->peer_cid, s->peer_cid_len, pre, sizeof pre);
+        if (pl < 0 || s->peer_cid_len == 0)
+            return;
+    }
+    cli_dgram_log_begin(&c->log, "error");
+    long rn = edhoc_post(c, pre, (size_t)pl, err, (size_t)n, deadline, 1000);
+    c->log.current = -1;
+    add_exchange_rows(run, &c->log, "error", n, rn > 0 ? "(response)" : NULL, -1);
+}
+
+static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
+                     struct edhoc_received *rx, struct oscore_context *osc, uint64_t deadline,
+                     bool *combined_done)
+{
+    const struct cli_side_opts *so = &c->o.side[CLI_SIDE_I];
+    int rc = edhoc_session_init(s, EDHOC_INITIATOR, &c->side.cfg);
+    if (rc) {
+        fail(run, CLI_EXIT_INTERNAL, "cannot start the session: %s", edhoc_strerror(rc));
+        return -1;
+    }
+    long m2_len = 0;
+    for (int attempt = 0;; attempt++) {
+        run->attempts = attempt + 1;
+        if (attempt >= CLI_MAX_ATTEMPTS) {
+            fail(run, CLI_EXIT_PEER_ERROR, "no common cipher suite after %d attempts", attempt);
+            return -1;
+        }
+        if (so->n_c_id) {
+            size_t k = (size_t)attempt < so->n_c_id ? (size_t)attempt : so->n_c_id - 1;
+            edhoc_session_set_conn_id(s, so->c_id[k], so->c_id_len[k]);
+        }
+        if (c->side.n_ephemerals) {
+            size_t k = (size_t)attempt < c->side.n_ephemerals ? (size_t)attempt
+                                                               : c->side.n_ephemerals - 1;
+            edhoc_session_set_ephemeral(s, c->side.ephemerals[k], c->side.ephemeral_len[k]);
+        }
+        int n = edhoc_initiator_prepare_message_1(s, c->msg, EDHOC_MAX_MESSAGE);
+        if (n < 0) {
+            fail(run, cli_exit_for_edhoc_error(n), "message_1: %s", edhoc_strerror(n));
+            return -1;
+        }
+        static const uint8_t true_prefix = 0xf5;
+        cli_dgram_log_begin(&c->log, "message_1");
+        long rn = edhoc_post(c, &true_prefix, c->framing == EDHOC_FRAMING_A2 ? 1 : 0, c->msg,
+                             (size_t)n, deadline, 0);
+        c->log.current = -1;
+        if (rn < 0) {
+            add_exchange_rows(run, &c->log, "message_1", n, NULL, -1);
+            fail(run, transport_exit(rn), "message_1 to %s: %s",
+                 edhoc_transport_client_peer(c->t),
+                 rn == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout, no response"
+                                                   : edhoc_transport_strerror((int)rn));
+            return -1;
+        }
+        uint8_t code;
+        int cf;
+        const uint8_t *pl;
+        size_t pll;
+        if (cli_coap_response_view(c->resp, (size_t)rn, &code, &cf, &pl, &pll)) {
+            fail(run, CLI_EXIT_FAILURE, "malformed CoAP response to message_1");
+            return -1;
+        }
+        if (code == COAP_CODE_CHANGED && pll) {
+            add_exchange_rows(run, &c->log, "message_1", n, "message_2", (long)pll);
+            memcpy(c->buf, pl, pll);
+            m2_len = (long)pll;
+            break;
+        }
+        if (pll && edhoc_message_is_error(pl, pll)) {
+            add_exchange_rows(run, &c->log, "message_1", n, "error", (long)pll);
+            struct edhoc_error_info info;
+            int prc = edhoc_session_process_error(s, pl, pll, &info);
+            if (prc == 0)
+                continue; /* SUITES_R names a suite we have: try again with it */
+            if (prc == EDHOC_ERR_PEER_ERROR) {
+                peer_error(run, pl, pll, code, "message_1");
+            } else {
+                fail(run, CLI_EXIT_PEER_ERROR, "the responder rejected message_1: %s",
+                     edhoc_strerror(prc));
+            }
+            return -1;
+        }
+        add_exchange_rows(run, &c->log, "message_1", n, "(response)", -1);
+        char cn[48];
+        fail(run, CLI_EXIT_FAILURE, "the responder answered message_1 with %s%s",
+             cli_coap_code_name(code, cn, sizeof cn), pll ? "" : " and no payload");
+        return -1;
+    }
+    run->suite = s->suite;
+
+    rc = edhoc_initiator_handle_message_2(s, c->buf, (size_t)m2_len, rx, cli_edhoc_resolve,
+                                          &c->side);
+    if (rc) {
+        char why[200];
+        edhoc_session_error_text(s, why, sizeof why);
+        fail(run, cli_exit_for_edhoc_error(rc), "message_2 verification failed: %s",
+             why[0] ? why : edhoc_strerror(rc));
+        send_error(c, s, deadline, run);
+        return -1;
+    }
+    snprintf(run->id_cred_r, sizeof run->id_cred_r, "%s",
+             cli_id_cred_type_name(cli_id_cred_type_of(rx->id_cred, rx->id_cred_len)));
+
+    int n3 = edhoc_initiator_prepare_message_3(s, c->msg, EDHOC_MAX_MESSAGE);
+    if (n3 < 0) {
+        fail(run, cli_exit_for_edhoc_error(n3), "message_3: %s", edhoc_strerror(n3));
+        return -1;
+    }
+    rc = edhoc_session_oscore(s, &run->osc);
+    if (!rc)
+        rc = oscore_context_init_edhoc(osc, edhoc_crypto_openssl(), run->osc.master_secret,
+                                       run->osc.master_secret_len, run->osc.master_salt,
+                                       run->osc.master_salt_len, run->osc.sender_id,
+                                       run->osc.sender_id_len, run->osc.recipient_id,
+                                       run->osc.recipient_id_len, run->osc.aead_alg,
+                                       run->osc.hash_alg);
+    if (rc) {
+        fail(run, CLI_EXIT_OSCORE, "cannot derive the OSCORE context: %s",
+             rc < -3999 ? edhoc_strerror(rc) : oscore_strerror(rc));
+        return -1;
+    }
+    run->have_osc = true;
+
+    if (c->combined) {
+        /* RFC 9668: message_3 rides in front of the first OSCORE request. */
+        char err[200];
+        long qn = build_user_request(c->requests[0], c->req, EDHOC_TRANSPORT_MAX_MESSAGE, err,
+                                     sizeof err);
+        if (qn < 0) {
+            fail(run, CLI_EXIT_USAGE, "%s", err);
+            return -1;
+        }
+        uint8_t *prot = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+        uint8_t *comb = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+        uint8_t *plain = malloc(OSCORE_MAX_PLAINTEXT + 64);
+        int ret = -1;
+        struct oscore_binding b;
+        long pn = prot && comb && plain ? oscore_protect_request(osc, c->req, (size_t)qn, prot,
+                                                                 EDHOC_TRANSPORT_MAX_MESSAGE, &b)
+                                        : OSCORE_ERR_BUFFER;
+        struct coap_msg m;
+        if (pn < 0 || coap_msg_parse(prot, (size_t)pn, &m) ||
+            m.payload_len + (size_t)n3 > EDHOC_TRANSPORT_MAX_MESSAGE - 200) {
+            fail(run, CLI_EXIT_OSCORE, "cannot protect the combined request: %s",
+                 oscore_strerror(pn < 0 ? (int)pn : OSCORE_ERR_TOO_LARGE));
+            goto comb_out;
+        }
+        memcpy(c->buf, c->msg, (size_t)n3);
+        memcpy(c->buf + n3, m.payload, m.payload_len);
+        m.payload = c->buf;
+        m.payload_len += (size_t)n3;
+        coap_msg_add_option(&m, EDHOC_COAP_OPTION_EDHOC, NULL, 0);
+        long cn = coap_msg_encode(&m, comb, EDHOC_TRANSPORT_MAX_MESSAGE);
+        if (cn < 0) {
+            fail(run, CLI_EXIT_INTERNAL, "cannot encode the combined request");
+            goto comb_out;
+        }
+        cli_dgram_log_begin(&c->log, "message_3 + OSCORE request 1");
+        long rn = edhoc_transport_client_request(c->t, comb, (size_t)cn, c->resp,
+                                                 EDHOC_TRANSPORT_MAX_MESSAGE, left_ms(deadline));
+        c->log.current = -1;
+        if (rn < 0) {
+            add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", n3, NULL, -1);
+            fail(run, transport_exit(rn), "combined request: %s",
+                 rn == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout, no response"
+                                                   : edhoc_transport_strerror((int)rn));
+            goto comb_out;
+        }
+        struct coap_msg r;
+        if (coap_msg_parse(c->resp, (size_t)rn, &r)) {
+            fail(run, CLI_EXIT_FAILURE, "malformed response to the combined request");
+            goto comb_out;
+        }
+        if (!coap_msg_find_option(&r, COAP_OPT_OSCORE)) {
+            add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", n3, "error",
+                              (long)r.payload_len);
+            if (r.payload_len && edhoc_message_is_error(r.payload, r.payload_len))
+                peer_error(run, r.payload, r.payload_len, r.code, "the combined request");
+            else {
+                char cnm[48];
+                fail(run, CLI_EXIT_OSCORE, "the combined request was answered without OSCORE: %s",
+                     cli_coap_code_name(r.code, cnm, sizeof cnm));
+            }
+            goto comb_out;
+        }
+        add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", n3,
+                          "OSCORE response 1", -1);
+        long un = oscore_unprotect_response(osc, &b, c->resp, (size_t)rn, plain,
+                                            OSCORE_MAX_PLAINTEXT + 64);
+        if (un < 0) {
+            fail(run, CLI_EXIT_OSCORE, "OSCORE response to the combined request rejected: %s",
+                 oscore_strerror((int)un));
+            goto comb_out;
+        }
+        struct answer *a = &run->answers[run->n_answers++];
+        snprintf(a->request, sizeof a->request, "%s", c->requests[0]);
+        const uint8_t *pl;
+        if (cli_coap_response_view(plain, (size_t)un, &a->code, &a->cf, &pl, &a->payload_len) == 0) {
+            a->payload = malloc(a->payload_len ? a->payload_len : 1);
+            if (a->payload)
+                memcpy(a->payload, pl, a->payload_len);
+        }
+        a->req_bytes = (size_t)cn;
+        a->resp_bytes = (size_t)rn;
+        a->attempts = 1;
+        *combined_done = true;
+        ret = 0;
+    comb_out:
+        free(prot);
+        free(comb);
+        if (plain)
+            edhoc_wipe(plain, OSCORE_MAX_PLAINTEXT + 64);
+        free(plain);
+        return ret;
+    }
+
+    uint8_t pre[EDHOC_MAX_CONN_ID + 1];
+    long pl = 0;
+    if (c->framing == EDHOC_FRAMING_A2) {
+        pl = edhoc_coap_cid_encode(s->peer_cid, s->peer_cid_len, pre, sizeof pre);
+        if (pl < 0) {
+            fail(run, CLI_EXIT_INTERNAL, "cannot encode C_R");
+            return -1;
+        }
+    }
+    bool bare_no_reply = c->framing == EDHOC_FRAMING_BARE && !c->o.message_4;
+    cli_dgram_log_begin(&c->log, "message_3");
+    long rn = edhoc_post(c, pre, (size_t)pl, c->msg, (size_t)n3, deadline,
+                         bare_no_reply ? 1500 : 0);
+    c->log.current = -1;
+    if (rn < 0) {
+        add_exchange_rows(run, &c->log, "message_3", n3, NULL, -1);
+        if (bare_no_reply && rn == EDHOC_TRANSPORT_ERR_TIMEOUT)
+            return 0; /* such devices never answer message_3 */
+        fail(run, transport_exit(rn), "message_3: %s",
+             rn == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout, no response"
+                                               : edhoc_transport_strerror((int)rn));
+        return -1;
+    }
+    uint8_t code;
+    int cf;
+    const uint8_t *p;
+    size_t pll;
+    if (cli_coap_response_view(c->resp, (size_t)rn, &code, &cf, &p, &pll)) {
+        fail(run, CLI_EXIT_FAILURE, "malformed CoAP response to message_3");
+        return -1;
+    }
+    if (code >> 5 != 2) {
+        add_exchange_rows(run, &c->log, "message_3", n3, "error", pll ? (long)pll : -1);
+        if (pll && edhoc_message_is_error(p, pll)) {
+            peer_error(run, p, pll, code, "message_3");
+        } else {
+            char cn[48];
+            fail(run, CLI_EXIT_FAILURE, "the responder answered message_3 with %s",
+                 cli_coap_code_name(code, cn, sizeof cn));
+        }
+        return -1;
+    }
+    if (c->o.message_4) {
+        add_exchange_rows(run, &c->log, "message_3", n3, "message_4", (long)pll);
+        if (!pll) {
+            fail(run, CLI_EXIT_FAILURE, "message_4 expected, the responder sent an empty 2.04");
+            return -1;
+        }
+        rc = edhoc_initiator_process_message_4(s, p, pll, rx);
+        if (rc) {
+            fail(run, cli_exit_for_edhoc_error(rc), "message_4: %s", edhoc_strerror(rc));
+            return -1;
+        }
+    } else {
+        add_exchange_rows(run, &c->log, "message_3", n3, "(2.04 Changed)", pll ? (long)pll : -1);
+    }
+    return 0;
+}
+
+static void print_trace_text(FILE *f, const struct run *run)
+{
+    fprintf(f, "\nTrace (RFC 9529 names, initiator side):\n");
+    for (size_t i = 0; i < run->n_trace; i++) {
+        fprintf(f, "  %s (%zu bytes) ", run->trace[i].name, run->trace[i].len);
+        cli_hex_print(f, run->trace[i].v, run->trace[i].len);
+        fputc('\n', f);
+    }
+}
+
+static void totals(const struct run *run, size_t *edhoc, size_t *coap, size_t *dgrams,
+                   size_t *hs_coap)
+{
+    *edhoc = *coap = *dgrams = *hs_coap = 0;
+    for (size_t i = 0; i < run->n_rows; i++) {
+        const struct row *r = &run->rows[i];
+        if (r->edhoc_bytes > 0)
+            *edhoc += (size_t)r->edhoc_bytes;
+        *coap += r->coap_bytes;
+        *dgrams += r->datagrams;
+        if (strncmp(r->name, "OSCORE", 6) != 0)
+            *hs_coap += r->coap_bytes;
+    }
+}
+
+static void print_text(const struct ctx *c, const struct run *run)
+{
+    FILE *f = stdout;
+    fprintf(f, "EDHOC with coap://%s%s%s:%u%s: method %d (%s), framing %s%s\n",
+            strchr(c->uri.host, ':') ? "[" : "", c->uri.host, strchr(c->uri.host, ':') ? "]" : "",
+            c->uri.port, c->uri.path[0] ? c->uri.path : EDHOC_COAP_WELL_KNOWN, c->o.method,
+            cli_method_name(c->o.method),
+            c->framing == EDHOC_FRAMING_A2 ? "RFC 9528 A.2" : "bare (no prefix, no Content-Format)",
+            c->combined ? ", EDHOC + OSCORE combined request (RFC 9668)" : "");
+    fprintf(f, "  initiator: %s, ID_CRED_I by %s\n", c->side.cred_origin,
+            cli_id_cred_type_name(cli_id_cred_type_of(c->side.id_cred, c->side.id_cred_len)));
+    if (c->o.trace)
+        print_trace_text(f, run);
+    fprintf(f, "\nMessages                          dir     EDHOC  CoAP/UDP  datagrams\n");
+    for (size_t i = 0; i < run->n_rows; i++) {
+        const struct row *r = &run->rows[i];
+        char eb[24];
+        if (r->edhoc_bytes >= 0)
+            snprintf(eb, sizeof eb, "%ld", r->edhoc_bytes);
+        else
+            snprintf(eb, sizeof eb, "-");
+        fprintf(f, "  %-32s %s %7s %9zu %10u\n", r->name, r->dir == 'I' ? "I->R" : "R->I", eb,
+                r->coap_bytes, r->datagrams);
+    }
+    size_t edhoc, coap, dgrams, hs;
+    totals(run, &edhoc, &coap, &dgrams, &hs);
+    fprintf(f, "  %-32s      %7zu %9zu %10zu\n", "total", edhoc, coap, dgrams);
+    fprintf(f, "  EDHOC messages %zu bytes in %zu CoAP/UDP bytes (handshake exchanges)\n", edhoc, hs);
+    double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
+    double all_ms = (double)(run->t_end - run->t0) / 1e6;
+    if (run->exit_code) {
+        fprintf(f, "\nOutcome: FAILED: %s\n", run->failure);
+        fprintf(f, "Round trips: %zu; wall time %.3f ms\n", run->exchanges, all_ms);
+        return;
+    }
+    fprintf(f, "\nOutcome: ok, suite %d, %d attempt%s, ID_CRED_R by %s\n", run->suite,
+            run->attempts, run->attempts == 1 ? "" : "s", run->id_cred_r);
+    fprintf(f, "Round trips: %zu; handshake %.3f ms, wall time %.3f ms\n", run->exchanges, hs_ms,
+            all_ms);
+    const struct edhoc_oscore_params *p = &run->osc;
+    fprintf(f, "OSCORE: sender ID ");
+    cli_hex_print(f, p->sender_id, p->sender_id_len);
+    fprintf(f, " (C_R), recipient ID ");
+    cli_hex_print(f, p->recipient_id, p->recipient_id_len);
+    fprintf(f, " (C_I), AEAD %s, HKDF %s\n", edhoc_crypto_alg_name(p->aead_alg),
+            edhoc_crypto_alg_name(p->hash_alg));
+    if (c->o.export_secrets) {
+        fprintf(f, "  master secret ");
+        cli_hex_print(f, p->master_secret, p->master_secret_len);
+        fprintf(f, "\n  master salt   ");
+        cli_hex_print(f, p->master_salt, p->master_salt_len);
+        fputc('\n', f);
+    }
+    fprintf(f, "\nResponses:\n");
+    for (size_t i = 0; i < run->n_answers; i++) {
+        const struct answer *a = &run->answers[i];
+        char cn[48];
+        fprintf(f, "  %s -> %s (request %zu bytes, response %zu bytes%s)", a->request,
+                cli_coap_code_name(a->code, cn, sizeof cn), a->req_bytes, a->resp_bytes,
+                a->attempts > 1 ? ", after Echo" : "");
+        if (a->payload_len) {
+            fprintf(f, "\n    ");
+            cli_print_payload(f, a->payload, a->payload_len);
+        }
+        fputc('\n', f);
+    }
+}
+
+static void print_json(const struct ctx *c, const struct run *run)
+{
+    FILE *f = stdout;
+    fprintf(f, "{\n  \"outcome\": \"%s\"", run->exit_code ? "failed" : "ok");
+    if (run->exit_code) {
+        fprintf(f, ",\n  \"error\": {\"exit_code\": %d, \"text\": ", run->exit_code);
+        cli_json_string(f, run->failure);
+        if (run->have_peer_error) {
+            fprintf(f, ", \"err_code\": %lld, \"diagnostic\": ", run->peer_err_code);
+            cli_json_string(f, run->peer_diag);
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, ",\n  \"peer\": ");
+    cli_json_string(f, edhoc_transport_client_peer(c->t));
+    fprintf(f, ",\n  \"framing\": \"%s\",\n  \"combined\": %s,\n  \"method\": %d,\n  \"suite\": %d,\n"
+               "  \"attempts\": %d,\n",
+            c->framing == EDHOC_FRAMING_A2 ? "A.2" : "bare", c->combined ? "true" : "false",
+            c->o.method, run->suite, run->attempts);
+    fprintf(f, "  \"id_cred_i\": \"%s\",\n  \"id_cred_r\": \"%s\",\n",
+            cli_id_cred_type_name(cli_id_cred_type_of(c->side.id_cred, c->side.id_cred_len)),
+            run->id_cred_r[0] ? run->id_cred_r : "?");
+    fprintf(f, "  \"messages\": [");
+    for (size_t i = 0; i < run->n_rows; i++) {
+        const struct row *r = &run->rows[i];
+        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+        cli_json_string(f, r->name);
+        fprintf(f, ", \"from\": \"%s\", \"edhoc_bytes\": %ld, \"coap_bytes\": %zu, \"datagrams\": %u}",
+                r->dir == 'I' ? "initiator" : "responder", r->edhoc_bytes, r->coap_bytes,
+                r->datagrams);
+    }
+    size_t edhoc, coap, dgrams, hs;
+    totals(run, &edhoc, &coap, &dgrams, &hs);
+    fprintf(f, "\n  ],\n  \"total_edhoc_bytes\": %zu,\n  \"total_coap_bytes\": %zu,\n"
+               "  \"handshake_coap_bytes\": %zu,\n  \"datagrams\": %zu,\n  \"round_trips\": %zu,\n",
+            edhoc, coap, hs, dgrams, run->exchanges);
+    double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
+    fprintf(f, "  \"handshake_ms\": %.3f,\n  \"wall_ms\": %.3f", hs_ms,
+            (double)(run->t_end - run->t0) / 1e6);
+    if (run->have_osc) {
+        const struct edhoc_oscore_params *p = &run->osc;
+        fprintf(f, ",\n  \"oscore\": {");
+        if (c->o.export_secrets) {
+            fprintf(f, "\"master_secret\": ");
+            cli_json_hex(f, p->master_secret, p->master_secret_len);
+            fprintf(f, ", \"master_salt\": ");
+            cli_json_hex(f, p->master_salt, p->master_salt_len);
+            fprintf(f, ", ");
+        }
+        fprintf(f, "\"sender_id\": ");
+        cli_json_hex(f, p->sender_id, p->sender_id_len);
+        fprintf(f, ", \"recipient_id\": ");
+        cli_json_hex(f, p->recipient_id, p->recipient_id_len);
+        fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d}", p->aead_alg, p->hash_alg);
+    }
+    fprintf(f, ",\n  \"responses\": [");
+    for (size_t i = 0; i < run->n_answers; i++) {
+        const struct answer *a = &run->answers[i];
+        char cn[48];
+        fprintf(f, "%s\n    {\"request\": ", i ? "," : "");
+        cli_json_string(f, a->request);
+        fprintf(f, ", \"code\": \"%s\", \"content_format\": %d, \"request_bytes\": %zu, "
+                   "\"response_bytes\": %zu, \"echo\": %s, \"payload\": ",
+                cli_coap_code_name(a->code, cn, sizeof cn), a->cf, a->req_bytes, a->resp_bytes,
+                a->attempts > 1 ? "true" : "false");
+        cli_json_payload(f, a->payload, a->payload_len);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ]");
+    if (c->o.trace) {
+        fprintf(f, ",\n  \"trace\": [");
+        for (size_t i = 0; i < run->n_trace; i++) {
+            fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+            cli_json_string(f, run->trace[i].name);
+            fprintf(f, ", \"hex\": ");
+            cli_json_hex(f, run->trace[i].v, run->trace[i].len);
+            fprintf(f, "}");
+        }
+        fprintf(f, "\n  ]");
+    }
+    fprintf(f, "\n}\n");
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: edhoc-cli initiator URI [OPTIONS]\n\n"
+               "Runs EDHOC as CoAP client against URI (coap://HOST[:PORT][/PATH], path default\n"
+               "%s), derives the OSCORE context and sends OSCORE-protected requests.\n\n",
+            EDHOC_COAP_WELL_KNOWN);
+    cli_edhoc_print_options(f, false);
+    fprintf(f,
+            "Transport options:\n"
+            "  --request 'METHOD PATH [PAYLOAD]'  OSCORE-protected request after the handshake\n"
+            "                          (repeatable; default 'GET /.well-known/core')\n"
+            "  --combined              send message_3 inside the first OSCORE request (RFC 9668)\n"
+            "  --framing a2|bare       a2: RFC 9528 Appendix A.2 (true / C_R prefixes, Content-\n"
+            "                          Formats 65/64; default); bare: messages as they are, no\n"
+            "                          Content-Format, no reply to message_3 expected\n"
+            "  --timeout S             bound on the whole run (default 10 s)\n"
+            "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
+            "  --repeat N              then run N-1 more handshakes (no requests) and print the\n"
+            "                          handshakes per second (each within --timeout)\n"
+            "  -h, --help              this text\n\n"
+            "Exit codes: 0 ok; 1 other failure (e.g. an unexpected CoAP response); 2 bad command\n"
+            "line; 3 unusable input file; 4 the responder sent an EDHOC error message (ERR_CODE\n"
+            "and diagnostic are printed; includes no common cipher suite); 5 verification failed\n"
+            "(MAC, signature, unknown or untrusted credential); 6 timeout or peer unreachable;\n"
+            "7 OSCORE protection or verification failed, or a request refused by OSCORE;\n"
+            "10 internal error.\n");
+}
 
 int cmd_initiator(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "edhoc-cli initiator: not built yet\n");
-    return CLI_EXIT_INTERNAL;
+    struct ctx *c = calloc(1, sizeof *c);
+    struct run *run = calloc(1, sizeof *run);
+    if (!c || !run) {
+        free(c);
+        free(run);
+        return CLI_EXIT_INTERNAL;
+    }
+    cli_edhoc_opts_init(&c->o);
+    c->timeout_s = 10;
+    const char *uri = NULL;
+    int exit_code = CLI_EXIT_USAGE;
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            usage(stdout);
+            exit_code = 0;
+            goto out;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            if (uri) {
+                fprintf(stderr, "edhoc-cli initiator: unexpected argument '%s'\n", arg);
+                goto out;
+            }
+            uri = arg;
+            continue;
+        }
+        char name[64];
+        const char *value;
+        const char *eq = strchr(arg, '=');
+        if (eq) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+            value = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", arg);
+            value = i + 1 < argc ? argv[i + 1] : NULL;
+        }
+        if (!strcmp(name, "--combined")) {
+            c->combined = true;
+            continue;
+        }
+        if (!strcmp(name, "--request") || !strcmp(name, "--framing") || !strcmp(name, "--timeout") ||
+            !strcmp(name, "--block-size") || !strcmp(name, "--repeat")) {
+            if (!value) {
+                fprintf(stderr, "edhoc-cli initiator: %s needs a value\n", name);
+                goto out;
+            }
+            if (!eq)
+                i++;
+            if (!strcmp(name, "--request")) {
+                if (c->n_requests >= MAX_REQUESTS) {
+                    fprintf(stderr, "edhoc-cli initiator: at most %d --request\n", MAX_REQUESTS);
+                    goto out;
+                }
+                c->requests[c->n_requests++] = value;
+            } else if (!strcmp(name, "--framing")) {
+                if (!strcasecmp(value, "a2") || !strcasecmp(value, "a.2"))
+                    c->framing = EDHOC_FRAMING_A2;
+                else if (!strcasecmp(value, "bare"))
+                    c->framing = EDHOC_FRAMING_BARE;
+                else {
+                    fprintf(stderr, "edhoc-cli initiator: --framing: expected a2 or bare\n");
+                    goto out;
+                }
+            } else {
+                char *end;
+                long v = strtol(value, &end, 10);
+                if (*end || end == value || v < 0) {
+                    fprintf(stderr, "edhoc-cli initiator: %s: expected a number\n", name);
+                    goto out;
+                }
+                if (!strcmp(name, "--timeout"))
+                    c->timeout_s = v;
+                else if (!strcmp(name, "--repeat"))
+                    c->repeat = v;
+                else
+                    c->block_size = v;
+            }
+            continue;
+        }
+        bool used = false;
+        int rc = cli_edhoc_parse_option(&c->o, CLI_SIDE_I, name, value, &used);
+        if (rc < 0)
+            goto out;
+        if (rc == 0) {
+            fprintf(stderr, "edhoc-cli initiator: unknown option '%s' (see --help)\n", name);
+            goto out;
+        }
+        if (used && !eq)
+            i++;
+    }
+    if (!uri) {
+        fprintf(stderr, "edhoc-cli initiator: which responder? (edhoc-cli initiator URI, see --help)\n");
+        goto out;
+    }
+    if (c->timeout_s < 1 || c->timeout_s > 3600 ||
+        (c->block_size && (c->block_size < 16 || c->block_size > 1024 ||
+                           (c->block_size & (c->block_size - 1))))) {
+        fprintf(stderr, "edhoc-cli initiator: --timeout 1..3600, --block-size a power of two in 16..1024\n");
+        goto out;
+    }
+    if (c->combined && c->o.message_4) {
+        fprintf(stderr, "edhoc-cli initiator: --combined cannot carry message_4 (RFC 9668)\n");
+        goto out;
+    }
+    if (c->combined && c->framing == EDHOC_FRAMING_BARE) {
+        fprintf(stderr, "edhoc-cli initiator: --combined needs the A.2 framing\n");
+        goto out;
+    }
+    if (cli_uri_parse(uri, &c->uri))
+        goto out;
+    if (c->n_requests == 0)
+        c->requests[c->n_requests++] = "GET /.well-known/core";
+    /* Requests are checked before anything is sent. */
+    uint8_t scratch[2048];
+    for (size_t i = 0; i < c->n_requests; i++) {
+        char err[200];
+        if (build_user_request(c->requests[i], scratch, sizeof scratch, err, sizeof err) < 0) {
+            fprintf(stderr, "edhoc-cli initiator: %s\n", err);
+            goto out;
+        }
+    }
+
+    exit_code = cli_edhoc_side_setup(&c->o, CLI_SIDE_I, &c->side);
+    if (exit_code)
+        goto out;
+    if (c->o.trace) {
+        c->side.cfg.trace = on_trace;
+        c->side.cfg.trace_ctx = run;
+    }
+    c->msg = malloc(EDHOC_MAX_MESSAGE);
+    c->req = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    c->resp = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    c->buf = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    struct edhoc_session *s = calloc(1, sizeof *s);
+    struct edhoc_received *rx = calloc(1, sizeof *rx);
+    struct oscore_context *osc = calloc(1, sizeof *osc);
+    uint8_t *plain = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (!c->msg || !c->req || !c->resp || !c->buf || !s || !rx || !osc || !plain) {
+        exit_code = CLI_EXIT_INTERNAL;
+        goto free_all;
+    }
+    struct edhoc_transport_config tcfg = {.block_size = (unsigned)c->block_size};
+    int rc = edhoc_transport_client_open(&c->t, c->uri.host, c->uri.port, &tcfg);
+    if (rc) {
+        fprintf(stderr, "edhoc-cli initiator: %s: %s\n", c->uri.host, edhoc_transport_strerror(rc));
+        exit_code = rc == EDHOC_TRANSPORT_ERR_RESOLVE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+        goto free_all;
+    }
+    cli_dgram_log_start(&c->log);
+    run->t0 = cli_now_ns();
+    uint64_t deadline = run->t0 + (uint64_t)c->timeout_s * 1000000000ull;
+    run->suite = -1;
+    bool combined_done = false;
+    if (handshake(c, run, s, rx, osc, deadline, &combined_done) == 0) {
+        run->t_handshake = cli_now_ns();
+        for (size_t i = combined_done ? 1 : 0; i < c->n_requests; i++) {
+            char err[200], name[40];
+            long qn = build_user_request(c->requests[i], c->req, EDHOC_TRANSPORT_MAX_MESSAGE, err,
+                                         sizeof err);
+            snprintf(name, sizeof name, "OSCORE request %zu", i + 1);
+            struct cli_oscore_result res;
+            int orc = cli_oscore_exchange(c->t, osc, c->req, (size_t)qn, plain,
+                                          EDHOC_TRANSPORT_MAX_MESSAGE, left_ms(deadline), &c->log,
+                                          name, &res);
+            /* One row pair per attempt (an Echo challenge makes two). */
+            size_t first = c->log.n >= (size_t)res.attempts ? c->log.n - (size_t)res.attempts : 0;
+            for (size_t k = first; k < c->log.n; k++) {
+                const struct cli_exchange *e = &c->log.ex[k];
+                char rname[48];
+                snprintf(rname, sizeof rname, "OSCORE response %zu%s", i + 1,
+                         k + 1 < c->log.n ? " (Echo)" : "");
+                add_row(run, e->name, 'I', -1, e->bytes_sent, e->dgrams_sent);
+                if (e->dgrams_received)
+                    add_row(run, rname, 'R', -1, e->bytes_received, e->dgrams_received);
+                run->exchanges++;
+            }
+            if (orc) {
+                char cn[48];
+                if (res.transport_err)
+                    fail(run, transport_exit(res.transport_err), "%s: %s", c->requests[i],
+                         res.transport_err == EDHOC_TRANSPORT_ERR_TIMEOUT
+                             ? "timeout, no response"
+                             : edhoc_transport_strerror(res.transport_err));
+                else if (res.unprotected_error)
+                    fail(run, CLI_EXIT_OSCORE, "%s: refused without OSCORE: %s", c->requests[i],
+                         cli_coap_code_name(res.unprotected_code, cn, sizeof cn));
+                else
+                    fail(run, CLI_EXIT_OSCORE, "%s: OSCORE: %s", c->requests[i],
+                         oscore_strerror(res.oscore_err));
+                break;
+            }
+            struct answer *a = &run->answers[run->n_answers++];
+            snprintf(a->request, sizeof a->request, "%s", c->requests[i]);
+            const uint8_t *pl;
+            if (cli_coap_response_view(plain, (size_t)res.response_len, &a->code, &a->cf, &pl,
+                                       &a->payload_len) == 0) {
+                a->payload = malloc(a->payload_len ? a->payload_len : 1);
+                if (a->payload)
+                    memcpy(a->payload, pl, a->payload_len);
+            }
+            a->req_bytes = res.request_bytes;
+            a->resp_bytes = res.response_bytes;
+            a->attempts = res.attempts;
+        }
+    }
+    run->t_end = cli_now_ns();
+    /* --repeat: more handshakes on the same socket, for throughput. */
+    long done = 1, failed = 0;
+    uint64_t rep_t0 = cli_now_ns();
+    struct run *more = c->repeat > 1 && !run->exit_code ? calloc(1, sizeof *more) : NULL;
+    for (long k = 1; more && k < c->repeat; k++) {
+        memset(more, 0, sizeof *more);
+        c->log.n = 0;
+        c->side.cfg.trace = NULL;
+        edhoc_session_wipe(s);
+        oscore_context_wipe(osc);
+        bool comb = false;
+        uint64_t dl = cli_now_ns() + (uint64_t)c->timeout_s * 1000000000ull;
+        bool saved = c->combined;
+        c->combined = false;
+        if (handshake(c, more, s, rx, osc, dl, &comb) == 0)
+            done++;
+        else {
+            failed++;
+            fprintf(stderr, "edhoc-cli initiator: repeat %ld: %s\n", k + 1, more->failure);
+        }
+        c->combined = saved;
+        edhoc_wipe(&more->osc, sizeof more->osc);
+        for (size_t q = 0; q < more->n_answers; q++)
+            free(more->answers[q].payload);
+    }
+    double rep_s = (double)(cli_now_ns() - rep_t0) / 1e9;
+    free(more);
+    cli_dgram_log_stop(&c->log);
+    if (c->o.json)
+        print_json(c, run);
+    else
+        print_text(c, run);
+    if (c->repeat > 1 && !run->exit_code) {
+        struct edhoc_transport_stats ts;
+        edhoc_transport_get_stats(&ts);
+        printf(c->o.json ? "{\"repeat\": %ld, \"ok\": %ld, \"failed\": %ld, \"seconds\": %.3f, "
+                           "\"handshakes_per_second\": %.1f}\n"
+                         : "Repeat: %ld handshakes, %ld ok, %ld failed, %.3f s after the first: "
+                           "%.1f handshakes/s\n",
+               c->repeat, done, failed, rep_s, rep_s > 0 ? (double)(done - 1) / rep_s : 0.0);
+        if (failed)
+            run->exit_code = CLI_EXIT_FAILURE;
+    }
+    if (run->exit_code)
+        fprintf(stderr, "edhoc-cli initiator: %s\n", run->failure[0] ? run->failure : "some repeated handshakes failed");
+    exit_code = run->exit_code;
+
+free_all:
+    edhoc_transport_free(c->t);
+    if (s) {
+        edhoc_session_wipe(s);
+        free(s);
+    }
+    if (rx)
+        edhoc_wipe(rx, sizeof *rx);
+    free(rx);
+    if (osc) {
+        oscore_context_wipe(osc);
+        free(osc);
+    }
+    if (plain)
+        edhoc_wipe(plain, EDHOC_TRANSPORT_MAX_MESSAGE);
+    free(plain);
+    free(c->msg);
+    free(c->req);
+    free(c->resp);
+    free(c->buf);
+    cli_edhoc_side_free(&c->side);
+out:
+    edhoc_wipe(&run->osc, sizeof run->osc);
+    for (size_t i = 0; i < run->n_answers; i++)
+        free(run->answers[i].payload);
+    for (size_t i = 0; i < run->n_trace; i++) {
+        edhoc_wipe(run->trace[i].v, run->trace[i].len);
+        free(run->trace[i].v);
+    }
+    free(run);
+    free(c);
+    return exit_code;
 }

@@ -1,12 +1,722 @@
-#include <stdio.h>
+/*
+ * edhoc-cli responder: the CoAP daemon. Serves /.well-known/edhoc to many
+ * initiators at once and the OSCORE-protected resources to every peer
+ * with a context (EDHOC-established or static), keeping contexts and
+ * sequence-number marks in a state database.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "daemon.h"
+#include "edhoc/state.h"
+#include "edhoc/transport.h"
+#include "edhoc_args.h"
 #include "util.h"
+
+#define MAX_LISTEN 8
+#define MAX_CREDS 8
+#define MAX_STATIC 16
+#define N_SUITE_IDS 9
+
+static const int known_suites[N_SUITE_IDS] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
+
+/* One usable configuration: a credential for a method, with the suites it
+ * serves. */
+struct ident {
+    bool ready;
+    struct cli_side side;
+    int suites[EDHOC_MAX_SUITES];
+};
+
+struct responder {
+    struct cli_edhoc_opts o;
+    const char *cred_paths[MAX_CREDS], *key_paths[MAX_CREDS];
+    size_t n_cred_paths, n_key_paths;
+    /* Loaded credentials (explicit mode). */
+    struct edhoc_cred *creds;
+    struct edhoc_key *keys;
+    size_t n_creds;
+    struct edhoc_cred_store *trust;
+    bool demo;
+    /* explicit: [cred][method]; demo: [method][suite index] */
+    struct ident *idents;
+    size_t n_idents;
+    int supported[EDHOC_MAX_SUITES];
+    size_t n_supported;
+};
+
+static volatile sig_atomic_t stop_signal, reload_signal;
+
+static void on_signal(int sig)
+{
+    if (sig == SIGHUP)
+        reload_signal = 1;
+    else
+        stop_signal = sig;
+}
+
+static int suite_index(int suite)
+{
+    for (int i = 0; i < N_SUITE_IDS; i++) {
+        if (known_suites[i] == suite)
+            return i;
+    }
+    return -1;
+}
+
+static bool supported(const struct responder *r, int suite)
+{
+    for (size_t i = 0; i < r->n_supported; i++) {
+        if (r->supported[i] == suite)
+            return true;
+    }
+    return false;
+}
+
+static void idents_free(struct responder *r)
+{
+    for (size_t i = 0; i < r->n_idents; i++) {
+        if (r->idents[i].ready) {
+            /* The shared trust store is not the identity's to free. */
+            if (!r->demo)
+                r->idents[i].side.store = NULL;
+            cli_edhoc_side_free(&r->idents[i].side);
+        }
+    }
+    free(r->idents);
+    r->idents = NULL;
+    r->n_idents = 0;
+}
+
+/* The suites a credential can serve for method m, among the supported. */
+static size_t fitting_suites(const struct responder *r, const struct edhoc_cred *cred, int m,
+                             int *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_supported && n < EDHOC_MAX_SUITES; i++) {
+        if (edhoc_cred_check_key_type(cred, m, false, r->supported[i]) == 0)
+            out[n++] = r->supported[i];
+    }
+    return n;
+}
+
+static void ident_finish(struct responder *r, struct ident *id, int m)
+{
+    struct edhoc_config *cfg = &id->side.cfg;
+    size_t n = fitting_suites(r, &id->side.cred, m, id->suites);
+    cfg->suites = id->suites;
+    cfg->n_suites = n;
+    cfg->accept_methods = 1u << m;
+    cfg->method = m;
+    id->ready = n > 0;
+}
+
+/* Demo mode: the built-in credential cli_edhoc_side_setup picks for the
+ * responder of this method and suite. */
+static struct ident *demo_ident(struct responder *r, int m, int suite)
+{
+    int si = suite_index(suite);
+    if (si < 0)
+        return NULL;
+    struct ident *id = &r->idents[(size_t)m * N_SUITE_IDS + (size_t)si];
+    if (id->ready)
+        return id;
+    struct cli_edhoc_opts o = r->o;
+    o.method = m;
+    o.suites[0] = suite;
+    o.n_suites = 1;
+    o.n_suites_r = 0;
+    /* Quiet: a suite without a built-in credential is simply not served. */
+    int saved = dup(2), devnull = -1;
+    FILE *null = fopen("/dev/null", "w");
+    if (null) {
+        devnull = fileno(null);
+        fflush(stderr);
+        dup2(devnull, 2);
+    }
+    int rc = cli_edhoc_side_setup(&o, CLI_SIDE_R, &id->side);
+    if (rc && o.side[CLI_SIDE_R].id_cred_type) {
+        /* --id-cred names a type this credential cannot have (kccs of a
+         * certificate, x5t of a CCS): it keeps its default. */
+        cli_edhoc_side_free(&id->side);
+        o.side[CLI_SIDE_R].id_cred_type = 0;
+        rc = cli_edhoc_side_setup(&o, CLI_SIDE_R, &id->side);
+    }
+    if (null) {
+        fflush(stderr);
+        dup2(saved, 2);
+        fclose(null);
+    }
+    if (saved >= 0)
+        close(saved);
+    if (rc) {
+        cli_edhoc_side_free(&id->side);
+        memset(&id->side, 0, sizeof id->side);
+        return NULL;
+    }
+    ident_finish(r, id, m);
+    if (!id->ready) {
+        cli_edhoc_side_free(&id->side);
+        memset(&id->side, 0, sizeof id->side);
+        return NULL;
+    }
+    return id;
+}
+
+static struct ident *explicit_ident(struct responder *r, size_t c, int m)
+{
+    struct ident *id = &r->idents[c * 4 + (size_t)m];
+    if (id->ready)
+        return id;
+    struct cli_side *side = &id->side;
+    memset(side, 0, sizeof *side);
+    side->role = CLI_SIDE_R;
+    edhoc_cred_copy(&side->cred, &r->creds[c]);
+    side->key = r->keys[c];
+    int idt = r->o.side[CLI_SIDE_R].id_cred_type;
+    if (idt == 0)
+        idt = side->cred.type == EDHOC_CRED_X509 ? EDHOC_ID_CRED_X5T : EDHOC_ID_CRED_KID;
+    if (edhoc_id_cred_encode(&side->cred, (enum edhoc_id_cred_type)idt, 0, side->id_cred,
+                             sizeof side->id_cred, &side->id_cred_len)) {
+        idt = side->cred.type == EDHOC_CRED_X509 ? EDHOC_ID_CRED_X5T : EDHOC_ID_CRED_KID;
+        if (edhoc_id_cred_encode(&side->cred, (enum edhoc_id_cred_type)idt, 0, side->id_cred,
+                                 sizeof side->id_cred, &side->id_cred_len))
+            return NULL;
+    }
+    side->store = r->trust;
+    side->cred_origin = r->cred_paths[c];
+    struct edhoc_config *cfg = &side->cfg;
+    cfg->ops = edhoc_crypto_openssl();
+    cfg->cred = &side->cred;
+    cfg->key = &side->key;
+    cfg->id_cred = side->id_cred;
+    cfg->id_cred_len = side->id_cred_len;
+    for (int x = 2; x <= 4; x += 2) {
+        if (r->o.n_ead[x]) {
+            cfg->ead[x] = r->o.ead[x];
+            cfg->n_ead[x] = r->o.n_ead[x];
+        }
+    }
+    cfg->ead_receive = cli_edhoc_ead_receive;
+    cfg->ead_ctx = &r->o;
+    ident_finish(r, id, m);
+    return id->ready ? id : NULL;
+}
+
+static const struct edhoc_config *select_config(void *user, int m, int suite,
+                                                edhoc_cred_resolver *resolve, void **resolve_ctx)
+{
+    struct responder *r = user;
+    if (m < 0 || m > 3 || (r->o.accept_methods && !(r->o.accept_methods & (1u << m))))
+        return NULL;
+    struct ident *id = NULL;
+    if (r->demo) {
+        if (supported(r, suite))
+            id = demo_ident(r, m, suite);
+        for (size_t i = 0; !id && i < r->n_supported; i++)
+            id = demo_ident(r, m, r->supported[i]);
+    } else {
+        for (size_t c = 0; c < r->n_creds && !id; c++) {
+            if (supported(r, suite) && edhoc_cred_check_key_type(&r->creds[c], m, false, suite) == 0)
+                id = explicit_ident(r, c, m);
+        }
+        /* No credential for that suite: one that fits the method answers,
+         * so the initiator learns our suites (error code 2). */
+        for (size_t c = 0; c < r->n_creds && !id; c++)
+            id = explicit_ident(r, c, m);
+    }
+    if (!id)
+        return NULL;
+    *resolve = cli_edhoc_resolve;
+    *resolve_ctx = &id->side;
+    return &id->side.cfg;
+}
+
+/* Load (or reload) credentials and trust. Returns 0 or a CLI exit code. */
+static int load_identities(struct responder *r)
+{
+    char why[512] = "";
+    struct edhoc_cred *creds = NULL;
+    struct edhoc_key *keys = NULL;
+    struct edhoc_cred_store *trust = calloc(1, sizeof *trust);
+    if (!trust)
+        return CLI_EXIT_INTERNAL;
+    edhoc_cred_store_init(trust);
+    size_t n = r->n_cred_paths;
+    if (n) {
+        creds = calloc(n, sizeof *creds);
+        keys = calloc(n, sizeof *keys);
+        if (!creds || !keys)
+            goto oom;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int rc = edhoc_cred_load_file(&creds[i], r->cred_paths[i], why, sizeof why);
+        if (!rc)
+            rc = edhoc_key_load_file(&keys[i], r->key_paths[i], creds[i].curve, why, sizeof why);
+        if (!rc && edhoc_key_check_cred(&keys[i], &creds[i])) {
+            snprintf(why, sizeof why, "key %s does not belong to credential %s", r->key_paths[i],
+                     r->cred_paths[i]);
+            rc = -1;
+        }
+        if (rc) {
+            cli_log(LOG_ERR, "credential: %s", why[0] ? why : edhoc_cred_strerror(rc));
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < r->o.n_trust; i++) {
+        int rc = edhoc_cred_store_add_file(trust, r->o.trust_paths[i], why, sizeof why);
+        if (rc) {
+            cli_log(LOG_ERR, "--trust: %s", why[0] ? why : edhoc_cred_strerror(rc));
+            goto fail;
+        }
+    }
+    if (r->o.n_trust == 0 && n == 0)
+        edhoc_demo_trust(trust);
+
+    /* Swap in. */
+    idents_free(r);
+    if (r->keys)
+        edhoc_wipe(r->keys, r->n_creds * sizeof *r->keys);
+    free(r->creds);
+    free(r->keys);
+    free(r->trust);
+    r->creds = creds;
+    r->keys = keys;
+    r->n_creds = n;
+    r->trust = trust;
+    r->demo = n == 0;
+    r->n_idents = r->demo ? 4 * N_SUITE_IDS : 4 * n;
+    r->idents = calloc(r->n_idents, sizeof *r->idents);
+    if (!r->idents)
+        return CLI_EXIT_INTERNAL;
+    return 0;
+oom:
+    cli_log(LOG_ERR, "out of memory");
+fail:
+    if (keys)
+        edhoc_wipe(keys, n * sizeof *keys);
+    free(creds);
+    free(keys);
+    free(trust);
+    return CLI_EXIT_INPUT;
+}
+
+static int send_notification(void *user, struct edhoc_transport_peer *peer, const uint8_t *msg,
+                             size_t len)
+{
+    return edhoc_transport_peer_send(user, peer, msg, len, false);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: edhoc-cli responder [OPTIONS]\n\n"
+            "Serves EDHOC (RFC 9528, POST /.well-known/edhoc, Appendix A.2 framing, bare framing\n"
+            "of older devices, the RFC 9668 combined request) and the OSCORE-protected resources\n"
+            "/.well-known/core, /echo (POST), /time and /counter (observable).\n\n"
+            "Options:\n"
+            "  --listen ADDR:PORT      UDP address to serve (repeatable; IPv6 in brackets;\n"
+            "                          default [::]:5683)\n"
+            "  --cred FILE --key FILE  own credential and private key (repeatable pairs, e.g. a\n"
+            "                          signature key for methods 0/2 and a static DH key for 1/3);\n"
+            "                          default: the built-in demo credentials\n"
+            "  --trust FILE            CA certificates / peer credentials to accept (repeatable)\n"
+            "  --method LIST           methods accepted (default 0,1,2,3)\n"
+            "  --suites LIST           cipher suites supported (default: all)\n"
+            "  --id-cred TYPE          how ID_CRED_R names the credential: kid, kccs, x5t, x5chain\n"
+            "  --message-4             send message_4 after message_3\n"
+            "  --ead-2 / --ead-4 LABEL[:HEX], --ead-accept LABEL   EAD items\n"
+            "  --oscore-context FILE   a static OSCORE context (libcoap format; repeatable)\n"
+            "  --state-dir DIR         keep contexts and sequence-number marks in DIR/%s\n"
+            "  --max-pending N         handshakes in progress at once (default 256; oldest evicted)\n"
+            "  --handshake-timeout S   drop a handshake after S seconds without message_3 (60)\n"
+            "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
+            "  --ready-file FILE       write the bound ports (one per line) once serving\n"
+            "  --daemon                detach from the terminal\n"
+            "  --pidfile FILE          write the process id\n"
+            "  --syslog                log to syslog instead of stderr\n"
+            "  -v, -q                  more / less logging (default: one line per handshake)\n"
+            "  -h, --help              this text\n\n"
+            "Signals: SIGTERM/SIGINT store state and exit 0; SIGHUP reloads credentials and trust\n"
+            "(established OSCORE contexts stay, handshakes in progress are dropped).\n"
+            "Exit codes: 0 stopped by a signal; 2 bad command line; 3 unusable credential, trust\n"
+            "or state file (a corrupt or foreign state database is refused, never overwritten);\n"
+            "1 cannot listen; 10 internal error.\n",
+            EDHOC_STATE_FILE);
+}
+
+static int parse_methods(const char *v, unsigned *mask)
+{
+    int list[4];
+    int n = cli_parse_int_list(v, list, 4);
+    if (n <= 0)
+        return -1;
+    *mask = 0;
+    for (int i = 0; i < n; i++) {
+        if (list[i] < 0 || list[i] > 3)
+            return -1;
+        *mask |= 1u << list[i];
+    }
+    return 0;
+}
+
+static int load_static_context(struct edhoc_server *srv, const char *path)
+{
+    size_t len;
+    uint8_t *text = cli_read_file(path, &len);
+    if (!text) {
+        cli_log(LOG_ERR, "--oscore-context %s: %s", path, strerror(errno));
+        return CLI_EXIT_INPUT;
+    }
+    struct oscore_config cfg;
+    struct oscore_config_error err;
+    int rc = oscore_config_parse((const char *)text, len, &cfg, &err);
+    edhoc_wipe(text, len);
+    free(text);
+    if (rc) {
+        cli_log(LOG_ERR, "--oscore-context %s line %u: %s", path, err.line, err.message);
+        return CLI_EXIT_INPUT;
+    }
+    rc = edhoc_server_add_static_context(srv, &cfg, path);
+    edhoc_wipe(&cfg, sizeof cfg);
+    if (rc) {
+        cli_log(LOG_ERR, "--oscore-context %s: %s", path,
+                rc == OSCORE_ERR_INVALID ? "recipient ID already in use or invalid"
+                                         : rc <= -5000 && rc > -5100 ? edhoc_state_strerror(rc)
+                                                                     : oscore_strerror(rc));
+        return CLI_EXIT_INPUT;
+    }
+    return 0;
+}
 
 int cmd_responder(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "edhoc-cli responder: not built yet\n");
-    return CLI_EXIT_INTERNAL;
+    struct responder *r = calloc(1, sizeof *r);
+    if (!r)
+        return CLI_EXIT_INTERNAL;
+    cli_edhoc_opts_init(&r->o);
+    const char *listen[MAX_LISTEN];
+    size_t n_listen = 0;
+    const char *static_paths[MAX_STATIC];
+    size_t n_static = 0;
+    const char *state_dir = NULL, *pidfile = NULL, *ready_file = NULL;
+    bool daemon = false, use_syslog = false;
+    int verbosity = 0;
+    long max_pending = 256, hs_timeout = 60, block_size = 0;
+    int exit_code = CLI_EXIT_USAGE;
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            usage(stdout);
+            free(r);
+            return 0;
+        }
+        if (!strcmp(arg, "-v")) {
+            verbosity++;
+            continue;
+        }
+        if (!strcmp(arg, "-vv")) {
+            verbosity += 2;
+            continue;
+        }
+        if (!strcmp(arg, "-q")) {
+            verbosity--;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            fprintf(stderr, "edhoc-cli responder: unexpected argument '%s'\n", arg);
+            goto out;
+        }
+        char name[64];
+        const char *value;
+        const char *eq = strchr(arg, '=');
+        if (eq) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+            value = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", arg);
+            value = i + 1 < argc ? argv[i + 1] : NULL;
+        }
+        bool flag = !strcmp(name, "--daemon") || !strcmp(name, "--syslog");
+        if (flag) {
+            if (!strcmp(name, "--daemon"))
+                daemon = true;
+            else
+                use_syslog = true;
+            continue;
+        }
+        static const char *const ours[] = {"--listen", "--cred", "--key", "--oscore-context",
+                                           "--state-dir", "--max-pending", "--handshake-timeout",
+                                           "--block-size", "--pidfile", "--ready-file",
+                                           "--method"};
+        bool mine = false;
+        for (size_t k = 0; k < sizeof ours / sizeof ours[0]; k++)
+            mine |= !strcmp(name, ours[k]);
+        if (mine) {
+            if (!value) {
+                fprintf(stderr, "edhoc-cli responder: %s needs a value\n", name);
+                goto out;
+            }
+            if (!eq)
+                i++;
+            char *end = NULL;
+            if (!strcmp(name, "--listen")) {
+                if (n_listen >= MAX_LISTEN) {
+                    fprintf(stderr, "edhoc-cli responder: at most %d --listen\n", MAX_LISTEN);
+                    goto out;
+                }
+                listen[n_listen++] = value;
+            } else if (!strcmp(name, "--cred") || !strcmp(name, "--key")) {
+                bool cred = !strcmp(name, "--cred");
+                size_t *n = cred ? &r->n_cred_paths : &r->n_key_paths;
+                if (*n >= MAX_CREDS) {
+                    fprintf(stderr, "edhoc-cli responder: at most %d %s\n", MAX_CREDS, name);
+                    goto out;
+                }
+                (cred ? r->cred_paths : r->key_paths)[(*n)++] = value;
+            } else if (!strcmp(name, "--oscore-context")) {
+                if (n_static >= MAX_STATIC) {
+                    fprintf(stderr, "edhoc-cli responder: at most %d --oscore-context\n",
+                            MAX_STATIC);
+                    goto out;
+                }
+                static_paths[n_static++] = value;
+            } else if (!strcmp(name, "--state-dir")) {
+                state_dir = value;
+            } else if (!strcmp(name, "--pidfile")) {
+                pidfile = value;
+            } else if (!strcmp(name, "--ready-file")) {
+                ready_file = value;
+            } else if (!strcmp(name, "--method")) {
+                if (parse_methods(value, &r->o.accept_methods)) {
+                    fprintf(stderr, "edhoc-cli responder: --method: expected a list of 0..3\n");
+                    goto out;
+                }
+            } else {
+                long v = strtol(value, &end, 10);
+                if (*end || end == value) {
+                    fprintf(stderr, "edhoc-cli responder: %s: expected a number\n", name);
+                    goto out;
+                }
+                if (!strcmp(name, "--max-pending"))
+                    max_pending = v;
+                else if (!strcmp(name, "--handshake-timeout"))
+                    hs_timeout = v;
+                else
+                    block_size = v;
+            }
+            continue;
+        }
+        bool used = false;
+        int rc = cli_edhoc_parse_option(&r->o, CLI_SIDE_R, name, value, &used);
+        if (rc < 0)
+            goto out;
+        if (rc == 0) {
+            fprintf(stderr, "edhoc-cli responder: unknown option '%s' (see --help)\n", name);
+            goto out;
+        }
+        if (used && !eq)
+            i++;
+    }
+    if (r->n_cred_paths != r->n_key_paths) {
+        fprintf(stderr, "edhoc-cli responder: give --cred and --key in pairs\n");
+        goto out;
+    }
+    if (max_pending < 1 || max_pending > 1000000 || hs_timeout < 1 ||
+        (block_size && (block_size < 16 || block_size > 1024 || (block_size & (block_size - 1))))) {
+        fprintf(stderr, "edhoc-cli responder: --max-pending 1..1000000, --handshake-timeout >= 1, "
+                        "--block-size a power of two in 16..1024\n");
+        goto out;
+    }
+    if (n_listen == 0)
+        listen[n_listen++] = "[::]:5683";
+    if (r->o.n_suites_r) {
+        memcpy(r->supported, r->o.suites_r, r->o.n_suites_r * sizeof(int));
+        r->n_supported = r->o.n_suites_r;
+    } else {
+        memcpy(r->supported, known_suites, sizeof known_suites);
+        r->n_supported = N_SUITE_IDS;
+    }
+
+    int threshold = LOG_INFO + verbosity;
+    if (threshold < LOG_ERR)
+        threshold = LOG_ERR;
+    cli_log_open("edhoc-cli", use_syslog, threshold);
+
+    /* Paths stay valid after --daemon changes directory. */
+    char state_abs[PATH_MAX], pid_abs[PATH_MAX], ready_abs[PATH_MAX];
+    if (state_dir && state_dir[0] != '/' && getcwd(state_abs, sizeof state_abs)) {
+        size_t l = strlen(state_abs);
+        snprintf(state_abs + l, sizeof state_abs - l, "/%s", state_dir);
+        state_dir = state_abs;
+    }
+    if (pidfile && pidfile[0] != '/' && getcwd(pid_abs, sizeof pid_abs)) {
+        size_t l = strlen(pid_abs);
+        snprintf(pid_abs + l, sizeof pid_abs - l, "/%s", pidfile);
+        pidfile = pid_abs;
+    }
+    if (ready_file && ready_file[0] != '/' && getcwd(ready_abs, sizeof ready_abs)) {
+        size_t l = strlen(ready_abs);
+        snprintf(ready_abs + l, sizeof ready_abs - l, "/%s", ready_file);
+        ready_file = ready_abs;
+    }
+
+    exit_code = load_identities(r);
+    if (exit_code)
+        goto out;
+
+    struct edhoc_state_db *db = NULL;
+    if (state_dir) {
+        char why[512] = "";
+        int rc = edhoc_state_open(state_dir, &db, why, sizeof why);
+        if (rc) {
+            cli_log(LOG_ERR, "state: %s", why[0] ? why : edhoc_state_strerror(rc));
+            exit_code = CLI_EXIT_INPUT;
+            goto out;
+        }
+    }
+
+    struct edhoc_server_config scfg = {
+        .ops = edhoc_crypto_openssl(),
+        .select = select_config,
+        .select_user = r,
+        .max_pending = (size_t)max_pending,
+        .pending_timeout_s = (unsigned)hs_timeout,
+        .message_4 = r->o.message_4,
+        .db = db,
+        .log = cli_log_line,
+    };
+    struct edhoc_server *srv = edhoc_server_new(&scfg);
+    struct edhoc_transport *t = NULL;
+    if (!srv) {
+        cli_log(LOG_ERR, "out of memory");
+        exit_code = CLI_EXIT_INTERNAL;
+        goto close_db;
+    }
+    long loaded = edhoc_server_load_state(srv);
+    if (loaded < 0) {
+        cli_log(LOG_ERR, "state: cannot read %s/%s: %s", state_dir, EDHOC_STATE_FILE,
+                edhoc_state_strerror((int)loaded));
+        exit_code = CLI_EXIT_INPUT;
+        goto free_srv;
+    }
+    for (size_t i = 0; i < n_static; i++) {
+        exit_code = load_static_context(srv, static_paths[i]);
+        if (exit_code)
+            goto free_srv;
+    }
+
+    struct edhoc_transport_config tcfg = {
+        .block_size = (unsigned)block_size,
+        .log_level = verbosity >= 2 ? LOG_DEBUG : verbosity >= 1 ? LOG_WARNING : LOG_EMERG,
+    };
+    char why[256] = "";
+    int rc = edhoc_transport_server_open(&t, listen, n_listen, &tcfg, edhoc_server_handle, srv,
+                                         why, sizeof why);
+    if (rc) {
+        cli_log(LOG_ERR, "%s", why[0] ? why : edhoc_transport_strerror(rc));
+        exit_code = rc == EDHOC_TRANSPORT_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+        goto free_srv;
+    }
+    struct edhoc_server_stats st;
+    edhoc_server_get_stats(srv, &st);
+    for (size_t i = 0; i < n_listen; i++) {
+        const char *spec = listen[i];
+        const char *colon = strrchr(spec, ':');
+        cli_log(LOG_NOTICE, "listening on %.*s:%u", (int)(colon - spec), spec,
+                edhoc_transport_server_port(t, i));
+    }
+    cli_log(LOG_NOTICE,
+            "serving %s credentials, %zu stored context%s loaded, %zu static; %zu bytes per "
+            "handshake in progress, %zu per OSCORE context",
+            r->demo ? "built-in demo" : "configured", (size_t)loaded, loaded == 1 ? "" : "s",
+            n_static, st.bytes_per_pending, st.bytes_per_context);
+
+    if (daemon && cli_daemonize()) {
+        cli_log(LOG_ERR, "cannot detach: %s", strerror(errno));
+        exit_code = CLI_EXIT_INTERNAL;
+        goto free_t;
+    }
+    if (pidfile && cli_pidfile_write(pidfile)) {
+        cli_log(LOG_ERR, "--pidfile %s: %s", pidfile, strerror(errno));
+        exit_code = CLI_EXIT_INPUT;
+        goto free_t;
+    }
+    if (ready_file) {
+        char tmp[PATH_MAX + 8];
+        snprintf(tmp, sizeof tmp, "%s.tmp", ready_file);
+        FILE *f = fopen(tmp, "w");
+        if (f) {
+            for (size_t i = 0; i < n_listen; i++)
+                fprintf(f, "%u\n", edhoc_transport_server_port(t, i));
+            fclose(f);
+            rename(tmp, ready_file);
+        }
+    }
+
+    struct edhoc_server_config *live = NULL;
+    (void)live;
+    /* Notifications go out through the transport. */
+    {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+    }
+    edhoc_server_set_sender(srv, send_notification, t);
+
+    while (!stop_signal) {
+        edhoc_server_tick(srv, cli_now_ns() / 1000000);
+        if (edhoc_transport_run(t, 100)) {
+            cli_log(LOG_ERR, "socket error");
+            break;
+        }
+        if (reload_signal) {
+            reload_signal = 0;
+            if (load_identities(r) == 0) {
+                edhoc_server_drop_pending(srv);
+                cli_log(LOG_NOTICE, "SIGHUP: credentials and trust reloaded; contexts kept");
+            } else {
+                cli_log(LOG_ERR, "SIGHUP: reload failed, keeping the previous credentials");
+            }
+        }
+    }
+    edhoc_server_get_stats(srv, &st);
+    cli_log(LOG_NOTICE,
+            "stopping on signal %d: %llu handshakes ok, %llu failed, %zu contexts, %llu OSCORE "
+            "requests",
+            (int)stop_signal, (unsigned long long)st.handshakes_ok,
+            (unsigned long long)st.handshakes_failed, st.contexts,
+            (unsigned long long)st.oscore_requests);
+    exit_code = stop_signal ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+free_t:
+free_srv:
+    /* The server first: its observers hold sessions of the transport. */
+    edhoc_server_free(srv);
+    edhoc_transport_free(t);
+close_db:
+    if (db)
+        edhoc_state_close(db);
+    if (pidfile && exit_code == CLI_EXIT_OK)
+        unlink(pidfile);
+out:
+    idents_free(r);
+    if (r->keys)
+        edhoc_wipe(r->keys, r->n_creds * sizeof *r->keys);
+    free(r->creds);
+    free(r->keys);
+    free(r->trust);
+    free(r);
+    return exit_code;
 }

@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"coap", cmd_coap, "send one CoAP request, plain or with a static OSCORE context"},
     {"bytes", cmd_bytes, "bytes over the air per layer, from a capture file"},
     {"bench", cmd_bench, "benchmark crypto, handshakes and OSCORE on this host"},
+    {"load", cmd_load, "load-test a responder: many initiators in one process"},
 };
 
 static void usage(FILE *out)

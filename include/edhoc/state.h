@@ -12,6 +12,26 @@
  * All functions return 0 or a negative EDHOC_STATE_ERR_* code; `why`
  * arguments (may be NULL) receive a one-line message naming the file and
  * the problem.
+ *
+ * The file holds SECRETS (OSCORE master secrets and salts, as plain blobs):
+ * it is created with mode 0600 (its -wal/-shm companions inherit that mode)
+ * in a directory created 0700, whatever the umask, and rows that are
+ * replaced or deleted are zeroed on disk (PRAGMA secure_delete). Back it up
+ * and delete it as you would a private key.
+ *
+ * Durability: WAL journal with synchronous=FULL, so every put/store/delete
+ * is fsync'ed before it returns (kill -9 and power loss alike).
+ *
+ * Concurrency: one process at a time holds a state directory (an flock on
+ * the directory; a second edhoc_state_open fails with EDHOC_STATE_ERR_IO,
+ * "in use by another process"), because two processes serving the same
+ * contexts would reuse nonces. A handle is NOT thread-safe: it owns
+ * prepared statements that are reused on every call, so use it from one
+ * thread, or serialise every call on it with a mutex. After fork() only
+ * one of the two processes may go on using a handle (daemonizing: the
+ * child); its first call there reconnects to the database, because SQLite
+ * connections do not survive fork (POSIX locks are not inherited). The
+ * directory lock is shared with the child and stays held.
  */
 #ifndef EDHOC_STATE_H
 #define EDHOC_STATE_H
@@ -38,6 +58,9 @@ extern "C" {
 #define EDHOC_STATE_MAX_SECRET 32
 #define EDHOC_STATE_MAX_SALT 64
 #define EDHOC_STATE_MAX_ID_CONTEXT 16
+
+/* PRAGMA application_id of the database: "EDHC". */
+#define EDHOC_STATE_APPLICATION_ID 0x45444843
 
 /* One established OSCORE context, as the responder stores it. The key is
  * the recipient ID (the ID the peer uses as kid in its requests). */
@@ -68,16 +91,33 @@ struct edhoc_state_db;
  * left untouched. Returns 0, EDHOC_STATE_ERR_IO, _FOREIGN, _CORRUPT,
  * _VERSION. */
 int edhoc_state_open(const char *dir, struct edhoc_state_db **db, char *why, size_t why_cap);
+/* Also EDHOC_STATE_ERR_ARG (NULL dir or db, path too long), and _IO when
+ * another process holds the directory. An empty file, a non-SQLite file, a
+ * symlink or another program's SQLite database are _FOREIGN; a truncated
+ * or damaged one (PRAGMA quick_check) is _CORRUPT. None of these is ever
+ * written to. */
 void edhoc_state_close(struct edhoc_state_db *db);
 
 /* Insert or replace the context keyed by p->recipient_id (durable on
  * return). Returns 0, EDHOC_STATE_ERR_IO, EDHOC_STATE_ERR_ARG. */
+/* Replacing a context that has the same keying material (sender ID, ID
+ * context, master secret and salt, algorithms) keeps the higher of the
+ * stored and the given ssn_mark, so re-storing a context can never lower
+ * its mark; different keying material starts from p->ssn_mark. _ARG: a
+ * length above its EDHOC_STATE_MAX_*, ssn_mark above INT64_MAX, or
+ * p->peer without a terminating NUL. Also EDHOC_STATE_ERR_CORRUPT when
+ * SQLite finds the file damaged. */
 int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_peer *p);
 
 /* Durably record that sequence numbers below `mark` may be used by the
  * context with this recipient ID (never lowers a stored mark). Suitable as
  * the body of the OSCORE persistence callback. Returns 0,
  * EDHOC_STATE_ERR_IO, EDHOC_STATE_ERR_NOT_FOUND. */
+/* A mark at or below the stored one returns 0 without writing (the stored
+ * one is already durable). Also returns EDHOC_STATE_ERR_ARG (NULL db, id
+ * longer than EDHOC_STATE_MAX_ID, mark above INT64_MAX) and
+ * EDHOC_STATE_ERR_CORRUPT (SQLite found the file damaged). Cost: one
+ * prepared UPDATE and one fsync of the WAL. */
 int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len,
                           uint64_t mark);
 
@@ -90,10 +130,46 @@ int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *recipient_
 int edhoc_state_for_each_peer(struct edhoc_state_db *db,
                               int (*fn)(void *ctx, const struct edhoc_state_peer *p), void *ctx);
 
+/* Contexts are visited in recipient-ID order (bytewise). fn may call
+ * put/store/delete/get on the same handle but not edhoc_state_for_each_peer
+ * (nested iteration returns EDHOC_STATE_ERR_ARG). The struct passed to fn
+ * is wiped after fn returns: copy what you keep. */
+
 /* Number of stored contexts (or a negative error). */
 long edhoc_state_count(struct edhoc_state_db *db);
 
+/* Load one context by recipient ID into *out (wiped on failure). Returns
+ * 0, EDHOC_STATE_ERR_NOT_FOUND, EDHOC_STATE_ERR_ARG, EDHOC_STATE_ERR_IO,
+ * EDHOC_STATE_ERR_CORRUPT (a stored value out of range). */
+int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len,
+                         struct edhoc_state_peer *out);
+
 const char *edhoc_state_strerror(int err);
+
+/* Glue for the OSCORE persistence callback (oscore_store_ssn_fn in
+ * edhoc/oscore.h has this signature): register it with `user` pointing at
+ * a binding that lives as long as the OSCORE context, e.g.
+ *   oscore_context_set_persistence(&ctx, edhoc_state_store_ssn_cb, &binding, K);
+ * Returns what edhoc_state_store_ssn returns (0 only once durable). */
+struct edhoc_state_ssn_binding {
+    struct edhoc_state_db *db;
+    uint8_t recipient_id[EDHOC_STATE_MAX_ID];
+    size_t recipient_id_len;
+};
+int edhoc_state_store_ssn_cb(void *binding, uint64_t mark);
+
+/* Group several writes into one transaction and one fsync (e.g. every
+ * context established in one pass of the event loop, or a bulk import):
+ * between begin and commit, put/store/delete are NOT durable on return;
+ * commit makes all of them durable at once, rollback (or close) discards
+ * them. The never-lower rule still applies inside. A commit that fails
+ * rolls back. Returns 0, EDHOC_STATE_ERR_IO, EDHOC_STATE_ERR_CORRUPT, or
+ * EDHOC_STATE_ERR_ARG (begin inside a transaction, commit/rollback outside
+ * one). Do not hand a store_ssn inside an open transaction to OSCORE as
+ * "stored": the OSCORE callback needs durability on return. */
+int edhoc_state_begin(struct edhoc_state_db *db);
+int edhoc_state_commit(struct edhoc_state_db *db);
+int edhoc_state_rollback(struct edhoc_state_db *db);
 
 #ifdef __cplusplus
 }

@@ -1,1 +1,861 @@
-typedef int edhoc_module_placeholder;
+/*
+ * CoAP over UDP with libcoap 4.3.1: the only code that includes libcoap.
+ *
+ * Messages cross this boundary as whole CoAP message bytes. libcoap owns
+ * sockets, Message IDs, retransmission and RFC 7959 block-wise transfer
+ * (COAP_BLOCK_USE_LIBCOAP | COAP_BLOCK_SINGLE_BODY, so a handler sees one
+ * reassembled body). The Block1/Block2/Size1/Size2/Request-Tag options of
+ * a reassembled message are transport business and are not handed up.
+ *
+ * libcoap here is built without OSCORE: the OSCORE (9) and EDHOC (21)
+ * options are plain critical options, registered so that libcoap does not
+ * reject them with 4.02, and reach the engine with the rest of the bytes.
+ */
+#include "edhoc/transport.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <coap3/coap.h>
+
+#include "transport_io.h"
+
+#define OPT_OSCORE 9
+#define OPT_EDHOC 21
+#define MAX_PENDING 64
+#define MAX_LISTEN 8
+
+struct queued {
+    struct queued *next;
+    size_t len;
+    uint8_t bytes[];
+};
+
+struct pending {
+    bool used;
+    bool failed;
+    uint8_t token[8];
+    size_t token_len;
+    struct queued *head, *tail;
+};
+
+struct edhoc_transport {
+    coap_context_t *ctx;
+    coap_session_t *session; /* client */
+    struct edhoc_transport_config cfg;
+    unsigned mtu;
+    char peer_name[80];
+    struct pending pending[MAX_PENDING];
+    /* server */
+    edhoc_transport_request_fn fn;
+    void *user;
+    uint16_t ports[MAX_LISTEN];
+    size_t n_ports;
+    uint8_t *scratch; /* request bytes */
+    uint8_t *resp;    /* response bytes */
+};
+
+const char *edhoc_transport_strerror(int err)
+{
+    switch (err) {
+    case EDHOC_TRANSPORT_ERR_ARG:
+        return "bad address or argument";
+    case EDHOC_TRANSPORT_ERR_RESOLVE:
+        return "host name does not resolve";
+    case EDHOC_TRANSPORT_ERR_SOCKET:
+        return "cannot open or bind the UDP socket";
+    case EDHOC_TRANSPORT_ERR_TIMEOUT:
+        return "no response in time";
+    case EDHOC_TRANSPORT_ERR_UNREACHABLE:
+        return "peer unreachable or reset the exchange";
+    case EDHOC_TRANSPORT_ERR_MALFORMED:
+        return "malformed CoAP message";
+    case EDHOC_TRANSPORT_ERR_BUFFER:
+        return "message too large";
+    case EDHOC_TRANSPORT_ERR_NOMEM:
+        return "out of memory";
+    case EDHOC_TRANSPORT_ERR_SEND:
+        return "the CoAP stack refused the message";
+    default:
+        return "unknown transport error";
+    }
+}
+
+/* ---- A minimal view of message bytes (this file cannot share the
+ * project's CoAP codec: its names collide with libcoap's) ---- */
+
+#define VIEW_MAX_OPTIONS 40
+
+struct view_opt {
+    uint16_t number;
+    uint16_t len;
+    const uint8_t *value;
+};
+
+struct view {
+    uint8_t type, code;
+    uint16_t mid;
+    uint8_t token_len;
+    const uint8_t *token;
+    size_t n_opts;
+    struct view_opt opts[VIEW_MAX_OPTIONS];
+    const uint8_t *payload;
+    size_t payload_len;
+};
+
+static int read_ext(const uint8_t **p, const uint8_t *end, unsigned nib, uint32_t *out)
+{
+    if (nib < 13) {
+        *out = nib;
+        return 0;
+    }
+    if (nib == 13) {
+        if (*p >= end)
+            return -1;
+        *out = 13u + *(*p)++;
+        return 0;
+    }
+    if (nib == 14) {
+        if (end - *p < 2)
+            return -1;
+        *out = 269u + ((uint32_t)(*p)[0] << 8 | (*p)[1]);
+        *p += 2;
+        return 0;
+    }
+    return -1;
+}
+
+static int view_parse(const uint8_t *b, size_t len, struct view *v)
+{
+    memset(v, 0, sizeof *v);
+    if (len < 4 || (b[0] >> 6) != 1)
+        return -1;
+    v->type = (b[0] >> 4) & 3;
+    v->token_len = b[0] & 15;
+    v->code = b[1];
+    v->mid = (uint16_t)(b[2] << 8 | b[3]);
+    if (v->token_len > 8 || len < 4u + v->token_len)
+        return -1;
+    v->token = b + 4;
+    const uint8_t *p = b + 4 + v->token_len, *end = b + len;
+    uint32_t number = 0;
+    while (p < end) {
+        if (*p == 0xff) {
+            p++;
+            if (p == end)
+                return -1;
+            v->payload = p;
+            v->payload_len = (size_t)(end - p);
+            return 0;
+        }
+        unsigned dn = *p >> 4, ln = *p & 15;
+        p++;
+        uint32_t delta, olen;
+        if (read_ext(&p, end, dn, &delta) || read_ext(&p, end, ln, &olen))
+            return -1;
+        number += delta;
+        if (number > 0xffff || (size_t)(end - p) < olen || v->n_opts >= VIEW_MAX_OPTIONS)
+            return -1;
+        v->opts[v->n_opts].number = (uint16_t)number;
+        v->opts[v->n_opts].len = (uint16_t)olen;
+        v->opts[v->n_opts].value = p;
+        v->n_opts++;
+        p += olen;
+    }
+    return 0;
+}
+
+static size_t put_ext(uint8_t *p, uint32_t v, unsigned *nib)
+{
+    if (v < 13) {
+        *nib = v;
+        return 0;
+    }
+    if (v < 269) {
+        *nib = 13;
+        p[0] = (uint8_t)(v - 13);
+        return 1;
+    }
+    *nib = 14;
+    p[0] = (uint8_t)((v - 269) >> 8);
+    p[1] = (uint8_t)(v - 269);
+    return 2;
+}
+
+static bool transport_option(uint16_t n)
+{
+    return n == COAP_OPTION_BLOCK1 || n == COAP_OPTION_BLOCK2 || n == COAP_OPTION_SIZE1 ||
+           n == COAP_OPTION_SIZE2 || n == COAP_OPTION_RTAG;
+}
+
+/* Serialize a received PDU with its (reassembled) body. Returns the length
+ * or -1 when it does not fit. */
+static long pdu_to_bytes(const coap_pdu_t *pdu, uint8_t *out, size_t cap)
+{
+    coap_bin_const_t tok = coap_pdu_get_token(pdu);
+    if (cap < 4 + tok.length || tok.length > 8)
+        return -1;
+    out[0] = (uint8_t)(0x40 | (coap_pdu_get_type(pdu) & 3) << 4 | tok.length);
+    out[1] = (uint8_t)coap_pdu_get_code(pdu);
+    coap_mid_t mid = coap_pdu_get_mid(pdu);
+    out[2] = (uint8_t)(mid >> 8);
+    out[3] = (uint8_t)mid;
+    memcpy(out + 4, tok.s, tok.length);
+    size_t off = 4 + tok.length;
+    coap_opt_iterator_t it;
+    coap_opt_t *opt;
+    uint32_t last = 0;
+    coap_option_iterator_init(pdu, &it, COAP_OPT_ALL);
+    while ((opt = coap_option_next(&it))) {
+        uint16_t n = it.number;
+        if (transport_option(n))
+            continue;
+        uint32_t olen = coap_opt_length(opt);
+        if (cap - off < 5 + olen)
+            return -1;
+        uint8_t hdr[5];
+        unsigned dn, ln;
+        size_t hl = 1;
+        hl += put_ext(hdr + hl, n - last, &dn);
+        hl += put_ext(hdr + hl, olen, &ln);
+        hdr[0] = (uint8_t)(dn << 4 | ln);
+        memcpy(out + off, hdr, hl);
+        off += hl;
+        memcpy(out + off, coap_opt_value(opt), olen);
+        off += olen;
+        last = n;
+    }
+    size_t dlen = 0, doff = 0, total = 0;
+    const uint8_t *data = NULL;
+    if (coap_get_data_large(pdu, &dlen, &data, &doff, &total) && dlen) {
+        if (cap - off < 1 + dlen)
+            return -1;
+        out[off++] = 0xff;
+        memcpy(out + off, data, dlen);
+        off += dlen;
+    }
+    return (long)off;
+}
+
+/* Options of v except the Content-Format (when skip_cf) onto pdu. */
+static int add_options(coap_pdu_t *pdu, const struct view *v, bool skip_cf)
+{
+    for (size_t i = 0; i < v->n_opts; i++) {
+        const struct view_opt *o = &v->opts[i];
+        if (skip_cf && o->number == COAP_OPTION_CONTENT_FORMAT)
+            continue;
+        if (transport_option(o->number))
+            continue;
+        if (!coap_add_option(pdu, o->number, o->len, o->value) && o->len)
+            return -1;
+    }
+    return 0;
+}
+
+static int content_format(const struct view *v)
+{
+    for (size_t i = 0; i < v->n_opts; i++) {
+        if (v->opts[i].number == COAP_OPTION_CONTENT_FORMAT) {
+            uint32_t cf = 0;
+            for (size_t j = 0; j < v->opts[i].len && j < 2; j++)
+                cf = cf << 8 | v->opts[i].value[j];
+            return (int)cf;
+        }
+    }
+    return -1;
+}
+
+/* ---- Common set-up ---- */
+
+static void set_log_level(int level)
+{
+    coap_set_log_level(level < 0 ? LOG_EMERG : level > LOG_DEBUG ? LOG_DEBUG : level);
+}
+
+static unsigned mtu_for(const struct edhoc_transport_config *cfg)
+{
+    (void)cfg;
+    return 1152;
+}
+
+static unsigned block_size(const struct edhoc_transport *t)
+{
+    return t->cfg.block_size ? t->cfg.block_size : 1024;
+}
+
+static unsigned szx_of(unsigned bs)
+{
+    unsigned szx = 0;
+    while (szx < 6 && (16u << (szx + 1)) <= bs)
+        szx++;
+    return szx;
+}
+
+/* A Block option (NUM 0, M 0) that tells libcoap the block size to use. */
+static void add_block_hint(coap_pdu_t *pdu, uint16_t number, unsigned bs)
+{
+    uint8_t v = (uint8_t)szx_of(bs);
+    coap_add_option(pdu, number, v ? 1 : 0, &v);
+}
+
+static void session_tune(struct edhoc_transport *t, coap_session_t *s)
+{
+    coap_session_set_mtu(s, t->mtu);
+    if (t->cfg.ack_timeout_ms) {
+        coap_fixed_point_t v = {t->cfg.ack_timeout_ms / 1000, t->cfg.ack_timeout_ms % 1000};
+        coap_session_set_ack_timeout(s, v);
+    }
+    if (t->cfg.max_retransmit > 0)
+        coap_session_set_max_retransmit(s, (unsigned)t->cfg.max_retransmit);
+    else if (t->cfg.max_retransmit < 0)
+        coap_session_set_max_retransmit(s, 0);
+}
+
+static struct edhoc_transport *transport_new(const struct edhoc_transport_config *cfg)
+{
+    static bool started;
+    if (!started) {
+        coap_startup();
+        started = true;
+    }
+    set_log_level(cfg ? cfg->log_level : 0);
+    struct edhoc_transport *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    if (cfg)
+        t->cfg = *cfg;
+    t->mtu = mtu_for(cfg);
+    t->ctx = coap_new_context(NULL);
+    if (!t->ctx) {
+        free(t);
+        return NULL;
+    }
+    coap_set_app_data(t->ctx, t);
+    coap_context_set_block_mode(t->ctx, COAP_BLOCK_USE_LIBCOAP | COAP_BLOCK_SINGLE_BODY);
+    coap_register_option(t->ctx, OPT_OSCORE);
+    coap_register_option(t->ctx, OPT_EDHOC);
+    return t;
+}
+
+void edhoc_transport_free(struct edhoc_transport *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < MAX_PENDING; i++) {
+        struct queued *q = t->pending[i].head;
+        while (q) {
+            struct queued *n = q->next;
+            free(q);
+            q = n;
+        }
+    }
+    if (t->session)
+        coap_session_release(t->session);
+    if (t->ctx)
+        coap_free_context(t->ctx);
+    free(t->scratch);
+    free(t->resp);
+    free(t);
+}
+
+int edhoc_transport_run(struct edhoc_transport *t, int timeout_ms)
+{
+    if (!t)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    int rc = coap_io_process(t->ctx, timeout_ms <= 0 ? COAP_IO_NO_WAIT : (uint32_t)timeout_ms);
+    return rc < 0 ? EDHOC_TRANSPORT_ERR_SOCKET : 0;
+}
+
+/* ---- Addresses ---- */
+
+/* "host:port", "[v6]:port", "v6" with port separate. */
+static int resolve(const char *host, uint16_t port, coap_address_t *out)
+{
+    char name[256];
+    size_t hl = strlen(host);
+    if (hl >= sizeof name)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+        memcpy(name, host + 1, hl - 2);
+        name[hl - 2] = '\0';
+    } else {
+        memcpy(name, host, hl + 1);
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", port);
+    if (getaddrinfo(name, ps, &hints, &res) != 0 || !res)
+        return EDHOC_TRANSPORT_ERR_RESOLVE;
+    coap_address_init(out);
+    out->size = res->ai_addrlen;
+    memcpy(&out->addr, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+static void addr_name(const coap_address_t *a, char *buf, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (a->addr.sa.sa_family == AF_INET) {
+        inet_ntop(AF_INET, &a->addr.sin.sin_addr, host, sizeof host);
+        port = ntohs(a->addr.sin.sin_port);
+        snprintf(buf, cap, "%s:%u", host, port);
+    } else if (a->addr.sa.sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &a->addr.sin6.sin6_addr, host, sizeof host);
+        port = ntohs(a->addr.sin6.sin6_port);
+        /* v4-mapped peers of a dual-stack socket print as IPv4. */
+        if (!strncmp(host, "::ffff:", 7) && strchr(host + 7, '.'))
+            snprintf(buf, cap, "%s:%u", host + 7, port);
+        else
+            snprintf(buf, cap, "[%s]:%u", host, port);
+    } else {
+        snprintf(buf, cap, "?");
+    }
+}
+
+/* ---- Client ---- */
+
+static struct pending *pending_find(struct edhoc_transport *t, const uint8_t *tok, size_t len)
+{
+    for (size_t i = 0; i < MAX_PENDING; i++) {
+        struct pending *p = &t->pending[i];
+        if (p->used && p->token_len == len && !memcmp(p->token, tok, len))
+            return p;
+    }
+    return NULL;
+}
+
+static coap_response_t on_response(coap_session_t *session, const coap_pdu_t *sent,
+                                   const coap_pdu_t *received, const coap_mid_t mid)
+{
+    (void)sent;
+    (void)mid;
+    struct edhoc_transport *t = coap_get_app_data(coap_session_get_context(session));
+    coap_bin_const_t tok = coap_pdu_get_token(received);
+    struct pending *p = pending_find(t, tok.s, tok.length);
+    if (!p)
+        return COAP_RESPONSE_FAIL;
+    if (coap_pdu_get_type(received) == COAP_MESSAGE_ACK && coap_pdu_get_code(received) == 0)
+        return COAP_RESPONSE_OK; /* empty ACK: the response follows separately */
+    struct queued *q = malloc(sizeof *q + EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (!q)
+        return COAP_RESPONSE_OK;
+    long n = pdu_to_bytes(received, q->bytes, EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (n < 0) {
+        free(q);
+        p->failed = true;
+        return COAP_RESPONSE_OK;
+    }
+    q->len = (size_t)n;
+    q->next = NULL;
+    if (p->tail)
+        p->tail->next = q;
+    else
+        p->head = q;
+    p->tail = q;
+    return COAP_RESPONSE_OK;
+}
+
+static void on_nack(coap_session_t *session, const coap_pdu_t *sent,
+                    const coap_nack_reason_t reason, const coap_mid_t mid)
+{
+    (void)mid;
+    (void)reason;
+    struct edhoc_transport *t = coap_get_app_data(coap_session_get_context(session));
+    if (!sent)
+        return;
+    coap_bin_const_t tok = coap_pdu_get_token(sent);
+    struct pending *p = pending_find(t, tok.s, tok.length);
+    if (p)
+        p->failed = true;
+}
+
+int edhoc_transport_client_open(struct edhoc_transport **out, const char *host, uint16_t port,
+                                const struct edhoc_transport_config *cfg)
+{
+    if (!out || !host)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    *out = NULL;
+    coap_address_t dst;
+    int rc = resolve(host, port, &dst);
+    if (rc)
+        return rc;
+    struct edhoc_transport *t = transport_new(cfg);
+    if (!t)
+        return EDHOC_TRANSPORT_ERR_NOMEM;
+    t->session = coap_new_client_session(t->ctx, NULL, &dst, COAP_PROTO_UDP);
+    if (!t->session) {
+        edhoc_transport_free(t);
+        return EDHOC_TRANSPORT_ERR_SOCKET;
+    }
+    session_tune(t, t->session);
+    addr_name(&dst, t->peer_name, sizeof t->peer_name);
+    coap_register_response_handler(t->ctx, on_response);
+    coap_register_nack_handler(t->ctx, on_nack);
+    *out = t;
+    return 0;
+}
+
+const char *edhoc_transport_client_peer(const struct edhoc_transport *t)
+{
+    return t ? t->peer_name : "";
+}
+
+static coap_pdu_t *pdu_from_view(coap_session_t *s, const struct view *v, coap_pdu_type_t type,
+                                 const uint8_t *token, size_t token_len)
+{
+    coap_pdu_t *pdu = coap_pdu_init(type, v->code, coap_new_message_id(s),
+                                    coap_session_max_pdu_size(s));
+    if (!pdu)
+        return NULL;
+    if (!coap_add_token(pdu, token_len, token) || add_options(pdu, v, false)) {
+        coap_delete_pdu(pdu);
+        return NULL;
+    }
+    return pdu;
+}
+
+static void release_copy(coap_session_t *s, void *app_ptr)
+{
+    (void)s;
+    free(app_ptr);
+}
+
+int edhoc_transport_client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                                bool confirmable, uint8_t token[8], size_t *token_len)
+{
+    if (!t || !t->session || !msg)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    struct view v;
+    if (view_parse(msg, len, &v))
+        return EDHOC_TRANSPORT_ERR_MALFORMED;
+    struct pending *p = NULL;
+    for (size_t i = 0; i < MAX_PENDING && !p; i++) {
+        if (!t->pending[i].used)
+            p = &t->pending[i];
+    }
+    if (!p)
+        return EDHOC_TRANSPORT_ERR_NOMEM;
+    uint8_t tok[8];
+    size_t tl = 0;
+    coap_session_new_token(t->session, &tl, tok);
+    if (tl == 0 || tl > 8)
+        return EDHOC_TRANSPORT_ERR_SEND;
+    coap_pdu_t *pdu = pdu_from_view(t->session, &v,
+                                    confirmable ? COAP_MESSAGE_CON : COAP_MESSAGE_NON, tok, tl);
+    if (!pdu)
+        return EDHOC_TRANSPORT_ERR_SEND;
+    if (block_size(t) < 1024) {
+        /* Early negotiation (RFC 7959 2.4): small blocks for the response. */
+        if (v.payload_len > block_size(t))
+            add_block_hint(pdu, COAP_OPTION_BLOCK1, block_size(t));
+        add_block_hint(pdu, COAP_OPTION_BLOCK2, block_size(t));
+    }
+    if (v.payload_len) {
+        uint8_t *copy = malloc(v.payload_len);
+        if (!copy) {
+            coap_delete_pdu(pdu);
+            return EDHOC_TRANSPORT_ERR_NOMEM;
+        }
+        memcpy(copy, v.payload, v.payload_len);
+        if (!coap_add_data_large_request(t->session, pdu, v.payload_len, copy, release_copy,
+                                         copy)) {
+            coap_delete_pdu(pdu);
+            return EDHOC_TRANSPORT_ERR_SEND;
+        }
+    }
+    memset(p, 0, sizeof *p);
+    p->used = true;
+    memcpy(p->token, tok, tl);
+    p->token_len = tl;
+    if (coap_send(t->session, pdu) == COAP_INVALID_MID) {
+        p->used = false;
+        return EDHOC_TRANSPORT_ERR_SEND;
+    }
+    if (token)
+        memcpy(token, tok, tl);
+    if (token_len)
+        *token_len = tl;
+    return 0;
+}
+
+long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token,
+                                 size_t token_len, uint8_t *out, size_t cap, int timeout_ms)
+{
+    if (!t)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    struct pending *p = pending_find(t, token, token_len);
+    if (!p)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    coap_tick_t start, now;
+    coap_ticks(&start);
+    for (;;) {
+        if (p->head) {
+            struct queued *q = p->head;
+            p->head = q->next;
+            if (!p->head)
+                p->tail = NULL;
+            long rc = q->len <= cap ? (long)q->len : EDHOC_TRANSPORT_ERR_BUFFER;
+            if (rc > 0)
+                memcpy(out, q->bytes, q->len);
+            free(q);
+            return rc;
+        }
+        if (p->failed)
+            return EDHOC_TRANSPORT_ERR_UNREACHABLE;
+        coap_ticks(&now);
+        long elapsed = (long)((now - start) * 1000 / COAP_TICKS_PER_SECOND);
+        if (elapsed >= timeout_ms)
+            return EDHOC_TRANSPORT_ERR_TIMEOUT;
+        long left = timeout_ms - elapsed;
+        if (coap_io_process(t->ctx, (uint32_t)(left > 1000 ? 1000 : left)) < 0)
+            return EDHOC_TRANSPORT_ERR_SOCKET;
+    }
+}
+
+void edhoc_transport_client_forget(struct edhoc_transport *t, const uint8_t *token,
+                                   size_t token_len)
+{
+    struct pending *p = t ? pending_find(t, token, token_len) : NULL;
+    if (!p)
+        return;
+    struct queued *q = p->head;
+    while (q) {
+        struct queued *n = q->next;
+        free(q);
+        q = n;
+    }
+    memset(p, 0, sizeof *p);
+}
+
+long edhoc_transport_client_request(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                                    uint8_t *out, size_t cap, int timeout_ms)
+{
+    uint8_t tok[8];
+    size_t tl = 0;
+    int rc = edhoc_transport_client_send(t, msg, len, true, tok, &tl);
+    if (rc)
+        return rc;
+    long n = edhoc_transport_client_wait(t, tok, tl, out, cap, timeout_ms);
+    edhoc_transport_client_forget(t, tok, tl);
+    return n;
+}
+
+/* ---- Server ---- */
+
+static void respond(struct edhoc_transport *t, coap_resource_t *resource, coap_session_t *session,
+                    const coap_pdu_t *request, const coap_string_t *query, coap_pdu_t *response,
+                    const uint8_t *bytes, size_t len)
+{
+    struct view v;
+    if (view_parse(bytes, len, &v)) {
+        coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+        return;
+    }
+    coap_pdu_set_code(response, (coap_pdu_code_t)v.code);
+    int cf = content_format(&v);
+    size_t room = coap_session_max_pdu_size(session);
+    bool large = v.payload_len && (len + 16 > room || v.payload_len > block_size(t));
+    if (add_options(response, &v, large && cf >= 0)) {
+        coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+        return;
+    }
+    if (!v.payload_len)
+        return;
+    if (!large) {
+        coap_add_data(response, v.payload_len, v.payload);
+        return;
+    }
+    uint8_t *copy = malloc(v.payload_len);
+    if (!copy) {
+        coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+        return;
+    }
+    memcpy(copy, v.payload, v.payload_len);
+    if (block_size(t) < 1024)
+        add_block_hint(response, COAP_OPTION_BLOCK2, block_size(t));
+    coap_add_data_large_response(resource, session, request, response, query,
+                                 (uint16_t)(cf >= 0 ? cf : 0), -1, 0, v.payload_len, copy,
+                                 release_copy, copy);
+}
+
+static void on_request(coap_resource_t *resource, coap_session_t *session,
+                       const coap_pdu_t *request, const coap_string_t *query,
+                       coap_pdu_t *response)
+{
+    struct edhoc_transport *t = coap_get_app_data(coap_session_get_context(session));
+    long n = pdu_to_bytes(request, t->scratch, EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (n < 0) {
+        coap_pdu_set_code(response, COAP_RESPONSE_CODE_REQUEST_TOO_LARGE);
+        return;
+    }
+    char name[80];
+    addr_name(coap_session_get_addr_remote(session), name, sizeof name);
+    long r = t->fn(t->user, (struct edhoc_transport_peer *)session, name, t->scratch, (size_t)n,
+                   t->resp, EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (r < 0) {
+        coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+        return;
+    }
+    if (r == 0)
+        return;
+    respond(t, resource, session, request, query, response, t->resp, (size_t)r);
+}
+
+static int on_event(coap_session_t *session, const coap_event_t event)
+{
+    if (event == COAP_EVENT_SERVER_SESSION_NEW) {
+        struct edhoc_transport *t = coap_get_app_data(coap_session_get_context(session));
+        session_tune(t, session);
+    }
+    return 0;
+}
+
+static int parse_listen(const char *spec, coap_address_t *a)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    char host[128];
+    size_t hl = (size_t)(colon - spec);
+    if (hl >= sizeof host)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    memcpy(host, spec, hl);
+    host[hl] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || port < 0 || port > 65535)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    if (host[0] != '[' && strchr(host, ':'))
+        return EDHOC_TRANSPORT_ERR_ARG; /* bare IPv6 needs brackets to carry a port */
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+    char name[128];
+    if (host[0] == '[') {
+        if (hl < 3 || host[hl - 1] != ']')
+            return EDHOC_TRANSPORT_ERR_ARG;
+        memcpy(name, host + 1, hl - 2);
+        name[hl - 2] = '\0';
+    } else {
+        memcpy(name, host, hl + 1);
+    }
+    char ps[8];
+    snprintf(ps, sizeof ps, "%ld", port);
+    if (getaddrinfo(name, ps, &hints, &res) != 0 || !res)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    coap_address_init(a);
+    a->size = res->ai_addrlen;
+    memcpy(&a->addr, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+int edhoc_transport_server_open(struct edhoc_transport **out, const char *const *listen,
+                                size_t n_listen, const struct edhoc_transport_config *cfg,
+                                edhoc_transport_request_fn fn, void *user, char *why,
+                                size_t why_cap)
+{
+    if (!out || !fn || n_listen == 0 || n_listen > MAX_LISTEN)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    *out = NULL;
+    struct edhoc_transport *t = transport_new(cfg);
+    if (!t)
+        return EDHOC_TRANSPORT_ERR_NOMEM;
+    t->fn = fn;
+    t->user = user;
+    t->scratch = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    t->resp = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (!t->scratch || !t->resp) {
+        edhoc_transport_free(t);
+        return EDHOC_TRANSPORT_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n_listen; i++) {
+        coap_address_t a;
+        if (parse_listen(listen[i], &a)) {
+            if (why)
+                snprintf(why, why_cap, "--listen %s: expected ADDR:PORT (IPv6 in brackets)",
+                         listen[i]);
+            edhoc_transport_free(t);
+            return EDHOC_TRANSPORT_ERR_ARG;
+        }
+        int before = transport_io_mark_sockets();
+        if (!coap_new_endpoint(t->ctx, &a, COAP_PROTO_UDP)) {
+            if (why)
+                snprintf(why, why_cap, "cannot listen on %s: %s", listen[i],
+                         errno ? strerror(errno) : "bind failed");
+            edhoc_transport_free(t);
+            return EDHOC_TRANSPORT_ERR_SOCKET;
+        }
+        t->ports[t->n_ports++] = transport_io_new_socket_port(before);
+    }
+    coap_register_event_handler(t->ctx, on_event);
+    static const coap_request_t methods[] = {COAP_REQUEST_GET, COAP_REQUEST_POST,
+                                             COAP_REQUEST_PUT, COAP_REQUEST_DELETE,
+                                             COAP_REQUEST_FETCH, COAP_REQUEST_PATCH,
+                                             COAP_REQUEST_IPATCH};
+    /* libcoap answers GET /.well-known/core itself unless it is a resource. */
+    coap_resource_t *wk = coap_resource_init(coap_make_str_const(".well-known/core"), 0);
+    coap_resource_t *unknown = coap_resource_unknown_init2(on_request, 0);
+    coap_resource_t *root = coap_resource_init(coap_make_str_const(""), 0);
+    if (!wk || !unknown || !root) {
+        edhoc_transport_free(t);
+        return EDHOC_TRANSPORT_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        coap_register_handler(wk, methods[i], on_request);
+        coap_register_handler(unknown, methods[i], on_request);
+        coap_register_handler(root, methods[i], on_request);
+    }
+    coap_add_resource(t->ctx, wk);
+    coap_add_resource(t->ctx, unknown);
+    coap_add_resource(t->ctx, root);
+    *out = t;
+    return 0;
+}
+
+uint16_t edhoc_transport_server_port(const struct edhoc_transport *t, size_t i)
+{
+    return t && i < t->n_ports ? t->ports[i] : 0;
+}
+
+struct edhoc_transport_peer *edhoc_transport_peer_hold(struct edhoc_transport_peer *p)
+{
+    if (p)
+        coap_session_reference((coap_session_t *)p);
+    return p;
+}
+
+void edhoc_transport_peer_release(struct edhoc_transport_peer *p)
+{
+    if (p)
+        coap_session_release((coap_session_t *)p);
+}
+
+int edhoc_transport_peer_send(struct edhoc_transport *t, struct edhoc_transport_peer *p,
+                              const uint8_t *msg, size_t len, bool confirmable)
+{
+    if (!t || !p || !msg)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    coap_session_t *s = (coap_session_t *)p;
+    struct view v;
+    if (view_parse(msg, len, &v))
+        return EDHOC_TRANSPORT_ERR_MALFORMED;
+    coap_pdu_t *pdu = pdu_from_view(s, &v, confirmable ? COAP_MESSAGE_CON : COAP_MESSAGE_NON,
+                                    v.token, v.token_len);
+    if (!pdu)
+        return EDHOC_TRANSPORT_ERR_SEND;
+    if (v.payload_len && !coap_add_data(pdu, v.payload_len, v.payload)) {
+        coap_delete_pdu(pdu);
+        return EDHOC_TRANSPORT_ERR_SEND;
+    }
+    return coap_send(s, pdu) == COAP_INVALID_MID ? EDHOC_TRANSPORT_ERR_SEND : 0;
+}

@@ -1,1 +1,987 @@
-typedef int edhoc_module_placeholder;
+/*
+ * Durable responder state in SQLite.
+ *
+ * Layout: DIR/edhoc-cli-state.sqlite, a WAL-mode database with
+ *   PRAGMA application_id = EDHOC_STATE_APPLICATION_ID ("EDHC")
+ *   PRAGMA user_version   = EDHOC_STATE_SCHEMA_VERSION
+ *   meta(key, value)      magic string and schema version, for humans and
+ *                         for a second opinion on the two pragmas
+ *   peer(...)             one row per OSCORE context, keyed by recipient ID
+ *
+ * Opening never writes to a file before it has been recognised: the header
+ * is read by hand, then a read-only SQLite connection checks the ids and
+ * runs quick_check, and only then is the read-write connection opened. A
+ * new database is built under a temporary name and renamed into place, so
+ * the state file either does not exist or is a complete, initialised
+ * database -- an empty or half-written file is never ours.
+ */
+#include "edhoc/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#define STATE_MAGIC "edhoc-cli state"
+#define SQLITE_HEADER_MAGIC "SQLite format 3"  /* 16 bytes with its NUL */
+#define SQLITE_HEADER_LEN 100
+
+struct edhoc_state_db {
+    sqlite3 *sql;
+    sqlite3_stmt *st_put;
+    sqlite3_stmt *st_store_ssn;
+    sqlite3_stmt *st_exists;
+    sqlite3_stmt *st_get;
+    sqlite3_stmt *st_all;
+    sqlite3_stmt *st_delete;
+    sqlite3_stmt *st_count;
+    sqlite3_stmt *st_begin;
+    sqlite3_stmt *st_commit;
+    sqlite3_stmt *st_rollback;
+    int dir_fd;  /* holds the flock that keeps a second process out */
+    pid_t pid;   /* process that opened sql */
+    char path[PATH_MAX];
+};
+
+/* ---- small helpers ---- */
+
+static void set_why(char *why, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_why(char *why, size_t cap, const char *fmt, ...)
+{
+    if (why == NULL || cap == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, cap, fmt, ap);
+    va_end(ap);
+}
+
+static void wipe(void *p, size_t n)
+{
+    explicit_bzero(p, n);
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Map an SQLite result to our error space. The extended codes are masked:
+ * only the primary class matters for the caller. */
+static int map_sqlite_error(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_FORMAT:
+        return EDHOC_STATE_ERR_CORRUPT;
+    default:
+        return EDHOC_STATE_ERR_IO;
+    }
+}
+
+static const char *sqlite_problem(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return "database is locked by another process";
+    default:
+        return sqlite3_errstr(rc);
+    }
+}
+
+/* Percent-encode a path for a file: URI (only what RFC 3986 lets through
+ * unescaped in a path stays as is). Returns false when it does not fit. */
+static bool uri_escape_path(const char *path, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                     (*p >= '0' && *p <= '9') || strchr("/-._~", *p) != NULL;
+        if (plain) {
+            if (o + 1 >= cap)
+                return false;
+            out[o++] = (char)*p;
+        } else {
+            if (o + 3 >= cap)
+                return false;
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    out[o] = '\0';
+    return true;
+}
+
+/* mkdir -p with mode 0700 for every directory we create; existing ones are
+ * left alone (systemd's StateDirectory= may have made them already). */
+static int make_dirs(const char *dir, char *why, size_t cap)
+{
+    char buf[PATH_MAX];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof buf) {
+        set_why(why, cap, "%s: state directory path is empty or too long", dir);
+        return EDHOC_STATE_ERR_ARG;
+    }
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+            set_why(why, cap, "%s: cannot create directory: %s", buf, strerror(errno));
+            return EDHOC_STATE_ERR_IO;
+        }
+        buf[i] = saved;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        set_why(why, cap, "%s: not a directory", dir);
+        return EDHOC_STATE_ERR_IO;
+    }
+    return 0;
+}
+
+static int exec_sql(sqlite3 *sql, const char *text, const char *path, char *why, size_t cap)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(sql, text, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        set_why(why, cap, "%s: %s", path, msg ? msg : sqlite3_errstr(rc));
+        sqlite3_free(msg);
+        return map_sqlite_error(rc);
+    }
+    return 0;
+}
+
+/* Run a one-row, one-integer pragma or query. */
+static int query_int(sqlite3 *sql, const char *text, int64_t *out, int *rc_out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(sql, text, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        } else if (rc == SQLITE_DONE) {
+            rc = SQLITE_NOTFOUND;
+        }
+    }
+    sqlite3_finalize(st);
+    *rc_out = rc;
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+static int fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* ---- schema ---- */
+
+/* STRICT tables make SQLite itself reject a value of the wrong type, so a
+ * row that reads back is a row we wrote. */
+static const char schema_sql[] =
+    "BEGIN;"
+    "PRAGMA application_id = " /* value appended at run time */;
+
+static const char schema_tables_sql[] =
+    "CREATE TABLE meta ("
+    "  key TEXT PRIMARY KEY NOT NULL,"
+    "  value ANY"
+    ") STRICT;"
+    "CREATE TABLE peer ("
+    "  recipient_id BLOB PRIMARY KEY NOT NULL,"
+    "  sender_id BLOB NOT NULL,"
+    "  id_context BLOB NOT NULL,"
+    "  master_secret BLOB NOT NULL,"
+    "  master_salt BLOB NOT NULL,"
+    "  aead_alg INTEGER NOT NULL,"
+    "  hkdf_alg INTEGER NOT NULL,"
+    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0),"
+    "  peer TEXT NOT NULL,"
+    "  created INTEGER NOT NULL,"
+    "  method INTEGER NOT NULL,"
+    "  suite INTEGER NOT NULL"
+    ") STRICT, WITHOUT ROWID;";
+
+#define PEER_COLUMNS                                                                   \
+    "recipient_id, sender_id, id_context, master_secret, master_salt, aead_alg, "      \
+    "hkdf_alg, ssn_mark, peer, created, method, suite"
+
+/* A put for an existing recipient ID with the same keying material keeps
+ * the higher of the two marks: re-storing a context (e.g. from a copy
+ * loaded at start-up) must not make the next process reuse nonces. New
+ * keying material restarts the sequence numbers, as a new context should.
+ * SET expressions see the old row, so the CASE compares old with new. */
+static const char put_sql[] =
+    "INSERT INTO peer (" PEER_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+    "ON CONFLICT (recipient_id) DO UPDATE SET "
+    "  ssn_mark = CASE WHEN sender_id = excluded.sender_id AND id_context = excluded.id_context"
+    "    AND master_secret = excluded.master_secret AND master_salt = excluded.master_salt"
+    "    AND aead_alg = excluded.aead_alg AND hkdf_alg = excluded.hkdf_alg"
+    "    THEN max(ssn_mark, excluded.ssn_mark) ELSE excluded.ssn_mark END,"
+    "  sender_id = excluded.sender_id, id_context = excluded.id_context,"
+    "  master_secret = excluded.master_secret, master_salt = excluded.master_salt,"
+    "  aead_alg = excluded.aead_alg, hkdf_alg = excluded.hkdf_alg, peer = excluded.peer,"
+    "  created = excluded.created, method = excluded.method, suite = excluded.suite";
+
+/* The hot path: one indexed UPDATE, and the WHERE clause is what keeps a
+ * mark from ever going down. */
+static const char store_ssn_sql[] =
+    "UPDATE peer SET ssn_mark = ?2 WHERE recipient_id = ?1 AND ssn_mark < ?2";
+
+/* Build a fresh database next to the final name and rename it into place:
+ * the final name never refers to a partly initialised file. */
+static int create_database(const char *path, int dir_fd, char *why, size_t cap)
+{
+    char tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.new", path) >= sizeof tmp) {
+        set_why(why, cap, "%s: path too long", path);
+        return EDHOC_STATE_ERR_ARG;
+    }
+    /* A leftover of an interrupted creation is ours (we hold the directory
+     * lock) and was never renamed into place: start over. */
+    char side[PATH_MAX + 8];
+    unlink(tmp);
+    snprintf(side, sizeof side, "%s-wal", tmp);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", tmp);
+    unlink(side);
+
+    /* SQLite would create the file with 0644 & ~umask; we want 0600 no
+     * matter the umask. Its -wal and -shm files copy this mode. */
+    int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        set_why(why, cap, "%s: cannot create: %s", tmp, strerror(errno));
+        return EDHOC_STATE_ERR_IO;
+    }
+    close(fd);
+
+    sqlite3 *sql = NULL;
+    int err = 0;
+    int rc = sqlite3_open_v2(tmp, &sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        set_why(why, cap, "%s: %s", tmp, sqlite_problem(rc));
+        err = EDHOC_STATE_ERR_IO;
+        goto out;
+    }
+    char text[2048];
+    snprintf(text, sizeof text,
+             "PRAGMA journal_mode = WAL;"
+             "PRAGMA synchronous = FULL;"
+             "%s%" PRId32 ";"
+             "PRAGMA user_version = %d;"
+             "%s"
+             "INSERT INTO meta (key, value) VALUES ('magic', '" STATE_MAGIC "');"
+             "INSERT INTO meta (key, value) VALUES ('schema_version', %d);"
+             "INSERT INTO meta (key, value) VALUES ('created', unixepoch());"
+             "COMMIT;",
+             schema_sql, (int32_t)EDHOC_STATE_APPLICATION_ID, EDHOC_STATE_SCHEMA_VERSION,
+             schema_tables_sql, EDHOC_STATE_SCHEMA_VERSION);
+    err = exec_sql(sql, text, tmp, why, cap);
+    if (err)
+        goto out;
+    /* Closing the last connection checkpoints and removes the WAL, so all
+     * of the new database is in the one file we rename. */
+    rc = sqlite3_close(sql);
+    sql = NULL;
+    if (rc != SQLITE_OK) {
+        set_why(why, cap, "%s: %s", tmp, sqlite3_errstr(rc));
+        err = EDHOC_STATE_ERR_IO;
+        goto out;
+    }
+    if (fsync_path(tmp) != 0 || rename(tmp, path) != 0 || fsync(dir_fd) != 0) {
+        set_why(why, cap, "%s: cannot install new database: %s", path, strerror(errno));
+        err = EDHOC_STATE_ERR_IO;
+        goto out;
+    }
+out:
+    if (sql)
+        sqlite3_close(sql);
+    if (err)
+        unlink(tmp);
+    return err;
+}
+
+/* Everything that decides whether an existing file is ours, without
+ * writing to it. */
+static int check_existing(const char *path, char *why, size_t cap)
+{
+    uint8_t hdr[SQLITE_HEADER_LEN];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        set_why(why, cap, "%s: cannot open: %s", path, strerror(errno));
+        return errno == ELOOP ? EDHOC_STATE_ERR_FOREIGN : EDHOC_STATE_ERR_IO;
+    }
+    ssize_t n = 0;
+    while (n < (ssize_t)sizeof hdr) {
+        ssize_t r = read(fd, hdr + n, sizeof hdr - (size_t)n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            set_why(why, cap, "%s: cannot read: %s", path, strerror(errno));
+            close(fd);
+            return EDHOC_STATE_ERR_IO;
+        }
+        if (r == 0)
+            break;
+        n += r;
+    }
+    close(fd);
+
+    if (n == 0) {
+        set_why(why, cap, "%s: empty file, not an edhoc-cli state database (refusing to touch it)",
+                path);
+        return EDHOC_STATE_ERR_FOREIGN;
+    }
+    if (n < 16 || memcmp(hdr, SQLITE_HEADER_MAGIC, 16) != 0) {
+        set_why(why, cap, "%s: not an SQLite database, so not an edhoc-cli state file "
+                "(refusing to touch it)", path);
+        return EDHOC_STATE_ERR_FOREIGN;
+    }
+    if (n < (ssize_t)sizeof hdr) {
+        set_why(why, cap, "%s: truncated SQLite header (%zd bytes)", path, n);
+        return EDHOC_STATE_ERR_CORRUPT;
+    }
+    /* The application id never changes after creation, so the header on
+     * disk is authoritative and another program's database is recognised
+     * without SQLite ever opening it (which could create -wal/-shm files). */
+    uint32_t app = be32(hdr + 68);
+    if (app != (uint32_t)EDHOC_STATE_APPLICATION_ID) {
+        set_why(why, cap, "%s: another application's SQLite database (application_id 0x%08" PRIx32
+                ", expected 0x%08" PRIx32 "); refusing to touch it",
+                path, app, (uint32_t)EDHOC_STATE_APPLICATION_ID);
+        return EDHOC_STATE_ERR_FOREIGN;
+    }
+
+    /* Without a -wal file the main file is the whole database, and
+     * immutable=1 reads it without creating any side file. With one (after
+     * a crash) SQLite must see the WAL, which needs a -shm. */
+    char side[PATH_MAX + 8];
+    snprintf(side, sizeof side, "%s-wal", path);
+    bool has_wal = access(side, F_OK) == 0;
+    snprintf(side, sizeof side, "%s-journal", path);
+    bool has_journal = access(side, F_OK) == 0;
+    bool immutable = !has_wal && !has_journal && hdr[18] == 2 && hdr[19] == 2;
+
+    char esc[3 * PATH_MAX + 1], uri[3 * PATH_MAX + 64];
+    if (!uri_escape_path(path, esc, sizeof esc)) {
+        set_why(why, cap, "%s: path too long", path);
+        return EDHOC_STATE_ERR_ARG;
+    }
+    snprintf(uri, sizeof uri, "file:%s?mode=ro%s", esc, immutable ? "&immutable=1" : "");
+
+    sqlite3 *sql = NULL;
+    int err = 0;
+    int rc = sqlite3_open_v2(uri, &sql, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        set_why(why, cap, "%s: %s", path, sqlite_problem(rc));
+        err = map_sqlite_error(rc);
+        goto out;
+    }
+    sqlite3_db_config(sql, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(sql, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+
+    int64_t v = 0;
+    if (query_int(sql, "PRAGMA application_id", &v, &rc) != 0) {
+        set_why(why, cap, "%s: %s", path, sqlite_problem(rc));
+        err = map_sqlite_error(rc);
+        goto out;
+    }
+    if ((uint32_t)v != (uint32_t)EDHOC_STATE_APPLICATION_ID) {
+        set_why(why, cap, "%s: another application's SQLite database (application_id 0x%08" PRIx32
+                "); refusing to touch it", path, (uint32_t)v);
+        err = EDHOC_STATE_ERR_FOREIGN;
+        goto out;
+    }
+    int64_t version = 0;
+    if (query_int(sql, "PRAGMA user_version", &version, &rc) != 0) {
+        set_why(why, cap, "%s: %s", path, sqlite_problem(rc));
+        err = map_sqlite_error(rc);
+        goto out;
+    }
+    if (version > EDHOC_STATE_SCHEMA_VERSION) {
+        set_why(why, cap, "%s: written by a newer edhoc-cli (schema version %" PRId64
+                ", this build knows up to %d); refusing to touch it", path, version,
+                EDHOC_STATE_SCHEMA_VERSION);
+        err = EDHOC_STATE_ERR_VERSION;
+        goto out;
+    }
+    if (version < 1) {
+        set_why(why, cap, "%s: edhoc-cli application id but no schema version; damaged", path);
+        err = EDHOC_STATE_ERR_CORRUPT;
+        goto out;
+    }
+
+    /* quick_check walks every b-tree page (it skips only the index/table
+     * cross-check), so torn or overwritten pages show up here. */
+    sqlite3_stmt *st = NULL;
+    rc = sqlite3_prepare_v2(sql, "PRAGMA quick_check(1)", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        set_why(why, cap, "%s: integrity check failed: %s", path, sqlite3_errmsg(sql));
+        err = rc == SQLITE_DONE ? EDHOC_STATE_ERR_CORRUPT : map_sqlite_error(rc);
+        sqlite3_finalize(st);
+        goto out;
+    }
+    const char *verdict = (const char *)sqlite3_column_text(st, 0);
+    if (verdict == NULL || strcmp(verdict, "ok") != 0) {
+        set_why(why, cap, "%s: integrity check failed: %s", path, verdict ? verdict : "?");
+        err = EDHOC_STATE_ERR_CORRUPT;
+        sqlite3_finalize(st);
+        goto out;
+    }
+    sqlite3_finalize(st);
+
+    /* The meta table is a second witness: same application id and version
+     * but no magic row means a damaged file, not a foreign one. */
+    st = NULL;
+    rc = sqlite3_prepare_v2(sql,
+        "SELECT (SELECT value FROM meta WHERE key = 'magic'),"
+        "       (SELECT value FROM meta WHERE key = 'schema_version')", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        set_why(why, cap, "%s: metadata unreadable: %s", path, sqlite3_errmsg(sql));
+        err = (rc & 0xff) == SQLITE_ERROR ? EDHOC_STATE_ERR_CORRUPT : map_sqlite_error(rc);
+        sqlite3_finalize(st);
+        goto out;
+    }
+    const char *magic = (const char *)sqlite3_column_text(st, 0);
+    int64_t meta_version = sqlite3_column_int64(st, 1);
+    if (magic == NULL || strcmp(magic, STATE_MAGIC) != 0 || meta_version != version) {
+        set_why(why, cap, "%s: metadata does not match (magic %s, version %" PRId64 "/%" PRId64
+                "); damaged", path, magic ? magic : "missing", meta_version, version);
+        err = EDHOC_STATE_ERR_CORRUPT;
+    }
+    sqlite3_finalize(st);
+    if (err)
+        goto out;
+
+    st = NULL;
+    rc = sqlite3_prepare_v2(sql, "SELECT " PEER_COLUMNS " FROM peer LIMIT 0", -1, &st, NULL);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) {
+        set_why(why, cap, "%s: peer table unusable: %s", path, sqlite3_errmsg(sql));
+        err = (rc & 0xff) == SQLITE_ERROR ? EDHOC_STATE_ERR_CORRUPT : map_sqlite_error(rc);
+    }
+out:
+    sqlite3_close(sql);
+    return err;
+}
+
+static int prepare(struct edhoc_state_db *db, const char *text, sqlite3_stmt **st,
+                   const char *path, char *why, size_t cap)
+{
+    int rc = sqlite3_prepare_v3(db->sql, text, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+    if (rc != SQLITE_OK) {
+        set_why(why, cap, "%s: %s", path, sqlite3_errmsg(db->sql));
+        return (rc & 0xff) == SQLITE_ERROR ? EDHOC_STATE_ERR_CORRUPT : map_sqlite_error(rc);
+    }
+    return 0;
+}
+
+static int open_read_write(struct edhoc_state_db *db, const char *path, char *why, size_t cap)
+{
+    int rc = sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        set_why(why, cap, "%s: %s", path, sqlite_problem(rc));
+        return map_sqlite_error(rc);
+    }
+    sqlite3_extended_result_codes(db->sql, 0);
+    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(db->sql, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+    sqlite3_busy_timeout(db->sql, 2000);
+
+    /* synchronous=FULL in WAL mode fsyncs the WAL at every commit: a
+     * statement that returned is on stable storage. secure_delete zeroes
+     * the bytes of deleted or replaced rows, which hold master secrets. */
+    int err = exec_sql(db->sql,
+                       "PRAGMA journal_mode = WAL;"
+                       "PRAGMA synchronous = FULL;"
+                       "PRAGMA secure_delete = ON;"
+                       "PRAGMA journal_size_limit = 4194304;",
+                       path, why, cap);
+    if (err)
+        return err;
+
+    /* The read-only check and this connection are two opens; recheck the
+     * identity cheaply in case the file was swapped in between. */
+    int64_t app = 0, version = 0;
+    if (query_int(db->sql, "PRAGMA application_id", &app, &rc) != 0 ||
+        query_int(db->sql, "PRAGMA user_version", &version, &rc) != 0) {
+        set_why(why, cap, "%s: %s", path, sqlite_problem(rc));
+        return map_sqlite_error(rc);
+    }
+    if ((uint32_t)app != (uint32_t)EDHOC_STATE_APPLICATION_ID ||
+        version != EDHOC_STATE_SCHEMA_VERSION) {
+        set_why(why, cap, "%s: changed while being opened; refusing it", path);
+        return EDHOC_STATE_ERR_FOREIGN;
+    }
+
+    if ((err = prepare(db, put_sql, &db->st_put, path, why, cap)) ||
+        (err = prepare(db, store_ssn_sql, &db->st_store_ssn, path, why, cap)) ||
+        (err = prepare(db, "SELECT 1 FROM peer WHERE recipient_id = ?1", &db->st_exists, path,
+                       why, cap)) ||
+        (err = prepare(db, "SELECT " PEER_COLUMNS " FROM peer WHERE recipient_id = ?1",
+                       &db->st_get, path, why, cap)) ||
+        (err = prepare(db, "SELECT " PEER_COLUMNS " FROM peer ORDER BY recipient_id",
+                       &db->st_all, path, why, cap)) ||
+        (err = prepare(db, "DELETE FROM peer WHERE recipient_id = ?1", &db->st_delete, path,
+                       why, cap)) ||
+        (err = prepare(db, "SELECT count(*) FROM peer", &db->st_count, path, why, cap)) ||
+        (err = prepare(db, "BEGIN IMMEDIATE", &db->st_begin, path, why, cap)) ||
+        (err = prepare(db, "COMMIT", &db->st_commit, path, why, cap)) ||
+        (err = prepare(db, "ROLLBACK", &db->st_rollback, path, why, cap)))
+        return err;
+    return 0;
+}
+
+/* ---- public API ---- */
+
+int edhoc_state_open(const char *dir, struct edhoc_state_db **out, char *why, size_t why_cap)
+{
+    if (why && why_cap)
+        why[0] = '\0';
+    if (out == NULL || dir == NULL) {
+        set_why(why, why_cap, "no state directory given");
+        return EDHOC_STATE_ERR_ARG;
+    }
+    *out = NULL;
+
+    int err = make_dirs(dir, why, why_cap);
+    if (err)
+        return err;
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, EDHOC_STATE_FILE) >= sizeof path - 8) {
+        set_why(why, why_cap, "%s: state directory path too long", dir);
+        return EDHOC_STATE_ERR_ARG;
+    }
+
+    struct edhoc_state_db *db = calloc(1, sizeof *db);
+    if (db == NULL) {
+        set_why(why, why_cap, "%s: out of memory", path);
+        return EDHOC_STATE_ERR_IO;
+    }
+    /* Two processes serving the same contexts would each count sequence
+     * numbers from the same mark and reuse nonces, so one holder at a
+     * time. flock on the directory does not interfere with SQLite's own
+     * fcntl locks on the database file. */
+    db->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (db->dir_fd < 0) {
+        set_why(why, why_cap, "%s: cannot open directory: %s", dir, strerror(errno));
+        free(db);
+        return EDHOC_STATE_ERR_IO;
+    }
+    if (flock(db->dir_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            set_why(why, why_cap, "%s: state directory is in use by another process", dir);
+        else
+            set_why(why, why_cap, "%s: cannot lock directory: %s", dir, strerror(errno));
+        close(db->dir_fd);
+        free(db);
+        return EDHOC_STATE_ERR_IO;
+    }
+
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT) {
+            set_why(why, why_cap, "%s: %s", path, strerror(errno));
+            err = EDHOC_STATE_ERR_IO;
+            goto fail;
+        }
+        err = create_database(path, db->dir_fd, why, why_cap);
+        if (err)
+            goto fail;
+    } else if (!S_ISREG(st.st_mode)) {
+        set_why(why, why_cap, "%s: not a regular file; refusing to touch it", path);
+        err = EDHOC_STATE_ERR_FOREIGN;
+        goto fail;
+    }
+
+    err = check_existing(path, why, why_cap);
+    if (err)
+        goto fail;
+    err = open_read_write(db, path, why, why_cap);
+    if (err)
+        goto fail;
+    db->pid = getpid();
+    memcpy(db->path, path, sizeof db->path);
+    *out = db;
+    return 0;
+fail:
+    edhoc_state_close(db);
+    return err;
+}
+
+static void close_connection(struct edhoc_state_db *db)
+{
+    sqlite3_stmt **all[] = {&db->st_put,   &db->st_store_ssn, &db->st_exists,
+                            &db->st_get,   &db->st_all,       &db->st_delete,
+                            &db->st_count, &db->st_begin,     &db->st_commit,
+                            &db->st_rollback};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        sqlite3_finalize(*all[i]);
+        *all[i] = NULL;
+    }
+    /* Every statement is finalized, so close cannot be refused; an open
+     * transaction is rolled back, and the last connection checkpoints the
+     * WAL into the main file and removes it. */
+    sqlite3_close(db->sql);
+    db->sql = NULL;
+}
+
+/* An SQLite connection must not be used across fork(): POSIX locks are not
+ * inherited, so the child would write without the locks SQLite believes it
+ * holds. Daemonizing after opening is the usual way to get there, so the
+ * first call in a new process swaps the inherited connection for a fresh
+ * one (the directory flock is shared with the child and stays held). */
+static int usable(struct edhoc_state_db *db)
+{
+    if (db->pid != getpid()) {
+        close_connection(db);
+        db->pid = getpid();
+        int err = open_read_write(db, db->path, NULL, 0);
+        if (err) {
+            close_connection(db);
+            return err;
+        }
+    }
+    return db->sql ? 0 : EDHOC_STATE_ERR_IO;
+}
+
+void edhoc_state_close(struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return;
+    close_connection(db);
+    if (db->dir_fd >= 0)
+        close(db->dir_fd);  /* releases the flock */
+    free(db);
+}
+
+static bool id_ok(const uint8_t *id, size_t len)
+{
+    return len <= EDHOC_STATE_MAX_ID && (id != NULL || len == 0);
+}
+
+/* Blobs bound here must be non-NULL even when empty: a NULL pointer would
+ * bind SQL NULL, which the NOT NULL columns refuse. */
+static int bind_id(sqlite3_stmt *st, int col, const uint8_t *id, size_t len)
+{
+    static const uint8_t none[1];
+    return sqlite3_bind_blob(st, col, len ? id : none, (int)len, SQLITE_STATIC);
+}
+
+/* Run a statement that returns no rows; returns the SQLite code. */
+static int step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_peer *p)
+{
+    if (db == NULL || p == NULL || !id_ok(p->recipient_id, p->recipient_id_len) ||
+        p->sender_id_len > EDHOC_STATE_MAX_ID || p->id_context_len > EDHOC_STATE_MAX_ID_CONTEXT ||
+        p->master_secret_len > EDHOC_STATE_MAX_SECRET ||
+        p->master_salt_len > EDHOC_STATE_MAX_SALT || p->ssn_mark > (uint64_t)INT64_MAX ||
+        strnlen(p->peer, sizeof p->peer) == sizeof p->peer)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+
+    sqlite3_stmt *st = db->st_put;
+    int rc;
+    if ((rc = bind_id(st, 1, p->recipient_id, p->recipient_id_len)) ||
+        (rc = bind_id(st, 2, p->sender_id, p->sender_id_len)) ||
+        (rc = bind_id(st, 3, p->id_context, p->id_context_len)) ||
+        (rc = bind_id(st, 4, p->master_secret, p->master_secret_len)) ||
+        (rc = bind_id(st, 5, p->master_salt, p->master_salt_len)) ||
+        (rc = sqlite3_bind_int(st, 6, p->aead_alg)) ||
+        (rc = sqlite3_bind_int(st, 7, p->hkdf_alg)) ||
+        (rc = sqlite3_bind_int64(st, 8, (sqlite3_int64)p->ssn_mark)) ||
+        (rc = sqlite3_bind_text(st, 9, p->peer, -1, SQLITE_STATIC)) ||
+        (rc = sqlite3_bind_int64(st, 10, p->created)) ||
+        (rc = sqlite3_bind_int(st, 11, p->method)) ||
+        (rc = sqlite3_bind_int(st, 12, p->suite))) {
+        sqlite3_clear_bindings(st);
+        return EDHOC_STATE_ERR_IO;
+    }
+    rc = step_done(st);
+    return rc == SQLITE_OK ? 0 : map_sqlite_error(rc);
+}
+
+static int peer_exists(struct edhoc_state_db *db, const uint8_t *id, size_t len)
+{
+    sqlite3_stmt *st = db->st_exists;
+    bind_id(st, 1, id, len);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc == SQLITE_ROW)
+        return 0;
+    if (rc == SQLITE_DONE)
+        return EDHOC_STATE_ERR_NOT_FOUND;
+    return map_sqlite_error(rc);
+}
+
+int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len,
+                          uint64_t mark)
+{
+    if (db == NULL || !id_ok(recipient_id, len) || mark > (uint64_t)INT64_MAX)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    sqlite3_stmt *st = db->st_store_ssn;
+    bind_id(st, 1, recipient_id, len);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)mark);
+    int rc = step_done(st);
+    if (rc != SQLITE_OK)
+        return map_sqlite_error(rc);
+    if (sqlite3_changes(db->sql) > 0)
+        return 0;
+    /* Nothing changed: either the stored mark is already at or above this
+     * one (fine, it is durable) or there is no such context. */
+    return peer_exists(db, recipient_id, len);
+}
+
+int edhoc_state_store_ssn_cb(void *binding, uint64_t mark)
+{
+    const struct edhoc_state_ssn_binding *b = binding;
+    if (b == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    return edhoc_state_store_ssn(b->db, b->recipient_id, b->recipient_id_len, mark);
+}
+
+int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len)
+{
+    if (db == NULL || !id_ok(recipient_id, len))
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    sqlite3_stmt *st = db->st_delete;
+    bind_id(st, 1, recipient_id, len);
+    int rc = step_done(st);
+    if (rc != SQLITE_OK)
+        return map_sqlite_error(rc);
+    return sqlite3_changes(db->sql) > 0 ? 0 : EDHOC_STATE_ERR_NOT_FOUND;
+}
+
+static bool copy_blob(sqlite3_stmt *st, int col, uint8_t *dst, size_t cap, size_t *len)
+{
+    if (sqlite3_column_type(st, col) != SQLITE_BLOB)
+        return false;
+    const void *src = sqlite3_column_blob(st, col);
+    int n = sqlite3_column_bytes(st, col);
+    if (n < 0 || (size_t)n > cap || (n > 0 && src == NULL))
+        return false;
+    if (n > 0)
+        memcpy(dst, src, (size_t)n);
+    *len = (size_t)n;
+    return true;
+}
+
+static bool int_col(sqlite3_stmt *st, int col, int *out)
+{
+    sqlite3_int64 v = sqlite3_column_int64(st, col);
+    if (v < INT_MIN || v > INT_MAX)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+/* Decode one row (in PEER_COLUMNS order). A value out of range means the
+ * file was edited or damaged behind our back. */
+static int row_to_peer(sqlite3_stmt *st, struct edhoc_state_peer *p)
+{
+    memset(p, 0, sizeof *p);
+    if (!copy_blob(st, 0, p->recipient_id, sizeof p->recipient_id, &p->recipient_id_len) ||
+        !copy_blob(st, 1, p->sender_id, sizeof p->sender_id, &p->sender_id_len) ||
+        !copy_blob(st, 2, p->id_context, sizeof p->id_context, &p->id_context_len) ||
+        !copy_blob(st, 3, p->master_secret, sizeof p->master_secret, &p->master_secret_len) ||
+        !copy_blob(st, 4, p->master_salt, sizeof p->master_salt, &p->master_salt_len) ||
+        !int_col(st, 5, &p->aead_alg) || !int_col(st, 6, &p->hkdf_alg) ||
+        !int_col(st, 10, &p->method) || !int_col(st, 11, &p->suite))
+        return EDHOC_STATE_ERR_CORRUPT;
+    sqlite3_int64 mark = sqlite3_column_int64(st, 7);
+    if (mark < 0)
+        return EDHOC_STATE_ERR_CORRUPT;
+    p->ssn_mark = (uint64_t)mark;
+    const unsigned char *text = sqlite3_column_text(st, 8);
+    int n = sqlite3_column_bytes(st, 8);
+    if (text == NULL || n < 0 || (size_t)n >= sizeof p->peer)
+        return EDHOC_STATE_ERR_CORRUPT;
+    memcpy(p->peer, text, (size_t)n);
+    p->peer[n] = '\0';
+    p->created = sqlite3_column_int64(st, 9);
+    return 0;
+}
+
+int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len,
+                         struct edhoc_state_peer *out)
+{
+    if (db == NULL || out == NULL || !id_ok(recipient_id, len))
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    sqlite3_stmt *st = db->st_get;
+    bind_id(st, 1, recipient_id, len);
+    int rc = sqlite3_step(st);
+    int err;
+    if (rc == SQLITE_ROW)
+        err = row_to_peer(st, out);
+    else if (rc == SQLITE_DONE)
+        err = EDHOC_STATE_ERR_NOT_FOUND;
+    else
+        err = map_sqlite_error(rc);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (err)
+        wipe(out, sizeof *out);
+    return err;
+}
+
+int edhoc_state_for_each_peer(struct edhoc_state_db *db,
+                              int (*fn)(void *ctx, const struct edhoc_state_peer *p), void *ctx)
+{
+    if (db == NULL || fn == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    sqlite3_stmt *st = db->st_all;
+    /* The one iteration statement cannot be stepped by two loops at once. */
+    if (sqlite3_stmt_busy(st))
+        return EDHOC_STATE_ERR_ARG;
+    struct edhoc_state_peer p;
+    int result = 0;
+    for (;;) {
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            result = map_sqlite_error(rc);
+            break;
+        }
+        result = row_to_peer(st, &p);
+        if (result == 0)
+            result = fn(ctx, &p);
+        if (result != 0)
+            break;
+    }
+    wipe(&p, sizeof p);
+    sqlite3_reset(st);
+    return result;
+}
+
+long edhoc_state_count(struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    sqlite3_stmt *st = db->st_count;
+    int rc = sqlite3_step(st);
+    long n = rc == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : map_sqlite_error(rc);
+    sqlite3_reset(st);
+    return n;
+}
+
+int edhoc_state_begin(struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    if (!sqlite3_get_autocommit(db->sql))
+        return EDHOC_STATE_ERR_ARG;
+    int rc = step_done(db->st_begin);
+    return rc == SQLITE_OK ? 0 : map_sqlite_error(rc);
+}
+
+int edhoc_state_commit(struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    if (sqlite3_get_autocommit(db->sql))
+        return EDHOC_STATE_ERR_ARG;
+    int rc = step_done(db->st_commit);
+    if (rc == SQLITE_OK)
+        return 0;
+    /* A failed COMMIT may leave the transaction open; end it so the handle
+     * is usable again and nothing half-done lingers. */
+    if (!sqlite3_get_autocommit(db->sql))
+        step_done(db->st_rollback);
+    return map_sqlite_error(rc);
+}
+
+int edhoc_state_rollback(struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    if (sqlite3_get_autocommit(db->sql))
+        return EDHOC_STATE_ERR_ARG;
+    int rc = step_done(db->st_rollback);
+    return rc == SQLITE_OK ? 0 : map_sqlite_error(rc);
+}
+
+const char *edhoc_state_strerror(int err)
+{
+    switch (err) {
+    case 0:
+        return "success";
+    case EDHOC_STATE_ERR_IO:
+        return "cannot create, open or write the state database";
+    case EDHOC_STATE_ERR_FOREIGN:
+        return "not an edhoc-cli state database";
+    case EDHOC_STATE_ERR_CORRUPT:
+        return "state database is damaged";
+    case EDHOC_STATE_ERR_VERSION:
+        return "state database written by a newer schema version";
+    case EDHOC_STATE_ERR_NOT_FOUND:
+        return "no such context";
+    case EDHOC_STATE_ERR_ARG:
+        return "invalid argument";
+    default:
+        return "unknown state error";
+    }
+}

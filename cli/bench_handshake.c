@@ -1,0 +1,830 @@
+/*
+ * edhoc-cli bench handshake: complete in-process EDHOC handshakes per
+ * method, ID_CRED type and cipher suite, timed per role, beside their
+ * crypto floor.
+ *
+ * The floor is found by recording every call one handshake makes through
+ * the crypto ops table (with its inputs), then replaying exactly those
+ * calls against the backend alone. Handshake samples and floor samples
+ * alternate, so both see the same machine state; the ratio of their
+ * medians is what the protocol code, CBOR, credential lookup and
+ * bookkeeping add on top of the cryptography.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "edhoc/edhoc.h"
+#include "edhoc/oscore.h"
+#include "bench_output.h"
+#include "edhoc_args.h"
+#include "util.h"
+
+/* ---- Recording the crypto calls of one handshake ---- */
+
+enum op_kind {
+    OP_RANDOM,
+    OP_HASH,
+    OP_EXTRACT,
+    OP_EXPAND,
+    OP_ENCRYPT,
+    OP_DECRYPT,
+    OP_KEYGEN,
+    OP_PUBLIC,
+    OP_ECDH,
+    OP_SIGN,
+    OP_VERIFY,
+    OP_KINDS
+};
+
+static const char *const op_names[OP_KINDS] = {
+    "random", "hash", "hkdf_extract", "hkdf_expand", "aead_encrypt", "aead_decrypt",
+    "keygen", "public_key", "ecdh", "sign", "verify",
+};
+
+#define OP_MAX_INPUTS 4
+
+struct recorded_op {
+    enum op_kind kind;
+    int side; /* CLI_SIDE_I / CLI_SIDE_R */
+    int alg;  /* algorithm or curve */
+    bool flag;
+    int rc;
+    size_t out_len;
+    uint8_t *in[OP_MAX_INPUTS];
+    size_t in_len[OP_MAX_INPUTS];
+};
+
+struct recording {
+    struct recorded_op *ops;
+    size_t n, cap;
+    int side;       /* whose step is running */
+    bool failed;    /* out of memory while recording */
+    size_t max_out; /* largest output, for the replay buffer */
+};
+
+static struct recording rec;
+static const struct edhoc_crypto_ops *backend;
+
+static void recording_clear(struct recording *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        for (int k = 0; k < OP_MAX_INPUTS; k++) {
+            edhoc_wipe(r->ops[i].in[k], r->ops[i].in_len[k]);
+            free(r->ops[i].in[k]);
+        }
+    free(r->ops);
+    memset(r, 0, sizeof *r);
+}
+
+static struct recorded_op *record_op(enum op_kind kind, int alg, size_t out_len)
+{
+    if (rec.n == rec.cap) {
+        size_t cap = rec.cap ? rec.cap * 2 : 64;
+        struct recorded_op *bigger = realloc(rec.ops, cap * sizeof *bigger);
+        if (!bigger) {
+            rec.failed = true;
+            return NULL;
+        }
+        rec.ops = bigger;
+        rec.cap = cap;
+    }
+    struct recorded_op *op = &rec.ops[rec.n++];
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    op->side = rec.side;
+    op->alg = alg;
+    op->out_len = out_len;
+    if (out_len > rec.max_out)
+        rec.max_out = out_len;
+    return op;
+}
+
+static void record_input(struct recorded_op *op, int k, const uint8_t *p, size_t len)
+{
+    if (!op)
+        return;
+    op->in[k] = malloc(len ? len : 1);
+    if (!op->in[k]) {
+        rec.failed = true;
+        return;
+    }
+    if (len)
+        memcpy(op->in[k], p, len);
+    op->in_len[k] = len;
+}
+
+static int rec_random(void *ctx, uint8_t *out, size_t len)
+{
+    struct recorded_op *op = record_op(OP_RANDOM, 0, len);
+    int rc = backend->random(ctx, out, len);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_hash(int alg, const uint8_t *m, size_t l, uint8_t *o)
+{
+    struct recorded_op *op = record_op(OP_HASH, alg, edhoc_crypto_hash_len(alg));
+    record_input(op, 0, m, l);
+    int rc = backend->hash(alg, m, l, o);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_extract(int alg, const uint8_t *s, size_t sl, const uint8_t *i, size_t il,
+                       uint8_t *p)
+{
+    struct recorded_op *op = record_op(OP_EXTRACT, alg, edhoc_crypto_hash_len(alg));
+    record_input(op, 0, s, sl);
+    record_input(op, 1, i, il);
+    int rc = backend->hkdf_extract(alg, s, sl, i, il, p);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_expand(int alg, const uint8_t *p, size_t pl, const uint8_t *i, size_t il,
+                      uint8_t *o, size_t ol)
+{
+    struct recorded_op *op = record_op(OP_EXPAND, alg, ol);
+    record_input(op, 0, p, pl);
+    record_input(op, 1, i, il);
+    int rc = backend->hkdf_expand(alg, p, pl, i, il, o, ol);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_encrypt(int alg, const uint8_t *k, const uint8_t *n, const uint8_t *a, size_t al,
+                       const uint8_t *p, size_t pl, uint8_t *c)
+{
+    struct recorded_op *op = record_op(OP_ENCRYPT, alg, pl + edhoc_crypto_aead_tag_len(alg));
+    record_input(op, 0, k, edhoc_crypto_aead_key_len(alg));
+    record_input(op, 1, n, edhoc_crypto_aead_nonce_len(alg));
+    record_input(op, 2, a, al);
+    record_input(op, 3, p, pl);
+    int rc = backend->aead_encrypt(alg, k, n, a, al, p, pl, c);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_decrypt(int alg, const uint8_t *k, const uint8_t *n, const uint8_t *a, size_t al,
+                       const uint8_t *c, size_t cl, uint8_t *p)
+{
+    struct recorded_op *op = record_op(OP_DECRYPT, alg, cl);
+    record_input(op, 0, k, edhoc_crypto_aead_key_len(alg));
+    record_input(op, 1, n, edhoc_crypto_aead_nonce_len(alg));
+    record_input(op, 2, a, al);
+    record_input(op, 3, c, cl);
+    int rc = backend->aead_decrypt(alg, k, n, a, al, c, cl, p);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_keygen(int crv, bool dh, uint8_t *priv, uint8_t *pub, size_t *pl)
+{
+    struct recorded_op *op = record_op(OP_KEYGEN, crv, EDHOC_CRYPTO_MAX_PUB);
+    if (op)
+        op->flag = dh;
+    int rc = backend->keygen(crv, dh, priv, pub, pl);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_public(int crv, bool dh, const uint8_t *priv, uint8_t *pub, size_t *pl)
+{
+    struct recorded_op *op = record_op(OP_PUBLIC, crv, EDHOC_CRYPTO_MAX_PUB);
+    if (op)
+        op->flag = dh;
+    record_input(op, 0, priv, edhoc_crypto_priv_len(crv));
+    int rc = backend->public_key(crv, dh, priv, pub, pl);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_ecdh(int crv, const uint8_t *priv, const uint8_t *peer, size_t pl, uint8_t *sh)
+{
+    struct recorded_op *op = record_op(OP_ECDH, crv, edhoc_crypto_ecdh_secret_len(crv));
+    record_input(op, 0, priv, edhoc_crypto_priv_len(crv));
+    record_input(op, 1, peer, pl);
+    int rc = backend->ecdh(crv, priv, peer, pl, sh);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_sign(int crv, const uint8_t *priv, const uint8_t *m, size_t ml, uint8_t *sig)
+{
+    struct recorded_op *op = record_op(OP_SIGN, crv, edhoc_crypto_sig_len(crv));
+    record_input(op, 0, priv, edhoc_crypto_priv_len(crv));
+    record_input(op, 1, m, ml);
+    int rc = backend->sign(crv, priv, m, ml, sig);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static int rec_verify(int crv, const uint8_t *pub, size_t pl, const uint8_t *m, size_t ml,
+                      const uint8_t *sig, size_t sl)
+{
+    struct recorded_op *op = record_op(OP_VERIFY, crv, 0);
+    record_input(op, 0, pub, pl);
+    record_input(op, 1, m, ml);
+    record_input(op, 2, sig, sl);
+    int rc = backend->verify(crv, pub, pl, m, ml, sig, sl);
+    if (op)
+        op->rc = rc;
+    return rc;
+}
+
+static struct edhoc_crypto_ops recording_ops;
+
+static const struct edhoc_crypto_ops *make_recording_ops(void)
+{
+    backend = edhoc_crypto_openssl();
+    recording_ops = *backend;
+    recording_ops.random = rec_random;
+    recording_ops.hash = rec_hash;
+    recording_ops.hkdf_extract = rec_extract;
+    recording_ops.hkdf_expand = rec_expand;
+    recording_ops.aead_encrypt = rec_encrypt;
+    recording_ops.aead_decrypt = rec_decrypt;
+    recording_ops.keygen = rec_keygen;
+    recording_ops.public_key = rec_public;
+    recording_ops.ecdh = rec_ecdh;
+    recording_ops.sign = rec_sign;
+    recording_ops.verify = rec_verify;
+    return &recording_ops;
+}
+
+/* The same calls, against the backend alone. Returns 0, or -1 when a
+ * call's result differs from the recorded one (the floor would then not
+ * be the handshake's work). */
+static int replay(const struct recording *r, int side, uint8_t *out)
+{
+    const struct edhoc_crypto_ops *b = backend;
+    size_t len;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct recorded_op *op = &r->ops[i];
+        if (op->side != side)
+            continue;
+        int rc;
+        uint8_t *const *in = op->in;
+        const size_t *il = op->in_len;
+        switch (op->kind) {
+        case OP_RANDOM:
+            rc = b->random(b->rng_ctx, out, op->out_len);
+            break;
+        case OP_HASH:
+            rc = b->hash(op->alg, in[0], il[0], out);
+            break;
+        case OP_EXTRACT:
+            rc = b->hkdf_extract(op->alg, in[0], il[0], in[1], il[1], out);
+            break;
+        case OP_EXPAND:
+            rc = b->hkdf_expand(op->alg, in[0], il[0], in[1], il[1], out, op->out_len);
+            break;
+        case OP_ENCRYPT:
+            rc = b->aead_encrypt(op->alg, in[0], in[1], in[2], il[2], in[3], il[3], out);
+            break;
+        case OP_DECRYPT:
+            rc = b->aead_decrypt(op->alg, in[0], in[1], in[2], il[2], in[3], il[3], out);
+            break;
+        case OP_KEYGEN:
+            rc = b->keygen(op->alg, op->flag, out, out + EDHOC_CRYPTO_MAX_PRIV, &len);
+            break;
+        case OP_PUBLIC:
+            rc = b->public_key(op->alg, op->flag, in[0], out, &len);
+            break;
+        case OP_ECDH:
+            rc = b->ecdh(op->alg, in[0], in[1], il[1], out);
+            break;
+        case OP_SIGN:
+            rc = b->sign(op->alg, in[0], in[1], il[1], out);
+            break;
+        case OP_VERIFY:
+            rc = b->verify(op->alg, in[0], il[0], in[1], il[1], in[2], il[2]);
+            break;
+        default:
+            rc = -1;
+        }
+        if (rc != op->rc)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- One configuration ---- */
+
+struct hs_config {
+    int method;
+    int id_cred_type;
+    int suite;
+    struct cli_edhoc_opts opts; /* the sides' configs point into it */
+    struct cli_side si, sr;
+    struct edhoc_received rx_i, rx_r;
+    uint8_t m1[EDHOC_MAX_MESSAGE], m2[EDHOC_MAX_MESSAGE], m3[EDHOC_MAX_MESSAGE];
+    size_t bytes; /* message_1 + message_2 + message_3 */
+    char error[256];
+};
+
+struct hs_times {
+    uint64_t i_ns, r_ns, total_ns;
+    uint64_t lookup_ns; /* inside the credential resolver, both sides */
+};
+
+/* The resolver the CLI peers use, timed: credential lookup is application
+ * work outside the crypto table, and is reported apart. */
+static uint64_t lookup_ns;
+
+static int timed_resolve(void *ctx, const uint8_t *id_cred, size_t id_cred_len,
+                         const struct edhoc_cred **cred)
+{
+    uint64_t t0 = cli_now_ns();
+    int rc = cli_edhoc_resolve(ctx, id_cred, id_cred_len, cred);
+    lookup_ns += cli_now_ns() - t0;
+    return rc;
+}
+
+static int hs_fail(struct hs_config *c, const struct edhoc_session *s, const char *side, int rc)
+{
+    char why[200] = "";
+    if (s && edhoc_session_error(s))
+        edhoc_session_error_text(s, why, sizeof why);
+    snprintf(c->error, sizeof c->error, "%s: %s%s%s", side, edhoc_strerror(rc), why[0] ? ": " : "",
+             why);
+    return rc ? rc : -1;
+}
+
+/* One complete handshake up to both OSCORE parameter sets, each step's
+ * time charged to the side that runs it. */
+static int hs_run(struct hs_config *c, const struct edhoc_crypto_ops *ops, struct hs_times *t)
+{
+    static const uint8_t c_i = 0x0e, c_r = 0x18; /* distinct one-byte identifiers */
+    struct edhoc_session s_i = {0}, s_r = {0};
+    struct edhoc_oscore_params p_i, p_r;
+    int rc = 0;
+    c->si.cfg.ops = ops;
+    c->sr.cfg.ops = ops;
+
+    lookup_ns = 0;
+    uint64_t t0 = cli_now_ns();
+    rec.side = CLI_SIDE_I;
+    rc = edhoc_session_init(&s_i, EDHOC_INITIATOR, &c->si.cfg);
+    if (!rc)
+        rc = edhoc_session_set_conn_id(&s_i, &c_i, 1);
+    int n1 = rc ? rc : edhoc_initiator_prepare_message_1(&s_i, c->m1, sizeof c->m1);
+    uint64_t t1 = cli_now_ns();
+    if (n1 < 0)
+        return hs_fail(c, &s_i, "initiator, message_1", n1);
+
+    rec.side = CLI_SIDE_R;
+    rc = edhoc_session_init(&s_r, EDHOC_RESPONDER, &c->sr.cfg);
+    if (!rc)
+        rc = edhoc_session_set_conn_id(&s_r, &c_r, 1);
+    if (!rc)
+        rc = edhoc_responder_process_message_1(&s_r, c->m1, (size_t)n1, &c->rx_r);
+    int n2 = rc ? rc : edhoc_responder_prepare_message_2(&s_r, c->m2, sizeof c->m2);
+    uint64_t t2 = cli_now_ns();
+    if (n2 < 0) {
+        edhoc_session_wipe(&s_i);
+        return hs_fail(c, &s_r, "responder, message_2", n2);
+    }
+
+    rec.side = CLI_SIDE_I;
+    rc = edhoc_initiator_handle_message_2(&s_i, c->m2, (size_t)n2, &c->rx_i, timed_resolve,
+                                          &c->si);
+    int n3 = rc ? rc : edhoc_initiator_prepare_message_3(&s_i, c->m3, sizeof c->m3);
+    if (n3 >= 0) {
+        rc = edhoc_session_oscore(&s_i, &p_i);
+        if (rc)
+            n3 = rc;
+    }
+    uint64_t t3 = cli_now_ns();
+    if (n3 < 0) {
+        edhoc_session_wipe(&s_r);
+        return hs_fail(c, &s_i, "initiator, message_3", n3);
+    }
+
+    rec.side = CLI_SIDE_R;
+    rc = edhoc_responder_handle_message_3(&s_r, c->m3, (size_t)n3, &c->rx_r, timed_resolve,
+                                          &c->sr);
+    if (!rc)
+        rc = edhoc_session_oscore(&s_r, &p_r);
+    uint64_t t4 = cli_now_ns();
+    if (rc) {
+        edhoc_session_wipe(&s_i);
+        return hs_fail(c, &s_r, "responder, message_3", rc);
+    }
+
+    t->i_ns = (t1 - t0) + (t3 - t2);
+    t->r_ns = (t2 - t1) + (t4 - t3);
+    t->total_ns = t4 - t0;
+    t->lookup_ns = lookup_ns;
+    c->bytes = (size_t)n1 + (size_t)n2 + (size_t)n3;
+    bool same = p_i.master_secret_len == p_r.master_secret_len &&
+                edhoc_ct_equal(p_i.master_secret, p_r.master_secret, p_i.master_secret_len);
+    edhoc_session_wipe(&s_i);
+    edhoc_session_wipe(&s_r);
+    edhoc_wipe(&p_i, sizeof p_i);
+    edhoc_wipe(&p_r, sizeof p_r);
+    if (!same) {
+        snprintf(c->error, sizeof c->error, "the two sides derived different OSCORE secrets");
+        return -1;
+    }
+    return 0;
+}
+
+/* Both sides with built-in demo credentials for the method / suite /
+ * ID_CRED type, each with exactly the peer's credential configured (the
+ * usual provisioned deployment: lookup by kid, x5t or leaf certificate,
+ * no chain building). */
+static int hs_setup(struct hs_config *c)
+{
+    cli_edhoc_opts_init(&c->opts);
+    c->opts.method = c->method;
+    c->opts.suites[0] = c->suite;
+    c->opts.n_suites = 1;
+    c->opts.suites_r[0] = c->suite;
+    c->opts.n_suites_r = 1;
+    c->opts.side[CLI_SIDE_I].id_cred_type = c->id_cred_type;
+    c->opts.side[CLI_SIDE_R].id_cred_type = c->id_cred_type;
+    int rc = cli_edhoc_side_setup(&c->opts, CLI_SIDE_I, &c->si);
+    if (!rc)
+        rc = cli_edhoc_side_setup(&c->opts, CLI_SIDE_R, &c->sr);
+    if (rc)
+        return rc;
+    edhoc_cred_store_init(c->si.store);
+    edhoc_cred_store_init(c->sr.store);
+    rc = cli_edhoc_side_trust_peer(&c->si, &c->sr.cred);
+    if (!rc)
+        rc = cli_edhoc_side_trust_peer(&c->sr, &c->si.cred);
+    return rc;
+}
+
+static const struct bench_column hs_cols[] = {
+    {"method", "Method", BENCH_COL_INT, false},
+    {"id_cred", "ID_CRED", BENCH_COL_TEXT, false},
+    {"suite", "Suite", BENCH_COL_INT, false},
+    {"initiator_us", "Initiator", BENCH_COL_NUM, false},
+    {"initiator_floor_us", "Initiator floor", BENCH_COL_NUM, false},
+    {"responder_us", "Responder", BENCH_COL_NUM, false},
+    {"responder_floor_us", "Responder floor", BENCH_COL_NUM, false},
+    {"total_us", "Total", BENCH_COL_NUM, false},
+    {"floor_us", "Crypto floor", BENCH_COL_NUM, false},
+    {"ratio", "Handshake / floor", BENCH_COL_RATIO, false},
+    {"lookup_us", "Credential lookup", BENCH_COL_NUM, false},
+    {"ratio_without_lookup", "Without lookup / floor", BENCH_COL_RATIO, false},
+    {"crypto_calls", "Crypto calls", BENCH_COL_INT, false},
+    {"bytes", "Bytes (m1+m2+m3)", BENCH_COL_INT, false},
+    {"total", "Total (min / median)", BENCH_COL_STAT, true},
+    {"floor", "Floor (min / median)", BENCH_COL_STAT, true},
+    {"ratio_min", "Ratio of minima", BENCH_COL_RATIO, true},
+    {"label", "Configuration", BENCH_COL_TEXT, true},
+    {"calls", "Crypto calls by kind", BENCH_COL_TEXT, true},
+    {"samples", "Samples", BENCH_COL_INT, true},
+};
+
+#define N_HS_COLS (sizeof hs_cols / sizeof hs_cols[0])
+
+static int col(const char *key)
+{
+    for (size_t i = 0; i < N_HS_COLS; i++)
+        if (!strcmp(hs_cols[i].key, key))
+            return (int)i;
+    return -1;
+}
+
+static double median_of(double *v, long n)
+{
+    struct bench_stat st;
+    bench_stat_from(v, n, 1, &st);
+    return st.median_us;
+}
+
+/* Per-sample series: initiator, responder, total, initiator floor,
+ * responder floor, floor, lookup, total without lookup. */
+#define NV 8
+
+/* Samples of one configuration: a handshake, then its floor, repeated. */
+static int hs_measure(const struct bench_effort *e, struct hs_config *c, struct bench_table *t)
+{
+    const struct edhoc_crypto_ops *plain = edhoc_crypto_openssl();
+    const struct edhoc_crypto_ops *recording = make_recording_ops();
+    struct hs_times ht;
+    char label[96];
+    snprintf(label, sizeof label, "method %d, %s, suite %d", c->method,
+             cli_id_cred_type_name(c->id_cred_type), c->suite);
+
+    /* Warm-up, then the recorded handshake. */
+    int rc = hs_run(c, plain, &ht);
+    recording_clear(&rec);
+    if (!rc)
+        rc = hs_run(c, recording, &ht);
+    if (!rc && rec.failed)
+        rc = -1;
+    if (rc) {
+        fprintf(stderr, "edhoc-cli bench handshake: %s: %s\n", label,
+                c->error[0] ? c->error : "out of memory");
+        recording_clear(&rec);
+        return CLI_EXIT_INTERNAL;
+    }
+    uint8_t *out = malloc(rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
+    size_t cap = 256;
+    double *v[NV];
+    for (int k = 0; k < NV; k++)
+        v[k] = malloc(cap * sizeof(double));
+    bool oom = !out;
+    for (int k = 0; k < NV; k++)
+        oom = oom || !v[k];
+    if (oom || replay(&rec, CLI_SIDE_I, out) || replay(&rec, CLI_SIDE_R, out)) {
+        fprintf(stderr, "edhoc-cli bench handshake: %s: %s\n", label,
+                oom ? "out of memory" : "replaying the crypto calls gave other results");
+        rc = CLI_EXIT_INTERNAL;
+        goto out;
+    }
+
+    long n = 0;
+    uint64_t start = cli_now_ns();
+    while (bench_effort_more(e, n, (double)(cli_now_ns() - start) / 1e9)) {
+        if ((size_t)n == cap) {
+            cap *= 2;
+            for (int k = 0; k < NV; k++) {
+                double *bigger = realloc(v[k], cap * sizeof(double));
+                if (!bigger) {
+                    rc = CLI_EXIT_INTERNAL;
+                    goto out;
+                }
+                v[k] = bigger;
+            }
+        }
+        if (hs_run(c, plain, &ht)) {
+            fprintf(stderr, "edhoc-cli bench handshake: %s: %s\n", label, c->error);
+            rc = CLI_EXIT_INTERNAL;
+            goto out;
+        }
+        uint64_t a = cli_now_ns();
+        int r1 = replay(&rec, CLI_SIDE_I, out);
+        uint64_t b = cli_now_ns();
+        int r2 = replay(&rec, CLI_SIDE_R, out);
+        uint64_t d = cli_now_ns();
+        if (r1 || r2) {
+            fprintf(stderr, "edhoc-cli bench handshake: %s: replay failed\n", label);
+            rc = CLI_EXIT_INTERNAL;
+            goto out;
+        }
+        v[0][n] = (double)ht.i_ns / 1000.0;
+        v[1][n] = (double)ht.r_ns / 1000.0;
+        v[2][n] = (double)ht.total_ns / 1000.0;
+        v[3][n] = bench_us(a, b);
+        v[4][n] = bench_us(b, d);
+        v[5][n] = bench_us(a, d);
+        v[6][n] = (double)ht.lookup_ns / 1000.0;
+        v[7][n] = (double)(ht.total_ns - ht.lookup_ns) / 1000.0;
+        n++;
+    }
+
+    /* Each column is its own median: on a shared host one slow step would
+     * otherwise decide a whole row's split between the roles. */
+    double i_us = median_of(v[0], n), r_us = median_of(v[1], n);
+    double fi_us = median_of(v[3], n), fr_us = median_of(v[4], n);
+    struct bench_stat total, floor;
+    bench_stat_from(v[2], n, 1, &total);
+    bench_stat_from(v[5], n, 1, &floor);
+    struct bench_cell *row = bench_table_add_row(t);
+    if (!row) {
+        rc = CLI_EXIT_INTERNAL;
+        goto out;
+    }
+    unsigned counts[OP_KINDS] = {0};
+    for (size_t i = 0; i < rec.n; i++)
+        counts[rec.ops[i].kind]++;
+    char calls[256] = "";
+    size_t off = 0;
+    for (int k = 0; k < OP_KINDS; k++)
+        if (counts[k] && off < sizeof calls)
+            off += (size_t)snprintf(calls + off, sizeof calls - off, "%s%s %u", off ? ", " : "",
+                                    op_names[k], counts[k]);
+
+    bench_row_num(t, row, "method", c->method);
+    bench_row_text(t, row, "id_cred", cli_id_cred_type_name(c->id_cred_type));
+    bench_row_num(t, row, "suite", c->suite);
+    bench_row_num(t, row, "initiator_us", i_us);
+    bench_row_num(t, row, "responder_us", r_us);
+    bench_row_num(t, row, "total_us", total.median_us);
+    bench_row_num(t, row, "initiator_floor_us", fi_us);
+    bench_row_num(t, row, "responder_floor_us", fr_us);
+    bench_row_num(t, row, "floor_us", floor.median_us);
+    bench_row_num(t, row, "ratio", total.median_us / floor.median_us);
+    bench_row_num(t, row, "ratio_min", total.min_us / floor.min_us);
+    bench_row_num(t, row, "lookup_us", median_of(v[6], n));
+    bench_row_num(t, row, "ratio_without_lookup", median_of(v[7], n) / floor.median_us);
+    bench_row_num(t, row, "crypto_calls", (double)rec.n);
+    bench_row_num(t, row, "bytes", (double)c->bytes);
+    bench_row_stat(t, row, "total", &total);
+    bench_row_stat(t, row, "floor", &floor);
+    bench_row_text(t, row, "label", label);
+    bench_row_text(t, row, "calls", calls);
+    bench_row_num(t, row, "samples", (double)n);
+    rc = 0;
+out:
+    for (int k = 0; k < NV; k++)
+        free(v[k]);
+    free(out);
+    recording_clear(&rec);
+    return rc;
+}
+
+int bench_handshake_floor(const struct bench_effort *e, int method, int suite, int id_cred_type,
+                          double *initiator_us, double *responder_us)
+{
+    struct hs_config *c = calloc(1, sizeof *c);
+    if (!c)
+        return CLI_EXIT_INTERNAL;
+    c->method = method;
+    c->id_cred_type = id_cred_type;
+    c->suite = suite;
+    struct hs_times ht;
+    int rc = hs_setup(c);
+    if (!rc) {
+        recording_clear(&rec);
+        rc = hs_run(c, make_recording_ops(), &ht);
+        if (!rc && rec.failed)
+            rc = -1;
+        if (rc)
+            fprintf(stderr, "edhoc-cli: crypto floor of method %d suite %d: %s\n", method, suite,
+                    c->error[0] ? c->error : "out of memory");
+    }
+    uint8_t *out = rc ? NULL : malloc(rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
+    size_t cap = 256;
+    long n = 0;
+    double *vi = malloc(cap * sizeof *vi), *vr = malloc(cap * sizeof *vr);
+    if (!rc && (!out || !vi || !vr))
+        rc = CLI_EXIT_INTERNAL;
+    if (!rc && (replay(&rec, CLI_SIDE_I, out) || replay(&rec, CLI_SIDE_R, out)))
+        rc = CLI_EXIT_INTERNAL; /* warm-up, and a check that the replay matches */
+    uint64_t start = cli_now_ns();
+    while (!rc && bench_effort_more(e, n, (double)(cli_now_ns() - start) / 1e9)) {
+        if ((size_t)n == cap) {
+            cap *= 2;
+            double *bi = realloc(vi, cap * sizeof *vi);
+            if (bi)
+                vi = bi;
+            double *br = bi ? realloc(vr, cap * sizeof *vr) : NULL;
+            if (br)
+                vr = br;
+            if (!bi || !br) {
+                rc = CLI_EXIT_INTERNAL;
+                break;
+            }
+        }
+        uint64_t a = cli_now_ns();
+        int r1 = replay(&rec, CLI_SIDE_I, out);
+        uint64_t b = cli_now_ns();
+        int r2 = replay(&rec, CLI_SIDE_R, out);
+        uint64_t d = cli_now_ns();
+        if (r1 || r2)
+            rc = CLI_EXIT_INTERNAL;
+        vi[n] = bench_us(a, b);
+        vr[n] = bench_us(b, d);
+        n++;
+    }
+    if (!rc && n > 0) {
+        *initiator_us = median_of(vi, n);
+        *responder_us = median_of(vr, n);
+    }
+    free(vi);
+    free(vr);
+    free(out);
+    recording_clear(&rec);
+    cli_edhoc_side_free(&c->si);
+    cli_edhoc_side_free(&c->sr);
+    edhoc_wipe(c, sizeof *c);
+    free(c);
+    return rc;
+}
+
+static const struct bench_column mem_cols[] = {
+    {"object", "State", BENCH_COL_TEXT, false},
+    {"bytes", "Bytes", BENCH_COL_INT, false},
+    {"heap", "Heap it owns", BENCH_COL_INT, false},
+    {"per", "One per", BENCH_COL_TEXT, false},
+};
+
+static int add_memory_table(struct bench_report *r)
+{
+    struct bench_table *t = bench_table_new("memory", "Memory per handshake and per context",
+                                            mem_cols, sizeof mem_cols / sizeof mem_cols[0]);
+    if (!t || !bench_report_add(r, t))
+        return CLI_EXIT_INTERNAL;
+    snprintf(t->note, sizeof t->note,
+             "sizeof of the caller-allocated structures (this build); none of them owns heap "
+             "memory. A session points to its endpoint's shared struct edhoc_config and "
+             "credentials; struct edhoc_received only lives while a message is processed and "
+             "can be shared by all sessions of a thread.");
+    static const struct {
+        const char *name;
+        size_t size;
+        const char *per;
+    } objs[] = {
+        {"struct edhoc_session", sizeof(struct edhoc_session), "pending handshake"},
+        {"struct edhoc_received", sizeof(struct edhoc_received), "message being processed (transient)"},
+        {"struct oscore_context", sizeof(struct oscore_context), "established OSCORE context"},
+        {"struct oscore_binding", sizeof(struct oscore_binding), "request awaiting its response"},
+        {"struct edhoc_config", sizeof(struct edhoc_config), "endpoint (shared)"},
+        {"struct edhoc_cred", sizeof(struct edhoc_cred), "credential (shared)"},
+    };
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
+        struct bench_cell *row = bench_table_add_row(t);
+        if (!row)
+            return CLI_EXIT_INTERNAL;
+        bench_row_text(t, row, "object", objs[i].name);
+        bench_row_num(t, row, "bytes", (double)objs[i].size);
+        bench_row_num(t, row, "heap", 0);
+        bench_row_text(t, row, "per", objs[i].per);
+    }
+    bench_report_target(r, "State per pending handshake (struct edhoc_session)",
+                        (double)sizeof(struct edhoc_session), 1024, "bytes");
+    bench_report_target(r, "State per established OSCORE context (struct oscore_context)",
+                        (double)sizeof(struct oscore_context), 256, "bytes");
+    return 0;
+}
+
+int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opts *o)
+{
+    static const int default_suites[] = {0, 2};
+    const int *suites = o->n_suites ? o->suites : default_suites;
+    size_t n_suites = o->n_suites ? o->n_suites : 2;
+    static const struct {
+        int method;
+        int id_cred_type;
+    } modes[] = {
+        {0, EDHOC_ID_CRED_X5CHAIN},
+        {0, EDHOC_ID_CRED_X5T},
+        {3, EDHOC_ID_CRED_KID},
+    };
+    for (size_t i = 0; i < n_suites; i++) {
+        if (!edhoc_suite_find(suites[i])) {
+            fprintf(stderr, "edhoc-cli bench handshake: cipher suite %d is not supported\n",
+                    suites[i]);
+            return CLI_EXIT_USAGE;
+        }
+    }
+
+    struct bench_table *t = bench_table_new("handshake", "EDHOC handshake (in process)", hs_cols,
+                                            N_HS_COLS);
+    if (!t || !bench_report_add(r, t))
+        return CLI_EXIT_INTERNAL;
+    snprintf(t->note, sizeof t->note,
+             "Median microseconds per handshake: message_1 to message_3 and the OSCORE "
+             "parameters on both sides, with built-in demo credentials, each side having the "
+             "peer's credential configured. Crypto floor: the same crypto calls (same inputs) "
+             "replayed alone on the backend, alternating with the handshakes. Each column "
+             "is its own median, so initiator + responder is close to, not exactly, the total.");
+    t->chart.kind = BENCH_CHART_BARS;
+    t->chart.label_cols[0] = col("label");
+    t->chart.label_cols[1] = -1;
+    t->chart.label_cols[2] = -1;
+    t->chart.y_cols[0] = col("total_us");
+    t->chart.y_cols[1] = col("floor_us");
+    t->chart.n_y = 2;
+    t->chart.y_title = "microseconds per handshake (median)";
+
+    int rc = 0;
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0] && !rc; m++) {
+        for (size_t s = 0; s < n_suites && !rc; s++) {
+            struct hs_config *c = calloc(1, sizeof *c);
+            if (!c)
+                return CLI_EXIT_INTERNAL;
+            c->method = modes[m].method;
+            c->id_cred_type = modes[m].id_cred_type;
+            c->suite = suites[s];
+            rc = hs_setup(c);
+            if (!rc)
+                rc = hs_measure(&r->effort, c, t);
+            cli_edhoc_side_free(&c->si);
+            cli_edhoc_side_free(&c->sr);
+            edhoc_wipe(c, sizeof *c);
+            free(c);
+        }
+    }
+    if (rc)
+        return rc;
+
+    /* The targets: method 3 suite 0 and method 0 suite 2. */
+    for (size_t i = 0; i < t->n_rows; i++) {
+        const struct bench_cell *row = &t->cells[i * t->n_cols];
+        int method = (int)row[col("method")].num, suite = (int)row[col("suite")].num;
+        if ((method == 3 && suite == 0) || (method == 0 && suite == 2)) {
+            char name[160];
+            snprintf(name, sizeof name, "Handshake / crypto floor, %s", row[col("label")].text);
+            bench_report_target(r, name, row[col("ratio")].num, 1.15, "");
+        }
+    }
+    return add_memory_table(r);
+}

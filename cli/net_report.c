@@ -1,0 +1,360 @@
+#include "net_report.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edhoc/coap_msg.h"
+#include "edhoc/transport.h"
+#include "util.h"
+
+int cli_uri_parse(const char *uri, struct cli_uri *u)
+{
+    memset(u, 0, sizeof *u);
+    u->port = 5683;
+    const char *p = uri;
+    if (!strncmp(p, "coap://", 7)) {
+        p += 7;
+    } else if (strstr(p, "://")) {
+        fprintf(stderr, "edhoc-cli: %s: only coap:// URIs are supported\n", uri);
+        return -1;
+    }
+    const char *host_end;
+    if (*p == '[') {
+        const char *rb = strchr(p, ']');
+        if (!rb) {
+            fprintf(stderr, "edhoc-cli: %s: unterminated IPv6 address\n", uri);
+            return -1;
+        }
+        if ((size_t)(rb - p - 1) >= sizeof u->host)
+            return -1;
+        memcpy(u->host, p + 1, (size_t)(rb - p - 1));
+        host_end = rb + 1;
+    } else {
+        host_end = p + strcspn(p, ":/?");
+        if ((size_t)(host_end - p) >= sizeof u->host)
+            return -1;
+        memcpy(u->host, p, (size_t)(host_end - p));
+    }
+    if (!u->host[0]) {
+        fprintf(stderr, "edhoc-cli: %s: no host\n", uri);
+        return -1;
+    }
+    p = host_end;
+    if (*p == ':') {
+        char *end;
+        long port = strtol(p + 1, &end, 10);
+        if (end == p + 1 || port < 1 || port > 65535) {
+            fprintf(stderr, "edhoc-cli: %s: bad port\n", uri);
+            return -1;
+        }
+        u->port = (uint16_t)port;
+        p = end;
+    }
+    if (*p == '/') {
+        size_t n = strcspn(p, "?");
+        if (n >= sizeof u->path)
+            return -1;
+        memcpy(u->path, p, n);
+        p += n;
+    }
+    if (*p == '?') {
+        if (strlen(p + 1) >= sizeof u->query)
+            return -1;
+        strcpy(u->query, p + 1);
+    } else if (*p) {
+        fprintf(stderr, "edhoc-cli: %s: cannot parse the URI\n", uri);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_coap_method(const char *name)
+{
+    static const struct {
+        const char *n;
+        int code;
+    } m[] = {{"GET", 1}, {"POST", 2}, {"PUT", 3}, {"DELETE", 4}, {"FETCH", 5}, {"PATCH", 6},
+             {"IPATCH", 7}};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        if (!strcasecmp(name, m[i].n))
+            return m[i].code;
+    }
+    return -1;
+}
+
+long cli_coap_build_request(uint8_t code, const char *path, const char *query, int cf,
+                            const uint8_t *payload, size_t payload_len, long observe, uint8_t *out,
+                            size_t cap)
+{
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = COAP_TYPE_CON;
+    m.code = code;
+    uint8_t obs[4], cfv[4];
+    if (observe >= 0 && coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs,
+                                            coap_uint_encode((uint32_t)observe, obs)))
+        return -1;
+    /* Segments point into path / query themselves (kept alive by the caller). */
+    const char *s = path ? path : "";
+    while (*s) {
+        if (*s == '/') {
+            s++;
+            continue;
+        }
+        size_t n = strcspn(s, "/");
+        if (coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)s, n))
+            return -1;
+        s += n;
+    }
+    if (cf >= 0 && coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv,
+                                       coap_uint_encode((uint32_t)cf, cfv)))
+        return -1;
+    s = query ? query : "";
+    while (*s) {
+        size_t n = strcspn(s, "&");
+        if (n && coap_msg_add_option(&m, COAP_OPT_URI_QUERY, (const uint8_t *)s, n))
+            return -1;
+        s += n;
+        if (*s == '&')
+            s++;
+    }
+    m.payload = payload_len ? payload : NULL;
+    m.payload_len = payload_len;
+    long n = coap_msg_encode(&m, out, cap);
+    return n < 0 ? -1 : n;
+}
+
+const char *cli_coap_code_name(uint8_t code, char *buf, size_t cap)
+{
+    static const struct {
+        uint8_t code;
+        const char *name;
+    } names[] = {{0x41, "Created"}, {0x42, "Deleted"}, {0x43, "Valid"}, {0x44, "Changed"},
+                 {0x45, "Content"}, {0x5f, "Continue"}, {0x80, "Bad Request"},
+                 {0x81, "Unauthorized"}, {0x82, "Bad Option"}, {0x83, "Forbidden"},
+                 {0x84, "Not Found"}, {0x85, "Method Not Allowed"}, {0x86, "Not Acceptable"},
+                 {0x88, "Request Entity Incomplete"}, {0x8d, "Request Entity Too Large"},
+                 {0x8f, "Unsupported Content-Format"}, {0xa0, "Internal Server Error"},
+                 {0xa1, "Not Implemented"}, {0xa3, "Service Unavailable"}};
+    const char *name = "";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (names[i].code == code)
+            name = names[i].name;
+    }
+    snprintf(buf, cap, "%d.%02d%s%s", code >> 5, code & 31, name[0] ? " " : "", name);
+    return buf;
+}
+
+int cli_coap_response_view(const uint8_t *msg, size_t len, uint8_t *code, int *cf,
+                           const uint8_t **payload, size_t *payload_len)
+{
+    struct coap_msg m;
+    if (coap_msg_parse(msg, len, &m))
+        return -1;
+    *code = m.code;
+    *cf = -1;
+    const struct coap_option *o = coap_msg_find_option(&m, COAP_OPT_CONTENT_FORMAT);
+    uint32_t v;
+    if (o && !coap_option_uint(o, &v))
+        *cf = (int)v;
+    *payload = m.payload;
+    *payload_len = m.payload_len;
+    return 0;
+}
+
+static bool printable(const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (!isprint(p[i]) && p[i] != '\n' && p[i] != '\t' && p[i] != '\r')
+            return false;
+    }
+    return true;
+}
+
+void cli_print_payload(FILE *f, const uint8_t *p, size_t len)
+{
+    if (!len)
+        return;
+    if (printable(p, len))
+        fprintf(f, "%.*s", (int)len, (const char *)p);
+    else
+        cli_hex_print(f, p, len);
+}
+
+void cli_json_payload(FILE *f, const uint8_t *p, size_t len)
+{
+    if (printable(p, len)) {
+        char *s = malloc(len + 1);
+        if (!s) {
+            fputs("null", f);
+            return;
+        }
+        memcpy(s, p, len);
+        s[len] = '\0';
+        cli_json_string(f, s);
+        free(s);
+    } else {
+        cli_json_hex(f, p, len);
+    }
+}
+
+static void on_datagram(void *user, bool sent, const char *peer, const uint8_t *payload,
+                        size_t len)
+{
+    struct cli_dgram_log *log = user;
+    (void)peer;
+    (void)payload;
+    if (log->current < 0)
+        return;
+    struct cli_exchange *e = &log->ex[log->current];
+    if (sent) {
+        if (!e->dgrams_sent)
+            e->first_sent = len;
+        e->dgrams_sent++;
+        e->bytes_sent += len;
+    } else {
+        if (!e->dgrams_received)
+            e->first_received = len;
+        e->dgrams_received++;
+        e->bytes_received += len;
+    }
+}
+
+void cli_dgram_log_start(struct cli_dgram_log *log)
+{
+    memset(log, 0, sizeof *log);
+    log->current = -1;
+    edhoc_transport_set_datagram_hook(on_datagram, log);
+}
+
+int cli_dgram_log_begin(struct cli_dgram_log *log, const char *name)
+{
+    if (log->n >= CLI_MAX_EXCHANGES) {
+        log->current = -1;
+        return -1;
+    }
+    struct cli_exchange *e = &log->ex[log->n];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    log->current = (int)log->n++;
+    return log->current;
+}
+
+void cli_dgram_log_stop(struct cli_dgram_log *log)
+{
+    log->current = -1;
+    edhoc_transport_set_datagram_hook(NULL, NULL);
+}
+
+#include "edhoc/oscore.h"
+
+/* Add an Echo option to a plain request. */
+long cli_coap_with_echo(const uint8_t *req, size_t len, const uint8_t *echo, size_t echo_len,
+                      uint8_t *out, size_t cap)
+{
+    struct coap_msg m;
+    if (coap_msg_parse(req, len, &m))
+        return -1;
+    for (size_t i = 0; i < m.option_count; i++) {
+        if (m.options[i].number == COAP_OPT_ECHO) {
+            m.options[i].value = echo;
+            m.options[i].len = (uint16_t)echo_len;
+            long n = coap_msg_encode(&m, out, cap);
+            return n < 0 ? -1 : n;
+        }
+    }
+    if (coap_msg_add_option(&m, COAP_OPT_ECHO, echo, echo_len))
+        return -1;
+    long n = coap_msg_encode(&m, out, cap);
+    return n < 0 ? -1 : n;
+}
+
+int cli_oscore_exchange(struct edhoc_transport *t, struct oscore_context *ctx, const uint8_t *req,
+                        size_t req_len, uint8_t *out, size_t cap, int timeout_ms,
+                        struct cli_dgram_log *log, const char *log_name,
+                        struct cli_oscore_result *r)
+{
+    memset(r, 0, sizeof *r);
+    uint8_t *prot = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    uint8_t *resp = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    uint8_t *again = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    int rc = -1;
+    uint64_t deadline = cli_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    if (!prot || !resp || !again) {
+        r->oscore_err = OSCORE_ERR_BUFFER;
+        goto out;
+    }
+    const uint8_t *cur = req;
+    size_t cur_len = req_len;
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        r->attempts = attempt;
+        struct oscore_binding b;
+        long pn = oscore_protect_request(ctx, cur, cur_len, prot, EDHOC_TRANSPORT_MAX_MESSAGE, &b);
+        if (pn < 0) {
+            r->oscore_err = (int)pn;
+            goto out;
+        }
+        r->request_bytes = (size_t)pn;
+        if (log && log_name) {
+            char name[40];
+            snprintf(name, sizeof name, "%s%s", log_name, attempt > 1 ? " (Echo)" : "");
+            cli_dgram_log_begin(log, name);
+        }
+        uint64_t now = cli_now_ns();
+        int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+        long rn = edhoc_transport_client_request(t, prot, (size_t)pn, resp,
+                                                 EDHOC_TRANSPORT_MAX_MESSAGE, left);
+        if (rn < 0) {
+            r->transport_err = (int)rn;
+            goto out;
+        }
+        r->response_bytes = (size_t)rn;
+        struct coap_msg outer;
+        if (coap_msg_parse(resp, (size_t)rn, &outer)) {
+            r->oscore_err = OSCORE_ERR_MALFORMED;
+            goto out;
+        }
+        if (!coap_msg_find_option(&outer, COAP_OPT_OSCORE)) {
+            r->unprotected_error = true;
+            r->unprotected_code = outer.code;
+            long n = (size_t)rn <= cap ? rn : -1;
+            if (n > 0)
+                memcpy(out, resp, (size_t)rn);
+            r->response_len = n;
+            goto out;
+        }
+        long un = oscore_unprotect_response(ctx, &b, resp, (size_t)rn, out, cap);
+        if (un < 0) {
+            r->oscore_err = (int)un;
+            goto out;
+        }
+        r->response_len = un;
+        struct coap_msg inner;
+        if (attempt == 1 && !coap_msg_parse(out, (size_t)un, &inner) &&
+            inner.code == COAP_CODE_UNAUTHORIZED) {
+            const struct coap_option *echo = coap_msg_find_option(&inner, COAP_OPT_ECHO);
+            if (echo && echo->len <= 40) {
+                uint8_t ev[40];
+                memcpy(ev, echo->value, echo->len);
+                long an = cli_coap_with_echo(req, req_len, ev, echo->len, again, EDHOC_TRANSPORT_MAX_MESSAGE);
+                if (an < 0) {
+                    r->oscore_err = OSCORE_ERR_TOO_LARGE;
+                    goto out;
+                }
+                cur = again;
+                cur_len = (size_t)an;
+                continue;
+            }
+        }
+        rc = 0;
+        break;
+    }
+out:
+    if (log)
+        log->current = -1;
+    free(prot);
+    free(resp);
+    free(again);
+    return rc;
+}

@@ -1,0 +1,105 @@
+/*
+ * Client-side helpers of the network subcommands (initiator, coap): URIs,
+ * building requests, printing responses, and the per-exchange byte
+ * accounting fed by the transport's datagram hook.
+ */
+#ifndef CLI_NET_REPORT_H
+#define CLI_NET_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cli_uri {
+    char host[256];
+    uint16_t port;
+    char path[512];  /* "/a/b" ("" when none) */
+    char query[512]; /* "a=1&b" ("" when none) */
+};
+
+/* coap://host[:port][/path][?query]; IPv6 hosts in brackets. Returns 0 or
+ * -1 after printing why. */
+int cli_uri_parse(const char *uri, struct cli_uri *u);
+
+/* CoAP method code for GET/POST/PUT/DELETE/FETCH/PATCH/IPATCH, or -1. */
+int cli_coap_method(const char *name);
+
+/* A request message (CON, Message ID and token left to the transport).
+ * cf < 0: no Content-Format; observe < 0: no Observe. Returns the length
+ * or -1. */
+long cli_coap_build_request(uint8_t code, const char *path, const char *query, int cf,
+                            const uint8_t *payload, size_t payload_len, long observe, uint8_t *out,
+                            size_t cap);
+
+/* "2.05 Content", "4.01 Unauthorized", ... */
+const char *cli_coap_code_name(uint8_t code, char *buf, size_t cap);
+
+/* Response code, Content-Format (-1 none), payload of a message. Returns 0
+ * or -1 when it does not parse. */
+int cli_coap_response_view(const uint8_t *msg, size_t len, uint8_t *code, int *cf,
+                           const uint8_t **payload, size_t *payload_len);
+
+/* Print a payload as text when printable, else as hex. */
+void cli_print_payload(FILE *f, const uint8_t *p, size_t len);
+void cli_json_payload(FILE *f, const uint8_t *p, size_t len);
+
+/* ---- Datagram accounting: every UDP datagram the process sends or
+ * receives is charged to the current exchange. ---- */
+
+#define CLI_MAX_EXCHANGES 64
+
+struct cli_exchange {
+    char name[48];           /* "message_1", "OSCORE request 1", ... */
+    unsigned dgrams_sent, dgrams_received;
+    size_t bytes_sent, bytes_received;   /* UDP payload bytes */
+    size_t first_sent, first_received;   /* size of the first datagram each way */
+};
+
+struct cli_dgram_log {
+    struct cli_exchange ex[CLI_MAX_EXCHANGES];
+    size_t n;
+    int current; /* -1: charged to nothing */
+};
+
+/* Install the hook (process-wide) feeding log. */
+void cli_dgram_log_start(struct cli_dgram_log *log);
+/* Charge following datagrams to a new exchange; returns its index. */
+int cli_dgram_log_begin(struct cli_dgram_log *log, const char *name);
+void cli_dgram_log_stop(struct cli_dgram_log *log);
+
+
+
+/* The plain request req with an Echo option of this value (replacing any).
+ * Returns the length or -1. */
+long cli_coap_with_echo(const uint8_t *req, size_t len, const uint8_t *echo, size_t echo_len,
+                        uint8_t *out, size_t cap);
+
+/* ---- OSCORE request/response with Echo recovery ---- */
+
+struct edhoc_transport;
+struct oscore_context;
+
+struct cli_oscore_result {
+    long response_len;          /* inner (decrypted) response length in out */
+    size_t request_bytes;       /* protected request, CoAP message bytes (last attempt) */
+    size_t response_bytes;      /* protected response, CoAP message bytes */
+    int attempts;               /* 2 after an Echo challenge */
+    bool unprotected_error;     /* the server answered without OSCORE (4.01, 4.02, ...) */
+    uint8_t unprotected_code;
+    int transport_err;          /* EDHOC_TRANSPORT_ERR_* when no response */
+    int oscore_err;             /* OSCORE_ERR_* of protect/unprotect */
+};
+
+/* Protect req (a plain request message), send it, verify and decrypt the
+ * response into out; a protected 4.01 with an Echo option is answered once
+ * by repeating the request with that Echo (RFC 8613 Appendix B.1.2).
+ * log_name (may be NULL) names the exchange in log. Returns 0 (result
+ * filled), or -1 with result->transport_err / oscore_err /
+ * unprotected_error saying why. */
+struct cli_dgram_log;
+int cli_oscore_exchange(struct edhoc_transport *t, struct oscore_context *ctx, const uint8_t *req,
+                        size_t req_len, uint8_t *out, size_t cap, int timeout_ms,
+                        struct cli_dgram_log *log, const char *log_name,
+                        struct cli_oscore_result *result);
+#endif

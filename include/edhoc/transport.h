@@ -1,0 +1,268 @@
+/*
+ * edhoc/transport.h - CoAP over UDP for the EDHOC and OSCORE engine.
+ *
+ * The transport moves whole CoAP messages, as bytes in the RFC 7252
+ * Section 3 layout, between this process and its peers; confirmable
+ * messages, retransmission, Message IDs, tokens and block-wise transfer
+ * (RFC 7959) happen underneath (libcoap). The caller builds and reads
+ * messages with edhoc/coap_msg.h, so OSCORE (edhoc/oscore.h) works on the
+ * same bytes the peer sees. No libcoap type appears here.
+ *
+ * Byte accounting: every UDP datagram this process sends or receives on
+ * an IP socket is counted (struct edhoc_transport_stats) and can be handed
+ * to a hook (edhoc_transport_set_datagram_hook) as it crosses the socket,
+ * retransmissions and individual blocks included.
+ *
+ * Errors are negative EDHOC_TRANSPORT_ERR_* codes.
+ */
+#ifndef EDHOC_TRANSPORT_H
+#define EDHOC_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edhoc/edhoc.h"
+#include "edhoc/oscore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EDHOC_TRANSPORT_ERR_ARG (-6001)      /* bad argument or address */
+#define EDHOC_TRANSPORT_ERR_RESOLVE (-6002)  /* host name does not resolve */
+#define EDHOC_TRANSPORT_ERR_SOCKET (-6003)   /* cannot create / bind a socket */
+#define EDHOC_TRANSPORT_ERR_TIMEOUT (-6004)  /* no (complete) response in time */
+#define EDHOC_TRANSPORT_ERR_UNREACHABLE (-6005) /* peer reset the exchange or is unreachable */
+#define EDHOC_TRANSPORT_ERR_MALFORMED (-6006) /* a message given to send does not parse */
+#define EDHOC_TRANSPORT_ERR_BUFFER (-6007)   /* a response does not fit the buffer */
+#define EDHOC_TRANSPORT_ERR_NOMEM (-6008)
+#define EDHOC_TRANSPORT_ERR_SEND (-6009)     /* the CoAP stack refused the message */
+
+/* Largest CoAP message handled in one piece (block-wise bodies reassembled). */
+#define EDHOC_TRANSPORT_MAX_MESSAGE 16384
+
+const char *edhoc_transport_strerror(int err);
+
+struct edhoc_transport;
+/* A server-side peer (a CoAP session: address, port and local endpoint),
+ * valid while held. */
+struct edhoc_transport_peer;
+
+struct edhoc_transport_stats {
+    uint64_t datagrams_sent, datagrams_received;
+    uint64_t bytes_sent, bytes_received; /* UDP payload bytes */
+};
+
+struct edhoc_transport_config {
+    /* Block size (16..1024, a power of two) above which a body travels
+     * block-wise; 0: 1024. */
+    unsigned block_size;
+    /* RFC 7252 ACK_TIMEOUT in ms (0: 2000) and MAX_RETRANSMIT (0: 4;
+     * -1 for none). */
+    unsigned ack_timeout_ms;
+    int max_retransmit;
+    /* libcoap log level (0 = emergencies only ... 7 = debug). */
+    int log_level;
+};
+
+/* Called for every UDP datagram (payload bytes) as it is sent or
+ * received by this process; peer is "addr:port" ("[v6]:port"). A hook
+ * may not call transport functions. NULL removes it. Process-wide. */
+typedef void (*edhoc_transport_datagram_fn)(void *user, bool sent, const char *peer,
+                                            const uint8_t *payload, size_t len);
+void edhoc_transport_set_datagram_hook(edhoc_transport_datagram_fn fn, void *user);
+/* Process-wide datagram counters since the start. */
+void edhoc_transport_get_stats(struct edhoc_transport_stats *st);
+
+/* ---- Client ---- */
+
+/* Open a client towards host:port (a name, an IPv4 address or an IPv6
+ * address with or without brackets). Returns 0, EDHOC_TRANSPORT_ERR_ARG,
+ * _RESOLVE, _SOCKET, _NOMEM. */
+int edhoc_transport_client_open(struct edhoc_transport **t, const char *host, uint16_t port,
+                                const struct edhoc_transport_config *cfg);
+
+/* Send a request (whole CoAP message; its type becomes CON, Message ID
+ * and token are replaced by fresh ones, a non-empty token of token_len
+ * 1..8 bytes, 0 meaning 8; a body above the block size goes block-wise).
+ * The token used is written to token[8] / *token_len (may be NULL).
+ * Returns 0, EDHOC_TRANSPORT_ERR_MALFORMED, _SEND, _NOMEM. */
+int edhoc_transport_client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                                bool confirmable, uint8_t token[8], size_t *token_len);
+
+/* Wait up to timeout_ms for the next response with this token (block-wise
+ * bodies reassembled) and copy it into out as a whole CoAP message
+ * (payload = the whole body). Returns its length, or
+ * EDHOC_TRANSPORT_ERR_TIMEOUT, _UNREACHABLE (RST, ICMP, retransmissions
+ * exhausted), _BUFFER. */
+long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token,
+                                 size_t token_len, uint8_t *out, size_t cap, int timeout_ms);
+
+/* send + wait. Same returns. */
+long edhoc_transport_client_request(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                                    uint8_t *out, size_t cap, int timeout_ms);
+
+/* Stop waiting for responses to a token (e.g. an Observe registration):
+ * later responses are answered with RST. */
+void edhoc_transport_client_forget(struct edhoc_transport *t, const uint8_t *token,
+                                   size_t token_len);
+
+/* "addr:port" of the peer. */
+const char *edhoc_transport_client_peer(const struct edhoc_transport *t);
+
+/* ---- Server ---- */
+
+/* A request arrived (whole CoAP message, body reassembled). Write the
+ * response (whole CoAP message; only code, options and payload are used)
+ * into resp and return its length; 0 sends no response (for a
+ * confirmable request an empty ACK); < 0 answers 5.00. */
+typedef long (*edhoc_transport_request_fn)(void *user, struct edhoc_transport_peer *peer,
+                                           const char *peer_name, const uint8_t *req,
+                                           size_t len, uint8_t *resp, size_t cap);
+
+/* Listen on each "ADDR:PORT" ("[::]:5683", "127.0.0.1:0", ...). Every
+ * request, whatever its path, reaches fn. why receives a message on
+ * failure. Returns 0, EDHOC_TRANSPORT_ERR_ARG, _SOCKET, _NOMEM. */
+int edhoc_transport_server_open(struct edhoc_transport **t, const char *const *listen,
+                                size_t n_listen, const struct edhoc_transport_config *cfg,
+                                edhoc_transport_request_fn fn, void *user, char *why,
+                                size_t why_cap);
+
+/* The actual port of listening address i (after binding port 0). */
+uint16_t edhoc_transport_server_port(const struct edhoc_transport *t, size_t i);
+
+/* Keep a peer beyond the request callback (for notifications). */
+struct edhoc_transport_peer *edhoc_transport_peer_hold(struct edhoc_transport_peer *p);
+void edhoc_transport_peer_release(struct edhoc_transport_peer *p);
+
+/* Send a separate message (e.g. an Observe notification) to a held peer:
+ * code, token, options and payload from msg; a fresh Message ID.
+ * Returns 0, EDHOC_TRANSPORT_ERR_MALFORMED, _SEND, _NOMEM. */
+int edhoc_transport_peer_send(struct edhoc_transport *t, struct edhoc_transport_peer *p,
+                              const uint8_t *msg, size_t len, bool confirmable);
+
+/* ---- Both ---- */
+
+/* Run the CoAP stack for at most timeout_ms (returns earlier after any
+ * work or a signal). Returns 0 or EDHOC_TRANSPORT_ERR_SOCKET. */
+int edhoc_transport_run(struct edhoc_transport *t, int timeout_ms);
+
+void edhoc_transport_free(struct edhoc_transport *t);
+
+
+/* ======================================================================
+ * EDHOC over CoAP (RFC 9528 Appendix A.2, RFC 9668) and the OSCORE
+ * resources of a responder: the engine behind `edhoc-cli responder`. It
+ * works on message bytes only (edhoc/coap_msg.h, edhoc/oscore.h), so it
+ * runs under any transport; edhoc_server_handle() fits
+ * edhoc_transport_request_fn.
+ * ====================================================================== */
+
+struct edhoc_state_db;
+
+/* CoAP Content-Formats of RFC 9528 Section 10.9. */
+#define EDHOC_COAP_CF_EDHOC 64     /* application/edhoc+cbor-seq */
+#define EDHOC_COAP_CF_CID_EDHOC 65 /* application/cid-edhoc+cbor-seq */
+#define EDHOC_COAP_OPTION_EDHOC 21 /* RFC 9668 */
+#define EDHOC_COAP_WELL_KNOWN "/.well-known/edhoc"
+
+/* How EDHOC messages sit in CoAP payloads. */
+enum edhoc_coap_framing {
+    EDHOC_FRAMING_A2 = 0,   /* RFC 9528 A.2: true / C_R prefix, Content-Formats */
+    EDHOC_FRAMING_BARE = 1, /* no prefix, no Content-Format, no reply to message_3 */
+};
+
+/* The CBOR encoding of a connection identifier as a prefix (RFC 9528
+ * 3.3.2: a one-byte identifier that encodes an int in -24..23 is sent as
+ * that int, anything else as a byte string). Returns the length or -1
+ * (cap too small, cid longer than EDHOC_MAX_CONN_ID). */
+long edhoc_coap_cid_encode(const uint8_t *cid, size_t len, uint8_t *out, size_t cap);
+/* Decode a prefixed connection identifier at the start of p. Returns the
+ * number of bytes it took, or -1. */
+long edhoc_coap_cid_decode(const uint8_t *p, size_t len, uint8_t *cid, size_t *cid_len);
+/* Length of the first CBOR byte string at p (head + content), or -1. */
+long edhoc_coap_bstr_item_len(const uint8_t *p, size_t len);
+
+/* Pick the responder's configuration for a message_1 with this method and
+ * selected suite: the configuration (which must outlive the handshake;
+ * see edhoc_server_config.generation) and the resolver for the peer's
+ * credential. NULL: no credential fits; the server then answers with the
+ * error message of a configuration that fits the method, if any. */
+typedef const struct edhoc_config *(*edhoc_server_select_fn)(void *user, int method, int suite,
+                                                             edhoc_cred_resolver *resolve,
+                                                             void **resolve_ctx);
+
+enum edhoc_server_log_level { EDHOC_LOG_ERR = 3, EDHOC_LOG_WARNING = 4, EDHOC_LOG_NOTICE = 5,
+                              EDHOC_LOG_INFO = 6, EDHOC_LOG_DEBUG = 7 };
+
+struct edhoc_server_config {
+    const struct edhoc_crypto_ops *ops;
+    edhoc_server_select_fn select;
+    void *select_user;
+    size_t max_pending;         /* in-progress handshakes (0: 256); the oldest is evicted */
+    unsigned pending_timeout_s; /* 0: 60 */
+    bool message_4;             /* send message_4 after message_3 */
+    struct edhoc_state_db *db;  /* durable contexts and SSN marks; NULL: memory only */
+    uint32_t ssn_freq;          /* SSN persistence interval K (0: 32) */
+    unsigned counter_period_ms; /* /counter notification period (0: 1000) */
+    /* Log lines (no newline). */
+    void (*log)(void *user, int level, const char *line);
+    void *log_user;
+    /* Send a separate message (Observe notifications) to a peer. */
+    int (*send)(void *user, struct edhoc_transport_peer *peer, const uint8_t *msg, size_t len);
+    void *send_user;
+};
+
+struct edhoc_server;
+
+/* Counters of a server since it started. */
+struct edhoc_server_stats {
+    uint64_t handshakes_ok, handshakes_failed, evicted, expired;
+    uint64_t oscore_requests, oscore_errors, plain_requests;
+    size_t pending, contexts, observers;
+    size_t bytes_per_context, bytes_per_pending; /* memory of one entry */
+};
+
+/* Returns the server or NULL (out of memory, bad config). cfg is copied. */
+struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg);
+void edhoc_server_free(struct edhoc_server *srv);
+
+/* Load the contexts stored in cfg->db (each resumes above its stored SSN
+ * mark and needs an Echo exchange before its first request is accepted).
+ * Returns the number loaded or a negative EDHOC_STATE_ERR_* / OSCORE_ERR_*. */
+long edhoc_server_load_state(struct edhoc_server *srv);
+
+/* A statically provisioned OSCORE context (libcoap format, parsed). When a
+ * state database is used, its SSN mark is kept there too. Returns 0,
+ * OSCORE_ERR_* (derivation), EDHOC_STATE_ERR_*, or OSCORE_ERR_INVALID when
+ * its recipient ID is already in use. */
+int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscore_config *cfg,
+                                    const char *origin);
+
+/* Handle one request (an edhoc_transport_request_fn; user = the server). */
+long edhoc_server_handle(void *srv, struct edhoc_transport_peer *peer, const char *peer_name,
+                         const uint8_t *req, size_t len, uint8_t *resp, size_t cap);
+
+/* Timers: expire old handshakes, send due /counter notifications. Call
+ * often (every few hundred ms). now_ms: a monotonic clock. */
+void edhoc_server_tick(struct edhoc_server *srv, uint64_t now_ms);
+
+/* Release every configuration pointer from an older select() generation:
+ * pending handshakes that still use one are dropped (SIGHUP reload keeps
+ * established OSCORE contexts, which hold no configuration). */
+void edhoc_server_drop_pending(struct edhoc_server *srv);
+
+void edhoc_server_get_stats(const struct edhoc_server *srv, struct edhoc_server_stats *st);
+
+/* Set (or replace) the config's send callback, e.g. once the transport
+ * exists. */
+void edhoc_server_set_sender(struct edhoc_server *srv,
+                             int (*send)(void *user, struct edhoc_transport_peer *peer,
+                                         const uint8_t *msg, size_t len),
+                             void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

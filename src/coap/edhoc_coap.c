@@ -1,0 +1,1252 @@
+/*
+ * The responder engine: EDHOC over CoAP (RFC 9528 Appendix A.2, the
+ * RFC 9668 combined request, and the bare framing of devices that predate
+ * A.2), the OSCORE contexts it establishes, and the OSCORE-protected
+ * resources. Works on CoAP message bytes; no sockets, no libcoap.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "edhoc/coap_msg.h"
+#include "edhoc/edhoc.h"
+#include "edhoc/oscore.h"
+#include "edhoc/state.h"
+#include "edhoc/transport.h"
+
+#define BUCKETS 16384u
+#define MAX_OBSERVERS 64
+#define MAX_PEER_NAME 64
+#define CF_TEXT 0
+#define CF_LINK_FORMAT 40
+
+/* ---- Connection identifier prefixes ---- */
+
+long edhoc_coap_cid_encode(const uint8_t *cid, size_t len, uint8_t *out, size_t cap)
+{
+    if (len > EDHOC_MAX_CONN_ID)
+        return -1;
+    if (len == 1 && (cid[0] <= 0x17 || (cid[0] >= 0x20 && cid[0] <= 0x37))) {
+        if (cap < 1)
+            return -1;
+        out[0] = cid[0];
+        return 1;
+    }
+    if (cap < len + 1)
+        return -1;
+    out[0] = (uint8_t)(0x40 | len);
+    memcpy(out + 1, cid, len);
+    return (long)len + 1;
+}
+
+long edhoc_coap_cid_decode(const uint8_t *p, size_t len, uint8_t *cid, size_t *cid_len)
+{
+    if (len < 1)
+        return -1;
+    if (p[0] <= 0x17 || (p[0] >= 0x20 && p[0] <= 0x37)) {
+        cid[0] = p[0];
+        *cid_len = 1;
+        return 1;
+    }
+    if ((p[0] & 0xe0) == 0x40 && (p[0] & 0x1f) <= EDHOC_MAX_CONN_ID) {
+        size_t n = p[0] & 0x1f;
+        if (len < n + 1)
+            return -1;
+        /* A one-byte identifier with an int form must use it (3.3.2). */
+        if (n == 1 && (p[1] <= 0x17 || (p[1] >= 0x20 && p[1] <= 0x37)))
+            return -1;
+        memcpy(cid, p + 1, n);
+        *cid_len = n;
+        return (long)n + 1;
+    }
+    return -1;
+}
+
+long edhoc_coap_bstr_item_len(const uint8_t *p, size_t len)
+{
+    if (len < 1 || (p[0] & 0xe0) != 0x40)
+        return -1;
+    unsigned ai = p[0] & 0x1f;
+    size_t head, n;
+    if (ai < 24) {
+        head = 1;
+        n = ai;
+    } else if (ai == 24 && len >= 2) {
+        head = 2;
+        n = p[1];
+    } else if (ai == 25 && len >= 3) {
+        head = 3;
+        n = (size_t)p[1] << 8 | p[2];
+    } else if (ai == 26 && len >= 5) {
+        head = 5;
+        n = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+    } else {
+        return -1;
+    }
+    if (len - head < n)
+        return -1;
+    return (long)(head + n);
+}
+
+/* ---- Server state ---- */
+
+struct peer_ctx {
+    struct peer_ctx *next; /* bucket chain */
+    struct oscore_context osc;
+    struct edhoc_server *srv;
+    uint8_t rid[OSCORE_MAX_ID];
+    uint8_t rid_len;
+    bool is_static;
+};
+
+struct pending {
+    bool used;
+    uint8_t framing;
+    uint8_t c_r[EDHOC_MAX_CONN_ID];
+    uint8_t c_r_len;
+    uint64_t started_ms;
+    uint64_t seq; /* age order for eviction */
+    char peer[MAX_PEER_NAME];
+    size_t bytes; /* EDHOC bytes so far (message_1 + message_2) */
+    const struct edhoc_config *cfg;
+    edhoc_cred_resolver resolve;
+    void *resolve_ctx;
+    struct edhoc_session s;
+};
+
+struct observer {
+    bool used;
+    struct edhoc_transport_peer *peer;
+    uint8_t rid[OSCORE_MAX_ID];
+    uint8_t rid_len;
+    uint8_t token[8];
+    uint8_t token_len;
+    uint32_t seq;
+    struct oscore_binding b;
+};
+
+struct edhoc_server {
+    struct edhoc_server_config cfg;
+    struct peer_ctx *buckets[BUCKETS];
+    size_t n_contexts;
+    struct pending *pending;
+    size_t n_pending;
+    uint64_t pending_seq;
+    uint64_t now_ms; /* last tick */
+    uint64_t next_counter_ms;
+    uint32_t counter;
+    struct observer observers[MAX_OBSERVERS];
+    struct edhoc_server_stats st;
+    struct edhoc_received rx; /* transient */
+    uint8_t buf[EDHOC_MAX_MESSAGE + 16];
+    uint8_t inner[OSCORE_MAX_PLAINTEXT + 64];
+    uint8_t inner_resp[OSCORE_MAX_PLAINTEXT + 64];
+};
+
+static void logf_(struct edhoc_server *srv, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#include <stdarg.h>
+static void logf_(struct edhoc_server *srv, int level, const char *fmt, ...)
+{
+    if (!srv->cfg.log)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    srv->cfg.log(srv->cfg.log_user, level, line);
+}
+
+static void hex(const uint8_t *p, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    if (n == 0 && cap > 2) {
+        strcpy(out, "''");
+        return;
+    }
+    for (size_t i = 0; i < n && o + 3 <= cap; i++)
+        o += (size_t)snprintf(out + o, cap - o, "%02x", p[i]);
+    if (o < cap)
+        out[o] = '\0';
+}
+
+static uint32_t hash_id(const uint8_t *id, size_t len)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)len;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ id[i]) * 16777619u;
+    return h % BUCKETS;
+}
+
+static struct peer_ctx *ctx_find(struct edhoc_server *srv, const uint8_t *rid, size_t len)
+{
+    for (struct peer_ctx *p = srv->buckets[hash_id(rid, len)]; p; p = p->next) {
+        if (p->rid_len == len && !memcmp(p->rid, rid, len))
+            return p;
+    }
+    return NULL;
+}
+
+static void ctx_remove(struct edhoc_server *srv, const uint8_t *rid, size_t len)
+{
+    struct peer_ctx **pp = &srv->buckets[hash_id(rid, len)];
+    while (*pp) {
+        struct peer_ctx *p = *pp;
+        if (p->rid_len == len && !memcmp(p->rid, rid, len)) {
+            *pp = p->next;
+            oscore_context_wipe(&p->osc);
+            free(p);
+            srv->n_contexts--;
+            return;
+        }
+        pp = &p->next;
+    }
+}
+
+static int store_ssn(void *user, uint64_t mark)
+{
+    struct peer_ctx *p = user;
+    int rc = edhoc_state_store_ssn(p->srv->cfg.db, p->rid, p->rid_len, mark);
+    if (rc)
+        logf_(p->srv, EDHOC_LOG_ERR, "cannot store the sequence number mark: %s",
+              edhoc_state_strerror(rc));
+    return rc;
+}
+
+static struct peer_ctx *ctx_insert(struct edhoc_server *srv, const uint8_t *rid, size_t len)
+{
+    ctx_remove(srv, rid, len);
+    struct peer_ctx *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->srv = srv;
+    memcpy(p->rid, rid, len);
+    p->rid_len = (uint8_t)len;
+    uint32_t h = hash_id(rid, len);
+    p->next = srv->buckets[h];
+    srv->buckets[h] = p;
+    srv->n_contexts++;
+    return p;
+}
+
+static void ctx_persist(struct peer_ctx *p)
+{
+    if (p->srv->cfg.db)
+        oscore_context_set_persistence(&p->osc, store_ssn, p, p->srv->cfg.ssn_freq);
+}
+
+static struct pending *pending_find(struct edhoc_server *srv, const uint8_t *c_r, size_t len)
+{
+    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
+        struct pending *h = &srv->pending[i];
+        if (h->used && h->framing == EDHOC_FRAMING_A2 && h->c_r_len == len &&
+            !memcmp(h->c_r, c_r, len))
+            return h;
+    }
+    return NULL;
+}
+
+static struct pending *pending_find_bare(struct edhoc_server *srv, const char *peer)
+{
+    struct pending *best = NULL;
+    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
+        struct pending *h = &srv->pending[i];
+        if (h->used && h->framing == EDHOC_FRAMING_BARE && !strcmp(h->peer, peer) &&
+            (!best || h->seq > best->seq))
+            best = h;
+    }
+    return best;
+}
+
+static void pending_free(struct edhoc_server *srv, struct pending *h)
+{
+    if (!h->used)
+        return;
+    edhoc_session_wipe(&h->s);
+    h->used = false;
+    srv->n_pending--;
+}
+
+static struct pending *pending_alloc(struct edhoc_server *srv)
+{
+    struct pending *oldest = NULL;
+    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
+        struct pending *h = &srv->pending[i];
+        if (!h->used) {
+            memset(h, 0, sizeof *h);
+            h->used = true;
+            h->seq = ++srv->pending_seq;
+            srv->n_pending++;
+            return h;
+        }
+        if (!oldest || h->seq < oldest->seq)
+            oldest = h;
+    }
+    /* Full: the oldest handshake makes room (its initiator may retry). */
+    logf_(srv, EDHOC_LOG_INFO, "handshake peer=%s evicted (max pending %zu reached)",
+          oldest->peer, srv->cfg.max_pending);
+    srv->st.evicted++;
+    pending_free(srv, oldest);
+    memset(oldest, 0, sizeof *oldest);
+    oldest->used = true;
+    oldest->seq = ++srv->pending_seq;
+    srv->n_pending++;
+    return oldest;
+}
+
+static bool c_r_in_use(struct edhoc_server *srv, const uint8_t *c, size_t len, const uint8_t *c_i,
+                       size_t c_i_len)
+{
+    if (len == c_i_len && !memcmp(c, c_i, len))
+        return true;
+    if (pending_find(srv, c, len) || ctx_find(srv, c, len))
+        return true;
+    /* Bare message_1 starts with METHOD 0..3: a C_R that is one of those
+     * ints would make a C_R-prefixed message_3 ambiguous. */
+    if (len == 1 && c[0] <= 3)
+        return true;
+    return false;
+}
+
+/* C_R unique among live handshakes and contexts (RFC 9668 Section 4.2):
+ * one byte while there is room, longer when the short space fills up. */
+static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_len, uint8_t *out,
+                      size_t *out_len)
+{
+    for (size_t len = 1; len <= 4; len++) {
+        for (int attempt = 0; attempt < 16; attempt++) {
+            uint8_t c[4];
+            if (srv->cfg.ops->random(NULL, c, len))
+                return -1;
+            if (len == 1 && !(c[0] <= 0x17 || (c[0] >= 0x20 && c[0] <= 0x37)))
+                c[0] = (uint8_t)(c[0] % 44 < 24 ? c[0] % 44 : 0x20 + c[0] % 44 - 24);
+            if (!c_r_in_use(srv, c, len, c_i, c_i_len)) {
+                memcpy(out, c, len);
+                *out_len = len;
+                return 0;
+            }
+        }
+    }
+    return -1;
+}
+
+struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
+{
+    if (!cfg || !cfg->ops || !cfg->select)
+        return NULL;
+    struct edhoc_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return NULL;
+    srv->cfg = *cfg;
+    if (!srv->cfg.max_pending)
+        srv->cfg.max_pending = 256;
+    if (!srv->cfg.pending_timeout_s)
+        srv->cfg.pending_timeout_s = 60;
+    if (!srv->cfg.ssn_freq)
+        srv->cfg.ssn_freq = 32;
+    if (!srv->cfg.counter_period_ms)
+        srv->cfg.counter_period_ms = 1000;
+    srv->pending = calloc(srv->cfg.max_pending, sizeof *srv->pending);
+    if (!srv->pending) {
+        free(srv);
+        return NULL;
+    }
+    srv->st.bytes_per_context = sizeof(struct peer_ctx);
+    srv->st.bytes_per_pending = sizeof(struct pending);
+    return srv;
+}
+
+void edhoc_server_free(struct edhoc_server *srv)
+{
+    if (!srv)
+        return;
+    for (size_t i = 0; i < srv->cfg.max_pending; i++)
+        pending_free(srv, &srv->pending[i]);
+    for (uint32_t b = 0; b < BUCKETS; b++) {
+        struct peer_ctx *p = srv->buckets[b];
+        while (p) {
+            struct peer_ctx *n = p->next;
+            oscore_context_wipe(&p->osc);
+            free(p);
+            p = n;
+        }
+    }
+    for (size_t i = 0; i < MAX_OBSERVERS; i++) {
+        if (srv->observers[i].used)
+            edhoc_transport_peer_release(srv->observers[i].peer);
+    }
+    edhoc_wipe(&srv->rx, sizeof srv->rx);
+    free(srv->pending);
+    free(srv);
+}
+
+void edhoc_server_get_stats(const struct edhoc_server *srv, struct edhoc_server_stats *st)
+{
+    *st = srv->st;
+    st->pending = srv->n_pending;
+    st->contexts = srv->n_contexts;
+    size_t obs = 0;
+    for (size_t i = 0; i < MAX_OBSERVERS; i++)
+        obs += srv->observers[i].used;
+    st->observers = obs;
+}
+
+void edhoc_server_set_sender(struct edhoc_server *srv,
+                             int (*send)(void *user, struct edhoc_transport_peer *peer,
+                                         const uint8_t *msg, size_t len),
+                             void *user)
+{
+    srv->cfg.send = send;
+    srv->cfg.send_user = user;
+}
+
+void edhoc_server_drop_pending(struct edhoc_server *srv)
+{
+    for (size_t i = 0; i < srv->cfg.max_pending; i++)
+        pending_free(srv, &srv->pending[i]);
+}
+
+/* ---- State ---- */
+
+static int load_one(void *user, const struct edhoc_state_peer *sp)
+{
+    struct edhoc_server *srv = user;
+    struct oscore_params prm = {
+        .aead_alg = sp->aead_alg,
+        .hkdf_alg = sp->hkdf_alg,
+        .master_secret = sp->master_secret,
+        .master_secret_len = sp->master_secret_len,
+        .master_salt = sp->master_salt,
+        .master_salt_len = sp->master_salt_len,
+        .id_context = sp->id_context_len ? sp->id_context : NULL,
+        .id_context_len = sp->id_context_len,
+        .sender_id = sp->sender_id,
+        .sender_id_len = sp->sender_id_len,
+        .recipient_id = sp->recipient_id,
+        .recipient_id_len = sp->recipient_id_len,
+    };
+    if (sp->recipient_id_len > OSCORE_MAX_ID)
+        return 0;
+    if (sp->method < 0)
+        return 0; /* static contexts come back with their --oscore-context file */
+    struct peer_ctx *p = ctx_insert(srv, sp->recipient_id, sp->recipient_id_len);
+    if (!p)
+        return OSCORE_ERR_INVALID;
+    int rc = oscore_context_init(&p->osc, srv->cfg.ops, &prm);
+    if (!rc)
+        rc = oscore_context_resume(&p->osc, sp->ssn_mark);
+    if (rc) {
+        ctx_remove(srv, sp->recipient_id, sp->recipient_id_len);
+        return 0;
+    }
+    ctx_persist(p);
+    return 0;
+}
+
+long edhoc_server_load_state(struct edhoc_server *srv)
+{
+    if (!srv->cfg.db)
+        return 0;
+    size_t before = srv->n_contexts;
+    int rc = edhoc_state_for_each_peer(srv->cfg.db, load_one, srv);
+    if (rc)
+        return rc;
+    return (long)(srv->n_contexts - before);
+}
+
+static int stored_mark(void *user, const struct edhoc_state_peer *sp)
+{
+    struct edhoc_state_peer *want = user;
+    if (sp->recipient_id_len == want->recipient_id_len &&
+        !memcmp(sp->recipient_id, want->recipient_id, sp->recipient_id_len) &&
+        sp->master_secret_len == want->master_secret_len &&
+        !memcmp(sp->master_secret, want->master_secret, sp->master_secret_len)) {
+        want->ssn_mark = sp->ssn_mark;
+        want->created = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscore_config *cfg,
+                                    const char *origin)
+{
+    if (ctx_find(srv, cfg->recipient_id, cfg->recipient_id_len))
+        return OSCORE_ERR_INVALID;
+    struct peer_ctx *p = ctx_insert(srv, cfg->recipient_id, cfg->recipient_id_len);
+    if (!p)
+        return OSCORE_ERR_INVALID;
+    p->is_static = true;
+    int rc = oscore_context_init_config(&p->osc, srv->cfg.ops, cfg);
+    if (rc) {
+        ctx_remove(srv, cfg->recipient_id, cfg->recipient_id_len);
+        return rc;
+    }
+    if (srv->cfg.db) {
+        struct edhoc_state_peer sp;
+        memset(&sp, 0, sizeof sp);
+        memcpy(sp.recipient_id, cfg->recipient_id, cfg->recipient_id_len);
+        sp.recipient_id_len = cfg->recipient_id_len;
+        memcpy(sp.sender_id, cfg->sender_id, cfg->sender_id_len);
+        sp.sender_id_len = cfg->sender_id_len;
+        if (cfg->master_secret_len > EDHOC_STATE_MAX_SECRET ||
+            cfg->id_context_len > EDHOC_STATE_MAX_ID_CONTEXT ||
+            cfg->master_salt_len > EDHOC_STATE_MAX_SALT) {
+            logf_(srv, EDHOC_LOG_WARNING, "static context %s: too large to persist", origin);
+        } else {
+            memcpy(sp.master_secret, cfg->master_secret, cfg->master_secret_len);
+            sp.master_secret_len = cfg->master_secret_len;
+            memcpy(sp.master_salt, cfg->master_salt, cfg->master_salt_len);
+            sp.master_salt_len = cfg->master_salt_len;
+            memcpy(sp.id_context, cfg->id_context, cfg->id_context_len);
+            sp.id_context_len = cfg->id_context_len;
+            sp.aead_alg = cfg->aead_alg;
+            sp.hkdf_alg = cfg->hkdf_alg;
+            sp.method = sp.suite = -1;
+            snprintf(sp.peer, sizeof sp.peer, "static");
+            edhoc_state_for_each_peer(srv->cfg.db, stored_mark, &sp);
+            bool known = sp.created == 1;
+            uint64_t mark = sp.ssn_mark;
+            sp.created = (int64_t)time(NULL);
+            if (known) {
+                /* Seen before: continue above its mark, Echo for the window. */
+                oscore_context_resume(&p->osc, mark);
+            } else {
+                sp.ssn_mark = 0;
+                rc = edhoc_state_put_peer(srv->cfg.db, &sp);
+                if (rc) {
+                    ctx_remove(srv, cfg->recipient_id, cfg->recipient_id_len);
+                    edhoc_wipe(&sp, sizeof sp);
+                    return rc;
+                }
+            }
+            ctx_persist(p);
+        }
+        edhoc_wipe(&sp, sizeof sp);
+    }
+    return 0;
+}
+
+/* ---- CoAP message helpers ---- */
+
+static long build(const struct coap_msg *req, uint8_t code, int cf, const uint8_t *payload,
+                  size_t payload_len, uint8_t *out, size_t cap)
+{
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = req->type == COAP_TYPE_CON ? COAP_TYPE_ACK : COAP_TYPE_NON;
+    m.code = code;
+    m.mid = req->mid;
+    m.token_len = req->token_len;
+    memcpy(m.token, req->token, req->token_len);
+    uint8_t cfv[4];
+    if (cf >= 0)
+        coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, coap_uint_encode((uint32_t)cf, cfv));
+    m.payload = payload_len ? payload : NULL;
+    m.payload_len = payload_len;
+    long n = coap_msg_encode(&m, out, cap);
+    return n < 0 ? -1 : n;
+}
+
+/* An EDHOC error message in a 4.00 (the peer's fault) or 5.00 response. */
+static long edhoc_error_response(const struct coap_msg *req, const uint8_t *err, size_t err_len,
+                                 bool ours, uint8_t *out, size_t cap)
+{
+    return build(req, ours ? COAP_CODE(5, 0) : COAP_CODE_BAD_REQUEST, EDHOC_COAP_CF_EDHOC, err,
+                 err_len, out, cap);
+}
+
+static long edhoc_error_text(const struct coap_msg *req, const char *text, uint8_t *out, size_t cap)
+{
+    uint8_t err[EDHOC_MAX_ERROR_MESSAGE];
+    int n = edhoc_error_message_write(err, sizeof err, EDHOC_ERR_CODE_UNSPECIFIED, text, NULL, 0);
+    if (n < 0)
+        return -1;
+    return edhoc_error_response(req, err, (size_t)n, false, out, cap);
+}
+
+static bool our_fault(int err)
+{
+    return err == EDHOC_ERR_CRYPTO || err == EDHOC_ERR_BUFFER || err == EDHOC_ERR_CREDENTIAL;
+}
+
+/* The session failed: answer with its error message (or a generic one). */
+static long session_error_response(struct edhoc_server *srv, const struct coap_msg *req,
+                                   const struct edhoc_session *s, int err, bool own_step,
+                                   uint8_t *out, size_t cap)
+{
+    uint8_t msg[EDHOC_MAX_ERROR_MESSAGE];
+    int n = edhoc_session_write_error(s, msg, sizeof msg);
+    (void)srv;
+    if (n <= 0)
+        n = edhoc_error_message_write(msg, sizeof msg, EDHOC_ERR_CODE_UNSPECIFIED,
+                                      edhoc_strerror(err), NULL, 0);
+    if (n < 0)
+        return -1;
+    /* 5.00 only when our own step (writing a message) failed on our side. */
+    return edhoc_error_response(req, msg, (size_t)n, own_step && our_fault(err), out, cap);
+}
+
+static void cid_hex(const uint8_t *c, size_t len, char *out, size_t cap)
+{
+    hex(c, len, out, cap);
+}
+
+/* ---- EDHOC ---- */
+
+static long on_message_1(struct edhoc_server *srv, const struct coap_msg *req, const char *peer,
+                         const uint8_t *m1, size_t m1_len, int framing, uint8_t *out, size_t cap)
+{
+    struct edhoc_message_1_fields f;
+    int rc = edhoc_message_1_parse(m1, m1_len, &f);
+    if (rc) {
+        srv->st.handshakes_failed++;
+        logf_(srv, EDHOC_LOG_NOTICE, "handshake peer=%s outcome=failed: message_1: %s", peer,
+              edhoc_strerror(rc));
+        return edhoc_error_text(req, "message_1 malformed", out, cap);
+    }
+    int suite = f.suites[f.n_suites - 1];
+    edhoc_cred_resolver resolve = NULL;
+    void *resolve_ctx = NULL;
+    const struct edhoc_config *cfg =
+        srv->cfg.select(srv->cfg.select_user, f.method, suite, &resolve, &resolve_ctx);
+    if (!cfg) {
+        srv->st.handshakes_failed++;
+        logf_(srv, EDHOC_LOG_NOTICE,
+              "handshake peer=%s method=%d suite=%d outcome=failed: no credential for this method",
+              peer, f.method, suite);
+        return edhoc_error_text(req, "method not supported", out, cap);
+    }
+    struct pending *h = pending_alloc(srv);
+    h->framing = (uint8_t)framing;
+    snprintf(h->peer, sizeof h->peer, "%s", peer);
+    h->started_ms = srv->now_ms;
+    h->cfg = cfg;
+    h->resolve = resolve;
+    h->resolve_ctx = resolve_ctx;
+    if (framing == EDHOC_FRAMING_BARE) {
+        /* A bare peer is known by its address: a new message_1 from it
+         * replaces its earlier handshake. */
+        for (size_t i = 0; i < srv->cfg.max_pending; i++) {
+            struct pending *o = &srv->pending[i];
+            if (o != h && o->used && o->framing == EDHOC_FRAMING_BARE && !strcmp(o->peer, peer))
+                pending_free(srv, o);
+        }
+    }
+    edhoc_session_init(&h->s, EDHOC_RESPONDER, cfg);
+    size_t c_r_len = 0;
+    if (choose_c_r(srv, f.c_i, f.c_i_len, h->c_r, &c_r_len)) {
+        pending_free(srv, h);
+        return edhoc_error_text(req, "no free connection identifier", out, cap);
+    }
+    h->c_r_len = (uint8_t)c_r_len;
+    edhoc_session_set_conn_id(&h->s, h->c_r, c_r_len);
+    rc = edhoc_responder_process_message_1(&h->s, m1, m1_len, NULL);
+    if (rc) {
+        long n = session_error_response(srv, req, &h->s, rc, rc == EDHOC_ERR_CRYPTO, out, cap);
+        char cis[20];
+        cid_hex(f.c_i, f.c_i_len, cis, sizeof cis);
+        srv->st.handshakes_failed++;
+        logf_(srv, EDHOC_LOG_NOTICE,
+              "handshake peer=%s method=%d suite=%d C_I=%s bytes=%zu outcome=failed: %s", peer,
+              f.method, suite, cis, m1_len, edhoc_strerror(rc));
+        pending_free(srv, h);
+        return n;
+    }
+    int n = edhoc_responder_prepare_message_2(&h->s, srv->buf, sizeof srv->buf);
+    if (n < 0) {
+        long r = session_error_response(srv, req, &h->s, n, true, out, cap);
+        srv->st.handshakes_failed++;
+        logf_(srv, EDHOC_LOG_NOTICE, "handshake peer=%s method=%d suite=%d outcome=failed: %s",
+              peer, f.method, suite, edhoc_strerror(n));
+        pending_free(srv, h);
+        return r;
+    }
+    h->bytes = m1_len + (size_t)n;
+    return build(req, COAP_CODE_CHANGED, framing == EDHOC_FRAMING_A2 ? EDHOC_COAP_CF_EDHOC : -1,
+                 srv->buf, (size_t)n, out, cap);
+}
+
+static void log_done(struct edhoc_server *srv, const struct pending *h, size_t m3_len,
+                     const char *outcome, const char *why)
+{
+    struct edhoc_message_1_fields dummy;
+    (void)dummy;
+    char cis[20], crs[20];
+    cid_hex(h->s.peer_cid, h->s.peer_cid_len, cis, sizeof cis);
+    cid_hex(h->c_r, h->c_r_len, crs, sizeof crs);
+    logf_(srv, strcmp(outcome, "ok") ? EDHOC_LOG_NOTICE : EDHOC_LOG_INFO,
+          "handshake peer=%s method=%d suite=%d C_I=%s C_R=%s framing=%s bytes=%zu outcome=%s%s%s",
+          h->peer, h->s.method, h->s.suite, cis, crs,
+          h->framing == EDHOC_FRAMING_BARE ? "bare" : "A.2", h->bytes + m3_len, outcome,
+          why ? ": " : "", why ? why : "");
+}
+
+/* message_3 accepted: the OSCORE context for this peer. */
+static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
+{
+    struct edhoc_oscore_params op;
+    if (edhoc_session_oscore(&h->s, &op))
+        return NULL;
+    if (op.recipient_id_len > OSCORE_MAX_ID || op.sender_id_len > OSCORE_MAX_ID) {
+        edhoc_wipe(&op, sizeof op);
+        return NULL;
+    }
+    struct peer_ctx *p = ctx_insert(srv, op.recipient_id, op.recipient_id_len);
+    if (!p) {
+        edhoc_wipe(&op, sizeof op);
+        return NULL;
+    }
+    int rc = oscore_context_init_edhoc(&p->osc, srv->cfg.ops, op.master_secret,
+                                       op.master_secret_len, op.master_salt, op.master_salt_len,
+                                       op.sender_id, op.sender_id_len, op.recipient_id,
+                                       op.recipient_id_len, op.aead_alg, op.hash_alg);
+    if (!rc && srv->cfg.db) {
+        struct edhoc_state_peer sp;
+        memset(&sp, 0, sizeof sp);
+        memcpy(sp.recipient_id, op.recipient_id, op.recipient_id_len);
+        sp.recipient_id_len = op.recipient_id_len;
+        memcpy(sp.sender_id, op.sender_id, op.sender_id_len);
+        sp.sender_id_len = op.sender_id_len;
+        if (op.master_secret_len <= sizeof sp.master_secret &&
+            op.master_salt_len <= sizeof sp.master_salt) {
+            memcpy(sp.master_secret, op.master_secret, op.master_secret_len);
+            sp.master_secret_len = op.master_secret_len;
+            memcpy(sp.master_salt, op.master_salt, op.master_salt_len);
+            sp.master_salt_len = op.master_salt_len;
+        }
+        sp.aead_alg = op.aead_alg;
+        sp.hkdf_alg = op.hash_alg;
+        sp.ssn_mark = 0;
+        snprintf(sp.peer, sizeof sp.peer, "%s", h->peer);
+        sp.created = (int64_t)time(NULL);
+        sp.method = h->s.method;
+        sp.suite = h->s.suite;
+        rc = edhoc_state_put_peer(srv->cfg.db, &sp);
+        edhoc_wipe(&sp, sizeof sp);
+        if (rc)
+            logf_(srv, EDHOC_LOG_ERR, "cannot store the new context: %s",
+                  edhoc_state_strerror(rc));
+        else
+            ctx_persist(p);
+    }
+    edhoc_wipe(&op, sizeof op);
+    if (rc) {
+        ctx_remove(srv, h->c_r, h->c_r_len);
+        return NULL;
+    }
+    return p;
+}
+
+/* Run message_3 of handshake h. Returns 0 (context established, *ctx set),
+ * or a response already written (> 0) / -1. */
+static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, struct pending *h,
+                          const uint8_t *m3, size_t m3_len, struct peer_ctx **ctx, uint8_t *out,
+                          size_t cap)
+{
+    int rc = edhoc_responder_handle_message_3(&h->s, m3, m3_len, &srv->rx, h->resolve,
+                                              h->resolve_ctx);
+    if (rc) {
+        long n = session_error_response(srv, req, &h->s, rc, rc == EDHOC_ERR_CRYPTO, out, cap);
+        srv->st.handshakes_failed++;
+        log_done(srv, h, m3_len, "failed", edhoc_strerror(rc));
+        pending_free(srv, h);
+        return n;
+    }
+    *ctx = establish(srv, h);
+    if (!*ctx) {
+        srv->st.handshakes_failed++;
+        log_done(srv, h, m3_len, "failed", "cannot set up the OSCORE context");
+        pending_free(srv, h);
+        return build(req, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+    }
+    return 0;
+}
+
+static long on_message_3(struct edhoc_server *srv, const struct coap_msg *req, struct pending *h,
+                         const uint8_t *m3, size_t m3_len, uint8_t *out, size_t cap)
+{
+    struct peer_ctx *ctx = NULL;
+    long r = run_message_3(srv, req, h, m3, m3_len, &ctx, out, cap);
+    if (r)
+        return r;
+    srv->st.handshakes_ok++;
+    int framing = h->framing;
+    long resp;
+    size_t m4_len = 0;
+    if (srv->cfg.message_4) {
+        int n = edhoc_responder_prepare_message_4(&h->s, srv->buf, sizeof srv->buf);
+        if (n < 0) {
+            log_done(srv, h, m3_len, "failed", edhoc_strerror(n));
+            pending_free(srv, h);
+            return build(req, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+        }
+        m4_len = (size_t)n;
+        resp = build(req, COAP_CODE_CHANGED, framing == EDHOC_FRAMING_A2 ? EDHOC_COAP_CF_EDHOC : -1,
+                     srv->buf, m4_len, out, cap);
+    } else {
+        resp = build(req, COAP_CODE_CHANGED, -1, NULL, 0, out, cap);
+    }
+    log_done(srv, h, m3_len + m4_len, "ok", NULL);
+    pending_free(srv, h);
+    return resp;
+}
+
+/* An error message from the initiator aborts its handshake. */
+static long on_peer_error(struct edhoc_server *srv, const struct coap_msg *req, struct pending *h,
+                          const uint8_t *msg, size_t len, uint8_t *out, size_t cap)
+{
+    struct edhoc_error_info info;
+    int rc = edhoc_session_process_error(&h->s, msg, len, &info);
+    char why[160];
+    if (rc == EDHOC_ERR_PEER_ERROR)
+        snprintf(why, sizeof why, "error message from the initiator: ERR_CODE %lld %.*s",
+                 (long long)info.code, (int)(info.text_len < 100 ? info.text_len : 100),
+                 info.text ? info.text : "");
+    else
+        snprintf(why, sizeof why, "malformed error message from the initiator");
+    srv->st.handshakes_failed++;
+    log_done(srv, h, len, "failed", why);
+    pending_free(srv, h);
+    return build(req, COAP_CODE_CHANGED, -1, NULL, 0, out, cap);
+}
+
+static bool first_is_error(const uint8_t *p, size_t len)
+{
+    return len >= 1 && ((p[0] & 0xe0) == 0x00 || (p[0] & 0xe0) == 0x20) &&
+           edhoc_message_is_error(p, len);
+}
+
+static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, const char *peer,
+                          uint8_t *out, size_t cap)
+{
+    const uint8_t *p = req->payload;
+    size_t len = req->payload_len;
+    if (!p || len == 0)
+        return edhoc_error_text(req, "empty EDHOC request", out, cap);
+    if (p[0] == 0xf5)
+        return on_message_1(srv, req, peer, p + 1, len - 1, EDHOC_FRAMING_A2, out, cap);
+    /* Bare message_1 starts with METHOD (0..3) followed by SUITES_I (an int
+     * or an array); a bare error message has a text string, SUITES or true
+     * second. C_R never takes the values 0..3 here (choose_c_r). */
+    if (p[0] <= 3 && len >= 2 && (p[1] & 0xe0) != 0x40 && (p[1] & 0xe0) != 0x60 && p[1] != 0xf5)
+        return on_message_1(srv, req, peer, p, len, EDHOC_FRAMING_BARE, out, cap);
+    /* A bare message_3 (one byte string, nothing else) or bare error from
+     * a peer with a bare handshake in progress. */
+    struct pending *bare = pending_find_bare(srv, peer);
+    if (bare) {
+        long item = edhoc_coap_bstr_item_len(p, len);
+        if (item > 0 && (size_t)item == len)
+            return on_message_3(srv, req, bare, p, len, out, cap);
+        if (first_is_error(p, len))
+            return on_peer_error(srv, req, bare, p, len, out, cap);
+    }
+    uint8_t c_r[EDHOC_MAX_CONN_ID];
+    size_t c_r_len = 0;
+    long pre = edhoc_coap_cid_decode(p, len, c_r, &c_r_len);
+    if (pre < 0)
+        return edhoc_error_text(req, "cannot read the connection identifier", out, cap);
+    struct pending *h = pending_find(srv, c_r, c_r_len);
+    if (!h) {
+        char crs[20];
+        cid_hex(c_r, c_r_len, crs, sizeof crs);
+        logf_(srv, EDHOC_LOG_INFO, "EDHOC request from %s for unknown C_R %s", peer, crs);
+        return edhoc_error_text(req, "unknown C_R", out, cap);
+    }
+    if (first_is_error(p + pre, len - (size_t)pre))
+        return on_peer_error(srv, req, h, p + pre, len - (size_t)pre, out, cap);
+    return on_message_3(srv, req, h, p + pre, len - (size_t)pre, out, cap);
+}
+
+/* ---- OSCORE resources ---- */
+
+static bool path_is(const struct coap_msg *m, const char *path)
+{
+    /* path "/a/b": compare with the Uri-Path options in order. */
+    const char *s = path;
+    size_t seen = 0;
+    for (size_t i = 0; i < m->option_count; i++) {
+        const struct coap_option *o = &m->options[i];
+        if (o->number != COAP_OPT_URI_PATH)
+            continue;
+        if (*s != '/')
+            return false;
+        s++;
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n != o->len || memcmp(s, o->value, n))
+            return false;
+        s += n;
+        seen++;
+    }
+    return *s == '\0' || (seen == 0 && !strcmp(path, "/"));
+}
+
+static bool protected_path(const struct coap_msg *m)
+{
+    return path_is(m, "/.well-known/core") || path_is(m, "/echo") || path_is(m, "/time") ||
+           path_is(m, "/counter");
+}
+
+static const char link_format[] =
+    "</.well-known/edhoc>;rt=\"core.edhoc\";ed-comb-req,</echo>;title=\"echo\","
+    "</time>;title=\"time\",</counter>;obs;title=\"counter\"";
+
+struct plain_resp {
+    uint8_t code;
+    int cf;
+    const uint8_t *payload;
+    size_t payload_len;
+    bool observe; /* add Observe with seq */
+    uint32_t seq;
+    char text[64];
+};
+
+static void resource(struct edhoc_server *srv, const struct coap_msg *in, struct plain_resp *r)
+{
+    memset(r, 0, sizeof *r);
+    r->cf = -1;
+    if (path_is(in, "/.well-known/core")) {
+        if (in->code != COAP_CODE_GET) {
+            r->code = COAP_CODE(4, 5);
+            return;
+        }
+        r->code = COAP_CODE_CONTENT;
+        r->cf = CF_LINK_FORMAT;
+        r->payload = (const uint8_t *)link_format;
+        r->payload_len = strlen(link_format);
+    } else if (path_is(in, "/echo")) {
+        if (in->code != COAP_CODE_POST && in->code != COAP_CODE(0, 3)) {
+            r->code = COAP_CODE(4, 5);
+            return;
+        }
+        r->code = COAP_CODE_CHANGED;
+        const struct coap_option *cf = coap_msg_find_option(in, COAP_OPT_CONTENT_FORMAT);
+        uint32_t v;
+        if (cf && !coap_option_uint(cf, &v))
+            r->cf = (int)v;
+        r->payload = in->payload;
+        r->payload_len = in->payload_len;
+    } else if (path_is(in, "/time")) {
+        if (in->code != COAP_CODE_GET) {
+            r->code = COAP_CODE(4, 5);
+            return;
+        }
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(r->text, sizeof r->text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        r->code = COAP_CODE_CONTENT;
+        r->cf = CF_TEXT;
+        r->payload = (const uint8_t *)r->text;
+        r->payload_len = strlen(r->text);
+    } else if (path_is(in, "/counter")) {
+        if (in->code != COAP_CODE_GET) {
+            r->code = COAP_CODE(4, 5);
+            return;
+        }
+        snprintf(r->text, sizeof r->text, "%u", srv->counter);
+        r->code = COAP_CODE_CONTENT;
+        r->cf = CF_TEXT;
+        r->payload = (const uint8_t *)r->text;
+        r->payload_len = strlen(r->text);
+    } else {
+        r->code = COAP_CODE(4, 4);
+    }
+}
+
+/* The inner (plaintext) response to in. */
+static long inner_response(const struct coap_msg *in, const struct plain_resp *r, uint8_t *out,
+                           size_t cap)
+{
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = in->type == COAP_TYPE_CON ? COAP_TYPE_ACK : COAP_TYPE_NON;
+    m.mid = in->mid;
+    m.token_len = in->token_len;
+    memcpy(m.token, in->token, in->token_len);
+    m.code = r->code;
+    uint8_t ob[4], cfv[4];
+    if (r->observe)
+        coap_msg_add_option(&m, COAP_OPT_OBSERVE, ob, coap_uint_encode(r->seq, ob));
+    if (r->cf >= 0)
+        coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, coap_uint_encode((uint32_t)r->cf, cfv));
+    m.payload = r->payload_len ? r->payload : NULL;
+    m.payload_len = r->payload_len;
+    long n = coap_msg_encode(&m, out, cap);
+    return n < 0 ? -1 : n;
+}
+
+static struct observer *observer_find(struct edhoc_server *srv, const uint8_t *rid, size_t rid_len,
+                                      const uint8_t *tok, size_t tok_len)
+{
+    for (size_t i = 0; i < MAX_OBSERVERS; i++) {
+        struct observer *o = &srv->observers[i];
+        if (o->used && o->rid_len == rid_len && !memcmp(o->rid, rid, rid_len) &&
+            o->token_len == tok_len && !memcmp(o->token, tok, tok_len))
+            return o;
+    }
+    return NULL;
+}
+
+static void observer_drop(struct observer *o)
+{
+    if (!o->used)
+        return;
+    edhoc_transport_peer_release(o->peer);
+    memset(o, 0, sizeof *o);
+}
+
+static long oscore_error(int err, const uint8_t *req, size_t len, uint8_t *out, size_t cap)
+{
+    long n = oscore_error_response(err, req, len, out, cap);
+    if (n < 0) {
+        struct coap_msg m;
+        if (coap_msg_parse(req, len, &m))
+            return -1;
+        return build(&m, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+    }
+    return n;
+}
+
+static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
+                      const char *peer_name, struct peer_ctx *ctx, const uint8_t *req, size_t len,
+                      uint8_t *out, size_t cap)
+{
+    srv->st.oscore_requests++;
+    struct oscore_binding b;
+    long n = oscore_unprotect_request(&ctx->osc, req, len, srv->inner, sizeof srv->inner, &b);
+    if (n == OSCORE_ERR_ECHO_REQUIRED) {
+        long r = oscore_protect_echo_challenge(&ctx->osc, &b, req, len, out, cap);
+        logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: replay window unknown, Echo challenge sent",
+              peer_name);
+        return r < 0 ? oscore_error(OSCORE_ERR_DECRYPT, req, len, out, cap) : r;
+    }
+    if (n < 0) {
+        srv->st.oscore_errors++;
+        logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: request refused: %s", peer_name,
+              oscore_strerror((int)n));
+        return oscore_error((int)n, req, len, out, cap);
+    }
+    struct coap_msg in;
+    if (coap_msg_parse(srv->inner, (size_t)n, &in)) {
+        srv->st.oscore_errors++;
+        return oscore_error(OSCORE_ERR_INNER, req, len, out, cap);
+    }
+    /* Critical inner options we do not process (the EDHOC option of a
+     * combined request among them, RFC 9668 step 8) mean 4.02. */
+    struct plain_resp r;
+    bool bad_option = false;
+    for (size_t i = 0; i < in.option_count; i++) {
+        uint16_t num = in.options[i].number;
+        if ((num & 1) && num != COAP_OPT_URI_PATH && num != COAP_OPT_URI_QUERY &&
+            num != COAP_OPT_URI_HOST && num != COAP_OPT_URI_PORT && num != COAP_OPT_ACCEPT &&
+            num != COAP_OPT_IF_MATCH && num != COAP_OPT_IF_NONE_MATCH && num != COAP_OPT_BLOCK1 &&
+            num != COAP_OPT_BLOCK2 && num != COAP_OPT_PROXY_URI && num != COAP_OPT_PROXY_SCHEME)
+            bad_option = true;
+    }
+    if (bad_option) {
+        memset(&r, 0, sizeof r);
+        r.cf = -1;
+        r.code = COAP_CODE_BAD_OPTION;
+    } else {
+        resource(srv, &in, &r);
+    }
+    const struct coap_option *obs = coap_msg_find_option(&in, COAP_OPT_OBSERVE);
+    if (obs && r.code == COAP_CODE_CONTENT && path_is(&in, "/counter")) {
+        uint32_t v = 1;
+        coap_option_uint(obs, &v);
+        struct observer *o = observer_find(srv, ctx->rid, ctx->rid_len, in.token, in.token_len);
+        if (v == 0) {
+            if (!o) {
+                for (size_t i = 0; i < MAX_OBSERVERS && !o; i++) {
+                    if (!srv->observers[i].used)
+                        o = &srv->observers[i];
+                }
+            }
+            if (o && !o->used) {
+                o->used = true;
+                o->peer = edhoc_transport_peer_hold(peer);
+                memcpy(o->rid, ctx->rid, ctx->rid_len);
+                o->rid_len = ctx->rid_len;
+                memcpy(o->token, in.token, in.token_len);
+                o->token_len = in.token_len;
+            }
+            if (o) {
+                o->b = b;
+                o->seq = srv->counter;
+                r.observe = true;
+                r.seq = o->seq;
+            }
+        } else if (o) {
+            observer_drop(o);
+        }
+    }
+    long pn = inner_response(&in, &r, srv->inner_resp, sizeof srv->inner_resp);
+    if (pn < 0)
+        return oscore_error(OSCORE_ERR_DECRYPT, req, len, out, cap);
+    struct oscore_binding *bp = &b;
+    struct observer *o = r.observe ? observer_find(srv, ctx->rid, ctx->rid_len, in.token,
+                                                   in.token_len)
+                                   : NULL;
+    if (o)
+        bp = &o->b;
+    long pr = oscore_protect_response(&ctx->osc, bp, srv->inner_resp, (size_t)pn, false, out, cap);
+    if (pr < 0) {
+        srv->st.oscore_errors++;
+        logf_(srv, EDHOC_LOG_ERR, "OSCORE peer=%s: cannot protect the response: %s", peer_name,
+              oscore_strerror((int)pr));
+        if (o)
+            observer_drop(o);
+        return build(&in, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+    }
+    return pr;
+}
+
+/* RFC 9668 Section 3.3.1: message_3 first, then OSCORE with the new context. */
+static long on_combined(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
+                        const char *peer_name, const struct coap_msg *req, uint8_t *out,
+                        size_t cap)
+{
+    struct oscore_option oo;
+    const struct coap_option *opt = coap_msg_find_option(req, COAP_OPT_OSCORE);
+    if (!opt || oscore_option_parse(opt->value, opt->len, &oo) || !oo.has_kid ||
+        !req->payload)
+        return build(req, COAP_CODE_BAD_REQUEST, -1, NULL, 0, out, cap);
+    long m3_len = edhoc_coap_bstr_item_len(req->payload, req->payload_len);
+    if (m3_len <= 0 || (size_t)m3_len >= req->payload_len)
+        return build(req, COAP_CODE_BAD_REQUEST, -1, NULL, 0, out, cap);
+    struct pending *h = pending_find(srv, oo.kid, oo.kid_len);
+    if (!h)
+        return edhoc_error_text(req, "unknown C_R", out, cap);
+    if (srv->cfg.message_4) {
+        /* message_4 cannot travel in the combined flow (RFC 9668 step 4). */
+        srv->st.handshakes_failed++;
+        log_done(srv, h, (size_t)m3_len, "failed", "combined request but message_4 is required");
+        pending_free(srv, h);
+        return edhoc_error_text(req, "message_4 required", out, cap);
+    }
+    struct peer_ctx *ctx = NULL;
+    long r = run_message_3(srv, req, h, req->payload, (size_t)m3_len, &ctx, out, cap);
+    if (r)
+        return r;
+    srv->st.handshakes_ok++;
+    log_done(srv, h, (size_t)m3_len, "ok", "combined request");
+    pending_free(srv, h);
+
+    /* The OSCORE request without the EDHOC option and message_3. */
+    struct coap_msg m = *req;
+    size_t w = 0;
+    for (size_t i = 0; i < m.option_count; i++) {
+        if (m.options[i].number != EDHOC_COAP_OPTION_EDHOC)
+            m.options[w++] = m.options[i];
+    }
+    m.option_count = w;
+    m.payload = req->payload + m3_len;
+    m.payload_len = req->payload_len - (size_t)m3_len;
+    uint8_t *plain = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (!plain)
+        return -1;
+    long n = coap_msg_encode(&m, plain, EDHOC_TRANSPORT_MAX_MESSAGE);
+    long resp = n < 0 ? build(req, COAP_CODE_BAD_REQUEST, -1, NULL, 0, out, cap)
+                      : on_oscore(srv, peer, peer_name, ctx, plain, (size_t)n, out, cap);
+    free(plain);
+    return resp;
+}
+
+long edhoc_server_handle(void *user, struct edhoc_transport_peer *peer, const char *peer_name,
+                         const uint8_t *req, size_t len, uint8_t *out, size_t cap)
+{
+    struct edhoc_server *srv = user;
+    struct coap_msg m;
+    if (coap_msg_parse(req, len, &m))
+        return 0;
+    if (!coap_code_is_request(m.code))
+        return 0;
+    const struct coap_option *osc = coap_msg_find_option(&m, COAP_OPT_OSCORE);
+    if (osc) {
+        if (coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
+            return on_combined(srv, peer, peer_name, &m, out, cap);
+        struct oscore_option oo;
+        if (oscore_option_parse(osc->value, osc->len, &oo) || !oo.has_kid) {
+            srv->st.oscore_errors++;
+            return oscore_error(OSCORE_ERR_BAD_OPTION, req, len, out, cap);
+        }
+        struct peer_ctx *ctx = ctx_find(srv, oo.kid, oo.kid_len);
+        if (!ctx) {
+            srv->st.oscore_errors++;
+            logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: no context for this kid", peer_name);
+            return oscore_error(OSCORE_ERR_CONTEXT_NOT_FOUND, req, len, out, cap);
+        }
+        return on_oscore(srv, peer, peer_name, ctx, req, len, out, cap);
+    }
+    srv->st.plain_requests++;
+    if (path_is(&m, EDHOC_COAP_WELL_KNOWN)) {
+        if (m.code != COAP_CODE_POST)
+            return build(&m, COAP_CODE(4, 5), -1, NULL, 0, out, cap);
+        return on_edhoc_post(srv, &m, peer_name, out, cap);
+    }
+    if (protected_path(&m))
+        return build(&m, COAP_CODE_UNAUTHORIZED, -1, NULL, 0, out, cap);
+    return build(&m, COAP_CODE(4, 4), -1, NULL, 0, out, cap);
+}
+
+/* ---- Timers ---- */
+
+static void notify_counter(struct edhoc_server *srv)
+{
+    for (size_t i = 0; i < MAX_OBSERVERS; i++) {
+        struct observer *o = &srv->observers[i];
+        if (!o->used)
+            continue;
+        struct peer_ctx *ctx = ctx_find(srv, o->rid, o->rid_len);
+        if (!ctx || !srv->cfg.send) {
+            observer_drop(o);
+            continue;
+        }
+        struct coap_msg in;
+        memset(&in, 0, sizeof in);
+        in.type = COAP_TYPE_NON;
+        in.token_len = o->token_len;
+        memcpy(in.token, o->token, o->token_len);
+        struct plain_resp r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.text, sizeof r.text, "%u", srv->counter);
+        r.code = COAP_CODE_CONTENT;
+        r.cf = CF_TEXT;
+        r.payload = (const uint8_t *)r.text;
+        r.payload_len = strlen(r.text);
+        r.observe = true;
+        r.seq = ++o->seq & 0xffffff;
+        long pn = inner_response(&in, &r, srv->inner_resp, sizeof srv->inner_resp);
+        long n = pn < 0 ? -1
+                        : oscore_protect_response(&ctx->osc, &o->b, srv->inner_resp, (size_t)pn,
+                                                  true, srv->inner, sizeof srv->inner);
+        if (n < 0 || srv->cfg.send(srv->cfg.send_user, o->peer, srv->inner, (size_t)n))
+            observer_drop(o);
+    }
+}
+
+void edhoc_server_tick(struct edhoc_server *srv, uint64_t now_ms)
+{
+    srv->now_ms = now_ms;
+    uint64_t limit = (uint64_t)srv->cfg.pending_timeout_s * 1000;
+    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
+        struct pending *h = &srv->pending[i];
+        if (h->used && now_ms - h->started_ms > limit) {
+            srv->st.expired++;
+            log_done(srv, h, 0, "timeout", "no message_3");
+            pending_free(srv, h);
+        }
+    }
+    if (!srv->next_counter_ms)
+        srv->next_counter_ms = now_ms + srv->cfg.counter_period_ms;
+    if (now_ms >= srv->next_counter_ms) {
+        srv->counter++;
+        srv->next_counter_ms = now_ms + srv->cfg.counter_period_ms;
+        notify_counter(srv);
+    }
+}

@@ -1,0 +1,296 @@
+/*
+ * Helpers of the network end-to-end tests (test_cli_net.c,
+ * test_cli_responder.c): a scratch directory, responder processes on free
+ * loopback ports (port 0, the real port read back from --ready-file),
+ * bounded waits, and stopping every started process in teardown.
+ */
+#ifndef TESTS_NET_TEST_UTIL_H
+#define TESTS_NET_TEST_UTIL_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Paths are built from a short scratch directory; truncation cannot happen
+ * in practice and would only make a test fail. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define NET_MAX_PROCS 32
+
+struct net_proc {
+    pid_t pid;
+    uint16_t port;  /* first --listen (127.0.0.1) */
+    uint16_t port6; /* second --listen ([::1]) if any */
+    char log[300];
+    char ready[300];
+    char pidfile[300];
+};
+
+static char net_dir[256];
+static struct net_proc *net_procs[NET_MAX_PROCS];
+
+static inline uint64_t net_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static inline void net_sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static inline int net_make_dir(const char *tag)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(net_dir, sizeof net_dir, "%s/edhoc-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
+    return mkdtemp(net_dir) ? 0 : -1;
+}
+
+static inline void net_path(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, "%s/%s", net_dir, name);
+}
+
+static inline char *net_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap + 1);
+    size_t n;
+    while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += n;
+        if (len == cap) {
+            char *b = realloc(buf, cap * 2 + 1);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf)
+        buf[len] = '\0';
+    return buf;
+}
+
+static inline void net_write_file(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+    chmod(path, mode);
+}
+
+/* Start `edhoc-cli responder ARGS --ready-file ...` (ARGS must contain the
+ * --listen options; use port 0). Waits until it serves (at most 10 s).
+ * Returns 0, or -1 (it died; its log is printed). */
+static inline int net_responder_start(struct net_proc *p, const char *name, const char *args)
+{
+    const char *cli = getenv("EDHOC_CLI");
+    memset(p, 0, sizeof *p);
+    snprintf(p->log, sizeof p->log, "%s/%s.log", net_dir, name);
+    snprintf(p->ready, sizeof p->ready, "%s/%s.ready", net_dir, name);
+    unlink(p->ready);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "exec %s responder %s --ready-file %s 2>>%s", cli ? cli : "edhoc-cli",
+             args, p->ready, p->log);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    p->pid = pid;
+    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
+        if (!net_procs[i]) {
+            net_procs[i] = p;
+            break;
+        }
+    }
+    uint64_t end = net_now_ms() + 10000;
+    while (net_now_ms() < end) {
+        char *r = net_read_file(p->ready);
+        if (r) {
+            unsigned a = 0, b = 0;
+            int n = sscanf(r, "%u %u", &a, &b);
+            free(r);
+            if (n >= 1 && a) {
+                p->port = (uint16_t)a;
+                p->port6 = (uint16_t)b;
+                return 0;
+            }
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            p->pid = 0;
+            char *log = net_read_file(p->log);
+            fprintf(stderr, "responder %s exited early:\n%s\n", name, log ? log : "");
+            free(log);
+            return -1;
+        }
+        net_sleep_ms(20);
+    }
+    return -1;
+}
+
+/* Signal the process and wait for it (at most timeout_ms, then SIGKILL).
+ * Returns its exit status (0..255), 128+signal, or -1. */
+static inline int net_proc_stop(struct net_proc *p, int sig, unsigned timeout_ms)
+{
+    if (!p->pid)
+        return -1;
+    kill(p->pid, sig);
+    uint64_t end = net_now_ms() + timeout_ms;
+    int st = 0;
+    pid_t r;
+    while ((r = waitpid(p->pid, &st, WNOHANG)) == 0 && net_now_ms() < end)
+        net_sleep_ms(10);
+    if (r == 0) {
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, &st, 0);
+    }
+    p->pid = 0;
+    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
+        if (net_procs[i] == p)
+            net_procs[i] = NULL;
+    }
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return -1;
+}
+
+/* Teardown: nothing started by a test survives it, pass or fail. */
+static inline void net_stop_all(void)
+{
+    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
+        if (net_procs[i] && net_procs[i]->pid)
+            net_proc_stop(net_procs[i], SIGKILL, 2000);
+        net_procs[i] = NULL;
+    }
+}
+
+static inline void net_remove_dir(void)
+{
+    if (!net_dir[0])
+        return;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", net_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", net_dir);
+}
+
+/* Run a shell command line (bounded by `timeout`), capture stdout+stderr. */
+static inline int net_sh(const char *cmdline, char **out, unsigned timeout_s)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "timeout -k 2 %u sh -c '%s' 2>&1", timeout_s, cmdline);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        *out = strdup("");
+        return -1;
+    }
+    size_t cap = 8192, len = 0, n;
+    char *buf = malloc(cap + 1);
+    while ((n = fread(buf + len, 1, cap - len, p)) > 0) {
+        len += n;
+        if (len == cap) {
+            buf = realloc(buf, cap * 2 + 1);
+            cap *= 2;
+        }
+    }
+    buf[len] = '\0';
+    *out = buf;
+    int st = pclose(p);
+    if (st == -1 || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+/* Count occurrences of needle. */
+static inline int net_count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* A UDP port on 127.0.0.1 that is bound (and silent) while fd is open. */
+static inline int net_silent_socket(uint16_t *port)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
+        getsockname(fd, (struct sockaddr *)&a, &l)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* A port nobody listens on (bound then closed: ICMP unreachable). */
+static inline uint16_t net_closed_port(void)
+{
+    uint16_t port = 0;
+    int fd = net_silent_socket(&port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* Send one datagram to 127.0.0.1:port and wait for one answer (bytes into
+ * resp). Returns its length or -1. */
+static inline long net_udp_exchange(uint16_t port, const uint8_t *msg, size_t len, uint8_t *resp,
+                                    size_t cap, unsigned timeout_ms)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    struct timeval tv = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    long n = -1;
+    if (sendto(fd, msg, len, 0, (struct sockaddr *)&a, sizeof a) == (ssize_t)len)
+        n = recv(fd, resp, cap, 0);
+    close(fd);
+    return n;
+}
+
+#endif

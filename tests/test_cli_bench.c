@@ -1,0 +1,612 @@
+/*
+ * End-to-end tests of `edhoc-cli bench`: --quick runs of the three
+ * benchmarks, checking that every expected row is there with positive,
+ * finite numbers, that the JSON parses, the CSV is rectangular per table
+ * and the SVG is well-formed XML. Times are never asserted.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "edhoc/edhoc.h"
+#include "edhoc/oscore.h"
+#include "vectors.h"
+
+static char workdir[256];
+
+static bool have_python(void)
+{
+    return system("python3 -c pass >/dev/null 2>&1") == 0;
+}
+
+/* ---- Markdown tables ---- */
+
+#define MAX_CELLS 24
+
+/* Split one Markdown table row "| a | b |" into trimmed cells (in place
+ * in buf). Returns the cell count, 0 when the line is not a row. */
+static int md_cells(const char *line, char *buf, size_t cap, char **cells)
+{
+    size_t len = strcspn(line, "\n");
+    if (len == 0 || line[0] != '|' || len >= cap)
+        return 0;
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    int n = 0;
+    char *p = buf + 1;
+    while (*p && n < MAX_CELLS) {
+        char *bar = strchr(p, '|');
+        if (!bar)
+            break;
+        *bar = '\0';
+        while (*p == ' ')
+            p++;
+        char *end = bar;
+        while (end > p && end[-1] == ' ')
+            *--end = '\0';
+        cells[n++] = p;
+        p = bar + 1;
+    }
+    return n;
+}
+
+/* A numeric cell: "12.5", or "min / median" with min <= median. */
+static void assert_positive_cell(const char *cell, const char *context)
+{
+    char *end;
+    double a = strtod(cell, &end);
+    if (end == cell || !isfinite(a) || !(a > 0))
+        fail_msg("%s: cell '%s' is not a positive number", context, cell);
+    if (*end == '\0')
+        return;
+    if (strncmp(end, " / ", 3) != 0)
+        fail_msg("%s: cell '%s' has trailing text", context, cell);
+    const char *rest = end + 3;
+    double b = strtod(rest, &end);
+    if (end == rest || *end || !isfinite(b) || !(b > 0))
+        fail_msg("%s: cell '%s': median is not a positive number", context, cell);
+    if (a > b)
+        fail_msg("%s: cell '%s': min above median", context, cell);
+}
+
+/* The data row of the table under heading `### title` whose cells idx[k]
+ * are key[k] (idx NULL: the first nkeys cells); splits it into cells
+ * (returns their count), or 0. */
+static int md_find_row_at(const char *text, const char *title, const int *idx,
+                          const char *const *key, int nkeys, char *buf, size_t cap, char **cells)
+{
+    char heading[160];
+    snprintf(heading, sizeof heading, "\n### %s\n", title);
+    const char *p = strstr(text, heading);
+    if (!p)
+        return 0;
+    p += strlen(heading);
+    const char *stop = strstr(p, "\n### ");
+    for (const char *line = p; line && *line && (!stop || line < stop);) {
+        int n = md_cells(line, buf, cap, cells);
+        if (n > 0) {
+            bool match = true;
+            for (int k = 0; k < nkeys && match; k++) {
+                int at = idx ? idx[k] : k;
+                match = at < n && !strcmp(cells[at], key[k]);
+            }
+            if (match)
+                return n;
+        }
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return 0;
+}
+
+static int md_find_row(const char *text, const char *title, const char *const *key, int nkeys,
+                       char *buf, size_t cap, char **cells)
+{
+    return md_find_row_at(text, title, NULL, key, nkeys, buf, cap, cells);
+}
+
+/* Rows of the table under `### title` (excluding header and separator). */
+static int md_count_rows(const char *text, const char *title)
+{
+    char heading[160], buf[2048];
+    char *cells[MAX_CELLS];
+    snprintf(heading, sizeof heading, "\n### %s\n", title);
+    const char *p = strstr(text, heading);
+    if (!p)
+        return -1;
+    p += strlen(heading);
+    const char *stop = strstr(p, "\n### ");
+    int rows = 0;
+    for (const char *line = p; line && *line && (!stop || line < stop);) {
+        if (md_cells(line, buf, sizeof buf, cells) > 0)
+            rows++;
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return rows - 2; /* header and |---| line */
+}
+
+/* Check row key has n_expect cells and cells first..last are positive. */
+static void check_row(const char *out, const char *title, const char *const *key, int nkeys,
+                      int n_expect, int first, int last)
+{
+    char buf[2048], ctx[200];
+    char *cells[MAX_CELLS];
+    int n = md_find_row(out, title, key, nkeys, buf, sizeof buf, cells);
+    snprintf(ctx, sizeof ctx, "%s: row %s %s %s", title, key[0], nkeys > 1 ? key[1] : "",
+             nkeys > 2 ? key[2] : "");
+    if (n == 0)
+        fail_msg("%s missing", ctx);
+    assert_int_equal(n, n_expect);
+    for (int i = first; i <= last; i++)
+        assert_positive_cell(cells[i], ctx);
+}
+
+static char *run_ok(const char *args)
+{
+    char *out;
+    int rc = run_cli(args, false, &out);
+    if (rc != 0)
+        fail_msg("edhoc-cli %s: exit %d\n%s", args, rc, out);
+    return out;
+}
+
+/* ---- Tests ---- */
+
+static void test_crypto_rows(void **state)
+{
+    (void)state;
+    char *out = run_ok("bench crypto --quick");
+    static const char *const algos[] = {"Ed25519", "Ed448", "ES256", "ES384"};
+    static const char *const sizes[] = {"16", "32", "128", "1024"};
+    for (int a = 0; a < 4; a++) {
+        for (int s = 0; s < 4; s++) {
+            /* | Algo | Implementation | Message size | Signing | Verifying | */
+            char buf[2048];
+            char *cells[MAX_CELLS];
+            static const int idx[2] = {0, 2};
+            const char *key[2] = {algos[a], sizes[s]};
+            int n = md_find_row_at(out, "Signatures", idx, key, 2, buf, sizeof buf, cells);
+            if (n == 0)
+                fail_msg("signature row %s %s missing", algos[a], sizes[s]);
+            assert_int_equal(n, 5);
+            assert_true(strncmp(cells[1], "OpenSSL", 7) == 0);
+            assert_positive_cell(cells[3], algos[a]);
+            assert_positive_cell(cells[4], algos[a]);
+        }
+    }
+    assert_int_equal(md_count_rows(out, "Signatures"), 16);
+
+    static const char *const curves[] = {"X25519", "X448", "P-256", "P-384"};
+    for (int c = 0; c < 4; c++) {
+        const char *key[1] = {curves[c]};
+        check_row(out, "Key generation and ECDH", key, 1, 4, 2, 3);
+    }
+    assert_int_equal(md_count_rows(out, "Key generation and ECDH"), 4);
+    assert_int_equal(md_count_rows(out, "AEAD"), 25);
+    static const char *const aeads[] = {"AES-CCM-16-64-128", "AES-CCM-16-128-128", "A128GCM",
+                                        "A256GCM", "ChaCha20/Poly1305"};
+    for (int a = 0; a < 5; a++) {
+        char buf[2048];
+        char *cells[MAX_CELLS];
+        const char *key[1] = {aeads[a]};
+        int n = md_find_row(out, "AEAD", key, 1, buf, sizeof buf, cells);
+        if (n == 0)
+            fail_msg("AEAD row %s missing", aeads[a]);
+        assert_int_equal(n, 5);
+        assert_positive_cell(cells[3], aeads[a]);
+        assert_positive_cell(cells[4], aeads[a]);
+    }
+    static const char *const hashes[] = {"SHA-256", "SHA-384", "SHAKE256 (KMAC256)"};
+    for (int h = 0; h < 3; h++) {
+        const char *key[1] = {hashes[h]};
+        check_row(out, "Hash and HKDF", key, 1, 5, 2, 4);
+    }
+    free(out);
+}
+
+static void test_handshake_rows_and_memory(void **state)
+{
+    (void)state;
+    char *out = run_ok("bench handshake --quick");
+    static const char *const rows[][3] = {
+        {"0", "x5chain", "0"}, {"0", "x5chain", "2"}, {"0", "x5t", "0"},
+        {"0", "x5t", "2"},     {"3", "kid", "0"},     {"3", "kid", "2"},
+    };
+    /* | Method | ID_CRED | Suite | I | I floor | R | R floor | Total | Floor | Ratio |
+     *   Lookup | Without lookup | Calls | Bytes | */
+    for (size_t i = 0; i < 6; i++)
+        check_row(out, "EDHOC handshake (in process)", rows[i], 3, 14, 3, 13);
+    assert_int_equal(md_count_rows(out, "EDHOC handshake (in process)"), 6);
+
+    /* The state sizes are those of this build's structs. */
+    char buf[2048];
+    char *cells[MAX_CELLS];
+    const char *key_s[1] = {"struct edhoc_session"};
+    assert_int_equal(md_find_row(out, "Memory per handshake and per context", key_s, 1, buf,
+                                 sizeof buf, cells), 4);
+    assert_int_equal(strtol(cells[1], NULL, 10), (long)sizeof(struct edhoc_session));
+    const char *key_o[1] = {"struct oscore_context"};
+    assert_int_equal(md_find_row(out, "Memory per handshake and per context", key_o, 1, buf,
+                                 sizeof buf, cells), 4);
+    assert_int_equal(strtol(cells[1], NULL, 10), (long)sizeof(struct oscore_context));
+    const char *key_r[1] = {"struct edhoc_received"};
+    assert_int_equal(md_find_row(out, "Memory per handshake and per context", key_r, 1, buf,
+                                 sizeof buf, cells), 4);
+    assert_int_equal(strtol(cells[1], NULL, 10), (long)sizeof(struct edhoc_received));
+
+    /* The targets the issue names are reported with their measured ratio. */
+    const char *t1[1] = {"Handshake / crypto floor, method 3, kid, suite 0"};
+    check_row(out, "Targets", t1, 1, 4, 1, 1);
+    const char *t2[1] = {"Handshake / crypto floor, method 0, x5t, suite 2"};
+    check_row(out, "Targets", t2, 1, 4, 1, 1);
+    const char *t3[1] = {"Handshake / crypto floor, method 0, x5chain, suite 2"};
+    check_row(out, "Targets", t3, 1, 4, 1, 1);
+    free(out);
+}
+
+static void test_handshake_other_suites(void **state)
+{
+    (void)state;
+    char *out = run_ok("bench handshake --quick --suites 3,6");
+    static const char *const rows[][3] = {
+        {"0", "x5chain", "3"}, {"0", "x5t", "3"}, {"3", "kid", "3"},
+        {"0", "x5chain", "6"}, {"0", "x5t", "6"}, {"3", "kid", "6"},
+    };
+    for (size_t i = 0; i < 6; i++)
+        check_row(out, "EDHOC handshake (in process)", rows[i], 3, 14, 3, 13);
+    assert_int_equal(md_count_rows(out, "EDHOC handshake (in process)"), 6);
+    free(out);
+}
+
+static void test_oscore_rows(void **state)
+{
+    (void)state;
+    char *out = run_ok("bench oscore --quick");
+    static const char *const aeads[] = {"AES-CCM-16-64-128", "AES-CCM-16-128-128", "A128GCM",
+                                        "A256GCM", "ChaCha20/Poly1305"};
+    static const char *const sizes[] = {"10", "20", "50", "100", "200", "500", "1000"};
+    for (int a = 0; a < 5; a++)
+        for (int s = 0; s < 7; s++) {
+            const char *key[2] = {aeads[a], sizes[s]};
+            check_row(out, "OSCORE protect and unprotect", key, 2, 10, 2, 9);
+        }
+    assert_int_equal(md_count_rows(out, "OSCORE protect and unprotect"), 35);
+    const char *t[1] = {"OSCORE protect + unprotect / raw AEAD, 100 bytes, AES-CCM-16-64-128, request"};
+    check_row(out, "Targets", t, 1, 4, 1, 1);
+    free(out);
+}
+
+static void test_json_and_svg(void **state)
+{
+    (void)state;
+    if (!have_python())
+        skip();
+    char json_path[512], svg_path[512], args[1200];
+    snprintf(json_path, sizeof json_path, "%s/bench.json", workdir);
+    snprintf(svg_path, sizeof svg_path, "%s/bench.svg", workdir);
+    snprintf(args, sizeof args, "bench all --quick --json --svg %s > %s", svg_path, json_path);
+    char *out = run_ok(args);
+    free(out);
+
+    /* Every table, every number finite (and positive where it is a time or
+     * a ratio), the row counts of the three benchmarks. */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "python3 - '%s' <<'EOF'\n"
+             "import json, math, sys\n"
+             "d = json.load(open(sys.argv[1]))\n"
+             "t = {x['name']: x for x in d['tables']}\n"
+             "want = {'signatures': 16, 'ecdh': 4, 'aead': 25, 'hkdf': 3, 'handshake': 6,\n"
+             "        'memory': 6, 'oscore': 35}\n"
+             "assert set(t) == set(want), sorted(t)\n"
+             "for name, n in want.items():\n"
+             "    assert len(t[name]['rows']) == n, (name, len(t[name]['rows']))\n"
+             "    kinds = {c['key']: c['kind'] for c in t[name]['columns']}\n"
+             "    for row in t[name]['rows']:\n"
+             "        assert set(row) == set(kinds), (name, row)\n"
+             "        for k, kind in kinds.items():\n"
+             "            v = row[k]\n"
+             "            if kind == 'stat':\n"
+             "                assert 0 < v['min_us'] <= v['median_us'] < 1e7, (name, k, v)\n"
+             "                assert v['samples'] >= 1 and v['batch'] >= 1\n"
+             "            elif kind in ('number', 'ratio'):\n"
+             "                assert isinstance(v, (int, float)) and math.isfinite(v) and v > 0, (name, k, v)\n"
+             "            elif kind == 'int':\n"
+             "                assert isinstance(v, int) and v >= 0, (name, k, v)\n"
+             "            else:\n"
+             "                assert isinstance(v, str) and v, (name, k, v)\n"
+             "assert len(d['targets']) >= 5\n"
+             "for g in d['targets']:\n"
+             "    assert math.isfinite(g['value']) and g['value'] > 0 and g['met'] in (True, False)\n"
+             "assert d['implementation'].startswith('OpenSSL')\n"
+             "EOF",
+             json_path);
+    assert_int_equal(system(cmd), 0);
+
+    /* The SVG parses as XML and holds the bar chart (handshake) and the
+     * line chart (OSCORE): 6 rows x 2 bars, 5 AEADs x 2 lines. */
+    snprintf(cmd, sizeof cmd,
+             "python3 - '%s' <<'EOF'\n"
+             "import sys, xml.etree.ElementTree as ET\n"
+             "root = ET.parse(sys.argv[1]).getroot()\n"
+             "ns = '{http://www.w3.org/2000/svg}'\n"
+             "assert root.tag == ns + 'svg', root.tag\n"
+             "bars = [r for r in root.iter(ns + 'rect') if r.get('height') == '11']\n"
+             "assert len(bars) == 12, len(bars)\n"
+             "lines = list(root.iter(ns + 'polyline'))\n"
+             "assert len(lines) == 10, len(lines)\n"
+             "for l in lines:\n"
+             "    assert len(l.get('points').split()) == 7\n"
+             "EOF",
+             svg_path);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Fields of one CSV line (RFC 4180 quoting). */
+static int csv_fields(const char *line, size_t len)
+{
+    int cols = 1;
+    bool quoted = false;
+    for (size_t i = 0; i < len; i++) {
+        if (line[i] == '"')
+            quoted = !quoted;
+        else if (line[i] == ',' && !quoted)
+            cols++;
+    }
+    return cols;
+}
+
+static void test_csv(void **state)
+{
+    (void)state;
+    char *out = run_ok("bench oscore --quick --csv");
+    /* One block: a header and 35 rows, all with the header's column count. */
+    int header_cols = -1, rows = 0;
+    bool saw_ratio = false;
+    for (char *line = out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        if (len > 0) {
+            int cols = csv_fields(line, len);
+            if (header_cols < 0) {
+                header_cols = cols;
+                assert_true(strncmp(line, "table,aead,payload,", 19) == 0);
+                saw_ratio = strstr(line, ",request_ratio,") != NULL;
+            } else {
+                assert_int_equal(cols, header_cols);
+                assert_true(strncmp(line, "oscore,", 7) == 0);
+                rows++;
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    assert_true(saw_ratio);
+    assert_int_equal(rows, 35);
+    /* the table name, 15 single-value columns, 6 min/median pairs */
+    assert_int_equal(header_cols, 1 + 15 + 6 * 2);
+    free(out);
+
+    /* Several tables: blocks separated by an empty line, each rectangular. */
+    out = run_ok("bench handshake --quick --csv");
+    int blocks = 0;
+    header_cols = -1;
+    for (char *line = out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        if (len == 0) {
+            header_cols = -1;
+        } else {
+            int cols = csv_fields(line, len);
+            if (header_cols < 0) {
+                header_cols = cols;
+                blocks++;
+            } else {
+                assert_int_equal(cols, header_cols);
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    assert_int_equal(blocks, 2);
+    free(out);
+}
+
+static void test_usage_errors(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(run_cli("bench --help", false, &out), 0);
+    assert_non_null(strstr(out, "--quick"));
+    assert_non_null(strstr(out, "--min-time"));
+    free(out);
+    assert_int_equal(run_cli("bench nonsense", true, &out), 2);
+    free(out);
+    assert_int_equal(run_cli("bench crypto --bogus", true, &out), 2);
+    free(out);
+    assert_int_equal(run_cli("bench crypto --repeat 0", true, &out), 2);
+    free(out);
+    assert_int_equal(run_cli("bench crypto --min-time x", true, &out), 2);
+    free(out);
+    assert_int_equal(run_cli("bench handshake --quick --suites 77", true, &out), 2);
+    assert_non_null(strstr(out, "77"));
+    free(out);
+    assert_int_equal(run_cli("bench oscore --quick --svg /nonexistent-dir/x.svg", true, &out), 3);
+    free(out);
+}
+
+
+/* A responder on a free loopback port, for the load generator. Returns its
+ * pid (0 when it could not be started) and the port in *port. */
+static long start_responder(int *port)
+{
+    char cmd[2048], ready[300], pidfile[300];
+    snprintf(ready, sizeof ready, "%s/ready", workdir);
+    snprintf(pidfile, sizeof pidfile, "%s/responder.pid", workdir);
+    unlink(ready);
+    snprintf(cmd, sizeof cmd,
+             "\"${EDHOC_CLI:-edhoc-cli}\" responder --listen 127.0.0.1:0 --ready-file '%s' -q "
+             ">'%s/responder.log' 2>&1 & echo $! > '%s'",
+             ready, workdir, pidfile);
+    if (system(cmd) != 0)
+        return 0;
+    long pid = 0;
+    FILE *f = fopen(pidfile, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    for (int i = 0; i < 100 && pid > 0; i++) {
+        f = fopen(ready, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", port);
+            fclose(f);
+            if (ok == 1 && *port > 0)
+                return pid;
+        }
+        usleep(100000);
+    }
+    if (pid > 0)
+        kill((pid_t)pid, SIGKILL);
+    return 0;
+}
+
+static void stop_responder(long pid)
+{
+    if (pid <= 0)
+        return;
+    kill((pid_t)pid, SIGTERM);
+    for (int i = 0; i < 30 && kill((pid_t)pid, 0) == 0; i++)
+        usleep(100000);
+    kill((pid_t)pid, SIGKILL);
+}
+
+static void test_load_against_responder(void **state)
+{
+    (void)state;
+    char *out;
+    /* Usage errors first: they need no responder. */
+    assert_int_equal(run_cli("bench load", true, &out), 2);
+    free(out);
+    assert_int_equal(run_cli("bench load http://127.0.0.1:5683", true, &out), 2);
+    free(out);
+    assert_int_equal(run_cli("bench load coap://127.0.0.1:5683 --peers 0", true, &out), 2);
+    free(out);
+    assert_int_equal(run_cli("bench load --help", false, &out), 0);
+    assert_non_null(strstr(out, "--requests-per-peer"));
+    free(out);
+
+    int port = 0;
+    long pid = start_responder(&port);
+    if (!pid)
+        fail_msg("the test responder did not start");
+    char args[1024], json_path[512];
+    snprintf(json_path, sizeof json_path, "%s/load.json", workdir);
+    snprintf(args, sizeof args,
+             "bench load coap://127.0.0.1:%d --peers 3 --handshakes 6 --requests-per-peer 2 "
+             "--timeout-ms 4000 --json > %s",
+             port, json_path);
+    int rc = run_cli(args, true, &out);
+    free(out);
+    /* Handshakes alone: compared with the responder's crypto floor. */
+    char hs_path[512];
+    snprintf(hs_path, sizeof hs_path, "%s/load-hs.json", workdir);
+    snprintf(args, sizeof args,
+             "bench load coap://127.0.0.1:%d --peers 2 --handshakes 4 --requests-per-peer 0 "
+             "--timeout-ms 4000 --json > %s",
+             port, hs_path);
+    int rc_hs = run_cli(args, true, &out);
+    free(out);
+    /* The baseline: unprotected requests only. */
+    snprintf(args, sizeof args,
+             "bench load coap://127.0.0.1:%d --peers 2 --handshakes 2 --requests-per-peer 3 "
+             "--plain --timeout-ms 4000",
+             port);
+    int rc_plain = run_cli(args, false, &out);
+    stop_responder(pid);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rc_hs, 0);
+    assert_int_equal(rc_plain, 0);
+    /* | Responder | Peers | Seconds | Handshakes | Handshakes/s | Requests | Requests/s |
+     *   Failures | Requests are | */
+    char buf[2048];
+    char *cells[MAX_CELLS];
+    char uri[64];
+    snprintf(uri, sizeof uri, "coap://127.0.0.1:%d", port);
+    const char *key[1] = {uri};
+    assert_int_equal(md_find_row(out, "Load", key, 1, buf, sizeof buf, cells), 12);
+    assert_string_equal(cells[1], "2");
+    assert_string_equal(cells[5], "6");
+    assert_string_equal(cells[7], "0");
+    assert_string_equal(cells[8], "unprotected");
+    assert_positive_cell(cells[2], "load");
+    assert_positive_cell(cells[6], "load");
+    free(out);
+
+    if (!have_python())
+        skip();
+    char cmd[3072];
+    snprintf(cmd, sizeof cmd,
+             "python3 - '%s' '%s' <<'EOF'\n"
+             "import json, math, sys\n"
+             "d = json.load(open(sys.argv[1]))\n"
+             "t = {x['name']: x['rows'] for x in d['tables']}\n"
+             "assert set(t) == {'load', 'load_latency', 'load_failures'}, sorted(t)\n"
+             "row = t['load'][0]\n"
+             "assert row['peers'] == 3 and row['handshakes'] == 6 and row['requests'] == 12, row\n"
+             "assert row['failures'] == 0 and t['load_failures'] == [], t['load_failures']\n"
+             "assert row['handshakes_per_s'] > 0 and row['requests_per_s'] > 0\n"
+             "assert row['responder_floor_us'] > 0 and row['floor_rate'] > 0\n"
+             "assert row['of_floor'] is None and d['targets'] == [], d['targets']\n"
+             "h = json.load(open(sys.argv[2]))\n"
+             "row = [x for x in h['tables'] if x['name'] == 'load'][0]['rows'][0]\n"
+             "assert row['handshakes'] == 4 and row['requests'] == 0 and row['of_floor'] > 0, row\n"
+             "g = [x for x in h['targets'] if x['name'].startswith('Responder handshakes/s')]\n"
+             "assert len(g) == 1 and g[0]['kind'] == 'at_least' and g[0]['limit'] == 0.6, g\n"
+             "assert [r['samples'] for r in t['load_latency']] == [6, 12]\n"
+             "for r in t['load_latency']:\n"
+             "    assert 0 < r['p50_ms'] <= r['p90_ms'] <= r['p99_ms'] <= r['max_ms'] < 4000, r\n"
+             "EOF",
+             json_path, hs_path);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(workdir, sizeof workdir, "/tmp/edhoc-bench-test-XXXXXX");
+    return mkdtemp(workdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_crypto_rows),
+        cmocka_unit_test(test_handshake_rows_and_memory),
+        cmocka_unit_test(test_handshake_other_suites),
+        cmocka_unit_test(test_oscore_rows),
+        cmocka_unit_test(test_json_and_svg),
+        cmocka_unit_test(test_csv),
+        cmocka_unit_test(test_load_against_responder),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

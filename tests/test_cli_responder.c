@@ -1,0 +1,429 @@
+/*
+ * End-to-end tests of the `edhoc-cli responder` daemon: state across a
+ * graceful restart and a kill -9 (Echo recovery, replay refused, the
+ * server's sequence numbers never repeat), a corrupt state file refused,
+ * SIGHUP keeping contexts, --daemon/--pidfile, and an independent check
+ * that tshark decrypts the OSCORE exchange with the exported context.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "net_test_util.h"
+#include "vectors.h"
+
+static const char *cli;
+
+static int setup(void **state)
+{
+    (void)state;
+    cli = getenv("EDHOC_CLI");
+    if (!cli)
+        cli = "edhoc-cli";
+    return net_make_dir("resp");
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    net_stop_all();
+    net_remove_dir();
+    return 0;
+}
+
+static int after_each(void **state)
+{
+    (void)state;
+    net_stop_all();
+    return 0;
+}
+
+static int cli_run(char **out, unsigned timeout_s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int cli_run(char **out, unsigned timeout_s, const char *fmt, ...)
+{
+    char args[8192], line[8400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(line, sizeof line, "%s %s", cli, args);
+    return net_sh(line, out, timeout_s);
+}
+
+/* The string value of "key": "..." after `from` in out. */
+static void json_str(const char *out, const char *key, char *val, size_t cap)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *p = strstr(out, pat);
+    if (!p)
+        fail_msg("no %s in\n%s", key, out);
+    p += strlen(pat);
+    size_t n = strcspn(p, "\"");
+    if (n >= cap)
+        fail_msg("%s too long", key);
+    memcpy(val, p, n);
+    val[n] = '\0';
+}
+
+struct ctx_hex {
+    char secret[80], salt[80], sid[20], rid[20];
+};
+
+/* Run an initiator with --export-secrets, write its context (client view)
+ * in libcoap format to path. */
+static void establish(uint16_t port, const char *path, struct ctx_hex *c, const char *extra)
+{
+    char *out;
+    int rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --export-secrets --json %s", port,
+                     extra ? extra : "");
+    if (rc != 0 || !strstr(out, "\"outcome\": \"ok\""))
+        fail_msg("initiator failed (%d):\n%s", rc, out);
+    json_str(out, "master_secret", c->secret, sizeof c->secret);
+    json_str(out, "master_salt", c->salt, sizeof c->salt);
+    json_str(out, "sender_id", c->sid, sizeof c->sid);
+    json_str(out, "recipient_id", c->rid, sizeof c->rid);
+    free(out);
+    char conf[600];
+    snprintf(conf, sizeof conf,
+             "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
+             "recipient_id,hex,\"%s\"\n",
+             c->secret, c->salt, c->sid, c->rid);
+    net_write_file(path, conf, 0600);
+}
+
+/* Largest "piv" (>= 0) and "echo_challenge_piv" in coap --json output. */
+static long max_piv(const char *out)
+{
+    long m = -1;
+    for (const char *p = out; (p = strstr(p, "piv\": ")); p += 6) {
+        long v = strtol(p + 6, NULL, 10);
+        if (v > m)
+            m = v;
+    }
+    return m;
+}
+
+static long first_long(const char *out, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = strstr(out, pat);
+    return p ? strtol(p + strlen(pat), NULL, 10) : -99;
+}
+
+/* A protected GET /time from the client's context with sequence number seq,
+ * as the datagram bytes. */
+static size_t protected_get(const char *ctx_path, unsigned seq, uint8_t *msg, size_t cap)
+{
+    /* CON GET, MID 0x1234, token 0xa1b2c3, Uri-Path "time". */
+    char *out;
+    int rc = cli_run(&out, 30, "oscore protect --context %s --role client --seq %u 43011234a1b2c3b474696d65",
+                     ctx_path, seq);
+    if (rc != 0)
+        fail_msg("oscore protect: %d %s", rc, out);
+    char hex[4096];
+    size_t n = 0;
+    for (const char *p = out; *p && n + 1 < sizeof hex; p++) {
+        if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))
+            hex[n++] = *p;
+        else if (*p == '\n')
+            break;
+    }
+    hex[n] = '\0';
+    free(out);
+    long len = hex_decode(hex, msg, cap);
+    assert_true(len > 4);
+    return (size_t)len;
+}
+
+static void test_restart_echo_replay_ssn(void **state)
+{
+    (void)state;
+    char sdir[300], conf[300], args[600];
+    net_path(sdir, sizeof sdir, "state1");
+    net_path(conf, sizeof conf, "peer1.conf");
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s", sdir);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "state1", args), 0);
+    struct ctx_hex c;
+    establish(r.port, conf, &c, NULL); /* uses the client's sequence number 0 */
+
+    char *out;
+    /* A raw request with sequence number 2, kept for a replay later. */
+    uint8_t old_req[512], resp[2048];
+    size_t old_len = protected_get(conf, 2, old_req, sizeof old_req);
+    long n = net_udp_exchange(r.port, old_req, old_len, resp, sizeof resp, 3000);
+    assert_true(n > 4);
+    assert_int_equal(resp[1], 0x44); /* 2.04: the outer code of an OSCORE response */
+    /* Notifications carry the server's own sequence numbers. */
+    int rc = cli_run(&out, 30,
+                     "coap GET coap://127.0.0.1:%u/counter --observe 2 --oscore-context %s --seq 3 "
+                     "--json --timeout 10",
+                     r.port, conf);
+    if (rc != 0)
+        fail_msg("observe before restart: %d\n%s", rc, out);
+    long piv_before = max_piv(out);
+    assert_true(piv_before >= 0);
+    free(out);
+
+    /* Graceful restart. */
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    assert_int_equal(net_responder_start(&r, "state1b", args), 0);
+    char *log = net_read_file(r.log);
+    assert_non_null(strstr(log, "1 stored context loaded"));
+    free(log);
+    rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 10 --json",
+                 r.port, conf);
+    if (rc != 0)
+        fail_msg("request after restart: %d\n%s", rc, out);
+    assert_non_null(strstr(out, "\"code\": \"2.05 Content\", \"oscore\": true"));
+    assert_non_null(strstr(out, "\"echo\": true"));
+    long echo_piv = first_long(out, "echo_challenge_piv");
+    if (echo_piv <= piv_before)
+        fail_msg("server sequence number %ld after restart, %ld before", echo_piv, piv_before);
+    free(out);
+    /* The pre-restart request replayed: refused. */
+    n = net_udp_exchange(r.port, old_req, old_len, resp, sizeof resp, 3000);
+    assert_true(n > 4);
+    assert_int_equal(resp[1], 0x81); /* 4.01 Unauthorized (replay) */
+    /* And a second copy of the post-restart sequence number too. */
+    rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 10",
+                 r.port, conf);
+    assert_int_equal(rc, 7);
+    free(out);
+
+    /* kill -9 in the middle of notifications. */
+    char bg[1200], obs_out[300];
+    net_path(obs_out, sizeof obs_out, "observe.out");
+    snprintf(bg, sizeof bg,
+             "%s coap GET coap://127.0.0.1:%u/counter --observe 100 --oscore-context %s --seq 20 "
+             "--json --timeout 6 > %s 2>&1 &",
+             cli, r.port, conf, obs_out);
+    rc = system(bg);
+    (void)rc;
+    net_sleep_ms(2500);
+    assert_int_equal(net_proc_stop(&r, SIGKILL, 5000), 128 + SIGKILL);
+    net_sleep_ms(4500); /* the observer gives up */
+    char *obs = net_read_file(obs_out);
+    assert_non_null(obs);
+    long piv_killed = max_piv(obs);
+    if (piv_killed <= echo_piv)
+        fail_msg("no notification before the kill:\n%s", obs);
+    free(obs);
+    assert_int_equal(net_responder_start(&r, "state1c", args), 0);
+    rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 200 --json",
+                 r.port, conf);
+    if (rc != 0)
+        fail_msg("request after kill -9: %d\n%s", rc, out);
+    assert_non_null(strstr(out, "\"echo\": true"));
+    long echo2 = first_long(out, "echo_challenge_piv");
+    if (echo2 <= piv_killed)
+        fail_msg("server sequence number %ld after kill -9, %ld used before", echo2, piv_killed);
+    free(out);
+    n = net_udp_exchange(r.port, old_req, old_len, resp, sizeof resp, 3000);
+    assert_true(n > 4);
+    assert_int_equal(resp[1], 0x81);
+    /* New handshakes still work next to the restored context. */
+    struct ctx_hex c2;
+    char conf2[300];
+    net_path(conf2, sizeof conf2, "peer2.conf");
+    establish(r.port, conf2, &c2, "--method 0 --suites 0");
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
+static void test_corrupt_state_refused(void **state)
+{
+    (void)state;
+    char sdir[300], file[400], args[600];
+    net_path(sdir, sizeof sdir, "corrupt");
+    mkdir(sdir, 0700);
+    snprintf(file, sizeof file, "%s/edhoc-cli-state.sqlite", sdir);
+    const char junk[] = "this is not a database, and it must survive untouched\n";
+    net_write_file(file, junk, 0600);
+    char *out;
+    int rc = cli_run(&out, 30, "responder --listen 127.0.0.1:0 --state-dir %s", sdir);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "state"));
+    free(out);
+    char *after = net_read_file(file);
+    assert_string_equal(after, junk);
+    free(after);
+    (void)args;
+}
+
+static void test_sighup_keeps_contexts(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    char conf[300];
+    net_path(conf, sizeof conf, "hup.conf");
+    assert_int_equal(net_responder_start(&r, "hup", "--listen 127.0.0.1:0"), 0);
+    struct ctx_hex c;
+    establish(r.port, conf, &c, NULL);
+    kill(r.pid, SIGHUP);
+    net_sleep_ms(400);
+    char *out;
+    int rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 1 --json",
+                     r.port, conf);
+    if (rc != 0)
+        fail_msg("after SIGHUP: %d\n%s", rc, out);
+    /* No Echo: the context and its replay window were kept. */
+    assert_non_null(strstr(out, "\"echo\": false"));
+    free(out);
+    char *log = net_read_file(r.log);
+    assert_non_null(strstr(log, "reloaded"));
+    free(log);
+    /* Handshakes work after the reload. */
+    establish(r.port, conf, &c, "--method 1 --suites 2");
+    assert_int_equal(net_proc_stop(&r, SIGINT, 5000), 0);
+}
+
+static void test_daemon_pidfile(void **state)
+{
+    (void)state;
+    char pidfile[300], ready[300], log[300];
+    net_path(pidfile, sizeof pidfile, "d.pid");
+    net_path(ready, sizeof ready, "d.ready");
+    net_path(log, sizeof log, "d.log");
+    char *out;
+    int rc = cli_run(&out, 30,
+                     "responder --listen 127.0.0.1:0 --daemon --pidfile %s --ready-file %s",
+                     pidfile, ready);
+    assert_int_equal(rc, 0); /* the parent returns at once */
+    free(out);
+    pid_t pid = 0;
+    uint64_t end = net_now_ms() + 5000;
+    unsigned port = 0;
+    while (net_now_ms() < end && (!pid || !port)) {
+        char *p = net_read_file(pidfile), *r = net_read_file(ready);
+        if (p)
+            pid = (pid_t)atoi(p);
+        if (r)
+            port = (unsigned)atoi(r);
+        free(p);
+        free(r);
+        net_sleep_ms(20);
+    }
+    assert_true(pid > 1);
+    assert_true(port > 0);
+    assert_int_equal(kill(pid, 0), 0);
+    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u", port);
+    assert_int_equal(rc, 0);
+    free(out);
+    kill(pid, SIGTERM);
+    end = net_now_ms() + 5000;
+    while (net_now_ms() < end && kill(pid, 0) == 0)
+        net_sleep_ms(20);
+    if (kill(pid, 0) == 0) {
+        kill(pid, SIGKILL);
+        fail_msg("daemon did not stop on SIGTERM");
+    }
+    assert_int_equal(access(pidfile, F_OK), -1);
+    (void)log;
+}
+
+static void test_tshark_decrypts(void **state)
+{
+    (void)state;
+    if (system("command -v tshark >/dev/null 2>&1") != 0 || geteuid() != 0) {
+        skip();
+        return;
+    }
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "tshark", "--listen 127.0.0.1:0"), 0);
+    char pcap[300], tlog[300];
+    net_path(pcap, sizeof pcap, "run.pcapng");
+    net_path(tlog, sizeof tlog, "tshark.log");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "timeout 20 tshark -i lo -f \"udp port %u\" -w %s -q > %s 2>&1 & echo $!", r.port,
+             pcap, tlog);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    int tpid = 0;
+    if (fscanf(p, "%d", &tpid) != 1)
+        tpid = 0;
+    pclose(p);
+    /* Wait for the capture to start. */
+    uint64_t end = net_now_ms() + 8000;
+    for (;;) {
+        char *t = net_read_file(tlog);
+        bool started = t && strstr(t, "Capturing on");
+        free(t);
+        if (started || net_now_ms() > end)
+            break;
+        net_sleep_ms(50);
+    }
+    net_sleep_ms(300);
+    struct ctx_hex c;
+    char conf[300];
+    net_path(conf, sizeof conf, "tshark.conf");
+    establish(r.port, conf, &c, "--request \"POST /echo wireshark-sees-this\"");
+    net_sleep_ms(500);
+    if (tpid > 0)
+        kill(tpid, SIGINT);
+    net_sleep_ms(800);
+    char *out;
+    char line[2000];
+    snprintf(line, sizeof line,
+             "tshark -r %s -d udp.port==%u,coap -o \"uat:oscore_contexts:"
+             "\\\"%s\\\",\\\"%s\\\",\\\"%s\\\",\\\"%s\\\",\\\"\\\",\\\"AES-CCM-16-64-128 (CCM*)\\\"\" "
+             "-Y oscore -T fields -e coap.token -e oscore.tag -e oscore.payload -e coap.opt.object_security_kid",
+             pcap, r.port, c.sid, c.rid, c.secret, c.salt);
+    int rc = net_sh(line, &out, 60);
+    if (rc != 0)
+        fail_msg("tshark: %d\n%s", rc, out);
+    /* Request and response: both with a verified (decrypted) tag, the same
+     * non-empty token, and the echoed payload readable. */
+    int lines = 0, tagged = 0;
+    char tok[2][64] = {"", ""};
+    for (char *s = out; *s;) {
+        char *nl = strchr(s, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strstr(s, "Running as user") == NULL && *s) {
+            char *tab = strchr(s, '\t');
+            if (tab && lines < 2) {
+                snprintf(tok[lines], sizeof tok[lines], "%.*s", (int)(tab - s), s);
+                char *tag = tab + 1;
+                if (*tag && *tag != '\t')
+                    tagged++;
+            }
+            lines++;
+        }
+        if (!nl)
+            break;
+        s = nl + 1;
+    }
+    if (lines < 2 || tagged < 2)
+        fail_msg("tshark did not verify both messages (%d lines, %d tags):\n%s", lines, tagged,
+                 out);
+    assert_true(strlen(tok[0]) > 0);
+    assert_string_equal(tok[0], tok[1]);
+    free(out);
+    snprintf(line, sizeof line,
+             "tshark -r %s -d udp.port==%u,coap -o \"uat:oscore_contexts:"
+             "\\\"%s\\\",\\\"%s\\\",\\\"%s\\\",\\\"%s\\\",\\\"\\\",\\\"AES-CCM-16-64-128 (CCM*)\\\"\" -V -Y oscore",
+             pcap, r.port, c.sid, c.rid, c.secret, c.salt);
+    rc = net_sh(line, &out, 60);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "wireshark-sees-this"));
+    assert_null(strstr(out, "Authentication tag check failed"));
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_restart_echo_replay_ssn, after_each),
+        cmocka_unit_test_teardown(test_corrupt_state_refused, after_each),
+        cmocka_unit_test_teardown(test_sighup_keeps_contexts, after_each),
+        cmocka_unit_test_teardown(test_daemon_pidfile, after_each),
+        cmocka_unit_test_teardown(test_tshark_decrypts, after_each),
+    };
+    return cmocka_run_group_tests_name("cli_responder", tests, setup, teardown);
+}
