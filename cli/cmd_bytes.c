@@ -159,6 +159,27 @@ static void print_row(const char *name, unsigned packet, const char *dir, unsign
     printf("\n");
 }
 
+/* An OSCORE request with its response, as one total. */
+static bool oscore_pair(const struct edhoc_capture_exchange *ex, size_t resp,
+                        struct edhoc_netacct_total *t)
+{
+    const struct edhoc_capture_msg *r = &ex->msgs[resp];
+    if (r->type != EDHOC_CAPTURE_MSG_OSCORE_RESPONSE || r->answers < 0)
+        return false;
+    const struct edhoc_capture_msg *q = &ex->msgs[r->answers];
+    if (q->type != EDHOC_CAPTURE_MSG_OSCORE_REQUEST)
+        return false; /* the response to a combined request belongs to the handshake row */
+    edhoc_netacct_total_clear(t);
+    t->messages = 2;
+    t->datagrams = q->datagrams + r->datagrams;
+    t->coap = q->coap + r->coap;
+    t->udp = q->udp + r->udp;
+    t->ip = q->ip + r->ip;
+    t->frames = q->link_frames + r->link_frames;
+    t->link = q->link_bytes + r->link_bytes;
+    return true;
+}
+
 static void print_total(const char *name, const struct edhoc_netacct_total *t, bool link,
                         bool show_edhoc)
 {
@@ -226,6 +247,15 @@ static void print_text(const char *path, int dlt, const struct edhoc_capture_ana
         if (ex->msgs_dropped)
             printf("  (%u more messages not listed; counted in the totals)\n", ex->msgs_dropped);
         print_total("handshake total", &ex->totals.handshake, link, true);
+        unsigned pair = 0;
+        for (size_t k = 0; k < ex->n_msgs; k++) {
+            struct edhoc_netacct_total t;
+            char name[40];
+            if (!oscore_pair(ex, k, &t))
+                continue;
+            snprintf(name, sizeof name, "OSCORE exchange %u", ++pair);
+            print_total(name, &t, link, false);
+        }
         if (ex->totals.oscore.datagrams)
             print_total("OSCORE total", &ex->totals.oscore, link, false);
         if (ex->totals.other.datagrams)
@@ -329,11 +359,23 @@ static void print_json(const char *path, int dlt, const struct edhoc_capture_ana
             const struct edhoc_capture_msg *m = &ex->msgs[k];
             printf("%s{\"name\":\"%s\",\"packet\":%u,\"from\":\"%s\",\"datagrams\":%u,"
                    "\"retransmissions\":%u,\"edhoc\":%zu,\"coap\":%zu,\"udp\":%zu,\"ip\":%zu,"
-                   "\"frame\":%zu,\"link_frames\":%u,\"link_bytes\":%zu}",
+                   "\"frame\":%zu,\"link_frames\":%u,\"link_bytes\":%zu,\"answers\":%d}",
                    k ? "," : "", edhoc_capture_msg_type_name(m->type), m->packet,
                    m->from_initiator ? "initiator" : "responder", m->datagrams,
                    m->retransmissions, m->edhoc, m->coap, m->udp, m->ip, m->frame, m->link_frames,
-                   m->link_bytes);
+                   m->link_bytes, m->answers);
+        }
+        printf("],\"oscore_exchanges\":[");
+        bool first = true;
+        for (size_t k = 0; k < ex->n_msgs; k++) {
+            struct edhoc_netacct_total t;
+            if (!oscore_pair(ex, k, &t))
+                continue;
+            printf("%s{\"request\":%d,\"response\":%zu,", first ? "" : ",", ex->msgs[k].answers,
+                   k);
+            json_total("totals", &t, false);
+            printf("}");
+            first = false;
         }
         printf("],\"totals\":{");
         json_total("handshake", &ex->totals.handshake, true);

@@ -1032,9 +1032,10 @@ static void tshark_compare(const char *path, int dlt)
     assert_int_equal(edhoc_capture_reader_next(r, &f, &caplen, &wire, NULL), 0);
     edhoc_capture_reader_close(r);
     assert_true(rows > 0);
-    /* Every datagram but the DNS one is dissected as CoAP (the junk on
-     * port 5683 as a malformed CoAP message, as the analysis reports it). */
-    assert_int_equal(coap_rows, rows - 1);
+    /* Every CoAP datagram is dissected as CoAP: all but the DNS one and
+     * the junk on port 5683 (which tshark 4.0 shows as a malformed CoAP
+     * message with a code, other versions may not). */
+    assert_true(coap_rows == rows - 1 || coap_rows == rows - 2);
 }
 
 static void test_tshark_agrees(void **state)
@@ -1198,6 +1199,11 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "\"c_r\":{\"hex\":\"27\",\"text\":\"-8 (0x27)\"}"));
     assert_non_null(strstr(out, "\"id_cred_r\":\"kid (inferred"));
     assert_non_null(strstr(out, "\"error\":null"));
+    /* The OSCORE request (message 4) and its response (5): CoAP 24 + 21,
+     * UDP + 16, IPv6 + 80. */
+    assert_non_null(strstr(out, "\"oscore_exchanges\":[{\"request\":4,\"response\":5,"
+                                "\"totals\":{\"messages\":2,\"datagrams\":2,\"edhoc\":0,"
+                                "\"coap\":45,\"udp\":61,\"ip\":141,"));
     free(out);
 
     snprintf(args, sizeof args, "bytes --link 802.15.4 '%s'", path);
@@ -1240,7 +1246,7 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "\"name\":\"message_2\",\"packet\":2,\"from\":\"responder\","
                                 "\"datagrams\":1,\"retransmissions\":0,\"edhoc\":45,\"coap\":54,"
                                 "\"udp\":62,\"ip\":102,\"frame\":118,\"link_frames\":2,"
-                                "\"link_bytes\":102}"));
+                                "\"link_bytes\":102,\"answers\":0}"));
     free(out);
 }
 

@@ -185,6 +185,7 @@ struct edhoc_capture_msg {
     size_t frame, coap, udp, ip; /* summed over its datagrams */
     unsigned link_frames;   /* on the modelled link */
     size_t link_bytes;
+    int answers;            /* a response: index (in msgs) of its request; else -1 */
     /* Private: correlation. */
     uint8_t token[8];
     uint8_t token_len;

@@ -364,7 +364,19 @@ static int add_msg(struct edhoc_capture_analysis *a, struct edhoc_capture_exchan
     memcpy(m->token, v->token, v->token_len);
     m->mid = v->mid;
     m->complete = true;
+    m->answers = -1;
     return (int)ex->n_msgs++;
+}
+
+/* A response: recorded like any message, linked to its request. */
+static void add_reply(struct edhoc_capture_analysis *a, struct edhoc_capture_exchange *ex,
+                      size_t req, enum edhoc_capture_msg_type type,
+                      const struct edhoc_netacct_total *acc, size_t frame, size_t edhoc,
+                      unsigned packet, const struct timespec *ts, const struct view *v)
+{
+    int i = add_msg(a, ex, type, false, acc, frame, edhoc, packet, ts, v);
+    if (i >= 0)
+        ex->msgs[i].answers = (int)req;
 }
 
 static void acc_from(const struct dgram *d, struct edhoc_netacct_total *acc)
@@ -697,7 +709,7 @@ static void classify_response(struct edhoc_capture_analysis *a,
 
     if (rt == EDHOC_CAPTURE_MSG_OSCORE_REQUEST || rt == EDHOC_CAPTURE_MSG_3_OSCORE ||
         (rt == EDHOC_CAPTURE_MSG_3 && v->has_oscore)) {
-        add_msg(a, ex, EDHOC_CAPTURE_MSG_OSCORE_RESPONSE, false, acc, frame, 0, d->packet, &d->ts,
+        add_reply(a, ex, req, EDHOC_CAPTURE_MSG_OSCORE_RESPONSE, acc, frame, 0, d->packet, &d->ts,
                 v);
         return;
     }
@@ -707,12 +719,12 @@ static void classify_response(struct edhoc_capture_analysis *a,
     }
     if (len && (error_code || edhoc_message_is_error(body, len))) {
         ex->error_code = edhoc_error_message_parse(body, len, &e) == 0 ? (int)e.code : -1;
-        add_msg(a, ex, EDHOC_CAPTURE_MSG_ERROR, false, acc, frame, len, d->packet, &d->ts, v);
+        add_reply(a, ex, req, EDHOC_CAPTURE_MSG_ERROR, acc, frame, len, d->packet, &d->ts, v);
         return;
     }
     if (error_code) {
         ex->error_code = -1;
-        add_msg(a, ex, EDHOC_CAPTURE_MSG_ERROR, false, acc, frame, 0, d->packet, &d->ts, v);
+        add_reply(a, ex, req, EDHOC_CAPTURE_MSG_ERROR, acc, frame, 0, d->packet, &d->ts, v);
         return;
     }
     if (rt == EDHOC_CAPTURE_MSG_1) {
@@ -728,16 +740,16 @@ static void classify_response(struct edhoc_capture_analysis *a,
             return;
         }
         ex->ct2_len = ct_len;
-        add_msg(a, ex, EDHOC_CAPTURE_MSG_2, false, acc, frame, len, d->packet, &d->ts, v);
+        add_reply(a, ex, req, EDHOC_CAPTURE_MSG_2, acc, frame, len, d->packet, &d->ts, v);
         infer_id_creds(ex);
         return;
     }
     const uint8_t *ct;
     size_t ct_len;
     if (len == 0) {
-        add_msg(a, ex, EDHOC_CAPTURE_MSG_3_ACK, false, acc, frame, 0, d->packet, &d->ts, v);
+        add_reply(a, ex, req, EDHOC_CAPTURE_MSG_3_ACK, acc, frame, 0, d->packet, &d->ts, v);
     } else if (edhoc_message_4_parse(body, len, &ct, &ct_len) == 0) {
-        add_msg(a, ex, EDHOC_CAPTURE_MSG_4, false, acc, frame, len, d->packet, &d->ts, v);
+        add_reply(a, ex, req, EDHOC_CAPTURE_MSG_4, acc, frame, len, d->packet, &d->ts, v);
     } else {
         edhoc_capture_analysis_issue(a, d->packet,
                                      "the response to message_3 is not message_4");
