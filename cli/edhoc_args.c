@@ -311,37 +311,47 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
     return 0;
 }
 
+static void print_option(FILE *f, const char *flag, const char *suffix, const char *arg,
+                         const char *text)
+{
+    char left[64];
+    snprintf(left, sizeof left, "%s%s%s%s", flag, suffix, arg[0] ? " " : "", arg);
+    fprintf(f, "  %-24s%s\n", left, text);
+}
+
 void cli_edhoc_print_options(FILE *f, bool two_sided)
 {
     const char *s = two_sided ? "-i|-r" : "";
-    fprintf(f,
-            "EDHOC options:\n"
-            "  --method N              authentication method 0..3 (default 3)\n"
-            "  --suites LIST           initiator's cipher suites, most preferred first (default 2)\n"
-            "%s"
-            "  --cred%-6s FILE        own credential: CCS (CBOR or hex) or X.509 (PEM/DER, chain leaf first)\n"
-            "  --key%-6s FILE         private key: PEM (PKCS#8) or raw hex; refused if group/others can read it\n"
-            "  --trust FILE            CA certificates or credentials to accept (repeatable);\n"
-            "                          default: %s\n"
-            "  --id-cred%-6s TYPE     how ID_CRED names the credential: kid, kccs, x5t, x5chain\n"
-            "                          (default: kid for a CCS, x5t for a certificate)\n"
-            "  --c-i HEX[,HEX...]      C_I byte string (one per message_1 attempt; 2d is sent as the int -14)\n"
-            "  --c-r HEX               C_R byte string\n"
-            "  --ephemeral%-6s FILE   raw ephemeral private keys, hex, one per line, one per attempt\n"
-            "  --message-4             send / expect message_4\n"
-            "  --ead-N LABEL[:HEX]     EAD item in message_N (N = 1..4, repeatable; label < 0 is critical)\n"
-            "  --ead-accept LABEL      an EAD label the receiving side understands\n"
-            "  --trace                 print every intermediate value with its RFC 9529 name\n"
-            "  --json                  machine-readable output\n"
-            "  --export-secrets        include the derived OSCORE context (secrets!) in the output\n"
-            "Without credential options the built-in demo credentials are used: the RFC 9529 trace 1\n"
-            "(method 0, suite 0, x5t) and trace 2 (method 3, suite 2, kid) credentials, and otherwise\n"
-            "certificates from a demo CA / CCS static-DH keys for the suite's curves.\n",
-            two_sided ? "  --suites-r LIST         responder's supported cipher suites (default: all)\n"
-                      : "",
-            s, s,
-            two_sided ? "each side trusts the other's credential" : "the built-in demo credentials",
-            s, s);
+    fprintf(f, "EDHOC options:\n");
+    print_option(f, "--method", "", "N", "authentication method 0..3 (default 3)");
+    print_option(f, "--suites", "", "LIST", "initiator's cipher suites, most preferred first (default 2)");
+    if (two_sided)
+        print_option(f, "--suites-r", "", "LIST", "responder's supported cipher suites (default: all)");
+    print_option(f, "--cred", s, "FILE",
+                 "own credential: CCS (CBOR or hex) or X.509 (PEM/DER, chain leaf first)");
+    print_option(f, "--key", s, "FILE",
+                 "private key: PEM (PKCS#8) or raw hex; refused if group/others can read it");
+    print_option(f, "--trust", "", "FILE", "CA certificates or credentials to accept (repeatable);");
+    fprintf(f, "  %-24sdefault: %s\n", "",
+            two_sided ? "each side trusts the other's credential" : "the built-in demo credentials");
+    print_option(f, "--id-cred", s, "TYPE", "how ID_CRED names the credential: kid, kccs, x5t, x5chain");
+    fprintf(f, "  %-24s(default: kid for a CCS, x5t for a certificate)\n", "");
+    print_option(f, "--c-i", "", "HEX[,HEX...]",
+                 "C_I byte string, one per message_1 attempt (2d is sent as the int -14)");
+    print_option(f, "--c-r", "", "HEX", "C_R byte string");
+    print_option(f, "--ephemeral", s, "FILE",
+                 "raw ephemeral private keys, hex, one per line, one per attempt");
+    print_option(f, "--message-4", "", "", "send / expect message_4");
+    print_option(f, "--ead-N", "", "LABEL[:HEX]",
+                 "EAD item in message_N (N = 1..4, repeatable; label < 0 is critical)");
+    print_option(f, "--ead-accept", "", "LABEL", "an EAD label the receiving side understands");
+    print_option(f, "--trace", "", "", "print every intermediate value with its RFC 9529 name");
+    print_option(f, "--json", "", "", "machine-readable output");
+    print_option(f, "--export-secrets", "", "",
+                 "include the derived OSCORE context (secrets!) in the output");
+    fprintf(f, "Without credential options the built-in demo credentials are used: the RFC 9529 trace 1\n"
+               "(method 0, suite 0, x5t) and trace 2 (method 3, suite 2, kid) credentials, and otherwise\n"
+               "certificates from a demo CA / CCS static-DH keys for the suite's curves.\n");
 }
 
 int cli_edhoc_expected_suite(const struct cli_edhoc_opts *o)

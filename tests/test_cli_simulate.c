@@ -436,6 +436,35 @@ static void test_failures_exit_codes(void **state)
     free(out);
 }
 
+/* EAD items: a critical one nobody understands aborts with error code 1 from
+ * the responder; understood (--ead-accept) or non-critical ones pass. */
+static void test_ead_items(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = run_cli("simulate --json --ead-1 -5:0102", true, &out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "unrecognized critical EAD item"));
+    assert_non_null(strstr(out, "\"name\": \"error\", \"from\": \"responder\""));
+    assert_non_null(strstr(out, "\"hex\": \"0178"));
+    free(out);
+
+    /* ... 37 24 42 0102: label -5 (0x24) and its bstr value after C_I. */
+    rc = run_cli("simulate --json --c-i 37 --ead-1 -5:0102 --ead-accept -5 --ead-2 7:aa --ead-3 7",
+                 true, &out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "\"name\": \"message_1\", \"from\": \"initiator\", \"bytes\": 41"));
+    assert_non_null(strstr(out, "3724420102\""));
+    assert_non_null(strstr(out, "\"name\": \"message_2\", \"from\": \"responder\", \"bytes\": 48"));
+    assert_non_null(strstr(out, "\"name\": \"message_3\", \"from\": \"initiator\", \"bytes\": 20"));
+    free(out);
+
+    rc = run_cli("simulate --ead-1 x:01", true, &out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "LABEL"));
+    free(out);
+}
+
 static void test_help_and_repeat(void **state)
 {
     (void)state;
@@ -459,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_all_id_cred_types),
         cmocka_unit_test(test_x5chain_two_certificates_trust_and_expiry),
         cmocka_unit_test(test_failures_exit_codes),
+        cmocka_unit_test(test_ead_items),
         cmocka_unit_test(test_help_and_repeat),
     };
     return cmocka_run_group_tests_name("cli_simulate", tests, setup, teardown);
