@@ -142,15 +142,15 @@ static int parse_ead(const char *flag, const char *value, struct cli_edhoc_opts 
     memset(item, 0, sizeof *item);
     item->label = label;
     if (*end == ':') {
-        size_t cap = strlen(end) / 2 + 1;
-        uint8_t *v = malloc(cap);
-        long len = v ? cli_hex_decode(end + 1, v, cap) : -1;
+        uint8_t *v = o->ead_values + o->ead_values_used;
+        long len = cli_hex_decode(end + 1, v, sizeof o->ead_values - o->ead_values_used);
         if (len < 0) {
-            free(v);
-            fprintf(stderr, "edhoc-cli: %s: value of '%s' is not hex\n", flag, value);
+            fprintf(stderr, "edhoc-cli: %s: value of '%s' is not hex (or all EAD values exceed %zu bytes)\n",
+                    flag, value, sizeof o->ead_values);
             return -1;
         }
-        item->value = v; /* lives as long as the process */
+        o->ead_values_used += (size_t)len;
+        item->value = v;
         item->value_len = (size_t)len;
         item->has_value = true;
     }

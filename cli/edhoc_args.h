@@ -44,6 +44,8 @@ struct cli_edhoc_opts {
     bool message_4;
     struct edhoc_ead_item ead[5][CLI_MAX_EAD];
     size_t n_ead[5];
+    uint8_t ead_values[2048];        /* storage of the EAD values above */
+    size_t ead_values_used;
     int64_t ead_accept[CLI_MAX_EAD]; /* labels both sides understand */
     size_t n_ead_accept;
     bool trace;

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <pcap/pcap.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1236,9 +1237,6 @@ static void test_cli(void **state)
     free(out);
     assert_int_equal(run_cli("bytes --link-mtu 0 x.pcap", true, &out), 2);
     free(out);
-    assert_int_equal(run_cli("bytes --compare", true, &out), 2);
-    assert_non_null(strstr(out, "not available"));
-    free(out);
     /* A generic 64-byte link: message_2's IPv6 packet (102 bytes) takes
      * ceil(102 / 64) = 2 frames. */
     snprintf(args, sizeof args, "bytes --json --link-mtu 64 '%s'", path);
@@ -1247,6 +1245,262 @@ static void test_cli(void **state)
                                 "\"datagrams\":1,\"retransmissions\":0,\"edhoc\":45,\"coap\":54,"
                                 "\"udp\":62,\"ip\":102,\"frame\":118,\"link_frames\":2,"
                                 "\"link_bytes\":102,\"answers\":0}"));
+    free(out);
+}
+
+/* ---- edhoc-cli bytes --compare ---- */
+
+/* The JSON object of one run of the comparison: from its "mode" to the
+ * next run (or the end). */
+static const char *compare_run(const char *json, const char *mode, const char **end)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"mode\": \"%s\"", mode);
+    const char *p = strstr(json, key);
+    assert_non_null(p);
+    const char *e = strstr(p + 1, "{\"protocol\":");
+    if (!e)
+        e = p + strlen(p);
+    *end = e;
+    return p;
+}
+
+/* The number after "key": within [p, end); fails the test when absent. */
+static long json_number_in(const char *p, const char *end, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *v = strstr(p, k);
+    assert_non_null(v);
+    assert_true(v < end);
+    return strtol(v + strlen(k), NULL, 10);
+}
+
+/* One message object of a run, by name. */
+static const char *compare_msg(const char *run, const char *end, const char *name,
+                               const char **msg_end)
+{
+    char k[64];
+    snprintf(k, sizeof k, "{\"name\": \"%s\"", name);
+    const char *m = strstr(run, k);
+    assert_non_null(m);
+    assert_true(m < end);
+    *msg_end = strchr(m, '}');
+    assert_non_null(*msg_end);
+    return m;
+}
+
+/* The EDHOC messages of one mode: their EDHOC sizes, each carried in a
+ * bigger CoAP message, and the totals adding up. */
+static void check_edhoc_run(const char *json, const char *mode, long e1, long e2, long e3,
+                            bool link)
+{
+    const char *end, *me;
+    const char *r = compare_run(json, mode, &end);
+    assert_non_null(strstr(r, "\"status\": \"ok\""));
+    assert_true(strstr(r, "\"status\": \"ok\"") < end);
+    assert_true(strstr(r, "\"cross_checked\": true") < end);
+    const char *names[3] = {"message_1", "message_2", "message_3"};
+    long want[3] = {e1, e2, e3}, udp_sum = 0, frames_sum = 0, fbytes_sum = 0;
+    for (int i = 0; i < 3; i++) {
+        const char *m = compare_msg(r, end, names[i], &me);
+        assert_int_equal(json_number_in(m, me, "edhoc_bytes"), want[i]);
+        long udp = json_number_in(m, me, "udp_bytes");
+        /* A CoAP header (4) at least, and a POST to /.well-known/edhoc or
+         * a response with a Content-Format around it. */
+        assert_true(udp >= want[i] + 4);
+        assert_int_equal(json_number_in(m, me, "datagrams"), 1);
+        udp_sum += udp;
+        if (link) {
+            /* The link numbers are those of the netacct model for this
+             * datagram (IPv4 loopback crossing 802.15.4 as IPv6). */
+            struct edhoc_netacct_link l = edhoc_netacct_link_802154_default();
+            struct edhoc_netacct_dgram d = {.udp_payload = (size_t)udp, .ipv6 = false};
+            struct edhoc_netacct_layers lay;
+            assert_int_equal(edhoc_netacct_datagram(&l, &d, &lay, NULL, 0), 0);
+            assert_int_equal(json_number_in(m, me, "frames"), lay.frames);
+            assert_int_equal(json_number_in(m, me, "frame_bytes"), lay.link);
+            frames_sum += lay.frames;
+            fbytes_sum += (long)lay.link;
+        } else {
+            assert_null(memmem(m, (size_t)(me - m), "\"frames\"", 8));
+        }
+    }
+    /* The 2.04 response to message_3 completes the handshake over CoAP. */
+    const char *ack = compare_msg(r, end, "(2.04 Changed)", &me);
+    long ack_udp = json_number_in(ack, me, "udp_bytes");
+    assert_true(ack_udp >= 4);
+    const char *hs = strstr(r, "\"handshake_total\": ");
+    assert_non_null(hs);
+    assert_true(hs < end);
+    const char *hse = strchr(hs, '}');
+    assert_int_equal(json_number_in(hs, hse, "edhoc_bytes"), e1 + e2 + e3);
+    assert_int_equal(json_number_in(hs, hse, "udp_bytes"), udp_sum + ack_udp);
+    assert_int_equal(json_number_in(hs, hse, "datagrams"), 4);
+    if (link) {
+        const char *m = compare_msg(r, end, "(2.04 Changed)", &me);
+        assert_int_equal(json_number_in(hs, hse, "frames"),
+                         frames_sum + json_number_in(m, me, "frames"));
+        assert_int_equal(json_number_in(hs, hse, "frame_bytes"),
+                         fbytes_sum + json_number_in(m, me, "frame_bytes"));
+    }
+    assert_int_equal(json_number_in(r, end, "round_trips"), 2);
+    /* One OSCORE GET and its response. */
+    const char *rq = strstr(r, "\"request\": ");
+    assert_non_null(rq);
+    assert_true(rq < end);
+    assert_int_equal(json_number_in(rq, end, "datagrams"), 2);
+    assert_true(json_number_in(rq, end, "udp_bytes") > 2 * 4);
+}
+
+static void check_dtls_run(const char *json, const char *mode, bool certs, bool link)
+{
+    const char *end;
+    const char *r = compare_run(json, mode, &end);
+    assert_true(strstr(r, "\"status\": \"ok\"") < end);
+    const char *hs = strstr(r, "\"handshake_total\": ");
+    assert_non_null(hs);
+    assert_true(hs < end);
+    const char *hse = strchr(hs, '}');
+    long udp = json_number_in(hs, hse, "udp_bytes");
+    long dgrams = json_number_in(hs, hse, "datagrams");
+    /* At least ClientHello, the server's hello flight, the client's key
+     * exchange + Finished and the server's Finished. */
+    assert_true(dgrams >= 4);
+    assert_true(udp > 0);
+    if (certs)
+        /* Both 293-byte certificates cross the wire. */
+        assert_true(udp > 2 * 293);
+    const char *f1 = strstr(r, "\"records\": \"ClientHello\"");
+    assert_non_null(f1);
+    assert_true(f1 < end);
+    const char *cert = strstr(r, "Certificate(");
+    assert_int_equal(cert && cert < end, certs);
+    if (certs) {
+        /* The leaf is the 293-byte demo certificate, first in the list. */
+        const char *leaf = strstr(cert, ": 293");
+        assert_non_null(leaf);
+        assert_true(leaf < strchr(cert, ')'));
+    }
+    const char *fin = strstr(r, "Finished(encrypted)");
+    assert_non_null(fin);
+    assert_true(fin < end);
+    assert_true(json_number_in(r, end, "round_trips") >= 2);
+    assert_true(json_number_in(r, end, "cipher_suite") > 0);
+    const char *rq = strstr(r, "\"request\": ");
+    assert_non_null(rq);
+    assert_true(rq < end);
+    assert_int_equal(json_number_in(rq, end, "datagrams"), 2);
+    if (link) {
+        long frames = json_number_in(hs, hse, "frames");
+        assert_true(frames >= dgrams);
+        assert_true(json_number_in(hs, hse, "frame_bytes") > udp);
+    } else {
+        assert_null(memmem(hs, (size_t)(hse - hs), "\"frames\"", 8));
+    }
+}
+
+static void test_compare(void **state)
+{
+    (void)state;
+    if (!getenv("EDHOC_CLI")) {
+        print_message("EDHOC_CLI not set: CLI checks skipped\n");
+        skip();
+    }
+    char *out = NULL;
+    /* What the library itself computes for the x5chain configuration with
+     * one-byte connection identifiers. */
+    assert_int_equal(run_cli("simulate --json --c-i 37 --c-r 27 --method 0 --suites 2 "
+                             "--id-cred-i x5chain --id-cred-r x5chain", false, &out), 0);
+    assert_non_null(strstr(out, "\"handshake_bytes\": 814"));
+    free(out);
+
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(run_cli("bytes --compare --json", false, &out), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    /* Bounded: the default global timeout is 60 s. */
+    assert_true(t1.tv_sec - t0.tv_sec < 60);
+    check_edhoc_run(out, "x5chain", 37, 401, 376, false);
+    check_edhoc_run(out, "x5t", 37, 115, 90, false);
+    check_edhoc_run(out, "static_dh_kid", 37, 45, 19, false);
+    check_dtls_run(out, "x509", true, false);
+    check_dtls_run(out, "psk", false, false);
+    {
+        /* libcoap 4.3.1's OpenSSL backend has no raw public keys. */
+        const char *end;
+        const char *r = compare_run(out, "rpk", &end);
+        const char *ok = strstr(r, "\"status\": \"ok\"");
+        if (!ok || ok > end) {
+            const char *ns = strstr(r, "\"status\": \"not supported\"");
+            assert_non_null(ns);
+            assert_true(ns < end);
+            assert_non_null(strstr(r, "not supported by libcoap 4.3.1 with OpenSSL"));
+        }
+    }
+    assert_null(strstr(out, "\"link\": {"));
+    assert_non_null(strstr(out, "\"link\": null"));
+    assert_non_null(strstr(out, "\"edhoc_x5chain\": 808, \"edhoc_by_reference\": 242, "
+                                "\"edhoc_static_dh\": 101, \"tls13\": 1371, \"dtls13\": 1500"));
+    assert_non_null(strstr(out, "\"method3_suite2_kid_one_suite\": [37, 45, 19]"));
+    assert_non_null(strstr(out, "\"rfc9529_trace1\": [37, 116, 90], \"rfc9529_trace1_total\": 243"));
+    free(out);
+
+    assert_int_equal(run_cli("bytes --compare --json --link 802.15.4", false, &out), 0);
+    assert_non_null(strstr(out, "\"link\": {\"type\": \"802.15.4\""));
+    check_edhoc_run(out, "x5chain", 37, 401, 376, true);
+    check_edhoc_run(out, "x5t", 37, 115, 90, true);
+    check_edhoc_run(out, "static_dh_kid", 37, 45, 19, true);
+    check_dtls_run(out, "x509", true, true);
+    check_dtls_run(out, "psk", false, true);
+    free(out);
+
+    /* The table: frame columns only with a link, and the published
+     * figures marked as such. */
+    assert_int_equal(run_cli("bytes --compare", false, &out), 0);
+    assert_non_null(strstr(out, "Summary (UDP payload bytes"));
+    assert_non_null(strstr(out, "37+401+376 = 814"));
+    assert_non_null(strstr(out, "37+115+90 = 242"));
+    assert_non_null(strstr(out, "37+45+19 = 101"));
+    assert_non_null(strstr(out, "pre-RFC EDHOC draft and a paper"));
+    assert_null(strstr(out, "frame bytes"));
+    free(out);
+    assert_int_equal(run_cli("bytes --compare --link 802.15.4", false, &out), 0);
+    assert_non_null(strstr(out, "frame bytes"));
+    assert_non_null(strstr(out, "Link: IEEE 802.15.4"));
+    free(out);
+
+    /* The global bound holds: with one second every run either finishes
+     * or is reported as stopped by it, and the command ends soon after. */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = run_cli("bytes --compare --timeout 1", true, &out);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true(t1.tv_sec - t0.tv_sec <= 4);
+    if (rc != 0) {
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(out, "--timeout bound"));
+    }
+    free(out);
+
+    /* Bad command lines: exit 2 before anything runs. */
+    static const char *bad[] = {
+        "bytes --compare x.pcap",
+        "bytes --compare --link token-ring",
+        "bytes --compare --timeout 0",
+        "bytes --compare --timeout 601",
+        "bytes --compare --timeout x",
+        "bytes --compare --no-such-flag",
+        "bytes --compare --link 802.15.4 --link-mtu 64",
+        "bytes --compare --link 802.15.4 --mac-header 110",
+        "bytes --compare --link-mtu 0",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(run_cli(bad[i], true, &out), 2);
+        assert_non_null(strstr(out, "edhoc-cli bytes:"));
+        free(out);
+    }
+    assert_int_equal(run_cli("bytes --compare --help", false, &out), 0);
+    assert_non_null(strstr(out, "usage: edhoc-cli bytes --compare"));
     free(out);
 }
 
@@ -1288,6 +1542,7 @@ int main(void)
         cmocka_unit_test(test_truncated_and_corrupt),
         cmocka_unit_test(test_snaplen_cut_packet),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_compare),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -86,6 +86,24 @@ static int kdf(const struct edhoc_session *s, const uint8_t *prk, int64_t label,
     return edhoc_kdf(s->cfg->ops, su->hash, prk, hash_len_of(su), label, ctx, ctx_len, out, len);
 }
 
+/* PRK_exporter = EDHOC_KDF(PRK_out, 10, h'', hash_length) */
+static int prk_exporter(const struct edhoc_session *s, uint8_t *out)
+{
+    return kdf(s, s->prk_out, 10, NULL, 0, out, hash_len_of(suite_of(s)));
+}
+
+/* PRK_exporter is derived on demand, never kept: computed here only for
+ * the trace. */
+static void trace_prk_exporter(const struct edhoc_session *s, const char *name)
+{
+    if (!s->cfg->trace)
+        return;
+    uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
+    if (prk_exporter(s, exp) == 0)
+        trace(s, name, exp, hash_len_of(suite_of(s)));
+    edhoc_wipe(exp, sizeof exp);
+}
+
 static int hash(const struct edhoc_session *s, const uint8_t *in, size_t len, uint8_t *out)
 {
     return crypto_err(s->cfg->ops->hash(suite_of(s)->hash, in, len, out));
@@ -192,26 +210,13 @@ static int own_id_cred(const struct edhoc_session *s, uint8_t *buf, size_t cap,
         return EDHOC_ERR_CREDENTIAL;
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, buf, cap);
-    edhoc_cbor_put_map(&w, 1);
-    edhoc_cbor_put_uint(&w, 4);
-    edhoc_cbor_put_bstr(&w, c->cred->kid, c->cred->kid_len);
+    edhoc_put_id_cred_kid(&w, c->cred->kid, c->cred->kid_len);
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
         return EDHOC_ERR_TOO_LARGE;
     *map = buf;
     *len = (size_t)n;
     return 0;
-}
-
-/* Whether the sender of message_2 (R) / message_3 (I) uses static DH. */
-static bool r_static_dh(int method)
-{
-    return method == 1 || method == 3;
-}
-
-static bool i_static_dh(int method)
-{
-    return method == 2 || method == 3;
 }
 
 /* Check that our own key fits what the method asks of it. */
@@ -230,17 +235,9 @@ static int deliver_ead(const struct edhoc_session *s, int message, const uint8_t
     struct edhoc_cbor_reader r;
     edhoc_cbor_reader_init(&r, p, len);
     while (!edhoc_cbor_at_end(&r)) {
-        struct edhoc_cbor_item it;
-        if (edhoc_cbor_get(&r, &it))
+        struct edhoc_ead_item item;
+        if (edhoc_ead_next(&r, &item))
             return EDHOC_ERR_MALFORMED; /* validated before; defensive */
-        struct edhoc_ead_item item = {.label = it.i};
-        struct edhoc_cbor_item v;
-        if (!edhoc_cbor_at_end(&r) && !edhoc_cbor_peek(&r, &v) && v.type == EDHOC_CBOR_BSTR) {
-            (void)edhoc_cbor_get(&r, &v);
-            item.value = v.ptr;
-            item.value_len = v.len;
-            item.has_value = true;
-        }
         if (item.label == 0)
             continue;
         int res = EDHOC_EAD_UNRECOGNIZED;
@@ -404,6 +401,17 @@ int edhoc_session_error(const struct edhoc_session *s)
 
 /* ---- message_1 ---- */
 
+/* H(message_1) waits in th for TH_2. */
+static int hash_message_1(struct edhoc_session *s, const uint8_t *msg, size_t len)
+{
+    int rc = hash(s, msg, len, s->th);
+    if (rc)
+        return rc;
+    s->th_len = (uint8_t)hash_len_of(suite_of(s));
+    trace(s, "H(message_1)", s->th, s->th_len);
+    return 0;
+}
+
 int edhoc_initiator_prepare_message_1(struct edhoc_session *s, uint8_t *out, size_t cap)
 {
     if (!s || !s->cfg || !out)
@@ -451,12 +459,9 @@ int edhoc_initiator_prepare_message_1(struct edhoc_session *s, uint8_t *out, siz
     trace(s, "G_X", g_x, g_x_len);
     trace(s, "message_1", out, (size_t)n);
 
-    /* H(message_1) waits in th for TH_2. */
-    rc = hash(s, out, (size_t)n, s->th);
+    rc = hash_message_1(s, out, (size_t)n);
     if (rc)
         return fail(s, rc, step);
-    s->th_len = (uint8_t)hash_len_of(su);
-    trace(s, "H(message_1)", s->th, s->th_len);
     s->flags |= EDHOC_SF_CID_SENT;
     s->state = EDHOC_STATE_WAIT_M2;
     return (int)n;
@@ -547,12 +552,9 @@ int edhoc_responder_process_message_1(struct edhoc_session *s, const uint8_t *ms
     memcpy(s->peer_eph, f.g_x, f.g_x_len);
     s->peer_eph_len = (uint8_t)f.g_x_len;
 
-    rc = hash(s, msg, len, s->th);
-    if (rc)
-        return fail(s, rc, step);
-    s->th_len = (uint8_t)hash_len_of(su);
-    trace(s, "H(message_1)", s->th, s->th_len);
-    rc = compute_th_2(s, s->own_eph, s->own_eph_len);
+    rc = hash_message_1(s, msg, len);
+    if (!rc)
+        rc = compute_th_2(s, s->own_eph, s->own_eph_len);
     if (!rc)
         rc = compute_prk_2e(s, f.g_x, f.g_x_len);
     if (rc)
@@ -571,48 +573,102 @@ int edhoc_responder_process_message_1(struct edhoc_session *s, const uint8_t *ms
     return 0;
 }
 
-/* ---- message_2 ---- */
+/* ---- authentication of message_2 (by R) and message_3 (by I) ---- */
 
-/* SALT_3e2m / SALT_4e3m and the static DH PRK:
- * PRK = EDHOC_Extract(EDHOC_KDF(prk_in, label, TH, hash_length), G_xx). */
-static int static_dh_prk(struct edhoc_session *s, int64_t salt_label, const char *salt_name,
-                         const char *dh_name, const char *prk_name, const uint8_t *priv,
-                         const uint8_t *pub, size_t pub_len, uint8_t *prk_out)
+/* What tells the authentication of message_2 from that of message_3
+ * (RFC 9528 Sections 5.3.2 and 5.4.2): KDF labels and the names of the
+ * intermediate values. The steps themselves are the same. */
+struct auth_msg {
+    int msg_no;         /* 2 or 3 */
+    int64_t salt_label; /* SALT_3e2m / SALT_4e3m */
+    int64_t mac_label;  /* MAC_2 / MAC_3 */
+    const char *salt, *dh, *prk, *context, *mac, *to_be_signed, *sig_or_mac, *plaintext;
+    const char *input_th, *th; /* the transcript hash that follows */
+};
+
+static const struct auth_msg auth_msg_2 = {
+    .msg_no = 2,
+    .salt_label = 1,
+    .mac_label = 2,
+    .salt = "SALT_3e2m",
+    .dh = "G_RX",
+    .prk = "PRK_3e2m",
+    .context = "context_2",
+    .mac = "MAC_2",
+    .to_be_signed = "Message_to_be_signed_2",
+    .sig_or_mac = "Signature_or_MAC_2",
+    .plaintext = "PLAINTEXT_2",
+    .input_th = "input_TH_3",
+    .th = "TH_3",
+};
+
+static const struct auth_msg auth_msg_3 = {
+    .msg_no = 3,
+    .salt_label = 5,
+    .mac_label = 6,
+    .salt = "SALT_4e3m",
+    .dh = "G_IY",
+    .prk = "PRK_4e3m",
+    .context = "context_3",
+    .mac = "MAC_3",
+    .to_be_signed = "Message_to_be_signed_3",
+    .sig_or_mac = "Signature_or_MAC_3",
+    .plaintext = "PLAINTEXT_3",
+    .input_th = "input_TH_4",
+    .th = "TH_4",
+};
+
+/* PRK_3e2m / PRK_4e3m into prk_out. A sender that authenticates with a
+ * static DH key contributes it:
+ *   PRK = EDHOC_Extract(EDHOC_KDF(PRK_cur, salt_label, TH, hash_length), G_xx)
+ * with priv our half of that DH and pub the other side's; otherwise the
+ * current PRK carries over. */
+static int derive_auth_prk(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
+                           const uint8_t *priv, const uint8_t *pub, size_t pub_len,
+                           uint8_t *prk_out)
 {
     const struct edhoc_suite *su = suite_of(s);
     size_t hl = hash_len_of(su);
+    if (!static_dh) {
+        memcpy(prk_out, s->prk, hl);
+        trace(s, m->prk, prk_out, hl);
+        return 0;
+    }
     uint8_t salt[EDHOC_CRYPTO_MAX_HASH];
     uint8_t dh[EDHOC_CRYPTO_MAX_SECRET];
     size_t dh_len = 0;
-    int rc = kdf(s, s->prk, salt_label, s->th, s->th_len, salt, hl);
+    int rc = kdf(s, s->prk, m->salt_label, s->th, s->th_len, salt, hl);
     if (rc)
         goto out;
-    trace(s, salt_name, salt, hl);
+    trace(s, m->salt, salt, hl);
     rc = ecdh(s, su->ecdh_curve, priv, pub, pub_len, dh, &dh_len);
     if (rc)
         goto out;
-    trace(s, dh_name, dh, dh_len);
+    trace(s, m->dh, dh, dh_len);
     rc = extract(s, salt, hl, dh, dh_len, prk_out);
     if (rc)
         goto out;
-    trace(s, prk_name, prk_out, hl);
+    trace(s, m->prk, prk_out, hl);
 out:
     edhoc_wipe(salt, sizeof salt);
     edhoc_wipe(dh, sizeof dh);
     return rc;
 }
 
-/* context_x = << [C_R,] ID_CRED_x, TH_x, CRED_x, ? EAD_x >> into buf. */
-static int build_context(const struct edhoc_session *s, const uint8_t *c_r, size_t c_r_len,
-                         bool with_cid, const uint8_t *id_cred, size_t id_cred_len,
-                         const struct edhoc_cred *cred, const uint8_t *ead, size_t ead_len,
-                         uint8_t *buf, size_t cap, size_t *len)
+/* context_x = << ? C_R, ID_CRED_x, TH_x, CRED_x, ? EAD_x >> into buf, C_R
+ * for message_2 only (c_r NULL otherwise). *aad_off: where
+ * << TH_x, CRED_x, ? EAD_x >>, the external_aad of the signature, begins. */
+static int build_context(const struct edhoc_session *s, const struct auth_msg *m,
+                         const uint8_t *c_r, size_t c_r_len, const uint8_t *id_cred,
+                         size_t id_cred_len, const struct edhoc_cred *cred, const uint8_t *ead,
+                         size_t ead_len, uint8_t *buf, size_t cap, size_t *len, size_t *aad_off)
 {
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, buf, cap);
-    if (with_cid)
+    if (c_r)
         edhoc_put_bstr_id(&w, c_r, c_r_len);
     edhoc_cbor_put_raw(&w, id_cred, id_cred_len);
+    long aad_start = edhoc_cbor_writer_finish(&w);
     edhoc_cbor_put_bstr(&w, s->th, s->th_len);
     edhoc_cbor_put_raw(&w, cred->cred, cred->cred_len);
     edhoc_cbor_put_raw(&w, ead, ead_len);
@@ -620,95 +676,113 @@ static int build_context(const struct edhoc_session *s, const uint8_t *c_r, size
     if (n < 0)
         return EDHOC_ERR_TOO_LARGE;
     *len = (size_t)n;
+    *aad_off = (size_t)aad_start;
+    trace(s, m->context, buf, *len);
+    return 0;
+}
+
+/* MAC_x = EDHOC_KDF(PRK, mac_label, context_x, mac_length_x): the suite's
+ * MAC length when MAC_x is itself Signature_or_MAC_x (static DH sender),
+ * hash_length when it is signed. */
+static int compute_mac(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
+                       const uint8_t *prk, const uint8_t *context, size_t context_len,
+                       uint8_t *mac, size_t *mac_len)
+{
+    const struct edhoc_suite *su = suite_of(s);
+    *mac_len = static_dh ? (size_t)su->mac_len : hash_len_of(su);
+    int rc = kdf(s, prk, m->mac_label, context, context_len, mac, *mac_len);
+    if (rc)
+        return rc;
+    trace(s, m->mac, mac, *mac_len);
     return 0;
 }
 
 /* COSE Sig_structure ["Signature1", << ID_CRED >>, << TH, CRED, ? EAD >>,
- * MAC]: external_aad is the context minus the leading C_R and ID_CRED. */
-static int build_to_be_signed(const uint8_t *id_cred, size_t id_cred_len, const uint8_t *aad,
-                              size_t aad_len, const uint8_t *mac, size_t mac_len, uint8_t *buf,
-                              size_t cap, size_t *len)
+ * MAC]: external_aad is context_x from aad_off on. */
+static int build_to_be_signed(struct edhoc_session *s, const struct auth_msg *m,
+                              const uint8_t *id_cred, size_t id_cred_len, const uint8_t *context,
+                              size_t context_len, size_t aad_off, const uint8_t *mac,
+                              size_t mac_len, uint8_t *buf, size_t cap, size_t *len)
 {
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, buf, cap);
     edhoc_cbor_put_array(&w, 4);
     edhoc_cbor_put_tstr(&w, "Signature1", 10);
     edhoc_cbor_put_bstr(&w, id_cred, id_cred_len);
-    edhoc_cbor_put_bstr(&w, aad, aad_len);
+    edhoc_cbor_put_bstr(&w, context + aad_off, context_len - aad_off);
     edhoc_cbor_put_bstr(&w, mac, mac_len);
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
         return EDHOC_ERR_TOO_LARGE;
     *len = (size_t)n;
+    trace(s, m->to_be_signed, buf, *len);
     return 0;
 }
 
-/* MAC_x, then Signature_or_MAC_x (sign when !static_dh). msg_no is 2 or 3.
- * context: context_x; aad_off: where << TH, CRED, EAD >> starts in it. */
-static int make_sig_or_mac(struct edhoc_session *s, int msg_no, bool static_dh,
+/* Our Signature_or_MAC_x: MAC_x, signed unless we are a static DH sender. */
+static int make_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
                            const uint8_t *prk, const uint8_t *context, size_t context_len,
                            size_t aad_off, const uint8_t *id_cred, size_t id_cred_len,
                            uint8_t *sig, size_t *sig_len)
 {
     const struct edhoc_suite *su = suite_of(s);
-    size_t mac_len = static_dh ? (size_t)su->mac_len : hash_len_of(su);
     uint8_t mac[EDHOC_CRYPTO_MAX_HASH];
-    int rc = kdf(s, prk, msg_no == 2 ? 2 : 6, context, context_len, mac, mac_len);
+    size_t mac_len = 0;
+    uint8_t tbs[EDHOC_MAX_TRANSCRIPT + 64];
+    size_t tbs_len = 0;
+    int rc = compute_mac(s, m, static_dh, prk, context, context_len, mac, &mac_len);
     if (rc)
-        return rc;
-    trace(s, msg_no == 2 ? "MAC_2" : "MAC_3", mac, mac_len);
+        goto out;
     if (static_dh) {
         memcpy(sig, mac, mac_len);
         *sig_len = mac_len;
     } else {
-        uint8_t tbs[EDHOC_MAX_TRANSCRIPT + 64];
-        size_t tbs_len = 0;
-        rc = build_to_be_signed(id_cred, id_cred_len, context + aad_off, context_len - aad_off,
-                                mac, mac_len, tbs, sizeof tbs, &tbs_len);
+        rc = build_to_be_signed(s, m, id_cred, id_cred_len, context, context_len, aad_off, mac,
+                                mac_len, tbs, sizeof tbs, &tbs_len);
         if (rc)
-            return rc;
-        trace(s, msg_no == 2 ? "Message_to_be_signed_2" : "Message_to_be_signed_3", tbs,
-              tbs_len);
-        const struct edhoc_key *k = s->cfg->key;
-        if (s->cfg->ops->sign(su->sig_curve, k->priv, tbs, tbs_len, sig))
-            return EDHOC_ERR_CRYPTO;
+            goto out;
+        if (s->cfg->ops->sign(su->sig_curve, s->cfg->key->priv, tbs, tbs_len, sig)) {
+            rc = EDHOC_ERR_CRYPTO;
+            goto out;
+        }
         *sig_len = edhoc_crypto_sig_len(su->sig_curve);
     }
+    trace(s, m->sig_or_mac, sig, *sig_len);
+out:
     edhoc_wipe(mac, sizeof mac);
-    trace(s, msg_no == 2 ? "Signature_or_MAC_2" : "Signature_or_MAC_3", sig, *sig_len);
-    return 0;
+    return rc;
 }
 
-/* Verify Signature_or_MAC_x received in rx against the peer credential. */
-static int check_sig_or_mac(struct edhoc_session *s, int msg_no, bool static_dh,
+/* The peer's Signature_or_MAC_x, received in rx, against its credential. */
+static int check_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
                             const uint8_t *prk, const uint8_t *context, size_t context_len,
                             size_t aad_off, const struct edhoc_received *rx,
                             const struct edhoc_cred *cred)
 {
     const struct edhoc_suite *su = suite_of(s);
-    size_t mac_len = static_dh ? (size_t)su->mac_len : hash_len_of(su);
     uint8_t mac[EDHOC_CRYPTO_MAX_HASH];
-    int rc = kdf(s, prk, msg_no == 2 ? 2 : 6, context, context_len, mac, mac_len);
+    size_t mac_len = 0;
+    int rc = compute_mac(s, m, static_dh, prk, context, context_len, mac, &mac_len);
     if (rc)
         return rc;
-    trace(s, msg_no == 2 ? "MAC_2" : "MAC_3", mac, mac_len);
     const uint8_t *sig = rx->plaintext + rx->sig_off;
-    trace(s, msg_no == 2 ? "Signature_or_MAC_2" : "Signature_or_MAC_3", sig, rx->sig_len);
+    trace(s, m->sig_or_mac, sig, rx->sig_len);
     if (static_dh) {
         bool ok = rx->sig_len == mac_len && edhoc_ct_equal(sig, mac, mac_len);
         edhoc_wipe(mac, sizeof mac);
         return ok ? 0 : EDHOC_ERR_MAC;
     }
-    if (cred->curve != su->sig_curve)
+    if (cred->curve != su->sig_curve) {
+        edhoc_wipe(mac, sizeof mac);
         return EDHOC_ERR_CREDENTIAL;
+    }
     uint8_t tbs[EDHOC_MAX_TRANSCRIPT + 64];
     size_t tbs_len = 0;
-    rc = build_to_be_signed(rx->id_cred, rx->id_cred_len, context + aad_off,
-                            context_len - aad_off, mac, mac_len, tbs, sizeof tbs, &tbs_len);
+    rc = build_to_be_signed(s, m, rx->id_cred, rx->id_cred_len, context, context_len, aad_off,
+                            mac, mac_len, tbs, sizeof tbs, &tbs_len);
     edhoc_wipe(mac, sizeof mac);
     if (rc)
         return rc;
-    trace(s, msg_no == 2 ? "Message_to_be_signed_2" : "Message_to_be_signed_3", tbs, tbs_len);
     rc = s->cfg->ops->verify(su->sig_curve, cred->pub, cred->pub_len, tbs, tbs_len, sig,
                              rx->sig_len);
     if (rc == EDHOC_CRYPTO_ERR_AUTH)
@@ -718,9 +792,25 @@ static int check_sig_or_mac(struct edhoc_session *s, int msg_no, bool static_dh,
     return crypto_err(rc);
 }
 
-/* TH_next = H(TH, PLAINTEXT, CRED) into s->th */
-static int next_th(struct edhoc_session *s, const char *input_name, const char *name,
-                   const uint8_t *pt, size_t pt_len, const struct edhoc_cred *cred)
+/* PRK_out = EDHOC_KDF(PRK_4e3m, 7, TH_4, hash_length) */
+static int derive_prk_out(struct edhoc_session *s)
+{
+    size_t hl = hash_len_of(suite_of(s));
+    int rc = kdf(s, s->prk, 7, s->th, s->th_len, s->prk_out, hl);
+    if (rc)
+        return rc;
+    trace(s, "PRK_out", s->prk_out, hl);
+    trace_prk_exporter(s, "PRK_exporter");
+    return 0;
+}
+
+/* Once PLAINTEXT_x is sent or verified, the key schedule moves on:
+ * TH_{x+1} = H(TH_x, PLAINTEXT_x, CRED_x), and prk_next (PRK_3e2m /
+ * PRK_4e3m) replaces the current PRK. After message_3 this ends in PRK_out,
+ * and the ephemeral keys have no further use. */
+static int advance_key_schedule(struct edhoc_session *s, const struct auth_msg *m,
+                                const uint8_t *pt, size_t pt_len, const struct edhoc_cred *cred,
+                                const uint8_t *prk_next)
 {
     uint8_t in[EDHOC_MAX_TRANSCRIPT];
     struct edhoc_cbor_writer w;
@@ -731,11 +821,147 @@ static int next_th(struct edhoc_session *s, const char *input_name, const char *
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
         return EDHOC_ERR_TOO_LARGE;
-    trace(s, input_name, in, (size_t)n);
+    trace(s, m->input_th, in, (size_t)n);
     int rc = hash(s, in, (size_t)n, s->th);
     if (rc)
         return rc;
-    trace(s, name, s->th, s->th_len);
+    trace(s, m->th, s->th, s->th_len);
+    memcpy(s->prk, prk_next, hash_len_of(suite_of(s)));
+    if (m->msg_no == 3) {
+        rc = derive_prk_out(s);
+        if (rc)
+            return rc;
+        edhoc_wipe(s->eph_priv, sizeof s->eph_priv);
+        edhoc_wipe(s->peer_eph, sizeof s->peer_eph);
+        s->eph_priv_len = s->peer_eph_len = 0;
+    }
+    return 0;
+}
+
+/* Our message_2 / message_3 up to encryption: PRK_3e2m / PRK_4e3m into
+ * prk_next and PLAINTEXT_x = ( ? C_R, ID_CRED_x, Signature_or_MAC_x,
+ * ? EAD_x ) into pt. The caller wipes prk_next and pt on every path. */
+static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m,
+                               uint8_t *prk_next, uint8_t *pt, size_t cap, size_t *pt_len)
+{
+    const struct edhoc_config *c = s->cfg;
+    bool sdh = edhoc_static_dh_sender(s->method, m->msg_no);
+    bool with_c_r = m->msg_no == 2;
+    int rc = check_own_key(s, sdh);
+    if (!rc)
+        rc = derive_auth_prk(s, m, sdh, c->key->priv, s->peer_eph, s->peer_eph_len, prk_next);
+    if (rc)
+        return rc;
+
+    uint8_t id_buf[4 + EDHOC_CRED_MAX_KID];
+    const uint8_t *id_cred;
+    size_t id_cred_len;
+    uint8_t ead[EDHOC_MAX_EAD_SIZE];
+    size_t ead_len = 0;
+    uint8_t context[EDHOC_MAX_TRANSCRIPT];
+    size_t context_len = 0, aad_off = 0;
+    uint8_t sig[EDHOC_CRYPTO_MAX_SIG];
+    size_t sig_len = 0;
+    rc = own_id_cred(s, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
+    if (!rc)
+        rc = own_ead(s, m->msg_no, ead, sizeof ead, &ead_len);
+    if (!rc)
+        rc = build_context(s, m, with_c_r ? s->own_cid : NULL, s->own_cid_len, id_cred,
+                           id_cred_len, c->cred, ead, ead_len, context, sizeof context,
+                           &context_len, &aad_off);
+    if (!rc)
+        rc = make_sig_or_mac(s, m, sdh, prk_next, context, context_len, aad_off, id_cred,
+                             id_cred_len, sig, &sig_len);
+    if (rc)
+        return rc;
+
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, pt, cap);
+    if (with_c_r)
+        edhoc_put_bstr_id(&w, s->own_cid, s->own_cid_len);
+    edhoc_put_id_cred_compact(&w, id_cred, id_cred_len);
+    edhoc_cbor_put_bstr(&w, sig, sig_len);
+    edhoc_cbor_put_raw(&w, ead, ead_len);
+    long n = edhoc_cbor_writer_finish(&w);
+    if (n < 0)
+        return EDHOC_ERR_TOO_LARGE;
+    *pt_len = (size_t)n;
+    trace(s, m->plaintext, pt, *pt_len);
+    return 0;
+}
+
+/* The peer's message_2 / message_3, decrypted into rx, against its
+ * credential; then the key schedule moves on as for our own message. */
+static int verify_peer(struct edhoc_session *s, const struct auth_msg *m,
+                       const struct edhoc_received *rx, const struct edhoc_cred *cred)
+{
+    if (!cred)
+        return EDHOC_ERR_UNKNOWN_CREDENTIAL;
+    if (!cred->cred || cred->cred_len == 0 || rx->plaintext_len > sizeof rx->plaintext)
+        return EDHOC_ERR_CREDENTIAL;
+    bool sdh = edhoc_static_dh_sender(s->method, m->msg_no);
+    if (sdh && cred->curve != suite_of(s)->ecdh_curve)
+        return EDHOC_ERR_CREDENTIAL;
+
+    uint8_t prk_next[EDHOC_CRYPTO_MAX_HASH];
+    uint8_t context[EDHOC_MAX_TRANSCRIPT];
+    size_t context_len = 0, aad_off = 0;
+    int rc = derive_auth_prk(s, m, sdh, s->eph_priv, cred->pub, cred->pub_len, prk_next);
+    if (!rc)
+        rc = build_context(s, m, m->msg_no == 2 ? s->peer_cid : NULL, s->peer_cid_len,
+                           rx->id_cred, rx->id_cred_len, cred, rx->plaintext + rx->ead_off,
+                           rx->ead_len, context, sizeof context, &context_len, &aad_off);
+    if (!rc)
+        rc = check_sig_or_mac(s, m, sdh, prk_next, context, context_len, aad_off, rx, cred);
+    if (!rc)
+        rc = advance_key_schedule(s, m, rx->plaintext, rx->plaintext_len, cred, prk_next);
+    edhoc_wipe(prk_next, sizeof prk_next);
+    return rc;
+}
+
+/* ---- message_2 ---- */
+
+/* Whether len is beyond one HKDF-Expand output (255 hash lengths; SHAKE256
+ * has no such bound). Appendix G, which would lift this for KEYSTREAM_2, is
+ * not needed below EDHOC_MAX_PLAINTEXT with SHA-256 (8160 bytes). */
+static bool beyond_one_expand(const struct edhoc_suite *su, size_t len)
+{
+    return su->hash != EDHOC_COSE_SHAKE256 && len > 255 * hash_len_of(su);
+}
+
+/* out = in XOR KEYSTREAM_2, KEYSTREAM_2 = EDHOC_KDF(PRK_2e, 0, TH_2, len):
+ * CIPHERTEXT_2 from PLAINTEXT_2 and back. The keystream is expanded straight
+ * into out. */
+static int apply_keystream_2(struct edhoc_session *s, const uint8_t *in, uint8_t *out, size_t len)
+{
+    int rc = kdf(s, s->prk, 0, s->th, s->th_len, out, len);
+    if (rc)
+        return rc;
+    trace(s, "KEYSTREAM_2", out, len);
+    for (size_t i = 0; i < len; i++)
+        out[i] ^= in[i];
+    return 0;
+}
+
+/* message_2 = bstr(G_Y || CIPHERTEXT_2) into out. */
+static int write_message_2(struct edhoc_session *s, const uint8_t *pt, size_t pt_len,
+                           uint8_t *out, size_t cap, size_t *total)
+{
+    size_t body = s->own_eph_len + pt_len;
+    size_t len = edhoc_cbor_head_len(body) + body;
+    if (len > cap)
+        return EDHOC_ERR_BUFFER;
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, out, cap);
+    edhoc_cbor_put_bstr_head(&w, body);
+    edhoc_cbor_put_raw(&w, s->own_eph, s->own_eph_len);
+    size_t ct_off = (size_t)edhoc_cbor_writer_finish(&w);
+    int rc = apply_keystream_2(s, pt, out + ct_off, pt_len);
+    if (rc)
+        return rc;
+    trace(s, "CIPHERTEXT_2", out + ct_off, pt_len);
+    trace(s, "message_2", out, len);
+    *total = len;
     return 0;
 }
 
@@ -748,114 +974,22 @@ int edhoc_responder_prepare_message_2(struct edhoc_session *s, uint8_t *out, siz
     if ((s->flags & EDHOC_SF_OWN_CID_SET) && s->own_cid_len == s->peer_cid_len &&
         memcmp(s->own_cid, s->peer_cid, s->own_cid_len) == 0)
         return EDHOC_ERR_CONN_ID_CONFLICT;
-    const enum edhoc_step step = EDHOC_STEP_PREPARE_M2;
-    const struct edhoc_config *c = s->cfg;
-    const struct edhoc_suite *su = suite_of(s);
-    size_t hl = hash_len_of(su);
-    bool sdh = r_static_dh(s->method);
+    uint8_t prk_3e2m[EDHOC_CRYPTO_MAX_HASH];
+    uint8_t pt[EDHOC_MAX_PLAINTEXT];
+    size_t pt_len = 0, total = 0;
     int rc = ensure_own_cid(s);
     if (!rc)
-        rc = check_own_key(s, sdh);
-    if (rc)
-        return fail(s, rc, step);
-
-    /* PRK_3e2m */
-    uint8_t prk_3e2m[EDHOC_CRYPTO_MAX_HASH];
-    if (sdh) {
-        rc = static_dh_prk(s, 1, "SALT_3e2m", "G_RX", "PRK_3e2m", c->key->priv, s->peer_eph,
-                           s->peer_eph_len, prk_3e2m);
-        if (rc)
-            return fail(s, rc, step);
-    } else {
-        memcpy(prk_3e2m, s->prk, hl);
-        trace(s, "PRK_3e2m", prk_3e2m, hl);
-    }
-
-    uint8_t id_buf[4 + EDHOC_CRED_MAX_KID];
-    const uint8_t *id_cred;
-    size_t id_cred_len;
-    uint8_t ead[EDHOC_MAX_EAD_SIZE];
-    size_t ead_len = 0;
-    rc = own_id_cred(s, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
+        rc = build_own_plaintext(s, &auth_msg_2, prk_3e2m, pt, sizeof pt, &pt_len);
+    if (!rc && beyond_one_expand(suite_of(s), pt_len))
+        rc = EDHOC_ERR_UNSUPPORTED;
     if (!rc)
-        rc = own_ead(s, 2, ead, sizeof ead, &ead_len);
-    if (rc) {
-        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
-        return fail(s, rc, step);
-    }
-
-    uint8_t context[EDHOC_MAX_TRANSCRIPT];
-    size_t context_len = 0;
-    uint8_t sig[EDHOC_CRYPTO_MAX_SIG];
-    size_t sig_len = 0;
-    rc = build_context(s, s->own_cid, s->own_cid_len, true, id_cred, id_cred_len, c->cred, ead,
-                       ead_len, context, sizeof context, &context_len);
-    if (!rc) {
-        trace(s, "context_2", context, context_len);
-        size_t aad_off = (s->own_cid_len == 1 && edhoc_is_one_byte_int(s->own_cid[0]) ? 1
-                          : edhoc_cbor_head_len(s->own_cid_len) + s->own_cid_len) +
-                         id_cred_len;
-        rc = make_sig_or_mac(s, 2, sdh, prk_3e2m, context, context_len, aad_off, id_cred,
-                             id_cred_len, sig, &sig_len);
-    }
-    if (rc) {
-        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
-        return fail(s, rc, step);
-    }
-
-    /* PLAINTEXT_2 = (C_R, ID_CRED_R compact, Signature_or_MAC_2, ? EAD_2) */
-    uint8_t pt[EDHOC_MAX_PLAINTEXT];
-    struct edhoc_cbor_writer w;
-    edhoc_cbor_writer_init(&w, pt, sizeof pt);
-    edhoc_put_bstr_id(&w, s->own_cid, s->own_cid_len);
-    edhoc_put_id_cred_compact(&w, id_cred, id_cred_len);
-    edhoc_cbor_put_bstr(&w, sig, sig_len);
-    edhoc_cbor_put_raw(&w, ead, ead_len);
-    long pt_len = edhoc_cbor_writer_finish(&w);
-    if (pt_len < 0) {
-        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
-        return fail(s, EDHOC_ERR_TOO_LARGE, step);
-    }
-    trace(s, "PLAINTEXT_2", pt, (size_t)pt_len);
-    /* Appendix G (PLAINTEXT_2 beyond one HKDF-Expand output) is not
-     * needed below EDHOC_MAX_PLAINTEXT with SHA-256 (8160 bytes). */
-    if (su->hash != EDHOC_COSE_SHAKE256 && (size_t)pt_len > 255 * hl) {
-        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
-        return fail(s, EDHOC_ERR_UNSUPPORTED, step);
-    }
-
-    /* message_2 = bstr(G_Y || PLAINTEXT_2 XOR KEYSTREAM_2) */
-    size_t body = s->own_eph_len + (size_t)pt_len;
-    size_t total = edhoc_cbor_head_len(body) + body;
-    if (total > cap) {
-        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
-        return fail(s, EDHOC_ERR_BUFFER, step);
-    }
-    /* KEYSTREAM_2 is expanded straight into the output, then XORed. */
-    struct edhoc_cbor_writer hw;
-    edhoc_cbor_writer_init(&hw, out, cap);
-    edhoc_cbor_put_bstr_head(&hw, body);
-    edhoc_cbor_put_raw(&hw, s->own_eph, s->own_eph_len);
-    size_t ct_off = (size_t)edhoc_cbor_writer_finish(&hw);
-    rc = kdf(s, s->prk, 0, s->th, s->th_len, out + ct_off, (size_t)pt_len);
-    if (rc) {
-        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
-        edhoc_wipe(pt, sizeof pt);
-        return fail(s, rc, step);
-    }
-    trace(s, "KEYSTREAM_2", out + ct_off, (size_t)pt_len);
-    for (size_t i = 0; i < (size_t)pt_len; i++)
-        out[ct_off + i] ^= pt[i];
-    trace(s, "CIPHERTEXT_2", out + ct_off, (size_t)pt_len);
-    trace(s, "message_2", out, total);
-
-    /* TH_3 = H(TH_2, PLAINTEXT_2, CRED_R); PRK_3e2m replaces PRK_2e. */
-    rc = next_th(s, "input_TH_3", "TH_3", pt, (size_t)pt_len, c->cred);
+        rc = write_message_2(s, pt, pt_len, out, cap, &total);
+    if (!rc)
+        rc = advance_key_schedule(s, &auth_msg_2, pt, pt_len, s->cfg->cred, prk_3e2m);
     edhoc_wipe(pt, sizeof pt);
-    memcpy(s->prk, prk_3e2m, hl);
     edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
     if (rc)
-        return fail(s, rc, step);
+        return fail(s, rc, EDHOC_STEP_PREPARE_M2);
     edhoc_wipe(s->own_eph, sizeof s->own_eph);
     s->own_eph_len = 0;
     s->flags |= EDHOC_SF_CID_SENT;
@@ -880,8 +1014,7 @@ int edhoc_initiator_process_message_2(struct edhoc_session *s, const uint8_t *ms
         return fail(s, rc, step);
     if (ct_len > EDHOC_MAX_PLAINTEXT)
         return fail(s, EDHOC_ERR_TOO_LARGE, step);
-    size_t hl = hash_len_of(su);
-    if (su->hash != EDHOC_COSE_SHAKE256 && ct_len > 255 * hl)
+    if (beyond_one_expand(su, ct_len))
         return fail(s, EDHOC_ERR_UNSUPPORTED, step);
 
     rc = compute_th_2(s, g_y, g_y_len);
@@ -892,13 +1025,9 @@ int edhoc_initiator_process_message_2(struct edhoc_session *s, const uint8_t *ms
     memcpy(s->peer_eph, g_y, g_y_len);
     s->peer_eph_len = (uint8_t)g_y_len;
 
-    /* KEYSTREAM_2 XOR CIPHERTEXT_2, straight into rx */
-    rc = kdf(s, s->prk, 0, s->th, s->th_len, rx->plaintext, ct_len);
+    rc = apply_keystream_2(s, ct, rx->plaintext, ct_len);
     if (rc)
         return fail(s, rc, step);
-    trace(s, "KEYSTREAM_2", rx->plaintext, ct_len);
-    for (size_t i = 0; i < ct_len; i++)
-        rx->plaintext[i] ^= ct[i];
     trace(s, "PLAINTEXT_2", rx->plaintext, ct_len);
 
     uint8_t c_r[EDHOC_MAX_CONN_ID];
@@ -926,47 +1055,9 @@ int edhoc_initiator_verify_message_2(struct edhoc_session *s, const struct edhoc
         return EDHOC_ERR_ARG;
     if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_VERIFY_M2)
         return EDHOC_ERR_STATE;
-    const enum edhoc_step step = EDHOC_STEP_VERIFY_M2;
-    if (!cred_r)
-        return fail(s, EDHOC_ERR_UNKNOWN_CREDENTIAL, step);
-    if (!cred_r->cred || cred_r->cred_len == 0 || rx->plaintext_len > sizeof rx->plaintext)
-        return fail(s, EDHOC_ERR_CREDENTIAL, step);
-    const struct edhoc_suite *su = suite_of(s);
-    size_t hl = hash_len_of(su);
-    bool sdh = r_static_dh(s->method);
-    int rc;
-
-    uint8_t prk_3e2m[EDHOC_CRYPTO_MAX_HASH];
-    if (sdh) {
-        if (cred_r->curve != su->ecdh_curve)
-            return fail(s, EDHOC_ERR_CREDENTIAL, step);
-        rc = static_dh_prk(s, 1, "SALT_3e2m", "G_RX", "PRK_3e2m", s->eph_priv, cred_r->pub,
-                           cred_r->pub_len, prk_3e2m);
-        if (rc)
-            return fail(s, rc, step);
-    } else {
-        memcpy(prk_3e2m, s->prk, hl);
-        trace(s, "PRK_3e2m", prk_3e2m, hl);
-    }
-
-    uint8_t context[EDHOC_MAX_TRANSCRIPT];
-    size_t context_len = 0;
-    rc = build_context(s, s->peer_cid, s->peer_cid_len, true, rx->id_cred, rx->id_cred_len,
-                       cred_r, rx->plaintext + rx->ead_off, rx->ead_len, context,
-                       sizeof context, &context_len);
-    if (!rc) {
-        trace(s, "context_2", context, context_len);
-        size_t aad_off = rx->id_cred_off + rx->id_cred_len; /* C_R is encoded as in PLAINTEXT_2 */
-        rc = check_sig_or_mac(s, 2, sdh, prk_3e2m, context, context_len, aad_off, rx, cred_r);
-    }
-    if (!rc)
-        rc = next_th(s, "input_TH_3", "TH_3", rx->plaintext, rx->plaintext_len, cred_r);
-    if (rc) {
-        edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
-        return fail(s, rc, step);
-    }
-    memcpy(s->prk, prk_3e2m, hl);
-    edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
+    int rc = verify_peer(s, &auth_msg_2, rx, cred_r);
+    if (rc)
+        return fail(s, rc, EDHOC_STEP_VERIFY_M2);
     s->state = EDHOC_STATE_SEND_M3;
     return 0;
 }
@@ -1001,15 +1092,16 @@ static int aead_params(struct edhoc_session *s, int msg_no, const uint8_t *prk, 
     return 0;
 }
 
-/* bstr(AEAD(plaintext)) into out. */
-static int seal(struct edhoc_session *s, int msg_no, const uint8_t *prk, const uint8_t *pt,
-                size_t pt_len, uint8_t *out, size_t cap, size_t *out_len)
+/* message_3 / message_4 = bstr(CIPHERTEXT_x) into out, from PLAINTEXT_x
+ * under the current PRK. */
+static int seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t pt_len,
+                uint8_t *out, size_t cap, size_t *out_len)
 {
     const struct edhoc_suite *su = suite_of(s);
     uint8_t key[EDHOC_CRYPTO_MAX_KEY], iv[EDHOC_CRYPTO_MAX_NONCE];
     uint8_t aad[EDHOC_CRYPTO_MAX_HASH + 16];
     size_t aad_len = 0;
-    int rc = aead_params(s, msg_no, prk, key, iv, aad, &aad_len);
+    int rc = aead_params(s, msg_no, s->prk, key, iv, aad, &aad_len);
     if (rc)
         goto out;
     size_t ct_len = pt_len + edhoc_crypto_aead_tag_len(su->aead);
@@ -1026,6 +1118,7 @@ static int seal(struct edhoc_session *s, int msg_no, const uint8_t *prk, const u
     if (rc)
         goto out;
     trace(s, msg_no == 3 ? "CIPHERTEXT_3" : "CIPHERTEXT_4", out + head, ct_len);
+    trace(s, msg_no == 3 ? "message_3" : "message_4", out, head + ct_len);
     *out_len = head + ct_len;
 out:
     edhoc_wipe(key, sizeof key);
@@ -1033,9 +1126,16 @@ out:
     return rc;
 }
 
-static int open_ct(struct edhoc_session *s, int msg_no, const uint8_t *prk, const uint8_t *ct,
-                   size_t ct_len, uint8_t *pt, size_t *pt_len)
+/* The other way: PLAINTEXT_x of message_3 / message_4 into rx->plaintext. */
+static int open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg, size_t len,
+                        struct edhoc_received *rx, size_t *pt_len)
 {
+    const uint8_t *ct;
+    size_t ct_len;
+    int rc = msg_no == 3 ? edhoc_message_3_parse(msg, len, &ct, &ct_len)
+                         : edhoc_message_4_parse(msg, len, &ct, &ct_len);
+    if (rc)
+        return rc;
     const struct edhoc_suite *su = suite_of(s);
     size_t tag = edhoc_crypto_aead_tag_len(su->aead);
     if (ct_len < tag)
@@ -1045,9 +1145,10 @@ static int open_ct(struct edhoc_session *s, int msg_no, const uint8_t *prk, cons
     uint8_t key[EDHOC_CRYPTO_MAX_KEY], iv[EDHOC_CRYPTO_MAX_NONCE];
     uint8_t aad[EDHOC_CRYPTO_MAX_HASH + 16];
     size_t aad_len = 0;
-    int rc = aead_params(s, msg_no, prk, key, iv, aad, &aad_len);
+    rc = aead_params(s, msg_no, s->prk, key, iv, aad, &aad_len);
     if (!rc) {
-        rc = s->cfg->ops->aead_decrypt(su->aead, key, iv, aad, aad_len, ct, ct_len, pt);
+        rc = s->cfg->ops->aead_decrypt(su->aead, key, iv, aad, aad_len, ct, ct_len,
+                                       rx->plaintext);
         if (rc == EDHOC_CRYPTO_ERR_AUTH)
             rc = EDHOC_ERR_DECRYPT;
         else
@@ -1055,27 +1156,14 @@ static int open_ct(struct edhoc_session *s, int msg_no, const uint8_t *prk, cons
     }
     edhoc_wipe(key, sizeof key);
     edhoc_wipe(iv, sizeof iv);
-    if (!rc)
-        *pt_len = ct_len - tag;
-    return rc;
-}
-
-/* PRK_out = EDHOC_KDF(PRK_4e3m, 7, TH_4, hash_length) */
-static int derive_prk_out(struct edhoc_session *s)
-{
-    size_t hl = hash_len_of(suite_of(s));
-    int rc = kdf(s, s->prk, 7, s->th, s->th_len, s->prk_out, hl);
     if (rc)
         return rc;
-    trace(s, "PRK_out", s->prk_out, hl);
-    if (s->cfg->trace) {
-        uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
-        if (kdf(s, s->prk_out, 10, NULL, 0, exp, hl) == 0)
-            trace(s, "PRK_exporter", exp, hl);
-        edhoc_wipe(exp, sizeof exp);
-    }
+    *pt_len = ct_len - tag;
+    trace(s, msg_no == 3 ? "PLAINTEXT_3" : "PLAINTEXT_4", rx->plaintext, *pt_len);
     return 0;
 }
+
+/* ---- message_3 ---- */
 
 int edhoc_initiator_prepare_message_3(struct edhoc_session *s, uint8_t *out, size_t cap)
 {
@@ -1083,80 +1171,19 @@ int edhoc_initiator_prepare_message_3(struct edhoc_session *s, uint8_t *out, siz
         return EDHOC_ERR_ARG;
     if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_SEND_M3)
         return EDHOC_ERR_STATE;
-    const enum edhoc_step step = EDHOC_STEP_PREPARE_M3;
-    const struct edhoc_config *c = s->cfg;
-    const struct edhoc_suite *su = suite_of(s);
-    size_t hl = hash_len_of(su);
-    bool sdh = i_static_dh(s->method);
-    int rc = check_own_key(s, sdh);
-    if (rc)
-        return fail(s, rc, step);
-
-    /* PRK_4e3m (s->prk still holds PRK_3e2m for K_3/IV_3) */
+    /* s->prk keeps PRK_3e2m (for K_3 / IV_3) until message_3 is sealed. */
     uint8_t prk_4e3m[EDHOC_CRYPTO_MAX_HASH];
-    if (sdh) {
-        rc = static_dh_prk(s, 5, "SALT_4e3m", "G_IY", "PRK_4e3m", c->key->priv, s->peer_eph,
-                           s->peer_eph_len, prk_4e3m);
-        if (rc)
-            return fail(s, rc, step);
-    } else {
-        memcpy(prk_4e3m, s->prk, hl);
-        trace(s, "PRK_4e3m", prk_4e3m, hl);
-    }
-
-    uint8_t id_buf[4 + EDHOC_CRED_MAX_KID];
-    const uint8_t *id_cred;
-    size_t id_cred_len;
-    uint8_t ead[EDHOC_MAX_EAD_SIZE];
-    size_t ead_len = 0;
-    uint8_t context[EDHOC_MAX_TRANSCRIPT];
-    size_t context_len = 0;
-    uint8_t sig[EDHOC_CRYPTO_MAX_SIG];
-    size_t sig_len = 0;
-    rc = own_id_cred(s, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
-    if (!rc)
-        rc = own_ead(s, 3, ead, sizeof ead, &ead_len);
-    if (!rc)
-        rc = build_context(s, NULL, 0, false, id_cred, id_cred_len, c->cred, ead, ead_len,
-                           context, sizeof context, &context_len);
-    if (!rc) {
-        trace(s, "context_3", context, context_len);
-        rc = make_sig_or_mac(s, 3, sdh, prk_4e3m, context, context_len, id_cred_len, id_cred,
-                             id_cred_len, sig, &sig_len);
-    }
-    if (rc) {
-        edhoc_wipe(prk_4e3m, sizeof prk_4e3m);
-        return fail(s, rc, step);
-    }
-
     uint8_t pt[EDHOC_MAX_PLAINTEXT];
-    struct edhoc_cbor_writer w;
-    edhoc_cbor_writer_init(&w, pt, sizeof pt);
-    edhoc_put_id_cred_compact(&w, id_cred, id_cred_len);
-    edhoc_cbor_put_bstr(&w, sig, sig_len);
-    edhoc_cbor_put_raw(&w, ead, ead_len);
-    long pt_len = edhoc_cbor_writer_finish(&w);
-    size_t total = 0;
-    if (pt_len < 0)
-        rc = EDHOC_ERR_TOO_LARGE;
-    if (!rc) {
-        trace(s, "PLAINTEXT_3", pt, (size_t)pt_len);
-        rc = seal(s, 3, s->prk, pt, (size_t)pt_len, out, cap, &total);
-    }
-    if (!rc) {
-        trace(s, "message_3", out, total);
-        rc = next_th(s, "input_TH_4", "TH_4", pt, (size_t)pt_len, c->cred);
-    }
-    edhoc_wipe(pt, sizeof pt);
-    memcpy(s->prk, prk_4e3m, hl);
-    edhoc_wipe(prk_4e3m, sizeof prk_4e3m);
+    size_t pt_len = 0, total = 0;
+    int rc = build_own_plaintext(s, &auth_msg_3, prk_4e3m, pt, sizeof pt, &pt_len);
     if (!rc)
-        rc = derive_prk_out(s);
+        rc = seal(s, 3, pt, pt_len, out, cap, &total);
+    if (!rc)
+        rc = advance_key_schedule(s, &auth_msg_3, pt, pt_len, s->cfg->cred, prk_4e3m);
+    edhoc_wipe(pt, sizeof pt);
+    edhoc_wipe(prk_4e3m, sizeof prk_4e3m);
     if (rc)
-        return fail(s, rc, step);
-    edhoc_wipe(s->eph_priv, sizeof s->eph_priv);
-    edhoc_wipe(s->peer_eph, sizeof s->peer_eph);
-    s->eph_priv_len = s->peer_eph_len = 0;
+        return fail(s, rc, EDHOC_STEP_PREPARE_M3);
     s->state = EDHOC_STATE_COMPLETED;
     return (int)total;
 }
@@ -1168,20 +1195,14 @@ int edhoc_responder_process_message_3(struct edhoc_session *s, const uint8_t *ms
         return EDHOC_ERR_ARG;
     if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_WAIT_M3)
         return EDHOC_ERR_STATE;
-    const enum edhoc_step step = EDHOC_STEP_PROCESS_M3;
-    const uint8_t *ct;
-    size_t ct_len, pt_len = 0;
-    int rc = edhoc_message_3_parse(msg, len, &ct, &ct_len);
+    size_t pt_len = 0;
+    int rc = open_message(s, 3, msg, len, rx, &pt_len);
     if (!rc)
-        rc = open_ct(s, 3, s->prk, ct, ct_len, rx->plaintext, &pt_len);
-    if (rc)
-        return fail(s, rc, step);
-    trace(s, "PLAINTEXT_3", rx->plaintext, pt_len);
-    rc = edhoc_plaintext_3_parse(rx->plaintext, pt_len, s->method, s->suite, rx);
+        rc = edhoc_plaintext_3_parse(rx->plaintext, pt_len, s->method, s->suite, rx);
     if (!rc)
         rc = deliver_ead(s, 3, rx->plaintext + rx->ead_off, rx->ead_len);
     if (rc)
-        return fail(s, rc, step);
+        return fail(s, rc, EDHOC_STEP_PROCESS_M3);
     s->state = EDHOC_STATE_VERIFY_M3;
     return 0;
 }
@@ -1193,53 +1214,14 @@ int edhoc_responder_verify_message_3(struct edhoc_session *s, const struct edhoc
         return EDHOC_ERR_ARG;
     if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_VERIFY_M3)
         return EDHOC_ERR_STATE;
-    const enum edhoc_step step = EDHOC_STEP_VERIFY_M3;
-    if (!cred_i)
-        return fail(s, EDHOC_ERR_UNKNOWN_CREDENTIAL, step);
-    if (!cred_i->cred || cred_i->cred_len == 0 || rx->plaintext_len > sizeof rx->plaintext)
-        return fail(s, EDHOC_ERR_CREDENTIAL, step);
-    const struct edhoc_suite *su = suite_of(s);
-    size_t hl = hash_len_of(su);
-    bool sdh = i_static_dh(s->method);
-    int rc;
-
-    uint8_t prk_4e3m[EDHOC_CRYPTO_MAX_HASH];
-    if (sdh) {
-        if (cred_i->curve != su->ecdh_curve)
-            return fail(s, EDHOC_ERR_CREDENTIAL, step);
-        rc = static_dh_prk(s, 5, "SALT_4e3m", "G_IY", "PRK_4e3m", s->eph_priv, cred_i->pub,
-                           cred_i->pub_len, prk_4e3m);
-        if (rc)
-            return fail(s, rc, step);
-    } else {
-        memcpy(prk_4e3m, s->prk, hl);
-        trace(s, "PRK_4e3m", prk_4e3m, hl);
-    }
-
-    uint8_t context[EDHOC_MAX_TRANSCRIPT];
-    size_t context_len = 0;
-    rc = build_context(s, NULL, 0, false, rx->id_cred, rx->id_cred_len, cred_i,
-                       rx->plaintext + rx->ead_off, rx->ead_len, context, sizeof context,
-                       &context_len);
-    if (!rc) {
-        trace(s, "context_3", context, context_len);
-        rc = check_sig_or_mac(s, 3, sdh, prk_4e3m, context, context_len, rx->id_cred_len, rx,
-                              cred_i);
-    }
-    if (!rc)
-        rc = next_th(s, "input_TH_4", "TH_4", rx->plaintext, rx->plaintext_len, cred_i);
-    memcpy(s->prk, prk_4e3m, hl);
-    edhoc_wipe(prk_4e3m, sizeof prk_4e3m);
-    if (!rc)
-        rc = derive_prk_out(s);
+    int rc = verify_peer(s, &auth_msg_3, rx, cred_i);
     if (rc)
-        return fail(s, rc, step);
-    edhoc_wipe(s->eph_priv, sizeof s->eph_priv);
-    edhoc_wipe(s->peer_eph, sizeof s->peer_eph);
-    s->eph_priv_len = s->peer_eph_len = 0;
+        return fail(s, rc, EDHOC_STEP_VERIFY_M3);
     s->state = EDHOC_STATE_COMPLETED;
     return 0;
 }
+
+/* ---- message_4 ---- */
 
 int edhoc_responder_prepare_message_4(struct edhoc_session *s, uint8_t *out, size_t cap)
 {
@@ -1248,17 +1230,15 @@ int edhoc_responder_prepare_message_4(struct edhoc_session *s, uint8_t *out, siz
     if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_COMPLETED ||
         (s->flags & EDHOC_SF_M4_DONE))
         return EDHOC_ERR_STATE;
-    const enum edhoc_step step = EDHOC_STEP_PREPARE_M4;
     uint8_t pt[EDHOC_MAX_EAD_SIZE];
     size_t pt_len = 0, total = 0;
     int rc = own_ead(s, 4, pt, sizeof pt, &pt_len);
     if (!rc) {
         trace(s, "PLAINTEXT_4", pt, pt_len);
-        rc = seal(s, 4, s->prk, pt, pt_len, out, cap, &total);
+        rc = seal(s, 4, pt, pt_len, out, cap, &total);
     }
     if (rc)
-        return fail(s, rc, step);
-    trace(s, "message_4", out, total);
+        return fail(s, rc, EDHOC_STEP_PREPARE_M4);
     s->flags |= EDHOC_SF_M4_DONE;
     edhoc_wipe(s->prk, sizeof s->prk); /* PRK_4e3m has no further use */
     return (int)total;
@@ -1273,14 +1253,10 @@ int edhoc_initiator_process_message_4(struct edhoc_session *s, const uint8_t *ms
         (s->flags & EDHOC_SF_M4_DONE))
         return EDHOC_ERR_STATE;
     const enum edhoc_step step = EDHOC_STEP_PROCESS_M4;
-    const uint8_t *ct;
-    size_t ct_len, pt_len = 0;
-    int rc = edhoc_message_4_parse(msg, len, &ct, &ct_len);
-    if (!rc)
-        rc = open_ct(s, 4, s->prk, ct, ct_len, rx->plaintext, &pt_len);
+    size_t pt_len = 0;
+    int rc = open_message(s, 4, msg, len, rx, &pt_len);
     if (rc)
         return fail(s, rc, step);
-    trace(s, "PLAINTEXT_4", rx->plaintext, pt_len);
     rx->plaintext_len = pt_len;
     rx->id_cred = NULL;
     rx->id_cred_len = 0;
@@ -1313,44 +1289,49 @@ static int resolve_cred(edhoc_cred_resolver resolve, void *ctx, const struct edh
     return EDHOC_ERR_CREDENTIAL;
 }
 
-int edhoc_initiator_handle_message_2(struct edhoc_session *s, const uint8_t *msg, size_t len,
-                                     struct edhoc_received *rx, edhoc_cred_resolver resolve,
-                                     void *resolve_ctx)
+typedef int (*process_fn)(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                          struct edhoc_received *rx);
+typedef int (*verify_fn)(struct edhoc_session *s, const struct edhoc_received *rx,
+                         const struct edhoc_cred *cred);
+
+/* process, resolve the received ID_CRED to a credential, verify (which
+ * reports an unknown credential itself). */
+static int handle_message(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                          struct edhoc_received *rx, edhoc_cred_resolver resolve,
+                          void *resolve_ctx, process_fn process, verify_fn verify,
+                          enum edhoc_step verify_step)
 {
     if (!resolve)
         return EDHOC_ERR_ARG;
-    int rc = edhoc_initiator_process_message_2(s, msg, len, rx);
+    int rc = process(s, msg, len, rx);
     if (rc)
         return rc;
     const struct edhoc_cred *cred;
     rc = resolve_cred(resolve, resolve_ctx, rx, &cred);
     if (rc == EDHOC_ERR_CREDENTIAL)
-        return fail(s, rc, EDHOC_STEP_VERIFY_M2);
-    return edhoc_initiator_verify_message_2(s, rx, cred);
+        return fail(s, rc, verify_step);
+    return verify(s, rx, cred);
+}
+
+int edhoc_initiator_handle_message_2(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                                     struct edhoc_received *rx, edhoc_cred_resolver resolve,
+                                     void *resolve_ctx)
+{
+    return handle_message(s, msg, len, rx, resolve, resolve_ctx,
+                          edhoc_initiator_process_message_2, edhoc_initiator_verify_message_2,
+                          EDHOC_STEP_VERIFY_M2);
 }
 
 int edhoc_responder_handle_message_3(struct edhoc_session *s, const uint8_t *msg, size_t len,
                                      struct edhoc_received *rx, edhoc_cred_resolver resolve,
                                      void *resolve_ctx)
 {
-    if (!resolve)
-        return EDHOC_ERR_ARG;
-    int rc = edhoc_responder_process_message_3(s, msg, len, rx);
-    if (rc)
-        return rc;
-    const struct edhoc_cred *cred;
-    rc = resolve_cred(resolve, resolve_ctx, rx, &cred);
-    if (rc == EDHOC_ERR_CREDENTIAL)
-        return fail(s, rc, EDHOC_STEP_VERIFY_M3);
-    return edhoc_responder_verify_message_3(s, rx, cred);
+    return handle_message(s, msg, len, rx, resolve, resolve_ctx,
+                          edhoc_responder_process_message_3, edhoc_responder_verify_message_3,
+                          EDHOC_STEP_VERIFY_M3);
 }
 
 /* ---- results ---- */
-
-static int prk_exporter(const struct edhoc_session *s, uint8_t *out)
-{
-    return kdf(s, s->prk_out, 10, NULL, 0, out, hash_len_of(suite_of(s)));
-}
 
 int edhoc_session_export(const struct edhoc_session *s, uint64_t label, const uint8_t *context,
                          size_t context_len, uint8_t *out, size_t len)
@@ -1359,9 +1340,8 @@ int edhoc_session_export(const struct edhoc_session *s, uint64_t label, const ui
         return EDHOC_ERR_ARG;
     if (s->state != EDHOC_STATE_COMPLETED)
         return EDHOC_ERR_STATE;
-    const struct edhoc_suite *su = suite_of(s);
-    if (su->hash != EDHOC_COSE_SHAKE256 && len > 255 * hash_len_of(su))
-        return EDHOC_ERR_ARG; /* beyond one HKDF-Expand */
+    if (beyond_one_expand(suite_of(s), len))
+        return EDHOC_ERR_ARG;
     uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
     int rc = prk_exporter(s, exp);
     if (!rc)
@@ -1384,12 +1364,7 @@ int edhoc_session_key_update(struct edhoc_session *s, const uint8_t *context, si
     memcpy(s->prk_out, next_prk, hl);
     edhoc_wipe(next_prk, sizeof next_prk);
     trace(s, "PRK_out after KeyUpdate", s->prk_out, hl);
-    if (s->cfg->trace) {
-        uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
-        if (prk_exporter(s, exp) == 0)
-            trace(s, "PRK_exporter after KeyUpdate", exp, hl);
-        edhoc_wipe(exp, sizeof exp);
-    }
+    trace_prk_exporter(s, "PRK_exporter after KeyUpdate");
     return 0;
 }
 
@@ -1441,22 +1416,12 @@ int edhoc_session_oscore(const struct edhoc_session *s, struct edhoc_oscore_para
     }
     o->master_secret_len = kl;
     o->master_salt_len = sl;
-    /* Appendix A.1: I sends with C_R and receives with C_I; R mirrors. */
-    const uint8_t *c_i = s->role == EDHOC_INITIATOR ? s->own_cid : s->peer_cid;
-    size_t c_i_len = s->role == EDHOC_INITIATOR ? s->own_cid_len : s->peer_cid_len;
-    const uint8_t *c_r = s->role == EDHOC_INITIATOR ? s->peer_cid : s->own_cid;
-    size_t c_r_len = s->role == EDHOC_INITIATOR ? s->peer_cid_len : s->own_cid_len;
-    if (s->role == EDHOC_INITIATOR) {
-        memcpy(o->sender_id, c_r, c_r_len);
-        o->sender_id_len = c_r_len;
-        memcpy(o->recipient_id, c_i, c_i_len);
-        o->recipient_id_len = c_i_len;
-    } else {
-        memcpy(o->sender_id, c_i, c_i_len);
-        o->sender_id_len = c_i_len;
-        memcpy(o->recipient_id, c_r, c_r_len);
-        o->recipient_id_len = c_r_len;
-    }
+    /* Appendix A.1: I sends with C_R and receives with C_I, R the other
+     * way round: each side's Sender ID is the peer's identifier. */
+    memcpy(o->sender_id, s->peer_cid, s->peer_cid_len);
+    o->sender_id_len = s->peer_cid_len;
+    memcpy(o->recipient_id, s->own_cid, s->own_cid_len);
+    o->recipient_id_len = s->own_cid_len;
     o->aead_alg = su->app_aead;
     o->hash_alg = su->app_hash;
     trace(s, "OSCORE Master Secret", o->master_secret, kl);

@@ -37,6 +37,13 @@ enum edhoc_step {
 #define EDHOC_MAX_TRANSCRIPT                                                                      \
     (EDHOC_MAX_PLAINTEXT + EDHOC_MAX_CRED_BYTES + EDHOC_CRYPTO_MAX_HASH + 16)
 
+/* Whether the sender of message_2 (R) or message_3 (I) authenticates
+ * with a static DH key rather than a signature (RFC 9528 Section 3.2). */
+static inline bool edhoc_static_dh_sender(int method, int msg_no)
+{
+    return msg_no == 2 ? (method == 1 || method == 3) : (method == 2 || method == 3);
+}
+
 /* CBOR reader error -> EDHOC error. */
 int edhoc_map_cbor_err(int cbor_err);
 
@@ -55,6 +62,9 @@ void edhoc_put_bstr_id(struct edhoc_cbor_writer *w, const uint8_t *id, size_t le
 int edhoc_get_bstr_id(struct edhoc_cbor_reader *r, uint8_t *out, size_t cap, size_t *len,
                       int bad_enc);
 
+/* Next EAD item from r: its label and, when a bstr follows, its value.
+ * Returns 0, EDHOC_ERR_MALFORMED, _NOT_DETERMINISTIC. */
+int edhoc_ead_next(struct edhoc_cbor_reader *r, struct edhoc_ead_item *item);
 /* Parse EAD_x bytes: well-formed items, padding dropped, others listed in
  * rx (if not NULL). Returns 0, EDHOC_ERR_MALFORMED, _NOT_DETERMINISTIC,
  * _TOO_LARGE. */
@@ -62,6 +72,8 @@ int edhoc_ead_parse(const uint8_t *p, size_t len, struct edhoc_received *rx);
 /* Encode items into w. */
 void edhoc_ead_write(struct edhoc_cbor_writer *w, const struct edhoc_ead_item *items, size_t n);
 
+/* ID_CRED = {4: kid}, the full form of a kid. */
+void edhoc_put_id_cred_kid(struct edhoc_cbor_writer *w, const uint8_t *kid, size_t len);
 /* The ID_CRED map as it goes into PLAINTEXT_x: a lone kid compacted. */
 void edhoc_put_id_cred_compact(struct edhoc_cbor_writer *w, const uint8_t *map, size_t len);
 

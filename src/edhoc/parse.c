@@ -66,6 +66,15 @@ static bool is_int(const struct edhoc_cbor_item *it)
     return it->type == EDHOC_CBOR_UINT || it->type == EDHOC_CBOR_NINT;
 }
 
+/* Next item, which must be an integer. */
+static int next_int(struct edhoc_cbor_reader *r, struct edhoc_cbor_item *it)
+{
+    int rc = next(r, it);
+    if (rc)
+        return rc;
+    return is_int(it) ? 0 : EDHOC_ERR_MALFORMED;
+}
+
 /* Integer value that fits int64 (UINT above INT64_MAX or NINT below
  * INT64_MIN cannot be an EDHOC label or code we handle). */
 static int int_value(const struct edhoc_cbor_item *it, int64_t *v)
@@ -115,35 +124,43 @@ int edhoc_get_bstr_id(struct edhoc_cbor_reader *r, uint8_t *out, size_t cap, siz
     return 0;
 }
 
-/* Walk EAD items; when deliver is set, call back instead of listing. */
+int edhoc_ead_next(struct edhoc_cbor_reader *r, struct edhoc_ead_item *item)
+{
+    struct edhoc_cbor_item it;
+    int64_t label;
+    int rc = next(r, &it);
+    if (rc)
+        return rc;
+    rc = int_value(&it, &label);
+    if (rc)
+        return rc == EDHOC_ERR_TOO_LARGE ? EDHOC_ERR_MALFORMED : rc;
+    *item = (struct edhoc_ead_item){.label = label};
+    if (!edhoc_cbor_at_end(r)) {
+        struct edhoc_cbor_item v;
+        rc = edhoc_map_cbor_err(edhoc_cbor_peek(r, &v));
+        if (rc)
+            return rc;
+        if (v.type == EDHOC_CBOR_BSTR) {
+            (void)edhoc_cbor_get(r, &v);
+            item->value = v.ptr;
+            item->value_len = v.len;
+            item->has_value = true;
+        }
+    }
+    return 0;
+}
+
 int edhoc_ead_parse(const uint8_t *p, size_t len, struct edhoc_received *rx)
 {
     struct edhoc_cbor_reader r;
     edhoc_cbor_reader_init(&r, p, len);
     size_t n = 0;
     while (!edhoc_cbor_at_end(&r)) {
-        struct edhoc_cbor_item it;
-        int64_t label;
-        int rc = next(&r, &it);
+        struct edhoc_ead_item item;
+        int rc = edhoc_ead_next(&r, &item);
         if (rc)
             return rc;
-        rc = int_value(&it, &label);
-        if (rc)
-            return rc == EDHOC_ERR_TOO_LARGE ? EDHOC_ERR_MALFORMED : rc;
-        struct edhoc_ead_item item = {.label = label};
-        if (!edhoc_cbor_at_end(&r)) {
-            struct edhoc_cbor_item v;
-            rc = edhoc_map_cbor_err(edhoc_cbor_peek(&r, &v));
-            if (rc)
-                return rc;
-            if (v.type == EDHOC_CBOR_BSTR) {
-                (void)edhoc_cbor_get(&r, &v);
-                item.value = v.ptr;
-                item.value_len = v.len;
-                item.has_value = true;
-            }
-        }
-        if (label == 0)
+        if (item.label == 0)
             continue; /* padding: ignored (Section 3.8.1) */
         if (n >= EDHOC_MAX_EAD_ITEMS)
             return EDHOC_ERR_TOO_LARGE;
@@ -182,6 +199,13 @@ static bool lone_kid(const uint8_t *map, size_t len, const uint8_t **kid, size_t
     return true;
 }
 
+void edhoc_put_id_cred_kid(struct edhoc_cbor_writer *w, const uint8_t *kid, size_t len)
+{
+    edhoc_cbor_put_map(w, 1);
+    edhoc_cbor_put_uint(w, 4);
+    edhoc_cbor_put_bstr(w, kid, len);
+}
+
 void edhoc_put_id_cred_compact(struct edhoc_cbor_writer *w, const uint8_t *map, size_t len)
 {
     const uint8_t *kid;
@@ -216,11 +240,9 @@ static int get_suites(struct edhoc_cbor_reader *r, int *out, size_t *n)
     }
     for (size_t i = 0; i < count; i++) {
         if (array) {
-            rc = next(r, &it);
+            rc = next_int(r, &it);
             if (rc)
                 return rc;
-            if (!is_int(&it))
-                return EDHOC_ERR_MALFORMED;
         }
         if (it.u > (uint64_t)INT_MAX)
             out[i] = INT_MIN;
@@ -240,11 +262,9 @@ int edhoc_message_1_parse(const uint8_t *msg, size_t len, struct edhoc_message_1
     struct edhoc_cbor_item it;
     edhoc_cbor_reader_init(&r, msg, len);
 
-    int rc = next(&r, &it);
+    int rc = next_int(&r, &it);
     if (rc)
         return rc;
-    if (!is_int(&it))
-        return EDHOC_ERR_MALFORMED;
     if (it.type != EDHOC_CBOR_UINT || it.u > 3)
         return EDHOC_ERR_METHOD;
     f->method = (int)it.u;
@@ -405,9 +425,7 @@ static int plaintext_parse(const uint8_t *pt, size_t len, int method, int suite,
             return rc;
         struct edhoc_cbor_writer w;
         edhoc_cbor_writer_init(&w, rx->id_cred_map, sizeof rx->id_cred_map);
-        edhoc_cbor_put_map(&w, 1);
-        edhoc_cbor_put_uint(&w, 4);
-        edhoc_cbor_put_bstr(&w, kid, kid_len);
+        edhoc_put_id_cred_kid(&w, kid, kid_len);
         long n = edhoc_cbor_writer_finish(&w);
         if (n < 0)
             return EDHOC_ERR_TOO_LARGE;
@@ -424,7 +442,7 @@ static int plaintext_parse(const uint8_t *pt, size_t len, int method, int suite,
         return rc;
     if (it.type != EDHOC_CBOR_BSTR)
         return EDHOC_ERR_MALFORMED;
-    bool static_dh = with_cid ? (method == 1 || method == 3) : (method == 2 || method == 3);
+    bool static_dh = edhoc_static_dh_sender(method, with_cid ? 2 : 3);
     if (it.len != sig_or_mac_len(su, static_dh))
         return EDHOC_ERR_MAC_LENGTH;
     rx->sig_off = (size_t)(it.ptr - rx->plaintext);
@@ -472,13 +490,10 @@ int edhoc_error_message_parse(const uint8_t *msg, size_t len, struct edhoc_error
     struct edhoc_cbor_reader r;
     struct edhoc_cbor_item it;
     edhoc_cbor_reader_init(&r, msg, len);
-    int rc = next(&r, &it);
+    int rc = next_int(&r, &it);
     if (rc)
         return rc;
-    if (!is_int(&it))
-        return EDHOC_ERR_MALFORMED;
-    rc = int_value(&it, &info->code);
-    if (rc)
+    if (int_value(&it, &info->code))
         return EDHOC_ERR_MALFORMED;
     if (edhoc_cbor_at_end(&r))
         return EDHOC_ERR_MALFORMED; /* ERR_INFO is not optional */
