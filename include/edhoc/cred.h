@@ -70,6 +70,14 @@ struct edhoc_cred {
     size_t pub_len;
     uint8_t data[EDHOC_CRED_MAX_DATA];
     size_t data_len;
+    /* X.509: the leaf's validity window (Unix seconds, UTC), read once when
+     * the certificate is parsed so that checking it at every lookup costs
+     * no decoding. has_validity is false for a CCS, and for a certificate
+     * whose times could not be read (edhoc_cred_x509_validity then decodes
+     * the leaf and reports the error). */
+    bool has_validity;
+    int64_t not_before;
+    int64_t not_after;
 };
 
 /* A private authentication key (or an ephemeral key). */
@@ -146,8 +154,9 @@ bool edhoc_cred_equal(const struct edhoc_cred *a, const struct edhoc_cred *b);
  * the key is a signature-only curve (Ed25519, Ed448). */
 int edhoc_cred_dh_pub(const struct edhoc_cred *cred, const uint8_t **pub, size_t *len);
 
-/* Validity window of an X.509 leaf (seconds since the epoch, UTC).
- * Returns 0 or EDHOC_CRED_ERR_FORMAT (not X.509). */
+/* Validity window of an X.509 leaf (seconds since the epoch, UTC): the
+ * one cached at parse time (has_validity), else read by decoding the leaf.
+ * Returns 0 or EDHOC_CRED_ERR_FORMAT (not X.509, unreadable times). */
 int edhoc_cred_x509_validity(const struct edhoc_cred *cred, int64_t *not_before,
                              int64_t *not_after);
 
@@ -215,18 +224,33 @@ int edhoc_cred_cert_hash(int alg, const uint8_t *der, size_t der_len, uint8_t *o
 #define EDHOC_CRED_STORE_MAX_CREDS 48
 #define EDHOC_CRED_STORE_MAX_ANCHORS 8
 
+/* Facts about one configured credential, computed when it is added. */
+struct edhoc_cred_store_facts {
+    uint8_t leaf_sha256[32]; /* X.509: SHA-256 of the leaf DER, i.e. its x5t
+                              * for -16 and, first 8 bytes, for -15 */
+    bool has_leaf_sha256;
+    bool pub_checked;        /* pub was found to be a valid key of curve */
+};
+
 struct edhoc_cred_store {
     struct edhoc_cred creds[EDHOC_CRED_STORE_MAX_CREDS];     /* accepted peers */
     size_t n_creds;
     struct edhoc_cred anchors[EDHOC_CRED_STORE_MAX_ANCHORS]; /* CA certificates */
     size_t n_anchors;
     int64_t now; /* validation time (Unix seconds); 0 = the current time */
+    /* What edhoc_cred_store_add_cred worked out once about creds[i], so
+     * that a lookup hashes and parses nothing. creds[] must therefore only
+     * be filled through edhoc_cred_store_add_cred (an entry put there by
+     * hand has no facts and is looked up the slow way). */
+    struct edhoc_cred_store_facts facts[EDHOC_CRED_STORE_MAX_CREDS];
 };
 
 void edhoc_cred_store_init(struct edhoc_cred_store *store);
 /* Verify certificates at this time instead of now (tests). */
 void edhoc_cred_store_set_time(struct edhoc_cred_store *store, int64_t unix_seconds);
-/* A configured peer credential (CCS or X.509), accepted as is.
+/* A configured peer credential (CCS or X.509), accepted as is. What a
+ * lookup needs is worked out here, once: the leaf's SHA-256 (x5t), the
+ * validity window (when cred lacks it), the key check of a CCS.
  * Returns 0 or EDHOC_CRED_ERR_TOO_LARGE (store full). */
 int edhoc_cred_store_add_cred(struct edhoc_cred_store *store, const struct edhoc_cred *cred);
 /* A trust anchor: an X.509 CA certificate (only the leaf of `ca` is used).
@@ -245,10 +269,15 @@ int edhoc_cred_store_add_file(struct edhoc_cred_store *store, const char *path, 
  *  - x5t: the configured X.509 credential whose leaf has that hash;
  *  - kccs: accepted only when equal to a configured credential (same
  *    bytes or same public key); *out is then the received CCS;
- *  - x5chain: a configured X.509 credential with the same leaf, else the
- *    chain verified with OpenSSL against the anchors (signatures, validity
- *    at store->now, basic constraints); *out is the received chain.
+ *  - x5chain: a configured X.509 credential with the same leaf DER
+ *    (compared as bytes; the leaf is not decoded, key and validity are
+ *    the configured ones), else the chain verified with OpenSSL against
+ *    the anchors (signatures, validity at store->now, basic constraints);
+ *    *out is the received chain.
  * X.509 results are checked against the validity window in every case.
+ * Configured credentials are found by comparing bytes with what
+ * edhoc_cred_store_add_cred cached: no decoding, hashing or key check
+ * (only certificates a peer appends to a configured chain are read).
  * Returns 0, EDHOC_CRED_ERR_FORMAT (bad map or certificate/CCS),
  * EDHOC_CRED_ERR_UNKNOWN (nothing matches: EDHOC error code 3),
  * EDHOC_CRED_ERR_UNTRUSTED (chain does not verify to an anchor),

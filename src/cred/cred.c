@@ -101,6 +101,56 @@ bool edhoc_cred_equal(const struct edhoc_cred *a, const struct edhoc_cred *b)
            memcmp(a->cred, b->cred, a->cred_len) == 0;
 }
 
+int cred_x509_assemble(struct edhoc_cred *cred, const uint8_t *const *certs,
+                       const size_t *lens, size_t n)
+{
+    memset(cred, 0, sizeof *cred);
+    if (n == 0)
+        return EDHOC_CRED_ERR_FORMAT;
+    if (n > EDHOC_CRED_MAX_CHAIN)
+        return EDHOC_CRED_ERR_TOO_LARGE;
+    size_t head = edhoc_cbor_head_len(lens[0]);
+    size_t total = head;
+    for (size_t i = 0; i < n; i++) {
+        if (lens[i] == 0 || lens[i] > EDHOC_CRED_MAX_DATA)
+            return EDHOC_CRED_ERR_FORMAT;
+        total += lens[i];
+    }
+    if (total > EDHOC_CRED_MAX_DATA)
+        return EDHOC_CRED_ERR_TOO_LARGE;
+
+    /* CRED_x of a certificate is the leaf DER as a CBOR byte string; it is
+     * stored right before the leaf so that cred and certs[0] share bytes. */
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, cred->data, sizeof cred->data);
+    edhoc_cbor_put_bstr_head(&w, lens[0]);
+    if (edhoc_cbor_writer_finish(&w) != (long)head)
+        return EDHOC_CRED_ERR_FORMAT;
+    size_t pos = head;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(cred->data + pos, certs[i], lens[i]);
+        cred->certs[i] = cred->data + pos;
+        cred->cert_lens[i] = lens[i];
+        pos += lens[i];
+    }
+    cred->n_certs = n;
+    cred->data_len = pos;
+    cred->cred = cred->data;
+    cred->cred_len = head + lens[0];
+    cred->type = EDHOC_CRED_X509;
+    return 0;
+}
+
+void cred_x509_set_leaf_info(struct edhoc_cred *cred, const struct cred_x509_info *info)
+{
+    cred->curve = info->curve;
+    memcpy(cred->pub, info->pub, info->pub_len);
+    cred->pub_len = info->pub_len;
+    cred->has_validity = info->has_validity;
+    cred->not_before = info->has_validity ? info->not_before : 0;
+    cred->not_after = info->has_validity ? info->not_after : 0;
+}
+
 int edhoc_cred_dh_pub(const struct edhoc_cred *cred, const uint8_t **pub, size_t *len)
 {
     switch (cred->curve) {
@@ -159,7 +209,8 @@ static bool seen_before(const uint8_t *const *seen, const size_t *seen_len, size
     return false;
 }
 
-static int parse_cose_key(struct edhoc_cbor_reader *r, struct edhoc_cred *cred)
+static int parse_cose_key(struct edhoc_cbor_reader *r, struct edhoc_cred *cred,
+                          bool check_point)
 {
     size_t pairs;
     if (edhoc_cbor_get_map(r, &pairs) != 0 || pairs > CCS_MAX_PAIRS)
@@ -234,14 +285,14 @@ static int parse_cose_key(struct edhoc_cbor_reader *r, struct edhoc_cred *cred)
         return EDHOC_CRED_ERR_FORMAT;
     }
     cred->curve = (int)crv;
-    if (!cred_pub_is_valid(cred->curve, cred->pub, cred->pub_len))
+    if (check_point && !cred_pub_is_valid(cred->curve, cred->pub, cred->pub_len))
         return EDHOC_CRED_ERR_FORMAT;
     if (have_kid)
         edhoc_cred_set_kid(cred, kid, kid_len);
     return 0;
 }
 
-static int parse_cnf(struct edhoc_cbor_reader *r, struct edhoc_cred *cred)
+static int parse_cnf(struct edhoc_cbor_reader *r, struct edhoc_cred *cred, bool check_point)
 {
     size_t pairs;
     if (edhoc_cbor_get_map(r, &pairs) != 0 || pairs != 1)
@@ -249,10 +300,15 @@ static int parse_cnf(struct edhoc_cbor_reader *r, struct edhoc_cred *cred)
     int64_t method;
     if (edhoc_cbor_get_int(r, &method) != 0 || method != CNF_COSE_KEY)
         return EDHOC_CRED_ERR_FORMAT; /* Encrypted_COSE_Key, kid-only cnf: unsupported */
-    return parse_cose_key(r, cred);
+    return parse_cose_key(r, cred, check_point);
 }
 
 int edhoc_cred_from_ccs(struct edhoc_cred *cred, const uint8_t *ccs, size_t len)
+{
+    return cred_ccs_parse(cred, ccs, len, true);
+}
+
+int cred_ccs_parse(struct edhoc_cred *cred, const uint8_t *ccs, size_t len, bool check_point)
 {
     memset(cred, 0, sizeof *cred);
     if (len > EDHOC_CRED_MAX_DATA)
@@ -280,7 +336,7 @@ int edhoc_cred_from_ccs(struct edhoc_cred *cred, const uint8_t *ccs, size_t len)
             seen_before(seen, seen_len, i, seen[i], seen_len[i]))
             goto bad;
         if (is_int && label == CWT_CLAIM_CNF) {
-            if (parse_cnf(&r, cred) != 0)
+            if (parse_cnf(&r, cred, check_point) != 0)
                 goto bad;
             have_cnf = true;
         } else if (edhoc_cbor_skip(&r) != 0) {

@@ -22,6 +22,10 @@ struct cred_x509_info {
     uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
     size_t pub_len;
     bool is_ca;
+    /* Validity window; has_validity false when the times are unreadable. */
+    bool has_validity;
+    int64_t not_before;
+    int64_t not_after;
 };
 
 /* Read one DER certificate. len_used receives its length when der holds
@@ -29,18 +33,36 @@ struct cred_x509_info {
 int cred_x509_inspect(const uint8_t *der, size_t len, size_t *len_used,
                       struct cred_x509_info *info);
 
+/* Lay out DER certificates (leaf first) in cred as an X.509 credential
+ * (data, certs, cred = leaf as a CBOR bstr) without reading them: curve,
+ * pub and the validity window are left for the caller. Returns 0,
+ * EDHOC_CRED_ERR_FORMAT (no or empty certificate), EDHOC_CRED_ERR_TOO_LARGE. */
+int cred_x509_assemble(struct edhoc_cred *cred, const uint8_t *const *certs,
+                       const size_t *lens, size_t n);
+
+/* Copy what reading the leaf gave into cred. */
+void cred_x509_set_leaf_info(struct edhoc_cred *cred, const struct cred_x509_info *info);
+
+/* A received x5chain that is no configured credential: decode each
+ * certificate once, lay the chain out in out (as edhoc_cred_from_der_chain)
+ * and verify it against the store's anchors at store->now. Returns 0,
+ * EDHOC_CRED_ERR_FORMAT, EDHOC_CRED_ERR_UNTRUSTED, EDHOC_CRED_ERR_EXPIRED;
+ * out is zeroed on failure. */
+int cred_x509_resolve_chain(const struct edhoc_cred_store *store,
+                            const uint8_t *const *certs, const size_t *lens, size_t n,
+                            struct edhoc_cred *out);
+
+/* CCS parsing; check_point false skips the (costly) check that an EC2 key
+ * is a point of its curve, for bytes already known to hold a valid one. */
+int cred_ccs_parse(struct edhoc_cred *cred, const uint8_t *ccs, size_t len, bool check_point);
+
 /* PEM certificates -> DER list; returns the count or EDHOC_CRED_ERR_*. The
  * DER bytes are written consecutively into buf. */
 int cred_pem_to_der(const uint8_t *pem, size_t len, uint8_t *buf, size_t cap,
                     size_t *lens, size_t max_certs);
 
-/* Verify the chain in cred (leaf first) against the store's anchors at
- * time `now` (0 = current). Returns 0, EDHOC_CRED_ERR_UNTRUSTED,
- * EDHOC_CRED_ERR_EXPIRED, EDHOC_CRED_ERR_FORMAT. */
-int cred_x509_verify_chain(const struct edhoc_cred_store *store, const struct edhoc_cred *cred,
-                           int64_t now);
-
-/* Only the validity window of the leaf. Returns 0, EDHOC_CRED_ERR_EXPIRED,
+/* Only the validity window of the leaf (the one cached in cred when there
+ * is one, so no decoding). Returns 0, EDHOC_CRED_ERR_EXPIRED,
  * EDHOC_CRED_ERR_FORMAT. */
 int cred_x509_check_time(const struct edhoc_cred *cred, int64_t now);
 

@@ -77,6 +77,31 @@ int cred_pkey_public(EVP_PKEY *pkey, int *curve, uint8_t *pub, size_t *pub_len)
     return 0;
 }
 
+static int64_t asn1_time_to_unix(const ASN1_TIME *t, bool *ok)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (!t || ASN1_TIME_to_tm(t, &tm) != 1) {
+        *ok = false;
+        return 0;
+    }
+    return (int64_t)timegm(&tm);
+}
+
+/* The facts of a decoded certificate that credentials keep. */
+static int read_cert(X509 *x, struct cred_x509_info *info)
+{
+    EVP_PKEY *pkey = X509_get0_pubkey(x);
+    if (!pkey || cred_pkey_public(pkey, &info->curve, info->pub, &info->pub_len) != 0)
+        return EDHOC_CRED_ERR_FORMAT;
+    info->is_ca = (X509_get_extension_flags(x) & EXFLAG_CA) != 0;
+    bool ok = true;
+    info->not_before = asn1_time_to_unix(X509_get0_notBefore(x), &ok);
+    info->not_after = asn1_time_to_unix(X509_get0_notAfter(x), &ok);
+    info->has_validity = ok;
+    return 0;
+}
+
 int cred_x509_inspect(const uint8_t *der, size_t len, size_t *len_used,
                       struct cred_x509_info *info)
 {
@@ -89,13 +114,9 @@ int cred_x509_inspect(const uint8_t *der, size_t len, size_t *len_used,
     if (!x)
         return EDHOC_CRED_ERR_FORMAT;
     *len_used = (size_t)(p - der);
-    int rc = EDHOC_CRED_ERR_FORMAT;
-    EVP_PKEY *pkey = X509_get0_pubkey(x);
-    if (pkey && cred_pkey_public(pkey, &info->curve, info->pub, &info->pub_len) == 0) {
-        info->is_ca = (X509_get_extension_flags(x) & EXFLAG_CA) != 0;
-        rc = 0;
-    }
+    int rc = read_cert(x, info);
     X509_free(x);
+    ERR_clear_error();
     return rc;
 }
 
@@ -145,51 +166,20 @@ int cred_pem_to_der(const uint8_t *pem, size_t len, uint8_t *buf, size_t cap,
 int edhoc_cred_from_der_chain(struct edhoc_cred *cred, const uint8_t *const *certs,
                               const size_t *lens, size_t n)
 {
-    memset(cred, 0, sizeof *cred);
-    if (n == 0)
-        return EDHOC_CRED_ERR_FORMAT;
-    if (n > EDHOC_CRED_MAX_CHAIN)
-        return EDHOC_CRED_ERR_TOO_LARGE;
-    size_t head = edhoc_cbor_head_len(lens[0]);
-    size_t total = head;
-    for (size_t i = 0; i < n; i++) {
-        if (lens[i] == 0 || lens[i] > EDHOC_CRED_MAX_DATA)
-            return EDHOC_CRED_ERR_FORMAT;
-        total += lens[i];
-    }
-    if (total > EDHOC_CRED_MAX_DATA)
-        return EDHOC_CRED_ERR_TOO_LARGE;
-
-    /* CRED_x of a certificate is the leaf DER as a CBOR byte string; it is
-     * stored right before the leaf so that cred and certs[0] share bytes. */
-    struct edhoc_cbor_writer w;
-    edhoc_cbor_writer_init(&w, cred->data, sizeof cred->data);
-    edhoc_cbor_put_bstr_head(&w, lens[0]);
-    if (edhoc_cbor_writer_finish(&w) != (long)head)
-        return EDHOC_CRED_ERR_FORMAT;
-    size_t pos = head;
+    int rc = cred_x509_assemble(cred, certs, lens, n);
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         struct cred_x509_info info;
         size_t used;
-        if (cred_x509_inspect(certs[i], lens[i], &used, &info) != 0 || used != lens[i]) {
+        if (cred_x509_inspect(cred->certs[i], cred->cert_lens[i], &used, &info) != 0 ||
+            used != cred->cert_lens[i]) {
             memset(cred, 0, sizeof *cred);
             return EDHOC_CRED_ERR_FORMAT;
         }
-        if (i == 0) {
-            cred->curve = info.curve;
-            memcpy(cred->pub, info.pub, info.pub_len);
-            cred->pub_len = info.pub_len;
-        }
-        memcpy(cred->data + pos, certs[i], lens[i]);
-        cred->certs[i] = cred->data + pos;
-        cred->cert_lens[i] = lens[i];
-        pos += lens[i];
+        if (i == 0)
+            cred_x509_set_leaf_info(cred, &info);
     }
-    cred->n_certs = n;
-    cred->data_len = pos;
-    cred->cred = cred->data;
-    cred->cred_len = head + lens[0];
-    cred->type = EDHOC_CRED_X509;
     return 0;
 }
 
@@ -256,20 +246,18 @@ static X509 *leaf_x509(const struct edhoc_cred *cred, size_t i)
     return d2i_X509(NULL, &p, (long)cred->cert_lens[i]);
 }
 
-static int64_t asn1_time_to_unix(const ASN1_TIME *t, bool *ok)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    if (ASN1_TIME_to_tm(t, &tm) != 1) {
-        *ok = false;
-        return 0;
-    }
-    return (int64_t)timegm(&tm);
-}
-
 int edhoc_cred_x509_validity(const struct edhoc_cred *cred, int64_t *not_before,
                              int64_t *not_after)
 {
+    if (cred->type != EDHOC_CRED_X509 || cred->n_certs == 0)
+        return EDHOC_CRED_ERR_FORMAT;
+    if (cred->has_validity) {
+        *not_before = cred->not_before;
+        *not_after = cred->not_after;
+        return 0;
+    }
+    /* Not read at parse time (a credential laid out by hand, or times
+     * OpenSSL could not convert): decode the leaf now. */
     X509 *x = leaf_x509(cred, 0);
     if (!x)
         return EDHOC_CRED_ERR_FORMAT;
@@ -277,6 +265,7 @@ int edhoc_cred_x509_validity(const struct edhoc_cred *cred, int64_t *not_before,
     *not_before = asn1_time_to_unix(X509_get0_notBefore(x), &ok);
     *not_after = asn1_time_to_unix(X509_get0_notAfter(x), &ok);
     X509_free(x);
+    ERR_clear_error();
     return ok ? 0 : EDHOC_CRED_ERR_FORMAT;
 }
 
@@ -291,37 +280,21 @@ int cred_x509_check_time(const struct edhoc_cred *cred, int64_t now)
     return now < nb || now > na ? EDHOC_CRED_ERR_EXPIRED : 0;
 }
 
-int cred_x509_verify_chain(const struct edhoc_cred_store *store, const struct edhoc_cred *cred,
-                           int64_t now)
+/* Verify leaf (+ untrusted intermediates) against the store's anchors. */
+static int verify_decoded(const struct edhoc_cred_store *store, X509 *leaf,
+                          STACK_OF(X509) *untrusted, int64_t now)
 {
-    if (cred->type != EDHOC_CRED_X509 || cred->n_certs == 0)
-        return EDHOC_CRED_ERR_FORMAT;
-    if (store->n_anchors == 0)
-        return EDHOC_CRED_ERR_UNTRUSTED;
-
     int rc = EDHOC_CRED_ERR_UNTRUSTED;
     X509_STORE *xs = X509_STORE_new();
     X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-    STACK_OF(X509) *untrusted = sk_X509_new_null();
-    X509 *leaf = leaf_x509(cred, 0);
-    if (!xs || !ctx || !untrusted || !leaf) {
-        rc = leaf ? EDHOC_CRED_ERR_UNTRUSTED : EDHOC_CRED_ERR_FORMAT;
+    if (!xs || !ctx)
         goto out;
-    }
     for (size_t i = 0; i < store->n_anchors; i++) {
         X509 *a = leaf_x509(&store->anchors[i], 0);
         if (!a)
             continue;
         X509_STORE_add_cert(xs, a);
         X509_free(a);
-    }
-    for (size_t i = 1; i < cred->n_certs; i++) {
-        X509 *c = leaf_x509(cred, i);
-        if (!c || !sk_X509_push(untrusted, c)) {
-            X509_free(c);
-            rc = EDHOC_CRED_ERR_FORMAT;
-            goto out;
-        }
     }
     if (X509_STORE_CTX_init(ctx, xs, leaf, untrusted) != 1)
         goto out;
@@ -343,11 +316,59 @@ int cred_x509_verify_chain(const struct edhoc_cred_store *store, const struct ed
         }
     }
 out:
-    ERR_clear_error();
-    X509_free(leaf);
-    sk_X509_pop_free(untrusted, X509_free);
     X509_STORE_CTX_free(ctx);
     X509_STORE_free(xs);
+    return rc;
+}
+
+int cred_x509_resolve_chain(const struct edhoc_cred_store *store,
+                            const uint8_t *const *certs, const size_t *lens, size_t n,
+                            struct edhoc_cred *out)
+{
+    int rc = cred_x509_assemble(out, certs, lens, n);
+    if (rc != 0) {
+        memset(out, 0, sizeof *out);
+        return EDHOC_CRED_ERR_FORMAT;
+    }
+    /* Each certificate is decoded once, for its key and times and for the
+     * verification alike. */
+    X509 *x[EDHOC_CRED_MAX_CHAIN] = {NULL};
+    STACK_OF(X509) *untrusted = NULL;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const unsigned char *p = out->certs[i];
+        struct cred_x509_info info;
+        x[i] = d2i_X509(NULL, &p, (long)out->cert_lens[i]);
+        if (!x[i] || (size_t)(p - out->certs[i]) != out->cert_lens[i] ||
+            read_cert(x[i], &info) != 0)
+            rc = EDHOC_CRED_ERR_FORMAT;
+        else if (i == 0)
+            cred_x509_set_leaf_info(out, &info);
+    }
+    if (rc != 0)
+        goto out;
+    if (store->n_anchors == 0) {
+        rc = EDHOC_CRED_ERR_UNTRUSTED;
+        goto out;
+    }
+    untrusted = sk_X509_new_null();
+    if (!untrusted) {
+        rc = EDHOC_CRED_ERR_UNTRUSTED;
+        goto out;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (!sk_X509_push(untrusted, x[i])) {
+            rc = EDHOC_CRED_ERR_UNTRUSTED;
+            goto out;
+        }
+    }
+    rc = verify_decoded(store, x[0], untrusted, store->now);
+out:
+    ERR_clear_error();
+    sk_X509_free(untrusted); /* the certificates are freed below */
+    for (size_t i = 0; i < n; i++)
+        X509_free(x[i]);
+    if (rc != 0)
+        memset(out, 0, sizeof *out);
     return rc;
 }
 
