@@ -347,7 +347,8 @@ int cmd_coap(int argc, char **argv)
     if (json)
         printf("\n]}\n");
     edhoc_transport_client_forget(t, tok, tl);
-    if (repeat > 1 && !observe && exit_code == CLI_EXIT_OK) {
+    /* Any answer counts (an unprotected request may well get 4.01). */
+    if (repeat > 1 && !observe && (exit_code == CLI_EXIT_OK || (!ctx && exit_code == CLI_EXIT_FAILURE))) {
         /* Throughput: the same request again, one at a time. */
         uint64_t t0 = cli_now_ns();
         long ok = 0;

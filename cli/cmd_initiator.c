@@ -64,6 +64,8 @@ struct run {
     char id_cred_r[16];
     uint64_t t0, t_handshake, t_end;
     size_t exchanges;
+    long repeat, repeat_ok, repeat_failed; /* --repeat */
+    double repeat_s;
 };
 
 static void on_trace(void *ctx, const char *name, const uint8_t *v, size_t len)
@@ -169,6 +171,8 @@ struct ctx {
     long timeout_s;
     long block_size;
     long repeat;
+    uint8_t echo[40];
+    size_t echo_len;
     struct cli_side side;
     struct edhoc_transport *t;
     struct cli_dgram_log log;
@@ -231,11 +235,35 @@ static long edhoc_post(struct ctx *c, const uint8_t *prefix, size_t prefix_len, 
         -1, c->req, EDHOC_TRANSPORT_MAX_MESSAGE);
     if (n < 0)
         return EDHOC_TRANSPORT_ERR_MALFORMED;
+    if (c->echo_len) {
+        /* The server asked for proof of reachability (RFC 9528 A.2, RFC 9175). */
+        long en = cli_coap_with_echo(c->req, (size_t)n, c->echo, c->echo_len, c->buf,
+                                     EDHOC_TRANSPORT_MAX_MESSAGE);
+        if (en < 0)
+            return EDHOC_TRANSPORT_ERR_MALFORMED;
+        memcpy(c->req, c->buf, (size_t)en);
+        n = en;
+        c->echo_len = 0;
+    }
     int left = left_ms(deadline);
     if (timeout_cap_ms > 0 && left > timeout_cap_ms)
         left = timeout_cap_ms;
     return edhoc_transport_client_request(c->t, c->req, (size_t)n, c->resp,
                                           EDHOC_TRANSPORT_MAX_MESSAGE, left);
+}
+
+/* A 4.01 carrying an Echo option: keep its value for the repeated request. */
+static bool take_echo(struct ctx *c, const uint8_t *resp, size_t len)
+{
+    struct coap_msg m;
+    if (coap_msg_parse(resp, len, &m) || m.code != COAP_CODE_UNAUTHORIZED)
+        return false;
+    const struct coap_option *o = coap_msg_find_option(&m, COAP_OPT_ECHO);
+    if (!o || o->len == 0 || o->len > sizeof c->echo)
+        return false;
+    memcpy(c->echo, o->value, o->len);
+    c->echo_len = o->len;
+    return true;
 }
 
 /* After a local failure: tell the responder (best effort, not waited for long). */
@@ -295,6 +323,13 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         long rn = edhoc_post(c, &true_prefix, c->framing == EDHOC_FRAMING_A2 ? 1 : 0, c->msg,
                              (size_t)n, deadline, 0);
         c->log.current = -1;
+        if (rn > 0 && take_echo(c, c->resp, (size_t)rn)) {
+            add_exchange_rows(run, &c->log, "message_1", n, "(4.01 Echo)", -1);
+            cli_dgram_log_begin(&c->log, "message_1 (Echo)");
+            rn = edhoc_post(c, &true_prefix, c->framing == EDHOC_FRAMING_A2 ? 1 : 0, c->msg,
+                            (size_t)n, deadline, 0);
+            c->log.current = -1;
+        }
         if (rn < 0) {
             add_exchange_rows(run, &c->log, "message_1", n, NULL, -1);
             fail(run, transport_exit(rn), "message_1 to %s: %s",
@@ -577,6 +612,8 @@ static void print_text(const struct ctx *c, const struct run *run)
     totals(run, &edhoc, &coap, &dgrams, &hs);
     fprintf(f, "  %-32s      %7zu %9zu %10zu\n", "total", edhoc, coap, dgrams);
     fprintf(f, "  EDHOC messages %zu bytes in %zu CoAP/UDP bytes (handshake exchanges)\n", edhoc, hs);
+    fprintf(f, "  (CoAP/UDP: every datagram of the exchange in that direction, as sent or received:\n"
+               "   retransmissions, block-wise follow-ups and empty ACKs included)\n");
     double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
     double all_ms = (double)(run->t_end - run->t0) / 1e6;
     if (run->exit_code) {
@@ -686,6 +723,11 @@ static void print_json(const struct ctx *c, const struct run *run)
         fprintf(f, "}");
     }
     fprintf(f, "\n  ]");
+    if (run->repeat > 1)
+        fprintf(f, ",\n  \"repeat\": {\"handshakes\": %ld, \"ok\": %ld, \"failed\": %ld, "
+                   "\"seconds\": %.3f, \"handshakes_per_second\": %.1f}",
+                run->repeat, run->repeat_ok, run->repeat_failed, run->repeat_s,
+                run->repeat_s > 0 ? (double)(run->repeat_ok - 1) / run->repeat_s : 0.0);
     if (c->o.trace) {
         fprintf(f, ",\n  \"trace\": [");
         for (size_t i = 0; i < run->n_trace; i++) {
@@ -965,18 +1007,21 @@ int cmd_initiator(int argc, char **argv)
     double rep_s = (double)(cli_now_ns() - rep_t0) / 1e9;
     free(more);
     cli_dgram_log_stop(&c->log);
+    if (c->repeat > 1 && !run->exit_code) {
+        run->repeat = c->repeat;
+        run->repeat_ok = done;
+        run->repeat_failed = failed;
+        run->repeat_s = rep_s;
+    }
     if (c->o.json)
         print_json(c, run);
     else
         print_text(c, run);
-    if (c->repeat > 1 && !run->exit_code) {
-        struct edhoc_transport_stats ts;
-        edhoc_transport_get_stats(&ts);
-        printf(c->o.json ? "{\"repeat\": %ld, \"ok\": %ld, \"failed\": %ld, \"seconds\": %.3f, "
-                           "\"handshakes_per_second\": %.1f}\n"
-                         : "Repeat: %ld handshakes, %ld ok, %ld failed, %.3f s after the first: "
-                           "%.1f handshakes/s\n",
-               c->repeat, done, failed, rep_s, rep_s > 0 ? (double)(done - 1) / rep_s : 0.0);
+    if (run->repeat > 1) {
+        if (!c->o.json)
+            printf("Repeat: %ld handshakes, %ld ok, %ld failed, %.3f s after the first: "
+                   "%.1f handshakes/s\n",
+                   run->repeat, done, failed, rep_s, rep_s > 0 ? (double)(done - 1) / rep_s : 0.0);
         if (failed)
             run->exit_code = CLI_EXIT_FAILURE;
     }

@@ -310,7 +310,8 @@ fail:
 static int send_notification(void *user, struct edhoc_transport_peer *peer, const uint8_t *msg,
                              size_t len)
 {
-    return edhoc_transport_peer_send(user, peer, msg, len, false);
+    /* Confirmable, so that an observer that went away is noticed. */
+    return edhoc_transport_peer_send(user, peer, msg, len, true);
 }
 
 static void usage(FILE *f)
@@ -331,10 +332,13 @@ static void usage(FILE *f)
             "  --suites LIST           cipher suites supported (default: all)\n"
             "  --id-cred TYPE          how ID_CRED_R names the credential: kid, kccs, x5t, x5chain\n"
             "  --message-4             send message_4 after message_3\n"
+            "  --echo                  answer a message_1 without a valid Echo option with 4.01 +\n"
+            "                          Echo (RFC 9175): reachability first, crypto later\n"
             "  --ead-2 / --ead-4 LABEL[:HEX], --ead-accept LABEL   EAD items\n"
             "  --oscore-context FILE   a static OSCORE context (libcoap format; repeatable)\n"
             "  --state-dir DIR         keep contexts and sequence-number marks in DIR/%s\n"
-            "  --max-pending N         handshakes in progress at once (default 256; oldest evicted)\n"
+            "  --max-pending N         handshakes in progress at once (1..65536, default 256; the\n"
+            "                          oldest is evicted when a new one needs room)\n"
             "  --handshake-timeout S   drop a handshake after S seconds without message_3 (60)\n"
             "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
             "  --ready-file FILE       write the bound ports (one per line) once serving\n"
@@ -406,7 +410,7 @@ int cmd_responder(int argc, char **argv)
     const char *static_paths[MAX_STATIC];
     size_t n_static = 0;
     const char *state_dir = NULL, *pidfile = NULL, *ready_file = NULL;
-    bool daemon = false, use_syslog = false;
+    bool daemon = false, use_syslog = false, echo_m1 = false;
     int verbosity = 0;
     long max_pending = 256, hs_timeout = 60, block_size = 0;
     int exit_code = CLI_EXIT_USAGE;
@@ -444,10 +448,13 @@ int cmd_responder(int argc, char **argv)
             snprintf(name, sizeof name, "%s", arg);
             value = i + 1 < argc ? argv[i + 1] : NULL;
         }
-        bool flag = !strcmp(name, "--daemon") || !strcmp(name, "--syslog");
+        bool flag = !strcmp(name, "--daemon") || !strcmp(name, "--syslog") ||
+                    !strcmp(name, "--echo");
         if (flag) {
             if (!strcmp(name, "--daemon"))
                 daemon = true;
+            else if (!strcmp(name, "--echo"))
+                echo_m1 = true;
             else
                 use_syslog = true;
             continue;
@@ -529,9 +536,9 @@ int cmd_responder(int argc, char **argv)
         fprintf(stderr, "edhoc-cli responder: give --cred and --key in pairs\n");
         goto out;
     }
-    if (max_pending < 1 || max_pending > 1000000 || hs_timeout < 1 ||
+    if (max_pending < 1 || max_pending > 65536 || hs_timeout < 1 ||
         (block_size && (block_size < 16 || block_size > 1024 || (block_size & (block_size - 1))))) {
-        fprintf(stderr, "edhoc-cli responder: --max-pending 1..1000000, --handshake-timeout >= 1, "
+        fprintf(stderr, "edhoc-cli responder: --max-pending 1..65536, --handshake-timeout >= 1, "
                         "--block-size a power of two in 16..1024\n");
         goto out;
     }
@@ -590,6 +597,7 @@ int cmd_responder(int argc, char **argv)
         .max_pending = (size_t)max_pending,
         .pending_timeout_s = (unsigned)hs_timeout,
         .message_4 = r->o.message_4,
+        .echo_message_1 = echo_m1,
         .db = db,
         .log = cli_log_line,
     };
@@ -675,6 +683,7 @@ int cmd_responder(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
     }
     edhoc_server_set_sender(srv, send_notification, t);
+    edhoc_transport_server_on_failure(t, edhoc_server_peer_failed, srv);
 
     while (!stop_signal) {
         edhoc_server_tick(srv, cli_now_ns() / 1000000);

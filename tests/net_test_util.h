@@ -271,6 +271,22 @@ static inline uint16_t net_closed_port(void)
     return port;
 }
 
+/* Send one datagram from fd to 127.0.0.1:port and wait for one answer. */
+static inline long net_udp_exchange_fd(int fd, uint16_t port, const uint8_t *msg, size_t len,
+                                       uint8_t *resp, size_t cap, unsigned timeout_ms)
+{
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    struct timeval tv = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (sendto(fd, msg, len, 0, (struct sockaddr *)&a, sizeof a) != (ssize_t)len)
+        return -1;
+    return recv(fd, resp, cap, 0);
+}
+
 /* Send one datagram to 127.0.0.1:port and wait for one answer (bytes into
  * resp). Returns its length or -1. */
 static inline long net_udp_exchange(uint16_t port, const uint8_t *msg, size_t len, uint8_t *resp,

@@ -416,6 +416,86 @@ static void test_tshark_decrypts(void **state)
     net_proc_stop(&r, SIGTERM, 5000);
 }
 
+
+/* POST /.well-known/edhoc with f5 || message_1 of RFC 9529 trace 2. */
+static size_t raw_message_1(uint8_t *out, uint16_t mid)
+{
+    struct vec_scope v = vec_load("rfc9529-trace2.json");
+    uint8_t m1[128];
+    size_t n = vec_hex(v, "message_1", m1, sizeof m1);
+    size_t o = 0;
+    out[o++] = 0x42; /* CON, token length 2 */
+    out[o++] = 0x02; /* POST */
+    out[o++] = (uint8_t)(mid >> 8);
+    out[o++] = (uint8_t)mid;
+    out[o++] = 0x7a;
+    out[o++] = (uint8_t)mid;
+    out[o++] = 0xbb; /* Uri-Path (11), 11 bytes */
+    memcpy(out + o, ".well-known", 11);
+    o += 11;
+    out[o++] = 0x05;
+    memcpy(out + o, "edhoc", 5);
+    o += 5;
+    out[o++] = 0x11; /* Content-Format (12) */
+    out[o++] = 65;
+    out[o++] = 0xff;
+    out[o++] = 0xf5;
+    memcpy(out + o, m1, n);
+    return o + n;
+}
+
+static void test_pending_eviction_and_timeout(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "pending",
+                                         "--listen 127.0.0.1:0 --suites 2 --max-pending 1 "
+                                         "--handshake-timeout 1"),
+                     0);
+    uint8_t msg[256], resp[1024], again[1024];
+    size_t len = raw_message_1(msg, 0x1001);
+    /* A retransmission (same peer, same Message ID) gets the same answer
+     * and does not start a second handshake. */
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(fd >= 0);
+    long n = net_udp_exchange_fd(fd, r.port, msg, len, resp, sizeof resp, 3000);
+    assert_true(n > 4);
+    assert_int_equal(resp[1], 0x44); /* 2.04 with message_2 */
+    long n2 = net_udp_exchange_fd(fd, r.port, msg, len, again, sizeof again, 3000);
+    close(fd);
+    assert_int_equal(n2, n);
+    assert_memory_equal(again, resp, (size_t)n);
+    len = raw_message_1(msg, 0x1002);
+    n = net_udp_exchange(r.port, msg, len, resp, sizeof resp, 3000);
+    assert_true(n > 4);
+    assert_int_equal(resp[1], 0x44);
+    char *log = net_read_file(r.log);
+    assert_int_equal(net_count(log, "evicted (max pending 1 reached)"), 1);
+    free(log);
+    net_sleep_ms(2500);
+    log = net_read_file(r.log);
+    assert_int_equal(net_count(log, "outcome=timeout"), 1);
+    free(log);
+    /* message_3 for the expired handshake: an EDHOC error, 4.00. */
+    const uint8_t m3[] = {0x42, 0x02, 0x10, 0x03, 0x7a, 0x03, 0xbb, '.', 'w', 'e', 'l', 'l', '-',
+                          'k', 'n', 'o', 'w', 'n', 0x05, 'e', 'd', 'h', 'o', 'c', 0x11, 65, 0xff,
+                          0x27, 0x41, 0x00};
+    n = net_udp_exchange(r.port, m3, sizeof m3, resp, sizeof resp, 3000);
+    assert_true(n > 4);
+    assert_int_equal(resp[1], 0x80);
+    /* The EDHOC option (21) without an OSCORE option: 4.00 (RFC 9668). */
+    const uint8_t comb[] = {0x42, 0x02, 0x10, 0x04, 0x7a, 0x04, 0xd0, 0x08, 0xff, 0x41, 0x00};
+    n = net_udp_exchange(r.port, comb, sizeof comb, resp, sizeof resp, 3000);
+    assert_true(n >= 4);
+    assert_int_equal(resp[1], 0x80);
+    /* An unprotected GET of a protected resource: 4.01. */
+    const uint8_t get[] = {0x42, 0x01, 0x10, 0x05, 0x7a, 0x05, 0xb4, 't', 'i', 'm', 'e'};
+    n = net_udp_exchange(r.port, get, sizeof get, resp, sizeof resp, 3000);
+    assert_true(n >= 4);
+    assert_int_equal(resp[1], 0x81);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +503,7 @@ int main(void)
         cmocka_unit_test_teardown(test_corrupt_state_refused, after_each),
         cmocka_unit_test_teardown(test_sighup_keeps_contexts, after_each),
         cmocka_unit_test_teardown(test_daemon_pidfile, after_each),
+        cmocka_unit_test_teardown(test_pending_eviction_and_timeout, after_each),
         cmocka_unit_test_teardown(test_tshark_decrypts, after_each),
     };
     return cmocka_run_group_tests_name("cli_responder", tests, setup, teardown);

@@ -136,6 +136,14 @@ uint16_t edhoc_transport_server_port(const struct edhoc_transport *t, size_t i);
 struct edhoc_transport_peer *edhoc_transport_peer_hold(struct edhoc_transport_peer *p);
 void edhoc_transport_peer_release(struct edhoc_transport_peer *p);
 
+/* Called when a confirmable message sent with edhoc_transport_peer_send()
+ * was reset by the peer or never acknowledged (e.g. an observer that went
+ * away); token is that message's. */
+typedef void (*edhoc_transport_failure_fn)(void *user, struct edhoc_transport_peer *peer,
+                                           const uint8_t *token, size_t token_len);
+void edhoc_transport_server_on_failure(struct edhoc_transport *t, edhoc_transport_failure_fn fn,
+                                       void *user);
+
 /* Send a separate message (e.g. an Observe notification) to a held peer:
  * code, token, options and payload from msg; a fresh Message ID.
  * Returns 0, EDHOC_TRANSPORT_ERR_MALFORMED, _SEND, _NOMEM. */
@@ -203,6 +211,10 @@ struct edhoc_server_config {
     size_t max_pending;         /* in-progress handshakes (0: 256); the oldest is evicted */
     unsigned pending_timeout_s; /* 0: 60 */
     bool message_4;             /* send message_4 after message_3 */
+    /* Answer a message_1 without a valid Echo option with 4.01 + Echo
+     * (RFC 9528 Appendix A.2, RFC 9175): the initiator proves it receives
+     * at its address before the responder spends any crypto on it. */
+    bool echo_message_1;
     struct edhoc_state_db *db;  /* durable contexts and SSN marks; NULL: memory only */
     uint32_t ssn_freq;          /* SSN persistence interval K (0: 32) */
     unsigned counter_period_ms; /* /counter notification period (0: 1000) */
@@ -254,6 +266,11 @@ void edhoc_server_tick(struct edhoc_server *srv, uint64_t now_ms);
 void edhoc_server_drop_pending(struct edhoc_server *srv);
 
 void edhoc_server_get_stats(const struct edhoc_server *srv, struct edhoc_server_stats *st);
+
+/* A notification to this peer and token failed (an edhoc_transport_failure_fn
+ * with user = the server): the observer is removed. */
+void edhoc_server_peer_failed(void *srv, struct edhoc_transport_peer *peer, const uint8_t *token,
+                              size_t token_len);
 
 /* Set (or replace) the config's send callback, e.g. once the transport
  * exists. */

@@ -134,10 +134,12 @@ struct edhoc_server {
     size_t n_pending;
     uint64_t pending_seq;
     uint64_t now_ms; /* last tick */
+    uint64_t last_scan_ms;
     uint64_t next_counter_ms;
     uint32_t counter;
     struct observer observers[MAX_OBSERVERS];
     struct edhoc_server_stats st;
+    uint8_t echo_secret[32]; /* keys the stateless Echo values */
     struct edhoc_received rx; /* transient */
     uint8_t buf[EDHOC_MAX_MESSAGE + 16];
     uint8_t inner[OSCORE_MAX_PLAINTEXT + 64];
@@ -319,7 +321,7 @@ static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_l
     for (size_t len = 1; len <= 4; len++) {
         for (int attempt = 0; attempt < 16; attempt++) {
             uint8_t c[4];
-            if (srv->cfg.ops->random(NULL, c, len))
+            if (srv->cfg.ops->random(srv->cfg.ops->rng_ctx, c, len))
                 return -1;
             if (len == 1 && !(c[0] <= 0x17 || (c[0] >= 0x20 && c[0] <= 0x37)))
                 c[0] = (uint8_t)(c[0] % 44 < 24 ? c[0] % 44 : 0x20 + c[0] % 44 - 24);
@@ -351,6 +353,11 @@ struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
         srv->cfg.counter_period_ms = 1000;
     srv->pending = calloc(srv->cfg.max_pending, sizeof *srv->pending);
     if (!srv->pending) {
+        free(srv);
+        return NULL;
+    }
+    if (srv->cfg.ops->random(srv->cfg.ops->rng_ctx, srv->echo_secret, sizeof srv->echo_secret)) {
+        free(srv->pending);
         free(srv);
         return NULL;
     }
@@ -803,9 +810,9 @@ static long on_peer_error(struct edhoc_server *srv, const struct coap_msg *req, 
     int rc = edhoc_session_process_error(&h->s, msg, len, &info);
     char why[160];
     if (rc == EDHOC_ERR_PEER_ERROR)
-        snprintf(why, sizeof why, "error message from the initiator: ERR_CODE %lld %.*s",
-                 (long long)info.code, (int)(info.text_len < 100 ? info.text_len : 100),
-                 info.text ? info.text : "");
+        snprintf(why, sizeof why, "error message from the initiator: ERR_CODE %lld%s%.*s",
+                 (long long)info.code, info.text_len ? " " : "",
+                 (int)(info.text_len < 100 ? info.text_len : 100), info.text ? info.text : "");
     else
         snprintf(why, sizeof why, "malformed error message from the initiator");
     srv->st.handshakes_failed++;
@@ -820,6 +827,49 @@ static bool first_is_error(const uint8_t *p, size_t len)
            edhoc_message_is_error(p, len);
 }
 
+/* A stateless Echo value for a peer address: H(secret, peer, 30 s slot). */
+static void echo_value(const struct edhoc_server *srv, const char *peer, uint64_t slot,
+                       uint8_t out[OSCORE_ECHO_LEN])
+{
+    uint8_t in[32 + MAX_PEER_NAME + 8], h[64];
+    size_t pl = strlen(peer) < MAX_PEER_NAME ? strlen(peer) : MAX_PEER_NAME;
+    memcpy(in, srv->echo_secret, 32);
+    memcpy(in + 32, peer, pl);
+    for (int i = 0; i < 8; i++)
+        in[32 + pl + i] = (uint8_t)(slot >> (8 * i));
+    if (srv->cfg.ops->hash(EDHOC_COSE_SHA256, in, 32 + pl + 8, h))
+        memset(h, 0, sizeof h);
+    memcpy(out, h, OSCORE_ECHO_LEN);
+}
+
+/* True when message_1 may proceed; else out holds the 4.01 Echo challenge. */
+static bool echo_ok(struct edhoc_server *srv, const struct coap_msg *req, const char *peer,
+                    uint8_t *out, size_t cap, long *resp_len)
+{
+    uint64_t slot = (uint64_t)time(NULL) / 30;
+    uint8_t v[OSCORE_ECHO_LEN];
+    const struct coap_option *e = coap_msg_find_option(req, COAP_OPT_ECHO);
+    for (uint64_t s = slot; e && e->len == OSCORE_ECHO_LEN && s + 1 >= slot; s--) {
+        echo_value(srv, peer, s, v);
+        if (edhoc_ct_equal(v, e->value, OSCORE_ECHO_LEN))
+            return true;
+        if (s == 0)
+            break;
+    }
+    echo_value(srv, peer, slot, v);
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = req->type == COAP_TYPE_CON ? COAP_TYPE_ACK : COAP_TYPE_NON;
+    m.code = COAP_CODE_UNAUTHORIZED;
+    m.mid = req->mid;
+    m.token_len = req->token_len;
+    memcpy(m.token, req->token, req->token_len);
+    coap_msg_add_option(&m, COAP_OPT_ECHO, v, sizeof v);
+    long n = coap_msg_encode(&m, out, cap);
+    *resp_len = n < 0 ? -1 : n;
+    return false;
+}
+
 static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, const char *peer,
                           uint8_t *out, size_t cap)
 {
@@ -827,12 +877,18 @@ static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, 
     size_t len = req->payload_len;
     if (!p || len == 0)
         return edhoc_error_text(req, "empty EDHOC request", out, cap);
+    long echo_resp = 0;
+    bool bare_m1 = p[0] <= 3 && len >= 2 && (p[1] & 0xe0) != 0x40 && (p[1] & 0xe0) != 0x60 &&
+                   p[1] != 0xf5;
+    if (srv->cfg.echo_message_1 && (p[0] == 0xf5 || bare_m1) &&
+        !echo_ok(srv, req, peer, out, cap, &echo_resp))
+        return echo_resp;
     if (p[0] == 0xf5)
         return on_message_1(srv, req, peer, p + 1, len - 1, EDHOC_FRAMING_A2, out, cap);
     /* Bare message_1 starts with METHOD (0..3) followed by SUITES_I (an int
      * or an array); a bare error message has a text string, SUITES or true
      * second. C_R never takes the values 0..3 here (choose_c_r). */
-    if (p[0] <= 3 && len >= 2 && (p[1] & 0xe0) != 0x40 && (p[1] & 0xe0) != 0x60 && p[1] != 0xf5)
+    if (bare_m1)
         return on_message_1(srv, req, peer, p, len, EDHOC_FRAMING_BARE, out, cap);
     /* A bare message_3 (one byte string, nothing else) or bare error from
      * a peer with a bare handshake in progress. */
@@ -998,6 +1054,20 @@ static void observer_drop(struct observer *o)
         return;
     edhoc_transport_peer_release(o->peer);
     memset(o, 0, sizeof *o);
+}
+
+void edhoc_server_peer_failed(void *user, struct edhoc_transport_peer *peer, const uint8_t *token,
+                              size_t token_len)
+{
+    struct edhoc_server *srv = user;
+    for (size_t i = 0; i < MAX_OBSERVERS; i++) {
+        struct observer *o = &srv->observers[i];
+        if (o->used && o->peer == peer && o->token_len == token_len &&
+            !memcmp(o->token, token, token_len)) {
+            logf_(srv, EDHOC_LOG_INFO, "observer gone: notifications stopped");
+            observer_drop(o);
+        }
+    }
 }
 
 static long oscore_error(int err, const uint8_t *req, size_t len, uint8_t *out, size_t cap)
@@ -1184,6 +1254,8 @@ long edhoc_server_handle(void *user, struct edhoc_transport_peer *peer, const ch
         return on_oscore(srv, peer, peer_name, ctx, req, len, out, cap);
     }
     srv->st.plain_requests++;
+    if (coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
+        return build(&m, COAP_CODE_BAD_REQUEST, -1, NULL, 0, out, cap); /* RFC 9668 3.3.1 step 1 */
     if (path_is(&m, EDHOC_COAP_WELL_KNOWN)) {
         if (m.code != COAP_CODE_POST)
             return build(&m, COAP_CODE(4, 5), -1, NULL, 0, out, cap);
@@ -1234,7 +1306,11 @@ void edhoc_server_tick(struct edhoc_server *srv, uint64_t now_ms)
 {
     srv->now_ms = now_ms;
     uint64_t limit = (uint64_t)srv->cfg.pending_timeout_s * 1000;
-    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
+    /* The scan is cheap but runs after every datagram under load. */
+    bool scan = now_ms - srv->last_scan_ms >= 100;
+    if (scan)
+        srv->last_scan_ms = now_ms;
+    for (size_t i = 0; scan && i < srv->cfg.max_pending; i++) {
         struct pending *h = &srv->pending[i];
         if (h->used && now_ms - h->started_ms > limit) {
             srv->st.expired++;

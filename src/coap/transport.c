@@ -28,6 +28,21 @@
 #define OPT_EDHOC 21
 #define MAX_PENDING 64
 #define MAX_LISTEN 8
+/* Answers to recent confirmable requests, by peer and Message ID, so that a
+ * retransmitted request (its ACK was lost) gets the same answer instead of
+ * being processed twice (RFC 7252 4.5): a second message_3 would find its
+ * handshake gone, a second OSCORE request would be a replay. */
+#define DEDUP_SLOTS 512
+#define DEDUP_SECONDS 60
+#define DEDUP_MAX_BYTES 1200
+
+struct dedup {
+    char peer[80];
+    uint16_t mid;
+    coap_tick_t when;
+    size_t len; /* 0: empty slot */
+    uint8_t *bytes;
+};
 
 struct queued {
     struct queued *next;
@@ -55,6 +70,9 @@ struct edhoc_transport {
     void *user;
     uint16_t ports[MAX_LISTEN];
     size_t n_ports;
+    struct dedup *dedup;
+    edhoc_transport_failure_fn on_failure;
+    void *failure_user;
     uint8_t *scratch; /* request bytes */
     uint8_t *resp;    /* response bytes */
 };
@@ -352,6 +370,11 @@ void edhoc_transport_free(struct edhoc_transport *t)
             free(q);
             q = n;
         }
+    }
+    if (t->dedup) {
+        for (size_t i = 0; i < DEDUP_SLOTS; i++)
+            free(t->dedup[i].bytes);
+        free(t->dedup);
     }
     if (t->session)
         coap_session_release(t->session);
@@ -698,6 +721,28 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
     }
     char name[80];
     addr_name(coap_session_get_addr_remote(session), name, sizeof name);
+    struct dedup *d = NULL;
+    bool con = coap_pdu_get_type(request) == COAP_MESSAGE_CON;
+    /* Only single-PDU requests: block-wise requests have their own flow. */
+    if (con && t->dedup && coap_pdu_get_mid(request) >= 0 && (size_t)n <= DEDUP_MAX_BYTES) {
+        uint16_t mid = (uint16_t)coap_pdu_get_mid(request);
+        uint32_t h = mid * 2654435761u;
+        for (const char *c = name; *c; c++)
+            h = (h ^ (uint8_t)*c) * 16777619u;
+        d = &t->dedup[h % DEDUP_SLOTS];
+        coap_tick_t now;
+        coap_ticks(&now);
+        if (d->len && d->mid == mid && !strcmp(d->peer, name) &&
+            now - d->when < (coap_tick_t)DEDUP_SECONDS * COAP_TICKS_PER_SECOND) {
+            respond(t, resource, session, request, query, response, d->bytes, d->len);
+            return;
+        }
+        free(d->bytes);
+        memset(d, 0, sizeof *d);
+        snprintf(d->peer, sizeof d->peer, "%s", name);
+        d->mid = mid;
+        d->when = now;
+    }
     long r = t->fn(t->user, (struct edhoc_transport_peer *)session, name, t->scratch, (size_t)n,
                    t->resp, EDHOC_TRANSPORT_MAX_MESSAGE);
     if (r < 0) {
@@ -706,7 +751,32 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
     }
     if (r == 0)
         return;
+    if (d && (size_t)r <= DEDUP_MAX_BYTES && (d->bytes = malloc((size_t)r))) {
+        memcpy(d->bytes, t->resp, (size_t)r);
+        d->len = (size_t)r;
+    }
     respond(t, resource, session, request, query, response, t->resp, (size_t)r);
+}
+
+static void on_server_nack(coap_session_t *session, const coap_pdu_t *sent,
+                           const coap_nack_reason_t reason, const coap_mid_t mid)
+{
+    (void)mid;
+    (void)reason;
+    struct edhoc_transport *t = coap_get_app_data(coap_session_get_context(session));
+    if (!sent || !t->on_failure)
+        return;
+    coap_bin_const_t tok = coap_pdu_get_token(sent);
+    t->on_failure(t->failure_user, (struct edhoc_transport_peer *)session, tok.s, tok.length);
+}
+
+void edhoc_transport_server_on_failure(struct edhoc_transport *t, edhoc_transport_failure_fn fn,
+                                       void *user)
+{
+    if (!t)
+        return;
+    t->on_failure = fn;
+    t->failure_user = user;
 }
 
 static int on_event(coap_session_t *session, const coap_event_t event)
@@ -774,7 +844,8 @@ int edhoc_transport_server_open(struct edhoc_transport **out, const char *const 
     t->user = user;
     t->scratch = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
     t->resp = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
-    if (!t->scratch || !t->resp) {
+    t->dedup = calloc(DEDUP_SLOTS, sizeof *t->dedup);
+    if (!t->scratch || !t->resp || !t->dedup) {
         edhoc_transport_free(t);
         return EDHOC_TRANSPORT_ERR_NOMEM;
     }
@@ -798,6 +869,7 @@ int edhoc_transport_server_open(struct edhoc_transport **out, const char *const 
         t->ports[t->n_ports++] = transport_io_new_socket_port(before);
     }
     coap_register_event_handler(t->ctx, on_event);
+    coap_register_nack_handler(t->ctx, on_server_nack);
     static const coap_request_t methods[] = {COAP_REQUEST_GET, COAP_REQUEST_POST,
                                              COAP_REQUEST_PUT, COAP_REQUEST_DELETE,
                                              COAP_REQUEST_FETCH, COAP_REQUEST_PATCH,
