@@ -970,7 +970,7 @@ int cmd_initiator(int argc, char **argv)
             if (cli_coap_response_view(plain, (size_t)res.response_len, &a->code, &a->cf, &pl,
                                        &a->payload_len) == 0) {
                 a->payload = malloc(a->payload_len ? a->payload_len : 1);
-                if (a->payload)
+                if (a->payload && a->payload_len)
                     memcpy(a->payload, pl, a->payload_len);
             }
             a->req_bytes = res.request_bytes;

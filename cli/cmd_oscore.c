@@ -272,6 +272,8 @@ static int load_context(const char *path, struct oscore_context *c)
     struct oscore_config cfg;
     struct oscore_config_error err;
     int rc = oscore_config_parse((const char *)text, len, &cfg, &err);
+    /* The file text holds the master secret in the clear. */
+    edhoc_wipe(text, len);
     free(text);
     if (rc) {
         if (err.line)
@@ -397,6 +399,8 @@ int cmd_oscore(int argc, char **argv)
         /* The server first verifies the request it answers: that binds the
          * response to the request's kid and Partial IV. */
         n = oscore_unprotect_request(&ctx, req, (size_t)req_len, inner_req, sizeof inner_req, &b);
+        /* Only the binding is needed: drop the decrypted request now. */
+        edhoc_wipe(inner_req, sizeof inner_req);
         if (n < 0) {
             step = "verifying --request";
         } else {

@@ -197,6 +197,42 @@ static void test_skip_nested_and_check_item(void **state)
     assert_int_equal(edhoc_cbor_check_item(deep, 60), EDHOC_CBOR_ERR_TRUNCATED);
 }
 
+/* A map head claiming 2^63 pairs doubles to 0 items in 64 bits: skipping
+ * it must still report the truncation instead of accepting the head as a
+ * complete (empty) map. */
+static void test_skip_rejects_wrapping_map_count(void **state)
+{
+    (void)state;
+    static const uint8_t huge_map[] = {0xbb, 0x80, 0, 0, 0, 0, 0, 0, 0};
+    struct edhoc_cbor_reader r;
+    edhoc_cbor_reader_init(&r, huge_map, sizeof huge_map);
+    assert_int_equal(edhoc_cbor_skip(&r), EDHOC_CBOR_ERR_TRUNCATED);
+    assert_int_equal(r.pos, 0);
+    assert_int_equal(edhoc_cbor_check_item(huge_map, sizeof huge_map),
+                     EDHOC_CBOR_ERR_TRUNCATED);
+    /* The same inside an array, with bytes left after it. */
+    static const uint8_t nested[] = {0x82, 0xbb, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x02};
+    assert_int_equal(edhoc_cbor_check_item(nested, sizeof nested), EDHOC_CBOR_ERR_TRUNCATED);
+    /* A map whose count (2^62 + 1 pairs) does not wrap is refused too. */
+    static const uint8_t big_map[] = {0xbb, 0x40, 0, 0, 0, 0, 0, 0, 1, 0x01, 0x02};
+    assert_int_equal(edhoc_cbor_check_item(big_map, sizeof big_map), EDHOC_CBOR_ERR_TRUNCATED);
+}
+
+/* A writer without a buffer has no room: the first item overflows rather
+ * than "succeeding" with nothing written. */
+static void test_writer_without_buffer_overflows(void **state)
+{
+    (void)state;
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, NULL, 100);
+    edhoc_cbor_put_uint(&w, 1);
+    assert_int_equal(edhoc_cbor_writer_finish(&w), EDHOC_CBOR_ERR_OVERFLOW);
+    edhoc_cbor_writer_init(&w, NULL, 0);
+    edhoc_cbor_put_map(&w, 1);
+    edhoc_cbor_put_bstr(&w, (const uint8_t *)"x", 1);
+    assert_int_equal(edhoc_cbor_writer_finish(&w), EDHOC_CBOR_ERR_OVERFLOW);
+}
+
 static void test_head_len_and_strerror(void **state)
 {
     (void)state;
@@ -221,6 +257,8 @@ int main(void)
         cmocka_unit_test(test_typed_getters_do_not_advance_on_mismatch),
         cmocka_unit_test(test_skip_nested_and_check_item),
         cmocka_unit_test(test_head_len_and_strerror),
+        cmocka_unit_test(test_skip_rejects_wrapping_map_count),
+        cmocka_unit_test(test_writer_without_buffer_overflows),
     };
     return cmocka_run_group_tests_name("cbor", tests, NULL, NULL);
 }

@@ -1329,6 +1329,140 @@ static void test_error_messages(void **state)
     free(p);
 }
 
+/* An ID_CRED map head claiming 2^63 pairs once passed the skip (the pair
+ * count doubled to 0) and reached the application as a 9-byte "map". */
+static void test_plaintext_2_wrapping_map_count(void **state)
+{
+    (void)state;
+    uint8_t pt[1 + 9 + 2 + 64];
+    size_t k = 0;
+    pt[k++] = 0x00; /* C_R = h'00' as the int 0 */
+    pt[k++] = 0xbb;
+    pt[k++] = 0x80;
+    memset(pt + k, 0, 7);
+    k += 7;
+    pt[k++] = 0x58;
+    pt[k++] = 0x40;
+    memset(pt + k, 0x11, 64);
+    k += 64;
+    struct edhoc_received *rx = calloc(1, sizeof *rx);
+    assert_non_null(rx);
+    uint8_t c_r[EDHOC_MAX_CONN_ID];
+    size_t c_r_len = 0;
+    assert_int_equal(edhoc_plaintext_2_parse(pt, k, 0, 0, rx, c_r, &c_r_len),
+                     EDHOC_ERR_MALFORMED);
+    assert_int_equal(edhoc_plaintext_3_parse(pt + 1, k - 1, 0, 0, rx), EDHOC_ERR_MALFORMED);
+    free(rx);
+}
+
+static void assert_received_wiped(const struct edhoc_received *rx)
+{
+    static const struct edhoc_received zero;
+    assert_null(rx->id_cred);
+    assert_int_equal(rx->n_ead, 0);
+    assert_int_equal(rx->plaintext_len, 0);
+    assert_memory_equal(rx, &zero, sizeof zero);
+}
+
+/* A decrypted PLAINTEXT_x must not stay in the caller's rx once the
+ * session failed on it (ID_CRED, Signature_or_MAC and EAD travel
+ * encrypted for a reason). */
+static void test_failed_processing_wipes_received(void **state)
+{
+    (void)state;
+    /* message_2 decrypted, then refused (C_R = C_I) */
+    static const uint8_t same = 0x2d;
+    struct pair *p = pair_new(3, 2, false);
+    pair_start(p);
+    p->n1 = edhoc_initiator_prepare_message_1(&p->i, p->m1, sizeof p->m1);
+    assert_int_equal(edhoc_responder_process_message_1(&p->r, p->m1, (size_t)p->n1, NULL), 0);
+    assert_int_equal(edhoc_session_set_conn_id(&p->r, &same, 1), 0);
+    p->r.peer_cid[0] = 0x00;
+    p->n2 = edhoc_responder_prepare_message_2(&p->r, p->m2, sizeof p->m2);
+    assert_true(p->n2 > 0);
+    assert_int_equal(edhoc_initiator_process_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx),
+                     EDHOC_ERR_CONN_ID_EQUAL);
+    assert_received_wiped(&p->rx);
+    free(p);
+
+    /* message_2 decrypted, its credential unknown to the resolver */
+    p = pair_new(0, 0, false);
+    pair_to_verify_m2(p);
+    assert_int_equal(edhoc_initiator_handle_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx,
+                                                      resolve_none, NULL),
+                     EDHOC_ERR_UNKNOWN_CREDENTIAL);
+    assert_received_wiped(&p->rx);
+    free(p);
+
+    /* message_3 decrypted, its MAC wrong (handle = process + verify) */
+    p = pair_new(3, 0, false);
+    pair_to_verify_m2(p);
+    assert_int_equal(edhoc_initiator_handle_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx,
+                                                      resolve_expected, &p->er),
+                     0);
+    p->n3 = edhoc_initiator_prepare_message_3(&p->i, p->m3, sizeof p->m3);
+    assert_true(p->n3 > 0);
+    struct expect_cred wrong = {p->pi.id_cred, p->pi.id_cred_len, &p->pr.cred};
+    memset(&p->rx, 0x5a, sizeof p->rx);
+    int rc = edhoc_responder_handle_message_3(&p->r, p->m3, (size_t)p->n3, &p->rx,
+                                              resolve_expected, &wrong);
+    assert_true(rc == EDHOC_ERR_MAC || rc == EDHOC_ERR_CREDENTIAL);
+    assert_received_wiped(&p->rx);
+    free(p);
+
+    /* message_4 decrypted, with a critical EAD_4 item I does not know */
+    p = pair_new(0, 2, false);
+    static const uint8_t v4[] = {0x01, 0x02};
+    static const struct edhoc_ead_item crit4 = {-7, v4, sizeof v4, true};
+    p->cr.ead[4] = &crit4;
+    p->cr.n_ead[4] = 1;
+    pair_to_verify_m2(p);
+    assert_int_equal(edhoc_initiator_handle_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx,
+                                                      resolve_expected, &p->er),
+                     0);
+    p->n3 = edhoc_initiator_prepare_message_3(&p->i, p->m3, sizeof p->m3);
+    assert_int_equal(edhoc_responder_handle_message_3(&p->r, p->m3, (size_t)p->n3, &p->rx,
+                                                      resolve_expected, &p->ei),
+                     0);
+    p->n4 = edhoc_responder_prepare_message_4(&p->r, p->m4, sizeof p->m4);
+    assert_true(p->n4 > 0);
+    assert_int_equal(edhoc_initiator_process_message_4(&p->i, p->m4, (size_t)p->n4, &p->rx),
+                     EDHOC_ERR_EAD_CRITICAL);
+    assert_received_wiped(&p->rx);
+    /* RFC 9528 Section 5.5.3: I answers a failed message_4 with an error */
+    uint8_t err[EDHOC_MAX_ERROR_MESSAGE];
+    int ne = edhoc_session_write_error(&p->i, err, sizeof err);
+    assert_true(ne > 2);
+    assert_int_equal(err[0], 0x01);
+    free(p);
+}
+
+/* verify reads rx through offsets the caller could have disturbed: an rx
+ * that does not describe its own plaintext is refused before any use, and
+ * the session stays usable with the real one. */
+static void test_verify_rejects_inconsistent_received(void **state)
+{
+    (void)state;
+    struct pair *p = pair_new(0, 0, false);
+    pair_to_verify_m2(p);
+    assert_int_equal(edhoc_initiator_process_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx), 0);
+    struct edhoc_received *bad = malloc(sizeof *bad);
+    assert_non_null(bad);
+    *bad = p->rx;
+    bad->sig_off = bad->plaintext_len; /* signature would run past the plaintext */
+    assert_int_equal(edhoc_initiator_verify_message_2(&p->i, bad, &p->pr.cred), EDHOC_ERR_ARG);
+    *bad = p->rx;
+    bad->ead_len = sizeof bad->plaintext;
+    assert_int_equal(edhoc_initiator_verify_message_2(&p->i, bad, &p->pr.cred), EDHOC_ERR_ARG);
+    *bad = p->rx;
+    bad->plaintext_len = sizeof bad->plaintext + 1;
+    assert_int_equal(edhoc_initiator_verify_message_2(&p->i, bad, &p->pr.cred), EDHOC_ERR_ARG);
+    free(bad);
+    assert_int_equal(edhoc_session_state(&p->i), EDHOC_STATE_VERIFY_M2);
+    assert_int_equal(edhoc_initiator_verify_message_2(&p->i, &p->rx, &p->pr.cred), 0);
+    free(p);
+}
+
 static void test_states(void **state)
 {
     (void)state;
@@ -1448,6 +1582,9 @@ int main(void)
         cmocka_unit_test(test_states),
         cmocka_unit_test(test_methods_accepted),
         cmocka_unit_test(test_large_id_cred),
+        cmocka_unit_test(test_plaintext_2_wrapping_map_count),
+        cmocka_unit_test(test_failed_processing_wipes_received),
+        cmocka_unit_test(test_verify_rejects_inconsistent_received),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

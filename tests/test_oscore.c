@@ -570,6 +570,108 @@ static void test_replay_rejected(void **state)
     assert_memory_equal(err, want, sizeof want);
 }
 
+/* Section 8.2 step 6: the window moves only after a request decrypted. A
+ * forgery with a far-ahead Partial IV, or a tampered copy of a real
+ * request, must leave it where it was. */
+static void test_failed_unprotect_keeps_window(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    uint8_t req[BUF], preq[BUF], bad[BUF], out[BUF];
+    size_t req_len = sample_request(req, 4);
+    struct oscore_binding cb, sb;
+    long n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
+    assert_true(n > 0);
+
+    /* CON POST, token a1b2, OSCORE {PIV 1000, kid 01}, 12 bytes of noise */
+    static const uint8_t forged[] = {0x42, 0x02, 0x12, 0x34, 0xa1, 0xb2, 0x94, 0x0a,
+                                     0x03, 0xe8, 0x01, 0xff, 1, 2, 3, 4, 5, 6, 7, 8,
+                                     9, 10, 11, 12};
+    assert_int_equal(oscore_unprotect_request(&srv, forged, sizeof forged, out, sizeof out, &sb),
+                     OSCORE_ERR_DECRYPT);
+    memcpy(bad, preq, (size_t)n);
+    bad[n - 1] ^= 0x01; /* last tag byte */
+    assert_int_equal(oscore_unprotect_request(&srv, bad, (size_t)n, out, sizeof out, &sb),
+                     OSCORE_ERR_DECRYPT);
+    /* Sequence number 0 is still fresh: neither failure touched the window. */
+    assert_int_equal(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb),
+                     (long)req_len);
+    assert_int_equal(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb),
+                     OSCORE_ERR_REPLAY);
+}
+
+/* Proxy-Uri is not repeatable. A second one used to be percent-decoded
+ * after the first in the same bounded scratch buffer, writing past its end
+ * when the two together held more path than the buffer. */
+static void test_second_proxy_uri_refused(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    static uint8_t uri1[8 + 4 * 251], uri2[9 + 1000];
+    memcpy(uri1, "coap://h", 8);
+    for (size_t k = 0; k < 4; k++) {
+        uri1[8 + k * 251] = '/';
+        memset(uri1 + 9 + k * 251, 'a', 250);
+    }
+    memcpy(uri2, "coap://h/", 9);
+    memset(uri2 + 9, 'b', 1000);
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = COAP_TYPE_CON;
+    m.code = COAP_CODE_GET;
+    m.mid = 7;
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_URI, uri1, sizeof uri1), 0);
+    static uint8_t req[4096], out[4096];
+    struct oscore_binding b;
+    long n = coap_msg_encode(&m, req, sizeof req);
+    assert_true(n > 0);
+    /* one such Proxy-Uri is fine: four inner Uri-Path options */
+    assert_true(oscore_protect_request(&cli, req, (size_t)n, out, sizeof out, &b) > 0);
+    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_URI, uri2, sizeof uri2), 0);
+    n = coap_msg_encode(&m, req, sizeof req);
+    assert_true(n > 0);
+    uint64_t ssn = oscore_context_ssn(&cli);
+    assert_int_equal(oscore_protect_request(&cli, req, (size_t)n, out, sizeof out, &b),
+                     OSCORE_ERR_INVALID);
+    assert_int_equal(oscore_context_ssn(&cli), ssn);
+    /* a single path segment over 255 bytes cannot become a Uri-Path */
+    struct coap_msg one;
+    memset(&one, 0, sizeof one);
+    one.type = COAP_TYPE_CON;
+    one.code = COAP_CODE_GET;
+    assert_int_equal(coap_msg_add_option(&one, COAP_OPT_PROXY_URI, uri2, sizeof uri2), 0);
+    n = coap_msg_encode(&one, req, sizeof req);
+    assert_true(n > 0);
+    assert_int_equal(oscore_protect_request(&cli, req, (size_t)n, out, sizeof out, &b),
+                     OSCORE_ERR_INVALID);
+}
+
+/* A stored mark beyond 2^40 (a damaged store) is refused, and a caller
+ * that ignores the refusal still cannot send from sequence number 0 again,
+ * which would repeat nonces used before the restart. */
+static void test_resume_past_limit_leaves_context_exhausted(void **state)
+{
+    (void)state;
+    struct oscore_context cli, srv;
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    assert_int_equal(oscore_context_resume(&cli, OSCORE_SSN_MAX + 2), OSCORE_ERR_SSN_EXHAUSTED);
+    assert_true(oscore_context_ssn(&cli) > OSCORE_SSN_MAX);
+    assert_true(oscore_context_needs_echo(&cli));
+    uint8_t req[BUF], out[BUF];
+    size_t req_len = sample_request(req, 0);
+    struct oscore_binding b;
+    assert_int_equal(oscore_protect_request(&cli, req, req_len, out, sizeof out, &b),
+                     OSCORE_ERR_SSN_EXHAUSTED);
+    /* the limit itself is still a valid mark */
+    make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    assert_int_equal(oscore_context_resume(&cli, OSCORE_SSN_MAX), 0);
+    assert_true(oscore_protect_request(&cli, req, req_len, out, sizeof out, &b) > 0);
+    assert_int_equal(oscore_protect_request(&cli, req, req_len, out, sizeof out, &b),
+                     OSCORE_ERR_SSN_EXHAUSTED);
+}
+
 /* Deliver requests with the given sequence numbers, compare to a model:
  * accepted iff never seen and within 32 of the highest seen so far. */
 static void test_window_slides(void **state)
@@ -1194,6 +1296,31 @@ static void test_config_parse(void **state)
     }
 }
 
+/* A configuration refused on a late line must not leave the master secret
+ * it already read in the caller's struct, and an error about a secret's
+ * encoding must not quote the secret. */
+static void test_config_failure_leaves_no_secret(void **state)
+{
+    (void)state;
+    struct oscore_config cfg;
+    struct oscore_config_error err;
+    static const char late[] = "master_secret,hex,0102030405060708\n"
+                               "sender_id,hex,01\nrecipient_id,hex,02\nbogus,hex,01\n";
+    memset(&cfg, 0xee, sizeof cfg);
+    assert_int_equal(oscore_config_parse(late, strlen(late), &cfg, &err), OSCORE_ERR_CONFIG);
+    assert_int_equal(err.line, 4);
+    static const uint8_t zero[sizeof cfg.master_secret] = {0};
+    assert_memory_equal(cfg.master_secret, zero, sizeof cfg.master_secret);
+    assert_int_equal(cfg.master_secret_len, 0);
+
+    static const char bad_hex[] = "master_secret,hex,c0ffee0badc0de0fzz\n";
+    assert_int_equal(oscore_config_parse(bad_hex, strlen(bad_hex), &cfg, &err),
+                     OSCORE_ERR_CONFIG);
+    assert_non_null(strstr(err.message, "not hex"));
+    assert_null(strstr(err.message, "c0ffee"));
+    assert_non_null(strstr(err.message, "digit 17"));
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1227,6 +1354,10 @@ int main(void)
         cmocka_unit_test(test_option_parse),
         cmocka_unit_test(test_coap_msg_codec),
         cmocka_unit_test(test_config_parse),
+        cmocka_unit_test(test_failed_unprotect_keeps_window),
+        cmocka_unit_test(test_second_proxy_uri_refused),
+        cmocka_unit_test(test_resume_past_limit_leaves_context_exhausted),
+        cmocka_unit_test(test_config_failure_leaves_no_secret),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -494,8 +494,9 @@ int edhoc_session_process_error(struct edhoc_session *s, const uint8_t *msg, siz
                                 struct edhoc_error_info *info);
 
 /* After a failure: the error message to send for it. Returns its length;
- * 0 when none is to be sent (local usage errors, a received error message,
- * failures after the session completed); EDHOC_ERR_BUFFER. Code 2 carries
+ * 0 when none is to be sent (local usage errors, a received error message);
+ * EDHOC_ERR_BUFFER. A failed message_4 is answered too (code 1, RFC 9528
+ * Section 5.5.3). Code 2 carries
  * SUITES_R per RFC 9528 6.3.1, code 3 is sent for
  * EDHOC_ERR_UNKNOWN_CREDENTIAL, code 1 carries edhoc_session_error_text. */
 int edhoc_session_write_error(const struct edhoc_session *s, uint8_t *out, size_t cap);

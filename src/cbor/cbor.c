@@ -32,6 +32,10 @@ static void writer_advance(struct edhoc_cbor_writer *w, size_t n)
 
 static unsigned char *writer_tail(struct edhoc_cbor_writer *w, size_t *room)
 {
+    /* No buffer is a buffer of size 0: report the overflow instead of
+     * returning success for output that was never written. */
+    if (!w->error && !w->buf)
+        w->error = EDHOC_CBOR_ERR_OVERFLOW;
     if (w->error) {
         *room = 0;
         return NULL;
@@ -353,13 +357,19 @@ int edhoc_cbor_skip(struct edhoc_cbor_reader *r)
         }
         pending--;
         uint64_t add = 0;
-        if (it.type == EDHOC_CBOR_ARRAY)
+        size_t left = edhoc_cbor_remaining(r);
+        bool too_many = false;
+        if (it.type == EDHOC_CBOR_ARRAY) {
             add = it.len;
-        else if (it.type == EDHOC_CBOR_MAP)
-            add = (uint64_t)it.len * 2;
-        else if (it.type == EDHOC_CBOR_TAG)
+        } else if (it.type == EDHOC_CBOR_MAP) {
+            /* A pair count near 2^63 would wrap when doubled and look like
+             * an empty map: compare before multiplying. */
+            too_many = it.len > left / 2;
+            add = too_many ? 0 : (uint64_t)it.len * 2;
+        } else if (it.type == EDHOC_CBOR_TAG) {
             add = 1;
-        if (add > edhoc_cbor_remaining(r) || pending + add > edhoc_cbor_remaining(r)) {
+        }
+        if (too_many || add > left || pending + add > left) {
             r->pos = saved;
             return EDHOC_CBOR_ERR_TRUNCATED;
         }

@@ -41,6 +41,14 @@ static void wipe_secrets(struct edhoc_session *s)
     s->eph_priv_len = s->own_eph_len = s->peer_eph_len = s->th_len = 0;
 }
 
+/* A decrypted PLAINTEXT_x left in the caller's rx after a failure would
+ * outlive the session it belonged to: clear it (and the pointers into it). */
+static void received_wipe(struct edhoc_received *rx)
+{
+    if (rx)
+        edhoc_wipe(rx, sizeof *rx);
+}
+
 /* Abort: every protocol/crypto failure ends here. */
 static int fail(struct edhoc_session *s, int err, enum edhoc_step step)
 {
@@ -750,6 +758,7 @@ static int make_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, bo
     trace(s, m->sig_or_mac, sig, *sig_len);
 out:
     edhoc_wipe(mac, sizeof mac);
+    edhoc_wipe(tbs, tbs_len); /* holds MAC_x */
     return rc;
 }
 
@@ -785,6 +794,7 @@ static int check_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, b
         return rc;
     rc = s->cfg->ops->verify(su->sig_curve, cred->pub, cred->pub_len, tbs, tbs_len, sig,
                              rx->sig_len);
+    edhoc_wipe(tbs, tbs_len); /* holds MAC_x */
     if (rc == EDHOC_CRYPTO_ERR_AUTH)
         return EDHOC_ERR_SIGNATURE;
     if (rc == EDHOC_CRYPTO_ERR_INVALID)
@@ -873,7 +883,7 @@ static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m
         rc = make_sig_or_mac(s, m, sdh, prk_next, context, context_len, aad_off, id_cred,
                              id_cred_len, sig, &sig_len);
     if (rc)
-        return rc;
+        goto out;
 
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, pt, cap);
@@ -883,11 +893,27 @@ static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m
     edhoc_cbor_put_bstr(&w, sig, sig_len);
     edhoc_cbor_put_raw(&w, ead, ead_len);
     long n = edhoc_cbor_writer_finish(&w);
-    if (n < 0)
-        return EDHOC_ERR_TOO_LARGE;
+    if (n < 0) {
+        rc = EDHOC_ERR_TOO_LARGE;
+        goto out;
+    }
     *pt_len = (size_t)n;
     trace(s, m->plaintext, pt, *pt_len);
-    return 0;
+out:
+    /* For a static DH sender sig is MAC_x; the EAD goes out encrypted. */
+    edhoc_wipe(sig, sizeof sig);
+    edhoc_wipe(ead, ead_len);
+    return rc;
+}
+
+/* rx is caller memory between process and verify: its offsets must still
+ * describe its own plaintext before anything is read through them. */
+static bool received_consistent(const struct edhoc_received *rx)
+{
+    size_t n = rx->plaintext_len;
+    return n <= sizeof rx->plaintext && rx->sig_off <= n && rx->sig_len <= n - rx->sig_off &&
+           rx->ead_off <= n && rx->ead_len <= n - rx->ead_off && rx->id_cred != NULL &&
+           rx->id_cred_len > 0;
 }
 
 /* The peer's message_2 / message_3, decrypted into rx, against its
@@ -1026,24 +1052,27 @@ int edhoc_initiator_process_message_2(struct edhoc_session *s, const uint8_t *ms
     s->peer_eph_len = (uint8_t)g_y_len;
 
     rc = apply_keystream_2(s, ct, rx->plaintext, ct_len);
-    if (rc)
+    if (rc) {
+        received_wipe(rx);
         return fail(s, rc, step);
+    }
     trace(s, "PLAINTEXT_2", rx->plaintext, ct_len);
 
     uint8_t c_r[EDHOC_MAX_CONN_ID];
     size_t c_r_len = 0;
     rc = edhoc_plaintext_2_parse(rx->plaintext, ct_len, s->method, s->suite, rx, c_r, &c_r_len);
-    if (rc)
+    if (!rc && c_r_len == s->own_cid_len && memcmp(c_r, s->own_cid, c_r_len) == 0)
+        rc = EDHOC_ERR_CONN_ID_EQUAL;
+    if (!rc) {
+        memcpy(s->peer_cid, c_r, c_r_len);
+        s->peer_cid_len = (uint8_t)c_r_len;
+        s->flags |= EDHOC_SF_PEER_CID;
+        rc = deliver_ead(s, 2, rx->plaintext + rx->ead_off, rx->ead_len);
+    }
+    if (rc) {
+        received_wipe(rx);
         return fail(s, rc, step);
-    if (c_r_len == s->own_cid_len && memcmp(c_r, s->own_cid, c_r_len) == 0)
-        return fail(s, EDHOC_ERR_CONN_ID_EQUAL, step);
-    memcpy(s->peer_cid, c_r, c_r_len);
-    s->peer_cid_len = (uint8_t)c_r_len;
-    s->flags |= EDHOC_SF_PEER_CID;
-
-    rc = deliver_ead(s, 2, rx->plaintext + rx->ead_off, rx->ead_len);
-    if (rc)
-        return fail(s, rc, step);
+    }
     s->state = EDHOC_STATE_VERIFY_M2;
     return 0;
 }
@@ -1055,6 +1084,8 @@ int edhoc_initiator_verify_message_2(struct edhoc_session *s, const struct edhoc
         return EDHOC_ERR_ARG;
     if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_VERIFY_M2)
         return EDHOC_ERR_STATE;
+    if (!received_consistent(rx))
+        return EDHOC_ERR_ARG;
     int rc = verify_peer(s, &auth_msg_2, rx, cred_r);
     if (rc)
         return fail(s, rc, EDHOC_STEP_VERIFY_M2);
@@ -1201,8 +1232,10 @@ int edhoc_responder_process_message_3(struct edhoc_session *s, const uint8_t *ms
         rc = edhoc_plaintext_3_parse(rx->plaintext, pt_len, s->method, s->suite, rx);
     if (!rc)
         rc = deliver_ead(s, 3, rx->plaintext + rx->ead_off, rx->ead_len);
-    if (rc)
+    if (rc) {
+        received_wipe(rx);
         return fail(s, rc, EDHOC_STEP_PROCESS_M3);
+    }
     s->state = EDHOC_STATE_VERIFY_M3;
     return 0;
 }
@@ -1214,6 +1247,8 @@ int edhoc_responder_verify_message_3(struct edhoc_session *s, const struct edhoc
         return EDHOC_ERR_ARG;
     if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_VERIFY_M3)
         return EDHOC_ERR_STATE;
+    if (!received_consistent(rx))
+        return EDHOC_ERR_ARG;
     int rc = verify_peer(s, &auth_msg_3, rx, cred_i);
     if (rc)
         return fail(s, rc, EDHOC_STEP_VERIFY_M3);
@@ -1237,6 +1272,7 @@ int edhoc_responder_prepare_message_4(struct edhoc_session *s, uint8_t *out, siz
         trace(s, "PLAINTEXT_4", pt, pt_len);
         rc = seal(s, 4, pt, pt_len, out, cap, &total);
     }
+    edhoc_wipe(pt, sizeof pt);
     if (rc)
         return fail(s, rc, EDHOC_STEP_PREPARE_M4);
     s->flags |= EDHOC_SF_M4_DONE;
@@ -1255,8 +1291,10 @@ int edhoc_initiator_process_message_4(struct edhoc_session *s, const uint8_t *ms
     const enum edhoc_step step = EDHOC_STEP_PROCESS_M4;
     size_t pt_len = 0;
     int rc = open_message(s, 4, msg, len, rx, &pt_len);
-    if (rc)
+    if (rc) {
+        received_wipe(rx);
         return fail(s, rc, step);
+    }
     rx->plaintext_len = pt_len;
     rx->id_cred = NULL;
     rx->id_cred_len = 0;
@@ -1268,8 +1306,10 @@ int edhoc_initiator_process_message_4(struct edhoc_session *s, const uint8_t *ms
         rc = EDHOC_ERR_TRAILING;
     if (!rc)
         rc = deliver_ead(s, 4, rx->plaintext, pt_len);
-    if (rc)
+    if (rc) {
+        received_wipe(rx);
         return fail(s, rc, step);
+    }
     s->flags |= EDHOC_SF_M4_DONE;
     edhoc_wipe(s->prk, sizeof s->prk);
     return 0;
@@ -1308,9 +1348,14 @@ static int handle_message(struct edhoc_session *s, const uint8_t *msg, size_t le
         return rc;
     const struct edhoc_cred *cred;
     rc = resolve_cred(resolve, resolve_ctx, rx, &cred);
-    if (rc == EDHOC_ERR_CREDENTIAL)
+    if (rc == EDHOC_ERR_CREDENTIAL) {
+        received_wipe(rx);
         return fail(s, rc, verify_step);
-    return verify(s, rx, cred);
+    }
+    rc = verify(s, rx, cred);
+    if (rc)
+        received_wipe(rx);
+    return rc;
 }
 
 int edhoc_initiator_handle_message_2(struct edhoc_session *s, const uint8_t *msg, size_t len,
@@ -1532,7 +1577,9 @@ size_t edhoc_session_error_text(const struct edhoc_session *s, char *buf, size_t
     if (n < 0)
         n = 0;
     if (buf && cap) {
-        size_t c = (size_t)n < cap - 1 ? (size_t)n : cap - 1;
+        /* snprintf returns the untruncated length: never copy past tmp. */
+        size_t have = strnlen(tmp, sizeof tmp);
+        size_t c = have < cap - 1 ? have : cap - 1;
         memcpy(buf, tmp, c);
         buf[c] = '\0';
     }

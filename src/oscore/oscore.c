@@ -237,8 +237,14 @@ int oscore_context_resume(struct oscore_context *c, uint64_t stored_mark)
 {
     if (!c)
         return OSCORE_ERR_INVALID;
-    if (stored_mark > OSCORE_SSN_MAX + 1)
-        return OSCORE_ERR_SSN_EXHAUSTED;
+    int rc = 0;
+    if (stored_mark > OSCORE_SSN_MAX + 1) {
+        /* A mark past the limit (a damaged store) says every sequence
+         * number may have been used: a caller that ignores the error must
+         * still not start again from a lower one. */
+        stored_mark = OSCORE_SSN_MAX + 1;
+        rc = OSCORE_ERR_SSN_EXHAUSTED;
+    }
     if (stored_mark > c->ssn)
         c->ssn = stored_mark;
     c->ssn_stored = c->ssn;
@@ -246,7 +252,7 @@ int oscore_context_resume(struct oscore_context *c, uint64_t stored_mark)
     c->window_bits = 0;
     c->flags &= (uint8_t)~(CTX_WINDOW_STARTED | CTX_ECHO_ISSUED);
     c->flags |= CTX_NEED_ECHO;
-    return 0;
+    return rc;
 }
 
 int oscore_context_set_ssn(struct oscore_context *c, uint64_t ssn)
@@ -515,8 +521,13 @@ static int add_opt(struct coap_option *list, size_t *n, size_t cap, uint16_t num
 static int add_decoded(struct split *s, uint16_t number, const uint8_t *p, const uint8_t *end)
 {
     uint8_t *dst = s->scratch + s->scratch_len;
+    size_t room = sizeof s->scratch - s->scratch_len;
     size_t n = 0;
     while (p < end) {
+        /* Uri-Path / Uri-Query are at most 255 bytes; checking before each
+         * write also keeps every segment inside scratch. */
+        if (n == 255 || n == room)
+            return OSCORE_ERR_INVALID;
         if (*p == '%') {
             if (end - p < 3 || hexval(p[1]) < 0 || hexval(p[2]) < 0)
                 return OSCORE_ERR_INVALID;
@@ -526,8 +537,6 @@ static int add_decoded(struct split *s, uint16_t number, const uint8_t *p, const
             dst[n++] = *p++;
         }
     }
-    if (n > 255)
-        return OSCORE_ERR_INVALID; /* Uri-Path / Uri-Query are at most 255 bytes */
     s->scratch_len += n;
     return add_opt(s->inner, &s->n_inner, MAX_INNER_OPTS, number, dst, n);
 }
@@ -603,6 +612,10 @@ static int split_options(const struct coap_msg *m, bool is_request, struct split
         if (o->number == COAP_OPT_URI_PATH || o->number == COAP_OPT_URI_QUERY)
             has_uri_path_or_query = true;
         if (o->number == COAP_OPT_PROXY_URI && is_request) {
+            /* Not repeatable (RFC 7252 Section 5.10); a second one would
+             * also be decoded after the first in the shared scratch. */
+            if (has_proxy_uri)
+                return OSCORE_ERR_INVALID;
             has_proxy_uri = true;
             rc = split_proxy_uri(s, o);
         } else if (is_outer_only(o->number)) {
@@ -667,44 +680,59 @@ static long seal_message(const struct oscore_context *c, const struct coap_msg *
     uint8_t pt[OSCORE_MAX_PLAINTEXT];
     if (m->payload_len > sizeof pt - 2)
         return OSCORE_ERR_TOO_LARGE;
+    long rc;
+    size_t used = sizeof pt; /* bytes of pt that may hold plaintext */
     pt[0] = m->code;
     long body = coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len, pt + 1,
                                      sizeof pt - 1);
-    if (body < 0)
-        return body == COAP_MSG_ERR_BUFFER ? OSCORE_ERR_TOO_LARGE : OSCORE_ERR_INVALID;
+    if (body < 0) {
+        /* The encoder may have copied part of the plaintext before failing. */
+        rc = body == COAP_MSG_ERR_BUFFER ? OSCORE_ERR_TOO_LARGE : OSCORE_ERR_INVALID;
+        goto out;
+    }
     size_t pt_len = 1 + (size_t)body;
+    used = pt_len;
 
     /* The receiver parses at most COAP_MSG_MAX_OPTIONS options; refuse to
      * send what it could not read. */
     if (s->n_outer >= COAP_MSG_MAX_OPTIONS ||
         add_opt(s->outer, &s->n_outer, MAX_OUTER_OPTS, COAP_OPT_OSCORE, z->oscore_value,
-                z->oscore_len) != 0)
-        return OSCORE_ERR_TOO_LARGE;
+                z->oscore_len) != 0) {
+        rc = OSCORE_ERR_TOO_LARGE;
+        goto out;
+    }
     sort_options(s->outer, s->n_outer);
 
     size_t head = 4u + m->token_len;
-    if (cap < head)
-        return OSCORE_ERR_BUFFER;
+    if (cap < head) {
+        rc = OSCORE_ERR_BUFFER;
+        goto out;
+    }
     out[0] = (uint8_t)(0x40 | m->type << 4 | m->token_len);
     out[1] = z->outer_code;
     out[2] = (uint8_t)(m->mid >> 8);
     out[3] = (uint8_t)m->mid;
     memcpy(out + 4, m->token, m->token_len);
     long opts = coap_msg_encode_body(s->outer, s->n_outer, NULL, 0, out + head, cap - head);
-    if (opts < 0)
-        return opts == COAP_MSG_ERR_BUFFER ? OSCORE_ERR_BUFFER : OSCORE_ERR_INVALID;
+    if (opts < 0) {
+        rc = opts == COAP_MSG_ERR_BUFFER ? OSCORE_ERR_BUFFER : OSCORE_ERR_INVALID;
+        goto out;
+    }
     size_t pos = head + (size_t)opts;
     if (cap - pos < 1 + pt_len + c->tag_len) {
-        edhoc_wipe(pt, pt_len);
-        return OSCORE_ERR_BUFFER;
+        rc = OSCORE_ERR_BUFFER;
+        goto out;
     }
     out[pos++] = 0xff;
-    int rc = c->crypto->aead_encrypt(c->aead_alg, c->sender_key, z->nonce, z->aad, z->aad_len,
-                                     pt, pt_len, out + pos);
-    edhoc_wipe(pt, pt_len);
-    if (rc != 0)
-        return OSCORE_ERR_CRYPTO;
-    return (long)(pos + pt_len + c->tag_len);
+    if (c->crypto->aead_encrypt(c->aead_alg, c->sender_key, z->nonce, z->aad, z->aad_len, pt,
+                                pt_len, out + pos) != 0) {
+        rc = OSCORE_ERR_CRYPTO;
+        goto out;
+    }
+    rc = (long)(pos + pt_len + c->tag_len);
+out:
+    edhoc_wipe(pt, used);
+    return rc;
 }
 
 long oscore_protect_request(struct oscore_context *c, const uint8_t *msg, size_t len,

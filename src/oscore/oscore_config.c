@@ -92,8 +92,10 @@ static int value_bytes(const struct value *v, uint8_t *out, size_t cap, size_t *
             return fail(err, line, "%s: value longer than %zu bytes", kw, cap);
         for (size_t i = 0; i < digits; i += 2) {
             int hi = hexdigit(v->b[i]), lo = hexdigit(v->b[i + 1]);
+            /* Name the position only: the value may be the master secret,
+             * and error texts end up in logs. */
             if (hi < 0 || lo < 0)
-                return fail(err, line, "%s: '%.*s' is not hex", kw, (int)digits, v->b);
+                return fail(err, line, "%s: not hex at digit %zu", kw, i + (hi < 0 ? 1 : 2));
             out[n++] = (uint8_t)(hi << 4 | lo);
         }
     } else {
@@ -321,7 +323,21 @@ static int apply(struct oscore_config *cfg, const char *kb, const char *ke,
     return fail(err, line, "unknown keyword '%s'", kw);
 }
 
+static int config_parse(const char *text, size_t len, struct oscore_config *cfg,
+                        struct oscore_config_error *err);
+
 int oscore_config_parse(const char *text, size_t len, struct oscore_config *cfg,
+                        struct oscore_config_error *err)
+{
+    int rc = config_parse(text, len, cfg, err);
+    /* A file rejected on a late line may already have filled in the master
+     * secret: leave no key material behind in a config that is unusable. */
+    if (rc && cfg)
+        edhoc_wipe(cfg, sizeof *cfg);
+    return rc;
+}
+
+static int config_parse(const char *text, size_t len, struct oscore_config *cfg,
                         struct oscore_config_error *err)
 {
     if (err) {
