@@ -470,7 +470,7 @@ static int stored_mark(void *user, const struct edhoc_state_peer *sp)
     if (sp->recipient_id_len == want->recipient_id_len &&
         !memcmp(sp->recipient_id, want->recipient_id, sp->recipient_id_len) &&
         sp->master_secret_len == want->master_secret_len &&
-        !memcmp(sp->master_secret, want->master_secret, sp->master_secret_len)) {
+        edhoc_ct_equal(sp->master_secret, want->master_secret, sp->master_secret_len)) {
         want->ssn_mark = sp->ssn_mark;
         want->created = 1;
         return 1;
@@ -519,8 +519,15 @@ int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscor
             uint64_t mark = sp.ssn_mark;
             sp.created = (int64_t)time(NULL);
             if (known) {
-                /* Seen before: continue above its mark, Echo for the window. */
-                oscore_context_resume(&p->osc, mark);
+                /* Seen before: continue above its mark, Echo for the window.
+                 * A mark past the sequence-number limit leaves the context
+                 * unusable: refuse it rather than serve a dead context. */
+                rc = oscore_context_resume(&p->osc, mark);
+                if (rc) {
+                    ctx_remove(srv, cfg->recipient_id, cfg->recipient_id_len);
+                    edhoc_wipe(&sp, sizeof sp);
+                    return rc;
+                }
             } else {
                 sp.ssn_mark = 0;
                 rc = edhoc_state_put_peer(srv->cfg.db, &sp);
