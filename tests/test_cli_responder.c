@@ -2,8 +2,8 @@
  * End-to-end tests of the `edhoc-cli responder` daemon: state across a
  * graceful restart and a kill -9 (Echo recovery, replay refused, the
  * server's sequence numbers never repeat), a corrupt state file refused,
- * SIGHUP keeping contexts, --daemon/--pidfile, and an independent check
- * that tshark decrypts the OSCORE exchange with the exported context.
+ * SIGHUP keeping contexts, --daemon/--pidfile, pending-handshake eviction
+ * (tshark's independent decryption check is in tests/test_cli_tshark.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -325,96 +325,6 @@ static void test_daemon_pidfile(void **state)
     (void)log;
 }
 
-static void test_tshark_decrypts(void **state)
-{
-    (void)state;
-    if (system("command -v tshark >/dev/null 2>&1") != 0 || geteuid() != 0) {
-        skip();
-        return;
-    }
-    static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "tshark", "--listen 127.0.0.1:0"), 0);
-    char pcap[300], tlog[300];
-    net_path(pcap, sizeof pcap, "run.pcapng");
-    net_path(tlog, sizeof tlog, "tshark.log");
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd,
-             "timeout 20 tshark -i lo -f \"udp port %u\" -w %s -q > %s 2>&1 & echo $!", r.port,
-             pcap, tlog);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    int tpid = 0;
-    if (fscanf(p, "%d", &tpid) != 1)
-        tpid = 0;
-    pclose(p);
-    /* Wait for the capture to start. */
-    uint64_t end = net_now_ms() + 8000;
-    for (;;) {
-        char *t = net_read_file(tlog);
-        bool started = t && strstr(t, "Capturing on");
-        free(t);
-        if (started || net_now_ms() > end)
-            break;
-        net_sleep_ms(50);
-    }
-    net_sleep_ms(300);
-    struct ctx_hex c;
-    char conf[300];
-    net_path(conf, sizeof conf, "tshark.conf");
-    establish(r.port, conf, &c, "--request \"POST /echo wireshark-sees-this\"");
-    net_sleep_ms(500);
-    if (tpid > 0)
-        kill(tpid, SIGINT);
-    net_sleep_ms(800);
-    char *out;
-    char line[2000];
-    snprintf(line, sizeof line,
-             "tshark -r %s -d udp.port==%u,coap -o \"uat:oscore_contexts:"
-             "\\\"%s\\\",\\\"%s\\\",\\\"%s\\\",\\\"%s\\\",\\\"\\\",\\\"AES-CCM-16-64-128 (CCM*)\\\"\" "
-             "-Y oscore -T fields -e coap.token -e oscore.tag -e oscore.payload -e coap.opt.object_security_kid",
-             pcap, r.port, c.sid, c.rid, c.secret, c.salt);
-    int rc = net_sh(line, &out, 60);
-    if (rc != 0)
-        fail_msg("tshark: %d\n%s", rc, out);
-    /* Request and response: both with a verified (decrypted) tag, the same
-     * non-empty token, and the echoed payload readable. */
-    int lines = 0, tagged = 0;
-    char tok[2][64] = {"", ""};
-    for (char *s = out; *s;) {
-        char *nl = strchr(s, '\n');
-        if (nl)
-            *nl = '\0';
-        if (strstr(s, "Running as user") == NULL && *s) {
-            char *tab = strchr(s, '\t');
-            if (tab && lines < 2) {
-                snprintf(tok[lines], sizeof tok[lines], "%.*s", (int)(tab - s), s);
-                char *tag = tab + 1;
-                if (*tag && *tag != '\t')
-                    tagged++;
-            }
-            lines++;
-        }
-        if (!nl)
-            break;
-        s = nl + 1;
-    }
-    if (lines < 2 || tagged < 2)
-        fail_msg("tshark did not verify both messages (%d lines, %d tags):\n%s", lines, tagged,
-                 out);
-    assert_true(strlen(tok[0]) > 0);
-    assert_string_equal(tok[0], tok[1]);
-    free(out);
-    snprintf(line, sizeof line,
-             "tshark -r %s -d udp.port==%u,coap -o \"uat:oscore_contexts:"
-             "\\\"%s\\\",\\\"%s\\\",\\\"%s\\\",\\\"%s\\\",\\\"\\\",\\\"AES-CCM-16-64-128 (CCM*)\\\"\" -V -Y oscore",
-             pcap, r.port, c.sid, c.rid, c.secret, c.salt);
-    rc = net_sh(line, &out, 60);
-    assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "wireshark-sees-this"));
-    assert_null(strstr(out, "Authentication tag check failed"));
-    free(out);
-    net_proc_stop(&r, SIGTERM, 5000);
-}
 
 
 /* POST /.well-known/edhoc with f5 || message_1 of RFC 9529 trace 2. */
@@ -504,7 +414,6 @@ int main(void)
         cmocka_unit_test_teardown(test_sighup_keeps_contexts, after_each),
         cmocka_unit_test_teardown(test_daemon_pidfile, after_each),
         cmocka_unit_test_teardown(test_pending_eviction_and_timeout, after_each),
-        cmocka_unit_test_teardown(test_tshark_decrypts, after_each),
     };
     return cmocka_run_group_tests_name("cli_responder", tests, setup, teardown);
 }
