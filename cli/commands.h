@@ -11,6 +11,7 @@ int cmd_responder(int argc, char **argv);
 int cmd_coap(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_load(int argc, char **argv);
+int cmd_interop(int argc, char **argv);
 int cmd_bytes(int argc, char **argv);
 
 #endif

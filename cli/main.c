@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"bytes", cmd_bytes, "bytes over the air per layer, from a capture file"},
     {"bench", cmd_bench, "benchmark crypto, handshakes and OSCORE on this host"},
     {"load", cmd_load, "load-test a responder: many initiators in one process"},
+    {"interop", cmd_interop, "test matrix against a device: every method, suite, credential type, framing"},
 };
 
 static void usage(FILE *out)
