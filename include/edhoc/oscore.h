@@ -169,7 +169,8 @@ int oscore_context_set_persistence(struct oscore_context *c,
  * before the restart is below it, so no nonce repeats), and forget the
  * replay window so that the first request is answered with an Echo
  * challenge (Appendix B.1.2). Returns 0 or OSCORE_ERR_SSN_EXHAUSTED
- * (mark above 2^40 - 1 + 1). */
+ * (mark above 2^40 - 1 + 1; the context is then left exhausted, so that
+ * it cannot send even if the error is ignored). */
 int oscore_context_resume(struct oscore_context *c, uint64_t stored_mark);
 
 /* Move the Sender Sequence Number forward to ssn (tools and tests; never
