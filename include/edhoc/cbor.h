@@ -28,9 +28,7 @@ extern "C" {
 #define EDHOC_CBOR_ERR_TYPE (-2004)         /* the item is not of the type asked */
 #define EDHOC_CBOR_ERR_MALFORMED (-2005)    /* reserved additional info, bad simple */
 #define EDHOC_CBOR_ERR_OVERFLOW (-2006)     /* writer: buffer too small; reader: value out of range */
-#define EDHOC_CBOR_ERR_DEPTH (-2007)        /* nesting deeper than EDHOC_CBOR_MAX_DEPTH */
-
-#define EDHOC_CBOR_MAX_DEPTH 16
+#define EDHOC_CBOR_ERR_DEPTH (-2007)        /* reserved: nesting limits of callers */
 
 /* ---- Writer ---- */
 
@@ -99,7 +97,10 @@ void edhoc_cbor_reader_init(struct edhoc_cbor_reader *r, const uint8_t *buf, siz
 int edhoc_cbor_get(struct edhoc_cbor_reader *r, struct edhoc_cbor_item *it);
 /* Same without advancing. */
 int edhoc_cbor_peek(const struct edhoc_cbor_reader *r, struct edhoc_cbor_item *it);
-/* Skip one complete data item, nested content included (depth-limited). */
+/* Skip one complete data item, nested content included. It counts the
+ * items still owed instead of recursing, so nesting depth costs no stack,
+ * and a count larger than the bytes left is EDHOC_CBOR_ERR_TRUNCATED at
+ * once. */
 int edhoc_cbor_skip(struct edhoc_cbor_reader *r);
 bool edhoc_cbor_at_end(const struct edhoc_cbor_reader *r);
 size_t edhoc_cbor_remaining(const struct edhoc_cbor_reader *r);
