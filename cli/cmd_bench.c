@@ -82,13 +82,7 @@ int cmd_bench(int argc, char **argv)
         }
         char name[32];
         const char *value = NULL;
-        const char *eq = strchr(arg, '=');
-        if (eq) {
-            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
-            value = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-        }
+        bool eq = cli_split_option(arg, NULL, name, sizeof name, &value);
         bool takes_value = !strcmp(name, "--svg") || !strcmp(name, "--repeat") ||
                            !strcmp(name, "--min-time") || !strcmp(name, "--suites");
         if (takes_value && !eq) {
@@ -720,14 +714,8 @@ int cmd_load(int argc, char **argv)
         }
         char name[64];
         const char *value;
-        const char *eq = strchr(arg, '=');
-        if (eq) {
-            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
-            value = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-            value = i + 1 < argc ? argv[i + 1] : NULL;
-        }
+        bool eq = cli_split_option(arg, i + 1 < argc ? argv[i + 1] : NULL, name, sizeof name,
+                                   &value);
         if (!strcmp(name, "--csv")) {
             format = FORMAT_CSV;
             continue;

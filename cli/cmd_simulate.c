@@ -640,14 +640,8 @@ int cmd_simulate(int argc, char **argv)
         }
         char name[64];
         const char *value = NULL;
-        const char *eq = strchr(arg, '=');
-        if (eq) {
-            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
-            value = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-            value = i + 1 < argc ? argv[i + 1] : NULL;
-        }
+        bool eq = cli_split_option(arg, i + 1 < argc ? argv[i + 1] : NULL, name, sizeof name,
+                                   &value);
         if (!strcmp(name, "--repeat")) {
             char *end;
             repeat = value ? strtol(value, &end, 10) : 0;

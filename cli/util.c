@@ -123,6 +123,20 @@ int cli_parse_int_list(const char *s, int *out, int cap)
     return n;
 }
 
+bool cli_split_option(const char *arg, const char *next, char *name, size_t cap,
+                      const char **value)
+{
+    const char *eq = strchr(arg, '=');
+    if (eq) {
+        snprintf(name, cap, "%.*s", (int)(eq - arg), arg);
+        *value = eq + 1;
+        return true;
+    }
+    snprintf(name, cap, "%s", arg);
+    *value = next;
+    return false;
+}
+
 uint64_t cli_now_ns(void)
 {
     struct timespec ts;

@@ -37,6 +37,12 @@ void cli_json_hex(FILE *f, const uint8_t *p, size_t len);
 /* Parse a comma-separated list of integers into out; returns the count or
  * -1 on a bad list. */
 int cli_parse_int_list(const char *s, int *out, int cap);
+/* Split a "--name=value" or "--name" argument: name (NUL-terminated,
+ * truncated to cap) and *value (the text after '=', else next, which may be
+ * NULL). Returns true when the value came after '=' (so the caller must not
+ * consume the next argument for it). */
+bool cli_split_option(const char *arg, const char *next, char *name, size_t cap,
+                      const char **value);
 /* Monotonic time in nanoseconds. */
 uint64_t cli_now_ns(void);
 
