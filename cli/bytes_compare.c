@@ -27,6 +27,7 @@
 
 #include "edhoc/dtls_compare.h"
 #include "edhoc/netacct.h"
+#include "json_read.h"
 #include "util.h"
 
 #define CMP_MAX_MSGS 48
@@ -180,69 +181,6 @@ static int stop_child(pid_t pid)
     return status;
 }
 
-/* ---- The initiator's --json report (only the fields used here) ---- */
-
-struct init_msg {
-    char name[48];
-    bool from_initiator;
-    long edhoc, coap;
-    unsigned dgrams;
-};
-
-static const char *field(const char *obj, const char *end, const char *name)
-{
-    char key[48];
-    snprintf(key, sizeof key, "\"%s\":", name);
-    const char *p = strstr(obj, key);
-    if (!p || p >= end)
-        return NULL;
-    p += strlen(key);
-    while (*p == ' ')
-        p++;
-    return p;
-}
-
-static size_t parse_initiator_messages(const char *json, struct init_msg *out, size_t cap)
-{
-    const char *p = strstr(json, "\"messages\":");
-    if (!p)
-        return 0;
-    const char *arr_end = strchr(p, ']');
-    if (!arr_end)
-        return 0;
-    size_t n = 0;
-    for (;;) {
-        const char *o = strchr(p, '{');
-        if (!o || o > arr_end || n == cap)
-            break;
-        const char *e = strchr(o, '}');
-        if (!e || e > arr_end)
-            break;
-        struct init_msg *m = &out[n];
-        memset(m, 0, sizeof *m);
-        const char *v = field(o, e, "name");
-        if (v && *v == '"') {
-            v++;
-            size_t i = 0;
-            while (v[i] && v[i] != '"' && i + 1 < sizeof m->name) {
-                m->name[i] = v[i];
-                i++;
-            }
-        }
-        v = field(o, e, "from");
-        m->from_initiator = v && strncmp(v, "\"initiator\"", 11) == 0;
-        v = field(o, e, "edhoc_bytes");
-        m->edhoc = v ? strtol(v, NULL, 10) : -1;
-        v = field(o, e, "coap_bytes");
-        m->coap = v ? strtol(v, NULL, 10) : -1;
-        v = field(o, e, "datagrams");
-        m->dgrams = v ? (unsigned)strtoul(v, NULL, 10) : 0;
-        n++;
-        p = e + 1;
-    }
-    return n;
-}
-
 /* ---- EDHOC runs ---- */
 
 static bool wait_ready_port(const struct cmp_ctx *c, const char *path, pid_t pid, unsigned *port)
@@ -388,8 +326,8 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
         goto fail;
     }
 
-    struct init_msg im[CMP_MAX_MSGS];
-    size_t nim = parse_initiator_messages(out, im, CMP_MAX_MSGS);
+    struct json_msg im[CMP_MAX_MSGS];
+    size_t nim = json_read_initiator_messages(out, im, CMP_MAX_MSGS);
     if (nim == 0) {
         snprintf(r->detail, sizeof r->detail, "the initiator's report lists no messages");
         goto fail;
@@ -420,11 +358,7 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
     if (k != log->n)
         r->cross_checked = false;
     totals(r);
-    {
-        const char *v = strstr(out, "\"handshake_ms\":");
-        if (v)
-            r->handshake_ms = strtod(v + 15, NULL);
-    }
+    json_read_double(out, NULL, "handshake_ms", &r->handshake_ms);
     if (!r->cross_checked)
         snprintf(r->detail, sizeof r->detail, "the relay saw %zu datagrams that do not match the "
                  "initiator's own count; relay numbers shown", log->n);
