@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/oscore.h"
 #include "edhoc/transport.h"
@@ -31,7 +32,9 @@ static void usage(FILE *f)
             "  --timeout S             give up after S seconds (default 10; bounds everything)\n"
             "  --repeat N              send the request N times in a row and print requests/s\n"
             "  --block-size N          block-wise transfer above N bytes (default 1024)\n"
-            "  --json                  machine-readable output\n"
+            "  --json                  machine-readable output\n");
+    cli_net_print_options(f, true);
+    fprintf(f,
             "  -h, --help              this text\n\n"
             "Exit codes: 0 a 2.xx response; 1 a 4.xx/5.xx response; 2 bad command line;\n"
             "3 unusable context file; 6 no response in time or peer unreachable;\n"
@@ -44,6 +47,8 @@ int cmd_coap(int argc, char **argv)
     long cf = -1, observe = 0, timeout_s = 10, block_size = 0, repeat = 0;
     long long seq = 0;
     bool json = false;
+    struct cli_net_opts net;
+    memset(&net, 0, sizeof net);
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -72,7 +77,9 @@ int cmd_coap(int argc, char **argv)
         }
         const char *v = argv[++i];
         char *end = NULL;
-        if (!strcmp(a, "--oscore-context"))
+        if (!strcmp(a, "--pcap"))
+            net.pcap = v;
+        else if (!strcmp(a, "--oscore-context"))
             ctx_path = v;
         else if (!strcmp(a, "--payload"))
             payload = v;
@@ -173,6 +180,20 @@ int cmd_coap(int argc, char **argv)
         }
     }
 
+    /* Every datagram of the run goes to --pcap FILE. */
+    static struct cli_dgram_log log;
+    struct edhoc_capture *capture = NULL;
+    if (cli_net_capture_open(&net, "coap", &capture)) {
+        if (ctx) {
+            oscore_context_wipe(ctx);
+            free(ctx);
+        }
+        return CLI_EXIT_INPUT;
+    }
+    if (capture) {
+        cli_dgram_log_start(&log);
+        log.capture = capture;
+    }
     int exit_code = CLI_EXIT_OK;
     uint8_t *req = malloc(EDHOC_TRANSPORT_MAX_MESSAGE), *prot = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
     uint8_t *resp = malloc(EDHOC_TRANSPORT_MAX_MESSAGE), *plain = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
@@ -383,6 +404,10 @@ int cmd_coap(int argc, char **argv)
     }
 out:
     edhoc_transport_free(t);
+    if (capture) {
+        cli_dgram_log_stop(&log);
+        edhoc_capture_close(capture);
+    }
     if (ctx) {
         oscore_context_wipe(ctx);
         free(ctx);

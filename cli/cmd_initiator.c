@@ -2,14 +2,17 @@
  * edhoc-cli initiator URI: EDHOC (RFC 9528) against a CoAP peer, in the
  * Appendix A.2 framing, the bare framing of older devices or with the
  * RFC 9668 combined request; then OSCORE-protected requests with the
- * derived context. Reports every message as EDHOC bytes and as the UDP
- * payload bytes that actually crossed the socket.
+ * derived context. Reports every message as EDHOC bytes and, from the
+ * datagrams that actually crossed the socket, per layer: CoAP message (UDP
+ * payload), UDP datagram, IP packet and, with --link / --link-mtu, link
+ * frames and bytes; --pcap writes those datagrams to a capture file.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
+#include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/oscore.h"
 #include "edhoc/transport.h"
@@ -27,6 +30,8 @@ struct row {
     long edhoc_bytes; /* -1: not an EDHOC message */
     size_t coap_bytes;
     unsigned datagrams;
+    struct edhoc_netacct_total lay; /* those datagrams per layer */
+    bool ipv6;
 };
 
 struct answer {
@@ -84,7 +89,7 @@ static void on_trace(void *ctx, const char *name, const uint8_t *v, size_t len)
 }
 
 static void add_row(struct run *run, const char *name, char dir, long edhoc_bytes,
-                    size_t coap_bytes, unsigned datagrams)
+                    size_t coap_bytes, unsigned datagrams, const struct cli_exchange *e)
 {
     if (run->n_rows >= MAX_ROWS)
         return;
@@ -94,6 +99,12 @@ static void add_row(struct run *run, const char *name, char dir, long edhoc_byte
     r->edhoc_bytes = edhoc_bytes;
     r->coap_bytes = coap_bytes;
     r->datagrams = datagrams;
+    if (e) {
+        r->lay = dir == 'I' ? e->sent_layers : e->received_layers;
+        r->ipv6 = e->ipv6;
+    }
+    if (edhoc_bytes > 0)
+        r->lay.edhoc = (size_t)edhoc_bytes;
 }
 
 /* Rows for the exchange just finished (request and response directions). */
@@ -103,9 +114,9 @@ static void add_exchange_rows(struct run *run, const struct cli_dgram_log *log, 
     if (log->n == 0)
         return;
     const struct cli_exchange *e = &log->ex[log->n - 1];
-    add_row(run, req_name, 'I', req_edhoc, e->bytes_sent, e->dgrams_sent);
+    add_row(run, req_name, 'I', req_edhoc, e->bytes_sent, e->dgrams_sent, e);
     if (resp_name && e->dgrams_received)
-        add_row(run, resp_name, 'R', resp_edhoc, e->bytes_received, e->dgrams_received);
+        add_row(run, resp_name, 'R', resp_edhoc, e->bytes_received, e->dgrams_received, e);
     run->exchanges++;
 }
 
@@ -176,6 +187,8 @@ struct ctx {
     struct cli_side side;
     struct edhoc_transport *t;
     struct cli_dgram_log log;
+    struct cli_net_opts net;
+    struct edhoc_capture *capture;
     uint8_t *msg, *req, *resp, *buf;
 };
 
@@ -584,6 +597,76 @@ static void totals(const struct run *run, size_t *edhoc, size_t *coap, size_t *d
     }
 }
 
+/* Per-layer totals: handshake rows (message_1..4, errors, the combined
+ * request), OSCORE rows, everything. */
+static void layer_totals(const struct run *run, struct edhoc_netacct_summary *sum)
+{
+    edhoc_netacct_summary_clear(sum);
+    for (size_t i = 0; i < run->n_rows; i++) {
+        const struct row *r = &run->rows[i];
+        struct edhoc_netacct_total *k =
+            strncmp(r->name, "OSCORE", 6) == 0 ? &sum->oscore : &sum->handshake;
+        edhoc_netacct_total_merge(k, &r->lay);
+        edhoc_netacct_total_merge(&sum->all, &r->lay);
+    }
+}
+
+static bool have_link(const struct ctx *c)
+{
+    return c->net.link.type != EDHOC_NETACCT_LINK_NONE;
+}
+
+static void print_layer_row(FILE *f, const char *name, const char *dir, const char *edhoc,
+                            const struct edhoc_netacct_total *t, bool link)
+{
+    fprintf(f, "  %-32s %-4s %7s %7zu %6zu %6zu", name, dir, edhoc, t->coap, t->udp, t->ip);
+    if (link)
+        fprintf(f, " %6u %7zu", t->frames, t->link);
+    fputc('\n', f);
+}
+
+static void print_layers_text(FILE *f, const struct ctx *c, const struct run *run)
+{
+    bool link = have_link(c);
+    bool v6 = false, v4 = false;
+    for (size_t i = 0; i < run->n_rows; i++) {
+        if (run->rows[i].datagrams) {
+            v6 |= run->rows[i].ipv6;
+            v4 |= !run->rows[i].ipv6;
+        }
+    }
+    fprintf(f, "\nPer layer (datagrams as sent/received; IP = %s)\n", v6 && v4 ? "IPv6/IPv4"
+                                                                           : v6 ? "IPv6" : "IPv4");
+    fprintf(f, "  %-32s %-4s %7s %7s %6s %6s%s\n", "message", "dir", "EDHOC", "CoAP", "UDP", "IP",
+            link ? " frames    link" : "");
+    for (size_t i = 0; i < run->n_rows; i++) {
+        const struct row *r = &run->rows[i];
+        char eb[24];
+        if (r->edhoc_bytes >= 0)
+            snprintf(eb, sizeof eb, "%ld", r->edhoc_bytes);
+        else
+            snprintf(eb, sizeof eb, "-");
+        print_layer_row(f, r->name, r->dir == 'I' ? "I->R" : "R->I", eb, &r->lay, link);
+    }
+    struct edhoc_netacct_summary sum;
+    layer_totals(run, &sum);
+    char eb[24];
+    snprintf(eb, sizeof eb, "%zu", sum.handshake.edhoc);
+    print_layer_row(f, "total handshake", "", eb, &sum.handshake, link);
+    print_layer_row(f, "total OSCORE", "", "-", &sum.oscore, link);
+    snprintf(eb, sizeof eb, "%zu", sum.all.edhoc);
+    print_layer_row(f, "total exchange", "", eb, &sum.all, link);
+    char desc[512];
+    edhoc_netacct_link_describe(&c->net.link, desc, sizeof desc);
+    fprintf(f, "  Link: %s\n", desc);
+    if (c->log.link_errors)
+        fprintf(f, "  (%u datagram%s too large for the link: counted without frames)\n",
+                c->log.link_errors, c->log.link_errors == 1 ? "" : "s");
+    if (c->net.pcap)
+        fprintf(f, "  Capture: %s%s\n", c->net.pcap,
+                c->log.capture_errors ? " (some datagrams could not be written)" : "");
+}
+
 static void print_text(const struct ctx *c, const struct run *run)
 {
     FILE *f = stdout;
@@ -614,6 +697,7 @@ static void print_text(const struct ctx *c, const struct run *run)
     fprintf(f, "  EDHOC messages %zu bytes in %zu CoAP/UDP bytes (handshake exchanges)\n", edhoc, hs);
     fprintf(f, "  (CoAP/UDP: every datagram of the exchange in that direction, as sent or received:\n"
                "   retransmissions, block-wise follow-ups and empty ACKs included)\n");
+    print_layers_text(f, c, run);
     double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
     double all_ms = (double)(run->t_end - run->t0) / 1e6;
     if (run->exit_code) {
@@ -681,15 +765,40 @@ static void print_json(const struct ctx *c, const struct run *run)
         const struct row *r = &run->rows[i];
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
         cli_json_string(f, r->name);
-        fprintf(f, ", \"from\": \"%s\", \"edhoc_bytes\": %ld, \"coap_bytes\": %zu, \"datagrams\": %u}",
+        fprintf(f, ", \"from\": \"%s\", \"edhoc_bytes\": %ld, \"coap_bytes\": %zu, \"datagrams\": %u",
                 r->dir == 'I' ? "initiator" : "responder", r->edhoc_bytes, r->coap_bytes,
                 r->datagrams);
+        fprintf(f, ", \"ip_version\": %d, \"udp_bytes\": %zu, \"ip_bytes\": %zu",
+                r->ipv6 ? 6 : 4, r->lay.udp, r->lay.ip);
+        if (have_link(c))
+            fprintf(f, ", \"frames\": %u, \"link_bytes\": %zu", r->lay.frames, r->lay.link);
+        fputc('}', f);
     }
     size_t edhoc, coap, dgrams, hs;
     totals(run, &edhoc, &coap, &dgrams, &hs);
     fprintf(f, "\n  ],\n  \"total_edhoc_bytes\": %zu,\n  \"total_coap_bytes\": %zu,\n"
                "  \"handshake_coap_bytes\": %zu,\n  \"datagrams\": %zu,\n  \"round_trips\": %zu,\n",
             edhoc, coap, hs, dgrams, run->exchanges);
+    {
+        struct edhoc_netacct_summary sum;
+        layer_totals(run, &sum);
+        char desc[512];
+        edhoc_netacct_link_describe(&c->net.link, desc, sizeof desc);
+        fprintf(f, "  \"link\": ");
+        cli_json_string(f, desc);
+        fprintf(f, ",\n  \"layers\": {\"handshake\": ");
+        cli_net_json_total(f, &sum.handshake, have_link(c));
+        fprintf(f, ",\n    \"oscore\": ");
+        cli_net_json_total(f, &sum.oscore, have_link(c));
+        fprintf(f, ",\n    \"all\": ");
+        cli_net_json_total(f, &sum.all, have_link(c));
+        fprintf(f, "},\n");
+        if (c->net.pcap) {
+            fprintf(f, "  \"pcap\": {\"file\": ");
+            cli_json_string(f, c->net.pcap);
+            fprintf(f, ", \"write_errors\": %u},\n", c->log.capture_errors);
+        }
+    }
     double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
     fprintf(f, "  \"handshake_ms\": %.3f,\n  \"wall_ms\": %.3f", hs_ms,
             (double)(run->t_end - run->t0) / 1e6);
@@ -760,7 +869,9 @@ static void usage(FILE *f)
             "  --timeout S             bound on the whole run (default 10 s)\n"
             "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
             "  --repeat N              then run N-1 more handshakes (no requests) and print the\n"
-            "                          handshakes per second (each within --timeout)\n"
+            "                          handshakes per second (each within --timeout)\n");
+    cli_net_print_options(f, false);
+    fprintf(f,
             "  -h, --help              this text\n\n"
             "Exit codes: 0 ok; 1 other failure (e.g. an unexpected CoAP response); 2 bad command\n"
             "line; 3 unusable input file; 4 the responder sent an EDHOC error message (ERR_CODE\n"
@@ -853,6 +964,14 @@ int cmd_initiator(int argc, char **argv)
             continue;
         }
         bool used = false;
+        int nrc = cli_net_parse_option(&c->net, "initiator", name, value, &used);
+        if (nrc < 0)
+            goto out;
+        if (nrc > 0) {
+            if (used && !eq)
+                i++;
+            continue;
+        }
         int rc = cli_edhoc_parse_option(&c->o, CLI_SIDE_I, name, value, &used);
         if (rc < 0)
             goto out;
@@ -921,7 +1040,13 @@ int cmd_initiator(int argc, char **argv)
         exit_code = rc == EDHOC_TRANSPORT_ERR_RESOLVE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
         goto free_all;
     }
+    if (cli_net_capture_open(&c->net, "initiator", &c->capture)) {
+        exit_code = CLI_EXIT_INPUT;
+        goto free_all;
+    }
     cli_dgram_log_start(&c->log);
+    c->log.link = c->net.link;
+    c->log.capture = c->capture;
     run->t0 = cli_now_ns();
     uint64_t deadline = run->t0 + (uint64_t)c->timeout_s * 1000000000ull;
     run->suite = -1;
@@ -944,9 +1069,9 @@ int cmd_initiator(int argc, char **argv)
                 char rname[48];
                 snprintf(rname, sizeof rname, "OSCORE response %zu%s", i + 1,
                          k + 1 < c->log.n ? " (Echo)" : "");
-                add_row(run, e->name, 'I', -1, e->bytes_sent, e->dgrams_sent);
+                add_row(run, e->name, 'I', -1, e->bytes_sent, e->dgrams_sent, e);
                 if (e->dgrams_received)
-                    add_row(run, rname, 'R', -1, e->bytes_received, e->dgrams_received);
+                    add_row(run, rname, 'R', -1, e->bytes_received, e->dgrams_received, e);
                 run->exchanges++;
             }
             if (orc) {
@@ -1031,6 +1156,7 @@ int cmd_initiator(int argc, char **argv)
 
 free_all:
     edhoc_transport_free(c->t);
+    edhoc_capture_close(c->capture);
     if (s) {
         edhoc_session_wipe(s);
         free(s);

@@ -11,9 +11,15 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "commands.h"
 #include "daemon.h"
+#include "edhoc/capture.h"
+#include "edhoc/coap_msg.h"
+#include "edhoc/netacct.h"
+#include "net_report.h"
 #include "edhoc/state.h"
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
@@ -59,6 +65,230 @@ static void on_signal(int sig)
         reload_signal = 1;
     else
         stop_signal = sig;
+}
+
+/* ---- Bytes per layer of each handshake, and --pcap ----
+ *
+ * Every datagram is charged to its peer (address and port). The server
+ * logs a handshake while it handles the last request of it, before the
+ * response exists, so handshake lines are held until the next datagram is
+ * about to be sent (the transport's presend hook), and printed then, with
+ * the peer's datagrams: from its A.2 message_1 (a POST whose payload
+ * starts with CBOR true) or, in the bare framing, from the previous
+ * handshake line of that peer, to that response (message_4 or the 2.04;
+ * its first block when block-wise) included. Printing before the send
+ * keeps the log ahead of what the peer sees. Lines without a response
+ * (timeouts, a bare message_3 left unanswered) are printed when the
+ * transport returns, with the datagrams so far. */
+
+#define ACCT_PEERS 256
+#define ACCT_LINES 32
+
+struct peer_acct {
+    bool used;
+    struct sockaddr_storage addr;
+    uint64_t last_use;
+    struct edhoc_netacct_total tot;
+    bool ipv6;
+    bool absorb_next_sent; /* already counted on a printed line */
+};
+
+struct held_line {
+    int level;
+    struct sockaddr_storage peer;
+    bool peer_known;
+    char text[600];
+};
+
+struct responder_acct {
+    struct edhoc_netacct_link link;
+    struct edhoc_capture *cap;
+    unsigned capture_errors;
+    struct peer_acct peers[ACCT_PEERS];
+    uint64_t uses;
+    struct held_line held[ACCT_LINES];
+    size_t n_held;
+};
+
+/* IPv4-mapped IPv6 as IPv4, port kept: one key per peer whatever socket. */
+static void addr_normalize(const struct sockaddr *in, struct sockaddr_storage *out)
+{
+    memset(out, 0, sizeof *out);
+    if (in->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)in;
+        if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+            struct sockaddr_in *o = (struct sockaddr_in *)out;
+            o->sin_family = AF_INET;
+            o->sin_port = a->sin6_port;
+            memcpy(&o->sin_addr, a->sin6_addr.s6_addr + 12, 4);
+            return;
+        }
+        struct sockaddr_in6 *o = (struct sockaddr_in6 *)out;
+        o->sin6_family = AF_INET6;
+        o->sin6_port = a->sin6_port;
+        o->sin6_addr = a->sin6_addr;
+    } else if (in->sa_family == AF_INET) {
+        memcpy(out, in, sizeof(struct sockaddr_in));
+    }
+}
+
+static bool addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return false;
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+        return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
+    }
+    return false;
+}
+
+/* The peer's entry; a new one replaces the least recently used. */
+static struct peer_acct *peer_acct_get(struct responder_acct *a, const struct sockaddr_storage *k,
+                                       bool create)
+{
+    struct peer_acct *lru = &a->peers[0];
+    for (size_t i = 0; i < ACCT_PEERS; i++) {
+        struct peer_acct *p = &a->peers[i];
+        if (p->used && addr_equal(&p->addr, k)) {
+            p->last_use = ++a->uses;
+            return p;
+        }
+        if (!p->used || (lru->used && p->last_use < lru->last_use))
+            lru = p;
+    }
+    if (!create)
+        return NULL;
+    memset(lru, 0, sizeof *lru);
+    lru->used = true;
+    lru->addr = *k;
+    lru->last_use = ++a->uses;
+    return lru;
+}
+
+static bool is_a2_message_1(const uint8_t *payload, size_t len)
+{
+    struct coap_msg m;
+    return coap_msg_parse(payload, len, &m) == 0 && m.code == COAP_CODE_POST &&
+           m.payload_len > 0 && m.payload[0] == 0xf5;
+}
+
+static void datagram_layers(struct responder_acct *a, bool sent, const struct sockaddr *local,
+                            const struct sockaddr_storage *k, size_t len,
+                            struct edhoc_netacct_layers *l)
+{
+    struct sockaddr_storage lk;
+    addr_normalize(local, &lk);
+    uint16_t lport = lk.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&lk)->sin_port)
+                                             : ntohs(((struct sockaddr_in6 *)&lk)->sin6_port);
+    uint16_t pport = k->ss_family == AF_INET ? ntohs(((const struct sockaddr_in *)k)->sin_port)
+                                             : ntohs(((const struct sockaddr_in6 *)k)->sin6_port);
+    cli_net_layers(&a->link, len, k->ss_family == AF_INET6, sent ? lport : pport,
+                   sent ? pport : lport, l);
+}
+
+static void on_datagram(void *user, bool sent, const struct sockaddr *local,
+                        const struct sockaddr *peer, const uint8_t *payload, size_t len)
+{
+    struct responder_acct *a = user;
+    if (a->cap && edhoc_capture_datagram_dir(a->cap, sent, local, peer, payload, len, NULL))
+        a->capture_errors++;
+    struct sockaddr_storage k;
+    addr_normalize(peer, &k);
+    if (k.ss_family != AF_INET && k.ss_family != AF_INET6)
+        return;
+    struct peer_acct *p = peer_acct_get(a, &k, true);
+    if (sent && p->absorb_next_sent) {
+        p->absorb_next_sent = false;
+        return;
+    }
+    if (!sent && is_a2_message_1(payload, len))
+        edhoc_netacct_total_clear(&p->tot);
+    struct edhoc_netacct_layers l;
+    datagram_layers(a, sent, local, &k, len, &l);
+    p->ipv6 = k.ss_family == AF_INET6;
+    edhoc_netacct_total_add(&p->tot, &l, 0, true);
+}
+
+static void held_print(struct responder_acct *a, size_t i, struct peer_acct *p)
+{
+    struct held_line *h = &a->held[i];
+    char line[900];
+    if (p) {
+        int n = snprintf(line, sizeof line,
+                         "%s; datagrams=%u coap_bytes=%zu udp_bytes=%zu ip_bytes=%zu ip=%s",
+                         h->text, p->tot.datagrams, p->tot.coap, p->tot.udp, p->tot.ip,
+                         p->ipv6 ? "IPv6" : "IPv4");
+        if (a->link.type != EDHOC_NETACCT_LINK_NONE && n > 0 && (size_t)n < sizeof line)
+            snprintf(line + n, sizeof line - (size_t)n, " frames=%u link_bytes=%zu",
+                     p->tot.frames, p->tot.link);
+        edhoc_netacct_total_clear(&p->tot);
+    } else {
+        snprintf(line, sizeof line, "%s", h->text);
+    }
+    cli_log_line(NULL, h->level, line);
+}
+
+/* A datagram about to leave: every held line is printed now, so the log
+ * stays ahead of what any peer sees; the lines of its peer count it. */
+static void on_presend(void *user, bool sent, const struct sockaddr *local,
+                       const struct sockaddr *peer, const uint8_t *payload, size_t len)
+{
+    struct responder_acct *a = user;
+    (void)payload;
+    struct sockaddr_storage k;
+    addr_normalize(peer, &k);
+    for (size_t i = 0; i < a->n_held; i++) {
+        struct held_line *h = &a->held[i];
+        struct peer_acct *p = h->peer_known ? peer_acct_get(a, &h->peer, false) : NULL;
+        if (p && addr_equal(&h->peer, &k) && !p->absorb_next_sent) {
+            struct edhoc_netacct_layers l;
+            datagram_layers(a, sent, local, &k, len, &l);
+            p->ipv6 = k.ss_family == AF_INET6;
+            edhoc_netacct_total_add(&p->tot, &l, 0, true);
+            p->absorb_next_sent = true;
+        }
+        held_print(a, i, p);
+    }
+    a->n_held = 0;
+}
+
+static void held_flush(struct responder_acct *a)
+{
+    for (size_t i = 0; i < a->n_held; i++) {
+        struct held_line *h = &a->held[i];
+        held_print(a, i, h->peer_known ? peer_acct_get(a, &h->peer, false) : NULL);
+    }
+    a->n_held = 0;
+    if (a->cap)
+        edhoc_capture_flush(a->cap);
+}
+
+static void responder_log(void *user, int level, const char *line)
+{
+    struct responder_acct *a = user;
+    static const char tag[] = "handshake peer=";
+    if (strncmp(line, tag, sizeof tag - 1) != 0) {
+        cli_log_line(NULL, level, line);
+        return;
+    }
+    if (a->n_held == ACCT_LINES)
+        held_flush(a);
+    struct held_line *h = &a->held[a->n_held++];
+    h->level = level;
+    snprintf(h->text, sizeof h->text, "%s", line);
+    char peer[100];
+    size_t n = strcspn(line + sizeof tag - 1, " ");
+    snprintf(peer, sizeof peer, "%.*s", (int)(n < sizeof peer ? n : sizeof peer - 1),
+             line + sizeof tag - 1);
+    struct sockaddr_storage ss;
+    h->peer_known = edhoc_capture_endpoint_parse(peer, &ss) == 0;
+    if (h->peer_known)
+        addr_normalize((const struct sockaddr *)&ss, &h->peer);
 }
 
 static int suite_index(int suite)
@@ -345,14 +575,17 @@ static void usage(FILE *f)
             "  --daemon                detach from the terminal\n"
             "  --pidfile FILE          write the process id\n"
             "  --syslog                log to syslog instead of stderr\n"
-            "  -v, -q                  more / less logging (default: one line per handshake)\n"
+            "  -v, -q                  more / less logging (default: one line per handshake,\n"
+            "                          with its datagrams and bytes per layer)\n",
+            EDHOC_STATE_FILE);
+    cli_net_print_options(f, false);
+    fprintf(f,
             "  -h, --help              this text\n\n"
             "Signals: SIGTERM/SIGINT store state and exit 0; SIGHUP reloads credentials and trust\n"
             "(established OSCORE contexts stay, handshakes in progress are dropped).\n"
             "Exit codes: 0 stopped by a signal; 2 bad command line; 3 unusable credential, trust\n"
             "or state file (a corrupt or foreign state database is refused, never overwritten);\n"
-            "1 cannot listen; 10 internal error.\n",
-            EDHOC_STATE_FILE);
+            "1 cannot listen; 10 internal error.\n");
 }
 
 static int parse_methods(const char *v, unsigned *mask)
@@ -414,6 +647,9 @@ int cmd_responder(int argc, char **argv)
     int verbosity = 0;
     long max_pending = 256, hs_timeout = 60, block_size = 0;
     int exit_code = CLI_EXIT_USAGE;
+    struct cli_net_opts net;
+    memset(&net, 0, sizeof net);
+    struct responder_acct *acct = NULL;
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -522,6 +758,14 @@ int cmd_responder(int argc, char **argv)
             continue;
         }
         bool used = false;
+        int nrc = cli_net_parse_option(&net, "responder", name, value, &used);
+        if (nrc < 0)
+            goto out;
+        if (nrc > 0) {
+            if (used && !eq)
+                i++;
+            continue;
+        }
         int rc = cli_edhoc_parse_option(&r->o, CLI_SIDE_R, name, value, &used);
         if (rc < 0)
             goto out;
@@ -558,7 +802,12 @@ int cmd_responder(int argc, char **argv)
     cli_log_open("edhoc-cli", use_syslog, threshold);
 
     /* Paths stay valid after --daemon changes directory. */
-    char state_abs[PATH_MAX], pid_abs[PATH_MAX], ready_abs[PATH_MAX];
+    char state_abs[PATH_MAX], pid_abs[PATH_MAX], ready_abs[PATH_MAX], pcap_abs[PATH_MAX];
+    if (net.pcap && net.pcap[0] != '/' && getcwd(pcap_abs, sizeof pcap_abs)) {
+        size_t l = strlen(pcap_abs);
+        snprintf(pcap_abs + l, sizeof pcap_abs - l, "/%s", net.pcap);
+        net.pcap = pcap_abs;
+    }
     if (state_dir && state_dir[0] != '/' && getcwd(state_abs, sizeof state_abs)) {
         size_t l = strlen(state_abs);
         snprintf(state_abs + l, sizeof state_abs - l, "/%s", state_dir);
@@ -578,6 +827,18 @@ int cmd_responder(int argc, char **argv)
     exit_code = load_identities(r);
     if (exit_code)
         goto out;
+    acct = calloc(1, sizeof *acct);
+    if (!acct) {
+        exit_code = CLI_EXIT_INTERNAL;
+        goto out;
+    }
+    acct->link = net.link;
+    if (cli_net_capture_open(&net, "responder", &acct->cap)) {
+        exit_code = CLI_EXIT_INPUT;
+        goto out;
+    }
+    edhoc_transport_set_datagram_hook2(on_datagram, acct);
+    edhoc_transport_set_presend_hook(on_presend, acct);
 
     struct edhoc_state_db *db = NULL;
     if (state_dir) {
@@ -599,7 +860,8 @@ int cmd_responder(int argc, char **argv)
         .message_4 = r->o.message_4,
         .echo_message_1 = echo_m1,
         .db = db,
-        .log = cli_log_line,
+        .log = responder_log,
+        .log_user = acct,
     };
     struct edhoc_server *srv = edhoc_server_new(&scfg);
     struct edhoc_transport *t = NULL;
@@ -687,10 +949,13 @@ int cmd_responder(int argc, char **argv)
 
     while (!stop_signal) {
         edhoc_server_tick(srv, cli_now_ns() / 1000000);
+        held_flush(acct);
         if (edhoc_transport_run(t, 100)) {
+            held_flush(acct);
             cli_log(LOG_ERR, "socket error");
             break;
         }
+        held_flush(acct);
         if (reload_signal) {
             reload_signal = 0;
             if (load_identities(r) == 0) {
@@ -714,12 +979,19 @@ free_srv:
     /* The server first: its observers hold sessions of the transport. */
     edhoc_server_free(srv);
     edhoc_transport_free(t);
+    held_flush(acct);
 close_db:
     if (db)
         edhoc_state_close(db);
     if (pidfile && exit_code == CLI_EXIT_OK)
         unlink(pidfile);
 out:
+    edhoc_transport_set_datagram_hook2(NULL, NULL);
+    edhoc_transport_set_presend_hook(NULL, NULL);
+    if (acct) {
+        edhoc_capture_close(acct->cap);
+        free(acct);
+    }
     idents_free(r);
     if (r->keys)
         edhoc_wipe(r->keys, r->n_creds * sizeof *r->keys);

@@ -8,7 +8,11 @@
 #include <string.h>
 
 #include "commands.h"
+#include "edhoc/coap_msg.h"
+#include "edhoc/netacct.h"
+#include "edhoc/transport.h"
 #include "edhoc_args.h"
+#include "net_report.h"
 #include "util.h"
 
 #define MAX_RECORDED 16
@@ -482,6 +486,178 @@ static void print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool
     fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d}", p->aead_alg, p->hash_alg);
 }
 
+/* ---- Bytes per layer as the A.2 framing would send them ----
+ *
+ * simulate has no datagrams, so each message is put into the CoAP message
+ * RFC 9528 Appendix A.2 would send (encoded here, not estimated): requests
+ * CON POST with a 1-byte token, Uri-Path .well-known/edhoc, Content-Format
+ * 65 and the CBOR true (message_1) or C_R prefix; responses ACK 2.04
+ * Changed (4.00 for an error message) with the 1-byte token and
+ * Content-Format 64; the empty 2.04 answering message_3 when there is no
+ * message_4. UDP and IPv6 headers on top (ports 5683 and an ephemeral one),
+ * then the link chosen with --link / --link-mtu. */
+
+static struct edhoc_netacct_link sim_link;
+
+#define FRAMED_MAX (MAX_RECORDED + 4)
+#define FRAMING_ASSUMPTIONS                                                                   \
+    "as the A.2 framing would send (not measured): CON POST, 1-byte token, Uri-Path "        \
+    ".well-known/edhoc, Content-Format 65, true / C_R prefix; responses ACK 2.04 (4.00 for " \
+    "errors), 1-byte token, Content-Format 64; UDP over IPv6"
+
+struct framed {
+    const char *name;
+    char from;
+    long edhoc; /* -1: no EDHOC message */
+    struct edhoc_netacct_layers l;
+};
+
+/* The CoAP message carrying one EDHOC message; its length or -1. */
+static long frame_message(const struct recorded_message *m, const struct run *run, uint8_t *out,
+                          size_t cap)
+{
+    static const uint8_t token = 0x01;
+    static uint8_t cf_req = 65, cf_resp = 64;
+    uint8_t payload[EDHOC_MAX_MESSAGE + EDHOC_MAX_CONN_ID + 2];
+    size_t pl = 0;
+    struct coap_msg c;
+    memset(&c, 0, sizeof c);
+    c.token_len = 1;
+    c.token[0] = token;
+    c.mid = 1;
+    if (m->sender == 'I') {
+        c.type = COAP_TYPE_CON;
+        c.code = COAP_CODE_POST;
+        coap_msg_add_option(&c, COAP_OPT_URI_PATH, (const uint8_t *)".well-known", 11);
+        coap_msg_add_option(&c, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5);
+        coap_msg_add_option(&c, COAP_OPT_CONTENT_FORMAT, &cf_req, 1);
+        if (!strcmp(m->name, "message_1")) {
+            payload[pl++] = 0xf5;
+        } else {
+            long n = edhoc_coap_cid_encode(run->oscore_i.sender_id, run->oscore_i.sender_id_len,
+                                           payload, sizeof payload);
+            if (n < 0)
+                return -1;
+            pl = (size_t)n;
+        }
+    } else {
+        c.type = COAP_TYPE_ACK;
+        c.code = strcmp(m->name, "error") ? COAP_CODE_CHANGED : COAP_CODE_BAD_REQUEST;
+        coap_msg_add_option(&c, COAP_OPT_CONTENT_FORMAT, &cf_resp, 1);
+    }
+    if (pl + m->len > sizeof payload)
+        return -1;
+    memcpy(payload + pl, m->bytes, m->len);
+    c.payload = payload;
+    c.payload_len = pl + m->len;
+    long n = coap_msg_encode(&c, out, cap);
+    return n < 0 ? -1 : n;
+}
+
+static void frame_layers(size_t coap, char from, struct edhoc_netacct_layers *l)
+{
+    uint16_t client = 0, server = 5683; /* the client's port: unknown, not compressible */
+    cli_net_layers(&sim_link, coap, true, from == 'I' ? client : server,
+                   from == 'I' ? server : client, l);
+}
+
+/* Every recorded message framed; returns the count (0 when a message
+ * cannot be framed or the handshake failed: C_R is then unknown). */
+static size_t frame_run(const struct run *run, struct framed *out, size_t max)
+{
+    if (run->err)
+        return 0;
+    size_t n = 0;
+    uint8_t buf[EDHOC_MAX_MESSAGE + 64];
+    for (size_t i = 0; i < run->n_msgs && n + 2 <= max; i++) {
+        const struct recorded_message *m = &run->msgs[i];
+        long cl = frame_message(m, run, buf, sizeof buf);
+        if (cl < 0)
+            return 0;
+        out[n] = (struct framed){m->name, m->sender, (long)m->len, {0}};
+        frame_layers((size_t)cl, m->sender, &out[n].l);
+        n++;
+        bool last = i + 1 == run->n_msgs;
+        if (!strcmp(m->name, "message_3") && (last || strcmp(run->msgs[i + 1].name, "message_4"))) {
+            out[n] = (struct framed){"(2.04 Changed)", 'R', -1, {0}};
+            frame_layers(5, 'R', &out[n].l); /* header 4 + token 1 */
+            n++;
+        }
+    }
+    return n;
+}
+
+static void framed_totals(const struct framed *fr, size_t n, struct edhoc_netacct_total *t)
+{
+    edhoc_netacct_total_clear(t);
+    for (size_t i = 0; i < n; i++)
+        edhoc_netacct_total_add(t, &fr[i].l, fr[i].edhoc > 0 ? (size_t)fr[i].edhoc : 0, true);
+}
+
+static void print_framed_text(FILE *f, const struct run *run)
+{
+    struct framed fr[FRAMED_MAX];
+    size_t n = frame_run(run, fr, FRAMED_MAX);
+    if (!n)
+        return;
+    bool link = sim_link.type != EDHOC_NETACCT_LINK_NONE;
+    fprintf(f, "\nPer layer, %s:\n", FRAMING_ASSUMPTIONS);
+    fprintf(f, "  %-16s %-4s %7s %7s %6s %6s%s\n", "message", "dir", "EDHOC", "CoAP", "UDP", "IPv6",
+            link ? " frames    link" : "");
+    struct edhoc_netacct_total t;
+    framed_totals(fr, n, &t);
+    for (size_t i = 0; i <= n; i++) {
+        const struct edhoc_netacct_layers *l = i < n ? &fr[i].l : NULL;
+        char eb[24];
+        if (i == n)
+            snprintf(eb, sizeof eb, "%zu", t.edhoc);
+        else if (fr[i].edhoc >= 0)
+            snprintf(eb, sizeof eb, "%ld", fr[i].edhoc);
+        else
+            snprintf(eb, sizeof eb, "-");
+        fprintf(f, "  %-16s %-4s %7s %7zu %6zu %6zu", i < n ? fr[i].name : "total",
+                i == n ? "" : fr[i].from == 'I' ? "I->R" : "R->I", eb, l ? l->coap : t.coap,
+                l ? l->udp : t.udp, l ? l->ip : t.ip);
+        if (link)
+            fprintf(f, " %6u %7zu", l ? l->frames : t.frames, l ? l->link : t.link);
+        fputc('\n', f);
+    }
+    char desc[512];
+    edhoc_netacct_link_describe(&sim_link, desc, sizeof desc);
+    fprintf(f, "  Link: %s\n", desc);
+}
+
+static void print_framed_json(FILE *f, const struct run *run)
+{
+    struct framed fr[FRAMED_MAX];
+    size_t n = frame_run(run, fr, FRAMED_MAX);
+    if (!n)
+        return;
+    bool link = sim_link.type != EDHOC_NETACCT_LINK_NONE;
+    char desc[512];
+    edhoc_netacct_link_describe(&sim_link, desc, sizeof desc);
+    fprintf(f, ",\n  \"framed\": {\"measured\": false, \"assumptions\": ");
+    cli_json_string(f, FRAMING_ASSUMPTIONS);
+    fprintf(f, ", \"link\": ");
+    cli_json_string(f, desc);
+    fprintf(f, ",\n    \"messages\": [");
+    for (size_t i = 0; i < n; i++) {
+        const struct edhoc_netacct_layers *l = &fr[i].l;
+        fprintf(f, "%s\n      {\"name\": \"%s\", \"from\": \"%s\", \"edhoc_bytes\": %ld, "
+                   "\"coap_bytes\": %zu, \"udp_bytes\": %zu, \"ip_bytes\": %zu",
+                i ? "," : "", fr[i].name, fr[i].from == 'I' ? "initiator" : "responder",
+                fr[i].edhoc, l->coap, l->udp, l->ip);
+        if (link)
+            fprintf(f, ", \"frames\": %u, \"link_bytes\": %zu", l->frames, l->link);
+        fputc('}', f);
+    }
+    struct edhoc_netacct_total t;
+    framed_totals(fr, n, &t);
+    fprintf(f, "],\n    \"total\": ");
+    cli_net_json_total(f, &t, link);
+    fputc('}', f);
+}
+
 static void print_json(FILE *f, const struct cli_edhoc_opts *o, const struct cli_side *si,
                        const struct cli_side *sr, const struct run *run, const struct timing *t,
                        int suite)
@@ -516,6 +692,7 @@ static void print_json(FILE *f, const struct cli_edhoc_opts *o, const struct cli
     fprintf(f, "  \"time_ms\": %.4f,\n  \"min_time_ms\": %.4f,\n  \"crypto_ms\": %.4f,\n"
                "  \"crypto_calls\": %u,\n  \"runs\": %d",
             t->handshake_ms, t->min_ms, t->crypto_ms, t->crypto_calls, t->runs);
+    print_framed_json(f, run);
     if (!run->err) {
         fprintf(f, ",\n  \"oscore_contexts_match\": %s,\n  \"oscore\": ",
                 oscore_contexts_match(run) ? "true" : "false");
@@ -570,6 +747,7 @@ static void print_text(FILE *f, const struct cli_edhoc_opts *o, const struct cli
     }
     fprintf(f, "  total      %zu bytes in %zu messages; message_1..3 of the handshake: %zu bytes\n",
             total_bytes(run), run->n_msgs, handshake_bytes(run));
+    print_framed_text(f, run);
 
     if (run->err) {
         fprintf(f, "\nOutcome: FAILED at the %s: %s\n",
@@ -610,6 +788,9 @@ static void usage(FILE *f)
     cli_edhoc_print_options(f, true);
     fprintf(f, "Other options:\n"
                "  --repeat N              run N handshakes and report the median time (default 1)\n"
+               "  --link 802.15.4         also count 802.15.4 frames (6LoWPAN) of each message as the\n"
+               "                          A.2 framing would send it over UDP/IPv6 (not measured)\n"
+               "  --link-mtu N            the same for a link carrying N bytes of IP per frame\n"
                "  -h, --help              this text\n\n"
                "Exit codes: 0 ok; 1 handshake failed; 2 bad command line; 3 unusable input file;\n"
                "4 error message from the peer (e.g. no common cipher suite); 5 verification failed\n"
@@ -654,6 +835,15 @@ int cmd_simulate(int argc, char **argv)
             continue;
         }
         bool used = false;
+        if (!strcmp(name, "--link") || !strcmp(name, "--link-mtu")) {
+            struct cli_net_opts net = {.link = sim_link};
+            if (cli_net_parse_option(&net, "simulate", name, value, &used) < 0)
+                return CLI_EXIT_USAGE;
+            sim_link = net.link;
+            if (used && !eq)
+                i++;
+            continue;
+        }
         int rc = cli_edhoc_parse_option(&o, -1, name, value, &used);
         if (rc < 0)
             return CLI_EXIT_USAGE;

@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/transport.h"
 #include "util.h"
@@ -199,25 +203,64 @@ void cli_json_payload(FILE *f, const uint8_t *p, size_t len)
     }
 }
 
-static void on_datagram(void *user, bool sent, const char *peer, const uint8_t *payload,
-                        size_t len)
+static uint16_t port_of(const struct sockaddr *a)
+{
+    if (a->sa_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)a)->sin_port);
+    if (a->sa_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
+    return 0;
+}
+
+/* IPv6 on the wire: an AF_INET6 peer that is not an IPv4-mapped address. */
+static bool over_ipv6(const struct sockaddr *peer)
+{
+    return peer->sa_family == AF_INET6 &&
+           !IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)peer)->sin6_addr);
+}
+
+int cli_net_layers(const struct edhoc_netacct_link *link, size_t len, bool ipv6,
+                   uint16_t src_port, uint16_t dst_port, struct edhoc_netacct_layers *out)
+{
+    struct edhoc_netacct_dgram d = {
+        .udp_payload = len, .ipv6 = ipv6, .src_port = src_port, .dst_port = dst_port};
+    if (edhoc_netacct_datagram(link, &d, out, NULL, 0) == 0)
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->coap = len;
+    out->udp = len + EDHOC_NETACCT_UDP_HEADER;
+    out->ip = out->udp + (ipv6 ? EDHOC_NETACCT_IPV6_HEADER : EDHOC_NETACCT_IPV4_HEADER);
+    return -1;
+}
+
+static void on_datagram(void *user, bool sent, const struct sockaddr *local,
+                        const struct sockaddr *peer, const uint8_t *payload, size_t len)
 {
     struct cli_dgram_log *log = user;
-    (void)peer;
-    (void)payload;
+    if (log->capture &&
+        edhoc_capture_datagram_dir(log->capture, sent, local, peer, payload, len, NULL))
+        log->capture_errors++;
     if (log->current < 0)
         return;
+    bool v6 = over_ipv6(peer);
+    struct edhoc_netacct_layers l;
+    uint16_t lp = port_of(local), pp = port_of(peer);
+    if (cli_net_layers(&log->link, len, v6, sent ? lp : pp, sent ? pp : lp, &l))
+        log->link_errors++;
     struct cli_exchange *e = &log->ex[log->current];
+    e->ipv6 = v6;
     if (sent) {
         if (!e->dgrams_sent)
             e->first_sent = len;
         e->dgrams_sent++;
         e->bytes_sent += len;
+        edhoc_netacct_total_add(&e->sent_layers, &l, 0, e->dgrams_sent == 1);
     } else {
         if (!e->dgrams_received)
             e->first_received = len;
         e->dgrams_received++;
         e->bytes_received += len;
+        edhoc_netacct_total_add(&e->received_layers, &l, 0, e->dgrams_received == 1);
     }
 }
 
@@ -225,7 +268,80 @@ void cli_dgram_log_start(struct cli_dgram_log *log)
 {
     memset(log, 0, sizeof *log);
     log->current = -1;
-    edhoc_transport_set_datagram_hook(on_datagram, log);
+    edhoc_transport_set_datagram_hook2(on_datagram, log);
+}
+
+int cli_net_parse_option(struct cli_net_opts *o, const char *prog, const char *name,
+                         const char *value, bool *used)
+{
+    *used = false;
+    bool link = !strcmp(name, "--link"), mtu = !strcmp(name, "--link-mtu"),
+         pcap = !strcmp(name, "--pcap");
+    if (!link && !mtu && !pcap)
+        return 0;
+    if (!value) {
+        fprintf(stderr, "edhoc-cli %s: %s needs a value\n", prog, name);
+        return -1;
+    }
+    *used = true;
+    if (pcap) {
+        o->pcap = value;
+    } else if (link) {
+        if (!strcmp(value, "802.15.4") || !strcasecmp(value, "802154") ||
+            !strcasecmp(value, "ieee802.15.4"))
+            o->link = edhoc_netacct_link_802154_default();
+        else if (!strcasecmp(value, "none"))
+            o->link.type = EDHOC_NETACCT_LINK_NONE;
+        else {
+            fprintf(stderr, "edhoc-cli %s: --link: expected 802.15.4 or none\n", prog);
+            return -1;
+        }
+    } else {
+        char *end;
+        long v = strtol(value, &end, 10);
+        if (*end || end == value || v < 1 || v > 65535) {
+            fprintf(stderr, "edhoc-cli %s: --link-mtu: expected 1..65535 bytes\n", prog);
+            return -1;
+        }
+        o->link = edhoc_netacct_link_mtu((unsigned)v, 0);
+    }
+    return 1;
+}
+
+void cli_net_print_options(FILE *f, bool pcap_only)
+{
+    if (!pcap_only)
+        fprintf(f,
+                "  --link 802.15.4         also count IEEE 802.15.4 frames and bytes (6LoWPAN IPHC,\n"
+                "                          RFC 4944 fragmentation; assumptions printed with the table)\n"
+                "  --link-mtu N            also count frames of a link carrying N bytes of IP each\n");
+    fprintf(f, "  --pcap FILE             write every datagram sent or received to FILE (pcap,\n"
+               "                          raw IP with the real addresses and ports)\n");
+}
+
+int cli_net_capture_open(const struct cli_net_opts *o, const char *prog,
+                         struct edhoc_capture **cap)
+{
+    *cap = NULL;
+    if (!o->pcap)
+        return 0;
+    char err[256] = "";
+    *cap = edhoc_capture_open(o->pcap, EDHOC_CAPTURE_DLT_RAW, err, sizeof err);
+    if (!*cap) {
+        fprintf(stderr, "edhoc-cli %s: --pcap %s: %s\n", prog, o->pcap, err[0] ? err : "cannot open");
+        return -1;
+    }
+    return 0;
+}
+
+void cli_net_json_total(FILE *f, const struct edhoc_netacct_total *t, bool link)
+{
+    fprintf(f, "{\"messages\": %u, \"datagrams\": %u, \"edhoc_bytes\": %zu, \"coap_bytes\": %zu, "
+               "\"udp_bytes\": %zu, \"ip_bytes\": %zu",
+            t->messages, t->datagrams, t->edhoc, t->coap, t->udp, t->ip);
+    if (link)
+        fprintf(f, ", \"frames\": %u, \"link_bytes\": %zu", t->frames, t->link);
+    fputc('}', f);
 }
 
 int cli_dgram_log_begin(struct cli_dgram_log *log, const char *name)
@@ -244,7 +360,7 @@ int cli_dgram_log_begin(struct cli_dgram_log *log, const char *name)
 void cli_dgram_log_stop(struct cli_dgram_log *log)
 {
     log->current = -1;
-    edhoc_transport_set_datagram_hook(NULL, NULL);
+    edhoc_transport_set_datagram_hook2(NULL, NULL);
 }
 
 #include "edhoc/oscore.h"

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "edhoc/netacct.h"
+
 struct cli_uri {
     char host[256];
     uint16_t port;
@@ -54,13 +56,48 @@ struct cli_exchange {
     unsigned dgrams_sent, dgrams_received;
     size_t bytes_sent, bytes_received;   /* UDP payload bytes */
     size_t first_sent, first_received;   /* size of the first datagram each way */
+    /* The same datagrams per layer (CoAP = UDP payload, UDP, IP, link
+     * frames) on the log's link; edhoc is left 0 here. */
+    struct edhoc_netacct_total sent_layers, received_layers;
+    bool ipv6; /* the last datagram went over IPv6 */
 };
 
 struct cli_dgram_log {
     struct cli_exchange ex[CLI_MAX_EXCHANGES];
     size_t n;
     int current; /* -1: charged to nothing */
+    /* Set after cli_dgram_log_start: the link every datagram is
+     * accounted on, and a capture every datagram is written to (NULL:
+     * none). */
+    struct edhoc_netacct_link link;
+    struct edhoc_capture *capture;
+    unsigned capture_errors; /* datagrams the capture could not take */
+    unsigned link_errors;    /* datagrams too large for the link */
 };
+
+/* --link, --link-mtu, --pcap shared by initiator, coap and responder. */
+struct cli_net_opts {
+    struct edhoc_netacct_link link; /* type NONE unless --link/--link-mtu */
+    const char *pcap;
+};
+/* name/value as given on the command line. Returns 1 (ours; *used says
+ * whether value was taken), 0 (not ours) or -1 after printing why. */
+int cli_net_parse_option(struct cli_net_opts *o, const char *prog, const char *name,
+                         const char *value, bool *used);
+/* Help text of those options. */
+void cli_net_print_options(FILE *f, bool pcap_only);
+/* Open o->pcap (raw IP link type) when set. Returns 0 (*cap NULL when no
+ * --pcap) or -1 after printing why. */
+int cli_net_capture_open(const struct cli_net_opts *o, const char *prog,
+                         struct edhoc_capture **cap);
+/* The layers of one datagram on link: UDP payload len over IPv6 or IPv4.
+ * Returns 0, or -1 when the link cannot carry it (frames 0). */
+int cli_net_layers(const struct edhoc_netacct_link *link, size_t len, bool ipv6,
+                   uint16_t src_port, uint16_t dst_port, struct edhoc_netacct_layers *out);
+/* Print a total as JSON: {"messages": .., "datagrams": .., "edhoc_bytes":
+ * .., "coap_bytes": .., "udp_bytes": .., "ip_bytes": ..[, "frames": ..,
+ * "link_bytes": ..]}. */
+void cli_net_json_total(FILE *f, const struct edhoc_netacct_total *t, bool link);
 
 /* Install the hook (process-wide) feeding log. */
 void cli_dgram_log_start(struct cli_dgram_log *log);

@@ -584,6 +584,302 @@ static void test_coap_static_context(void **state)
     net_proc_stop(&r, SIGTERM, 5000);
 }
 
+
+/* ---- Per-layer accounting and --pcap ---- */
+
+#define LAYER_MSGS 6 /* message_1..3, the 2.04, OSCORE request and response */
+
+/* The values of "field": N (or "field":N) in order, from the first
+ * occurrence of start up to the closing bracket of that array. */
+static size_t json_series(const char *out, const char *start, const char *field, long *v,
+                          size_t max)
+{
+    const char *p = strstr(out, start);
+    if (!p)
+        return 0;
+    const char *end = strchr(p, ']');
+    char f1[64], f2[64];
+    snprintf(f1, sizeof f1, "\"%s\": ", field);
+    snprintf(f2, sizeof f2, "\"%s\":", field);
+    size_t n = 0;
+    while (n < max) {
+        const char *a = strstr(p, f1), *b = strstr(p, f2);
+        const char *q = a && (!b || a < b) ? a : b;
+        if (!q || (end && q > end))
+            break;
+        size_t fl = q == a ? strlen(f1) : strlen(f2);
+        v[n++] = strtol(q + fl, NULL, 10);
+        p = q + fl;
+    }
+    return n;
+}
+
+struct tshark_pkt {
+    long ip_len, ipv6_plen, udp_len, frame_len, sport, dport;
+};
+
+/* tshark's lengths of every packet of a capture (-1 for an empty field). */
+static size_t tshark_lengths(const char *path, struct tshark_pkt *pk, size_t max)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd,
+             "tshark -n -r %s -T fields -E separator=, -e ip.len -e ipv6.plen -e udp.length "
+             "-e frame.len -e udp.srcport -e udp.dstport 2>/dev/null",
+             path);
+    char *out;
+    if (net_sh(cmd, &out, 30) != 0) {
+        free(out);
+        return 0;
+    }
+    size_t n = 0;
+    for (char *line = strtok(out, "\n"); line && n < max; line = strtok(NULL, "\n")) {
+        long f[6];
+        char *p = line;
+        for (int k = 0; k < 6; k++) {
+            char *e;
+            long x = strtol(p, &e, 10);
+            f[k] = e == p ? -1 : x;
+            p = strchr(e, ',');
+            p = p ? p + 1 : e;
+        }
+        pk[n++] = (struct tshark_pkt){f[0], f[1], f[2], f[3], f[4], f[5]};
+    }
+    free(out);
+    return n;
+}
+
+static bool have_tshark(void)
+{
+    return system("tshark --version >/dev/null 2>&1") == 0;
+}
+
+/* One initiator run with --pcap: its JSON numbers per message against
+ * tshark's for the same packets and against `edhoc-cli bytes`. */
+static void check_capture_run(const struct net_proc *r, bool v6, const char *pcap)
+{
+    char *out;
+    int rc = cli_run(&out, 30,
+                     "initiator coap://%s:%u --json --pcap %s --link 802.15.4 --timeout 10",
+                     v6 ? "[::1]" : "127.0.0.1", v6 ? r->port6 : r->port, pcap);
+    expect_ok_json(out, rc);
+    long coap[LAYER_MSGS + 1], udp[LAYER_MSGS + 1], ip[LAYER_MSGS + 1], frames[LAYER_MSGS + 1],
+        link[LAYER_MSGS + 1], dg[LAYER_MSGS + 1], ver[LAYER_MSGS + 1];
+    assert_int_equal(json_series(out, "\"messages\": [", "coap_bytes", coap, 7), LAYER_MSGS);
+    assert_int_equal(json_series(out, "\"messages\": [", "udp_bytes", udp, 7), LAYER_MSGS);
+    assert_int_equal(json_series(out, "\"messages\": [", "ip_bytes", ip, 7), LAYER_MSGS);
+    assert_int_equal(json_series(out, "\"messages\": [", "frames", frames, 7), LAYER_MSGS);
+    assert_int_equal(json_series(out, "\"messages\": [", "link_bytes", link, 7), LAYER_MSGS);
+    assert_int_equal(json_series(out, "\"messages\": [", "datagrams", dg, 7), LAYER_MSGS);
+    assert_int_equal(json_series(out, "\"messages\": [", "ip_version", ver, 7), LAYER_MSGS);
+    long sum_ip = 0;
+    for (int i = 0; i < LAYER_MSGS; i++) {
+        assert_int_equal(dg[i], 1);
+        assert_int_equal(ver[i], v6 ? 6 : 4);
+        assert_int_equal(udp[i], coap[i] + 8);
+        assert_int_equal(ip[i], udp[i] + (v6 ? 40 : 20));
+        sum_ip += ip[i];
+    }
+    /* The totals add up; the link is described. */
+    long all_ip[2];
+    assert_int_equal(json_series(out, "\"all\": {", "ip_bytes", all_ip, 1), 1);
+    assert_int_equal(all_ip[0], sum_ip);
+    assert_non_null(strstr(out, "\"link\": \"IEEE 802.15.4: 127-byte frames"));
+    /* 6LoWPAN by hand (defaults: 25 bytes of MAC header + FCS per frame,
+     * 9 bytes IPHC + NHC UDP with CoAP's uncompressible ports, 102 bytes
+     * for 6LoWPAN per frame): message_1 is 64 CoAP bytes -> one frame of
+     * 25 + 9 + 64 = 98 bytes, whatever the IP version on the host. */
+    assert_int_equal(coap[0], 64);
+    assert_int_equal(frames[0], 1);
+    assert_int_equal(link[0], 98);
+    /* The 140-byte OSCORE response (the /.well-known/core listing) is
+     * fragmented: FRAG1 25 + 4 + 9 + 88, FRAGN 25 + 5 + 52 = 126 + 82. */
+    if (coap[5] == 140) {
+        assert_int_equal(frames[5], 2);
+        assert_int_equal(link[5], 208);
+    }
+    if (!have_tshark()) {
+        print_message("tshark not installed: capture comparison skipped\n");
+        free(out);
+        return;
+    }
+    /* tshark sees the same packets with the same lengths. */
+    struct tshark_pkt pk[16];
+    size_t np = tshark_lengths(pcap, pk, 16);
+    assert_int_equal(np, LAYER_MSGS);
+    uint16_t server = v6 ? r->port6 : r->port;
+    for (size_t i = 0; i < np; i++) {
+        /* Even packets go to the responder, odd ones come back. */
+        assert_int_equal(i % 2 ? pk[i].sport : pk[i].dport, server);
+        assert_int_equal(pk[i].udp_len, udp[i]);
+        assert_int_equal(pk[i].frame_len, ip[i]); /* raw IP link type */
+        if (v6)
+            assert_int_equal(pk[i].ipv6_plen + 40, ip[i]);
+        else
+            assert_int_equal(pk[i].ip_len, ip[i]);
+    }
+    /* Its CoAP dissector decodes all six and the OSCORE dissector two. */
+    char *dec;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "tshark -n -r %s -d udp.port==%u,coap -Y coap 2>/dev/null | wc -l",
+             pcap, server);
+    assert_int_equal(net_sh(cmd, &dec, 30), 0);
+    assert_int_equal(atoi(dec), LAYER_MSGS);
+    free(dec);
+    snprintf(cmd, sizeof cmd, "tshark -n -r %s -d udp.port==%u,coap -Y oscore 2>/dev/null | wc -l",
+             pcap, server);
+    assert_int_equal(net_sh(cmd, &dec, 30), 0);
+    assert_int_equal(atoi(dec), 2);
+    free(dec);
+    /* `edhoc-cli bytes` on the capture: the same numbers per message. */
+    char *b;
+    rc = cli_run(&b, 30, "bytes %s --json --link 802.15.4", pcap);
+    assert_int_equal(rc, 0);
+    long bc[8], bu[8], bi[8], bf[8], bl[8];
+    assert_int_equal(json_series(b, "\"messages\":[", "coap", bc, 8), LAYER_MSGS);
+    assert_int_equal(json_series(b, "\"messages\":[", "udp", bu, 8), LAYER_MSGS);
+    assert_int_equal(json_series(b, "\"messages\":[", "ip", bi, 8), LAYER_MSGS);
+    assert_int_equal(json_series(b, "\"messages\":[", "link_frames", bf, 8), LAYER_MSGS);
+    assert_int_equal(json_series(b, "\"messages\":[", "link_bytes", bl, 8), LAYER_MSGS);
+    for (int i = 0; i < LAYER_MSGS; i++) {
+        assert_int_equal(bc[i], coap[i]);
+        assert_int_equal(bu[i], udp[i]);
+        assert_int_equal(bi[i], ip[i]);
+        assert_int_equal(bf[i], frames[i]);
+        assert_int_equal(bl[i], link[i]);
+    }
+    free(b);
+    free(out);
+}
+
+/* The lines tshark prints for the packets of one initiator port. */
+static char *tshark_flow(const char *pcap, long port)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             "tshark -n -r %s -Y \"udp.port==%ld\" -T fields -e ip.src -e ipv6.src -e udp.srcport "
+             "-e ip.dst -e ipv6.dst -e udp.dstport -e udp.length -e udp.payload 2>/dev/null",
+             pcap, port);
+    char *out;
+    if (net_sh(cmd, &out, 30) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static void test_layers_and_pcap(void **state)
+{
+    (void)state;
+    struct net_proc r;
+    char rpcap[300], p4[300], p6[300];
+    net_path(rpcap, sizeof rpcap, "responder.pcap");
+    net_path(p4, sizeof p4, "initiator4.pcap");
+    net_path(p6, sizeof p6, "initiator6.pcap");
+    char args[600];
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:0 --listen [::1]:0 --pcap %s --link 802.15.4", rpcap);
+    assert_int_equal(net_responder_start(&r, "layers", args), 0);
+    check_capture_run(&r, false, p4);
+    check_capture_run(&r, true, p6);
+    /* SIGTERM: the responder flushes its capture and logs each handshake
+     * with its bytes per layer. */
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    assert_int_equal(net_count(log, "bytes=101 outcome=ok; datagrams=4 coap_bytes=168 "
+                                    "udp_bytes=200 ip_bytes=280 ip=IPv4 frames=4 link_bytes=304"),
+                     1);
+    assert_int_equal(net_count(log, "bytes=101 outcome=ok; datagrams=4 coap_bytes=168 "
+                                    "udp_bytes=200 ip_bytes=360 ip=IPv6 frames=4 link_bytes=304"),
+                     1);
+    free(log);
+    if (!have_tshark())
+        return;
+    /* The responder's capture holds the same datagrams (addresses, ports,
+     * payloads) as each initiator's, seen from the other end. */
+    const char *caps[2] = {p4, p6};
+    for (int k = 0; k < 2; k++) {
+        struct tshark_pkt pk[16];
+        assert_int_equal(tshark_lengths(caps[k], pk, 16), LAYER_MSGS);
+        char *mine = tshark_flow(caps[k], pk[0].sport);
+        char *theirs = tshark_flow(rpcap, pk[0].sport);
+        assert_non_null(mine);
+        assert_non_null(theirs);
+        assert_int_equal(net_count(mine, "\n"), LAYER_MSGS);
+        assert_string_equal(mine, theirs);
+        free(mine);
+        free(theirs);
+    }
+}
+
+/* `coap --pcap`: the request and response as sent, on a bad path too. */
+static void test_coap_pcap(void **state)
+{
+    (void)state;
+    char pcap[300];
+    net_path(pcap, sizeof pcap, "coap.pcap");
+    char *out;
+    int rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/.well-known/core --pcap %s",
+                     main_responder.port, pcap);
+    free(out);
+    /* Without OSCORE the resource is refused; the datagrams are still written. */
+    assert_true(rc == 0 || rc == 1);
+    if (have_tshark()) {
+        struct tshark_pkt pk[8];
+        assert_int_equal(tshark_lengths(pcap, pk, 8), 2);
+        assert_int_equal(pk[0].dport, main_responder.port);
+        assert_int_equal(pk[1].sport, main_responder.port);
+        assert_int_equal(pk[0].ip_len, pk[0].udp_len + 20);
+    }
+    rc = cli_run(&out, 10, "coap GET coap://127.0.0.1:%u/x --pcap /nonexistent-dir/x.pcap",
+                 main_responder.port);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "--pcap"));
+    free(out);
+    rc = cli_run(&out, 10, "initiator coap://127.0.0.1:%u --link token-ring", main_responder.port);
+    assert_int_equal(rc, 2);
+    free(out);
+}
+
+
+/* simulate's per-layer numbers (each message encoded as the A.2 framing
+ * would send it) equal the ones measured on the socket for the same
+ * configuration, link frames included. */
+static void test_simulate_framing_matches_live(void **state)
+{
+    (void)state;
+    char *live, *sim;
+    /* A fresh responder: one with many contexts hands out longer C_R. */
+    struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "framing", "--listen 127.0.0.1:0 --listen [::1]:0"),
+                     0);
+    int rc = cli_run(&live, 30,
+                     "initiator coap://[::1]:%u --method 3 --suites 2 --id-cred kid --json "
+                     "--link 802.15.4",
+                     r.port6);
+    net_proc_stop(&r, SIGTERM, 5000);
+    expect_ok_json(live, rc);
+    rc = cli_run(&sim, 30, "simulate --method 3 --suites 2 --id-cred-i kid --id-cred-r kid --json "
+                           "--link 802.15.4");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(sim, "\"measured\": false"));
+    const char *fields[] = {"edhoc_bytes", "coap_bytes", "udp_bytes", "ip_bytes", "frames",
+                            "link_bytes"};
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        long a[8], b[8];
+        /* message_1..3 and the 2.04: the first four rows of both. */
+        assert_true(json_series(live, "\"messages\": [", fields[f], a, 8) >= 4);
+        assert_int_equal(json_series(sim, "\"framed\": {", fields[f], b, 8), 4);
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(a[i], b[i]);
+    }
+    free(live);
+    free(sim);
+    rc = cli_run(&sim, 10, "simulate --pcap x.pcap");
+    assert_int_equal(rc, 2);
+    free(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -600,6 +896,9 @@ int main(void)
         cmocka_unit_test_setup(test_failures, check_alive),
         cmocka_unit_test_setup(test_parallel_50, check_alive),
         cmocka_unit_test_setup(test_coap_static_context, check_alive),
+        cmocka_unit_test_setup(test_layers_and_pcap, check_alive),
+        cmocka_unit_test_setup(test_coap_pcap, check_alive),
+        cmocka_unit_test_setup(test_simulate_framing_matches_live, check_alive),
     };
     return cmocka_run_group_tests_name("cli_net", tests, setup, teardown);
 }

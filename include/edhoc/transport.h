@@ -72,6 +72,26 @@ struct edhoc_transport_config {
 typedef void (*edhoc_transport_datagram_fn)(void *user, bool sent, const char *peer,
                                             const uint8_t *payload, size_t len);
 void edhoc_transport_set_datagram_hook(edhoc_transport_datagram_fn fn, void *user);
+/* The same with both endpoints as socket addresses (AF_INET or AF_INET6
+ * with ports), for writing the datagram with real IP and UDP headers.
+ * local is the socket's own address (getsockname). When the socket is
+ * bound to the wildcard address (0.0.0.0 or ::) the kernel's choice of
+ * source address towards peer is used instead: the address a UDP socket
+ * connected to peer gets (no packet is sent for that); for a loopback
+ * peer this is the loopback address of the peer's family. An IPv6 socket
+ * talking to an IPv4 peer reports both as IPv4-mapped IPv6 addresses.
+ * Both hooks may be set at once; each gets every datagram. NULL removes
+ * it. Process-wide. */
+struct sockaddr;
+typedef void (*edhoc_transport_datagram2_fn)(void *user, bool sent, const struct sockaddr *local,
+                                             const struct sockaddr *peer, const uint8_t *payload,
+                                             size_t len);
+void edhoc_transport_set_datagram_hook2(edhoc_transport_datagram2_fn fn, void *user);
+/* Called just before a datagram is handed to the kernel (same arguments,
+ * sent is true), so that a log line naming it can be written before the
+ * peer can see it. The datagram may still fail to leave; the hooks above
+ * report only what did. NULL removes it. Process-wide. */
+void edhoc_transport_set_presend_hook(edhoc_transport_datagram2_fn fn, void *user);
 /* Process-wide datagram counters since the start. */
 void edhoc_transport_get_stats(struct edhoc_transport_stats *st);
 
