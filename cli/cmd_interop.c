@@ -537,7 +537,7 @@ static void write_trace(const struct opts *o, const struct cell *c, const struct
         fprintf(f, "  %-32s %s EDHOC %ld, CoAP/UDP %ld bytes, %u datagram%s\n", m[i].name,
                 m[i].from_initiator ? "I->R" : "R->I", m[i].edhoc, m[i].coap, m[i].dgrams,
                 m[i].dgrams == 1 ? "" : "s");
-    fprintf(f, "\n(no pcap: the initiator has no packet capture option yet)\n");
+    fprintf(f, "\nDatagrams: %s.pcap (tshark -r FILE -d udp.port==PORT,coap)\n", c->name);
     fclose(f);
 }
 
@@ -570,8 +570,13 @@ static void run_cell(const struct opts *o, struct cell *c, int *suites_r_cache)
         argv[a++] = "--framing";
         argv[a++] = "bare";
     }
-    if (o->trace_dir)
+    char pcap_path[4200];
+    if (o->trace_dir) {
         argv[a++] = "--trace";
+        snprintf(pcap_path, sizeof pcap_path, "%s/%s.pcap", o->trace_dir, c->name);
+        argv[a++] = "--pcap";
+        argv[a++] = pcap_path;
+    }
     for (int i = 0; i < o->n_pass; i++)
         argv[a++] = (char *)o->pass[i];
     argv[a] = NULL;
@@ -697,8 +702,7 @@ static void print_table(const struct opts *o, const struct cell *cells, size_t n
            s->a2_ok ? " A.2" : "", s->bare_ok ? " bare" : "",
            s->a2_ok || s->bare_ok ? "" : " none");
     if (o->trace_dir)
-        printf("Traces: %s/<cell>.txt (no pcap: the initiator has no capture option yet)\n",
-               o->trace_dir);
+        printf("Traces: %s/<cell>.txt, datagrams: %s/<cell>.pcap\n", o->trace_dir, o->trace_dir);
 }
 
 static void print_json(FILE *f, const struct opts *o, const struct cell *cells, size_t n,
@@ -768,7 +772,7 @@ static void usage(FILE *f)
             "                          (default 'GET /.well-known/core')\n"
             "  --cred FILE --key FILE --trust FILE  our credentials (as for the initiator)\n"
             "  --trace-dir DIR         keep each cell's RFC 9529-style trace in DIR/<cell>.txt\n"
-            "                          (no pcap yet: the initiator has no capture option)\n"
+            "                          and every datagram of the cell in DIR/<cell>.pcap\n"
             "  --json                  machine-readable output (the same cells and summary)\n"
             "  --json-out FILE         also write that JSON to FILE (with the table on stdout)\n"
             "  -h, --help              this text\n\n"

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "net_test_util.h"
@@ -250,7 +251,14 @@ static void test_own_responder_matrix(void **state)
     assert_non_null(strstr(tr, "  TH_2 (32 bytes) "));
     assert_non_null(strstr(tr, "  context_2 ("));
     assert_non_null(strstr(tr, "message_3"));
+    assert_non_null(strstr(tr, "Datagrams: m3-s2-kid.pcap"));
     free(tr);
+    /* ... and its datagrams: a pcap file holding at least the four of the
+     * handshake (24-byte global header + 16-byte record header each). */
+    snprintf(path, sizeof path, "%s/m3-s2-kid.pcap", trace_dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size > 24 + 4 * (16 + 28 + 40));
     snprintf(path, sizeof path, "%s/m0-s0-x5t-m4.txt", trace_dir);
     tr = net_read_file(path);
     assert_non_null(tr);
