@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -231,6 +232,47 @@ static inline int net_sh(const char *cmdline, char **out, unsigned timeout_s)
     if (st == -1 || !WIFEXITED(st))
         return -1;
     return WEXITSTATUS(st);
+}
+
+/* The edhoc-cli binary under test ($EDHOC_CLI). */
+static inline const char *net_cli(void)
+{
+    const char *cli = getenv("EDHOC_CLI");
+    return cli ? cli : "edhoc-cli";
+}
+
+/* Run `edhoc-cli ARGS` (ARGS: a shell fragment without single quotes),
+ * bounded by timeout_s; stdout and stderr captured, or stdout only when
+ * drop_stderr. Returns as net_sh. */
+static inline int net_cli_run(char **out, unsigned timeout_s, bool drop_stderr, const char *fmt,
+                              ...) __attribute__((format(printf, 4, 5)));
+static inline int net_cli_run(char **out, unsigned timeout_s, bool drop_stderr, const char *fmt,
+                              ...)
+{
+    char args[8192], line[8400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(line, sizeof line, "%s %s%s", net_cli(), args, drop_stderr ? " 2>/dev/null" : "");
+    return net_sh(line, out, timeout_s);
+}
+
+/* cmocka group teardown: stop every process, remove the test directory. */
+static inline int net_group_teardown(void **state)
+{
+    (void)state;
+    net_stop_all();
+    net_remove_dir();
+    return 0;
+}
+
+/* cmocka per-test teardown: nothing a test started survives it. */
+static inline int net_test_teardown(void **state)
+{
+    (void)state;
+    net_stop_all();
+    return 0;
 }
 
 /* Count occurrences of needle. */

@@ -14,45 +14,20 @@
 #include "net_test_util.h"
 #include "vectors.h"
 
+/* edhoc-cli ARGS, bounded in time. */
+#define CLI_RUN(out, timeout_s, ...) net_cli_run(out, timeout_s, true, __VA_ARGS__)
+
 static const char *cli;
 
 static int setup(void **state)
 {
     (void)state;
-    cli = getenv("EDHOC_CLI");
-    if (!cli)
-        cli = "edhoc-cli";
+    cli = net_cli();
     return net_make_dir("interop");
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    net_stop_all();
-    net_remove_dir();
-    return 0;
-}
 
-static int after_each(void **state)
-{
-    (void)state;
-    net_stop_all();
-    return 0;
-}
 
-/* Run edhoc-cli (stderr dropped), bounded by timeout_s. */
-static int cli_run(char **out, unsigned timeout_s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int cli_run(char **out, unsigned timeout_s, const char *fmt, ...)
-{
-    char args[8192], line[8400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(line, sizeof line, "%s %s 2>/dev/null", cli, args);
-    return net_sh(line, out, timeout_s);
-}
 
 /* ---- Reading the JSON cells and the table rows ---- */
 
@@ -205,7 +180,7 @@ static void test_own_responder_matrix(void **state)
     net_path(trace_dir, sizeof trace_dir, "traces");
     char *out = NULL;
     uint64_t t0 = net_now_ms();
-    int rc = cli_run(&out, 60,
+    int rc = CLI_RUN(&out, 60,
                      "interop coap://127.0.0.1:%u --methods 0,3 --suites 0,2 --id-creds kid,x5t "
                      "--json-out %s --trace-dir %s",
                      r.port, json_path, trace_dir);
@@ -276,7 +251,7 @@ static void test_message_4_responder(void **state)
     struct net_proc r;
     start_responder(&r, "m4", "--message-4");
     char *out = NULL;
-    int rc = cli_run(&out, 60,
+    int rc = CLI_RUN(&out, 60,
                      "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --json",
                      r.port);
     assert_int_equal(rc, 1);
@@ -303,7 +278,7 @@ static void test_suite_2_only(void **state)
     start_responder(&r, "s2", "--suites 2");
     char *out = NULL;
     uint64_t t0 = net_now_ms();
-    int rc = cli_run(&out, 60,
+    int rc = CLI_RUN(&out, 60,
                      "interop coap://127.0.0.1:%u --methods 3 --suites 0,2 --id-creds kid --json",
                      r.port);
     assert_true(net_now_ms() - t0 < 20000);
@@ -337,7 +312,7 @@ static void test_method_3_only(void **state)
     struct net_proc r;
     start_responder(&r, "m3", "--method 3");
     char *out = NULL;
-    int rc = cli_run(&out, 60, "interop coap://127.0.0.1:%u --methods 0,1,3 --suites 2 "
+    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 0,1,3 --suites 2 "
                                "--id-creds kid",
                      r.port);
     assert_int_equal(rc, 1);
@@ -361,7 +336,7 @@ static void test_unknown_credentials(void **state)
     char cred[300], key[300], *out = NULL;
     net_path(cred, sizeof cred, "other.cbor");
     net_path(key, sizeof key, "other.pem");
-    assert_int_equal(cli_run(&out, 30, "keygen --type ccs --suite 2 --use dh --out-cred %s "
+    assert_int_equal(CLI_RUN(&out, 30, "keygen --type ccs --suite 2 --use dh --out-cred %s "
                                        "--out-key %s",
                              cred, key),
                      0);
@@ -371,7 +346,7 @@ static void test_unknown_credentials(void **state)
     char extra[400];
     snprintf(extra, sizeof extra, "--trust %s", cred);
     start_responder(&r, "trust", extra);
-    int rc = cli_run(&out, 60,
+    int rc = CLI_RUN(&out, 60,
                      "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --json",
                      r.port);
     assert_int_equal(rc, 1);
@@ -390,7 +365,7 @@ static void test_unknown_credentials(void **state)
     /* We trust only another credential: our verification of message_2. */
     struct net_proc r2;
     start_responder(&r2, "plain", "");
-    rc = cli_run(&out, 60,
+    rc = CLI_RUN(&out, 60,
                  "interop coap://127.0.0.1:%u --methods 0,3 --suites 2 --id-creds kid --trust %s "
                  "--json",
                  r2.port, cred);
@@ -419,7 +394,7 @@ static void test_wrong_peer_key(void **state)
         net_path(cred[i], sizeof cred[i], n);
         snprintf(n, sizeof n, "%s.pem", names[i]);
         net_path(key[i], sizeof key[i], n);
-        assert_int_equal(cli_run(&out, 30, "keygen --type ccs --suite 2 --use %s --kid %s "
+        assert_int_equal(CLI_RUN(&out, 30, "keygen --type ccs --suite 2 --use %s --kid %s "
                                            "--out-cred %s --out-key %s",
                                  i < 2 ? "dh" : "sign", i < 2 ? "07" : "08", cred[i], key[i]),
                          0);
@@ -430,7 +405,7 @@ static void test_wrong_peer_key(void **state)
     snprintf(extra, sizeof extra, "--cred %s --key %s --cred %s --key %s", cred[0], key[0],
              cred[2], key[2]);
     start_responder(&r, "wrongkey", extra);
-    int rc = cli_run(&out, 60,
+    int rc = CLI_RUN(&out, 60,
                      "interop coap://127.0.0.1:%u --methods 0,3 --suites 2 --id-creds kid "
                      "--trust %s --trust %s --json",
                      r.port, cred[1], cred[3]);
@@ -466,7 +441,7 @@ static void test_silent_device(void **state)
     assert_true(fd >= 0);
     char *out = NULL;
     uint64_t t0 = net_now_ms();
-    int rc = cli_run(&out, 40,
+    int rc = CLI_RUN(&out, 40,
                      "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
                      "--timeout 1 --json",
                      port);
@@ -491,7 +466,7 @@ static void test_silent_device(void **state)
 
     port = net_closed_port();
     t0 = net_now_ms();
-    rc = cli_run(&out, 40,
+    rc = CLI_RUN(&out, 40,
                  "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --timeout 1",
                  port);
     took = net_now_ms() - t0;
@@ -505,20 +480,20 @@ static void test_usage(void **state)
 {
     (void)state;
     char *out = NULL;
-    assert_int_equal(cli_run(&out, 10, "interop"), 2);
+    assert_int_equal(CLI_RUN(&out, 10, "interop"), 2);
     free(out);
-    assert_int_equal(cli_run(&out, 10, "interop coap://127.0.0.1:5683 --methods 0,7"), 2);
+    assert_int_equal(CLI_RUN(&out, 10, "interop coap://127.0.0.1:5683 --methods 0,7"), 2);
     free(out);
-    assert_int_equal(cli_run(&out, 10, "interop coap://127.0.0.1:5683 --id-creds kid,x9"), 2);
+    assert_int_equal(CLI_RUN(&out, 10, "interop coap://127.0.0.1:5683 --id-creds kid,x9"), 2);
     free(out);
-    assert_int_equal(cli_run(&out, 10, "interop coap://127.0.0.1:5683 --timeout 0"), 2);
+    assert_int_equal(CLI_RUN(&out, 10, "interop coap://127.0.0.1:5683 --timeout 0"), 2);
     free(out);
     /* A URI the initiator refuses stops the matrix at the first cell. */
     uint64_t t0 = net_now_ms();
-    assert_int_equal(cli_run(&out, 10, "interop coap://127.0.0.1:notaport --methods 3"), 2);
+    assert_int_equal(CLI_RUN(&out, 10, "interop coap://127.0.0.1:notaport --methods 3"), 2);
     assert_true(net_now_ms() - t0 < 3000);
     free(out);
-    assert_int_equal(cli_run(&out, 10, "interop --help"), 0);
+    assert_int_equal(CLI_RUN(&out, 10, "interop --help"), 0);
     assert_non_null(strstr(out, "--trace-dir DIR"));
     free(out);
 }
@@ -526,14 +501,14 @@ static void test_usage(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_usage, after_each),
-        cmocka_unit_test_teardown(test_own_responder_matrix, after_each),
-        cmocka_unit_test_teardown(test_message_4_responder, after_each),
-        cmocka_unit_test_teardown(test_suite_2_only, after_each),
-        cmocka_unit_test_teardown(test_method_3_only, after_each),
-        cmocka_unit_test_teardown(test_unknown_credentials, after_each),
-        cmocka_unit_test_teardown(test_wrong_peer_key, after_each),
-        cmocka_unit_test_teardown(test_silent_device, after_each),
+        cmocka_unit_test_teardown(test_usage, net_test_teardown),
+        cmocka_unit_test_teardown(test_own_responder_matrix, net_test_teardown),
+        cmocka_unit_test_teardown(test_message_4_responder, net_test_teardown),
+        cmocka_unit_test_teardown(test_suite_2_only, net_test_teardown),
+        cmocka_unit_test_teardown(test_method_3_only, net_test_teardown),
+        cmocka_unit_test_teardown(test_unknown_credentials, net_test_teardown),
+        cmocka_unit_test_teardown(test_wrong_peer_key, net_test_teardown),
+        cmocka_unit_test_teardown(test_silent_device, net_test_teardown),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, net_group_teardown);
 }

@@ -14,28 +14,22 @@
 #include "net_test_util.h"
 #include "vectors.h"
 
+/* edhoc-cli ARGS, bounded in time. */
+#define CLI_RUN(out, timeout_s, ...) net_cli_run(out, timeout_s, false, __VA_ARGS__)
+
 static struct net_proc main_responder;
 static const char *cli;
 
 static int setup(void **state)
 {
     (void)state;
-    cli = getenv("EDHOC_CLI");
-    if (!cli)
-        cli = "edhoc-cli";
+    cli = net_cli();
     if (net_make_dir("net"))
         return -1;
     return net_responder_start(&main_responder, "main",
                                "--listen 127.0.0.1:0 --listen [::1]:0 -v");
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    net_stop_all();
-    net_remove_dir();
-    return 0;
-}
 
 /* Between tests: the main responder must still be up. */
 static int check_alive(void **state)
@@ -47,19 +41,6 @@ static int check_alive(void **state)
     return -1;
 }
 
-/* edhoc-cli ARGS (a shell fragment without single quotes). */
-static int cli_run(char **out, unsigned timeout_s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int cli_run(char **out, unsigned timeout_s, const char *fmt, ...)
-{
-    char args[8192], line[8400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(line, sizeof line, "%s %s", cli, args);
-    return net_sh(line, out, timeout_s);
-}
 
 static void expect_ok_json(const char *out, int rc)
 {
@@ -99,7 +80,7 @@ static void test_method3_suite2_kid(void **state)
 {
     (void)state;
     char *out;
-    int rc = cli_run(&out, 30,
+    int rc = CLI_RUN(&out, 30,
                      "initiator coap://127.0.0.1:%u --method 3 --suites 2 --id-cred kid --json "
                      "--timeout 10",
                      main_responder.port);
@@ -121,7 +102,7 @@ static void test_method3_suite2_kid(void **state)
     assert_non_null(strstr(out, "\"round_trips\": 3"));
     free(out);
     /* --repeat: more handshakes on one socket, counted. */
-    rc = cli_run(&out, 60, "initiator coap://127.0.0.1:%u --repeat 20 --json", main_responder.port);
+    rc = CLI_RUN(&out, 60, "initiator coap://127.0.0.1:%u --repeat 20 --json", main_responder.port);
     expect_ok_json(out, rc);
     assert_non_null(strstr(out, "\"repeat\": {\"handshakes\": 20, \"ok\": 20, \"failed\": 0"));
     free(out);
@@ -131,7 +112,7 @@ static void test_method0_suite2_x5t_requests(void **state)
 {
     (void)state;
     char *out;
-    int rc = cli_run(&out, 30,
+    int rc = CLI_RUN(&out, 30,
                      "initiator coap://127.0.0.1:%u --method 0 --suites 2 --id-cred x5t --json "
                      "--request \"GET /time\" --request \"POST /echo hello-oscore\" "
                      "--request \"GET /nothing\"",
@@ -145,7 +126,7 @@ static void test_method0_suite2_x5t_requests(void **state)
     assert_non_null(strstr(out, "\"request\": \"GET /nothing\", \"code\": \"4.04 Not Found\""));
     free(out);
     /* The text report names every message with both sizes. */
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2",
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2",
                  main_responder.port);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "message_2"));
@@ -170,7 +151,7 @@ static void test_matrix(void **state)
                 if (!fits)
                     continue;
                 char *out;
-                int rc = cli_run(&out, 30,
+                int rc = CLI_RUN(&out, 30,
                                  "initiator coap://127.0.0.1:%u --method %d --suites %d "
                                  "--id-cred %s --json --request \"POST /echo m%ds%d%s\"",
                                  main_responder.port, m, suite, types[t], m, suite, types[t]);
@@ -198,12 +179,12 @@ static void test_message_4(void **state)
     static struct net_proc r4;
     assert_int_equal(net_responder_start(&r4, "m4", "--listen 127.0.0.1:0 --message-4"), 0);
     char *out;
-    int rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --message-4 --json", r4.port);
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --message-4 --json", r4.port);
     expect_ok_json(out, rc);
     assert_true(json_edhoc_bytes(out, "message_4") >= 1);
     free(out);
     /* Expecting message_4 from a responder that sends none fails clearly. */
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --message-4", main_responder.port);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --message-4", main_responder.port);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "message_4 expected"));
     free(out);
@@ -214,7 +195,7 @@ static void test_combined_request(void **state)
 {
     (void)state;
     char *out;
-    int rc = cli_run(&out, 30,
+    int rc = CLI_RUN(&out, 30,
                      "initiator coap://127.0.0.1:%u --combined --json --request \"POST /echo comb\" "
                      "--request \"GET /time\"",
                      main_responder.port);
@@ -235,7 +216,7 @@ static void test_bare_framing(void **state)
 {
     (void)state;
     char *out;
-    int rc = cli_run(&out, 30,
+    int rc = CLI_RUN(&out, 30,
                      "initiator coap://[::1]:%u --framing bare --json --request \"GET /time\"",
                      main_responder.port6);
     expect_ok_json(out, rc);
@@ -243,7 +224,7 @@ static void test_bare_framing(void **state)
     /* No true prefix and no Content-Format: 3 bytes less than A.2. */
     long bare = json_field_after(out, "message_1", "coap_bytes");
     free(out);
-    rc = cli_run(&out, 30, "initiator coap://[::1]:%u --json", main_responder.port6);
+    rc = CLI_RUN(&out, 30, "initiator coap://[::1]:%u --json", main_responder.port6);
     expect_ok_json(out, rc);
     long a2 = json_field_after(out, "message_1", "coap_bytes");
     assert_int_equal(a2 - bare, 3);
@@ -260,7 +241,7 @@ static void test_bare_framing(void **state)
     /* Bare with message_4 from a responder that sends it. */
     static struct net_proc r4;
     assert_int_equal(net_responder_start(&r4, "bare4", "--listen 127.0.0.1:0 --message-4"), 0);
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --framing bare --message-4 --json",
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --framing bare --message-4 --json",
                  r4.port);
     expect_ok_json(out, rc);
     assert_true(json_edhoc_bytes(out, "message_4") >= 1);
@@ -274,7 +255,7 @@ static void test_echo_before_message_1(void **state)
     static struct net_proc r;
     assert_int_equal(net_responder_start(&r, "echo", "--listen 127.0.0.1:0 --echo"), 0);
     char *out;
-    int rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --json", r.port);
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --json", r.port);
     expect_ok_json(out, rc);
     /* message_1 twice (the CoAP layer repeats it with the Echo value of the
      * 4.01), then message_2: two datagrams each way in that exchange. */
@@ -282,7 +263,7 @@ static void test_echo_before_message_1(void **state)
     assert_int_equal(json_field_after(out, "message_2", "datagrams"), 2);
     free(out);
     /* Without --echo: one datagram each way. */
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --json", main_responder.port);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --json", main_responder.port);
     expect_ok_json(out, rc);
     assert_int_equal(json_field_after(out, "message_1", "datagrams"), 1);
     free(out);
@@ -300,7 +281,7 @@ static void test_suite_negotiation(void **state)
     assert_int_equal(net_responder_start(&r, "suite2", "--listen 127.0.0.1:0 --suites 2"), 0);
     char *out;
     /* Suite 6 first: the responder answers error code 2 with SUITES_R 2. */
-    int rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 6,2 --json",
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 6,2 --json",
                      r.port);
     expect_ok_json(out, rc);
     assert_non_null(strstr(out, "\"attempts\": 2"));
@@ -308,7 +289,7 @@ static void test_suite_negotiation(void **state)
     assert_non_null(strstr(out, "{\"name\": \"error\", \"from\": \"responder\""));
     free(out);
     /* No common suite at all: the peer's error, exit code 4. */
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 0", r.port);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 0", r.port);
     assert_int_equal(rc, 4);
     assert_non_null(strstr(out, "edhoc-cli initiator:"));
     free(out);
@@ -318,7 +299,7 @@ static void test_suite_negotiation(void **state)
 static void keygen(const char *args)
 {
     char *out;
-    int rc = cli_run(&out, 30, "keygen %s", args);
+    int rc = CLI_RUN(&out, 30, "keygen %s", args);
     if (rc)
         fail_msg("keygen %s: %s", args, out);
     free(out);
@@ -366,7 +347,7 @@ static void test_blockwise_x5chain(void **state)
              pki, pki, pki);
     assert_int_equal(net_responder_start(&r, "chain", args), 0);
     char *out;
-    int rc = cli_run(&out, 30,
+    int rc = CLI_RUN(&out, 30,
                      "initiator coap://127.0.0.1:%u --method 0 --suites 2 --cred %s/i.pem --key %s/i.key "
                      "--trust %s/root.pem --id-cred x5chain --block-size 64 --json",
                      r.port, pki, pki, pki);
@@ -416,7 +397,7 @@ static void test_two_credentials(void **state)
     for (size_t i = 0; i < 4; i++) {
         char cred[300], *out;
         snprintf(cred, sizeof cred, runs[i].cred, pki);
-        int rc = cli_run(&out, 30,
+        int rc = CLI_RUN(&out, 30,
                          "initiator coap://127.0.0.1:%u --method %d --suites 0 --cred %s/%s "
                          "--trust %s/root.pem --trust %s/rdh.ccs --json",
                          r.port, runs[i].method, pki, cred, pki, pki);
@@ -440,7 +421,7 @@ static void test_failures(void **state)
     char *out;
     /* Wrong credential: we trust only a stranger, the responder's x5t
      * names nothing we know. */
-    int rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2 --trust %s/x.pem",
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2 --trust %s/x.pem",
                      main_responder.port, pki);
     assert_int_equal(rc, 5);
     assert_non_null(strstr(out, "edhoc-cli initiator: message_2 verification failed"));
@@ -453,7 +434,7 @@ static void test_failures(void **state)
              "--listen 127.0.0.1:0 --cred %s/r.pem --key %s/r.key --trust %s/x.pem --id-cred x5chain",
              pki, pki, pki);
     assert_int_equal(net_responder_start(&picky, "picky", args), 0);
-    rc = cli_run(&out, 30,
+    rc = CLI_RUN(&out, 30,
                  "initiator coap://127.0.0.1:%u --method 0 --suites 2 --cred %s/i.pem --key %s/i.key "
                  "--trust %s/root.pem --id-cred x5chain --json",
                  picky.port, pki, pki, pki);
@@ -465,32 +446,32 @@ static void test_failures(void **state)
     net_proc_stop(&picky, SIGTERM, 5000);
     /* Dead peer: nothing listens (ICMP), then a socket that never answers. */
     uint64_t t0 = net_now_ms();
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --timeout 3", net_closed_port());
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --timeout 3", net_closed_port());
     assert_int_equal(rc, 6);
     assert_non_null(strstr(out, "message_1"));
     free(out);
     uint16_t silent = 0;
     int fd = net_silent_socket(&silent);
     assert_true(fd >= 0);
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --timeout 2", silent);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --timeout 2", silent);
     close(fd);
     assert_int_equal(rc, 6);
     assert_non_null(strstr(out, "timeout"));
     free(out);
     assert_true(net_now_ms() - t0 < 10000);
     /* Bad command line. */
-    rc = cli_run(&out, 30, "initiator");
+    rc = CLI_RUN(&out, 30, "initiator");
     assert_int_equal(rc, 2);
     free(out);
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:1 --request \"BREW /pot\"");
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:1 --request \"BREW /pot\"");
     assert_int_equal(rc, 2);
     free(out);
     /* The responder kept serving through all of it. */
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --json", main_responder.port);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --json", main_responder.port);
     expect_ok_json(out, rc);
     free(out);
     /* --help documents the exit codes. */
-    rc = cli_run(&out, 30, "initiator --help");
+    rc = CLI_RUN(&out, 30, "initiator --help");
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "6 timeout"));
     assert_non_null(strstr(out, "4 the responder sent an EDHOC error"));
@@ -540,20 +521,20 @@ static void test_coap_static_context(void **state)
     assert_int_equal(net_responder_start(&r, "static", args), 0);
     char *out;
     /* Unprotected: 4.01. */
-    int rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time", r.port);
+    int rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time", r.port);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "4.01 Unauthorized"));
     free(out);
-    rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s", r.port, cl);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s", r.port, cl);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "2.05 Content (OSCORE)"));
     free(out);
     /* Same sequence number again: a replay, refused. */
-    rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s", r.port, cl);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s", r.port, cl);
     assert_int_equal(rc, 7);
     assert_non_null(strstr(out, "4.01"));
     free(out);
-    rc = cli_run(&out, 30,
+    rc = CLI_RUN(&out, 30,
                  "coap POST coap://127.0.0.1:%u/echo --payload hi --oscore-context %s --seq 5 --json",
                  r.port, cl);
     assert_int_equal(rc, 0);
@@ -561,7 +542,7 @@ static void test_coap_static_context(void **state)
     assert_non_null(strstr(out, "\"payload\": \"hi\""));
     free(out);
     /* Observe: three notifications of /counter, each with its own Partial IV. */
-    rc = cli_run(&out, 30,
+    rc = CLI_RUN(&out, 30,
                  "coap GET coap://127.0.0.1:%u/counter --observe 3 --oscore-context %s --seq 6 "
                  "--json --timeout 15",
                  r.port, cl);
@@ -576,7 +557,7 @@ static void test_coap_static_context(void **state)
                    "master_secret,hex,\"ff02030405060708090a0b0c0d0e0f10\"\n"
                    "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n",
                    0600);
-    rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 40",
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 40",
                  r.port, bad);
     assert_int_equal(rc, 7);
     assert_non_null(strstr(out, "4.00"));
@@ -658,7 +639,7 @@ static bool have_tshark(void)
 static void check_capture_run(const struct net_proc *r, bool v6, const char *pcap)
 {
     char *out;
-    int rc = cli_run(&out, 30,
+    int rc = CLI_RUN(&out, 30,
                      "initiator coap://%s:%u --json --pcap %s --link 802.15.4 --timeout 10",
                      v6 ? "[::1]" : "127.0.0.1", v6 ? r->port6 : r->port, pcap);
     expect_ok_json(out, rc);
@@ -732,7 +713,7 @@ static void check_capture_run(const struct net_proc *r, bool v6, const char *pca
     free(dec);
     /* `edhoc-cli bytes` on the capture: the same numbers per message. */
     char *b;
-    rc = cli_run(&b, 30, "bytes %s --json --link 802.15.4", pcap);
+    rc = CLI_RUN(&b, 30, "bytes %s --json --link 802.15.4", pcap);
     assert_int_equal(rc, 0);
     long bc[8], bu[8], bi[8], bf[8], bl[8];
     assert_int_equal(json_series(b, "\"messages\":[", "coap", bc, 8), LAYER_MSGS);
@@ -819,7 +800,7 @@ static void test_coap_pcap(void **state)
     char pcap[300];
     net_path(pcap, sizeof pcap, "coap.pcap");
     char *out;
-    int rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/.well-known/core --pcap %s",
+    int rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/.well-known/core --pcap %s",
                      main_responder.port, pcap);
     free(out);
     /* Without OSCORE the resource is refused; the datagrams are still written. */
@@ -831,12 +812,12 @@ static void test_coap_pcap(void **state)
         assert_int_equal(pk[1].sport, main_responder.port);
         assert_int_equal(pk[0].ip_len, pk[0].udp_len + 20);
     }
-    rc = cli_run(&out, 10, "coap GET coap://127.0.0.1:%u/x --pcap /nonexistent-dir/x.pcap",
+    rc = CLI_RUN(&out, 10, "coap GET coap://127.0.0.1:%u/x --pcap /nonexistent-dir/x.pcap",
                  main_responder.port);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "--pcap"));
     free(out);
-    rc = cli_run(&out, 10, "initiator coap://127.0.0.1:%u --link token-ring", main_responder.port);
+    rc = CLI_RUN(&out, 10, "initiator coap://127.0.0.1:%u --link token-ring", main_responder.port);
     assert_int_equal(rc, 2);
     free(out);
 }
@@ -853,13 +834,13 @@ static void test_simulate_framing_matches_live(void **state)
     struct net_proc r;
     assert_int_equal(net_responder_start(&r, "framing", "--listen 127.0.0.1:0 --listen [::1]:0"),
                      0);
-    int rc = cli_run(&live, 30,
+    int rc = CLI_RUN(&live, 30,
                      "initiator coap://[::1]:%u --method 3 --suites 2 --id-cred kid --json "
                      "--link 802.15.4",
                      r.port6);
     net_proc_stop(&r, SIGTERM, 5000);
     expect_ok_json(live, rc);
-    rc = cli_run(&sim, 30, "simulate --method 3 --suites 2 --id-cred-i kid --id-cred-r kid --json "
+    rc = CLI_RUN(&sim, 30, "simulate --method 3 --suites 2 --id-cred-i kid --id-cred-r kid --json "
                            "--link 802.15.4");
     assert_int_equal(rc, 0);
     assert_non_null(strstr(sim, "\"measured\": false"));
@@ -875,7 +856,7 @@ static void test_simulate_framing_matches_live(void **state)
     }
     free(live);
     free(sim);
-    rc = cli_run(&sim, 10, "simulate --pcap x.pcap");
+    rc = CLI_RUN(&sim, 10, "simulate --pcap x.pcap");
     assert_int_equal(rc, 2);
     free(sim);
 }
@@ -900,5 +881,5 @@ int main(void)
         cmocka_unit_test_setup(test_coap_pcap, check_alive),
         cmocka_unit_test_setup(test_simulate_framing_matches_live, check_alive),
     };
-    return cmocka_run_group_tests_name("cli_net", tests, setup, teardown);
+    return cmocka_run_group_tests_name("cli_net", tests, setup, net_group_teardown);
 }

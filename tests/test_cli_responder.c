@@ -13,44 +13,20 @@
 #include "net_test_util.h"
 #include "vectors.h"
 
+/* edhoc-cli ARGS, bounded in time. */
+#define CLI_RUN(out, timeout_s, ...) net_cli_run(out, timeout_s, false, __VA_ARGS__)
+
 static const char *cli;
 
 static int setup(void **state)
 {
     (void)state;
-    cli = getenv("EDHOC_CLI");
-    if (!cli)
-        cli = "edhoc-cli";
+    cli = net_cli();
     return net_make_dir("resp");
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    net_stop_all();
-    net_remove_dir();
-    return 0;
-}
 
-static int after_each(void **state)
-{
-    (void)state;
-    net_stop_all();
-    return 0;
-}
 
-static int cli_run(char **out, unsigned timeout_s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int cli_run(char **out, unsigned timeout_s, const char *fmt, ...)
-{
-    char args[8192], line[8400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(line, sizeof line, "%s %s", cli, args);
-    return net_sh(line, out, timeout_s);
-}
 
 /* The string value of "key": "..." after `from` in out. */
 static void json_str(const char *out, const char *key, char *val, size_t cap)
@@ -77,7 +53,7 @@ struct ctx_hex {
 static void establish(uint16_t port, const char *path, struct ctx_hex *c, const char *extra)
 {
     char *out;
-    int rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u --export-secrets --json %s", port,
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --export-secrets --json %s", port,
                      extra ? extra : "");
     if (rc != 0 || !strstr(out, "\"outcome\": \"ok\""))
         fail_msg("initiator failed (%d):\n%s", rc, out);
@@ -120,7 +96,7 @@ static size_t protected_get(const char *ctx_path, unsigned seq, uint8_t *msg, si
 {
     /* CON GET, MID 0x1234, token 0xa1b2c3, Uri-Path "time". */
     char *out;
-    int rc = cli_run(&out, 30, "oscore protect --context %s --role client --seq %u 43011234a1b2c3b474696d65",
+    int rc = CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq %u 43011234a1b2c3b474696d65",
                      ctx_path, seq);
     if (rc != 0)
         fail_msg("oscore protect: %d %s", rc, out);
@@ -159,7 +135,7 @@ static void test_restart_echo_replay_ssn(void **state)
     assert_true(n > 4);
     assert_int_equal(resp[1], 0x44); /* 2.04: the outer code of an OSCORE response */
     /* Notifications carry the server's own sequence numbers. */
-    int rc = cli_run(&out, 30,
+    int rc = CLI_RUN(&out, 30,
                      "coap GET coap://127.0.0.1:%u/counter --observe 2 --oscore-context %s --seq 3 "
                      "--json --timeout 10",
                      r.port, conf);
@@ -175,7 +151,7 @@ static void test_restart_echo_replay_ssn(void **state)
     char *log = net_read_file(r.log);
     assert_non_null(strstr(log, "1 stored context loaded"));
     free(log);
-    rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 10 --json",
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 10 --json",
                  r.port, conf);
     if (rc != 0)
         fail_msg("request after restart: %d\n%s", rc, out);
@@ -190,7 +166,7 @@ static void test_restart_echo_replay_ssn(void **state)
     assert_true(n > 4);
     assert_int_equal(resp[1], 0x81); /* 4.01 Unauthorized (replay) */
     /* And a second copy of the post-restart sequence number too. */
-    rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 10",
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 10",
                  r.port, conf);
     assert_int_equal(rc, 7);
     free(out);
@@ -214,7 +190,7 @@ static void test_restart_echo_replay_ssn(void **state)
         fail_msg("no notification before the kill:\n%s", obs);
     free(obs);
     assert_int_equal(net_responder_start(&r, "state1c", args), 0);
-    rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 200 --json",
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 200 --json",
                  r.port, conf);
     if (rc != 0)
         fail_msg("request after kill -9: %d\n%s", rc, out);
@@ -244,7 +220,7 @@ static void test_corrupt_state_refused(void **state)
     const char junk[] = "this is not a database, and it must survive untouched\n";
     net_write_file(file, junk, 0600);
     char *out;
-    int rc = cli_run(&out, 30, "responder --listen 127.0.0.1:0 --state-dir %s", sdir);
+    int rc = CLI_RUN(&out, 30, "responder --listen 127.0.0.1:0 --state-dir %s", sdir);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "state"));
     free(out);
@@ -266,7 +242,7 @@ static void test_sighup_keeps_contexts(void **state)
     kill(r.pid, SIGHUP);
     net_sleep_ms(400);
     char *out;
-    int rc = cli_run(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 1 --json",
+    int rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 1 --json",
                      r.port, conf);
     if (rc != 0)
         fail_msg("after SIGHUP: %d\n%s", rc, out);
@@ -289,7 +265,7 @@ static void test_daemon_pidfile(void **state)
     net_path(ready, sizeof ready, "d.ready");
     net_path(log, sizeof log, "d.log");
     char *out;
-    int rc = cli_run(&out, 30,
+    int rc = CLI_RUN(&out, 30,
                      "responder --listen 127.0.0.1:0 --daemon --pidfile %s --ready-file %s",
                      pidfile, ready);
     assert_int_equal(rc, 0); /* the parent returns at once */
@@ -310,7 +286,7 @@ static void test_daemon_pidfile(void **state)
     assert_true(pid > 1);
     assert_true(port > 0);
     assert_int_equal(kill(pid, 0), 0);
-    rc = cli_run(&out, 30, "initiator coap://127.0.0.1:%u", port);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u", port);
     assert_int_equal(rc, 0);
     free(out);
     kill(pid, SIGTERM);
@@ -409,11 +385,11 @@ static void test_pending_eviction_and_timeout(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_restart_echo_replay_ssn, after_each),
-        cmocka_unit_test_teardown(test_corrupt_state_refused, after_each),
-        cmocka_unit_test_teardown(test_sighup_keeps_contexts, after_each),
-        cmocka_unit_test_teardown(test_daemon_pidfile, after_each),
-        cmocka_unit_test_teardown(test_pending_eviction_and_timeout, after_each),
+        cmocka_unit_test_teardown(test_restart_echo_replay_ssn, net_test_teardown),
+        cmocka_unit_test_teardown(test_corrupt_state_refused, net_test_teardown),
+        cmocka_unit_test_teardown(test_sighup_keeps_contexts, net_test_teardown),
+        cmocka_unit_test_teardown(test_daemon_pidfile, net_test_teardown),
+        cmocka_unit_test_teardown(test_pending_eviction_and_timeout, net_test_teardown),
     };
-    return cmocka_run_group_tests_name("cli_responder", tests, setup, teardown);
+    return cmocka_run_group_tests_name("cli_responder", tests, setup, net_group_teardown);
 }
