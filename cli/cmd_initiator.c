@@ -803,20 +803,8 @@ static void print_json(const struct ctx *c, const struct run *run)
     fprintf(f, "  \"handshake_ms\": %.3f,\n  \"wall_ms\": %.3f", hs_ms,
             (double)(run->t_end - run->t0) / 1e6);
     if (run->have_osc) {
-        const struct edhoc_oscore_params *p = &run->osc;
-        fprintf(f, ",\n  \"oscore\": {");
-        if (c->o.export_secrets) {
-            fprintf(f, "\"master_secret\": ");
-            cli_json_hex(f, p->master_secret, p->master_secret_len);
-            fprintf(f, ", \"master_salt\": ");
-            cli_json_hex(f, p->master_salt, p->master_salt_len);
-            fprintf(f, ", ");
-        }
-        fprintf(f, "\"sender_id\": ");
-        cli_json_hex(f, p->sender_id, p->sender_id_len);
-        fprintf(f, ", \"recipient_id\": ");
-        cli_json_hex(f, p->recipient_id, p->recipient_id_len);
-        fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d}", p->aead_alg, p->hash_alg);
+        fprintf(f, ",\n  \"oscore\": ");
+        cli_print_oscore_json(f, &run->osc, c->o.export_secrets);
     }
     fprintf(f, ",\n  \"responses\": [");
     for (size_t i = 0; i < run->n_answers; i++) {
@@ -912,14 +900,8 @@ int cmd_initiator(int argc, char **argv)
         }
         char name[64];
         const char *value;
-        const char *eq = strchr(arg, '=');
-        if (eq) {
-            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
-            value = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-            value = i + 1 < argc ? argv[i + 1] : NULL;
-        }
+        bool eq = cli_split_option(arg, i + 1 < argc ? argv[i + 1] : NULL, name, sizeof name,
+                                   &value);
         if (!strcmp(name, "--combined")) {
             c->combined = true;
             continue;

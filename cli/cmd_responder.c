@@ -676,14 +676,8 @@ int cmd_responder(int argc, char **argv)
         }
         char name[64];
         const char *value;
-        const char *eq = strchr(arg, '=');
-        if (eq) {
-            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
-            value = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-            value = i + 1 < argc ? argv[i + 1] : NULL;
-        }
+        bool eq = cli_split_option(arg, i + 1 < argc ? argv[i + 1] : NULL, name, sizeof name,
+                                   &value);
         bool flag = !strcmp(name, "--daemon") || !strcmp(name, "--syslog") ||
                     !strcmp(name, "--echo");
         if (flag) {

@@ -469,22 +469,6 @@ struct timing {
     int runs;
 };
 
-static void print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool secrets)
-{
-    fprintf(f, "{");
-    if (secrets) {
-        fprintf(f, "\"master_secret\": ");
-        cli_json_hex(f, p->master_secret, p->master_secret_len);
-        fprintf(f, ", \"master_salt\": ");
-        cli_json_hex(f, p->master_salt, p->master_salt_len);
-        fprintf(f, ", ");
-    }
-    fprintf(f, "\"sender_id\": ");
-    cli_json_hex(f, p->sender_id, p->sender_id_len);
-    fprintf(f, ", \"recipient_id\": ");
-    cli_json_hex(f, p->recipient_id, p->recipient_id_len);
-    fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d}", p->aead_alg, p->hash_alg);
-}
 
 /* ---- Bytes per layer as the A.2 framing would send them ----
  *
@@ -696,7 +680,7 @@ static void print_json(FILE *f, const struct cli_edhoc_opts *o, const struct cli
     if (!run->err) {
         fprintf(f, ",\n  \"oscore_contexts_match\": %s,\n  \"oscore\": ",
                 oscore_contexts_match(run) ? "true" : "false");
-        print_oscore_json(f, &run->oscore_i, o->export_secrets);
+        cli_print_oscore_json(f, &run->oscore_i, o->export_secrets);
     }
     if (o->trace) {
         fprintf(f, ",\n  \"trace\": [");

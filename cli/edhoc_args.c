@@ -637,3 +637,22 @@ int cli_exit_for_edhoc_error(int err)
         return CLI_EXIT_FAILURE;
     }
 }
+
+/* The OSCORE context as a JSON object; the master secret and salt only
+ * when secrets is set. */
+void cli_print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool secrets)
+{
+    fprintf(f, "{");
+    if (secrets) {
+        fprintf(f, "\"master_secret\": ");
+        cli_json_hex(f, p->master_secret, p->master_secret_len);
+        fprintf(f, ", \"master_salt\": ");
+        cli_json_hex(f, p->master_salt, p->master_salt_len);
+        fprintf(f, ", ");
+    }
+    fprintf(f, "\"sender_id\": ");
+    cli_json_hex(f, p->sender_id, p->sender_id_len);
+    fprintf(f, ", \"recipient_id\": ");
+    cli_json_hex(f, p->recipient_id, p->recipient_id_len);
+    fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d}", p->aead_alg, p->hash_alg);
+}

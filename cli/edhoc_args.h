@@ -107,6 +107,9 @@ int cli_edhoc_resolve(void *ctx, const uint8_t *id_cred, size_t id_cred_len,
  * unrecognized. ctx is the struct cli_edhoc_opts. */
 int cli_edhoc_ead_receive(void *ctx, int message, const struct edhoc_ead_item *item);
 
+/* The OSCORE context as a JSON object (secrets only when asked). */
+void cli_print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool secrets);
+
 /* Exit code for an EDHOC/credential error (cli/util.h). */
 int cli_exit_for_edhoc_error(int err);
 
