@@ -63,6 +63,10 @@ struct run {
     bool have_peer_error;
     long long peer_err_code;
     char peer_diag[160];
+    /* SUITES_R of the last error code 2 the responder sent (whether or not
+     * a retry followed), so a caller can tell what the device offers. */
+    int suites_r[EDHOC_MAX_SUITES];
+    size_t n_suites_r;
     struct edhoc_oscore_params osc;
     bool have_osc;
     int suite;
@@ -368,11 +372,23 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         if (pll && edhoc_message_is_error(pl, pll)) {
             add_exchange_rows(run, &c->log, "message_1", n, "error", (long)pll);
             struct edhoc_error_info info;
+            if (edhoc_error_message_parse(pl, pll, &info) == 0 && info.code == 2) {
+                memcpy(run->suites_r, info.suites, info.n_suites * sizeof info.suites[0]);
+                run->n_suites_r = info.n_suites;
+            }
             int prc = edhoc_session_process_error(s, pl, pll, &info);
             if (prc == 0)
                 continue; /* SUITES_R names a suite we have: try again with it */
             if (prc == EDHOC_ERR_PEER_ERROR) {
                 peer_error(run, pl, pll, code, "message_1");
+            } else if (run->n_suites_r) {
+                /* Error code 2 naming none of our suites. */
+                run->have_peer_error = true;
+                run->peer_err_code = 2;
+                run->peer_diag[0] = '\0';
+                fail(run, CLI_EXIT_PEER_ERROR,
+                     "the responder rejected message_1 with ERR_CODE 2: %s (SUITES_R names "
+                     "none of ours)", edhoc_strerror(prc));
             } else {
                 fail(run, CLI_EXIT_PEER_ERROR, "the responder rejected message_1: %s",
                      edhoc_strerror(prc));
@@ -700,6 +716,12 @@ static void print_text(const struct ctx *c, const struct run *run)
     print_layers_text(f, c, run);
     double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
     double all_ms = (double)(run->t_end - run->t0) / 1e6;
+    if (run->n_suites_r) {
+        fprintf(f, "\nThe responder's SUITES_R (error code 2):");
+        for (size_t i = 0; i < run->n_suites_r; i++)
+            fprintf(f, " %d", run->suites_r[i]);
+        fputc('\n', f);
+    }
     if (run->exit_code) {
         fprintf(f, "\nOutcome: FAILED: %s\n", run->failure);
         fprintf(f, "Round trips: %zu; wall time %.3f ms\n", run->exchanges, all_ms);
@@ -757,6 +779,12 @@ static void print_json(const struct ctx *c, const struct run *run)
                "  \"attempts\": %d,\n",
             c->framing == EDHOC_FRAMING_A2 ? "A.2" : "bare", c->combined ? "true" : "false",
             c->o.method, run->suite, run->attempts);
+    if (run->n_suites_r) {
+        fprintf(f, "  \"suites_r\": [");
+        for (size_t i = 0; i < run->n_suites_r; i++)
+            fprintf(f, "%s%d", i ? ", " : "", run->suites_r[i]);
+        fprintf(f, "],\n");
+    }
     fprintf(f, "  \"id_cred_i\": \"%s\",\n  \"id_cred_r\": \"%s\",\n",
             cli_id_cred_type_name(cli_id_cred_type_of(c->side.id_cred, c->side.id_cred_len)),
             run->id_cred_r[0] ? run->id_cred_r : "?");

@@ -286,12 +286,24 @@ static void test_suite_negotiation(void **state)
     expect_ok_json(out, rc);
     assert_non_null(strstr(out, "\"attempts\": 2"));
     assert_non_null(strstr(out, "\"suite\": 2"));
+    assert_non_null(strstr(out, "\"suites_r\": [2],"));
     assert_non_null(strstr(out, "{\"name\": \"error\", \"from\": \"responder\""));
     free(out);
     /* No common suite at all: the peer's error, exit code 4. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 0", r.port);
     assert_int_equal(rc, 4);
     assert_non_null(strstr(out, "edhoc-cli initiator:"));
+    assert_non_null(strstr(out, "The responder's SUITES_R (error code 2): 2\n"));
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 0 --json", r.port);
+    assert_int_equal(rc, 4);
+    assert_non_null(strstr(out, "\"suites_r\": [2],"));
+    assert_non_null(strstr(out, "\"err_code\": 2"));
+    free(out);
+    /* Agreement at the first attempt: no SUITES_R to report. */
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2 --json", r.port);
+    expect_ok_json(out, rc);
+    assert_null(strstr(out, "suites_r"));
     free(out);
     net_proc_stop(&r, SIGTERM, 5000);
 }
