@@ -504,6 +504,16 @@ static void test_load_against_responder(void **state)
     free(out);
     assert_int_equal(run_cli("bench load --help", false, &out), 0);
     assert_non_null(strstr(out, "--requests-per-peer"));
+    assert_non_null(strstr(out, "--vs-plain"));
+    free(out);
+    assert_int_equal(run_cli("bench load coap://127.0.0.1:5683 --plain --vs-plain", true, &out), 2);
+    assert_non_null(strstr(out, "exclude each other"));
+    free(out);
+    assert_int_equal(run_cli("bench load coap://127.0.0.1:5683 --vs-plain --requests-per-peer 0",
+                             true, &out), 2);
+    assert_non_null(strstr(out, "--requests-per-peer K > 0"));
+    free(out);
+    assert_int_equal(run_cli("bench load coap://127.0.0.1:5683 --responder-pid x", true, &out), 2);
     free(out);
 
     int port = 0;
@@ -533,10 +543,21 @@ static void test_load_against_responder(void **state)
              "--plain --timeout-ms 4000",
              port);
     int rc_plain = run_cli(args, false, &out);
+    /* OSCORE then the same requests unprotected, in one run. */
+    char vs_path[512];
+    snprintf(vs_path, sizeof vs_path, "%s/load-vs.json", workdir);
+    snprintf(args, sizeof args,
+             "bench load coap://127.0.0.1:%d --peers 2 --handshakes 2 --requests-per-peer 3 "
+             "--vs-plain --timeout-ms 4000 --json > %s",
+             port, vs_path);
+    char *vs_out;
+    int rc_vs = run_cli(args, true, &vs_out);
+    free(vs_out);
     stop_responder(pid);
     assert_int_equal(rc, 0);
     assert_int_equal(rc_hs, 0);
     assert_int_equal(rc_plain, 0);
+    assert_int_equal(rc_vs, 0);
     /* | Responder | Peers | Seconds | Handshakes | Handshakes/s | Requests | Requests/s |
      *   Failures | Requests are | */
     char buf[2048];
@@ -544,20 +565,26 @@ static void test_load_against_responder(void **state)
     char uri[64];
     snprintf(uri, sizeof uri, "coap://127.0.0.1:%d", port);
     const char *key[1] = {uri};
-    assert_int_equal(md_find_row(out, "Load", key, 1, buf, sizeof buf, cells), 12);
+    assert_int_equal(md_find_row(out, "Load", key, 1, buf, sizeof buf, cells), 18);
     assert_string_equal(cells[1], "2");
     assert_string_equal(cells[5], "6");
     assert_string_equal(cells[7], "0");
     assert_string_equal(cells[8], "unprotected");
     assert_positive_cell(cells[2], "load");
     assert_positive_cell(cells[6], "load");
+    /* The responder is a process of this host: found by its port. */
+    char pid_text[24];
+    snprintf(pid_text, sizeof pid_text, "%ld", pid);
+    assert_string_equal(cells[12], pid_text);
+    /* Without OSCORE the responder serves /echo with 4.01. */
+    assert_string_equal(cells[17], "4.01");
     free(out);
 
     if (!have_python())
         skip();
-    char cmd[3072];
+    char cmd[6144];
     snprintf(cmd, sizeof cmd,
-             "python3 - '%s' '%s' <<'EOF'\n"
+             "python3 - '%s' '%s' '%s' %ld <<'EOF'\n"
              "import json, math, sys\n"
              "d = json.load(open(sys.argv[1]))\n"
              "t = {x['name']: x['rows'] for x in d['tables']}\n"
@@ -571,13 +598,24 @@ static void test_load_against_responder(void **state)
              "h = json.load(open(sys.argv[2]))\n"
              "row = [x for x in h['tables'] if x['name'] == 'load'][0]['rows'][0]\n"
              "assert row['handshakes'] == 4 and row['requests'] == 0 and row['of_floor'] > 0, row\n"
-             "g = [x for x in h['targets'] if x['name'].startswith('Responder handshakes/s')]\n"
+             "assert row['responder_pid'] == int(sys.argv[4]), row\n"
+             "g = [x for x in h['targets'] if x['name'].startswith('Responder handshakes ')]\n"
              "assert len(g) == 1 and g[0]['kind'] == 'at_least' and g[0]['limit'] == 0.6, g\n"
+             "v = json.load(open(sys.argv[3]))\n"
+             "rows = [x for x in v['tables'] if x['name'] == 'load'][0]['rows']\n"
+             "assert [r['mode'] for r in rows] == ['OSCORE', 'unprotected'], rows\n"
+             "assert [r['requests'] for r in rows] == [6, 6], rows\n"
+             "assert rows[0]['handshakes'] == 2 and rows[1]['handshakes'] == 0, rows\n"
+             "assert rows[1]['answer'] == '4.01' and rows[0]['failures'] == 0, rows\n"
+             "g = [x for x in v['targets'] if x['name'].startswith('OSCORE requests ')]\n"
+             "assert len(g) >= 1 and g[0]['limit'] == 0.9 and g[0]['value'] > 0, g\n"
+             "lat = [x for x in v['tables'] if x['name'] == 'load_latency'][0]['rows']\n"
+             "assert [r['samples'] for r in lat] == [2, 6, 6], lat\n"
              "assert [r['samples'] for r in t['load_latency']] == [6, 12]\n"
              "for r in t['load_latency']:\n"
              "    assert 0 < r['p50_ms'] <= r['p90_ms'] <= r['p99_ms'] <= r['max_ms'] < 4000, r\n"
              "EOF",
-             json_path, hs_path);
+             json_path, hs_path, vs_path, pid);
     assert_int_equal(system(cmd), 0);
 }
 

@@ -805,6 +805,42 @@ static void test_layers_and_pcap(void **state)
     }
 }
 
+/* A responder bound to the wildcard addresses writes the address the
+ * kernel used towards each peer (not 0.0.0.0 or ::), for every datagram of
+ * several handshakes in a row, over both families. */
+static void test_wildcard_pcap_addresses(void **state)
+{
+    (void)state;
+    if (!have_tshark())
+        skip();
+    struct net_proc r;
+    char rpcap[300];
+    net_path(rpcap, sizeof rpcap, "wildcard.pcap");
+    char args[600];
+    snprintf(args, sizeof args, "--listen 0.0.0.0:0 --listen [::]:0 --pcap %s", rpcap);
+    assert_int_equal(net_responder_start(&r, "wildcard", args), 0);
+    for (int i = 0; i < 3; i++) {
+        char *out;
+        int rc = CLI_RUN(&out, 30, "initiator coap://%s:%u --method 3 --suites 2 --timeout 10",
+                         i == 1 ? "[::1]" : "127.0.0.1", i == 1 ? r.port6 : r.port);
+        assert_int_equal(rc, 0);
+        free(out);
+    }
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd,
+             "tshark -n -r %s -T fields -e ip.src -e ip.dst -e ipv6.src -e ipv6.dst 2>/dev/null",
+             rpcap);
+    char *out;
+    assert_int_equal(net_sh(cmd, &out, 30), 0);
+    /* 3 handshakes x 4 datagrams + the OSCORE request and response each. */
+    assert_int_equal(net_count(out, "\n"), 18);
+    assert_int_equal(net_count(out, "127.0.0.1\t127.0.0.1\t\t\n"), 12);
+    assert_int_equal(net_count(out, "\t\t::1\t::1\n"), 6);
+    assert_null(strstr(out, "0.0.0.0"));
+    free(out);
+}
+
 /* `coap --pcap`: the request and response as sent, on a bad path too. */
 static void test_coap_pcap(void **state)
 {
@@ -891,6 +927,7 @@ int main(void)
         cmocka_unit_test_setup(test_coap_static_context, check_alive),
         cmocka_unit_test_setup(test_layers_and_pcap, check_alive),
         cmocka_unit_test_setup(test_coap_pcap, check_alive),
+        cmocka_unit_test(test_wildcard_pcap_addresses),
         cmocka_unit_test_setup(test_simulate_framing_matches_live, check_alive),
     };
     return cmocka_run_group_tests_name("cli_net", tests, setup, net_group_teardown);

@@ -178,6 +178,14 @@ int edhoc_transport_run(struct edhoc_transport *t, int timeout_ms);
 
 void edhoc_transport_free(struct edhoc_transport *t);
 
+/* A descriptor that becomes readable when the transport has work for
+ * edhoc_transport_run() (a datagram or a due retransmission), so that a
+ * process driving many transports can wait on all of them at once
+ * (poll/epoll) instead of running each in turn. Do not read from it or
+ * close it. Returns the descriptor, or -1 when the CoAP stack offers
+ * none (then call edhoc_transport_run periodically). */
+int edhoc_transport_poll_fd(const struct edhoc_transport *t);
+
 
 /* ======================================================================
  * EDHOC over CoAP (RFC 9528 Appendix A.2, RFC 9668) and the OSCORE

@@ -144,6 +144,9 @@ struct edhoc_server {
     uint8_t buf[EDHOC_MAX_MESSAGE + 16];
     uint8_t inner[OSCORE_MAX_PLAINTEXT + 64];
     uint8_t inner_resp[OSCORE_MAX_PLAINTEXT + 64];
+    uint8_t c_r_pool[128];    /* random bytes for C_R candidates (choose_c_r) */
+    size_t c_r_pool_left;
+    unsigned c_r_skip_one_byte; /* handshakes left that skip the full one-byte space */
 };
 
 static void logf_(struct edhoc_server *srv, int level, const char *fmt, ...)
@@ -313,15 +316,39 @@ static bool c_r_in_use(struct edhoc_server *srv, const uint8_t *c, size_t len, c
     return false;
 }
 
+/* Random bytes for C_R candidates, drawn from the RNG in batches: C_R is
+ * public (sent in clear in message_2), and one RNG call per candidate was
+ * a sixth of a loaded responder's CPU (OpenSSL's DRBG makes a getpid()
+ * system call on every call). */
+static int c_r_random(struct edhoc_server *srv, uint8_t *out, size_t len)
+{
+    if (srv->c_r_pool_left < len) {
+        if (srv->cfg.ops->random(srv->cfg.ops->rng_ctx, srv->c_r_pool, sizeof srv->c_r_pool))
+            return -1;
+        srv->c_r_pool_left = sizeof srv->c_r_pool;
+    }
+    memcpy(out, srv->c_r_pool + sizeof srv->c_r_pool - srv->c_r_pool_left, len);
+    srv->c_r_pool_left -= len;
+    return 0;
+}
+
 /* C_R unique among live handshakes and contexts (RFC 9668 Section 4.2):
- * one byte while there is room, longer when the short space fills up. */
+ * one byte while there is room, longer when the short space fills up.
+ * Once the 40 usable one-byte values are all taken (a busy responder
+ * keeps many contexts), the next handshakes go straight to two bytes
+ * rather than retrying the full space each time. */
 static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_len, uint8_t *out,
                       size_t *out_len)
 {
-    for (size_t len = 1; len <= 4; len++) {
+    size_t first = 1;
+    if (srv->c_r_skip_one_byte) {
+        srv->c_r_skip_one_byte--;
+        first = 2;
+    }
+    for (size_t len = first; len <= 4; len++) {
         for (int attempt = 0; attempt < 16; attempt++) {
             uint8_t c[4];
-            if (srv->cfg.ops->random(srv->cfg.ops->rng_ctx, c, len))
+            if (c_r_random(srv, c, len))
                 return -1;
             if (len == 1 && !(c[0] <= 0x17 || (c[0] >= 0x20 && c[0] <= 0x37)))
                 c[0] = (uint8_t)(c[0] % 44 < 24 ? c[0] % 44 : 0x20 + c[0] % 44 - 24);
@@ -331,6 +358,8 @@ static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_l
                 return 0;
             }
         }
+        if (len == 1)
+            srv->c_r_skip_one_byte = 64;
     }
     return -1;
 }

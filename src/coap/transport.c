@@ -393,6 +393,13 @@ int edhoc_transport_run(struct edhoc_transport *t, int timeout_ms)
     return rc < 0 ? EDHOC_TRANSPORT_ERR_SOCKET : 0;
 }
 
+int edhoc_transport_poll_fd(const struct edhoc_transport *t)
+{
+    /* libcoap built with epoll: one descriptor for its sockets and its
+     * retransmission timer (a timerfd in the same epoll set). */
+    return t ? coap_context_get_coap_fd(t->ctx) : -1;
+}
+
 /* ---- Addresses ---- */
 
 /* "host:port", "[v6]:port", "v6" with port separate. */

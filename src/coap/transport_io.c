@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "edhoc/transport.h"
@@ -84,18 +85,133 @@ static void name_of(const struct sockaddr_storage *ss, char *buf, size_t cap)
     }
 }
 
+/* ---- What each descriptor is, cached ----
+ * Asking the kernel on every datagram (SO_TYPE, getsockname, and for a
+ * wildcard-bound socket a connect()ed probe socket) cost a responder
+ * under load about a tenth of its CPU. A socket's type never changes and
+ * its local address only with bind() or connect(), so both are kept per
+ * descriptor and forgotten when a socket is created on that number, or
+ * the descriptor is closed, replaced (dup2/dup3), bound or connected. The CoAP stack runs on one thread per process
+ * (libcoap 4.3.1 is not thread-safe), so the cache needs no lock. */
+
+#define FD_CACHE_MAX 4096
+
+enum fd_kind { FD_UNKNOWN = 0, FD_OTHER, FD_IP_DGRAM };
+
+struct fd_info {
+    uint8_t kind;              /* enum fd_kind */
+    bool wildcard;             /* bound to 0.0.0.0 or :: */
+    struct sockaddr_in6 local; /* an AF_INET address fits in it */
+};
+
+static struct fd_info fd_cache[FD_CACHE_MAX];
+
+static void fd_forget(int fd)
+{
+    if (fd >= 0 && fd < FD_CACHE_MAX)
+        fd_cache[fd].kind = FD_UNKNOWN;
+}
+
+static bool is_wildcard(const struct sockaddr_storage *ss);
+
+/* Kind and local address of fd, from the cache or the kernel. NULL for
+ * a descriptor that is not an IP datagram socket. */
+static const struct fd_info *fd_lookup(int fd, struct fd_info *scratch)
+{
+    struct fd_info *e = fd >= 0 && fd < FD_CACHE_MAX ? &fd_cache[fd] : scratch;
+    if (e == scratch || e->kind == FD_UNKNOWN) {
+        memset(e, 0, sizeof *e);
+        e->kind = FD_OTHER;
+        int type = 0;
+        socklen_t tl = sizeof type;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_DGRAM &&
+            getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+            (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)) {
+            e->kind = FD_IP_DGRAM;
+            e->wildcard = is_wildcard(&ss);
+            memcpy(&e->local, &ss,
+                   ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof e->local);
+        }
+    }
+    return e->kind == FD_IP_DGRAM ? e : NULL;
+}
+
 /* An IP datagram socket? Its local family tells IP from AF_UNIX. */
 static bool ip_datagram(int fd)
 {
-    int type = 0;
-    socklen_t tl = sizeof type;
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_DGRAM)
-        return false;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl))
-        return false;
-    return ss.ss_family == AF_INET || ss.ss_family == AF_INET6;
+    struct fd_info scratch;
+    return fd_lookup(fd, &scratch) != NULL;
+}
+
+typedef int (*close_fn)(int);
+typedef int (*dup2_fn)(int, int);
+typedef int (*dup3_fn)(int, int, int);
+typedef int (*bind_fn)(int, const struct sockaddr *, socklen_t);
+typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
+
+static void *real(const char *name);
+
+typedef int (*socket_fn)(int, int, int);
+
+/* A new socket may reuse the number of a descriptor closed behind our
+ * back (inside the C library, e.g. by syslog): start afresh. */
+int socket(int domain, int type, int protocol)
+{
+    static socket_fn f;
+    if (!f)
+        f = (socket_fn)real("socket");
+    int fd = f(domain, type, protocol);
+    fd_forget(fd);
+    return fd;
+}
+
+int close(int fd)
+{
+    static close_fn f;
+    if (!f)
+        f = (close_fn)real("close");
+    fd_forget(fd);
+    return f(fd);
+}
+
+int dup2(int oldfd, int newfd)
+{
+    static dup2_fn f;
+    if (!f)
+        f = (dup2_fn)real("dup2");
+    fd_forget(newfd);
+    return f(oldfd, newfd);
+}
+
+int dup3(int oldfd, int newfd, int flags)
+{
+    static dup3_fn f;
+    if (!f)
+        f = (dup3_fn)real("dup3");
+    fd_forget(newfd);
+    return f(oldfd, newfd, flags);
+}
+
+int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    static bind_fn f;
+    if (!f)
+        f = (bind_fn)real("bind");
+    int rc = f(fd, addr, len);
+    fd_forget(fd);
+    return rc;
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    static connect_fn f;
+    if (!f)
+        f = (connect_fn)real("connect");
+    int rc = f(fd, addr, len);
+    fd_forget(fd);
+    return rc;
 }
 
 static bool is_wildcard(const struct sockaddr_storage *ss)
@@ -107,12 +223,60 @@ static bool is_wildcard(const struct sockaddr_storage *ss)
     return false;
 }
 
+/* Source addresses the kernel chose towards recent peer addresses (for
+ * wildcard-bound sockets), so that a probe socket is made once per peer
+ * address and family every few seconds rather than once per datagram. */
+#define ROUTE_CACHE_SIZE 256
+#define ROUTE_CACHE_TTL_S 5
+
+struct route_entry {
+    bool used;
+    sa_family_t family;
+    time_t when;
+    uint8_t peer_addr[16];
+    uint8_t source_addr[16];
+};
+
+static struct route_entry route_cache[ROUTE_CACHE_SIZE];
+
+static size_t addr_bytes(const struct sockaddr_storage *ss, const uint8_t **p)
+{
+    if (ss->ss_family == AF_INET) {
+        *p = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
+        return 4;
+    }
+    *p = (const uint8_t *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+    return 16;
+}
+
+static struct route_entry *route_slot(const struct sockaddr_storage *peer)
+{
+    const uint8_t *a;
+    size_t n = addr_bytes(peer, &a);
+    uint32_t h = 2166136261u ^ peer->ss_family;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ a[i]) * 16777619u;
+    return &route_cache[h % ROUTE_CACHE_SIZE];
+}
+
 /* The address the kernel picks as source towards peer: a UDP socket
  * connected to peer learns it without sending anything. Keeps the port. */
 static void resolve_wildcard(struct sockaddr_storage *local, const struct sockaddr_storage *peer)
 {
     if (peer->ss_family != AF_INET && peer->ss_family != AF_INET6)
         return;
+    if (local->ss_family != peer->ss_family)
+        return; /* a dual-stack socket: the kernel's probe would answer in the wrong family */
+    const uint8_t *pa, *la;
+    size_t n = addr_bytes(peer, &pa);
+    addr_bytes(local, &la);
+    struct route_entry *r = route_slot(peer);
+    time_t now = time(NULL);
+    if (r->used && r->family == peer->ss_family && !memcmp(r->peer_addr, pa, n) &&
+        now - r->when < ROUTE_CACHE_TTL_S && now >= r->when) {
+        memcpy((uint8_t *)la, r->source_addr, n);
+        return;
+    }
     int fd = socket(peer->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return;
@@ -126,6 +290,11 @@ static void resolve_wildcard(struct sockaddr_storage *local, const struct sockad
             ((struct sockaddr_in *)local)->sin_addr = ((struct sockaddr_in *)&got)->sin_addr;
         else
             ((struct sockaddr_in6 *)local)->sin6_addr = ((struct sockaddr_in6 *)&got)->sin6_addr;
+        r->used = true;
+        r->family = peer->ss_family;
+        r->when = now;
+        memcpy(r->peer_addr, pa, n);
+        memcpy(r->source_addr, la, n);
     }
     close(fd);
 }
@@ -136,7 +305,9 @@ static void report(int fd, bool sent, bool pre, const struct sockaddr *to, sockl
 {
     if (pre && !presend)
         return;
-    if (!ip_datagram(fd))
+    struct fd_info scratch;
+    const struct fd_info *info = fd_lookup(fd, &scratch);
+    if (!info)
         return;
     if (!pre && sent) {
         stats.datagrams_sent++;
@@ -174,11 +345,9 @@ static void report(int fd, bool sent, bool pre, const struct sockaddr *to, sockl
     }
     if (hook2 || pre) {
         struct sockaddr_storage local;
-        socklen_t ll = sizeof local;
         memset(&local, 0, sizeof local);
-        if (getsockname(fd, (struct sockaddr *)&local, &ll))
-            local.ss_family = AF_UNSPEC;
-        else if (is_wildcard(&local))
+        memcpy(&local, &info->local, sizeof info->local);
+        if (info->wildcard)
             resolve_wildcard(&local, &ss);
         if (pre)
             presend(presend_user, true, (const struct sockaddr *)&local,
