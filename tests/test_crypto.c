@@ -439,6 +439,86 @@ static void test_aead_round_trips(void **state)
     }
 }
 
+/* The backend keeps keyed contexts between calls: results must not depend
+ * on what ran before. Twelve keys (more than it keeps) in both directions
+ * and every AEAD, interleaved, each message checked against the answer of
+ * a first pass in the opposite key order; a forgery between two valid
+ * messages under one key; the two CCM tag lengths under one key; and a
+ * key used again after aead_forget. */
+static void test_aead_keyed_contexts(void **state)
+{
+    (void)state;
+    enum { KEYS = 12, ROUNDS = 3, PT = 40 };
+    static uint8_t ref[sizeof aead_algs / sizeof aead_algs[0]][KEYS][PT + 16];
+    uint8_t pt[PT], aad[7] = {1, 2, 3, 4, 5, 6, 7};
+    for (size_t i = 0; i < PT; i++)
+        pt[i] = (uint8_t)(i * 7);
+    for (int round = 0; round <= ROUNDS; round++) {
+        for (size_t a = 0; a < sizeof aead_algs / sizeof aead_algs[0]; a++) {
+            int alg = aead_algs[a];
+            size_t tag = edhoc_crypto_aead_tag_len(alg);
+            for (int kk = 0; kk < KEYS; kk++) {
+                int k = round == 0 ? KEYS - 1 - kk : kk;
+                uint8_t key[32], nonce[13], ct[PT + 16], back[PT];
+                memset(key, 0x40 + k, sizeof key);
+                memset(nonce, 0x11, sizeof nonce);
+                nonce[0] = (uint8_t)k;
+                assert_int_equal(ops->aead_encrypt(alg, key, nonce, aad, sizeof aad, pt, PT, ct),
+                                 0);
+                if (round == 0)
+                    memcpy(ref[a][k], ct, PT + tag);
+                else
+                    assert_bytes_equal(ct, ref[a][k], PT + tag);
+                assert_int_equal(ops->aead_decrypt(alg, key, nonce, aad, sizeof aad, ct,
+                                                   PT + tag, back),
+                                 0);
+                assert_bytes_equal(back, pt, PT);
+                if (round == 2 && k % 3 == 0) {
+                    /* A forgery, then the valid message again. */
+                    ct[PT] ^= 1;
+                    assert_int_equal(ops->aead_decrypt(alg, key, nonce, aad, sizeof aad, ct,
+                                                       PT + tag, back),
+                                     EDHOC_CRYPTO_ERR_AUTH);
+                    ct[PT] ^= 1;
+                    assert_int_equal(ops->aead_decrypt(alg, key, nonce, aad, sizeof aad, ct,
+                                                       PT + tag, back),
+                                     0);
+                    assert_bytes_equal(back, pt, PT);
+                }
+                if (round == 3 && ops->aead_forget) {
+                    ops->aead_forget(key, edhoc_crypto_aead_key_len(alg));
+                    assert_int_equal(ops->aead_encrypt(alg, key, nonce, aad, sizeof aad, pt, PT,
+                                                       ct),
+                                     0);
+                    assert_bytes_equal(ct, ref[a][k], PT + tag);
+                }
+            }
+        }
+    }
+    /* One key, AES-CCM with 8- and 16-byte tags alternately: the first 8
+     * bytes of the tags differ (the tag length is part of B_0). */
+    uint8_t key[16], nonce[13], ct8[PT + 8], ct16[PT + 16];
+    memset(key, 0x5a, sizeof key);
+    memset(nonce, 0x21, sizeof nonce);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ops->aead_encrypt(EDHOC_COSE_AES_CCM_16_64_128, key, nonce, NULL, 0, pt,
+                                           PT, ct8),
+                         0);
+        assert_int_equal(ops->aead_encrypt(EDHOC_COSE_AES_CCM_16_128_128, key, nonce, NULL, 0,
+                                           pt, PT, ct16),
+                         0);
+        assert_memory_equal(ct8, ct16, PT); /* same keystream */
+        assert_memory_not_equal(ct8 + PT, ct16 + PT, 8);
+        uint8_t back[PT];
+        assert_int_equal(ops->aead_decrypt(EDHOC_COSE_AES_CCM_16_128_128, key, nonce, NULL, 0,
+                                           ct16, PT + 16, back),
+                         0);
+        assert_int_equal(ops->aead_decrypt(EDHOC_COSE_AES_CCM_16_64_128, key, nonce, NULL, 0,
+                                           ct16, PT + 8, back),
+                         EDHOC_CRYPTO_ERR_AUTH);
+    }
+}
+
 static void test_aead_in_place(void **state)
 {
     (void)state;
@@ -1071,6 +1151,7 @@ int main(void)
         cmocka_unit_test(test_aead_oscore_vectors),
         cmocka_unit_test(test_aead_edhoc_vectors),
         cmocka_unit_test(test_aead_round_trips),
+        cmocka_unit_test(test_aead_keyed_contexts),
         cmocka_unit_test(test_aead_in_place),
         cmocka_unit_test(test_aead_errors),
         cmocka_unit_test(test_x25519_trace1),

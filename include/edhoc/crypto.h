@@ -138,6 +138,12 @@ struct edhoc_crypto_ops {
     int (*verify)(int curve, const uint8_t *pub, size_t pub_len,
                   const uint8_t *msg, size_t msg_len, const uint8_t *sig,
                   size_t sig_len);
+
+    /* Optional (NULL: nothing to do). A backend may keep keyed AEAD state
+     * between calls with the same key (OSCORE seals every message of a
+     * context with the same two keys); this drops and wipes whatever it
+     * keeps for key, once the caller is done with that key. */
+    void (*aead_forget)(const uint8_t *key, size_t key_len);
 };
 
 /* The OpenSSL 3 backend (static table; never NULL). */

@@ -89,6 +89,7 @@ static int openssl_sign(int curve, const uint8_t *priv, const uint8_t *msg,
 static int openssl_verify(int curve, const uint8_t *pub, size_t pub_len,
                           const uint8_t *msg, size_t msg_len, const uint8_t *sig,
                           size_t sig_len);
+static void openssl_aead_forget(const uint8_t *key, size_t key_len);
 
 /* Not const: `name` is only known at run time (the library may be newer
  * than the headers we were built against). Filled once in algs_init(). */
@@ -106,6 +107,7 @@ static struct edhoc_crypto_ops openssl_ops = {
     .ecdh = openssl_ecdh,
     .sign = openssl_sign,
     .verify = openssl_verify,
+    .aead_forget = openssl_aead_forget,
 };
 
 static EVP_MAC_CTX *mac_template(EVP_MAC *mac, const char *digest)
@@ -572,24 +574,140 @@ static int aead_lookup(int aead_alg, struct aead_params *p)
 /* EVP lengths are int; keep room for the tag. */
 #define AEAD_LEN_MAX ((size_t)INT_MAX - 64)
 
-/* Set up ctx for one AEAD operation up to (and including) the AAD.
- * For CCM the tag length (and, when decrypting, the expected tag) and the
- * total message length must be known before the key and the AAD. */
-static bool aead_begin(EVP_CIPHER_CTX *ctx, const struct aead_params *p, int enc,
-                       const uint8_t *key, const uint8_t *nonce, const uint8_t *aad,
-                       size_t aad_len, size_t msg_len, const uint8_t *tag)
+/* ---- Keyed AEAD contexts, kept between calls ----
+ * Setting up an EVP_CIPHER_CTX (allocation, provider parameter plumbing,
+ * key schedule) costs more than sealing a 100-byte CoAP message, and
+ * OSCORE seals every message of a context with the same two keys. So a
+ * few keyed contexts are kept per thread, found by algorithm, direction
+ * and key; a call with a known key only sets the nonce. The least
+ * recently used one is freed (OpenSSL wipes its key schedule) when room
+ * is needed, and callers drop a key they are done with through
+ * aead_forget. The copy of the key used to find a context is wiped with
+ * it. */
+
+#define AEAD_CACHE_SLOTS 8
+
+struct aead_slot {
+    EVP_CIPHER_CTX *ctx; /* NULL: free slot */
+    int alg;
+    int enc;
+    size_t key_len;
+    uint64_t last_use;
+    uint8_t key[EDHOC_CRYPTO_MAX_KEY];
+};
+
+static _Thread_local struct aead_slot aead_cache[AEAD_CACHE_SLOTS];
+static _Thread_local uint64_t aead_clock;
+
+static void aead_slot_drop(struct aead_slot *slot)
+{
+    EVP_CIPHER_CTX_free(slot->ctx);
+    OPENSSL_cleanse(slot, sizeof *slot);
+}
+
+/* A thread's contexts are freed when it ends (the process's main thread
+ * keeps its own until exit). */
+static pthread_key_t aead_cache_key;
+static pthread_once_t aead_cache_once = PTHREAD_ONCE_INIT;
+
+static void aead_cache_thread_exit(void *unused)
+{
+    (void)unused;
+    for (size_t i = 0; i < AEAD_CACHE_SLOTS; i++)
+        if (aead_cache[i].ctx != NULL)
+            aead_slot_drop(&aead_cache[i]);
+}
+
+static void aead_cache_key_create(void)
+{
+    if (pthread_key_create(&aead_cache_key, aead_cache_thread_exit) != 0)
+        aead_cache_key = (pthread_key_t)-1;
+}
+
+/* Arrange for aead_cache_thread_exit in this thread. */
+static void aead_cache_register_thread(void)
+{
+    static _Thread_local bool registered;
+    if (registered)
+        return;
+    registered = true;
+    pthread_once(&aead_cache_once, aead_cache_key_create);
+    if (aead_cache_key != (pthread_key_t)-1)
+        pthread_setspecific(aead_cache_key, &registered);
+}
+
+static void openssl_aead_forget(const uint8_t *key, size_t key_len)
+{
+    if (key == NULL || key_len == 0 || key_len > EDHOC_CRYPTO_MAX_KEY)
+        return;
+    for (size_t i = 0; i < AEAD_CACHE_SLOTS; i++) {
+        struct aead_slot *slot = &aead_cache[i];
+        if (slot->ctx != NULL && slot->key_len == key_len &&
+            CRYPTO_memcmp(slot->key, key, key_len) == 0)
+            aead_slot_drop(slot);
+    }
+}
+
+/* A context for one operation with key and nonce set (and for CCM the tag
+ * length, and when decrypting the expected tag). NULL on failure. The
+ * caller drops *slot_out when the operation fails midway. */
+static EVP_CIPHER_CTX *aead_ctx_get(int aead_alg, const struct aead_params *p, int enc,
+                                    const uint8_t *key, const uint8_t *nonce,
+                                    const uint8_t *tag, struct aead_slot **slot_out)
+{
+    size_t key_len = edhoc_crypto_aead_key_len(aead_alg);
+    struct aead_slot *victim = &aead_cache[0];
+    if (key_len == 0 || key_len > EDHOC_CRYPTO_MAX_KEY)
+        return NULL;
+    for (size_t i = 0; i < AEAD_CACHE_SLOTS; i++) {
+        struct aead_slot *slot = &aead_cache[i];
+        if (slot->ctx != NULL && slot->alg == aead_alg && slot->enc == enc &&
+            slot->key_len == key_len && CRYPTO_memcmp(slot->key, key, key_len) == 0) {
+            *slot_out = slot;
+            if (EVP_CipherInit_ex2(slot->ctx, NULL, NULL, nonce, enc, NULL) != 1 ||
+                (p->ccm && !enc &&
+                 EVP_CIPHER_CTX_ctrl(slot->ctx, EVP_CTRL_AEAD_SET_TAG, (int)p->tag_len,
+                                     (void *)tag) != 1)) {
+                aead_slot_drop(slot);
+                return NULL;
+            }
+            slot->last_use = ++aead_clock;
+            return slot->ctx;
+        }
+        if (victim->ctx != NULL && (slot->ctx == NULL || slot->last_use < victim->last_use))
+            victim = slot;
+    }
+    if (victim->ctx != NULL)
+        aead_slot_drop(victim);
+    aead_cache_register_thread();
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL)
+        return NULL;
+    /* CCM wants the nonce and tag lengths (and when decrypting the tag)
+     * before the key. */
+    if (EVP_CipherInit_ex2(ctx, p->cipher, NULL, NULL, enc, NULL) != 1 ||
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)p->nonce_len, NULL) != 1 ||
+        (p->ccm && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, (int)p->tag_len,
+                                       enc ? NULL : (void *)tag) != 1) ||
+        EVP_CipherInit_ex2(ctx, NULL, key, nonce, enc, NULL) != 1) {
+        EVP_CIPHER_CTX_free(ctx);
+        return NULL;
+    }
+    victim->ctx = ctx;
+    victim->alg = aead_alg;
+    victim->enc = enc;
+    victim->key_len = key_len;
+    memcpy(victim->key, key, key_len);
+    victim->last_use = ++aead_clock;
+    *slot_out = victim;
+    return ctx;
+}
+
+/* The rest of the setup: for CCM the total length first, then the AAD. */
+static bool aead_feed_aad(EVP_CIPHER_CTX *ctx, const struct aead_params *p, const uint8_t *aad,
+                          size_t aad_len, size_t msg_len)
 {
     int outl;
-
-    if (EVP_CipherInit_ex2(ctx, p->cipher, NULL, NULL, enc, NULL) != 1)
-        return false;
-    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)p->nonce_len, NULL) != 1)
-        return false;
-    if (p->ccm && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, (int)p->tag_len,
-                                      enc ? NULL : (void *)tag) != 1)
-        return false;
-    if (EVP_CipherInit_ex2(ctx, NULL, key, nonce, enc, NULL) != 1)
-        return false;
     if (p->ccm && EVP_CipherUpdate(ctx, NULL, &outl, NULL, (int)msg_len) != 1)
         return false;
     if (aad_len > 0 && EVP_CipherUpdate(ctx, NULL, &outl, aad, (int)aad_len) != 1)
@@ -607,7 +725,7 @@ static int openssl_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t 
                                 size_t pt_len, uint8_t *ct)
 {
     struct aead_params p;
-    EVP_CIPHER_CTX *ctx;
+    struct aead_slot *slot = NULL;
     int outl = 0, finl = 0;
     int ret = aead_lookup(aead_alg, &p);
     bool ok;
@@ -616,10 +734,10 @@ static int openssl_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t 
         return ret;
     if (pt_len > AEAD_LEN_MAX || aad_len > AEAD_LEN_MAX)
         return EDHOC_CRYPTO_ERR_INVALID;
-    ctx = EVP_CIPHER_CTX_new();
+    EVP_CIPHER_CTX *ctx = aead_ctx_get(aead_alg, &p, 1, key, nonce, NULL, &slot);
     if (ctx == NULL)
         return EDHOC_CRYPTO_ERR_BACKEND;
-    ok = aead_begin(ctx, &p, 1, key, nonce, aad, aad_len, pt_len, NULL);
+    ok = aead_feed_aad(ctx, &p, aad, aad_len, pt_len);
     /* CCM must see the (possibly empty) payload update to produce its tag,
      * and OpenSSL reads a NULL input as "finalise" there: pass real
      * pointers even for an empty plaintext. */
@@ -634,8 +752,8 @@ static int openssl_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t 
     if (ok)
         ok = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, (int)p.tag_len,
                                  ct + pt_len) == 1;
-    EVP_CIPHER_CTX_free(ctx); /* cleanses the key schedule */
     if (!ok) {
+        aead_slot_drop(slot); /* its state is unknown */
         edhoc_wipe(ct, pt_len + p.tag_len);
         return EDHOC_CRYPTO_ERR_BACKEND;
     }
@@ -652,7 +770,7 @@ static int openssl_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t 
                                 size_t ct_len, uint8_t *pt)
 {
     struct aead_params p;
-    EVP_CIPHER_CTX *ctx;
+    struct aead_slot *slot = NULL;
     uint8_t tag[EDHOC_CRYPTO_MAX_TAG];
     size_t pt_len;
     int outl = 0, finl = 0;
@@ -665,10 +783,10 @@ static int openssl_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t 
     pt_len = ct_len - p.tag_len;
     /* The ctrl interface wants a writable tag buffer. */
     memcpy(tag, ct + pt_len, p.tag_len);
-    ctx = EVP_CIPHER_CTX_new();
-    if (ctx == NULL)
-        return EDHOC_CRYPTO_ERR_BACKEND;
-    if (!aead_begin(ctx, &p, 0, key, nonce, aad, aad_len, pt_len, tag)) {
+    EVP_CIPHER_CTX *ctx = aead_ctx_get(aead_alg, &p, 0, key, nonce, tag, &slot);
+    if (ctx == NULL) {
+        ret = EDHOC_CRYPTO_ERR_BACKEND;
+    } else if (!aead_feed_aad(ctx, &p, aad, aad_len, pt_len)) {
         ret = EDHOC_CRYPTO_ERR_BACKEND;
     } else if (p.ccm) {
         /* CCM verifies inside the (single) payload update. */
@@ -683,7 +801,10 @@ static int openssl_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t 
         else if (EVP_CipherFinal_ex(ctx, tag, &finl) != 1) /* writes nothing */
             ret = EDHOC_CRYPTO_ERR_AUTH;
     }
-    EVP_CIPHER_CTX_free(ctx);
+    /* A context that failed midway (or saw a forgery) is not kept for the
+     * next message: a fresh one costs little next to a rare failure. */
+    if (ret != 0 && slot != NULL && slot->ctx == ctx)
+        aead_slot_drop(slot);
     if (ret != 0)
         edhoc_wipe(pt, pt_len);
     return ret;

@@ -1129,7 +1129,7 @@ static int seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t p
                 uint8_t *out, size_t cap, size_t *out_len)
 {
     const struct edhoc_suite *su = suite_of(s);
-    uint8_t key[EDHOC_CRYPTO_MAX_KEY], iv[EDHOC_CRYPTO_MAX_NONCE];
+    uint8_t key[EDHOC_CRYPTO_MAX_KEY] = {0}, iv[EDHOC_CRYPTO_MAX_NONCE];
     uint8_t aad[EDHOC_CRYPTO_MAX_HASH + 16];
     size_t aad_len = 0;
     int rc = aead_params(s, msg_no, s->prk, key, iv, aad, &aad_len);
@@ -1152,6 +1152,9 @@ static int seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t p
     trace(s, msg_no == 3 ? "message_3" : "message_4", out, head + ct_len);
     *out_len = head + ct_len;
 out:
+    /* K_3 / K_4 seal one message: nothing for the backend to keep. */
+    if (s->cfg->ops->aead_forget)
+        s->cfg->ops->aead_forget(key, edhoc_crypto_aead_key_len(su->aead));
     edhoc_wipe(key, sizeof key);
     edhoc_wipe(iv, sizeof iv);
     return rc;
@@ -1184,6 +1187,8 @@ static int open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg,
             rc = EDHOC_ERR_DECRYPT;
         else
             rc = crypto_err(rc);
+        if (s->cfg->ops->aead_forget)
+            s->cfg->ops->aead_forget(key, edhoc_crypto_aead_key_len(su->aead));
     }
     edhoc_wipe(key, sizeof key);
     edhoc_wipe(iv, sizeof iv);

@@ -216,8 +216,14 @@ int oscore_context_init_edhoc(struct oscore_context *c, const struct edhoc_crypt
 
 void oscore_context_wipe(struct oscore_context *c)
 {
-    if (c)
-        edhoc_wipe(c, sizeof *c);
+    if (!c)
+        return;
+    /* The backend may hold keyed state for both keys. */
+    if (c->crypto && c->crypto->aead_forget && c->key_len) {
+        c->crypto->aead_forget(c->sender_key, c->key_len);
+        c->crypto->aead_forget(c->recipient_key, c->key_len);
+    }
+    edhoc_wipe(c, sizeof *c);
 }
 
 int oscore_context_set_persistence(struct oscore_context *c, oscore_store_ssn_fn fn,
