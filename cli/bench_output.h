@@ -178,6 +178,9 @@ struct bench_handshake_opts {
 int bench_crypto_run(struct bench_report *r);
 int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opts *o);
 int bench_oscore_run(struct bench_report *r);
+/* N established OSCORE contexts written to a state database and loaded by
+ * the responder engine: time and resident memory. */
+int bench_contexts_run(struct bench_report *r, long count);
 
 /* The crypto floor of one in-process handshake (median microseconds of the
  * initiator's and the responder's crypto calls replayed alone), with the

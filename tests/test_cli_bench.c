@@ -287,6 +287,37 @@ static void test_oscore_rows(void **state)
     free(out);
 }
 
+/* Contexts written to a state database and loaded by the responder
+ * engine: the row, the engine's size per context, and the target. */
+static void test_contexts(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(run_cli("bench contexts --contexts 0", true, &out), 2);
+    assert_non_null(strstr(out, "--contexts"));
+    free(out);
+    out = run_ok("bench contexts --contexts 3000");
+    const char *key[1] = {"3000"};
+    char buf[2048];
+    char *cells[MAX_CELLS];
+    assert_int_equal(md_find_row(out, "Established OSCORE contexts in memory", key, 1, buf,
+                                 sizeof buf, cells),
+                     8);
+    /* The engine's own bookkeeping stays within the 256-byte budget. */
+    long engine = strtol(cells[6], NULL, 10);
+    assert_true(engine > 0 && engine <= 256);
+    assert_positive_cell(cells[1], "contexts");
+    assert_positive_cell(cells[2], "contexts");
+    assert_positive_cell(cells[4], "contexts");
+    const char *t[1] = {"RSS with 1,000,000 established contexts loaded (extrapolated)"};
+    assert_int_equal(md_find_row(out, "Targets", t, 1, buf, sizeof buf, cells), 4);
+    char *unit;
+    assert_true(strtod(cells[1], &unit) > 0);
+    assert_string_equal(unit, " MiB");
+    assert_string_equal(cells[2], "at most 512.00 MiB");
+    free(out);
+}
+
 static void test_json_and_svg(void **state)
 {
     (void)state;
@@ -642,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_handshake_rows_and_memory),
         cmocka_unit_test(test_handshake_other_suites),
         cmocka_unit_test(test_oscore_rows),
+        cmocka_unit_test(test_contexts),
         cmocka_unit_test(test_json_and_svg),
         cmocka_unit_test(test_csv),
         cmocka_unit_test(test_load_against_responder),
