@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "edhoc/edhoc.h"
+#include "interop_log.h"
 #include "json_read.h"
 #include "util.h"
 
@@ -392,6 +394,23 @@ static void diagnose(const struct opts *o, struct cell *c, const struct child_re
             c->err_code = 2;
             set_text(c->result, sizeof c->result, "EDHOC error 2 from the peer: %s",
                      diag[0] ? diag : "wrong selected cipher suite");
+            /* The initiator's report names the SUITES_R it received; only
+             * an initiator that does not probes the peer once more. */
+            int suites_r[EDHOC_MAX_SUITES];
+            int n_r = r->out ? json_read_int_array(r->out, NULL, "suites_r", suites_r,
+                                                   EDHOC_MAX_SUITES)
+                             : -1;
+            if (n_r > 0) {
+                char list[80];
+                size_t w = 0;
+                for (int i = 0; i < n_r && w < sizeof list; i++)
+                    w += (size_t)snprintf(list + w, sizeof list - w, "%s%d", i ? ", " : "",
+                                          suites_r[i]);
+                set_text(c->reason, sizeof c->reason,
+                         "suite %d not supported by the peer: SUITES_R = %s (the suites it "
+                         "offers)", c->suite, list);
+                return;
+            }
             int sr = suites_r_cache[c->suite & 31];
             if (sr == -2)
                 sr = suites_r_cache[c->suite & 31] = probe_suites_r(o, c->suite, c->method);
@@ -750,7 +769,8 @@ static void print_json(FILE *f, const struct opts *o, const struct cell *cells, 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: edhoc-cli interop URI [OPTIONS]\n\n"
+            "usage: edhoc-cli interop URI [OPTIONS]\n"
+            "       edhoc-cli interop --report DIR [--json] [--json-out FILE]\n\n"
             "Runs a test matrix against an EDHOC responder (the device) with us as the\n"
             "initiator: methods x cipher suites x ID_CRED types, each with and without\n"
             "message_4, plus the RFC 9668 combined request and the bare framing. Each cell\n"
@@ -780,7 +800,10 @@ static void usage(FILE *f)
             "OSCORE failure; failed (anything else); skipped (not possible with our\n"
             "credentials).\n"
             "Exit codes: 0 every cell ok or skipped; 1 some cell failed; 2 bad command line;\n"
-            "3 the trace directory or the --json-out file cannot be used; 10 internal error.\n");
+            "3 the trace directory or the --json-out file cannot be used; 10 internal error.\n\n"
+            "--report DIR: the other direction, the devices as initiators: the matrix of what\n"
+            "the devices that connected to `edhoc-cli responder --interop-log DIR` tried and\n"
+            "how each attempt ended (see `edhoc-cli interop --report DIR --help`).\n");
 }
 
 static bool parse_list(const char *name, const char *v, int *out, int *n, int lo, int hi)
@@ -860,10 +883,8 @@ int cmd_interop(int argc, char **argv)
             o.json = true;
             continue;
         }
-        if (!strcmp(arg, "--report")) {
-            fprintf(stderr, "edhoc-cli interop: --report is not available yet\n");
-            return CLI_EXIT_USAGE;
-        }
+        if (!strcmp(arg, "--report"))
+            return interop_report_main(argc, argv);
         if (strncmp(arg, "--", 2) != 0) {
             if (o.uri) {
                 fprintf(stderr, "edhoc-cli interop: unexpected argument '%s'\n", arg);

@@ -23,6 +23,7 @@
 #include "edhoc/state.h"
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
+#include "interop_log.h"
 #include "util.h"
 
 #define MAX_LISTEN 8
@@ -55,6 +56,7 @@ struct responder {
     size_t n_idents;
     int supported[EDHOC_MAX_SUITES];
     size_t n_supported;
+    struct interop_log *ilog; /* --interop-log: every configuration traces into it */
 };
 
 static volatile sig_atomic_t stop_signal, reload_signal;
@@ -108,6 +110,7 @@ struct responder_acct {
     uint64_t uses;
     struct held_line held[ACCT_LINES];
     size_t n_held;
+    struct interop_log *ilog;
 };
 
 /* IPv4-mapped IPv6 as IPv4, port kept: one key per peer whatever socket. */
@@ -197,6 +200,8 @@ static void on_datagram(void *user, bool sent, const struct sockaddr *local,
     struct responder_acct *a = user;
     if (a->cap && edhoc_capture_datagram_dir(a->cap, sent, local, peer, payload, len, NULL))
         a->capture_errors++;
+    if (a->ilog)
+        interop_log_datagram(a->ilog, sent, local, peer, payload, len);
     struct sockaddr_storage k;
     addr_normalize(peer, &k);
     if (k.ss_family != AF_INET && k.ss_family != AF_INET6)
@@ -344,6 +349,10 @@ static void ident_finish(struct responder *r, struct ident *id, int m)
     cfg->n_suites = n;
     cfg->accept_methods = 1u << m;
     cfg->method = m;
+    if (r->ilog) {
+        cfg->trace = interop_log_trace;
+        cfg->trace_ctx = r->ilog;
+    }
     id->ready = n > 0;
 }
 
@@ -571,13 +580,19 @@ static void usage(FILE *f)
             "                          oldest is evicted when a new one needs room)\n"
             "  --handshake-timeout S   drop a handshake after S seconds without message_3 (60)\n"
             "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
+            "  --interop-log DIR       record every incoming handshake for `edhoc-cli interop\n"
+            "                          --report DIR`: DIR/handshakes.jsonl (one line each),\n"
+            "                          DIR/<id>.txt (trace, holds session secrets) and\n"
+            "                          DIR/<id>.pcap; DIR is created 0700, files 0600\n"
+            "  --interop-log-max N     handshakes with trace and pcap files (default %d; later\n"
+            "                          ones get the jsonl line only)\n"
             "  --ready-file FILE       write the bound ports (one per line) once serving\n"
             "  --daemon                detach from the terminal\n"
             "  --pidfile FILE          write the process id\n"
             "  --syslog                log to syslog instead of stderr\n"
             "  -v, -q                  more / less logging (default: one line per handshake,\n"
             "                          with its datagrams and bytes per layer)\n",
-            EDHOC_STATE_FILE);
+            EDHOC_STATE_FILE, INTEROP_LOG_MAX_FILES);
     cli_net_print_options(f, false);
     fprintf(f,
             "  -h, --help              this text\n\n"
@@ -642,7 +657,8 @@ int cmd_responder(int argc, char **argv)
     size_t n_listen = 0;
     const char *static_paths[MAX_STATIC];
     size_t n_static = 0;
-    const char *state_dir = NULL, *pidfile = NULL, *ready_file = NULL;
+    const char *state_dir = NULL, *pidfile = NULL, *ready_file = NULL, *interop_dir = NULL;
+    long interop_max = INTEROP_LOG_MAX_FILES;
     bool daemon = false, use_syslog = false, echo_m1 = false;
     int verbosity = 0;
     long max_pending = 256, hs_timeout = 60, block_size = 0;
@@ -692,7 +708,7 @@ int cmd_responder(int argc, char **argv)
         static const char *const ours[] = {"--listen", "--cred", "--key", "--oscore-context",
                                            "--state-dir", "--max-pending", "--handshake-timeout",
                                            "--block-size", "--pidfile", "--ready-file",
-                                           "--method"};
+                                           "--method", "--interop-log", "--interop-log-max"};
         bool mine = false;
         for (size_t k = 0; k < sizeof ours / sizeof ours[0]; k++)
             mine |= !strcmp(name, ours[k]);
@@ -731,6 +747,8 @@ int cmd_responder(int argc, char **argv)
                 pidfile = value;
             } else if (!strcmp(name, "--ready-file")) {
                 ready_file = value;
+            } else if (!strcmp(name, "--interop-log")) {
+                interop_dir = value;
             } else if (!strcmp(name, "--method")) {
                 if (parse_methods(value, &r->o.accept_methods)) {
                     fprintf(stderr, "edhoc-cli responder: --method: expected a list of 0..3\n");
@@ -746,6 +764,8 @@ int cmd_responder(int argc, char **argv)
                     max_pending = v;
                 else if (!strcmp(name, "--handshake-timeout"))
                     hs_timeout = v;
+                else if (!strcmp(name, "--interop-log-max"))
+                    interop_max = v;
                 else
                     block_size = v;
             }
@@ -778,6 +798,10 @@ int cmd_responder(int argc, char **argv)
         (block_size && (block_size < 16 || block_size > 1024 || (block_size & (block_size - 1))))) {
         fprintf(stderr, "edhoc-cli responder: --max-pending 1..65536, --handshake-timeout >= 1, "
                         "--block-size a power of two in 16..1024\n");
+        goto out;
+    }
+    if (interop_max < 0) {
+        fprintf(stderr, "edhoc-cli responder: --interop-log-max: 0 or more handshakes\n");
         goto out;
     }
     if (n_listen == 0)
@@ -818,6 +842,14 @@ int cmd_responder(int argc, char **argv)
         ready_file = ready_abs;
     }
 
+    if (interop_dir) {
+        char why[PATH_MAX + 200];
+        if (interop_log_open(&r->ilog, interop_dir, interop_max, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            exit_code = CLI_EXIT_INPUT;
+            goto out;
+        }
+    }
     exit_code = load_identities(r);
     if (exit_code)
         goto out;
@@ -827,6 +859,7 @@ int cmd_responder(int argc, char **argv)
         goto out;
     }
     acct->link = net.link;
+    acct->ilog = r->ilog;
     if (cli_net_capture_open(&net, "responder", &acct->cap)) {
         exit_code = CLI_EXIT_INPUT;
         goto out;
@@ -856,6 +889,9 @@ int cmd_responder(int argc, char **argv)
         .db = db,
         .log = responder_log,
         .log_user = acct,
+        .record = r->ilog ? interop_log_record : NULL,
+        .oscore = r->ilog ? interop_log_oscore : NULL,
+        .record_user = r->ilog,
     };
     struct edhoc_server *srv = edhoc_server_new(&scfg);
     struct edhoc_transport *t = NULL;
@@ -864,6 +900,8 @@ int cmd_responder(int argc, char **argv)
         exit_code = CLI_EXIT_INTERNAL;
         goto close_db;
     }
+    if (r->ilog)
+        interop_log_set_server(r->ilog, srv);
     long loaded = edhoc_server_load_state(srv);
     if (loaded < 0) {
         cli_log(LOG_ERR, "state: cannot read %s/%s: %s", state_dir, EDHOC_STATE_FILE,
@@ -943,6 +981,8 @@ int cmd_responder(int argc, char **argv)
 
     while (!stop_signal) {
         edhoc_server_tick(srv, cli_now_ns() / 1000000);
+        if (r->ilog)
+            interop_log_tick(r->ilog, cli_now_ns() / 1000000);
         held_flush(acct);
         if (edhoc_transport_run(t, 100)) {
             held_flush(acct);
@@ -974,6 +1014,8 @@ free_srv:
     edhoc_server_free(srv);
     edhoc_transport_free(t);
     held_flush(acct);
+    if (r->ilog)
+        interop_log_set_server(r->ilog, NULL);
 close_db:
     if (db)
         edhoc_state_close(db);
@@ -986,6 +1028,7 @@ out:
         edhoc_capture_close(acct->cap);
         free(acct);
     }
+    interop_log_close(r->ilog);
     idents_free(r);
     if (r->keys)
         edhoc_wipe(r->keys, r->n_creds * sizeof *r->keys);

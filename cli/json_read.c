@@ -134,3 +134,33 @@ size_t json_read_initiator_messages(const char *json, struct json_msg *out, size
     }
     return n;
 }
+
+int json_read_int_array(const char *obj, const char *end, const char *name, int *out, size_t cap)
+{
+    const char *v = json_read_field(obj, end, name);
+    if (!v || *v != '[')
+        return -1;
+    v++;
+    size_t n = 0;
+    for (;;) {
+        while (*v == ' ')
+            v++;
+        if (*v == ']')
+            return (int)n;
+        if (n > 0) {
+            if (*v != ',')
+                return -1;
+            v++;
+            while (*v == ' ')
+                v++;
+        }
+        char *e;
+        long x = strtol(v, &e, 10);
+        if (e == v || n >= cap || x < -2147483647L - 1 || x > 2147483647L)
+            return -1;
+        out[n++] = (int)x;
+        v = e;
+        if (end && v >= end)
+            return -1;
+    }
+}

@@ -43,4 +43,9 @@ size_t json_read_initiator_messages(const char *json, struct json_msg *out, size
 bool json_read_next_object(const char *json, const char *name, const char **cursor,
                            const char **obj, const char **obj_end);
 
+/* The integer array "name" (e.g. [] or [0, 2]) into out. Returns the
+ * count, or -1 when absent, not an array of integers, longer than cap, or
+ * not closed before end (out may then be partly written). */
+int json_read_int_array(const char *obj, const char *end, const char *name, int *out, size_t cap);
+
 #endif

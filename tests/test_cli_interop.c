@@ -3,7 +3,10 @@
  * matrix against our own responder (table and JSON agree), and against
  * responders limited on purpose (one suite, one method, a trust that lacks
  * our credential, a silent port): the right cells fail with the right
- * reasons, in bounded time.
+ * reasons, in bounded time. And of the other direction: initiators (the
+ * devices) against `edhoc-cli responder --interop-log DIR`, read back with
+ * `edhoc-cli interop --report DIR`: the exact rows, the traces and pcaps of
+ * the failures, a damaged log, the bound on files.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -476,6 +479,502 @@ static void test_silent_device(void **state)
     free(out);
 }
 
+/* ---- The device as the initiator: responder --interop-log, interop --report ---- */
+
+/* One row of `interop --report DIR --json`. */
+struct report_row {
+    int method, suite;
+    char suites_i[32];
+    char id_cred[16];
+    bool m4, combined;
+    char framing[8];
+    long attempts, ok, err_code;
+    char outcome[16];
+    char suites_r[32];
+    char result[400];
+    char reason[800];
+    char trace[32], pcap[32];
+    long edhoc;
+};
+
+/* The raw text of a JSON array value ("[6, 2]"). */
+static void field_array(const char *obj, const char *key, char *out, size_t cap)
+{
+    out[0] = '\0';
+    const char *p = field(obj, key);
+    if (!p || *p != '[')
+        return;
+    const char *e = strchr(p, ']');
+    if (e)
+        snprintf(out, cap, "%.*s", (int)(e - p + 1), p);
+}
+
+static size_t report_rows(const char *json, struct report_row *rows, size_t cap)
+{
+    size_t n = 0;
+    const char *p = json;
+    while (n < cap && (p = strstr(p, "{\"method\": "))) {
+        const char *end = strstr(p, "\"}"); /* "reason" is last */
+        assert_non_null(end);
+        char *obj = strndup(p, (size_t)(end - p + 1));
+        struct report_row *w = &rows[n++];
+        memset(w, 0, sizeof *w);
+        w->method = (int)field_long(obj, "method");
+        w->suite = (int)field_long(obj, "suite");
+        field_array(obj, "suites_i", w->suites_i, sizeof w->suites_i);
+        field_str(obj, "id_cred", w->id_cred, sizeof w->id_cred);
+        if (!w->id_cred[0] && field(obj, "id_cred") && !strncmp(field(obj, "id_cred"), "null", 4))
+            snprintf(w->id_cred, sizeof w->id_cred, "null");
+        w->m4 = !strncmp(field(obj, "message_4"), "true", 4);
+        w->combined = !strncmp(field(obj, "combined"), "true", 4);
+        field_str(obj, "framing", w->framing, sizeof w->framing);
+        w->attempts = field_long(obj, "attempts");
+        w->ok = field_long(obj, "ok");
+        field_str(obj, "outcome", w->outcome, sizeof w->outcome);
+        w->err_code = field_long(obj, "err_code");
+        field_array(obj, "suites_r", w->suites_r, sizeof w->suites_r);
+        field_str(obj, "result", w->result, sizeof w->result);
+        field_str(obj, "reason", w->reason, sizeof w->reason);
+        field_str(obj, "failure_trace", w->trace, sizeof w->trace);
+        field_str(obj, "failure_pcap", w->pcap, sizeof w->pcap);
+        w->edhoc = field_long(obj, "edhoc_bytes");
+        free(obj);
+        p = end;
+    }
+    return n;
+}
+
+static void assert_row(const struct report_row *w, int method, const char *suites_i, int suite,
+                       const char *id_cred, const char *framing, bool combined,
+                       const char *outcome, long err_code, long attempts, long ok)
+{
+    assert_int_equal(w->method, method);
+    assert_string_equal(w->suites_i, suites_i);
+    assert_int_equal(w->suite, suite);
+    assert_string_equal(w->id_cred, id_cred);
+    assert_false(w->m4);
+    assert_string_equal(w->framing, framing);
+    assert_int_equal(w->combined, combined);
+    assert_string_equal(w->outcome, outcome);
+    assert_int_equal(w->err_code, err_code);
+    assert_int_equal(w->attempts, attempts);
+    assert_int_equal(w->ok, ok);
+}
+
+/* The EDHOC column of a message's line in `edhoc-cli bytes` output. */
+static long bytes_edhoc(const char *out, const char *message)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\n  %s ", message);
+    const char *p = strstr(out, pat);
+    if (!p)
+        return -1;
+    unsigned pkt, dgrams;
+    long edhoc = -1;
+    char dir[8];
+    if (sscanf(p + strlen(pat), "%u %7s %u %ld", &pkt, dir, &dgrams, &edhoc) != 4)
+        return -1;
+    return edhoc;
+}
+
+/* A CoAP CON POST /.well-known/edhoc carrying true || message_1 of RFC 9529
+ * trace 2 (method 3, SUITES_I [6, 2], C_I -24): an initiator that sends
+ * message_1 and then goes away. */
+static long send_message_1_only(uint16_t port)
+{
+    static const char m1_hex[] = "0382060258208af6f430ebe18d34184017a9a11bf511c8dff8f834730b96c1"
+                                 "b7c8dbca2fc3b637";
+    uint8_t msg[128];
+    size_t n = 0;
+    msg[n++] = 0x40; /* CON, no token */
+    msg[n++] = 0x02; /* POST */
+    msg[n++] = 0x12;
+    msg[n++] = 0x34;
+    msg[n++] = 0xbb; /* Uri-Path (11), 11 bytes */
+    memcpy(msg + n, ".well-known", 11);
+    n += 11;
+    msg[n++] = 0x05; /* Uri-Path, 5 bytes */
+    memcpy(msg + n, "edhoc", 5);
+    n += 5;
+    msg[n++] = 0x11; /* Content-Format (12): 65 */
+    msg[n++] = 65;
+    msg[n++] = 0xff;
+    msg[n++] = 0xf5; /* true: no C_R yet */
+    for (size_t i = 0; i + 1 < sizeof m1_hex; i += 2) {
+        unsigned v;
+        sscanf(m1_hex + i, "%2x", &v);
+        msg[n++] = (uint8_t)v;
+    }
+    uint8_t resp[512];
+    return net_udp_exchange(port, msg, n, resp, sizeof resp, 3000);
+}
+
+static void keygen(const char *name, const char *args, char *cred, char *key)
+{
+    char n[64], *out = NULL;
+    snprintf(n, sizeof n, "%s.cred", name);
+    net_path(cred, 300, n);
+    snprintf(n, sizeof n, "%s.key", name);
+    net_path(key, 300, n);
+    assert_int_equal(CLI_RUN(&out, 30, "keygen %s --out-cred %s --out-key %s --force", args, cred,
+                             key),
+                     0);
+    free(out);
+}
+
+/* Several initiators (real processes) against a responder with
+ * --interop-log, limited on purpose (one suite, a trust that lacks some
+ * credentials, a short handshake timeout); then the report names every
+ * combination they tried and how it ended, with the trace and pcap of the
+ * failures. */
+static void test_report_of_initiators(void **state)
+{
+    (void)state;
+    char a[300], ak[300], b[300], bk[300], c[300], ck[300], d[300], dk[300], x[300], xk[300];
+    char r3[300], r3k[300], r0[300], r0k[300];
+    keygen("dev-a", "--type ccs --suite 2 --use dh --kid 07", a, ak);
+    keygen("dev-b", "--type ccs --suite 2 --use dh --kid 07", b, bk); /* A's kid, another key */
+    keygen("dev-c", "--type ccs --suite 2 --use dh --kid 09", c, ck);
+    keygen("dev-d", "--type ccs --suite 0 --use dh --kid 0b", d, dk);
+    keygen("dev-x", "--type x509 --suite 2 --use sign", x, xk);
+    keygen("srv-3", "--type ccs --suite 2 --use dh --kid 0a", r3, r3k);
+    keygen("srv-0", "--type x509 --suite 2 --use sign", r0, r0k);
+    char dir[300];
+    net_path(dir, sizeof dir, "ilog");
+    struct net_proc r;
+    char extra[2400];
+    snprintf(extra, sizeof extra,
+             "--suites 2 --handshake-timeout 1 --cred %s --key %s --cred %s --key %s --trust %s "
+             "--trust %s --interop-log %s",
+             r3, r3k, r0, r0k, a, x, dir);
+    start_responder(&r, "ilog", extra);
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+
+    char trust[700], uri[64], *out = NULL;
+    snprintf(trust, sizeof trust, "--trust %s --trust %s", r3, r0);
+    snprintf(uri, sizeof uri, "coap://127.0.0.1:%u", r.port);
+    /* 1: method 3, kid: ok. */
+    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 2 --cred %s --key %s %s",
+                             uri, a, ak, trust), 0);
+    free(out);
+    /* 2: method 0, x5t: ok. */
+    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 0 --suites 2 --cred %s --key %s "
+                                       "--id-cred x5t %s", uri, x, xk, trust), 0);
+    free(out);
+    /* The log survives a reload. */
+    kill(r.pid, SIGHUP);
+    uint64_t end = net_now_ms() + 3000;
+    char *log = NULL;
+    while (net_now_ms() < end) {
+        free(log);
+        log = net_read_file(r.log);
+        if (log && strstr(log, "SIGHUP: credentials and trust reloaded"))
+            break;
+        net_sleep_ms(20);
+    }
+    assert_non_null(strstr(log, "SIGHUP: credentials and trust reloaded"));
+    free(log);
+    /* 3: a suite the responder does not serve: error code 2. */
+    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 0 --cred %s --key %s %s",
+                             uri, d, dk, trust), 4);
+    free(out);
+    /* 4: a credential the responder does not know: error code 3. */
+    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 2 --cred %s --key %s "
+                                       "--id-cred kccs %s", uri, c, ck, trust), 4);
+    free(out);
+    /* 5: A's kid with another key: MAC_3 does not verify. */
+    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 2 --suites 2 --cred %s --key %s %s",
+                             uri, b, bk, trust), 4);
+    free(out);
+    /* 6: the RFC 9668 combined request; 7: the bare framing. */
+    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 2 --cred %s --key %s "
+                                       "--combined %s", uri, a, ak, trust), 0);
+    free(out);
+    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 2 --cred %s --key %s "
+                                       "--framing bare %s", uri, a, ak, trust), 0);
+    free(out);
+    /* 8: message_1, then nothing: expires after --handshake-timeout. */
+    assert_true(send_message_1_only(r.port) > 0);
+    end = net_now_ms() + 4000;
+    char jsonl[400];
+    snprintf(jsonl, sizeof jsonl, "%s/handshakes.jsonl", dir);
+    char *lines = NULL;
+    while (net_now_ms() < end) {
+        free(lines);
+        lines = net_read_file(jsonl);
+        if (lines && strstr(lines, "\"ended\": \"expired\""))
+            break;
+        net_sleep_ms(50);
+    }
+    assert_non_null(strstr(lines, "\"ended\": \"expired\""));
+    free(lines);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 3000), 0);
+
+    int rc = CLI_RUN(&out, 20, "interop --report %s --json", dir);
+    assert_int_equal(rc, 1);
+    struct report_row rows[16];
+    size_t n = report_rows(out, rows, 16);
+    assert_int_equal(n, 8);
+    assert_int_equal(net_count(out, "\"host\": "), 1);
+    assert_row(&rows[0], 3, "[2]", 2, "kid", "A.2", false, "ok", -1, 1, 1);
+    assert_int_equal(rows[0].edhoc, 37 + 45 + 19);
+    assert_row(&rows[1], 0, "[2]", 2, "x5t", "A.2", false, "ok", -1, 1, 1);
+    assert_row(&rows[2], 3, "[0]", 0, "null", "A.2", false, "refused", 2, 1, 0);
+    assert_string_equal(rows[2].suites_r, "[2]");
+    assert_non_null(strstr(rows[2].reason, "we answered SUITES_R = [2]"));
+    assert_row(&rows[3], 3, "[2]", 2, "kccs", "A.2", false, "refused", 3, 1, 0);
+    assert_string_equal(rows[3].result, "EDHOC error 3 sent: unknown credential ID_CRED_I");
+    assert_non_null(strstr(rows[3].reason, "we could not resolve ID_CRED_I a10ea2"));
+    assert_non_null(strstr(rows[3].reason, "(kccs): add the device's credential with --trust"));
+    assert_row(&rows[4], 2, "[2]", 2, "kid", "A.2", false, "verify", 1, 1, 0);
+    assert_string_equal(rows[4].result, "our verification failed: MAC_3 verification failed");
+    assert_non_null(strstr(rows[4].reason, "check the initiator's TH_3 inputs: CRED_I encoding"));
+    assert_non_null(strstr(rows[4].reason, "ID_CRED_I (kid as integer vs byte string), EAD_3"));
+    assert_row(&rows[5], 3, "[2]", 2, "kid", "A.2", true, "ok", -1, 1, 1);
+    assert_row(&rows[6], 3, "[2]", 2, "kid", "bare", false, "ok", -1, 1, 1);
+    assert_row(&rows[7], 3, "[6, 2]", 2, "null", "A.2", false, "timeout", -1, 1, 0);
+    assert_string_equal(rows[7].result, "timeout: expired: no message_3 within 1 s");
+    assert_non_null(strstr(rows[7].reason, "the initiator sent no message_3"));
+    assert_non_null(strstr(out, "\"methods\": [0, 3], \"suites\": [2], \"id_creds\": [\"kid\", "
+                                "\"x5t\"], \"message_4\": \"not tested\", \"combined\": \"yes\", "
+                                "\"framings\": [\"A.2\", \"bare\"]"));
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].outcome, "ok")) {
+            assert_string_equal(rows[i].trace, "");
+        } else {
+            char want[32];
+            snprintf(want, sizeof want, "%zu.txt", i + 1);
+            assert_string_equal(rows[i].trace, want);
+            snprintf(want, sizeof want, "%zu.pcap", i + 1);
+            assert_string_equal(rows[i].pcap, want);
+        }
+    }
+    free(out);
+
+    /* The table: the same rows. */
+    rc = CLI_RUN(&out, 20, "interop --report %s", dir);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "## Device 127.0.0.1\n"));
+    assert_non_null(strstr(out, "| 1 | 3 | 2 -> 2 | kid | no | A.2 | 1 | 1 | ok | - | 101 | "));
+    assert_non_null(strstr(out, "| 2 | 0 | 2 -> 2 | x5t | no | A.2 | 1 | 1 | ok | - | "));
+    assert_non_null(strstr(out, "| 3 | 3 | 0 -> 0 | - | no | A.2 | 1 | 0 | EDHOC error 2 sent: "));
+    assert_non_null(strstr(out, "| 4 | 3 | 2 -> 2 | kccs | no | A.2 | 1 | 0 | EDHOC error 3 "
+                                "sent: unknown credential ID_CRED_I | "));
+    assert_non_null(strstr(out, "| 5 | 2 | 2 -> 2 | kid | no | A.2 | 1 | 0 | our verification "
+                                "failed: MAC_3 verification failed | "));
+    assert_non_null(strstr(out, " | 5.txt, 5.pcap |\n"));
+    assert_non_null(strstr(out, "| 6 | 3 | 2 -> 2 | kid | no | A.2 combined | 1 | 1 | ok | - | "));
+    assert_non_null(strstr(out, "| 7 | 3 | 2 -> 2 | kid | no | bare | 1 | 1 | ok | - | "));
+    assert_non_null(strstr(out, "| 8 | 3 | 6,2 -> 2 | - | no | A.2 | 1 | 0 | timeout: expired: "));
+    assert_non_null(strstr(out, "Summary: 4 ok, 4 failed of 8 combinations (8 attempts"));
+    assert_non_null(strstr(out, "  methods: 0 3\n  suites: 2\n  ID_CRED types: kid x5t\n"
+                                "  message_4: not tested\n  combined request (RFC 9668): yes\n"
+                                "  framings: A.2 bare\n"));
+    free(out);
+
+    /* The trace of the MAC_3 failure: both sides of what we can know. */
+    char path[400];
+    snprintf(path, sizeof path, "%s/5.txt", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    char *tr = net_read_file(path);
+    assert_non_null(tr);
+    assert_non_null(strstr(tr, "outcome: our verification failed: MAC_3 verification failed\n"));
+    assert_non_null(strstr(tr, "likely causes: check the initiator's TH_3 inputs"));
+    assert_non_null(
+        strstr(tr, "ID_CRED_I (kid), full map: a1044107; as sent in PLAINTEXT_3: 07\n"));
+    assert_non_null(strstr(tr, "CRED_I as we hashed it into context_3 / TH_4 ("));
+    assert_non_null(strstr(tr, "\n  TH_2 (32 bytes) "));
+    assert_non_null(strstr(tr, "\n  TH_3 (32 bytes) "));
+    assert_non_null(strstr(tr, "\n  context_3 ("));
+    assert_non_null(strstr(tr, "\n  MAC_3 (8 bytes) "));
+    assert_non_null(strstr(tr, "\n  Signature_or_MAC_3 (8 bytes) "));
+    assert_null(strstr(tr, "PRK_out"));
+    free(tr);
+    /* The datagrams of the first handshake, with the sizes of its messages. */
+    snprintf(path, sizeof path, "%s/1.pcap", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(CLI_RUN(&out, 20, "bytes %s", path), 0);
+    assert_int_equal(bytes_edhoc(out, "message_1"), 37);
+    assert_int_equal(bytes_edhoc(out, "message_2"), 45);
+    assert_int_equal(bytes_edhoc(out, "message_3"), 19);
+    assert_non_null(strstr(out, "OSCORE request"));
+    free(out);
+    /* The handshake that expired: its message_1 and message_2. */
+    snprintf(path, sizeof path, "%s/8.pcap", dir);
+    assert_int_equal(CLI_RUN(&out, 20, "bytes %s", path), 0);
+    assert_int_equal(bytes_edhoc(out, "message_1"), 39);
+    assert_true(bytes_edhoc(out, "message_2") > 0);
+    free(out);
+}
+
+/* A log cut short (a crash mid-line) and a foreign line: each is named
+ * with its line number and skipped; the rest still makes the matrix. A
+ * missing directory or log is exit code 3. */
+static void test_report_damaged_log(void **state)
+{
+    (void)state;
+    char dir[300], path[400], err[400];
+    net_path(dir, sizeof dir, "damaged");
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/handshakes.jsonl", dir);
+    net_write_file(path,
+                   "{\"type\": \"handshake\", \"id\": 1, \"time\": \"2026-01-01T00:00:00Z\", "
+                   "\"peer\": \"192.0.2.7:5000\", \"host\": \"192.0.2.7\", \"method\": 3, "
+                   "\"suites_i\": [2], \"suite\": 2, \"c_i\": \"37\", \"c_r\": \"08\", "
+                   "\"framing\": \"A.2\", \"combined\": false, \"message_4\": false, "
+                   "\"message_4_sent\": false, \"id_cred_i_type\": \"kid\", \"id_cred_i\": "
+                   "\"a1044132\", \"id_cred_i_sent\": \"32\", \"id_cred_r_type\": \"kid\", "
+                   "\"outcome\": \"ok\", \"ended\": \"ok\", \"err_code\": -1, \"suites_r\": [], "
+                   "\"step\": \"\", \"bytes\": {\"message_1\": 37, \"message_2\": 45, "
+                   "\"message_3\": 19, \"message_4\": 0, \"error\": 0}, \"edhoc_bytes\": 101, "
+                   "\"ms\": 4, \"trace\": \"1.txt\", \"pcap\": \"1.pcap\", \"error\": \"\", "
+                   "\"peer_diagnostic\": \"\", \"result\": \"ok\", \"reason\": \"\"}\n"
+                   "{\"type\": \"oscore\", \"id\": 1, \"peer\": \"192.0.2.7:5000\", \"ok\": false, "
+                   "\"error\": -3008, \"text\": \"request refused: decryption failed\"}\n"
+                   "this is not a record\n"
+                   "{\"type\": \"handshake\", \"id\": 2, \"time\": \"2026-01-01T00:00:01Z\", "
+                   "\"peer\": \"192.0.2.7:5000\", \"host\": \"192.0.2.7\", \"method\": 3, "
+                   "\"suites_i\": [2], \"suite\": 2, \"c_i\": \"37\", \"c_r\": \"09\", "
+                   "\"framing\": \"A.2\", \"combined\": false, \"message_4\": false, "
+                   "\"message_4_sent\": false, \"id_cred_i_type\": \"kid\", \"id_cr",
+                   0600);
+    snprintf(err, sizeof err, "%s/report.err", dir);
+    char *out = NULL;
+    int rc = net_cli_run(&out, 20, false, "interop --report %s --json 2>%s", dir, err);
+    assert_int_equal(rc, 1);
+    char *msgs = net_read_file(err);
+    assert_non_null(msgs);
+    char want[600];
+    snprintf(want, sizeof want, "edhoc-cli interop: %s line 3: not a JSON object, skipped\n", path);
+    assert_non_null(strstr(msgs, want));
+    snprintf(want, sizeof want,
+             "edhoc-cli interop: %s line 4: truncated (the writer stopped mid-line), skipped\n",
+             path);
+    assert_non_null(strstr(msgs, want));
+    free(msgs);
+    assert_non_null(strstr(out, "\"handshakes\": 1,\n  \"skipped_lines\": 2,"));
+    struct report_row rows[4];
+    assert_int_equal(report_rows(out, rows, 4), 1);
+    /* The handshake was ok but its first OSCORE request was not. */
+    assert_row(&rows[0], 3, "[2]", 2, "kid", "A.2", false, "oscore", -1, 1, 0);
+    assert_string_equal(rows[0].result, "OSCORE failure: request refused: decryption failed");
+    assert_string_equal(rows[0].trace, "1.txt");
+    free(out);
+
+    rc = CLI_RUN(&out, 20, "interop --report %s/nothing-here", net_dir);
+    assert_int_equal(rc, 3);
+    free(out);
+    assert_int_equal(net_cli_run(&out, 20, false, "interop --report %s/nothing-here", net_dir), 3);
+    assert_non_null(strstr(out, "nothing-here: no such directory"));
+    free(out);
+    char empty[300];
+    net_path(empty, sizeof empty, "empty-dir");
+    mkdir(empty, 0700);
+    assert_int_equal(net_cli_run(&out, 20, false, "interop --report %s", empty), 3);
+    assert_non_null(strstr(out, "handshakes.jsonl: No such file or directory (was the responder "
+                                "run with --interop-log"));
+    free(out);
+}
+
+/* --interop-log-max: files for the first handshakes only, one warning;
+ * a restarted responder continues the ids and the count. */
+static void test_interop_log_bound(void **state)
+{
+    (void)state;
+    char dir[300], extra[400];
+    net_path(dir, sizeof dir, "bounded");
+    snprintf(extra, sizeof extra, "--interop-log %s --interop-log-max 1", dir);
+    struct net_proc r;
+    start_responder(&r, "bounded", extra);
+    char *out = NULL;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2",
+                                 r.port), 0);
+        free(out);
+    }
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 3000), 0);
+    char *log = net_read_file(r.log);
+    assert_int_equal(net_count(log, "interop log: 1 handshakes with trace and pcap files written "
+                                    "(--interop-log-max)"), 1);
+    free(log);
+    char path[400];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/1.txt", dir);
+    assert_int_equal(stat(path, &st), 0);
+    snprintf(path, sizeof path, "%s/2.txt", dir);
+    assert_int_not_equal(stat(path, &st), 0);
+    snprintf(extra, sizeof extra, "--interop-log %s --interop-log-max 2", dir);
+    start_responder(&r, "bounded2", extra);
+    assert_int_equal(CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2",
+                             r.port), 0);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 3000), 0);
+    snprintf(path, sizeof path, "%s/3.txt", dir);
+    assert_int_equal(stat(path, &st), 0);
+    snprintf(path, sizeof path, "%s/handshakes.jsonl", dir);
+    char *lines = net_read_file(path);
+    assert_int_equal(net_count(lines, "{\"type\": \"handshake\""), 3);
+    assert_int_equal(net_count(lines, "\"trace\": null, \"pcap\": null"), 1);
+    assert_non_null(strstr(lines, "\"id\": 3, "));
+    free(lines);
+    assert_int_equal(CLI_RUN(&out, 20, "interop --report %s", dir), 0);
+    assert_non_null(strstr(out, "| 1 | 3 | 2 -> 2 | kid | no | A.2 | 3 | 3 | ok | - | "));
+    free(out);
+}
+
+/* A combined request whose OSCORE kid is longer than any C_R: refused
+ * with "unknown C_R", recorded with the C_R shortened, and the responder
+ * keeps serving. */
+static void test_interop_log_long_kid(void **state)
+{
+    (void)state;
+    char dir[300], extra[400];
+    net_path(dir, sizeof dir, "longkid");
+    snprintf(extra, sizeof extra, "--interop-log %s", dir);
+    struct net_proc r;
+    start_responder(&r, "longkid", extra);
+    uint8_t msg[64];
+    size_t n = 0;
+    msg[n++] = 0x40; /* CON POST, no token */
+    msg[n++] = 0x02;
+    msg[n++] = 0x00;
+    msg[n++] = 0x07;
+    msg[n++] = 0x9d; /* OSCORE (9), 14 bytes: flags, Partial IV, 12-byte kid */
+    msg[n++] = 14 - 13;
+    msg[n++] = 0x09;
+    msg[n++] = 0x01;
+    for (int i = 0; i < 12; i++)
+        msg[n++] = (uint8_t)(0xa0 + i);
+    msg[n++] = 0xc0; /* EDHOC (21), empty */
+    msg[n++] = 0xff;
+    msg[n++] = 0x41; /* message_3 = h'00', then the OSCORE ciphertext */
+    msg[n++] = 0x00;
+    msg[n++] = 0x01;
+    msg[n++] = 0x02;
+    uint8_t resp[256];
+    long got = net_udp_exchange(r.port, msg, n, resp, sizeof resp, 3000);
+    assert_true(got > 4);
+    assert_int_equal(resp[1], 0x80); /* 4.00 with the EDHOC error */
+    char *out = NULL;
+    assert_int_equal(CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2",
+                             r.port), 0);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 3000), 0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/handshakes.jsonl", dir);
+    char *lines = net_read_file(path);
+    assert_non_null(lines);
+    assert_non_null(strstr(lines, "\"c_r\": \"a0a1a2a3a4a5a6a7\""));
+    assert_non_null(strstr(lines, "\"error\": \"message_3: unknown C_R a0a1a2a3a4a5a6a7... (longer "
+                                  "than any C_R we give)\""));
+    assert_int_equal(net_count(lines, "\"outcome\": \"ok\""), 1);
+    free(lines);
+}
+
 static void test_usage(void **state)
 {
     (void)state;
@@ -509,6 +1008,10 @@ int main(void)
         cmocka_unit_test_teardown(test_unknown_credentials, net_test_teardown),
         cmocka_unit_test_teardown(test_wrong_peer_key, net_test_teardown),
         cmocka_unit_test_teardown(test_silent_device, net_test_teardown),
+        cmocka_unit_test_teardown(test_report_of_initiators, net_test_teardown),
+        cmocka_unit_test_teardown(test_report_damaged_log, net_test_teardown),
+        cmocka_unit_test_teardown(test_interop_log_bound, net_test_teardown),
+        cmocka_unit_test_teardown(test_interop_log_long_kid, net_test_teardown),
     };
     return cmocka_run_group_tests(tests, setup, net_group_teardown);
 }

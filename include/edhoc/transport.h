@@ -232,6 +232,66 @@ typedef const struct edhoc_config *(*edhoc_server_select_fn)(void *user, int met
 enum edhoc_server_log_level { EDHOC_LOG_ERR = 3, EDHOC_LOG_WARNING = 4, EDHOC_LOG_NOTICE = 5,
                               EDHOC_LOG_INFO = 6, EDHOC_LOG_DEBUG = 7 };
 
+/* How an incoming handshake ended (struct edhoc_server_handshake). */
+enum edhoc_server_outcome {
+    EDHOC_SERVER_OK = 0,       /* message_3 verified, OSCORE context established */
+    EDHOC_SERVER_REFUSED,      /* we answered with an EDHOC error message (err_code) */
+    EDHOC_SERVER_PEER_ERROR,   /* the initiator sent an EDHOC error message */
+    EDHOC_SERVER_VERIFY,       /* message_3 did not decrypt or its MAC / signature failed */
+    EDHOC_SERVER_EXPIRED,      /* no message_3 within pending_timeout_s */
+    EDHOC_SERVER_EVICTED,      /* dropped for a newer handshake (max_pending, or the same
+                                * bare peer started again) before message_3 */
+    EDHOC_SERVER_FAILED,       /* our side failed (5.00), or dropped on reload */
+};
+
+/* One incoming handshake, as it ended. Pointers are valid during the
+ * callback only. Unknown values: method / suite -1, empty lists. */
+struct edhoc_server_handshake {
+    uint64_t id;              /* 1, 2, ... per server, in the order message_1 arrived */
+    const char *peer;         /* "addr:port" of the initiator */
+    enum edhoc_server_outcome outcome;
+    int method;
+    int suites_i[EDHOC_MAX_SUITES]; /* SUITES_I as offered, the selected one last */
+    size_t n_suites_i;
+    int suite;                /* the selected suite */
+    uint8_t c_i[EDHOC_MAX_CONN_ID], c_r[EDHOC_MAX_CONN_ID]; /* byte-string values */
+    size_t c_i_len, c_r_len;  /* 0: not known (c_r: not chosen) */
+    enum edhoc_coap_framing framing;
+    bool combined;            /* message_3 came in an RFC 9668 combined request */
+    bool message_4;           /* the server sends message_4 (config) */
+    bool message_4_sent;
+    /* ID_CRED_I as received: full map form (a compact kid expanded) and
+     * the bytes as they stood in PLAINTEXT_3; NULL when message_3 was not
+     * decrypted. Type: "kid", "kccs", "x5t", "x5chain", "other". */
+    const uint8_t *id_cred_i, *id_cred_i_sent;
+    size_t id_cred_i_len, id_cred_i_sent_len;
+    const char *id_cred_i_type;
+    const char *id_cred_r_type; /* how our ID_CRED_R names our credential; NULL: none chosen */
+    /* CRED_I as we resolved it: the bytes hashed into context_3 / TH_4. */
+    const uint8_t *cred_i;
+    size_t cred_i_len;
+    const char *step;         /* "message_1", "message_2", "message_3", "message_4",
+                               * "OSCORE context", "" when ok */
+    int error;                /* EDHOC_ERR_* (0: none or not an EDHOC error) */
+    const char *error_text;   /* the step and value that failed, "" when ok */
+    int err_code;             /* ERR_CODE sent (REFUSED, VERIFY) or received (PEER_ERROR); -1 */
+    int suites_r[EDHOC_MAX_SUITES]; /* the SUITES_R of an error code 2 we sent */
+    size_t n_suites_r;
+    const char *peer_diagnostic; /* the text of an error code 1 received, "" */
+    const char *causes;       /* the most likely causes of the failure, "" when ok */
+    size_t bytes[5];          /* EDHOC bytes of message_1..4 (index 1..4), 0: none */
+    size_t error_bytes;       /* an error message sent or received */
+    uint64_t duration_ms;     /* from message_1 to the end */
+};
+
+/* The first OSCORE request on the context of handshake `handshake`. */
+struct edhoc_server_oscore_first {
+    uint64_t handshake;
+    const char *peer;
+    int error;                /* 0: verified; else an OSCORE_ERR_* */
+    const char *text;         /* "" or what went wrong, with the likely causes */
+};
+
 struct edhoc_server_config {
     const struct edhoc_crypto_ops *ops;
     edhoc_server_select_fn select;
@@ -252,6 +312,17 @@ struct edhoc_server_config {
     /* Send a separate message (Observe notifications) to a peer. */
     int (*send)(void *user, struct edhoc_transport_peer *peer, const uint8_t *msg, size_t len);
     void *send_user;
+    /* Interop records (optional): record is called once when each
+     * incoming handshake ends, however it ends; oscore once for the first
+     * OSCORE request on a context a handshake established (matched by its
+     * handshake id). Both are called from inside edhoc_server_handle /
+     * edhoc_server_tick / edhoc_server_drop_pending, before the response
+     * to the request being handled is sent; they may not call server
+     * functions other than the accessors. Handshakes still in progress
+     * when the server is freed are not reported. */
+    void (*record)(void *user, const struct edhoc_server_handshake *hs);
+    void (*oscore)(void *user, const struct edhoc_server_oscore_first *first);
+    void *record_user;
 };
 
 struct edhoc_server;
@@ -299,6 +370,13 @@ void edhoc_server_get_stats(const struct edhoc_server *srv, struct edhoc_server_
  * with user = the server): the observer is removed. */
 void edhoc_server_peer_failed(void *srv, struct edhoc_transport_peer *peer, const uint8_t *token,
                               size_t token_len);
+
+/* The handshake the server is processing right now (inside
+ * edhoc_server_handle), so that an EDHOC trace callback, which belongs to
+ * a configuration rather than a session, can tell handshakes apart: its
+ * id (0 when none) and, when peer is not NULL, the initiator's
+ * "addr:port". No errors. */
+uint64_t edhoc_server_current_handshake(const struct edhoc_server *srv, const char **peer);
 
 /* Set (or replace) the config's send callback, e.g. once the transport
  * exists. */

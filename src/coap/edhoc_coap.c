@@ -20,6 +20,9 @@
 #define MAX_PEER_NAME 64
 #define CF_TEXT 0
 #define CF_LINK_FORMAT 40
+/* Established contexts whose first OSCORE request is still to be
+ * reported (interop records); the oldest gives way. */
+#define FIRST_REQUESTS 32
 
 /* ---- Connection identifier prefixes ---- */
 
@@ -112,7 +115,22 @@ struct pending {
     const struct edhoc_config *cfg;
     edhoc_cred_resolver resolve;
     void *resolve_ctx;
+    /* For the interop record of this handshake. */
+    uint64_t hs_id;
+    uint64_t t0_ms; /* monotonic, at message_1 */
+    int8_t suites_i[EDHOC_MAX_SUITES];
+    uint8_t n_suites_i;
+    uint16_t m1_bytes, m2_bytes;
     struct edhoc_session s;
+};
+
+/* A context whose first OSCORE request is to be reported. */
+struct first_request {
+    bool used;
+    uint64_t hs_id;
+    uint8_t rid[OSCORE_MAX_ID];
+    uint8_t rid_len;
+    char peer[MAX_PEER_NAME];
 };
 
 struct observer {
@@ -141,6 +159,19 @@ struct edhoc_server {
     struct edhoc_server_stats st;
     uint8_t echo_secret[32]; /* keys the stateless Echo values */
     struct edhoc_received rx; /* transient */
+    /* Interop records: the handshake being handled, and what the
+     * credential lookup of its message_3 saw (the core wipes rx when the
+     * check fails, so the record keeps its own copy). */
+    uint64_t hs_next, hs_current;
+    const char *hs_peer;
+    uint64_t req_t0_ms;
+    struct pending *m3_h;
+    const struct edhoc_cred *m3_cred;
+    size_t m3_id_cred_len, m3_id_cred_sent_len;
+    uint8_t m3_id_cred[EDHOC_MAX_ID_CRED];
+    uint8_t m3_id_cred_sent[EDHOC_MAX_ID_CRED];
+    struct first_request first[FIRST_REQUESTS];
+    size_t first_next;
     uint8_t buf[EDHOC_MAX_MESSAGE + 16];
     uint8_t inner[OSCORE_MAX_PLAINTEXT + 64];
     uint8_t inner_resp[OSCORE_MAX_PLAINTEXT + 64];
@@ -176,6 +207,335 @@ static void hex(const uint8_t *p, size_t n, char *out, size_t cap)
         o += (size_t)snprintf(out + o, cap - o, "%02x", p[i]);
     if (o < cap)
         out[o] = '\0';
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- Interop records ---- */
+
+/* The label of the first entry of an ID_CRED map. */
+static const char *id_cred_type_name(const uint8_t *m, size_t len)
+{
+    if (!m || len < 2 || (m[0] & 0xe0) != 0xa0)
+        return "other";
+    unsigned key;
+    if (m[1] < 0x18)
+        key = m[1];
+    else if (m[1] == 0x18 && len > 2)
+        key = m[2];
+    else
+        return "other";
+    switch (key) {
+    case 4:
+        return "kid";
+    case 14:
+        return "kccs";
+    case 33:
+        return "x5chain";
+    case 34:
+        return "x5t";
+    default:
+        return "other";
+    }
+}
+
+static void hs_init(struct edhoc_server *srv, struct edhoc_server_handshake *r, uint64_t id,
+                    const char *peer, int framing)
+{
+    memset(r, 0, sizeof *r);
+    r->id = id;
+    r->peer = peer;
+    r->method = -1;
+    r->suite = -1;
+    r->framing = (enum edhoc_coap_framing)framing;
+    r->message_4 = srv->cfg.message_4;
+    r->step = "";
+    r->error_text = "";
+    r->err_code = -1;
+    r->peer_diagnostic = "";
+    r->causes = "";
+}
+
+static void hs_from_pending(struct edhoc_server *srv, const struct pending *h,
+                            struct edhoc_server_handshake *r)
+{
+    hs_init(srv, r, h->hs_id, h->peer, h->framing);
+    r->method = h->s.method;
+    for (size_t i = 0; i < h->n_suites_i; i++)
+        r->suites_i[i] = h->suites_i[i];
+    r->n_suites_i = h->n_suites_i;
+    r->suite = h->n_suites_i ? h->suites_i[h->n_suites_i - 1] : -1;
+    memcpy(r->c_i, h->s.peer_cid, h->s.peer_cid_len);
+    r->c_i_len = h->s.peer_cid_len;
+    memcpy(r->c_r, h->c_r, h->c_r_len);
+    r->c_r_len = h->c_r_len;
+    r->id_cred_r_type = h->cfg ? (h->cfg->id_cred ? id_cred_type_name(h->cfg->id_cred,
+                                                                       h->cfg->id_cred_len)
+                                                  : "kid")
+                               : NULL;
+    r->bytes[1] = h->m1_bytes;
+    r->bytes[2] = h->m2_bytes;
+    r->duration_ms = mono_ms() - h->t0_ms;
+}
+
+/* What message_3's credential lookup saw, into the record. */
+static void hs_add_message_3(struct edhoc_server *srv, const struct pending *h,
+                             struct edhoc_server_handshake *r)
+{
+    if (srv->m3_h != h || !srv->m3_id_cred_len)
+        return;
+    r->id_cred_i = srv->m3_id_cred;
+    r->id_cred_i_len = srv->m3_id_cred_len;
+    r->id_cred_i_sent = srv->m3_id_cred_sent;
+    r->id_cred_i_sent_len = srv->m3_id_cred_sent_len;
+    r->id_cred_i_type = id_cred_type_name(srv->m3_id_cred, srv->m3_id_cred_len);
+    if (srv->m3_cred && srv->m3_cred->cred) {
+        r->cred_i = srv->m3_cred->cred;
+        r->cred_i_len = srv->m3_cred->cred_len;
+    }
+}
+
+/* The error message we are sending, into the record. */
+static void hs_sent_error(struct edhoc_server_handshake *r, const uint8_t *msg, size_t len)
+{
+    struct edhoc_error_info info;
+    r->error_bytes = len;
+    if (edhoc_error_message_parse(msg, len, &info))
+        return;
+    r->err_code = (int)info.code;
+    for (size_t i = 0; i < info.n_suites && i < EDHOC_MAX_SUITES; i++)
+        r->suites_r[i] = info.suites[i];
+    r->n_suites_r = info.n_suites;
+}
+
+static size_t list_ints(const int *v, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n && o < cap; i++)
+        o += (size_t)snprintf(out + o, cap - o, "%s%d", i ? ", " : "", v[i]);
+    return o;
+}
+
+/* The most likely causes of a failure, for someone comparing our trace
+ * with the device's log. */
+static void hs_causes(const struct edhoc_server_handshake *r, char *buf, size_t cap)
+{
+    char tmp[200];
+    buf[0] = '\0';
+    switch (r->outcome) {
+    case EDHOC_SERVER_OK:
+        return;
+    case EDHOC_SERVER_EXPIRED:
+    case EDHOC_SERVER_EVICTED:
+        snprintf(buf, cap,
+                 "the initiator sent no message_3: it could not process our message_2 (check "
+                 "its log: C_R encoding, ID_CRED_R by %s / CRED_R not in its trust, MAC_2 or "
+                 "Signature_or_MAC_2 verification, EAD_2, suite parameters) or it stopped",
+                 r->id_cred_r_type ? r->id_cred_r_type : "?");
+        return;
+    case EDHOC_SERVER_PEER_ERROR:
+        if (r->err_code == 3)
+            snprintf(buf, cap,
+                     "the initiator does not know our credential (ID_CRED_R by %s): add it to the "
+                     "device's trust, or name it another way (--id-cred)",
+                     r->id_cred_r_type ? r->id_cred_r_type : "?");
+        else if (r->err_code == 1 && (strstr(r->peer_diagnostic, "MAC") ||
+                                      strstr(r->peer_diagnostic, "ignature") ||
+                                      strstr(r->peer_diagnostic, "verif")))
+            snprintf(buf, cap,
+                     "the initiator could not verify message_2: check our CRED_R as the device "
+                     "stores it (the exact bytes hashed into context_2 / TH_3), ID_CRED_R (kid as "
+                     "integer vs byte string), C_R encoding, EAD_2");
+        else if (r->err_code == 2)
+            snprintf(buf, cap, "the initiator refused the selected suite");
+        else
+            snprintf(buf, cap, "the initiator refused message_2%s%s",
+                     r->peer_diagnostic[0] ? ": " : "", r->peer_diagnostic);
+        return;
+    case EDHOC_SERVER_FAILED:
+        snprintf(buf, cap, "our side failed (%s): see the daemon's log", r->error_text);
+        return;
+    case EDHOC_SERVER_VERIFY:
+        if (r->error == EDHOC_ERR_SIGNATURE)
+            snprintf(buf, cap,
+                     "the initiator's signature over TH_3, CRED_I, EAD_3 differs: check the "
+                     "CRED_I bytes it signs (credential encoding; ours are in the trace), "
+                     "ID_CRED_I (kid as integer vs byte string), EAD_3, and that its signing key "
+                     "matches its credential");
+        else if (r->error == EDHOC_ERR_MAC)
+            snprintf(buf, cap,
+                     "check the initiator's TH_3 inputs: CRED_I encoding (the exact bytes it "
+                     "hashes; ours are in the trace), ID_CRED_I (kid as integer vs byte string), "
+                     "EAD_3; and its static DH key (G_IY) against its credential");
+        else
+            snprintf(buf, cap,
+                     "message_3 did not decrypt: the initiator's K_3 / IV_3 differ - check its "
+                     "TH_3 = H(TH_2, PLAINTEXT_2, CRED_R) (our CRED_R as the device stores it, C_R "
+                     "encoding in PLAINTEXT_2), PRK_3e2m (methods 1 and 3: the static DH with our "
+                     "credential) and the suite parameters");
+        return;
+    case EDHOC_SERVER_REFUSED:
+        break;
+    }
+    switch (r->error) {
+    case EDHOC_ERR_WRONG_SUITE:
+        list_ints(r->suites_r, r->n_suites_r, tmp, sizeof tmp);
+        snprintf(buf, cap,
+                 "suite %d is not served here, or a suite the initiator prefers is (RFC 9528 "
+                 "6.3): we answered SUITES_R = [%s]; the initiator should retry with one of "
+                 "them (--suites)",
+                 r->suite, tmp);
+        return;
+    case EDHOC_ERR_UNKNOWN_CREDENTIAL:
+        hex(r->id_cred_i, r->id_cred_i_len < 48 ? r->id_cred_i_len : 48, tmp, sizeof tmp);
+        snprintf(buf, cap,
+                 "we could not resolve ID_CRED_I %s (%s): add the device's credential with "
+                 "--trust, or check how it names it (kid as integer vs byte string, x5t hash "
+                 "algorithm, kccs encoding)",
+                 tmp, r->id_cred_i_type ? r->id_cred_i_type : "?");
+        return;
+    case EDHOC_ERR_CREDENTIAL:
+        snprintf(buf, cap,
+                 "the device's credential was found but cannot be used (%s): certificate chain "
+                 "and validity, key type for method %d and suite %d",
+                 r->error_text, r->method, r->suite);
+        return;
+    case EDHOC_ERR_METHOD:
+        snprintf(buf, cap, "method %d is not accepted here (--method) or we have no credential "
+                           "for it", r->method);
+        return;
+    case EDHOC_ERR_SUITES_ENCODING:
+        snprintf(buf, cap, "SUITES_I holding one suite must be an int, not an array "
+                           "(RFC 9528 5.2.2)");
+        return;
+    case EDHOC_ERR_CONN_ID_ENCODING:
+        snprintf(buf, cap, "C_I encoding: a one-byte identifier that has an int form must be "
+                           "sent as that int (RFC 9528 3.3.2)");
+        return;
+    case EDHOC_ERR_EPHEMERAL_LENGTH:
+    case EDHOC_ERR_INVALID_POINT:
+        snprintf(buf, cap, "G_X does not fit suite %d: wrong suite parameters (curve, "
+                           "x-coordinate only)", r->suite);
+        return;
+    case EDHOC_ERR_NOT_DETERMINISTIC:
+    case EDHOC_ERR_TRAILING:
+    case EDHOC_ERR_MALFORMED:
+        snprintf(buf, cap, "the %s is not deterministic CBOR as RFC 9528 3.1 and 5 require: check "
+                           "the device's encoder (int vs byte string forms, lengths, trailing "
+                           "bytes)", r->step[0] ? r->step : "message");
+        return;
+    case EDHOC_ERR_ID_CRED_ENCODING:
+        snprintf(buf, cap, "ID_CRED_I not in compact form: a lone kid must be sent as the kid "
+                           "itself (RFC 9528 3.5.3.2)");
+        return;
+    case EDHOC_ERR_MAC_LENGTH:
+        snprintf(buf, cap, "Signature_or_MAC_3 has the wrong length for method %d and suite %d: "
+                           "wrong method or suite parameters", r->method, r->suite);
+        return;
+    case EDHOC_ERR_EAD_CRITICAL:
+    case EDHOC_ERR_EAD_REJECTED:
+        snprintf(buf, cap, "missing or extra EAD: the initiator sent a critical EAD item we do "
+                           "not accept (--ead-accept)");
+        return;
+    default:
+        break;
+    }
+    if (strstr(r->error_text, "unknown C_R"))
+        snprintf(buf, cap,
+                 "the C_R prefix names no handshake in progress: check how the initiator encodes "
+                 "C_R (a one-byte C_R with an int form is sent as that int, RFC 9528 3.3.2), or "
+                 "the handshake expired first (--handshake-timeout)");
+    else if (strstr(r->error_text, "message_4 required"))
+        snprintf(buf, cap, "we send message_4 (--message-4), which the RFC 9668 combined request "
+                           "cannot carry");
+    else
+        snprintf(buf, cap, "compare the trace with the device's log line by line");
+}
+
+static void hs_emit(struct edhoc_server *srv, struct edhoc_server_handshake *r)
+{
+    if (!srv->cfg.record)
+        return;
+    char causes[600];
+    if (!r->causes[0]) {
+        hs_causes(r, causes, sizeof causes);
+        r->causes = causes;
+    }
+    srv->cfg.record(srv->cfg.record_user, r);
+}
+
+/* A handshake in progress ends without message_3 or by an outside event. */
+static void hs_end_pending(struct edhoc_server *srv, const struct pending *h,
+                           enum edhoc_server_outcome outcome, const char *step, const char *text)
+{
+    if (!srv->cfg.record)
+        return;
+    struct edhoc_server_handshake r;
+    hs_from_pending(srv, h, &r);
+    r.outcome = outcome;
+    r.step = step;
+    r.error_text = text;
+    hs_emit(srv, &r);
+}
+
+static void first_request_add(struct edhoc_server *srv, uint64_t hs_id, const uint8_t *rid,
+                              size_t rid_len, const char *peer)
+{
+    if (!srv->cfg.oscore || rid_len > OSCORE_MAX_ID)
+        return;
+    for (size_t i = 0; i < FIRST_REQUESTS; i++) {
+        struct first_request *f = &srv->first[i];
+        if (f->used && f->rid_len == rid_len && !memcmp(f->rid, rid, rid_len))
+            f->used = false;
+    }
+    struct first_request *f = &srv->first[srv->first_next++ % FIRST_REQUESTS];
+    f->used = true;
+    f->hs_id = hs_id;
+    memcpy(f->rid, rid, rid_len);
+    f->rid_len = (uint8_t)rid_len;
+    snprintf(f->peer, sizeof f->peer, "%s", peer);
+}
+
+/* The awaiting entry of a context (rid) or else of a peer (rid NULL). */
+static struct first_request *first_request_find(struct edhoc_server *srv, const uint8_t *rid,
+                                                size_t rid_len, const char *peer)
+{
+    if (!srv->cfg.oscore)
+        return NULL;
+    for (size_t i = 0; i < FIRST_REQUESTS; i++) {
+        struct first_request *f = &srv->first[i];
+        if (!f->used)
+            continue;
+        if (rid ? f->rid_len == rid_len && !memcmp(f->rid, rid, rid_len) : !strcmp(f->peer, peer))
+            return f;
+    }
+    return NULL;
+}
+
+static void first_request_report(struct edhoc_server *srv, struct first_request *f, int err,
+                                 const char *text)
+{
+    struct edhoc_server_oscore_first r = {
+        .handshake = f->hs_id,
+        .peer = f->peer,
+        .error = err,
+        .text = text ? text : "",
+    };
+    srv->cfg.oscore(srv->cfg.record_user, &r);
+    f->used = false;
+}
+
+uint64_t edhoc_server_current_handshake(const struct edhoc_server *srv, const char **peer)
+{
+    if (peer)
+        *peer = srv->hs_current ? srv->hs_peer : NULL;
+    return srv->hs_current;
 }
 
 static uint32_t hash_id(const uint8_t *id, size_t len)
@@ -294,6 +654,10 @@ static struct pending *pending_alloc(struct edhoc_server *srv)
     logf_(srv, EDHOC_LOG_INFO, "handshake peer=%s evicted (max pending %zu reached)",
           oldest->peer, srv->cfg.max_pending);
     srv->st.evicted++;
+    char why[96];
+    snprintf(why, sizeof why, "evicted before message_3: max pending %zu reached",
+             srv->cfg.max_pending);
+    hs_end_pending(srv, oldest, EDHOC_SERVER_EVICTED, "message_3", why);
     pending_free(srv, oldest);
     memset(oldest, 0, sizeof *oldest);
     oldest->used = true;
@@ -441,8 +805,12 @@ void edhoc_server_set_sender(struct edhoc_server *srv,
 
 void edhoc_server_drop_pending(struct edhoc_server *srv)
 {
-    for (size_t i = 0; i < srv->cfg.max_pending; i++)
+    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
+        if (srv->pending[i].used)
+            hs_end_pending(srv, &srv->pending[i], EDHOC_SERVER_FAILED, "message_3",
+                           "dropped before message_3: the server's credentials were reloaded");
         pending_free(srv, &srv->pending[i]);
+    }
 }
 
 /* ---- State ---- */
@@ -602,13 +970,22 @@ static long edhoc_error_response(const struct coap_msg *req, const uint8_t *err,
                  err_len, out, cap);
 }
 
-static long edhoc_error_text(const struct coap_msg *req, const char *text, uint8_t *out, size_t cap)
+/* An error code 1 with text; r (may be NULL) records it. */
+static long edhoc_error_text_rec(const struct coap_msg *req, const char *text,
+                                 struct edhoc_server_handshake *r, uint8_t *out, size_t cap)
 {
     uint8_t err[EDHOC_MAX_ERROR_MESSAGE];
     int n = edhoc_error_message_write(err, sizeof err, EDHOC_ERR_CODE_UNSPECIFIED, text, NULL, 0);
     if (n < 0)
         return -1;
+    if (r)
+        hs_sent_error(r, err, (size_t)n);
     return edhoc_error_response(req, err, (size_t)n, false, out, cap);
+}
+
+static long edhoc_error_text(const struct coap_msg *req, const char *text, uint8_t *out, size_t cap)
+{
+    return edhoc_error_text_rec(req, text, NULL, out, cap);
 }
 
 static bool our_fault(int err)
@@ -619,7 +996,7 @@ static bool our_fault(int err)
 /* The session failed: answer with its error message (or a generic one). */
 static long session_error_response(struct edhoc_server *srv, const struct coap_msg *req,
                                    const struct edhoc_session *s, int err, bool own_step,
-                                   uint8_t *out, size_t cap)
+                                   struct edhoc_server_handshake *r, uint8_t *out, size_t cap)
 {
     uint8_t msg[EDHOC_MAX_ERROR_MESSAGE];
     int n = edhoc_session_write_error(s, msg, sizeof msg);
@@ -629,6 +1006,8 @@ static long session_error_response(struct edhoc_server *srv, const struct coap_m
                                       edhoc_strerror(err), NULL, 0);
     if (n < 0)
         return -1;
+    if (r)
+        hs_sent_error(r, msg, (size_t)n);
     /* 5.00 only when our own step (writing a message) failed on our side. */
     return edhoc_error_response(req, msg, (size_t)n, own_step && our_fault(err), out, cap);
 }
@@ -644,14 +1023,35 @@ static long on_message_1(struct edhoc_server *srv, const struct coap_msg *req, c
                          const uint8_t *m1, size_t m1_len, int framing, uint8_t *out, size_t cap)
 {
     struct edhoc_message_1_fields f;
+    uint64_t hs_id = ++srv->hs_next;
+    srv->hs_current = hs_id;
+    struct edhoc_server_handshake rec;
+    hs_init(srv, &rec, hs_id, peer, framing);
+    rec.bytes[1] = m1_len;
+    rec.step = "message_1";
+    rec.outcome = EDHOC_SERVER_REFUSED;
+    char text[200];
     int rc = edhoc_message_1_parse(m1, m1_len, &f);
     if (rc) {
         srv->st.handshakes_failed++;
         logf_(srv, EDHOC_LOG_NOTICE, "handshake peer=%s outcome=failed: message_1: %s", peer,
               edhoc_strerror(rc));
-        return edhoc_error_text(req, "message_1 malformed", out, cap);
+        long n = edhoc_error_text_rec(req, "message_1 malformed", &rec, out, cap);
+        snprintf(text, sizeof text, "message_1: %s", edhoc_strerror(rc));
+        rec.error = rc;
+        rec.error_text = text;
+        rec.duration_ms = mono_ms() - srv->req_t0_ms;
+        hs_emit(srv, &rec);
+        return n;
     }
     int suite = f.suites[f.n_suites - 1];
+    rec.method = f.method;
+    for (size_t i = 0; i < f.n_suites && i < EDHOC_MAX_SUITES; i++)
+        rec.suites_i[i] = f.suites[i];
+    rec.n_suites_i = f.n_suites;
+    rec.suite = suite;
+    memcpy(rec.c_i, f.c_i, f.c_i_len);
+    rec.c_i_len = f.c_i_len;
     edhoc_cred_resolver resolve = NULL;
     void *resolve_ctx = NULL;
     const struct edhoc_config *cfg =
@@ -661,7 +1061,13 @@ static long on_message_1(struct edhoc_server *srv, const struct coap_msg *req, c
         logf_(srv, EDHOC_LOG_NOTICE,
               "handshake peer=%s method=%d suite=%d outcome=failed: no credential for this method",
               peer, f.method, suite);
-        return edhoc_error_text(req, "method not supported", out, cap);
+        long n = edhoc_error_text_rec(req, "method not supported", &rec, out, cap);
+        snprintf(text, sizeof text, "message_1: method %d not supported", f.method);
+        rec.error = EDHOC_ERR_METHOD;
+        rec.error_text = text;
+        rec.duration_ms = mono_ms() - srv->req_t0_ms;
+        hs_emit(srv, &rec);
+        return n;
     }
     struct pending *h = pending_alloc(srv);
     h->framing = (uint8_t)framing;
@@ -670,45 +1076,81 @@ static long on_message_1(struct edhoc_server *srv, const struct coap_msg *req, c
     h->cfg = cfg;
     h->resolve = resolve;
     h->resolve_ctx = resolve_ctx;
+    h->hs_id = hs_id;
+    h->t0_ms = srv->req_t0_ms;
+    for (size_t i = 0; i < f.n_suites && i < EDHOC_MAX_SUITES; i++)
+        h->suites_i[i] = (int8_t)f.suites[i];
+    h->n_suites_i = (uint8_t)f.n_suites;
+    h->m1_bytes = (uint16_t)(m1_len > UINT16_MAX ? UINT16_MAX : m1_len);
     if (framing == EDHOC_FRAMING_BARE) {
         /* A bare peer is known by its address: a new message_1 from it
          * replaces its earlier handshake. */
         for (size_t i = 0; i < srv->cfg.max_pending; i++) {
             struct pending *o = &srv->pending[i];
-            if (o != h && o->used && o->framing == EDHOC_FRAMING_BARE && !strcmp(o->peer, peer))
+            if (o != h && o->used && o->framing == EDHOC_FRAMING_BARE && !strcmp(o->peer, peer)) {
+                hs_end_pending(srv, o, EDHOC_SERVER_EVICTED, "message_3",
+                               "replaced before message_3 by a new message_1 from the same "
+                               "address (bare framing)");
                 pending_free(srv, o);
+            }
         }
     }
     edhoc_session_init(&h->s, EDHOC_RESPONDER, cfg);
     size_t c_r_len = 0;
     if (choose_c_r(srv, f.c_i, f.c_i_len, h->c_r, &c_r_len)) {
         pending_free(srv, h);
-        return edhoc_error_text(req, "no free connection identifier", out, cap);
+        long n = edhoc_error_text_rec(req, "no free connection identifier", &rec, out, cap);
+        rec.outcome = EDHOC_SERVER_FAILED;
+        rec.error_text = "message_2: no free connection identifier C_R";
+        rec.duration_ms = mono_ms() - srv->req_t0_ms;
+        hs_emit(srv, &rec);
+        return n;
     }
     h->c_r_len = (uint8_t)c_r_len;
     edhoc_session_set_conn_id(&h->s, h->c_r, c_r_len);
     rc = edhoc_responder_process_message_1(&h->s, m1, m1_len, NULL);
     if (rc) {
-        long n = session_error_response(srv, req, &h->s, rc, rc == EDHOC_ERR_CRYPTO, out, cap);
+        struct edhoc_server_handshake r;
+        hs_from_pending(srv, h, &r);
+        long n = session_error_response(srv, req, &h->s, rc, rc == EDHOC_ERR_CRYPTO, &r, out, cap);
         char cis[20];
         cid_hex(f.c_i, f.c_i_len, cis, sizeof cis);
         srv->st.handshakes_failed++;
         logf_(srv, EDHOC_LOG_NOTICE,
               "handshake peer=%s method=%d suite=%d C_I=%s bytes=%zu outcome=failed: %s", peer,
               f.method, suite, cis, m1_len, edhoc_strerror(rc));
+        edhoc_session_error_text(&h->s, text, sizeof text);
+        r.outcome = rc == EDHOC_ERR_CRYPTO ? EDHOC_SERVER_FAILED : EDHOC_SERVER_REFUSED;
+        r.method = f.method; /* the session stops before it takes them over */
+        memcpy(r.c_i, f.c_i, f.c_i_len);
+        r.c_i_len = f.c_i_len;
+        r.step = "message_1";
+        r.error = rc;
+        r.error_text = text;
+        r.c_r_len = 0; /* never sent */
+        hs_emit(srv, &r);
         pending_free(srv, h);
         return n;
     }
     int n = edhoc_responder_prepare_message_2(&h->s, srv->buf, sizeof srv->buf);
     if (n < 0) {
-        long r = session_error_response(srv, req, &h->s, n, true, out, cap);
+        struct edhoc_server_handshake r;
+        hs_from_pending(srv, h, &r);
+        long resp = session_error_response(srv, req, &h->s, n, true, &r, out, cap);
         srv->st.handshakes_failed++;
         logf_(srv, EDHOC_LOG_NOTICE, "handshake peer=%s method=%d suite=%d outcome=failed: %s",
               peer, f.method, suite, edhoc_strerror(n));
+        edhoc_session_error_text(&h->s, text, sizeof text);
+        r.outcome = our_fault(n) ? EDHOC_SERVER_FAILED : EDHOC_SERVER_REFUSED;
+        r.step = "message_2";
+        r.error = n;
+        r.error_text = text;
+        hs_emit(srv, &r);
         pending_free(srv, h);
-        return r;
+        return resp;
     }
     h->bytes = m1_len + (size_t)n;
+    h->m2_bytes = (uint16_t)n;
     return build(req, COAP_CODE_CHANGED, framing == EDHOC_FRAMING_A2 ? EDHOC_COAP_CF_EDHOC : -1,
                  srv->buf, (size_t)n, out, cap);
 }
@@ -786,16 +1228,65 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
 
 /* Run message_3 of handshake h. Returns 0 (context established, *ctx set),
  * or a response already written (> 0) / -1. */
-static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, struct pending *h,
-                          const uint8_t *m3, size_t m3_len, struct peer_ctx **ctx, uint8_t *out,
-                          size_t cap)
+/* The trust lookup of message_3, seen by the interop record: what the
+ * initiator named (full map form and as it stood in PLAINTEXT_3) and the
+ * credential it resolved to. */
+static int record_resolve(void *ctx, const uint8_t *id_cred, size_t len,
+                          const struct edhoc_cred **cred)
 {
-    int rc = edhoc_responder_handle_message_3(&h->s, m3, m3_len, &srv->rx, h->resolve,
-                                              h->resolve_ctx);
+    struct edhoc_server *srv = ctx;
+    struct pending *h = srv->m3_h;
+    if (len <= sizeof srv->m3_id_cred) {
+        memcpy(srv->m3_id_cred, id_cred, len);
+        srv->m3_id_cred_len = len;
+    }
+    const struct edhoc_received *rx = &srv->rx;
+    if (rx->plaintext_len <= sizeof rx->plaintext && rx->id_cred_off <= rx->plaintext_len &&
+        rx->id_cred_enc_len <= rx->plaintext_len - rx->id_cred_off &&
+        rx->id_cred_enc_len <= sizeof srv->m3_id_cred_sent) {
+        memcpy(srv->m3_id_cred_sent, rx->plaintext + rx->id_cred_off, rx->id_cred_enc_len);
+        srv->m3_id_cred_sent_len = rx->id_cred_enc_len;
+    }
+    int rc = h->resolve(h->resolve_ctx, id_cred, len, cred);
+    srv->m3_cred = rc == 0 ? *cred : NULL;
+    return rc;
+}
+
+static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, struct pending *h,
+                          const uint8_t *m3, size_t m3_len, bool combined, struct peer_ctx **ctx,
+                          uint8_t *out, size_t cap)
+{
+    srv->m3_h = h;
+    srv->m3_cred = NULL;
+    srv->m3_id_cred_len = srv->m3_id_cred_sent_len = 0;
+    int rc = edhoc_responder_handle_message_3(&h->s, m3, m3_len, &srv->rx,
+                                              srv->cfg.record ? record_resolve : h->resolve,
+                                              srv->cfg.record ? (void *)srv : h->resolve_ctx);
     if (rc) {
-        long n = session_error_response(srv, req, &h->s, rc, rc == EDHOC_ERR_CRYPTO, out, cap);
+        struct edhoc_server_handshake r;
+        if (srv->cfg.record) {
+            hs_from_pending(srv, h, &r);
+            hs_add_message_3(srv, h, &r);
+            r.combined = combined;
+            r.bytes[3] = m3_len;
+        }
+        long n = session_error_response(srv, req, &h->s, rc, rc == EDHOC_ERR_CRYPTO,
+                                        srv->cfg.record ? &r : NULL, out, cap);
         srv->st.handshakes_failed++;
         log_done(srv, h, m3_len, "failed", edhoc_strerror(rc));
+        if (srv->cfg.record) {
+            char text[200];
+            edhoc_session_error_text(&h->s, text, sizeof text);
+            r.outcome = rc == EDHOC_ERR_MAC || rc == EDHOC_ERR_SIGNATURE || rc == EDHOC_ERR_DECRYPT
+                            ? EDHOC_SERVER_VERIFY
+                        : our_fault(rc) && rc != EDHOC_ERR_CREDENTIAL ? EDHOC_SERVER_FAILED
+                                                                       : EDHOC_SERVER_REFUSED;
+            r.step = "message_3";
+            r.error = rc;
+            r.error_text = text;
+            hs_emit(srv, &r);
+        }
+        srv->m3_h = NULL;
         pending_free(srv, h);
         return n;
     }
@@ -803,17 +1294,50 @@ static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, 
     if (!*ctx) {
         srv->st.handshakes_failed++;
         log_done(srv, h, m3_len, "failed", "cannot set up the OSCORE context");
+        if (srv->cfg.record) {
+            struct edhoc_server_handshake r;
+            hs_from_pending(srv, h, &r);
+            hs_add_message_3(srv, h, &r);
+            r.combined = combined;
+            r.bytes[3] = m3_len;
+            r.outcome = EDHOC_SERVER_FAILED;
+            r.step = "OSCORE context";
+            r.error_text = "cannot set up the OSCORE context";
+            hs_emit(srv, &r);
+        }
+        srv->m3_h = NULL;
         pending_free(srv, h);
         return build(req, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
     }
     return 0;
 }
 
+/* The handshake ended well: its record, and its context awaits the first
+ * OSCORE request. */
+static void hs_ok(struct edhoc_server *srv, const struct pending *h, const struct peer_ctx *ctx,
+                  size_t m3_len, size_t m4_len, bool combined)
+{
+    if (srv->cfg.record) {
+        struct edhoc_server_handshake r;
+        hs_from_pending(srv, h, &r);
+        hs_add_message_3(srv, h, &r);
+        r.outcome = EDHOC_SERVER_OK;
+        r.combined = combined;
+        r.bytes[3] = m3_len;
+        r.bytes[4] = m4_len;
+        r.message_4_sent = m4_len > 0;
+        hs_emit(srv, &r);
+    }
+    srv->m3_h = NULL;
+    if (ctx)
+        first_request_add(srv, h->hs_id, ctx->rid, ctx->rid_len, h->peer);
+}
+
 static long on_message_3(struct edhoc_server *srv, const struct coap_msg *req, struct pending *h,
                          const uint8_t *m3, size_t m3_len, uint8_t *out, size_t cap)
 {
     struct peer_ctx *ctx = NULL;
-    long r = run_message_3(srv, req, h, m3, m3_len, &ctx, out, cap);
+    long r = run_message_3(srv, req, h, m3, m3_len, false, &ctx, out, cap);
     if (r)
         return r;
     srv->st.handshakes_ok++;
@@ -824,6 +1348,18 @@ static long on_message_3(struct edhoc_server *srv, const struct coap_msg *req, s
         int n = edhoc_responder_prepare_message_4(&h->s, srv->buf, sizeof srv->buf);
         if (n < 0) {
             log_done(srv, h, m3_len, "failed", edhoc_strerror(n));
+            if (srv->cfg.record) {
+                struct edhoc_server_handshake rec;
+                hs_from_pending(srv, h, &rec);
+                hs_add_message_3(srv, h, &rec);
+                rec.bytes[3] = m3_len;
+                rec.outcome = EDHOC_SERVER_FAILED;
+                rec.step = "message_4";
+                rec.error = n;
+                rec.error_text = edhoc_strerror(n);
+                hs_emit(srv, &rec);
+            }
+            srv->m3_h = NULL;
             pending_free(srv, h);
             return build(req, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
         }
@@ -834,6 +1370,7 @@ static long on_message_3(struct edhoc_server *srv, const struct coap_msg *req, s
         resp = build(req, COAP_CODE_CHANGED, -1, NULL, 0, out, cap);
     }
     log_done(srv, h, m3_len + m4_len, "ok", NULL);
+    hs_ok(srv, h, ctx, m3_len, m4_len, false);
     pending_free(srv, h);
     return resp;
 }
@@ -853,6 +1390,24 @@ static long on_peer_error(struct edhoc_server *srv, const struct coap_msg *req, 
         snprintf(why, sizeof why, "malformed error message from the initiator");
     srv->st.handshakes_failed++;
     log_done(srv, h, len, "failed", why);
+    if (srv->cfg.record) {
+        struct edhoc_server_handshake r;
+        hs_from_pending(srv, h, &r);
+        char diag[120];
+        snprintf(diag, sizeof diag, "%.*s",
+                 rc == EDHOC_ERR_PEER_ERROR ? (int)(info.text_len < 100 ? info.text_len : 100) : 0,
+                 rc == EDHOC_ERR_PEER_ERROR && info.text ? info.text : "");
+        r.outcome = EDHOC_SERVER_PEER_ERROR;
+        r.step = "message_2";
+        r.error = rc;
+        r.error_text = why;
+        r.err_code = rc == EDHOC_ERR_PEER_ERROR && info.code >= INT32_MIN && info.code <= INT32_MAX
+                         ? (int)info.code
+                         : -1;
+        r.peer_diagnostic = diag;
+        r.error_bytes = len;
+        hs_emit(srv, &r);
+    }
     pending_free(srv, h);
     return build(req, COAP_CODE_CHANGED, -1, NULL, 0, out, cap);
 }
@@ -906,6 +1461,35 @@ static bool echo_ok(struct edhoc_server *srv, const struct coap_msg *req, const 
     return false;
 }
 
+/* A message_3 (or error) whose C_R names no handshake: recorded as a
+ * handshake of its own, since a device that encodes C_R differently ends
+ * exactly here. */
+static long unknown_c_r(struct edhoc_server *srv, const struct coap_msg *req, const char *peer,
+                        const uint8_t *c_r, size_t c_r_len, bool combined, size_t m3_len,
+                        uint8_t *out, size_t cap)
+{
+    struct edhoc_server_handshake r;
+    hs_init(srv, &r, ++srv->hs_next, peer, EDHOC_FRAMING_A2);
+    srv->hs_current = r.id;
+    /* The kid of a combined request may be longer than any C_R. */
+    size_t shown = c_r_len < EDHOC_MAX_CONN_ID ? c_r_len : EDHOC_MAX_CONN_ID;
+    memcpy(r.c_r, c_r, shown);
+    r.c_r_len = shown;
+    r.combined = combined;
+    r.bytes[3] = m3_len;
+    r.outcome = EDHOC_SERVER_REFUSED;
+    r.step = "message_3";
+    char text[80], crs[20];
+    cid_hex(c_r, shown, crs, sizeof crs);
+    snprintf(text, sizeof text, "message_3: unknown C_R %s%s", crs,
+             shown < c_r_len ? "... (longer than any C_R we give)" : "");
+    r.error_text = text;
+    long n = edhoc_error_text_rec(req, "unknown C_R", &r, out, cap);
+    r.duration_ms = mono_ms() - srv->req_t0_ms;
+    hs_emit(srv, &r);
+    return n;
+}
+
 static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, const char *peer,
                           uint8_t *out, size_t cap)
 {
@@ -930,6 +1514,7 @@ static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, 
      * a peer with a bare handshake in progress. */
     struct pending *bare = pending_find_bare(srv, peer);
     if (bare) {
+        srv->hs_current = bare->hs_id;
         long item = edhoc_coap_bstr_item_len(p, len);
         if (item > 0 && (size_t)item == len)
             return on_message_3(srv, req, bare, p, len, out, cap);
@@ -946,8 +1531,9 @@ static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, 
         char crs[20];
         cid_hex(c_r, c_r_len, crs, sizeof crs);
         logf_(srv, EDHOC_LOG_INFO, "EDHOC request from %s for unknown C_R %s", peer, crs);
-        return edhoc_error_text(req, "unknown C_R", out, cap);
+        return unknown_c_r(srv, req, peer, c_r, c_r_len, false, len - (size_t)pre, out, cap);
     }
+    srv->hs_current = h->hs_id;
     if (first_is_error(p + pre, len - (size_t)pre))
         return on_peer_error(srv, req, h, p + pre, len - (size_t)pre, out, cap);
     return on_message_3(srv, req, h, p + pre, len - (size_t)pre, out, cap);
@@ -1125,6 +1711,20 @@ static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *pee
     srv->st.oscore_requests++;
     struct oscore_binding b;
     long n = oscore_unprotect_request(&ctx->osc, req, len, srv->inner, sizeof srv->inner, &b);
+    /* An Echo challenge is no verdict yet: the retry is the first request. */
+    struct first_request *first = n == OSCORE_ERR_ECHO_REQUIRED
+                                      ? NULL
+                                      : first_request_find(srv, ctx->rid, ctx->rid_len, NULL);
+    if (first) {
+        char text[300] = "";
+        if (n < 0)
+            snprintf(text, sizeof text,
+                     "request refused: %s: the OSCORE contexts differ - check the device's "
+                     "EDHOC_Exporter (master secret / salt from PRK_out), Sender / Recipient IDs "
+                     "(= C_R / C_I) and the suite's AEAD and hash",
+                     oscore_strerror((int)n));
+        first_request_report(srv, first, n < 0 ? (int)n : 0, text);
+    }
     if (n == OSCORE_ERR_ECHO_REQUIRED) {
         long r = oscore_protect_echo_challenge(&ctx->osc, &b, req, len, out, cap);
         logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: replay window unknown, Echo challenge sent",
@@ -1227,20 +1827,32 @@ static long on_combined(struct edhoc_server *srv, struct edhoc_transport_peer *p
         return build(req, COAP_CODE_BAD_REQUEST, -1, NULL, 0, out, cap);
     struct pending *h = pending_find(srv, oo.kid, oo.kid_len);
     if (!h)
-        return edhoc_error_text(req, "unknown C_R", out, cap);
+        return unknown_c_r(srv, req, peer_name, oo.kid, oo.kid_len, true, (size_t)m3_len, out,
+                           cap);
+    srv->hs_current = h->hs_id;
     if (srv->cfg.message_4) {
         /* message_4 cannot travel in the combined flow (RFC 9668 step 4). */
         srv->st.handshakes_failed++;
         log_done(srv, h, (size_t)m3_len, "failed", "combined request but message_4 is required");
+        struct edhoc_server_handshake rec;
+        hs_from_pending(srv, h, &rec);
+        rec.combined = true;
+        rec.bytes[3] = (size_t)m3_len;
+        long resp = edhoc_error_text_rec(req, "message_4 required", &rec, out, cap);
+        rec.outcome = EDHOC_SERVER_REFUSED;
+        rec.step = "message_3";
+        rec.error_text = "combined request (RFC 9668), but message_4 required";
+        hs_emit(srv, &rec);
         pending_free(srv, h);
-        return edhoc_error_text(req, "message_4 required", out, cap);
+        return resp;
     }
     struct peer_ctx *ctx = NULL;
-    long r = run_message_3(srv, req, h, req->payload, (size_t)m3_len, &ctx, out, cap);
+    long r = run_message_3(srv, req, h, req->payload, (size_t)m3_len, true, &ctx, out, cap);
     if (r)
         return r;
     srv->st.handshakes_ok++;
     log_done(srv, h, (size_t)m3_len, "ok", "combined request");
+    hs_ok(srv, h, ctx, (size_t)m3_len, 0, true);
     pending_free(srv, h);
 
     /* The OSCORE request without the EDHOC option and message_3. */
@@ -1263,10 +1875,26 @@ static long on_combined(struct edhoc_server *srv, struct edhoc_transport_peer *p
     return resp;
 }
 
+static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
+                   const char *peer_name, const uint8_t *req, size_t len, uint8_t *out, size_t cap);
+
 long edhoc_server_handle(void *user, struct edhoc_transport_peer *peer, const char *peer_name,
                          const uint8_t *req, size_t len, uint8_t *out, size_t cap)
 {
     struct edhoc_server *srv = user;
+    srv->hs_current = 0;
+    srv->hs_peer = peer_name;
+    if (srv->cfg.record)
+        srv->req_t0_ms = mono_ms();
+    long n = handle(srv, peer, peer_name, req, len, out, cap);
+    srv->hs_current = 0;
+    srv->hs_peer = NULL;
+    return n;
+}
+
+static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
+                   const char *peer_name, const uint8_t *req, size_t len, uint8_t *out, size_t cap)
+{
     struct coap_msg m;
     if (coap_msg_parse(req, len, &m))
         return 0;
@@ -1279,12 +1907,29 @@ long edhoc_server_handle(void *user, struct edhoc_transport_peer *peer, const ch
         struct oscore_option oo;
         if (oscore_option_parse(osc->value, osc->len, &oo) || !oo.has_kid) {
             srv->st.oscore_errors++;
+            struct first_request *f = first_request_find(srv, NULL, 0, peer_name);
+            if (f)
+                first_request_report(srv, f, OSCORE_ERR_BAD_OPTION,
+                                     "the OSCORE option is malformed or carries no kid (the "
+                                     "device's Sender ID = our C_R must be sent as kid)");
             return oscore_error(OSCORE_ERR_BAD_OPTION, req, len, out, cap);
         }
         struct peer_ctx *ctx = ctx_find(srv, oo.kid, oo.kid_len);
         if (!ctx) {
             srv->st.oscore_errors++;
             logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: no context for this kid", peer_name);
+            struct first_request *f = first_request_find(srv, NULL, 0, peer_name);
+            if (f) {
+                char kid[20], ours[20], text[300];
+                hex(oo.kid, oo.kid_len, kid, sizeof kid);
+                hex(f->rid, f->rid_len, ours, sizeof ours);
+                snprintf(text, sizeof text,
+                         "no OSCORE context for kid %s: the handshake's is %s (our Recipient ID = "
+                         "C_R); check the device's Sender ID (= C_R, RFC 9528 A.1) and how it "
+                         "encodes C_R",
+                         kid, ours);
+                first_request_report(srv, f, OSCORE_ERR_CONTEXT_NOT_FOUND, text);
+            }
             return oscore_error(OSCORE_ERR_CONTEXT_NOT_FOUND, req, len, out, cap);
         }
         return on_oscore(srv, peer, peer_name, ctx, req, len, out, cap);
@@ -1351,6 +1996,10 @@ void edhoc_server_tick(struct edhoc_server *srv, uint64_t now_ms)
         if (h->used && now_ms - h->started_ms > limit) {
             srv->st.expired++;
             log_done(srv, h, 0, "timeout", "no message_3");
+            char why[96];
+            snprintf(why, sizeof why, "expired: no message_3 within %u s",
+                     srv->cfg.pending_timeout_s);
+            hs_end_pending(srv, h, EDHOC_SERVER_EXPIRED, "message_3", why);
             pending_free(srv, h);
         }
     }

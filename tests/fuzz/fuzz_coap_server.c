@@ -3,7 +3,9 @@
  * combined), OSCORE requests for a static context, plain requests. The
  * first input byte picks one of four peer addresses (bare framing
  * correlates by address); timers advance one second per input so pending
- * handshakes expire. Must never crash, hang or leak.
+ * handshakes expire. The interop record callbacks read every field of
+ * what they are given, and the trace asks which handshake it belongs to.
+ * Must never crash, hang or leak.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +23,48 @@ static struct edhoc_config cfg;
 static const int suites[] = {2, 0};
 static struct edhoc_server *srv;
 static uint64_t now_ms;
+static volatile size_t sink; /* keeps the reads below */
+
+static size_t text_len(const char *s)
+{
+    return s ? strlen(s) : 0;
+}
+
+static void on_record(void *user, const struct edhoc_server_handshake *hs)
+{
+    (void)user;
+    size_t sum = (size_t)hs->id + text_len(hs->peer) + text_len(hs->id_cred_i_type) +
+                 text_len(hs->id_cred_r_type) + text_len(hs->step) + text_len(hs->error_text) +
+                 text_len(hs->peer_diagnostic) + text_len(hs->causes);
+    for (size_t i = 0; i < hs->id_cred_i_len; i++)
+        sum += hs->id_cred_i[i];
+    for (size_t i = 0; i < hs->id_cred_i_sent_len; i++)
+        sum += hs->id_cred_i_sent[i];
+    for (size_t i = 0; i < hs->cred_i_len; i++)
+        sum += hs->cred_i[i];
+    for (size_t i = 0; i < hs->n_suites_i && i < EDHOC_MAX_SUITES; i++)
+        sum += (size_t)hs->suites_i[i];
+    for (size_t i = 0; i < hs->n_suites_r && i < EDHOC_MAX_SUITES; i++)
+        sum += (size_t)hs->suites_r[i];
+    if (hs->c_i_len > EDHOC_MAX_CONN_ID || hs->c_r_len > EDHOC_MAX_CONN_ID ||
+        hs->n_suites_i > EDHOC_MAX_SUITES || hs->n_suites_r > EDHOC_MAX_SUITES)
+        __builtin_trap();
+    sink += sum;
+}
+
+static void on_oscore(void *user, const struct edhoc_server_oscore_first *first)
+{
+    (void)user;
+    sink += (size_t)first->handshake + text_len(first->peer) + text_len(first->text);
+}
+
+static void on_trace(void *ctx, const char *name, const uint8_t *v, size_t len)
+{
+    (void)ctx;
+    const char *peer = NULL;
+    uint64_t id = srv ? edhoc_server_current_handshake(srv, &peer) : 0;
+    sink += (size_t)id + text_len(peer) + text_len(name) + (len ? v[len - 1] : 0);
+}
 
 static int resolve(void *ctx, const uint8_t *id_cred, size_t len, const struct edhoc_cred **out)
 {
@@ -54,11 +98,14 @@ static void setup(void)
     cfg.n_suites = 2;
     cfg.cred = &cred;
     cfg.key = &key;
+    cfg.trace = on_trace;
     struct edhoc_server_config sc = {
         .ops = edhoc_crypto_openssl(),
         .select = select_config,
         .max_pending = 4,
         .pending_timeout_s = 5,
+        .record = on_record,
+        .oscore = on_oscore,
     };
     srv = edhoc_server_new(&sc);
     static const char conf[] = "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
