@@ -1136,6 +1136,13 @@ int cmd_load(int argc, char **argv)
                        "generator beside it costs."
                      : " The responder is not a process of this host (or not visible): no CPU "
                        "figures (see --responder-pid).");
+    if (n_phases == 2 && phases[1].plain_code == COAP_CODE_UNAUTHORIZED) {
+        size_t used = strlen(t->note);
+        snprintf(t->note + used, sizeof t->note - used, "%s",
+                 " The unprotected requests were answered 4.01 (the responder serves /echo "
+                 "only under OSCORE), less work than the OSCORE ones: start it with "
+                 "--allow-unprotected for a like-for-like baseline.");
+    }
     /* What one core could sustain if the responder did nothing but its
      * crypto: the target compares the measured rate with it. */
     double floor_us = NAN, floor_rate = NAN;
@@ -1188,10 +1195,8 @@ int cmd_load(int argc, char **argv)
                      r->o.method, r->o.suites[0]);
             bench_report_target_at_least(report, name, cpu ? cpu_of_floor : of_floor, 0.6, "");
         }
-        if (!ph->plain) {
-            bench_row_num(t, row, "responder_floor_us", floor_us);
-            bench_row_num(t, row, "floor_rate", floor_rate);
-        }
+        bench_row_num(t, row, "responder_floor_us", ph->plain ? NAN : floor_us);
+        bench_row_num(t, row, "floor_rate", ph->plain ? NAN : floor_rate);
         bench_row_num(t, row, "of_floor", of_floor);
         bench_row_num(t, row, "cpu_of_floor", cpu_of_floor);
     }

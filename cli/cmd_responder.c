@@ -150,12 +150,28 @@ static bool addr_equal(const struct sockaddr_storage *a, const struct sockaddr_s
     return false;
 }
 
-/* The peer's entry; a new one replaces the least recently used. */
+/* The table is set-associative: a peer's address picks one set of
+ * ACCT_WAYS entries, so a datagram costs a look at four entries rather
+ * than a scan of all of them (that scan showed in profiles under load). */
+#define ACCT_WAYS 4
+
+static size_t acct_set_of(const struct sockaddr_storage *k)
+{
+    const uint8_t *b = (const uint8_t *)k;
+    size_t n = k->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 16777619u;
+    return (size_t)(h % (ACCT_PEERS / ACCT_WAYS)) * ACCT_WAYS;
+}
+
+/* The peer's entry; a new one replaces the least recently used of its set. */
 static struct peer_acct *peer_acct_get(struct responder_acct *a, const struct sockaddr_storage *k,
                                        bool create)
 {
-    struct peer_acct *lru = &a->peers[0];
-    for (size_t i = 0; i < ACCT_PEERS; i++) {
+    size_t first = acct_set_of(k);
+    struct peer_acct *lru = &a->peers[first];
+    for (size_t i = first; i < first + ACCT_WAYS; i++) {
         struct peer_acct *p = &a->peers[i];
         if (p->used && addr_equal(&p->addr, k)) {
             p->last_use = ++a->uses;
@@ -574,6 +590,8 @@ static void usage(FILE *f)
             "  --echo                  answer a message_1 without a valid Echo option with 4.01 +\n"
             "                          Echo (RFC 9175): reachability first, crypto later\n"
             "  --ead-2 / --ead-4 LABEL[:HEX], --ead-accept LABEL   EAD items\n"
+            "  --allow-unprotected     also serve the resources to requests without OSCORE\n"
+            "                          (CoAP-only tests, baselines); default: 4.01\n"
             "  --oscore-context FILE   a static OSCORE context (libcoap format; repeatable)\n"
             "  --state-dir DIR         keep contexts and sequence-number marks in DIR/%s\n"
             "  --max-pending N         handshakes in progress at once (1..65536, default 256; the\n"
@@ -659,7 +677,7 @@ int cmd_responder(int argc, char **argv)
     size_t n_static = 0;
     const char *state_dir = NULL, *pidfile = NULL, *ready_file = NULL, *interop_dir = NULL;
     long interop_max = INTEROP_LOG_MAX_FILES;
-    bool daemon = false, use_syslog = false, echo_m1 = false;
+    bool daemon = false, use_syslog = false, echo_m1 = false, allow_unprotected = false;
     int verbosity = 0;
     long max_pending = 256, hs_timeout = 60, block_size = 0;
     int exit_code = CLI_EXIT_USAGE;
@@ -695,12 +713,14 @@ int cmd_responder(int argc, char **argv)
         bool eq = cli_split_option(arg, i + 1 < argc ? argv[i + 1] : NULL, name, sizeof name,
                                    &value);
         bool flag = !strcmp(name, "--daemon") || !strcmp(name, "--syslog") ||
-                    !strcmp(name, "--echo");
+                    !strcmp(name, "--echo") || !strcmp(name, "--allow-unprotected");
         if (flag) {
             if (!strcmp(name, "--daemon"))
                 daemon = true;
             else if (!strcmp(name, "--echo"))
                 echo_m1 = true;
+            else if (!strcmp(name, "--allow-unprotected"))
+                allow_unprotected = true;
             else
                 use_syslog = true;
             continue;
@@ -886,6 +906,7 @@ int cmd_responder(int argc, char **argv)
         .pending_timeout_s = (unsigned)hs_timeout,
         .message_4 = r->o.message_4,
         .echo_message_1 = echo_m1,
+        .serve_unprotected = allow_unprotected,
         .db = db,
         .log = responder_log,
         .log_user = acct,
@@ -940,6 +961,9 @@ int cmd_responder(int argc, char **argv)
             "handshake in progress, %zu per OSCORE context",
             r->demo ? "built-in demo" : "configured", (size_t)loaded, loaded == 1 ? "" : "s",
             n_static, st.bytes_per_pending, st.bytes_per_context);
+    if (allow_unprotected)
+        cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
+                             "too");
 
     if (daemon && cli_daemonize()) {
         cli_log(LOG_ERR, "cannot detach: %s", strerror(errno));

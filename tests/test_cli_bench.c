@@ -478,16 +478,16 @@ static void test_usage_errors(void **state)
 
 /* A responder on a free loopback port, for the load generator. Returns its
  * pid (0 when it could not be started) and the port in *port. */
-static long start_responder(int *port)
+static long start_responder(int *port, const char *extra)
 {
     char cmd[2048], ready[300], pidfile[300];
     snprintf(ready, sizeof ready, "%s/ready", workdir);
     snprintf(pidfile, sizeof pidfile, "%s/responder.pid", workdir);
     unlink(ready);
     snprintf(cmd, sizeof cmd,
-             "\"${EDHOC_CLI:-edhoc-cli}\" responder --listen 127.0.0.1:0 --ready-file '%s' -q "
+             "\"${EDHOC_CLI:-edhoc-cli}\" responder --listen 127.0.0.1:0 --ready-file '%s' -q %s "
              ">'%s/responder.log' 2>&1 & echo $! > '%s'",
-             ready, workdir, pidfile);
+             ready, extra, workdir, pidfile);
     if (system(cmd) != 0)
         return 0;
     long pid = 0;
@@ -548,7 +548,7 @@ static void test_load_against_responder(void **state)
     free(out);
 
     int port = 0;
-    long pid = start_responder(&port);
+    long pid = start_responder(&port, "");
     if (!pid)
         fail_msg("the test responder did not start");
     char args[1024], json_path[512];
@@ -585,6 +585,23 @@ static void test_load_against_responder(void **state)
     int rc_vs = run_cli(args, true, &vs_out);
     free(vs_out);
     stop_responder(pid);
+    /* A responder that serves /echo without OSCORE too: the baseline gets
+     * the same 2.04 echo as the OSCORE requests. */
+    int port2 = 0;
+    long pid2 = start_responder(&port2, "--allow-unprotected");
+    if (!pid2)
+        fail_msg("the second test responder did not start");
+    snprintf(args, sizeof args,
+             "bench load coap://127.0.0.1:%d --peers 2 --handshakes 2 --requests-per-peer 3 "
+             "--vs-plain --timeout-ms 4000",
+             port2);
+    int rc_like = run_cli(args, false, &vs_out);
+    stop_responder(pid2);
+    assert_int_equal(rc_like, 0);
+    assert_non_null(strstr(vs_out, "| unprotected | - | - | - |"));
+    assert_non_null(strstr(vs_out, "| 2.04 |"));
+    assert_null(strstr(vs_out, "answered 4.01"));
+    free(vs_out);
     assert_int_equal(rc, 0);
     assert_int_equal(rc_hs, 0);
     assert_int_equal(rc_plain, 0);
@@ -638,6 +655,8 @@ static void test_load_against_responder(void **state)
              "assert [r['requests'] for r in rows] == [6, 6], rows\n"
              "assert rows[0]['handshakes'] == 2 and rows[1]['handshakes'] == 0, rows\n"
              "assert rows[1]['answer'] == '4.01' and rows[0]['failures'] == 0, rows\n"
+             "note = [x for x in v['tables'] if x['name'] == 'load'][0]['note']\n"
+             "assert '--allow-unprotected' in note, note\n"
              "g = [x for x in v['targets'] if x['name'].startswith('OSCORE requests ')]\n"
              "assert len(g) >= 1 and g[0]['limit'] == 0.9 and g[0]['value'] > 0, g\n"
              "lat = [x for x in v['tables'] if x['name'] == 'load_latency'][0]['rows']\n"

@@ -805,6 +805,41 @@ static void test_layers_and_pcap(void **state)
     }
 }
 
+/* --allow-unprotected: the same resources without OSCORE (a CoAP-only
+ * device test, a like-for-like baseline); unknown paths stay 4.04, EDHOC
+ * and OSCORE keep working beside it. */
+static void test_allow_unprotected(void **state)
+{
+    (void)state;
+    struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "plain", "--listen 127.0.0.1:0 --allow-unprotected"),
+                     0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "coap POST coap://127.0.0.1:%u/echo --payload hello --json",
+                     r.port);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "\"code\": \"2.04 Changed\", \"oscore\": false"));
+    assert_non_null(strstr(out, "\"payload\": \"hello\""));
+    free(out);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/.well-known/core", r.port);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "2.05 Content"));
+    assert_non_null(strstr(out, "</.well-known/edhoc>"));
+    free(out);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/nothing", r.port);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "4.04"));
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2 --timeout 10",
+                 r.port);
+    assert_int_equal(rc, 0);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    char *log = net_read_file(r.log);
+    assert_non_null(strstr(log, "--allow-unprotected: the resources answer requests without"));
+    free(log);
+}
+
 /* A responder bound to the wildcard addresses writes the address the
  * kernel used towards each peer (not 0.0.0.0 or ::), for every datagram of
  * several handshakes in a row, over both families. */
@@ -928,6 +963,7 @@ int main(void)
         cmocka_unit_test_setup(test_layers_and_pcap, check_alive),
         cmocka_unit_test_setup(test_coap_pcap, check_alive),
         cmocka_unit_test(test_wildcard_pcap_addresses),
+        cmocka_unit_test(test_allow_unprotected),
         cmocka_unit_test_setup(test_simulate_framing_matches_live, check_alive),
     };
     return cmocka_run_group_tests_name("cli_net", tests, setup, net_group_teardown);

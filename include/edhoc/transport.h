@@ -323,6 +323,10 @@ struct edhoc_server_config {
     void (*record)(void *user, const struct edhoc_server_handshake *hs);
     void (*oscore)(void *user, const struct edhoc_server_oscore_first *first);
     void *record_user;
+    /* Also serve /.well-known/core, /echo, /time and /counter (its value,
+     * without Observe) to requests without OSCORE, instead of 4.01: for
+     * CoAP-only tests of a device and for like-for-like baselines. */
+    bool serve_unprotected;
 };
 
 struct edhoc_server;

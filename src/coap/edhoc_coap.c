@@ -1942,8 +1942,13 @@ static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
             return build(&m, COAP_CODE(4, 5), -1, NULL, 0, out, cap);
         return on_edhoc_post(srv, &m, peer_name, out, cap);
     }
-    if (protected_path(&m))
-        return build(&m, COAP_CODE_UNAUTHORIZED, -1, NULL, 0, out, cap);
+    if (protected_path(&m)) {
+        if (!srv->cfg.serve_unprotected)
+            return build(&m, COAP_CODE_UNAUTHORIZED, -1, NULL, 0, out, cap);
+        struct plain_resp r;
+        resource(srv, &m, &r);
+        return inner_response(&m, &r, out, cap);
+    }
     return build(&m, COAP_CODE(4, 4), -1, NULL, 0, out, cap);
 }
 
