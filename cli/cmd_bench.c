@@ -242,6 +242,8 @@ struct load_peer {
     uint64_t sent_ns;    /* the outstanding request */
     unsigned requests_left;
     unsigned generation; /* handshakes started by this peer (part of C_I) */
+    bool have_ctx;       /* an OSCORE context from this peer's last handshake */
+    bool sent_plain;     /* the outstanding request is unprotected */
 };
 
 struct load_series {
@@ -263,7 +265,11 @@ struct load_run {
     long max_handshakes; /* 0: no limit (duration only) */
     int timeout_ms;
     bool plain;
-    bool vs_plain;     /* a second, unprotected phase to compare with */
+    bool vs_plain;     /* alternate OSCORE and unprotected windows to compare them */
+    /* --vs-plain: totals per kind of window, [0] OSCORE, [1] unprotected. */
+    double mode_seconds[2], mode_cpu[2];
+    long mode_requests[2], mode_handshakes[2], mode_failures[2];
+    struct load_series plain_lat;
     bool stopping;
     long responder_pid; /* 0: not known */
     bool pid_given;
@@ -348,6 +354,7 @@ static void peer_reset(struct load_run *r, struct load_peer *p)
     p->token_len = 0;
     edhoc_session_wipe(&p->s);
     oscore_context_wipe(&p->osc);
+    p->have_ctx = false;
     p->state = PEER_IDLE;
     (void)r;
 }
@@ -389,6 +396,7 @@ static void peer_send_request(struct load_run *r, struct load_peer *p)
         peer_fail(r, p, "%s", "cannot build the request");
         return;
     }
+    p->sent_plain = r->plain;
     if (r->plain) {
         peer_send(r, p, r->msg, (size_t)n, PEER_WAIT_RESPONSE);
         return;
@@ -413,11 +421,48 @@ struct load_cpu {
     double seconds; /* user + system */
 };
 
+/* Nanoseconds on a CPU of every thread of pid, from
+ * /proc/PID/task/TID/schedstat (finer than the 10 ms ticks of
+ * /proc/PID/stat, which matters for the short windows of --vs-plain). */
+static bool schedstat_seconds(long pid, double *seconds)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%ld/task", pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    unsigned long long total = 0;
+    bool any = false;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[400];
+        snprintf(path, sizeof path, "%s/%.256s/schedstat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        unsigned long long ns = 0;
+        if (fscanf(f, "%llu", &ns) == 1) {
+            total += ns;
+            any = true;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    *seconds = (double)total / 1e9;
+    return any;
+}
+
 static void load_cpu_sample(struct load_cpu *c, long pid)
 {
     c->ok = false;
     if (pid <= 0)
         return;
+    if (schedstat_seconds(pid, &c->seconds)) {
+        c->ok = true;
+        return;
+    }
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     FILE *f = fopen(path, "r");
@@ -658,6 +703,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
             return;
         }
         r->hs_ok++;
+        p->have_ctx = true;
         series_add(&r->hs_lat, (double)(now - p->started_ns) / 1e6);
         p->requests_left = r->requests_per_peer;
         if (p->requests_left && !r->stopping)
@@ -667,7 +713,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
         return;
     }
     case PEER_WAIT_RESPONSE: {
-        if (r->plain) {
+        if (p->sent_plain) {
             /* Any answer completes an unprotected request; its code is
              * reported, since a responder that serves /echo only under
              * OSCORE answers 4.01 and does less work than for OSCORE. */
@@ -687,10 +733,16 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
             }
         }
         r->req_ok++;
-        series_add(&r->req_lat, (double)(now - p->sent_ns) / 1e6);
-        if (p->requests_left > 0)
+        series_add(p->sent_plain && r->vs_plain ? &r->plain_lat : &r->req_lat,
+                   (double)(now - p->sent_ns) / 1e6);
+        /* With --vs-plain, unprotected requests do not use up the OSCORE
+         * requests of a handshake: a context outlives the unprotected
+         * windows, so handshakes stay rare in both kinds. */
+        if (p->requests_left > 0 && !(r->vs_plain && p->sent_plain))
             p->requests_left--;
-        if (p->requests_left && !r->stopping)
+        /* An OSCORE window reached by a peer without a context (it began
+         * in an unprotected one): a handshake first. */
+        if (p->requests_left && !r->stopping && (r->plain || p->have_ctx))
             peer_send_request(r, p);
         else
             peer_reset(r, p);
@@ -788,8 +840,9 @@ static void load_usage(FILE *f)
         "                          with --plain: N rounds of K requests)\n"
         "  --requests-per-peer K   OSCORE requests after each handshake (default 10)\n"
         "  --plain                 unprotected requests only, no EDHOC (the baseline)\n"
-        "  --vs-plain              then a second phase as long as the first with the same\n"
-        "                          requests unprotected, and the ratio of the two rates\n"
+        "  --vs-plain              alternate windows of OSCORE and of the same requests\n"
+        "                          unprotected, --duration of each in all, and report the\n"
+        "                          ratio of the two rates\n"
         "  --responder-pid PID     the responder's process, for its CPU time (default: the\n"
         "                          local process holding the port when HOST is loopback;\n"
         "                          0: none)\n"
@@ -858,6 +911,33 @@ static void load_progress(const struct load_run *r, double elapsed, bool final)
             elapsed > 0 ? r->req_ok / elapsed : 0.0, r->failures, final ? "\n" : "");
 }
 
+/* --vs-plain: what the window that ends now measured, added to its kind. */
+struct load_window {
+    uint64_t started;
+    struct load_cpu cpu;
+    long requests, handshakes, failures; /* counters when it started */
+};
+
+static void load_window_close(struct load_run *r, struct load_window *w, uint64_t now)
+{
+    int kind = r->plain ? 1 : 0;
+    struct load_cpu cpu;
+    load_cpu_sample(&cpu, r->responder_pid);
+    r->mode_seconds[kind] += (double)(now - w->started) / 1e9;
+    if (cpu.ok && w->cpu.ok)
+        r->mode_cpu[kind] += cpu.seconds - w->cpu.seconds;
+    else
+        r->mode_cpu[kind] = NAN;
+    r->mode_requests[kind] += r->req_ok - w->requests;
+    r->mode_handshakes[kind] += r->hs_ok - w->handshakes;
+    r->mode_failures[kind] += r->failures - w->failures;
+    w->started = now;
+    w->cpu = cpu;
+    w->requests = r->req_ok;
+    w->handshakes = r->hs_ok;
+    w->failures = r->failures;
+}
+
 /* One phase of the load: every peer loops until the duration or the
  * handshake budget is used up. Returns the seconds it took; the
  * responder's CPU seconds in that time (NAN when unknown). */
@@ -880,11 +960,23 @@ static double load_phase(struct load_run *r, double *responder_cpu_s)
     load_cpu_sample(&cpu_before, r->responder_pid);
     bool tty = isatty(2);
     uint64_t start = cli_now_ns(), last_progress = start, last_sweep = start;
-    uint64_t deadline = start + (uint64_t)(r->duration_s * 1e9);
+    /* --vs-plain: the duration of each kind, in alternating windows, so
+     * that a change in what else runs on the host affects both alike. */
+    uint64_t deadline = start + (uint64_t)(r->duration_s * (r->vs_plain ? 2 : 1) * 1e9);
+    uint64_t window_ns = (uint64_t)(r->duration_s / 8 * 1e9);
+    if (window_ns < 250000000u)
+        window_ns = 250000000u;
+    struct load_window w = {.started = start, .cpu = cpu_before};
+    uint64_t next_switch = start + window_ns;
     for (size_t i = 0; i < r->n_peers; i++)
         peer_start(r, i);
     for (;;) {
         uint64_t now = cli_now_ns();
+        if (r->vs_plain && !r->stopping && now >= next_switch && now < deadline) {
+            load_window_close(r, &w, now);
+            r->plain = !r->plain;
+            next_switch = now + window_ns;
+        }
         if (!r->stopping && now >= deadline)
             r->stopping = true;
         bool busy = false, progress = false;
@@ -919,7 +1011,10 @@ static double load_phase(struct load_run *r, double *responder_cpu_s)
             last_progress = now;
         }
     }
-    double elapsed = (double)(cli_now_ns() - start) / 1e9;
+    uint64_t end = cli_now_ns();
+    double elapsed = (double)(end - start) / 1e9;
+    if (r->vs_plain)
+        load_window_close(r, &w, end);
     struct load_cpu cpu_after;
     load_cpu_sample(&cpu_after, r->responder_pid);
     *responder_cpu_s = cpu_before.ok && cpu_after.ok ? cpu_after.seconds - cpu_before.seconds
@@ -1044,6 +1139,11 @@ int cmd_load(int argc, char **argv)
         fprintf(stderr, "edhoc-cli load: --plain and --vs-plain exclude each other\n");
         goto out;
     }
+    if (r->vs_plain && r->max_handshakes) {
+        fprintf(stderr, "edhoc-cli load: --vs-plain alternates windows over --duration; it does "
+                        "not combine with --handshakes\n");
+        goto out;
+    }
     if (r->vs_plain && r->requests_per_peer == 0) {
         fprintf(stderr, "edhoc-cli load: --vs-plain compares requests: give "
                         "--requests-per-peer K > 0\n");
@@ -1078,27 +1178,38 @@ int cmd_load(int argc, char **argv)
     if (!r->pid_given)
         r->responder_pid = socket_owner_of_port(r);
     struct load_phase_result phases[2];
-    size_t n_phases = 0;
+    memset(phases, 0, sizeof phases);
+    size_t n_phases = 1;
+    double total_cpu = NAN;
+    double total_s = load_phase(r, &total_cpu);
+    if (!r->vs_plain) {
+        phases[0].plain = r->plain;
+        phases[0].seconds = total_s;
+        phases[0].cpu_s = total_cpu;
+        phases[0].handshakes = r->hs_ok;
+        phases[0].requests = r->req_ok;
+        phases[0].failures = r->failures;
+        phases[0].plain_code = r->plain_code;
+    } else {
+        /* The OSCORE windows and the unprotected windows, each summed. */
+        n_phases = 2;
+        for (int k = 0; k < 2; k++) {
+            phases[k].plain = k == 1;
+            phases[k].seconds = r->mode_seconds[k];
+            phases[k].cpu_s = r->mode_cpu[k];
+            phases[k].handshakes = r->mode_handshakes[k];
+            phases[k].requests = r->mode_requests[k];
+            phases[k].failures = r->mode_failures[k];
+            phases[k].plain_code = r->plain_code;
+        }
+    }
     struct load_series first_req_lat = {0};
-    for (;;) {
-        struct load_phase_result *ph = &phases[n_phases++];
-        memset(ph, 0, sizeof *ph);
-        ph->plain = r->plain;
-        ph->seconds = load_phase(r, &ph->cpu_s);
-        ph->handshakes = r->hs_ok;
-        ph->requests = r->req_ok;
-        ph->failures = r->failures;
-        ph->plain_code = r->plain_code;
-        if (!r->vs_plain || n_phases == 2)
-            break;
-        /* The same peers, the same requests, without EDHOC or OSCORE. */
+    if (r->vs_plain) {
+        /* Latency rows in the order of the phases: OSCORE, then unprotected. */
         first_req_lat = r->req_lat;
-        memset(&r->req_lat, 0, sizeof r->req_lat);
+        r->req_lat = r->plain_lat;
+        memset(&r->plain_lat, 0, sizeof r->plain_lat);
         r->plain = true;
-        r->stopping = false;
-        r->hs_started = r->hs_ok = r->req_ok = r->failures = 0;
-        for (size_t i = 0; i < r->n_peers; i++)
-            peer_reset(r, &r->peers[i]);
     }
 
     struct bench_effort effort;
@@ -1256,6 +1367,7 @@ out:
         cli_edhoc_side_free(&r->side);
     free(r->hs_lat.v);
     free(r->req_lat.v);
+    free(r->plain_lat.v);
     edhoc_wipe(r, sizeof *r);
     free(r);
     return exit_code;

@@ -577,15 +577,20 @@ static int aead_lookup(int aead_alg, struct aead_params *p)
 /* ---- Keyed AEAD contexts, kept between calls ----
  * Setting up an EVP_CIPHER_CTX (allocation, provider parameter plumbing,
  * key schedule) costs more than sealing a 100-byte CoAP message, and
- * OSCORE seals every message of a context with the same two keys. So a
- * few keyed contexts are kept per thread, found by algorithm, direction
- * and key; a call with a known key only sets the nonce. The least
- * recently used one is freed (OpenSSL wipes its key schedule) when room
- * is needed, and callers drop a key they are done with through
- * aead_forget. The copy of the key used to find a context is wiped with
- * it. */
+ * OSCORE seals every message of a context with the same two keys. So
+ * keyed contexts are kept per thread, found by algorithm, direction and
+ * key; a call with a known key only sets the nonce. A responder serves
+ * many peers in turn (two keys each), so the cache is a set-associative
+ * table: a seeded hash of the key picks a set of AEAD_CACHE_WAYS entries
+ * (the seed is random, so the set says nothing about the key), and the
+ * least recently used entry of the set is freed (OpenSSL wipes its key
+ * schedule) when room is needed. Callers drop a key they are done with
+ * through aead_forget. The copy of the key used to find a context is
+ * wiped with it. */
 
-#define AEAD_CACHE_SLOTS 8
+#define AEAD_CACHE_WAYS 4
+#define AEAD_CACHE_SETS 32
+#define AEAD_CACHE_SLOTS (AEAD_CACHE_WAYS * AEAD_CACHE_SETS)
 
 struct aead_slot {
     EVP_CIPHER_CTX *ctx; /* NULL: free slot */
@@ -598,6 +603,28 @@ struct aead_slot {
 
 static _Thread_local struct aead_slot aead_cache[AEAD_CACHE_SLOTS];
 static _Thread_local uint64_t aead_clock;
+
+static uint64_t aead_cache_seed;
+static pthread_once_t aead_seed_once = PTHREAD_ONCE_INIT;
+
+static void aead_seed_init(void)
+{
+    uint64_t seed = 0;
+    if (RAND_bytes((unsigned char *)&seed, sizeof seed) != 1)
+        seed = (uint64_t)(uintptr_t)&seed ^ 0x9e3779b97f4a7c15u;
+    aead_cache_seed = seed;
+}
+
+/* The first slot of the set for this key (and algorithm and direction). */
+static size_t aead_set_of(int alg, int enc, const uint8_t *key, size_t key_len)
+{
+    pthread_once(&aead_seed_once, aead_seed_init);
+    uint64_t h = aead_cache_seed ^ ((uint64_t)(uint32_t)alg << 1) ^ (uint64_t)enc;
+    for (size_t i = 0; i < key_len; i++)
+        h = (h ^ key[i]) * 0x100000001b3u;
+    h ^= h >> 29;
+    return (size_t)(h % AEAD_CACHE_SETS) * AEAD_CACHE_WAYS;
+}
 
 static void aead_slot_drop(struct aead_slot *slot)
 {
@@ -640,6 +667,7 @@ static void openssl_aead_forget(const uint8_t *key, size_t key_len)
 {
     if (key == NULL || key_len == 0 || key_len > EDHOC_CRYPTO_MAX_KEY)
         return;
+    /* Whatever the algorithm and direction it was used with. */
     for (size_t i = 0; i < AEAD_CACHE_SLOTS; i++) {
         struct aead_slot *slot = &aead_cache[i];
         if (slot->ctx != NULL && slot->key_len == key_len &&
@@ -656,10 +684,11 @@ static EVP_CIPHER_CTX *aead_ctx_get(int aead_alg, const struct aead_params *p, i
                                     const uint8_t *tag, struct aead_slot **slot_out)
 {
     size_t key_len = edhoc_crypto_aead_key_len(aead_alg);
-    struct aead_slot *victim = &aead_cache[0];
     if (key_len == 0 || key_len > EDHOC_CRYPTO_MAX_KEY)
         return NULL;
-    for (size_t i = 0; i < AEAD_CACHE_SLOTS; i++) {
+    size_t first = aead_set_of(aead_alg, enc, key, key_len);
+    struct aead_slot *victim = &aead_cache[first];
+    for (size_t i = first; i < first + AEAD_CACHE_WAYS; i++) {
         struct aead_slot *slot = &aead_cache[i];
         if (slot->ctx != NULL && slot->alg == aead_alg && slot->enc == enc &&
             slot->key_len == key_len && CRYPTO_memcmp(slot->key, key, key_len) == 0) {
