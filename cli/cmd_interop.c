@@ -288,6 +288,15 @@ static const char *peer_error_reason(long code, const char *diag, const struct c
     if (code == 1 && diag && strstr(diag, "message_4") && c->combined) {
         snprintf(buf, cap, "the peer requires message_4, which the RFC 9668 combined request "
                  "cannot carry");
+    } else if (code == 1 && c->bare && diag && strstr(diag, "C_R")) {
+        snprintf(buf, cap, "the peer does not take the bare framing: it read our bare message_1 "
+                 "as a C_R-prefixed message_3 (\"%s\"); use the RFC 9528 A.2 framing with it",
+                 diag);
+    } else if (code == 1 && !c->bare && diag && strstr(diag, "message_1") &&
+               strstr(diag, "malformed")) {
+        snprintf(buf, cap, "the peer could not parse our message_1 (\"%s\"): if the bare "
+                 "framing works, it does not take the A.2 framing (CBOR true before message_1, "
+                 "C_R before message_3)", diag);
     } else if (code == 1 && diag && strstr(diag, "method")) {
         snprintf(buf, cap, "method %d not supported by the peer", c->method);
     } else if (code == 1 && diag && (strstr(diag, "MAC") || strstr(diag, "Signature") ||

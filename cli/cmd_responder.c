@@ -590,6 +590,8 @@ static void usage(FILE *f)
             "  --echo                  answer a message_1 without a valid Echo option with 4.01 +\n"
             "                          Echo (RFC 9175): reachability first, crypto later\n"
             "  --ead-2 / --ead-4 LABEL[:HEX], --ead-accept LABEL   EAD items\n"
+            "  --framing a2|bare|both  the EDHOC framings accepted (default both); with one,\n"
+            "                          behave as a device that knows only that one\n"
             "  --allow-unprotected     also serve the resources to requests without OSCORE\n"
             "                          (CoAP-only tests, baselines); default: 4.01\n"
             "  --oscore-context FILE   a static OSCORE context (libcoap format; repeatable)\n"
@@ -678,6 +680,7 @@ int cmd_responder(int argc, char **argv)
     const char *state_dir = NULL, *pidfile = NULL, *ready_file = NULL, *interop_dir = NULL;
     long interop_max = INTEROP_LOG_MAX_FILES;
     bool daemon = false, use_syslog = false, echo_m1 = false, allow_unprotected = false;
+    unsigned framings = 0; /* both */
     int verbosity = 0;
     long max_pending = 256, hs_timeout = 60, block_size = 0;
     int exit_code = CLI_EXIT_USAGE;
@@ -728,7 +731,8 @@ int cmd_responder(int argc, char **argv)
         static const char *const ours[] = {"--listen", "--cred", "--key", "--oscore-context",
                                            "--state-dir", "--max-pending", "--handshake-timeout",
                                            "--block-size", "--pidfile", "--ready-file",
-                                           "--method", "--interop-log", "--interop-log-max"};
+                                           "--method", "--interop-log", "--interop-log-max",
+                                           "--framing"};
         bool mine = false;
         for (size_t k = 0; k < sizeof ours / sizeof ours[0]; k++)
             mine |= !strcmp(name, ours[k]);
@@ -761,6 +765,17 @@ int cmd_responder(int argc, char **argv)
                     goto out;
                 }
                 static_paths[n_static++] = value;
+            } else if (!strcmp(name, "--framing")) {
+                if (!strcmp(value, "a2") || !strcmp(value, "A.2"))
+                    framings = 1u << EDHOC_FRAMING_A2;
+                else if (!strcmp(value, "bare"))
+                    framings = 1u << EDHOC_FRAMING_BARE;
+                else if (!strcmp(value, "both"))
+                    framings = 0;
+                else {
+                    fprintf(stderr, "edhoc-cli responder: --framing: a2, bare or both\n");
+                    goto out;
+                }
             } else if (!strcmp(name, "--state-dir")) {
                 state_dir = value;
             } else if (!strcmp(name, "--pidfile")) {
@@ -907,6 +922,7 @@ int cmd_responder(int argc, char **argv)
         .message_4 = r->o.message_4,
         .echo_message_1 = echo_m1,
         .serve_unprotected = allow_unprotected,
+        .framings = framings,
         .db = db,
         .log = responder_log,
         .log_user = acct,

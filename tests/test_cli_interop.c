@@ -332,6 +332,52 @@ static void test_method_3_only(void **state)
     free(out);
 }
 
+/* A device that knows one framing only: the cells of the other framing
+ * fail with the peer's error and a reason that names the framing; the
+ * summary lists the one that works. */
+static void test_one_framing_only(void **state)
+{
+    (void)state;
+    struct net_proc r;
+    start_responder(&r, "bare-only", "--framing bare");
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                               "--id-creds kid --json",
+                     r.port);
+    assert_int_equal(rc, 1);
+    struct cell cells[MAX_CELLS];
+    size_t n = json_cells(out, cells, MAX_CELLS);
+    assert_int_equal(n, 4);
+    for (size_t i = 0; i < 3; i++) {
+        assert_string_equal(cells[i].framing, "A.2");
+        assert_string_equal(cells[i].outcome, "peer-error");
+        assert_int_equal(cells[i].err_code, 1);
+        assert_non_null(strstr(cells[i].reason, "it does not take the A.2 framing"));
+    }
+    assert_string_equal(cells[3].framing, "bare");
+    assert_string_equal(cells[3].outcome, "ok");
+    assert_non_null(strstr(out, "\"framings\": [\"bare\"]"));
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+
+    start_responder(&r, "a2-only", "--framing a2");
+    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid",
+                 r.port);
+    assert_int_equal(rc, 1);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 | ok | - |"), 1);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | bare | EDHOC error 1 from the peer: "
+                                    "unknown C_R | the peer does not take the bare framing"),
+                     1);
+    assert_non_null(strstr(out, "  framings: A.2\n"));
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+    /* A wrong value is a usage error. */
+    rc = net_cli_run(&out, 10, false, "responder --framing coap 2>&1");
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--framing: a2, bare or both"));
+    free(out);
+}
+
 /* Credentials the other side does not know, in both directions. */
 static void test_unknown_credentials(void **state)
 {
@@ -1005,6 +1051,7 @@ int main(void)
         cmocka_unit_test_teardown(test_message_4_responder, net_test_teardown),
         cmocka_unit_test_teardown(test_suite_2_only, net_test_teardown),
         cmocka_unit_test_teardown(test_method_3_only, net_test_teardown),
+        cmocka_unit_test_teardown(test_one_framing_only, net_test_teardown),
         cmocka_unit_test_teardown(test_unknown_credentials, net_test_teardown),
         cmocka_unit_test_teardown(test_wrong_peer_key, net_test_teardown),
         cmocka_unit_test_teardown(test_silent_device, net_test_teardown),

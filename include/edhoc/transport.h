@@ -327,6 +327,11 @@ struct edhoc_server_config {
      * without Observe) to requests without OSCORE, instead of 4.01: for
      * CoAP-only tests of a device and for like-for-like baselines. */
     bool serve_unprotected;
+    /* Framings accepted (bit 1 << EDHOC_FRAMING_A2, 1 << EDHOC_FRAMING_BARE;
+     * 0: both). With one only, the server behaves as a device that knows
+     * only that one: an A.2 message_1 read as bare is malformed, a bare
+     * one read as A.2 names an unknown C_R. For interop tests. */
+    unsigned framings;
 };
 
 struct edhoc_server;

@@ -1503,16 +1503,21 @@ static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, 
     if (srv->cfg.echo_message_1 && (p[0] == 0xf5 || bare_m1) &&
         !echo_ok(srv, req, peer, out, cap, &echo_resp))
         return echo_resp;
+    unsigned framings = srv->cfg.framings ? srv->cfg.framings
+                                          : (1u << EDHOC_FRAMING_A2) | (1u << EDHOC_FRAMING_BARE);
+    bool a2_ok = framings & (1u << EDHOC_FRAMING_A2);
+    bool bare_ok = framings & (1u << EDHOC_FRAMING_BARE);
     if (p[0] == 0xf5)
-        return on_message_1(srv, req, peer, p + 1, len - 1, EDHOC_FRAMING_A2, out, cap);
+        return a2_ok ? on_message_1(srv, req, peer, p + 1, len - 1, EDHOC_FRAMING_A2, out, cap)
+                     : on_message_1(srv, req, peer, p, len, EDHOC_FRAMING_BARE, out, cap);
     /* Bare message_1 starts with METHOD (0..3) followed by SUITES_I (an int
      * or an array); a bare error message has a text string, SUITES or true
      * second. C_R never takes the values 0..3 here (choose_c_r). */
-    if (bare_m1)
+    if (bare_m1 && bare_ok)
         return on_message_1(srv, req, peer, p, len, EDHOC_FRAMING_BARE, out, cap);
     /* A bare message_3 (one byte string, nothing else) or bare error from
      * a peer with a bare handshake in progress. */
-    struct pending *bare = pending_find_bare(srv, peer);
+    struct pending *bare = bare_ok ? pending_find_bare(srv, peer) : NULL;
     if (bare) {
         srv->hs_current = bare->hs_id;
         long item = edhoc_coap_bstr_item_len(p, len);
