@@ -113,43 +113,6 @@ struct responder_acct {
     struct interop_log *ilog;
 };
 
-/* IPv4-mapped IPv6 as IPv4, port kept: one key per peer whatever socket. */
-static void addr_normalize(const struct sockaddr *in, struct sockaddr_storage *out)
-{
-    memset(out, 0, sizeof *out);
-    if (in->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)in;
-        if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
-            struct sockaddr_in *o = (struct sockaddr_in *)out;
-            o->sin_family = AF_INET;
-            o->sin_port = a->sin6_port;
-            memcpy(&o->sin_addr, a->sin6_addr.s6_addr + 12, 4);
-            return;
-        }
-        struct sockaddr_in6 *o = (struct sockaddr_in6 *)out;
-        o->sin6_family = AF_INET6;
-        o->sin6_port = a->sin6_port;
-        o->sin6_addr = a->sin6_addr;
-    } else if (in->sa_family == AF_INET) {
-        memcpy(out, in, sizeof(struct sockaddr_in));
-    }
-}
-
-static bool addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-    if (a->ss_family != b->ss_family)
-        return false;
-    if (a->ss_family == AF_INET) {
-        const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
-        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-    }
-    if (a->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
-        return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
-    }
-    return false;
-}
-
 /* The table is set-associative: a peer's address picks one set of
  * ACCT_WAYS entries, so a datagram costs a look at four entries rather
  * than a scan of all of them (that scan showed in profiles under load). */
@@ -173,7 +136,7 @@ static struct peer_acct *peer_acct_get(struct responder_acct *a, const struct so
     struct peer_acct *lru = &a->peers[first];
     for (size_t i = first; i < first + ACCT_WAYS; i++) {
         struct peer_acct *p = &a->peers[i];
-        if (p->used && addr_equal(&p->addr, k)) {
+        if (p->used && cli_addr_equal(&p->addr, k)) {
             p->last_use = ++a->uses;
             return p;
         }
@@ -201,7 +164,7 @@ static void datagram_layers(struct responder_acct *a, bool sent, const struct so
                             struct edhoc_netacct_layers *l)
 {
     struct sockaddr_storage lk;
-    addr_normalize(local, &lk);
+    cli_addr_normalize(local, &lk);
     uint16_t lport = lk.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&lk)->sin_port)
                                              : ntohs(((struct sockaddr_in6 *)&lk)->sin6_port);
     uint16_t pport = k->ss_family == AF_INET ? ntohs(((const struct sockaddr_in *)k)->sin_port)
@@ -219,7 +182,7 @@ static void on_datagram(void *user, bool sent, const struct sockaddr *local,
     if (a->ilog)
         interop_log_datagram(a->ilog, sent, local, peer, payload, len);
     struct sockaddr_storage k;
-    addr_normalize(peer, &k);
+    cli_addr_normalize(peer, &k);
     if (k.ss_family != AF_INET && k.ss_family != AF_INET6)
         return;
     struct peer_acct *p = peer_acct_get(a, &k, true);
@@ -262,11 +225,11 @@ static void on_presend(void *user, bool sent, const struct sockaddr *local,
     struct responder_acct *a = user;
     (void)payload;
     struct sockaddr_storage k;
-    addr_normalize(peer, &k);
+    cli_addr_normalize(peer, &k);
     for (size_t i = 0; i < a->n_held; i++) {
         struct held_line *h = &a->held[i];
         struct peer_acct *p = h->peer_known ? peer_acct_get(a, &h->peer, false) : NULL;
-        if (p && addr_equal(&h->peer, &k) && !p->absorb_next_sent) {
+        if (p && cli_addr_equal(&h->peer, &k) && !p->absorb_next_sent) {
             struct edhoc_netacct_layers l;
             datagram_layers(a, sent, local, &k, len, &l);
             p->ipv6 = k.ss_family == AF_INET6;
@@ -309,7 +272,7 @@ static void responder_log(void *user, int level, const char *line)
     struct sockaddr_storage ss;
     h->peer_known = edhoc_capture_endpoint_parse(peer, &ss) == 0;
     if (h->peer_known)
-        addr_normalize((const struct sockaddr *)&ss, &h->peer);
+        cli_addr_normalize((const struct sockaddr *)&ss, &h->peer);
 }
 
 static int suite_index(int suite)

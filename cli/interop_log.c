@@ -79,49 +79,12 @@ static uint64_t mono_ms(void)
 
 /* ---- Addresses ---- */
 
-/* IPv4-mapped IPv6 as IPv4: one key per peer whatever socket. */
-static void addr_normalize(const struct sockaddr *in, struct sockaddr_storage *out)
-{
-    memset(out, 0, sizeof *out);
-    if (in->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)in;
-        if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
-            struct sockaddr_in *o = (struct sockaddr_in *)out;
-            o->sin_family = AF_INET;
-            o->sin_port = a->sin6_port;
-            memcpy(&o->sin_addr, a->sin6_addr.s6_addr + 12, 4);
-            return;
-        }
-        struct sockaddr_in6 *o = (struct sockaddr_in6 *)out;
-        o->sin6_family = AF_INET6;
-        o->sin6_port = a->sin6_port;
-        o->sin6_addr = a->sin6_addr;
-    } else if (in->sa_family == AF_INET) {
-        memcpy(out, in, sizeof(struct sockaddr_in));
-    }
-}
-
-static bool addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-    if (a->ss_family != b->ss_family)
-        return false;
-    if (a->ss_family == AF_INET) {
-        const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
-        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-    }
-    if (a->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
-        return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
-    }
-    return false;
-}
-
 static bool name_to_addr(const char *name, struct sockaddr_storage *out)
 {
     struct sockaddr_storage ss;
     if (!name || edhoc_capture_endpoint_parse(name, &ss))
         return false;
-    addr_normalize((const struct sockaddr *)&ss, out);
+    cli_addr_normalize((const struct sockaddr *)&ss, out);
     return true;
 }
 
@@ -167,7 +130,7 @@ static struct slot *slot_by_peer(struct interop_log *log, const struct sockaddr_
     struct slot *best = NULL;
     for (size_t i = 0; i < SLOTS; i++) {
         struct slot *s = &log->slots[i];
-        if (!s->used || !addr_equal(&s->peer, peer))
+        if (!s->used || !cli_addr_equal(&s->peer, peer))
             continue;
         if (open_anonymous && (s->state != SLOT_OPEN || s->id))
             continue;
@@ -822,7 +785,7 @@ void interop_log_datagram(struct interop_log *log, bool sent, const struct socka
                           const struct sockaddr *peer, const uint8_t *payload, size_t len)
 {
     struct sockaddr_storage k;
-    addr_normalize(peer, &k);
+    cli_addr_normalize(peer, &k);
     if (k.ss_family != AF_INET && k.ss_family != AF_INET6)
         return;
     struct slot *s = slot_by_peer(log, &k, false);

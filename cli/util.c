@@ -1,6 +1,8 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,4 +144,40 @@ uint64_t cli_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void cli_addr_normalize(const struct sockaddr *in, struct sockaddr_storage *out)
+{
+    memset(out, 0, sizeof *out);
+    if (in->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)in;
+        if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+            struct sockaddr_in *o = (struct sockaddr_in *)out;
+            o->sin_family = AF_INET;
+            o->sin_port = a->sin6_port;
+            memcpy(&o->sin_addr, a->sin6_addr.s6_addr + 12, 4);
+            return;
+        }
+        struct sockaddr_in6 *o = (struct sockaddr_in6 *)out;
+        o->sin6_family = AF_INET6;
+        o->sin6_port = a->sin6_port;
+        o->sin6_addr = a->sin6_addr;
+    } else if (in->sa_family == AF_INET) {
+        memcpy(out, in, sizeof(struct sockaddr_in));
+    }
+}
+
+bool cli_addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return false;
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+        return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
+    }
+    return false;
 }

@@ -46,4 +46,13 @@ bool cli_split_option(const char *arg, const char *next, char *name, size_t cap,
 /* Monotonic time in nanoseconds. */
 uint64_t cli_now_ns(void);
 
+/* A peer's socket address as one key whatever socket it came in on: an
+ * IPv4-mapped IPv6 address becomes IPv4 (port kept), everything else
+ * unused is zero. out is a struct sockaddr_storage. */
+struct sockaddr;
+struct sockaddr_storage;
+void cli_addr_normalize(const struct sockaddr *in, struct sockaddr_storage *out);
+/* Same family, address and port (of normalized addresses). */
+bool cli_addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+
 #endif
