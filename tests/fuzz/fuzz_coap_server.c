@@ -21,7 +21,8 @@ static struct edhoc_key key;
 static struct edhoc_cred_store store;
 static struct edhoc_config cfg;
 static const int suites[] = {2, 0};
-static struct edhoc_server *srv;
+static struct edhoc_server *srv;        /* the one handling the current input */
+static struct edhoc_server *servers[2];
 static uint64_t now_ms;
 static volatile size_t sink; /* keeps the reads below */
 
@@ -107,13 +108,20 @@ static void setup(void)
         .record = on_record,
         .oscore = on_oscore,
     };
-    srv = edhoc_server_new(&sc);
     static const char conf[] = "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
                                "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n";
-    struct oscore_config oc;
-    struct oscore_config_error err;
-    if (oscore_config_parse(conf, sizeof conf - 1, &oc, &err) == 0)
-        edhoc_server_add_static_context(srv, &oc, "fuzz");
+    /* The second server serves the resources unprotected too and takes
+     * the bare framing only. */
+    for (int i = 0; i < 2; i++) {
+        sc.serve_unprotected = i == 1;
+        sc.framings = i == 1 ? 1u << EDHOC_FRAMING_BARE : 0;
+        servers[i] = edhoc_server_new(&sc);
+        struct oscore_config oc;
+        struct oscore_config_error err;
+        if (servers[i] && oscore_config_parse(conf, sizeof conf - 1, &oc, &err) == 0)
+            edhoc_server_add_static_context(servers[i], &oc, "fuzz");
+    }
+    srv = servers[0];
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -121,7 +129,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static uint8_t out[EDHOC_TRANSPORT_MAX_MESSAGE];
     if (!srv)
         setup();
-    if (!srv || size < 1)
+    if (size < 1)
+        return 0;
+    srv = servers[(data[0] >> 2) & 1];
+    if (!srv)
         return 0;
     char peer[32];
     snprintf(peer, sizeof peer, "192.0.2.%u:5683", data[0] & 3);
