@@ -1116,16 +1116,8 @@ int cmd_load(int argc, char **argv)
             }
             continue;
         }
-        bool used = false;
-        int rc = cli_edhoc_parse_option(&r->o, CLI_SIDE_I, name, value, &used);
-        if (rc < 0)
+        if (cli_edhoc_take_option(&r->o, CLI_SIDE_I, "load", name, value, eq, &i))
             goto out;
-        if (rc == 0) {
-            fprintf(stderr, "edhoc-cli load: unknown option '%s' (see --help)\n", name);
-            goto out;
-        }
-        if (used && !eq)
-            i++;
     }
     if (r->o.json)
         format = FORMAT_JSON;

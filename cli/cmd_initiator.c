@@ -973,24 +973,11 @@ int cmd_initiator(int argc, char **argv)
             }
             continue;
         }
-        bool used = false;
-        int nrc = cli_net_parse_option(&c->net, "initiator", name, value, &used);
+        int nrc = cli_net_take_option(&c->net, "initiator", name, value, eq, &i);
         if (nrc < 0)
             goto out;
-        if (nrc > 0) {
-            if (used && !eq)
-                i++;
-            continue;
-        }
-        int rc = cli_edhoc_parse_option(&c->o, CLI_SIDE_I, name, value, &used);
-        if (rc < 0)
+        if (nrc == 0 && cli_edhoc_take_option(&c->o, CLI_SIDE_I, "initiator", name, value, eq, &i))
             goto out;
-        if (rc == 0) {
-            fprintf(stderr, "edhoc-cli initiator: unknown option '%s' (see --help)\n", name);
-            goto out;
-        }
-        if (used && !eq)
-            i++;
     }
     if (!uri) {
         fprintf(stderr, "edhoc-cli initiator: which responder? (edhoc-cli initiator URI, see --help)\n");

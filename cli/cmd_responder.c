@@ -769,24 +769,11 @@ int cmd_responder(int argc, char **argv)
             }
             continue;
         }
-        bool used = false;
-        int nrc = cli_net_parse_option(&net, "responder", name, value, &used);
+        int nrc = cli_net_take_option(&net, "responder", name, value, eq, &i);
         if (nrc < 0)
             goto out;
-        if (nrc > 0) {
-            if (used && !eq)
-                i++;
-            continue;
-        }
-        int rc = cli_edhoc_parse_option(&r->o, CLI_SIDE_R, name, value, &used);
-        if (rc < 0)
+        if (nrc == 0 && cli_edhoc_take_option(&r->o, CLI_SIDE_R, "responder", name, value, eq, &i))
             goto out;
-        if (rc == 0) {
-            fprintf(stderr, "edhoc-cli responder: unknown option '%s' (see --help)\n", name);
-            goto out;
-        }
-        if (used && !eq)
-            i++;
     }
     if (r->n_cred_paths != r->n_key_paths) {
         fprintf(stderr, "edhoc-cli responder: give --cred and --key in pairs\n");

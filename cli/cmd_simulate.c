@@ -818,25 +818,15 @@ int cmd_simulate(int argc, char **argv)
                 i++;
             continue;
         }
-        bool used = false;
         if (!strcmp(name, "--link") || !strcmp(name, "--link-mtu")) {
             struct cli_net_opts net = {.link = sim_link};
-            if (cli_net_parse_option(&net, "simulate", name, value, &used) < 0)
+            if (cli_net_take_option(&net, "simulate", name, value, eq, &i) < 0)
                 return CLI_EXIT_USAGE;
             sim_link = net.link;
-            if (used && !eq)
-                i++;
             continue;
         }
-        int rc = cli_edhoc_parse_option(&o, -1, name, value, &used);
-        if (rc < 0)
+        if (cli_edhoc_take_option(&o, -1, "simulate", name, value, eq, &i))
             return CLI_EXIT_USAGE;
-        if (rc == 0) {
-            fprintf(stderr, "edhoc-cli simulate: unknown option '%s' (see --help)\n", name);
-            return CLI_EXIT_USAGE;
-        }
-        if (used && !eq)
-            i++;
     }
 
     struct cli_side *si = calloc(1, sizeof *si), *sr = calloc(1, sizeof *sr);

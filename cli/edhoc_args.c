@@ -656,3 +656,19 @@ void cli_print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool se
     cli_json_hex(f, p->recipient_id, p->recipient_id_len);
     fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d}", p->aead_alg, p->hash_alg);
 }
+
+int cli_edhoc_take_option(struct cli_edhoc_opts *o, int own_side, const char *prog,
+                          const char *name, const char *value, bool eq, int *i)
+{
+    bool used = false;
+    int rc = cli_edhoc_parse_option(o, own_side, name, value, &used);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        fprintf(stderr, "edhoc-cli %s: unknown option '%s' (see --help)\n", prog, name);
+        return -1;
+    }
+    if (used && !eq)
+        (*i)++;
+    return 0;
+}

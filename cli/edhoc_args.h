@@ -79,6 +79,12 @@ void cli_edhoc_opts_init(struct cli_edhoc_opts *o);
  * error. value may be NULL when the option is last. */
 int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *name,
                            const char *value, bool *used_value);
+/* The last step of a command's option loop: an EDHOC option, else an
+ * unknown one ("edhoc-cli PROG: unknown option"). eq: the value came with
+ * the name (--x=v); otherwise a value taken from argv[*i + 1] advances *i.
+ * Returns 0, or -1 after printing why. */
+int cli_edhoc_take_option(struct cli_edhoc_opts *o, int own_side, const char *prog,
+                          const char *name, const char *value, bool eq, int *i);
 
 /* Help text of the shared options. */
 void cli_edhoc_print_options(FILE *f, bool two_sided);

@@ -474,3 +474,13 @@ out:
     free(again);
     return rc;
 }
+
+int cli_net_take_option(struct cli_net_opts *o, const char *prog, const char *name,
+                        const char *value, bool eq, int *i)
+{
+    bool used = false;
+    int rc = cli_net_parse_option(o, prog, name, value, &used);
+    if (rc > 0 && used && !eq)
+        (*i)++;
+    return rc;
+}

@@ -84,6 +84,11 @@ struct cli_net_opts {
  * whether value was taken), 0 (not ours) or -1 after printing why. */
 int cli_net_parse_option(struct cli_net_opts *o, const char *prog, const char *name,
                          const char *value, bool *used);
+/* The same in a command's option loop: a value taken from argv[*i + 1]
+ * (not given with --x=v, eq false) advances *i. Returns 1, 0 or -1 as
+ * above. */
+int cli_net_take_option(struct cli_net_opts *o, const char *prog, const char *name,
+                        const char *value, bool eq, int *i);
 /* Help text of those options. */
 void cli_net_print_options(FILE *f, bool pcap_only);
 /* Open o->pcap (raw IP link type) when set. Returns 0 (*cap NULL when no
