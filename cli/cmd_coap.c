@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "edhoc_args.h"
 #include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/oscore.h"
@@ -152,17 +153,13 @@ int cmd_coap(int argc, char **argv)
 
     struct oscore_context *ctx = NULL;
     if (ctx_path) {
-        size_t len;
-        uint8_t *text = cli_read_file(ctx_path, &len);
-        if (!text) {
+        struct oscore_config cfg;
+        struct oscore_config_error err;
+        int rc = cli_oscore_config_read(ctx_path, &cfg, &err);
+        if (rc == -1) {
             fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", ctx_path, strerror(errno));
             return CLI_EXIT_INPUT;
         }
-        struct oscore_config cfg;
-        struct oscore_config_error err;
-        int rc = oscore_config_parse((const char *)text, len, &cfg, &err);
-        edhoc_wipe(text, len);
-        free(text);
         if (rc) {
             fprintf(stderr, "edhoc-cli coap: --oscore-context %s line %u: %s\n", ctx_path, err.line,
                     err.message);

@@ -10,6 +10,7 @@
 #include "edhoc/crypto.h"
 #include "edhoc/oscore.h"
 #include "commands.h"
+#include "edhoc_args.h"
 #include "util.h"
 
 #define MAX_MSG 4096
@@ -262,19 +263,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 static int load_context(const char *path, struct oscore_context *c)
 {
-    size_t len;
-    uint8_t *text = cli_read_file(path, &len);
-    if (!text) {
+    struct oscore_config cfg;
+    struct oscore_config_error err;
+    int rc = cli_oscore_config_read(path, &cfg, &err);
+    if (rc == -1) {
         fprintf(stderr, "edhoc-cli oscore: cannot read context file %s: %s\n", path,
                 strerror(errno));
         return CLI_EXIT_INPUT;
     }
-    struct oscore_config cfg;
-    struct oscore_config_error err;
-    int rc = oscore_config_parse((const char *)text, len, &cfg, &err);
-    /* The file text holds the master secret in the clear. */
-    edhoc_wipe(text, len);
-    free(text);
     if (rc) {
         if (err.line)
             fprintf(stderr, "edhoc-cli oscore: %s:%u: %s\n", path, err.line, err.message);

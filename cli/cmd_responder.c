@@ -603,17 +603,13 @@ static int parse_methods(const char *v, unsigned *mask)
 
 static int load_static_context(struct edhoc_server *srv, const char *path)
 {
-    size_t len;
-    uint8_t *text = cli_read_file(path, &len);
-    if (!text) {
+    struct oscore_config cfg;
+    struct oscore_config_error err;
+    int rc = cli_oscore_config_read(path, &cfg, &err);
+    if (rc == -1) {
         cli_log(LOG_ERR, "--oscore-context %s: %s", path, strerror(errno));
         return CLI_EXIT_INPUT;
     }
-    struct oscore_config cfg;
-    struct oscore_config_error err;
-    int rc = oscore_config_parse((const char *)text, len, &cfg, &err);
-    edhoc_wipe(text, len);
-    free(text);
     if (rc) {
         cli_log(LOG_ERR, "--oscore-context %s line %u: %s", path, err.line, err.message);
         return CLI_EXIT_INPUT;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edhoc/oscore.h"
 #include "util.h"
 
 static const int all_suites[] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
@@ -671,4 +672,17 @@ int cli_edhoc_take_option(struct cli_edhoc_opts *o, int own_side, const char *pr
     if (used && !eq)
         (*i)++;
     return 0;
+}
+
+int cli_oscore_config_read(const char *path, struct oscore_config *cfg,
+                           struct oscore_config_error *err)
+{
+    size_t len;
+    uint8_t *text = cli_read_file(path, &len);
+    if (!text)
+        return -1;
+    int rc = oscore_config_parse((const char *)text, len, cfg, err);
+    edhoc_wipe(text, len);
+    free(text);
+    return rc ? -2 : 0;
 }

@@ -86,6 +86,15 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
 int cli_edhoc_take_option(struct cli_edhoc_opts *o, int own_side, const char *prog,
                           const char *name, const char *value, bool eq, int *i);
 
+/* Read and parse an OSCORE context file (libcoap's keyword,encoding,value
+ * format). The file text, which holds the master secret, is wiped; the
+ * caller wipes *cfg. Returns 0, -1 when the file cannot be read (errno
+ * says why), -2 when it does not parse (*err says where and why). */
+struct oscore_config;
+struct oscore_config_error;
+int cli_oscore_config_read(const char *path, struct oscore_config *cfg,
+                           struct oscore_config_error *err);
+
 /* Help text of the shared options. */
 void cli_edhoc_print_options(FILE *f, bool two_sided);
 
