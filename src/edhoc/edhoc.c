@@ -1077,20 +1077,32 @@ int edhoc_initiator_process_message_2(struct edhoc_session *s, const uint8_t *ms
     return 0;
 }
 
-int edhoc_initiator_verify_message_2(struct edhoc_session *s, const struct edhoc_received *rx,
-                                     const struct edhoc_cred *cred_r)
+/* The public verify step of either role: the state check, verify_peer,
+ * then the next state. */
+static int verify_step(struct edhoc_session *s, const struct edhoc_received *rx,
+                       const struct edhoc_cred *cred, enum edhoc_role role,
+                       enum edhoc_state expected, const struct auth_msg *m,
+                       enum edhoc_step step,
+                       enum edhoc_state next)
 {
     if (!s || !s->cfg || !rx)
         return EDHOC_ERR_ARG;
-    if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_VERIFY_M2)
+    if (s->role != role || s->state != expected)
         return EDHOC_ERR_STATE;
     if (!received_consistent(rx))
         return EDHOC_ERR_ARG;
-    int rc = verify_peer(s, &auth_msg_2, rx, cred_r);
+    int rc = verify_peer(s, m, rx, cred);
     if (rc)
-        return fail(s, rc, EDHOC_STEP_VERIFY_M2);
-    s->state = EDHOC_STATE_SEND_M3;
+        return fail(s, rc, step);
+    s->state = (uint8_t)next;
     return 0;
+}
+
+int edhoc_initiator_verify_message_2(struct edhoc_session *s, const struct edhoc_received *rx,
+                                     const struct edhoc_cred *cred_r)
+{
+    return verify_step(s, rx, cred_r, EDHOC_INITIATOR, EDHOC_STATE_VERIFY_M2, &auth_msg_2,
+                       EDHOC_STEP_VERIFY_M2, EDHOC_STATE_SEND_M3);
 }
 
 /* ---- message_3 / message_4 AEAD ---- */
@@ -1248,17 +1260,8 @@ int edhoc_responder_process_message_3(struct edhoc_session *s, const uint8_t *ms
 int edhoc_responder_verify_message_3(struct edhoc_session *s, const struct edhoc_received *rx,
                                      const struct edhoc_cred *cred_i)
 {
-    if (!s || !s->cfg || !rx)
-        return EDHOC_ERR_ARG;
-    if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_VERIFY_M3)
-        return EDHOC_ERR_STATE;
-    if (!received_consistent(rx))
-        return EDHOC_ERR_ARG;
-    int rc = verify_peer(s, &auth_msg_3, rx, cred_i);
-    if (rc)
-        return fail(s, rc, EDHOC_STEP_VERIFY_M3);
-    s->state = EDHOC_STATE_COMPLETED;
-    return 0;
+    return verify_step(s, rx, cred_i, EDHOC_RESPONDER, EDHOC_STATE_VERIFY_M3, &auth_msg_3,
+                       EDHOC_STEP_VERIFY_M3, EDHOC_STATE_COMPLETED);
 }
 
 /* ---- message_4 ---- */
