@@ -315,6 +315,43 @@ static const char *peer_error_reason(long code, const char *diag, const struct c
     return buf;
 }
 
+/* The argv of one `edhoc-cli initiator` run against the device: the
+ * options every run has, then those of the run, then the user's
+ * pass-through options. */
+struct initiator_argv {
+    char *v[MAX_PASS + 24];
+    int n;
+    char method[8], timeout[16];
+};
+
+static void initiator_argv_start(const struct opts *o, int method, const char *suites,
+                                 struct initiator_argv *a)
+{
+    snprintf(a->method, sizeof a->method, "%d", method);
+    snprintf(a->timeout, sizeof a->timeout, "%ld", o->timeout_s);
+    a->n = 0;
+    a->v[a->n++] = "edhoc-cli";
+    a->v[a->n++] = "initiator";
+    a->v[a->n++] = (char *)o->uri;
+    a->v[a->n++] = "--json";
+    a->v[a->n++] = "--method";
+    a->v[a->n++] = a->method;
+    a->v[a->n++] = "--suites";
+    a->v[a->n++] = (char *)suites;
+    a->v[a->n++] = "--timeout";
+    a->v[a->n++] = a->timeout;
+}
+
+/* Add the pass-through options and run it, bounded by --timeout. */
+static void initiator_argv_run(const struct opts *o, struct initiator_argv *a,
+                               struct child_result *r)
+{
+    for (int i = 0; i < o->n_pass; i++)
+        a->v[a->n++] = (char *)o->pass[i];
+    a->v[a->n] = NULL;
+    run_child(a->v, o->timeout_s * 1000 + KILL_GRACE_MS, r);
+}
+
 /* The cipher suites the peer offers in SUITES_R: ask the initiator to start
  * with the refused suite and fall back to any other, then see which one it
  * settled on (our most preferred among SUITES_R). Returns -1 if unknown. */
@@ -326,26 +363,10 @@ static int probe_suites_r(const struct opts *o, int refused, int method)
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (known[i] != refused)
             n += snprintf(list + n, sizeof list - (size_t)n, ",%d", known[i]);
-    char method_s[8], timeout_s[16];
-    snprintf(method_s, sizeof method_s, "%d", method);
-    snprintf(timeout_s, sizeof timeout_s, "%ld", o->timeout_s);
-    char *argv[MAX_PASS + 16];
-    int a = 0;
-    argv[a++] = "edhoc-cli";
-    argv[a++] = "initiator";
-    argv[a++] = (char *)o->uri;
-    argv[a++] = "--json";
-    argv[a++] = "--method";
-    argv[a++] = method_s;
-    argv[a++] = "--suites";
-    argv[a++] = list;
-    argv[a++] = "--timeout";
-    argv[a++] = timeout_s;
-    for (int i = 0; i < o->n_pass; i++)
-        argv[a++] = (char *)o->pass[i];
-    argv[a] = NULL;
+    struct initiator_argv a;
+    initiator_argv_start(o, method, list, &a);
     struct child_result r;
-    run_child(argv, o->timeout_s * 1000 + KILL_GRACE_MS, &r);
+    initiator_argv_run(o, &a, &r);
     long suite = -1, attempts = 0;
     if (r.out) {
         json_read_long(r.out, NULL, "suite", &suite);
@@ -572,49 +593,34 @@ static void write_trace(const struct opts *o, const struct cell *c, const struct
 static void run_cell(const struct opts *o, struct cell *c, int *suites_r_cache)
 {
     cell_name(c);
-    char method_s[8], suite_s[8], timeout_s[16];
-    snprintf(method_s, sizeof method_s, "%d", c->method);
+    char suite_s[8];
     snprintf(suite_s, sizeof suite_s, "%d", c->suite);
-    snprintf(timeout_s, sizeof timeout_s, "%ld", o->timeout_s);
-    char *argv[MAX_PASS + 24];
-    int a = 0;
-    argv[a++] = "edhoc-cli";
-    argv[a++] = "initiator";
-    argv[a++] = (char *)o->uri;
-    argv[a++] = "--json";
-    argv[a++] = "--method";
-    argv[a++] = method_s;
-    argv[a++] = "--suites";
-    argv[a++] = suite_s;
-    argv[a++] = "--id-cred";
-    argv[a++] = c->id_cred;
-    argv[a++] = "--timeout";
-    argv[a++] = timeout_s;
+    struct initiator_argv a;
+    initiator_argv_start(o, c->method, suite_s, &a);
+    a.v[a.n++] = "--id-cred";
+    a.v[a.n++] = c->id_cred;
     if (c->message_4)
-        argv[a++] = "--message-4";
+        a.v[a.n++] = "--message-4";
     if (c->combined)
-        argv[a++] = "--combined";
+        a.v[a.n++] = "--combined";
     if (c->bare) {
-        argv[a++] = "--framing";
-        argv[a++] = "bare";
+        a.v[a.n++] = "--framing";
+        a.v[a.n++] = "bare";
     }
     char pcap_path[4200];
     if (o->trace_dir) {
-        argv[a++] = "--trace";
+        a.v[a.n++] = "--trace";
         snprintf(pcap_path, sizeof pcap_path, "%s/%s.pcap", o->trace_dir, c->name);
-        argv[a++] = "--pcap";
-        argv[a++] = pcap_path;
+        a.v[a.n++] = "--pcap";
+        a.v[a.n++] = pcap_path;
     }
-    for (int i = 0; i < o->n_pass; i++)
-        argv[a++] = (char *)o->pass[i];
-    argv[a] = NULL;
     struct child_result r;
-    run_child(argv, o->timeout_s * 1000 + KILL_GRACE_MS, &r);
+    initiator_argv_run(o, &a, &r);
     c->edhoc_bytes = c->coap_bytes = 0;
     diagnose(o, c, &r, suites_r_cache);
     c->ms = r.ms;
     if (o->trace_dir)
-        write_trace(o, c, &r, argv);
+        write_trace(o, c, &r, a.v);
     free(r.out);
 }
 
