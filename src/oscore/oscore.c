@@ -547,6 +547,20 @@ static int add_decoded(struct split *s, uint16_t number, const uint8_t *p, const
     return add_opt(s->inner, &s->n_inner, MAX_INNER_OPTS, number, dst, n);
 }
 
+/* One option per part of [p, end) between separators (empty parts too). */
+static int add_each_part(struct split *s, uint16_t number, const uint8_t *p, const uint8_t *end,
+                         uint8_t sep)
+{
+    for (const uint8_t *q = p;; q++) {
+        if (q == end || *q == sep) {
+            int rc = add_decoded(s, number, p, q);
+            if (rc || q == end)
+                return rc;
+            p = q + 1;
+        }
+    }
+}
+
 /* Section 4.1.3.3: the path and query of Proxy-Uri become inner Uri-Path
  * and Uri-Query options; the outer Proxy-Uri keeps scheme://authority. */
 static int split_proxy_uri(struct split *s, const struct coap_option *o)
@@ -575,31 +589,12 @@ static int split_proxy_uri(struct split *s, const struct coap_option *o)
         path_end++;
     /* An empty path or "/" gives no Uri-Path (RFC 7252 Section 6.4). */
     if (path_end - p > 1) {
-        const uint8_t *seg = p + 1;
-        for (const uint8_t *q = seg;; q++) {
-            if (q == path_end || *q == '/') {
-                rc = add_decoded(s, COAP_OPT_URI_PATH, seg, q);
-                if (rc)
-                    return rc;
-                if (q == path_end)
-                    break;
-                seg = q + 1;
-            }
-        }
+        rc = add_each_part(s, COAP_OPT_URI_PATH, p + 1, path_end, '/');
+        if (rc)
+            return rc;
     }
-    if (path_end < end) {
-        const uint8_t *arg = path_end + 1;
-        for (const uint8_t *q = arg;; q++) {
-            if (q == end || *q == '&') {
-                rc = add_decoded(s, COAP_OPT_URI_QUERY, arg, q);
-                if (rc)
-                    return rc;
-                if (q == end)
-                    break;
-                arg = q + 1;
-            }
-        }
-    }
+    if (path_end < end)
+        return add_each_part(s, COAP_OPT_URI_QUERY, path_end + 1, end, '&');
     return 0;
 }
 
