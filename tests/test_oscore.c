@@ -842,6 +842,99 @@ static void test_persistence_crash_anywhere(void **state)
     assert_int_equal(oscore_context_set_persistence(&cli, store_mark, &f, 0), OSCORE_ERR_INVALID);
 }
 
+/* Two users of one context (two runs of a client): a shared counter
+ * that hands out disjoint ranges, the way the CLI's locked file does. */
+struct shared_counter {
+    uint64_t next_free;
+    unsigned calls;
+    bool fail, go_back;
+};
+
+static int reserve_range(void *user, uint64_t next, uint64_t count, uint64_t *first)
+{
+    struct shared_counter *sc = user;
+    if (sc->fail)
+        return -1;
+    sc->calls++;
+    uint64_t start = sc->next_free > next ? sc->next_free : next;
+    *first = sc->go_back ? next - 1 : start;
+    sc->next_free = start + count;
+    return 0;
+}
+
+static uint64_t piv_of(const uint8_t *msg, size_t len)
+{
+    struct oscore_option opt;
+    assert_int_equal(oscore_message_option(msg, len, &opt), 0);
+    uint64_t v = 0;
+    for (size_t i = 0; i < opt.piv_len; i++)
+        v = v << 8 | opt.piv[i];
+    return v;
+}
+
+/* RFC 8613 Section 7.2: a Sender Sequence Number is never used twice
+ * for one Sender Context, also when two processes share it: the second
+ * one's reservations start above the first one's, and the first one
+ * jumps past the second's when its own range runs out. */
+static void test_reservation_shared_context(void **state)
+{
+    (void)state;
+    uint8_t req[BUF], p1[BUF], p2[BUF];
+    size_t req_len = sample_request(req, 0);
+    struct oscore_binding b;
+    struct oscore_context a, a_srv, c, c_srv;
+    make_pair(&a, &a_srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    make_pair(&c, &c_srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
+    struct shared_counter sc = {0};
+    assert_int_equal(oscore_context_set_reservation(&a, reserve_range, &sc, 3), 0);
+    assert_int_equal(oscore_context_set_reservation(&c, reserve_range, &sc, 3), 0);
+    uint64_t used[12];
+    size_t n_used = 0;
+    for (int round = 0; round < 4; round++) {
+        for (int k = 0; k < 2; k++) {
+            long n = oscore_protect_request(&a, req, req_len, p1, sizeof p1, &b);
+            assert_true(n > 0);
+            used[n_used++] = piv_of(p1, (size_t)n);
+        }
+        long n = oscore_protect_request(&c, req, req_len, p2, sizeof p2, &b);
+        assert_true(n > 0);
+        used[n_used++] = piv_of(p2, (size_t)n);
+    }
+    for (size_t i = 0; i < n_used; i++)
+        for (size_t j = i + 1; j < n_used; j++)
+            if (used[i] == used[j])
+                fail_msg("sequence number %llu used twice", (unsigned long long)used[i]);
+    /* a: 0,1 then 2 is its own, then a new range above c's: 6,7 ... */
+    assert_int_equal(used[0], 0);
+    assert_int_equal(used[1], 1);
+    assert_int_equal(used[2], 3); /* c's first range starts above a's */
+    assert_int_equal(used[3], 2);
+    assert_int_equal(used[4], 6); /* a's second range starts above c's */
+    /* Reservation failures stop the message and consume nothing. */
+    uint64_t before = oscore_context_ssn(&a);
+    sc.fail = true;
+    while (oscore_context_ssn(&a) == before && before < 100) {
+        long n = oscore_protect_request(&a, req, req_len, p1, sizeof p1, &b);
+        if (n == OSCORE_ERR_PERSIST)
+            break;
+        assert_true(n > 0);
+        before = oscore_context_ssn(&a);
+    }
+    assert_int_equal(oscore_protect_request(&a, req, req_len, p1, sizeof p1, &b),
+                     OSCORE_ERR_PERSIST);
+    assert_int_equal(oscore_context_ssn(&a), before);
+    /* A reservation that would go back is refused as a failure. */
+    sc.fail = false;
+    sc.go_back = true;
+    assert_int_equal(oscore_protect_request(&a, req, req_len, p1, sizeof p1, &b),
+                     OSCORE_ERR_PERSIST);
+    assert_int_equal(oscore_context_set_reservation(&a, reserve_range, &sc, 0), OSCORE_ERR_INVALID);
+    oscore_context_wipe(&a);
+    oscore_context_wipe(&c);
+    oscore_context_wipe(&a_srv);
+    oscore_context_wipe(&c_srv);
+}
+
 /* ---- Echo recovery (Appendix B.1.2) ---- */
 
 static size_t add_echo(const uint8_t *req, size_t req_len, const uint8_t *echo, size_t echo_len,
@@ -1348,6 +1441,7 @@ int main(void)
         cmocka_unit_test(test_window_slides),
         cmocka_unit_test(test_ssn_limit),
         cmocka_unit_test(test_persistence_crash_anywhere),
+        cmocka_unit_test(test_reservation_shared_context),
         cmocka_unit_test(test_echo_recovery),
         cmocka_unit_test(test_observe_notifications),
         cmocka_unit_test(test_proxy_uri_split),

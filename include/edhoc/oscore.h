@@ -89,6 +89,15 @@ const char *oscore_strerror(int err);
  * protect fail with OSCORE_ERR_PERSIST. */
 typedef int (*oscore_store_ssn_fn)(void *user, uint64_t mark);
 
+/* Called instead of oscore_store_ssn_fn when the context is shared by
+ * several processes (a static context used by one client run after
+ * another, or by runs at the same time): durably reserve `count` sequence
+ * numbers starting at or above `next` that no other user of the context
+ * was or will be given, write the first into *first and return 0. A
+ * non-zero return, or *first below `next`, makes protect fail with
+ * OSCORE_ERR_PERSIST. */
+typedef int (*oscore_reserve_ssn_fn)(void *user, uint64_t next, uint64_t count, uint64_t *first);
+
 /* Input parameters of RFC 8613 Section 3.2. Pointers are only read during
  * oscore_context_init(). */
 struct oscore_params {
@@ -113,6 +122,7 @@ struct oscore_params {
 struct oscore_context {
     const struct edhoc_crypto_ops *crypto;
     oscore_store_ssn_fn store_ssn;
+    oscore_reserve_ssn_fn reserve_ssn;
     void *store_user;
     uint64_t ssn;         /* next Sender Sequence Number */
     uint64_t ssn_stored;  /* every SSN below this may be used without a store */
@@ -164,6 +174,13 @@ void oscore_context_wipe(struct oscore_context *c);
 int oscore_context_set_persistence(struct oscore_context *c,
                                    oscore_store_ssn_fn fn, void *user,
                                    uint32_t ssn_freq);
+
+/* Reserve sequence numbers `count` (>= 1) at a time through fn before
+ * any is used; the context's sender sequence number jumps to the first
+ * number of each reservation. Replaces a store callback. fn NULL disables
+ * it. Returns 0 or OSCORE_ERR_INVALID (count == 0 with fn). */
+int oscore_context_set_reservation(struct oscore_context *c, oscore_reserve_ssn_fn fn,
+                                   void *user, uint32_t count);
 
 /* After a restart: continue from the last stored mark (every SSN used
  * before the restart is below it, so no nonce repeats), and forget the

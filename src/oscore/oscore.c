@@ -232,9 +232,24 @@ int oscore_context_set_persistence(struct oscore_context *c, oscore_store_ssn_fn
     if (!c || (fn && ssn_freq == 0))
         return OSCORE_ERR_INVALID;
     c->store_ssn = fn;
+    c->reserve_ssn = NULL;
     c->store_user = user;
     c->ssn_freq = ssn_freq ? ssn_freq : 1;
     /* Nothing is known to be stored yet: the next use stores first. */
+    c->ssn_stored = c->ssn;
+    return 0;
+}
+
+int oscore_context_set_reservation(struct oscore_context *c, oscore_reserve_ssn_fn fn, void *user,
+                                   uint32_t count)
+{
+    if (!c || (fn && count == 0))
+        return OSCORE_ERR_INVALID;
+    c->reserve_ssn = fn;
+    c->store_ssn = NULL;
+    c->store_user = user;
+    c->ssn_freq = count ? count : 1;
+    /* Nothing is reserved yet: the next use reserves first. */
     c->ssn_stored = c->ssn;
     return 0;
 }
@@ -651,6 +666,19 @@ static int reserve_ssn(struct oscore_context *c)
 {
     if (c->ssn > OSCORE_SSN_MAX)
         return OSCORE_ERR_SSN_EXHAUSTED;
+    if (c->reserve_ssn && c->ssn >= c->ssn_stored) {
+        /* Another user of the context may have reserved the numbers after
+         * ours: continue wherever the reservation starts. */
+        uint64_t first = 0;
+        if (c->reserve_ssn(c->store_user, c->ssn, c->ssn_freq, &first) != 0 || first < c->ssn)
+            return OSCORE_ERR_PERSIST;
+        if (first > OSCORE_SSN_MAX)
+            return OSCORE_ERR_SSN_EXHAUSTED;
+        c->ssn = first;
+        c->ssn_stored = first + c->ssn_freq;
+        if (c->ssn_stored > OSCORE_SSN_MAX + 1)
+            c->ssn_stored = OSCORE_SSN_MAX + 1;
+    }
     if (c->store_ssn && c->ssn >= c->ssn_stored) {
         uint64_t mark = c->ssn + c->ssn_freq;
         if (mark > OSCORE_SSN_MAX + 1)
