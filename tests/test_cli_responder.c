@@ -165,10 +165,13 @@ static void test_restart_echo_replay_ssn(void **state)
     n = net_udp_exchange(r.port, old_req, old_len, resp, sizeof resp, 3000);
     assert_true(n > 4);
     assert_int_equal(resp[1], 0x81); /* 4.01 Unauthorized (replay) */
-    /* And a second copy of the post-restart sequence number too. */
+    /* A second run asking for the post-restart sequence number again is
+     * refused by the client itself, before anything is sent: its state
+     * directory knows 10 was used (RFC 8613 Section 7.2). */
     rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 10",
                  r.port, conf);
-    assert_int_equal(rc, 7);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "may already have been used"));
     free(out);
 
     /* kill -9 in the middle of notifications. */
@@ -266,8 +269,9 @@ static void test_daemon_pidfile(void **state)
     net_path(log, sizeof log, "d.log");
     char *out;
     int rc = CLI_RUN(&out, 30,
-                     "responder --listen 127.0.0.1:0 --daemon --pidfile %s --ready-file %s",
-                     pidfile, ready);
+                     "responder --listen 127.0.0.1:0 --daemon --pidfile %s --ready-file %s "
+                     "--state-dir %s/d.state",
+                     pidfile, ready, net_dir);
     assert_int_equal(rc, 0); /* the parent returns at once */
     free(out);
     pid_t pid = 0;
@@ -382,6 +386,169 @@ static void test_pending_eviction_and_timeout(void **state)
     net_proc_stop(&r, SIGTERM, 5000);
 }
 
+/* ---- Static contexts keyed by (ID Context, Recipient ID) ---- */
+
+/* An OSCORE context file: the keying material of RFC 8613 Appendix C.1
+ * (client Sender ID '', server Sender ID 01) with the given ID Context
+ * line ("" for none). server: the server's view, else the client's. */
+static void write_static_ctx(const char *name, char *path, size_t cap, const char *id_context,
+                             bool server, const char *secret)
+{
+    net_path(path, cap, name);
+    char conf[600];
+    snprintf(conf, sizeof conf,
+             "master_secret,hex,\"%s\"\nmaster_salt,hex,\"9e7ca92223786340\"\n%s"
+             "sender_id,hex,\"%s\"\nrecipient_id,hex,\"%s\"\n",
+             secret, id_context, server ? "01" : "", server ? "" : "01");
+    net_write_file(path, conf, 0600);
+}
+
+#define C1_SECRET "0102030405060708090a0b0c0d0e0f10"
+#define IDC_B "id_context,hex,\"37cbf3210017a2d3\"\n"
+#define IDC_D "id_context,hex,\"44616c656b\"\n"
+#define IDC_EMPTY "id_context,hex,\"\"\n"
+
+/* `edhoc-cli coap GET /time` with a client context, its sequence numbers
+ * kept in the test's client state directory; extra: more options or "".
+ * Returns the exit code. */
+static int static_get(uint16_t port, const char *ctx, const char *extra, char **out)
+{
+    char cstate[300], line[1400];
+    net_path(cstate, sizeof cstate, "client-state");
+    snprintf(line, sizeof line,
+             "STATE_DIRECTORY=%s %s coap GET coap://127.0.0.1:%u/time --oscore-context %s --json %s",
+             cstate, cli, port, ctx, extra);
+    return net_sh(line, out, 30);
+}
+
+static void expect_content(uint16_t port, const char *ctx, bool echo)
+{
+    char *out;
+    int rc = static_get(port, ctx, "", &out);
+    if (rc != 0 || !strstr(out, "\"code\": \"2.05 Content\", \"oscore\": true"))
+        fail_msg("GET /time with %s: %d\n%s", ctx, rc, out);
+    if (echo && !strstr(out, "\"echo\": true"))
+        fail_msg("GET /time with %s: no Echo challenge after the restart\n%s", ctx, out);
+    free(out);
+}
+
+/* RFC 8613 Section 3.3: "If an endpoint has the same Recipient ID with
+ * different Recipient Contexts ... the endpoint may need to try multiple
+ * times"; Section 5.1 / 8.2: "If 'kid context' is present in the request,
+ * then the server SHALL use a security context with that ID Context".
+ * Contexts B and D of the interop plugtest share a Recipient ID and
+ * differ only in their ID Context: both are served, each request verified
+ * by its own, and each keeps its own sequence-number mark across a
+ * restart (Section 7.2.1). */
+static void test_static_contexts_share_recipient_id(void **state)
+{
+    (void)state;
+    char srv_b[300], srv_d[300], cl_b[300], cl_d[300], cl_other[300], sdir[300], args[1200];
+    write_static_ctx("srv_b.conf", srv_b, sizeof srv_b, IDC_B, true, C1_SECRET);
+    write_static_ctx("srv_d.conf", srv_d, sizeof srv_d, IDC_D, true, C1_SECRET);
+    write_static_ctx("cl_b.conf", cl_b, sizeof cl_b, IDC_B, false, C1_SECRET);
+    write_static_ctx("cl_d.conf", cl_d, sizeof cl_d, IDC_D, false, C1_SECRET);
+    write_static_ctx("cl_other.conf", cl_other, sizeof cl_other, "id_context,hex,\"ffff\"\n",
+                     false, C1_SECRET);
+    net_path(sdir, sizeof sdir, "static-state");
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s --oscore-context %s", sdir,
+             srv_b, srv_d);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "static-bd", args), 0);
+    expect_content(r.port, cl_b, false);
+    expect_content(r.port, cl_d, false);
+    expect_content(r.port, cl_b, false);
+
+    /* A 'kid context' no context has: Section 8.2 step 2, "Security
+     * context not found" (4.01), even though the kid is known. */
+    char *out;
+    int rc = static_get(r.port, cl_other, "", &out);
+    if (rc != 7 || !strstr(out, "4.01"))
+        fail_msg("unknown kid context: %d\n%s", rc, out);
+    free(out);
+    char *log = net_read_file(r.log);
+    assert_non_null(strstr(log, "no context for this kid context and kid"));
+    free(log);
+
+    /* After a restart each resumes from the mark stored under its own
+     * (ID Context, Recipient ID): Appendix B.1.2, an Echo challenge first. */
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    assert_int_equal(net_responder_start(&r, "static-bd2", args), 0);
+    expect_content(r.port, cl_d, true);
+    expect_content(r.port, cl_b, true);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+
+    /* The same (ID Context, Recipient ID) twice is one context configured
+     * twice: refused, even with other keying material. */
+    char srv_b2[300];
+    write_static_ctx("srv_b2.conf", srv_b2, sizeof srv_b2, IDC_B, true,
+                     "ff02030405060708090a0b0c0d0e0f10");
+    rc = CLI_RUN(&out, 30,
+                 "responder --listen 127.0.0.1:0 --state-dir %s --oscore-context %s "
+                 "--oscore-context %s",
+                 sdir, srv_b, srv_b2);
+    if (rc != 3 || !strstr(out, "already in use"))
+        fail_msg("the same ID Context and Recipient ID twice: %d\n%s", rc, out);
+    free(out);
+}
+
+/* RFC 8613 Section 3.2.1: id_context is "the ID Context, or nil if ID
+ * Context is not provided", so no ID Context and an empty one are two
+ * contexts. A request without 'kid context' may belong to any context
+ * with its kid (Section 3.3, "may need to try multiple times"): the
+ * responder tries the one added last first, so the request of the context
+ * without ID Context is first refused by the other two, and still answered
+ * 2.05. */
+static void test_static_contexts_tried_in_turn(void **state)
+{
+    (void)state;
+    char srv_none[300], srv_empty[300], srv_b[300], cl_none[300], cl_empty[300], cl_b[300],
+        cl_bad[300], sdir[300], args[1400];
+    write_static_ctx("srv_none.conf", srv_none, sizeof srv_none, "", true, C1_SECRET);
+    write_static_ctx("srv_empty.conf", srv_empty, sizeof srv_empty, IDC_EMPTY, true, C1_SECRET);
+    write_static_ctx("srv_b3.conf", srv_b, sizeof srv_b, IDC_B, true, C1_SECRET);
+    write_static_ctx("cl_none.conf", cl_none, sizeof cl_none, "", false, C1_SECRET);
+    write_static_ctx("cl_empty.conf", cl_empty, sizeof cl_empty, IDC_EMPTY, false, C1_SECRET);
+    write_static_ctx("cl_b3.conf", cl_b, sizeof cl_b, IDC_B, false, C1_SECRET);
+    write_static_ctx("cl_bad.conf", cl_bad, sizeof cl_bad, "", false,
+                     "ff02030405060708090a0b0c0d0e0f10");
+    net_path(sdir, sizeof sdir, "turn-state");
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s --oscore-context %s "
+             "--oscore-context %s",
+             sdir, srv_none, srv_empty, srv_b);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "static-turn", args), 0);
+    /* Each client starts at sequence number 0. The two with an ID Context
+     * go first, so Partial IV 0 is in the replay windows of both contexts
+     * tried before the one without ID Context: their window check (before
+     * the AEAD) must not end the search. */
+    expect_content(r.port, cl_b, false);
+    expect_content(r.port, cl_empty, false);
+    expect_content(r.port, cl_none, false);
+    expect_content(r.port, cl_none, false);
+    /* A key no context has, with a Partial IV the context without ID
+     * Context has accepted: that context refuses before decrypting
+     * (Section 8.2 step 3 comes before step 6) and no other verifies it,
+     * so "Replay detected", the answer that context alone would give. */
+    char *out;
+    int rc = static_get(r.port, cl_bad, "--seq 0", &out);
+    if (rc != 7 || !strstr(out, "Replay detected"))
+        fail_msg("a Partial IV seen by one candidate: %d\n%s", rc, out);
+    free(out);
+    /* With a fresh Partial IV it is verified by none of them: Section 8.2
+     * step 6, "Decryption failed". */
+    rc = static_get(r.port, cl_bad, "--seq 40", &out);
+    if (rc != 7 || !strstr(out, "4.00") || !strstr(out, "Decryption failed"))
+        fail_msg("a key no context has: %d\n%s", rc, out);
+    free(out);
+    /* The failed trial changed no context: the next requests still pass. */
+    expect_content(r.port, cl_none, false);
+    expect_content(r.port, cl_empty, false);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +557,8 @@ int main(void)
         cmocka_unit_test_teardown(test_sighup_keeps_contexts, net_test_teardown),
         cmocka_unit_test_teardown(test_daemon_pidfile, net_test_teardown),
         cmocka_unit_test_teardown(test_pending_eviction_and_timeout, net_test_teardown),
+        cmocka_unit_test_teardown(test_static_contexts_share_recipient_id, net_test_teardown),
+        cmocka_unit_test_teardown(test_static_contexts_tried_in_turn, net_test_teardown),
     };
     return cmocka_run_group_tests_name("cli_responder", tests, setup, net_group_teardown);
 }

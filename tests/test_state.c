@@ -1,7 +1,8 @@
 /*
  * Tests of the responder's durable state (edhoc/state.h): round trips,
  * the never-lower rule for sequence-number marks, refusal of files that
- * are not ours (left byte-identical), and crash safety under kill -9.
+ * are not ours (left byte-identical), crash safety under kill -9, keys of
+ * (ID Context, Recipient ID) and the migration of a version 1 file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -94,7 +95,10 @@ static void make_peer(struct edhoc_state_peer *p, uint32_t i)
     p->sender_id_len = 1 + i % EDHOC_STATE_MAX_ID;
     for (size_t k = 0; k < p->sender_id_len; k++)
         p->sender_id[k] = (uint8_t)(0xa0 + k + i);
-    p->id_context_len = i % (EDHOC_STATE_MAX_ID_CONTEXT + 1);
+    /* Every third context has no ID Context; the others have one of
+     * 0..EDHOC_STATE_MAX_ID_CONTEXT bytes, the empty one included. */
+    p->has_id_context = i % 3 != 0;
+    p->id_context_len = p->has_id_context ? i % (EDHOC_STATE_MAX_ID_CONTEXT + 1) : 0;
     for (size_t k = 0; k < p->id_context_len; k++)
         p->id_context[k] = (uint8_t)(0x30 + k * 3 + i);
     p->master_secret_len = 16 + i % 17;
@@ -118,6 +122,7 @@ static void assert_peer_equal(const struct edhoc_state_peer *a, const struct edh
     assert_memory_equal(a->recipient_id, b->recipient_id, a->recipient_id_len);
     assert_int_equal(a->sender_id_len, b->sender_id_len);
     assert_memory_equal(a->sender_id, b->sender_id, a->sender_id_len);
+    assert_int_equal(a->has_id_context, b->has_id_context);
     assert_int_equal(a->id_context_len, b->id_context_len);
     if (a->id_context_len)
         assert_memory_equal(a->id_context, b->id_context, a->id_context_len);
@@ -148,10 +153,20 @@ static struct edhoc_state_db *open_ok(const char *dir)
     return db;
 }
 
-static uint64_t get_mark(struct edhoc_state_db *db, const uint8_t *id, size_t len)
+/* The ID Context argument of a context's key: NULL when it has none. */
+static const uint8_t *idc_of(const struct edhoc_state_peer *p)
+{
+    return p->has_id_context ? p->id_context : NULL;
+}
+
+/* The four key arguments (id_context, its length, recipient_id, its
+ * length) naming the context p. */
+#define KEY(p) idc_of(&(p)), (p).id_context_len, (p).recipient_id, (p).recipient_id_len
+
+static uint64_t get_mark(struct edhoc_state_db *db, const struct edhoc_state_peer *key)
 {
     struct edhoc_state_peer p;
-    assert_int_equal(edhoc_state_get_peer(db, id, len, &p), 0);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(*key), &p), 0);
     return p.ssn_mark;
 }
 
@@ -184,6 +199,7 @@ static void test_round_trip_every_field(void **state)
     memset(big.recipient_id, 0xff, EDHOC_STATE_MAX_ID);
     big.sender_id_len = EDHOC_STATE_MAX_ID;
     memset(big.sender_id, 0xee, EDHOC_STATE_MAX_ID);
+    big.has_id_context = true;
     big.id_context_len = EDHOC_STATE_MAX_ID_CONTEXT;
     memset(big.id_context, 0xdd, EDHOC_STATE_MAX_ID_CONTEXT);
     big.master_secret_len = EDHOC_STATE_MAX_SECRET;
@@ -209,10 +225,10 @@ static void test_round_trip_every_field(void **state)
     assert_int_equal(edhoc_state_count(db), 2);
 
     memset(&got, 0x55, sizeof got);
-    assert_int_equal(edhoc_state_get_peer(db, big.recipient_id, big.recipient_id_len, &got), 0);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(big), &got), 0);
     assert_peer_equal(&got, &big);
     memset(&got, 0x55, sizeof got);
-    assert_int_equal(edhoc_state_get_peer(db, small.recipient_id, 0, &got), 0);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(small), &got), 0);
     assert_peer_equal(&got, &small);
     edhoc_state_close(db);
 
@@ -229,7 +245,7 @@ static void test_round_trip_every_field(void **state)
         struct edhoc_state_peer p;
         make_peer(&p, i);
         assert_int_equal(edhoc_state_put_peer(db, &p), 0);
-        assert_int_equal(edhoc_state_get_peer(db, p.recipient_id, p.recipient_id_len, &got), 0);
+        assert_int_equal(edhoc_state_get_peer(db, KEY(p), &got), 0);
         assert_peer_equal(&got, &p);
     }
     edhoc_state_close(db);
@@ -276,15 +292,18 @@ static void test_put_replaces(void **state)
     a.ssn_mark = 500;
     assert_int_equal(edhoc_state_put_peer(db, &a), 0);
 
-    /* Same recipient ID, new keying material and every other field new:
-     * the row is replaced, mark included. */
+    /* Same key (ID Context and recipient ID), new keying material and
+     * every other field new: the row is replaced, mark included. */
     make_peer(&b, 4);
     memcpy(b.recipient_id, a.recipient_id, a.recipient_id_len);
     b.recipient_id_len = a.recipient_id_len;
+    b.has_id_context = a.has_id_context;
+    memcpy(b.id_context, a.id_context, a.id_context_len);
+    b.id_context_len = a.id_context_len;
     b.ssn_mark = 20;
     assert_int_equal(edhoc_state_put_peer(db, &b), 0);
     assert_int_equal(edhoc_state_count(db), 1);
-    assert_int_equal(edhoc_state_get_peer(db, a.recipient_id, a.recipient_id_len, &got), 0);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(a), &got), 0);
     assert_peer_equal(&got, &b);
 
     /* Same keying material with a lower mark: the other fields change,
@@ -294,14 +313,14 @@ static void test_put_replaces(void **state)
     snprintf(c.peer, sizeof c.peer, "192.0.2.1:1234");
     c.created = 42;
     assert_int_equal(edhoc_state_put_peer(db, &c), 0);
-    assert_int_equal(edhoc_state_get_peer(db, c.recipient_id, c.recipient_id_len, &got), 0);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(c), &got), 0);
     assert_string_equal(got.peer, "192.0.2.1:1234");
     assert_true(got.created == 42);
     assert_true(got.ssn_mark == 20);
     /* ... and a higher one is taken. */
     c.ssn_mark = 900;
     assert_int_equal(edhoc_state_put_peer(db, &c), 0);
-    assert_true(get_mark(db, c.recipient_id, c.recipient_id_len) == 900);
+    assert_true(get_mark(db, &c) == 900);
     edhoc_state_close(db);
 }
 
@@ -310,40 +329,52 @@ static void test_store_ssn_never_lowers(void **state)
     struct fixture *f = *state;
     struct edhoc_state_db *db = open_ok(f->sdir);
     struct edhoc_state_peer p;
-    make_peer(&p, 9);
+    make_peer(&p, 8); /* an ID Context of 8 bytes */
+    assert_true(p.has_id_context && p.id_context_len == 8);
     p.ssn_mark = 0;
     assert_int_equal(edhoc_state_put_peer(db, &p), 0);
-    const uint8_t *id = p.recipient_id;
-    size_t len = p.recipient_id_len;
 
-    assert_int_equal(edhoc_state_store_ssn(db, id, len, 100), 0);
-    assert_true(get_mark(db, id, len) == 100);
-    assert_int_equal(edhoc_state_store_ssn(db, id, len, 50), 0);
-    assert_true(get_mark(db, id, len) == 100);
-    assert_int_equal(edhoc_state_store_ssn(db, id, len, 100), 0);
-    assert_int_equal(edhoc_state_store_ssn(db, id, len, 0), 0);
-    assert_true(get_mark(db, id, len) == 100);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), 100), 0);
+    assert_true(get_mark(db, &p) == 100);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), 50), 0);
+    assert_true(get_mark(db, &p) == 100);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), 100), 0);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), 0), 0);
+    assert_true(get_mark(db, &p) == 100);
     /* Through the OSCORE-callback glue. */
-    struct edhoc_state_ssn_binding b = {.db = db, .recipient_id_len = len};
-    memcpy(b.recipient_id, id, len);
+    struct edhoc_state_ssn_binding b = {.db = db,
+                                        .has_id_context = true,
+                                        .id_context_len = p.id_context_len,
+                                        .recipient_id_len = p.recipient_id_len};
+    memcpy(b.id_context, p.id_context, p.id_context_len);
+    memcpy(b.recipient_id, p.recipient_id, p.recipient_id_len);
     assert_int_equal(edhoc_state_store_ssn_cb(&b, 150), 0);
-    assert_true(get_mark(db, id, len) == 150);
+    assert_true(get_mark(db, &p) == 150);
     assert_int_equal(edhoc_state_store_ssn_cb(&b, 140), 0);
-    assert_true(get_mark(db, id, len) == 150);
+    assert_true(get_mark(db, &p) == 150);
+    /* The same recipient ID without the ID Context names no context. */
+    b.has_id_context = false;
+    b.id_context_len = 0;
+    assert_int_equal(edhoc_state_store_ssn_cb(&b, 160), EDHOC_STATE_ERR_NOT_FOUND);
+    b.id_context_len = 3; /* a length without an ID Context is no key */
+    assert_int_equal(edhoc_state_store_ssn_cb(&b, 160), EDHOC_STATE_ERR_ARG);
+    b.has_id_context = true;
+    b.id_context_len = p.id_context_len;
     b.recipient_id[0] ^= 1;
     assert_int_equal(edhoc_state_store_ssn_cb(&b, 160), EDHOC_STATE_ERR_NOT_FOUND);
     assert_int_equal(edhoc_state_store_ssn_cb(NULL, 160), EDHOC_STATE_ERR_ARG);
-    assert_int_equal(edhoc_state_store_ssn(db, id, len, (1ull << 40)), 0);
-    assert_true(get_mark(db, id, len) == (1ull << 40));
+    assert_true(get_mark(db, &p) == 150);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), (1ull << 40)), 0);
+    assert_true(get_mark(db, &p) == (1ull << 40));
     edhoc_state_close(db);
 
     db = open_ok(f->sdir);
-    assert_true(get_mark(db, id, len) == (1ull << 40));
-    assert_int_equal(edhoc_state_store_ssn(db, id, len, 3), 0);
-    assert_true(get_mark(db, id, len) == (1ull << 40));
+    assert_true(get_mark(db, &p) == (1ull << 40));
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), 3), 0);
+    assert_true(get_mark(db, &p) == (1ull << 40));
     /* Other fields are untouched by store_ssn. */
     struct edhoc_state_peer got;
-    assert_int_equal(edhoc_state_get_peer(db, id, len, &got), 0);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(p), &got), 0);
     p.ssn_mark = 1ull << 40;
     assert_peer_equal(&got, &p);
     edhoc_state_close(db);
@@ -354,23 +385,26 @@ static void test_unknown_id_not_found(void **state)
     struct fixture *f = *state;
     struct edhoc_state_db *db = open_ok(f->sdir);
     struct edhoc_state_peer p, got;
-    make_peer(&p, 1);
+    make_peer(&p, 3); /* no ID Context */
+    assert_false(p.has_id_context);
     assert_int_equal(edhoc_state_put_peer(db, &p), 0);
 
     const uint8_t other[] = {0x00, 0x00, 0x00, 0x02};
-    assert_int_equal(edhoc_state_store_ssn(db, other, sizeof other, 5), EDHOC_STATE_ERR_NOT_FOUND);
-    assert_int_equal(edhoc_state_get_peer(db, other, sizeof other, &got), EDHOC_STATE_ERR_NOT_FOUND);
-    assert_int_equal(edhoc_state_delete_peer(db, other, sizeof other), EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_store_ssn(db, NULL, 0, other, sizeof other, 5),
+                     EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_get_peer(db, NULL, 0, other, sizeof other, &got),
+                     EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_delete_peer(db, NULL, 0, other, sizeof other),
+                     EDHOC_STATE_ERR_NOT_FOUND);
     /* A prefix of a stored ID is a different ID. */
-    assert_int_equal(edhoc_state_store_ssn(db, p.recipient_id, 3, 5), EDHOC_STATE_ERR_NOT_FOUND);
-    assert_int_equal(edhoc_state_store_ssn(db, NULL, 0, 5), EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_store_ssn(db, NULL, 0, p.recipient_id, 3, 5),
+                     EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_store_ssn(db, NULL, 0, NULL, 0, 5), EDHOC_STATE_ERR_NOT_FOUND);
 
-    assert_int_equal(edhoc_state_delete_peer(db, p.recipient_id, p.recipient_id_len), 0);
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(p)), 0);
     assert_int_equal(edhoc_state_count(db), 0);
-    assert_int_equal(edhoc_state_get_peer(db, p.recipient_id, p.recipient_id_len, &got),
-                     EDHOC_STATE_ERR_NOT_FOUND);
-    assert_int_equal(edhoc_state_store_ssn(db, p.recipient_id, p.recipient_id_len, 5),
-                     EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(p), &got), EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), 5), EDHOC_STATE_ERR_NOT_FOUND);
     edhoc_state_close(db);
 }
 
@@ -398,6 +432,12 @@ static void test_bad_arguments(void **state)
     make_peer(&p, 1);
     p.id_context_len = EDHOC_STATE_MAX_ID_CONTEXT + 1;
     assert_int_equal(edhoc_state_put_peer(db, &p), EDHOC_STATE_ERR_ARG);
+    /* An ID Context length without an ID Context would make two rows of
+     * one key. */
+    make_peer(&p, 3);
+    assert_false(p.has_id_context);
+    p.id_context_len = 1;
+    assert_int_equal(edhoc_state_put_peer(db, &p), EDHOC_STATE_ERR_ARG);
     make_peer(&p, 1);
     p.sender_id_len = EDHOC_STATE_MAX_ID + 1;
     assert_int_equal(edhoc_state_put_peer(db, &p), EDHOC_STATE_ERR_ARG);
@@ -412,14 +452,27 @@ static void test_bad_arguments(void **state)
 
     make_peer(&p, 1);
     assert_int_equal(edhoc_state_put_peer(db, &p), 0);
-    assert_int_equal(edhoc_state_store_ssn(db, long_id, sizeof long_id, 1), EDHOC_STATE_ERR_ARG);
-    assert_int_equal(edhoc_state_store_ssn(db, p.recipient_id, p.recipient_id_len,
-                                           (uint64_t)INT64_MAX + 1), EDHOC_STATE_ERR_ARG);
-    assert_int_equal(edhoc_state_store_ssn(NULL, p.recipient_id, 1, 1), EDHOC_STATE_ERR_ARG);
-    assert_int_equal(edhoc_state_delete_peer(db, long_id, sizeof long_id), EDHOC_STATE_ERR_ARG);
+    uint8_t long_idc[EDHOC_STATE_MAX_ID_CONTEXT + 1] = {0};
+    struct edhoc_state_peer got;
+    assert_int_equal(edhoc_state_store_ssn(db, NULL, 0, long_id, sizeof long_id, 1),
+                     EDHOC_STATE_ERR_ARG);
+    assert_int_equal(edhoc_state_store_ssn(db, long_idc, sizeof long_idc, p.recipient_id,
+                                           p.recipient_id_len, 1), EDHOC_STATE_ERR_ARG);
+    assert_int_equal(edhoc_state_store_ssn(db, NULL, 1, p.recipient_id, p.recipient_id_len, 1),
+                     EDHOC_STATE_ERR_ARG);
+    assert_int_equal(edhoc_state_get_peer(db, NULL, 1, p.recipient_id, p.recipient_id_len, &got),
+                     EDHOC_STATE_ERR_ARG);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), (uint64_t)INT64_MAX + 1),
+                     EDHOC_STATE_ERR_ARG);
+    assert_int_equal(edhoc_state_store_ssn(NULL, NULL, 0, p.recipient_id, 1, 1),
+                     EDHOC_STATE_ERR_ARG);
+    assert_int_equal(edhoc_state_delete_peer(db, NULL, 0, long_id, sizeof long_id),
+                     EDHOC_STATE_ERR_ARG);
+    assert_int_equal(edhoc_state_delete_peer(db, long_idc, sizeof long_idc, p.recipient_id,
+                                             p.recipient_id_len), EDHOC_STATE_ERR_ARG);
     assert_int_equal(edhoc_state_for_each_peer(db, NULL, NULL), EDHOC_STATE_ERR_ARG);
     assert_int_equal(edhoc_state_count(NULL), EDHOC_STATE_ERR_ARG);
-    assert_true(get_mark(db, p.recipient_id, p.recipient_id_len) == p.ssn_mark);
+    assert_true(get_mark(db, &p) == p.ssn_mark);
     edhoc_state_close(db);
     edhoc_state_close(NULL);
 
@@ -467,7 +520,7 @@ static void test_for_each_early_stop_and_count(void **state)
 
     assert_int_equal(edhoc_state_for_each_peer(db, nested_fn, db), 11);
 
-    assert_int_equal(edhoc_state_delete_peer(db, p[1].recipient_id, p[1].recipient_id_len), 0);
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(p[1])), 0);
     assert_int_equal(edhoc_state_count(db), 4);
     edhoc_state_close(db);
     db = open_ok(f->sdir);
@@ -512,18 +565,17 @@ static void test_transactions(void **state)
         assert_int_equal(edhoc_state_put_peer(db, &p), 0);
     }
     make_peer(&p, 1);
-    assert_int_equal(edhoc_state_store_ssn(db, p.recipient_id, p.recipient_id_len,
-                                           p.ssn_mark + 5), 0);
-    assert_int_equal(edhoc_state_store_ssn(db, p.recipient_id, p.recipient_id_len, 0), 0);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), p.ssn_mark + 5), 0);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), 0), 0);
     assert_int_equal(edhoc_state_commit(db), 0);
     edhoc_state_close(db);
 
     db = open_ok(f->sdir);
     assert_int_equal(edhoc_state_count(db), 3);
-    assert_true(get_mark(db, p.recipient_id, p.recipient_id_len) == p.ssn_mark + 5);
+    assert_true(get_mark(db, &p) == p.ssn_mark + 5);
     /* Closing with a transaction open discards it. */
     assert_int_equal(edhoc_state_begin(db), 0);
-    assert_int_equal(edhoc_state_delete_peer(db, p.recipient_id, p.recipient_id_len), 0);
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(p)), 0);
     edhoc_state_close(db);
     db = open_ok(f->sdir);
     assert_int_equal(edhoc_state_count(db), 3);
@@ -742,7 +794,9 @@ static void test_refuses_newer_version(void **state)
 {
     struct fixture *f = *state;
     make_real_db(f, 3);
-    sql_exec(f->file, "PRAGMA user_version = 2;");
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d;", EDHOC_STATE_SCHEMA_VERSION + 1);
+    sql_exec(f->file, sql);
     expect_refused(f, EDHOC_STATE_ERR_VERSION, "newer");
 }
 
@@ -812,6 +866,328 @@ static void test_random_damage(void **state)
     free(all);
 }
 
+/* ---- (ID Context, Recipient ID) keys ---- */
+
+/* A context with recipient ID 0x01 and the given ID Context (NULL: none),
+ * its keying material and mark depending on n. */
+static void make_keyed(struct edhoc_state_peer *p, const uint8_t *idc, size_t idc_len, uint32_t n)
+{
+    make_peer(p, n);
+    p->recipient_id[0] = 0x01;
+    p->recipient_id_len = 1;
+    p->has_id_context = idc != NULL;
+    p->id_context_len = idc_len;
+    if (idc_len)
+        memcpy(p->id_context, idc, idc_len);
+    p->ssn_mark = 1000u * n;
+}
+
+/* RFC 8613 Section 3.3: "The ID Context is used to distinguish between
+ * security contexts", so contexts sharing a Recipient ID are separate
+ * rows: put, get, store_ssn and delete on one leave the others alone. */
+static void test_same_recipient_id_different_id_contexts(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    static const uint8_t idc_b[] = {0x37, 0xcb, 0xf3, 0x21, 0x00, 0x17, 0xa2, 0xd3};
+    static const uint8_t idc_d[] = {0x44, 0x61, 0x6c, 0x65, 0x6b};
+    struct edhoc_state_peer none, empty, b, d, got;
+    make_keyed(&b, idc_b, sizeof idc_b, 2);
+    make_keyed(&none, NULL, 0, 1);
+    make_keyed(&d, idc_d, sizeof idc_d, 4);
+    make_keyed(&empty, idc_b, 0, 3);
+    assert_int_equal(edhoc_state_put_peer(db, &b), 0);
+    assert_int_equal(edhoc_state_put_peer(db, &none), 0);
+    assert_int_equal(edhoc_state_put_peer(db, &d), 0);
+    assert_int_equal(edhoc_state_put_peer(db, &empty), 0);
+    assert_int_equal(edhoc_state_count(db), 4);
+    const struct edhoc_state_peer *all[] = {&none, &empty, &b, &d};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(edhoc_state_get_peer(db, KEY(*all[i]), &got), 0);
+        assert_peer_equal(&got, all[i]);
+    }
+    /* Iteration: by recipient ID, no ID Context first, then by ID Context. */
+    struct collect c = {.stop_at = -1};
+    assert_int_equal(edhoc_state_for_each_peer(db, collect_fn, &c), 0);
+    assert_int_equal(c.n, 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_peer_equal(&c.got[i], all[i]);
+
+    /* store_ssn raises the mark of the named context only. */
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(b), 5555), 0);
+    assert_true(get_mark(db, &b) == 5555);
+    assert_true(get_mark(db, &none) == 1000);
+    assert_true(get_mark(db, &empty) == 3000);
+    assert_true(get_mark(db, &d) == 4000);
+
+    /* A put with new keying material under d's key restarts d only. */
+    struct edhoc_state_peer d2;
+    make_keyed(&d2, idc_d, sizeof idc_d, 9);
+    d2.ssn_mark = 7;
+    assert_int_equal(edhoc_state_put_peer(db, &d2), 0);
+    assert_int_equal(edhoc_state_count(db), 4);
+    assert_true(get_mark(db, &d) == 7);
+    assert_true(get_mark(db, &b) == 5555);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(b), &got), 0);
+    b.ssn_mark = 5555;
+    assert_peer_equal(&got, &b);
+
+    /* Deleting one leaves the others, across a reopen too. */
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(b)), 0);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(b), &got), EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(b), 6000), EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(b)), EDHOC_STATE_ERR_NOT_FOUND);
+    edhoc_state_close(db);
+    db = open_ok(f->sdir);
+    assert_int_equal(edhoc_state_count(db), 3);
+    assert_true(get_mark(db, &none) == 1000);
+    assert_true(get_mark(db, &empty) == 3000);
+    assert_true(get_mark(db, &d) == 7);
+    edhoc_state_close(db);
+}
+
+/* RFC 8613 Section 3.2.1: id_context "is the ID Context, or nil if ID
+ * Context is not provided" -- nil and an empty byte string derive
+ * different keys, so they are different contexts, not one. */
+static void test_absent_and_empty_id_context_distinct(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    static const uint8_t empty_idc[1] = {0};
+    struct edhoc_state_peer none, got;
+    make_keyed(&none, NULL, 0, 1);
+    assert_int_equal(edhoc_state_put_peer(db, &none), 0);
+    /* An empty ID Context is not "none". */
+    assert_int_equal(edhoc_state_get_peer(db, empty_idc, 0, none.recipient_id, 1, &got),
+                     EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_store_ssn(db, empty_idc, 0, none.recipient_id, 1, 5000),
+                     EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_delete_peer(db, empty_idc, 0, none.recipient_id, 1),
+                     EDHOC_STATE_ERR_NOT_FOUND);
+    assert_true(get_mark(db, &none) == 1000);
+
+    /* Adding the empty one adds a row; each keeps its own mark. */
+    struct edhoc_state_peer empty;
+    make_keyed(&empty, empty_idc, 0, 2);
+    assert_int_equal(edhoc_state_put_peer(db, &empty), 0);
+    assert_int_equal(edhoc_state_count(db), 2);
+    assert_int_equal(edhoc_state_store_ssn(db, empty_idc, 0, none.recipient_id, 1, 5000), 0);
+    assert_true(get_mark(db, &empty) == 5000);
+    assert_true(get_mark(db, &none) == 1000);
+    assert_int_equal(edhoc_state_get_peer(db, NULL, 0, none.recipient_id, 1, &got), 0);
+    assert_false(got.has_id_context);
+    assert_int_equal(edhoc_state_get_peer(db, empty_idc, 0, none.recipient_id, 1, &got), 0);
+    assert_true(got.has_id_context);
+    assert_int_equal(got.id_context_len, 0);
+    assert_int_equal(edhoc_state_delete_peer(db, NULL, 0, none.recipient_id, 1), 0);
+    assert_int_equal(edhoc_state_count(db), 1);
+    assert_true(get_mark(db, &empty) == 5000);
+    edhoc_state_close(db);
+}
+
+/* ---- migration from schema version 1 ---- */
+
+/* The version 1 layout, as edhoc-cli wrote it: peer keyed by recipient_id
+ * alone, an empty id_context for "none". */
+static const char v1_schema_sql[] =
+    "PRAGMA journal_mode = WAL;"
+    "BEGIN;"
+    "PRAGMA application_id = 1162102851;" /* 0x45444843, "EDHC" */
+    "PRAGMA user_version = 1;"
+    "CREATE TABLE meta ("
+    "  key TEXT PRIMARY KEY NOT NULL,"
+    "  value ANY"
+    ") STRICT;"
+    "CREATE TABLE peer ("
+    "  recipient_id BLOB PRIMARY KEY NOT NULL,"
+    "  sender_id BLOB NOT NULL,"
+    "  id_context BLOB NOT NULL,"
+    "  master_secret BLOB NOT NULL,"
+    "  master_salt BLOB NOT NULL,"
+    "  aead_alg INTEGER NOT NULL,"
+    "  hkdf_alg INTEGER NOT NULL,"
+    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0),"
+    "  peer TEXT NOT NULL,"
+    "  created INTEGER NOT NULL,"
+    "  method INTEGER NOT NULL,"
+    "  suite INTEGER NOT NULL"
+    ") STRICT, WITHOUT ROWID;"
+    "INSERT INTO meta (key, value) VALUES ('magic', 'edhoc-cli state');"
+    "INSERT INTO meta (key, value) VALUES ('schema_version', 1);"
+    "INSERT INTO meta (key, value) VALUES ('created', 1700000000);"
+    /* An EDHOC-derived context (method 3, suite 2): no ID Context. */
+    "INSERT INTO peer VALUES (x'0a', x'0b', x'', x'00112233445566778899aabbccddeeff',"
+    "  x'a1a2a3a4a5a6a7a8', 10, -16, 4242, '192.0.2.7:5683', 1700000001, 3, 2);"
+    /* A static context with an 8-byte ID Context. */
+    "INSERT INTO peer VALUES (x'01', x'', x'37cbf3210017a2d3',"
+    "  x'0102030405060708090a0b0c0d0e0f10', x'9e7ca92223786340', 10, -16, 777, 'static',"
+    "  1700000002, -1, -1);"
+    /* A static context with an empty id_context: absent or empty, v1 did
+     * not say. */
+    "INSERT INTO peer VALUES (x'', x'01', x'', x'0102030405060708090a0b0c0d0e0f10',"
+    "  x'', 10, -16, 99, 'static', 1700000003, -1, -1);"
+    "COMMIT;";
+
+static int64_t sql_int(const char *path, const char *query)
+{
+    sqlite3 *s = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(s, query, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    assert_int_equal(sqlite3_close(s), SQLITE_OK);
+    return v;
+}
+
+static void make_v1_db(struct fixture *f)
+{
+    make_state_dir(f);
+    sql_exec(f->file, v1_schema_sql);
+    assert_int_equal(sql_int(f->file, "PRAGMA user_version"), 1);
+}
+
+/* What each v1 row must become (the rule in edhoc/state.h). */
+static void check_migrated(struct edhoc_state_db *db)
+{
+    static const uint8_t rid_edhoc[] = {0x0a}, rid_b[] = {0x01}, empty[1] = {0};
+    static const uint8_t idc_b[] = {0x37, 0xcb, 0xf3, 0x21, 0x00, 0x17, 0xa2, 0xd3};
+    static const uint8_t secret[] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+                                     0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+    static const uint8_t salt[] = {0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8};
+    struct edhoc_state_peer got;
+    assert_int_equal(edhoc_state_count(db), 4);
+
+    /* RFC 9528 Appendix A.1 derives OSCORE contexts without an ID Context:
+     * the EDHOC row keeps every value, under "no ID Context" only. */
+    assert_int_equal(edhoc_state_get_peer(db, NULL, 0, rid_edhoc, 1, &got), 0);
+    assert_false(got.has_id_context);
+    assert_int_equal(got.id_context_len, 0);
+    assert_true(got.ssn_mark == 4242);
+    assert_int_equal(got.sender_id_len, 1);
+    assert_int_equal(got.sender_id[0], 0x0b);
+    assert_int_equal(got.master_secret_len, sizeof secret);
+    assert_memory_equal(got.master_secret, secret, sizeof secret);
+    assert_int_equal(got.master_salt_len, sizeof salt);
+    assert_memory_equal(got.master_salt, salt, sizeof salt);
+    assert_int_equal(got.aead_alg, 10);
+    assert_int_equal(got.hkdf_alg, -16);
+    assert_string_equal(got.peer, "192.0.2.7:5683");
+    assert_true(got.created == 1700000001);
+    assert_int_equal(got.method, 3);
+    assert_int_equal(got.suite, 2);
+    assert_int_equal(edhoc_state_get_peer(db, empty, 0, rid_edhoc, 1, &got),
+                     EDHOC_STATE_ERR_NOT_FOUND);
+
+    /* A non-empty v1 id_context is that ID Context. */
+    assert_int_equal(edhoc_state_get_peer(db, idc_b, sizeof idc_b, rid_b, 1, &got), 0);
+    assert_true(got.has_id_context);
+    assert_true(got.ssn_mark == 777);
+    assert_int_equal(got.method, -1);
+    assert_int_equal(edhoc_state_get_peer(db, NULL, 0, rid_b, 1, &got),
+                     EDHOC_STATE_ERR_NOT_FOUND);
+
+    /* The ambiguous static row: under both keys, each with its mark, so
+     * the context resumes above 99 whichever its file says. */
+    assert_int_equal(edhoc_state_get_peer(db, NULL, 0, empty, 0, &got), 0);
+    assert_false(got.has_id_context);
+    assert_true(got.ssn_mark == 99);
+    assert_int_equal(edhoc_state_get_peer(db, empty, 0, empty, 0, &got), 0);
+    assert_true(got.has_id_context);
+    assert_int_equal(got.id_context_len, 0);
+    assert_true(got.ssn_mark == 99);
+    assert_int_equal(got.sender_id_len, 1);
+    assert_int_equal(got.sender_id[0], 0x01);
+    assert_int_equal(got.master_salt_len, 0);
+    assert_string_equal(got.peer, "static");
+}
+
+/* A version 1 file is migrated in place on open, keeping every row and
+ * its mark (RFC 8613 Appendix B.1.1: a mark must never go down, or the
+ * restarted endpoint reuses nonces). */
+static void test_migrates_version_1(void **state)
+{
+    struct fixture *f = *state;
+    make_v1_db(f);
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    check_migrated(db);
+    /* The migrated rows are ordinary version 2 rows. */
+    static const uint8_t rid_edhoc[] = {0x0a};
+    assert_int_equal(edhoc_state_store_ssn(db, NULL, 0, rid_edhoc, 1, 5000), 0);
+    assert_int_equal(edhoc_state_store_ssn(db, NULL, 0, rid_edhoc, 1, 10), 0);
+    edhoc_state_close(db);
+
+    assert_int_equal(sql_int(f->file, "PRAGMA user_version"), EDHOC_STATE_SCHEMA_VERSION);
+    assert_int_equal(sql_int(f->file, "SELECT value FROM meta WHERE key = 'schema_version'"),
+                     EDHOC_STATE_SCHEMA_VERSION);
+    assert_int_equal(sql_int(f->file, "SELECT count(*) FROM sqlite_schema WHERE name = 'peer_v1'"),
+                     0);
+    assert_int_equal(sql_int(f->file, "SELECT ssn_mark FROM peer WHERE recipient_id = x'0a'"),
+                     5000);
+
+    /* A second open finds version 2 and changes nothing. */
+    db = open_ok(f->sdir);
+    assert_int_equal(edhoc_state_count(db), 4);
+    edhoc_state_close(db);
+}
+
+/* The migration is committed before open returns: a process killed right
+ * after open leaves a version 2 file with every row. */
+static void test_migration_durable_on_return(void **state)
+{
+    struct fixture *f = *state;
+    make_v1_db(f);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        struct edhoc_state_db *db = NULL;
+        char ok = edhoc_state_open(f->sdir, &db, NULL, 0) == 0 ? 'y' : 'n';
+        if (write(fds[1], &ok, 1) != 1)
+            _exit(2);
+        for (;;)
+            pause(); /* never closes: no checkpoint, no clean shutdown */
+    }
+    close(fds[1]);
+    char ok = 0;
+    assert_int_equal(read(fds[0], &ok, 1), 1);
+    close(fds[0]);
+    kill(pid, SIGKILL);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(ok, 'y');
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    check_migrated(db);
+    edhoc_state_close(db);
+    assert_int_equal(sql_int(f->file, "PRAGMA user_version"), EDHOC_STATE_SCHEMA_VERSION);
+}
+
+/* A migration that cannot finish changes nothing: the file stays version
+ * 1 with its rows, and migrates once the obstacle is gone. */
+static void test_failed_migration_leaves_version_1(void **state)
+{
+    struct fixture *f = *state;
+    make_v1_db(f);
+    /* The name the migration moves the old table to is taken. */
+    sql_exec(f->file, "CREATE TABLE peer_v1 (x INTEGER);");
+    struct edhoc_state_db *db = NULL;
+    char why[512] = "";
+    assert_int_equal(edhoc_state_open(f->sdir, &db, why, sizeof why), EDHOC_STATE_ERR_CORRUPT);
+    assert_null(db);
+    assert_non_null(strstr(why, "cannot migrate from schema version 1"));
+    assert_int_equal(sql_int(f->file, "PRAGMA user_version"), 1);
+    assert_int_equal(sql_int(f->file, "SELECT count(*) FROM peer"), 3);
+    assert_int_equal(sql_int(f->file, "SELECT value FROM meta WHERE key = 'schema_version'"), 1);
+
+    sql_exec(f->file, "DROP TABLE peer_v1;");
+    db = open_ok(f->sdir);
+    check_migrated(db);
+    edhoc_state_close(db);
+}
+
 /* ---- crash safety ---- */
 
 static void child_store_loop(const char *dir, int fd)
@@ -823,7 +1199,7 @@ static void child_store_loop(const char *dir, int fd)
     make_peer(&p, 77);
     struct edhoc_state_peer stored;
     uint64_t mark = 0;
-    if (edhoc_state_get_peer(db, p.recipient_id, p.recipient_id_len, &stored) == 0) {
+    if (edhoc_state_get_peer(db, KEY(p), &stored) == 0) {
         mark = stored.ssn_mark;
     } else {
         p.ssn_mark = 0;
@@ -832,7 +1208,7 @@ static void child_store_loop(const char *dir, int fd)
     }
     for (;;) {
         mark += 1 + mark % 7;
-        if (edhoc_state_store_ssn(db, p.recipient_id, p.recipient_id_len, mark) != 0)
+        if (edhoc_state_store_ssn(db, KEY(p), mark) != 0)
             _exit(4);
         /* Reported only after store_ssn returned: the claim under test. */
         if (write(fd, &mark, sizeof mark) != (ssize_t)sizeof mark)
@@ -876,7 +1252,7 @@ static void test_crash_safety_kill9(void **state)
         struct edhoc_state_db *db = open_ok(f->sdir);
         struct edhoc_state_peer p;
         make_peer(&p, 77);
-        uint64_t stored = get_mark(db, p.recipient_id, p.recipient_id_len);
+        uint64_t stored = get_mark(db, &p);
         print_message("# round %d: last reported %" PRIu64 ", stored %" PRIu64 "\n", round,
                       last, stored);
         assert_true(stored >= last);
@@ -934,8 +1310,8 @@ static void test_handle_survives_daemonizing(void **state)
             usleep(1000);
         uint64_t result = 1;
         struct edhoc_state_peer got;
-        if (edhoc_state_store_ssn(db, p.recipient_id, p.recipient_id_len, 5000) == 0 &&
-            edhoc_state_get_peer(db, p.recipient_id, p.recipient_id_len, &got) == 0 &&
+        if (edhoc_state_store_ssn(db, KEY(p), 5000) == 0 &&
+            edhoc_state_get_peer(db, KEY(p), &got) == 0 &&
             got.ssn_mark == 5000 && edhoc_state_count(db) == 1)
             result = got.ssn_mark;
         /* POSIX locks are not inherited: this process holds SQLite's
@@ -960,7 +1336,7 @@ static void test_handle_survives_daemonizing(void **state)
     struct edhoc_state_db *db = open_ok(f->sdir);
     struct edhoc_state_peer p;
     make_peer(&p, 5);
-    assert_true(get_mark(db, p.recipient_id, p.recipient_id_len) == 5000);
+    assert_true(get_mark(db, &p) == 5000);
     edhoc_state_close(db);
 }
 
@@ -1045,18 +1421,16 @@ static void test_ten_thousand_contexts(void **state)
     make_peer(&p, n / 2);
     double t7 = now_s();
     for (int i = 1; i <= calls; i++)
-        assert_int_equal(edhoc_state_store_ssn(db, p.recipient_id, p.recipient_id_len,
-                                               p.ssn_mark + (uint64_t)i * 20), 0);
+        assert_int_equal(edhoc_state_store_ssn(db, KEY(p), p.ssn_mark + (uint64_t)i * 20), 0);
     double t8 = now_s();
     /* A mark at or below the stored one costs no write. */
     for (int i = 1; i <= calls; i++)
-        assert_int_equal(edhoc_state_store_ssn(db, p.recipient_id, p.recipient_id_len, 1), 0);
+        assert_int_equal(edhoc_state_store_ssn(db, KEY(p), 1), 0);
     double t9 = now_s();
     print_message("# store_ssn: %d raising calls in %.3f s = %.0f calls/s (%.1f us each); "
                   "non-raising %.0f calls/s\n", calls, t8 - t7, calls / (t8 - t7),
                   (t8 - t7) / calls * 1e6, calls / (t9 - t8));
-    assert_true(get_mark(db, p.recipient_id, p.recipient_id_len) ==
-                p.ssn_mark + (uint64_t)calls * 20);
+    assert_true(get_mark(db, &p) == p.ssn_mark + (uint64_t)calls * 20);
     edhoc_state_close(db);
 }
 
@@ -1072,6 +1446,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_for_each_early_stop_and_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_open_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_recipient_id_different_id_contexts, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_absent_and_empty_id_context_distinct, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_version_1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migration_durable_on_return, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_migration_leaves_version_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_text_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_empty_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_foreign_sqlite, setup, teardown),

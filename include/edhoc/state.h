@@ -51,11 +51,14 @@ extern "C" {
 #define EDHOC_STATE_ERR_NOT_FOUND (-5005)
 #define EDHOC_STATE_ERR_ARG (-5006)
 
-#define EDHOC_STATE_SCHEMA_VERSION 1
+/* Version 2 keys contexts by (ID Context, Recipient ID); a version 1
+ * database (keyed by recipient ID alone) is migrated when opened, see
+ * edhoc_state_open(). */
+#define EDHOC_STATE_SCHEMA_VERSION 2
 #define EDHOC_STATE_FILE "edhoc-cli-state.sqlite"
 
 #define EDHOC_STATE_MAX_ID 8
-#define EDHOC_STATE_MAX_SECRET 32
+#define EDHOC_STATE_MAX_SECRET 64
 #define EDHOC_STATE_MAX_SALT 64
 #define EDHOC_STATE_MAX_ID_CONTEXT 16
 
@@ -63,12 +66,17 @@ extern "C" {
 #define EDHOC_STATE_APPLICATION_ID 0x45444843
 
 /* One established OSCORE context, as the responder stores it. The key is
- * the recipient ID (the ID the peer uses as kid in its requests). */
+ * the pair (ID Context, Recipient ID) (RFC 8613 Section 3.3: contexts with
+ * one Recipient ID are told apart by their ID Context); the recipient ID
+ * is the ID the peer uses as kid in its requests. "No ID Context" and an
+ * empty one are different keys, as they derive different keys (nil vs an
+ * empty byte string in the info of Section 3.2.1). */
 struct edhoc_state_peer {
     uint8_t recipient_id[EDHOC_STATE_MAX_ID];
     size_t recipient_id_len;
     uint8_t sender_id[EDHOC_STATE_MAX_ID];
     size_t sender_id_len;
+    bool has_id_context;   /* false: no ID Context (id_context_len must be 0) */
     uint8_t id_context[EDHOC_STATE_MAX_ID_CONTEXT];
     size_t id_context_len;
     uint8_t master_secret[EDHOC_STATE_MAX_SECRET];
@@ -90,6 +98,20 @@ struct edhoc_state_db;
  * edhoc-cli database, or is corrupt, or has a newer schema, is refused and
  * left untouched. Returns 0, EDHOC_STATE_ERR_IO, _FOREIGN, _CORRUPT,
  * _VERSION. */
+/* A version 1 database is migrated in place, in one transaction that is
+ * durable before open returns (a crash during it leaves version 1, which
+ * the next open migrates again). Every row keeps all its values, ssn_mark
+ * included. Version 1 stored an empty id_context both for "no ID Context"
+ * and for an empty one, so:
+ *   - id_context of 1 byte or more: that ID Context;
+ *   - empty, EDHOC-derived row (method >= 0): no ID Context, which is what
+ *     RFC 9528 Appendix A.1 establishes and what version 1 loaded it as;
+ *   - empty, static row (method < 0): the context file may have said
+ *     either, so the row is kept under both keys, each with the mark. A
+ *     static context resumes from the mark stored under its own key; had
+ *     the migration guessed "absent" for a context configured with an
+ *     empty ID Context, that context would start again from sequence
+ *     number 0 under keys it had already used. */
 int edhoc_state_open(const char *dir, struct edhoc_state_db **db, char *why, size_t why_cap);
 /* Also EDHOC_STATE_ERR_ARG (NULL dir or db, path too long), and _IO when
  * another process holds the directory. An empty file, a non-SQLite file, a
@@ -98,31 +120,44 @@ int edhoc_state_open(const char *dir, struct edhoc_state_db **db, char *why, siz
  * written to. */
 void edhoc_state_close(struct edhoc_state_db *db);
 
-/* Insert or replace the context keyed by p->recipient_id (durable on
- * return). Returns 0, EDHOC_STATE_ERR_IO, EDHOC_STATE_ERR_ARG. */
-/* Replacing a context that has the same keying material (sender ID, ID
- * context, master secret and salt, algorithms) keeps the higher of the
- * stored and the given ssn_mark, so re-storing a context can never lower
- * its mark; different keying material starts from p->ssn_mark. _ARG: a
- * length above its EDHOC_STATE_MAX_*, ssn_mark above INT64_MAX, or
- * p->peer without a terminating NUL. Also EDHOC_STATE_ERR_CORRUPT when
- * SQLite finds the file damaged. */
+/* Insert or replace the context keyed by (p->has_id_context ?
+ * p->id_context : none, p->recipient_id) (durable on return). Returns 0,
+ * EDHOC_STATE_ERR_IO, EDHOC_STATE_ERR_ARG. */
+/* Replacing a context that has the same keying material (sender ID,
+ * master secret and salt, algorithms) keeps the higher of the stored and
+ * the given ssn_mark, so re-storing a context can never lower its mark;
+ * different keying material starts from p->ssn_mark. _ARG: a length above
+ * its EDHOC_STATE_MAX_*, id_context_len > 0 without has_id_context,
+ * ssn_mark above INT64_MAX, or p->peer without a terminating NUL. Also
+ * EDHOC_STATE_ERR_CORRUPT when SQLite finds the file damaged. */
 int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_peer *p);
 
+/* In the functions below, a context is named by its ID Context and its
+ * Recipient ID: id_context NULL means "no ID Context" (then
+ * id_context_len must be 0); non-NULL is an ID Context of id_context_len
+ * bytes, which may be 0 (present but empty). Same convention as
+ * struct oscore_params. */
+
 /* Durably record that sequence numbers below `mark` may be used by the
- * context with this recipient ID (never lowers a stored mark). Suitable as
- * the body of the OSCORE persistence callback. Returns 0,
+ * context (id_context, recipient_id) (never lowers a stored mark).
+ * Suitable as the body of the OSCORE persistence callback. Returns 0,
  * EDHOC_STATE_ERR_IO, EDHOC_STATE_ERR_NOT_FOUND. */
 /* A mark at or below the stored one returns 0 without writing (the stored
  * one is already durable). Also returns EDHOC_STATE_ERR_ARG (NULL db, id
- * longer than EDHOC_STATE_MAX_ID, mark above INT64_MAX) and
- * EDHOC_STATE_ERR_CORRUPT (SQLite found the file damaged). Cost: one
+ * longer than EDHOC_STATE_MAX_ID, ID Context longer than
+ * EDHOC_STATE_MAX_ID_CONTEXT or NULL with a length, mark above INT64_MAX)
+ * and EDHOC_STATE_ERR_CORRUPT (SQLite found the file damaged). Cost: one
  * prepared UPDATE and one fsync of the WAL. */
-int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len,
-                          uint64_t mark);
+int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
+                          size_t id_context_len, const uint8_t *recipient_id,
+                          size_t recipient_id_len, uint64_t mark);
 
-/* Remove a context. Returns 0, EDHOC_STATE_ERR_IO, EDHOC_STATE_ERR_NOT_FOUND. */
-int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len);
+/* Remove the context (id_context, recipient_id); others with the same
+ * recipient ID stay. Returns 0, EDHOC_STATE_ERR_IO,
+ * EDHOC_STATE_ERR_NOT_FOUND, EDHOC_STATE_ERR_ARG. */
+int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                            size_t id_context_len, const uint8_t *recipient_id,
+                            size_t recipient_id_len);
 
 /* Call fn for every stored context (stops early and returns fn's value if
  * it is non-zero). Returns 0, EDHOC_STATE_ERR_IO, EDHOC_STATE_ERR_CORRUPT,
@@ -130,7 +165,9 @@ int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *recipient_
 int edhoc_state_for_each_peer(struct edhoc_state_db *db,
                               int (*fn)(void *ctx, const struct edhoc_state_peer *p), void *ctx);
 
-/* Contexts are visited in recipient-ID order (bytewise). fn may call
+/* Contexts are visited in recipient-ID order (bytewise), and for one
+ * recipient ID the one without ID Context first, then by ID Context
+ * (bytewise). fn may call
  * put/store/delete/get on the same handle but not edhoc_state_for_each_peer
  * (nested iteration returns EDHOC_STATE_ERR_ARG). The struct passed to fn
  * is wiped after fn returns: copy what you keep. */
@@ -138,11 +175,13 @@ int edhoc_state_for_each_peer(struct edhoc_state_db *db,
 /* Number of stored contexts (or a negative error). */
 long edhoc_state_count(struct edhoc_state_db *db);
 
-/* Load one context by recipient ID into *out (wiped on failure). Returns
- * 0, EDHOC_STATE_ERR_NOT_FOUND, EDHOC_STATE_ERR_ARG, EDHOC_STATE_ERR_IO,
- * EDHOC_STATE_ERR_CORRUPT (a stored value out of range). */
-int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len,
-                         struct edhoc_state_peer *out);
+/* Load the context (id_context, recipient_id) into *out (wiped on
+ * failure). Returns 0, EDHOC_STATE_ERR_NOT_FOUND, EDHOC_STATE_ERR_ARG,
+ * EDHOC_STATE_ERR_IO, EDHOC_STATE_ERR_CORRUPT (a stored value out of
+ * range). */
+int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                         size_t id_context_len, const uint8_t *recipient_id,
+                         size_t recipient_id_len, struct edhoc_state_peer *out);
 
 const char *edhoc_state_strerror(int err);
 
@@ -153,6 +192,9 @@ const char *edhoc_state_strerror(int err);
  * Returns what edhoc_state_store_ssn returns (0 only once durable). */
 struct edhoc_state_ssn_binding {
     struct edhoc_state_db *db;
+    bool has_id_context; /* false: the context has no ID Context */
+    uint8_t id_context[EDHOC_STATE_MAX_ID_CONTEXT];
+    size_t id_context_len;
     uint8_t recipient_id[EDHOC_STATE_MAX_ID];
     size_t recipient_id_len;
 };

@@ -64,6 +64,14 @@ struct edhoc_transport_config {
     int max_retransmit;
     /* libcoap log level (0 = emergencies only ... 7 = debug). */
     int log_level;
+    /* Client: keep libcoap's block-wise and Observe bookkeeping out of
+     * this transport. libcoap 4.3.1 ends an observation it tracked by
+     * resending the registration's bytes with Observe = 1, which under
+     * OSCORE repeats a Partial IV (a replay to every correct server); a
+     * client that deregisters with its own new request (RFC 7641 Section
+     * 3.6, RFC 8613 Section 4.1.3.5) sets this. Bodies then travel in one
+     * datagram. */
+    bool own_observe;
 };
 
 /* Called for every UDP datagram (payload bytes) as it is sent or
@@ -122,6 +130,14 @@ long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token
 /* send + wait. Same returns. */
 long edhoc_transport_client_request(struct edhoc_transport *t, const uint8_t *msg, size_t len,
                                     uint8_t *out, size_t cap, int timeout_ms);
+
+/* Send a request with a token already in use by this client (an Observe
+ * deregistration reuses the registration's token, RFC 7641 Section 3.6);
+ * responses queue on that token as for edhoc_transport_client_send.
+ * Returns 0, EDHOC_TRANSPORT_ERR_ARG (token not pending), _MALFORMED,
+ * _SEND. */
+int edhoc_transport_client_send_on(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                                   bool confirmable, const uint8_t *token, size_t token_len);
 
 /* Stop waiting for responses to a token (e.g. an Observe registration):
  * later responses are answered with RST. */
@@ -196,6 +212,10 @@ int edhoc_transport_poll_fd(const struct edhoc_transport *t);
  * ====================================================================== */
 
 struct edhoc_state_db;
+
+/* Errors of the server functions below that are not another module's. */
+#define EDHOC_SERVER_ERR_NO_STATE (-6101) /* a static OSCORE context needs a state
+                                           * database (edhoc_server_config.db) */
 
 /* CoAP Content-Formats of RFC 9528 Section 10.9. */
 #define EDHOC_COAP_CF_EDHOC 64     /* application/edhoc+cbor-seq */
@@ -353,10 +373,24 @@ void edhoc_server_free(struct edhoc_server *srv);
  * Returns the number loaded or a negative EDHOC_STATE_ERR_* / OSCORE_ERR_*. */
 long edhoc_server_load_state(struct edhoc_server *srv);
 
-/* A statically provisioned OSCORE context (libcoap format, parsed). When a
- * state database is used, its SSN mark is kept there too. Returns 0,
- * OSCORE_ERR_* (derivation), EDHOC_STATE_ERR_*, or OSCORE_ERR_INVALID when
- * its recipient ID is already in use. */
+/* A statically provisioned OSCORE context (libcoap format, parsed). It
+ * comes back with the same keys after every restart, so its sender
+ * sequence number must survive restarts (RFC 8613 Section 7.2.1,
+ * Appendix B.1): it is refused without a state database, and its SSN mark
+ * is kept there under (ID Context, Recipient ID). The mark stored under
+ * that key with the same keying material (sender ID, master secret and
+ * salt, algorithms) is resumed above (the first request then gets an Echo
+ * challenge); otherwise the context starts at 0 and replaces that row.
+ * Contexts are keyed by (ID Context, Recipient ID) (Section 3.3): two
+ * static contexts with the same recipient ID and different ID Contexts
+ * (none and empty being different) are served side by side; a request
+ * with 'kid context' is verified by the context of that ID Context and
+ * kid only, one without by each context with that kid in turn until one
+ * verifies. Returns 0, EDHOC_SERVER_ERR_NO_STATE (cfg.db is NULL),
+ * OSCORE_ERR_* (derivation), EDHOC_STATE_ERR_* (the mark cannot be read
+ * or stored; the context is not served), or OSCORE_ERR_INVALID when a
+ * context with its ID Context and recipient ID is already served (an
+ * EDHOC-derived context has no ID Context) or a length is out of range. */
 int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscore_config *cfg,
                                     const char *origin);
 

@@ -94,12 +94,22 @@ long edhoc_coap_bstr_item_len(const uint8_t *p, size_t len)
 
 /* ---- Server state ---- */
 
+/* What names a context (RFC 8613 Section 3.3): its ID Context -- none,
+ * or present and possibly empty, which derive different keys -- together
+ * with its Recipient ID. */
+struct ctx_key {
+    uint8_t rid[OSCORE_MAX_ID];
+    uint8_t rid_len;
+    bool has_idc;
+    uint8_t idc_len;
+    uint8_t idc[OSCORE_MAX_ID_CONTEXT];
+};
+
 struct peer_ctx {
     struct peer_ctx *next; /* bucket chain */
     struct oscore_context osc;
     struct edhoc_server *srv;
-    uint8_t rid[OSCORE_MAX_ID];
-    uint8_t rid_len;
+    struct ctx_key key;
     bool is_static;
 };
 
@@ -128,16 +138,14 @@ struct pending {
 struct first_request {
     bool used;
     uint64_t hs_id;
-    uint8_t rid[OSCORE_MAX_ID];
-    uint8_t rid_len;
+    struct ctx_key key;
     char peer[MAX_PEER_NAME];
 };
 
 struct observer {
     bool used;
     struct edhoc_transport_peer *peer;
-    uint8_t rid[OSCORE_MAX_ID];
-    uint8_t rid_len;
+    struct ctx_key key; /* of the context its notifications are protected with */
     uint8_t token[8];
     uint8_t token_len;
     uint32_t seq;
@@ -484,27 +492,60 @@ static void hs_end_pending(struct edhoc_server *srv, const struct pending *h,
     hs_emit(srv, &r);
 }
 
-static void first_request_add(struct edhoc_server *srv, uint64_t hs_id, const uint8_t *rid,
-                              size_t rid_len, const char *peer)
+/* Fill a key; idc NULL: no ID Context. The lengths must fit (callers
+ * check against OSCORE_MAX_ID / OSCORE_MAX_ID_CONTEXT). */
+static void key_set(struct ctx_key *k, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                    size_t rid_len)
 {
-    if (!srv->cfg.oscore || rid_len > OSCORE_MAX_ID)
+    memset(k, 0, sizeof *k);
+    k->rid_len = (uint8_t)rid_len;
+    if (rid_len)
+        memcpy(k->rid, rid, rid_len);
+    k->has_idc = idc != NULL;
+    if (idc) {
+        k->idc_len = (uint8_t)idc_len;
+        if (idc_len)
+            memcpy(k->idc, idc, idc_len);
+    }
+}
+
+static bool key_rid_is(const struct ctx_key *k, const uint8_t *rid, size_t rid_len)
+{
+    return k->rid_len == rid_len && (rid_len == 0 || !memcmp(k->rid, rid, rid_len));
+}
+
+static bool key_equal(const struct ctx_key *a, const struct ctx_key *b)
+{
+    return key_rid_is(a, b->rid, b->rid_len) && a->has_idc == b->has_idc &&
+           a->idc_len == b->idc_len && (a->idc_len == 0 || !memcmp(a->idc, b->idc, a->idc_len));
+}
+
+/* The ID Context argument of the state API for a key: NULL for none. */
+static const uint8_t *key_idc(const struct ctx_key *k)
+{
+    return k->has_idc ? k->idc : NULL;
+}
+
+static void first_request_add(struct edhoc_server *srv, uint64_t hs_id, const struct ctx_key *key,
+                              const char *peer)
+{
+    if (!srv->cfg.oscore)
         return;
     for (size_t i = 0; i < FIRST_REQUESTS; i++) {
         struct first_request *f = &srv->first[i];
-        if (f->used && f->rid_len == rid_len && !memcmp(f->rid, rid, rid_len))
+        if (f->used && key_equal(&f->key, key))
             f->used = false;
     }
     struct first_request *f = &srv->first[srv->first_next++ % FIRST_REQUESTS];
     f->used = true;
     f->hs_id = hs_id;
-    memcpy(f->rid, rid, rid_len);
-    f->rid_len = (uint8_t)rid_len;
+    f->key = *key;
     snprintf(f->peer, sizeof f->peer, "%s", peer);
 }
 
-/* The awaiting entry of a context (rid) or else of a peer (rid NULL). */
-static struct first_request *first_request_find(struct edhoc_server *srv, const uint8_t *rid,
-                                                size_t rid_len, const char *peer)
+/* The awaiting entry of a context (key) or else of a peer (key NULL). */
+static struct first_request *first_request_find(struct edhoc_server *srv,
+                                                const struct ctx_key *key, const char *peer)
 {
     if (!srv->cfg.oscore)
         return NULL;
@@ -512,7 +553,7 @@ static struct first_request *first_request_find(struct edhoc_server *srv, const 
         struct first_request *f = &srv->first[i];
         if (!f->used)
             continue;
-        if (rid ? f->rid_len == rid_len && !memcmp(f->rid, rid, rid_len) : !strcmp(f->peer, peer))
+        if (key ? key_equal(&f->key, key) : !strcmp(f->peer, peer))
             return f;
     }
     return NULL;
@@ -538,6 +579,8 @@ uint64_t edhoc_server_current_handshake(const struct edhoc_server *srv, const ch
     return srv->hs_current;
 }
 
+/* Buckets hash the Recipient ID alone: every context a kid can name
+ * when the request carries no 'kid context' sits in one chain. */
 static uint32_t hash_id(const uint8_t *id, size_t len)
 {
     uint32_t h = 2166136261u ^ (uint32_t)len;
@@ -546,21 +589,31 @@ static uint32_t hash_id(const uint8_t *id, size_t len)
     return h % BUCKETS;
 }
 
-static struct peer_ctx *ctx_find(struct edhoc_server *srv, const uint8_t *rid, size_t len)
+static struct peer_ctx *ctx_find(struct edhoc_server *srv, const struct ctx_key *key)
 {
-    for (struct peer_ctx *p = srv->buckets[hash_id(rid, len)]; p; p = p->next) {
-        if (p->rid_len == len && !memcmp(p->rid, rid, len))
+    for (struct peer_ctx *p = srv->buckets[hash_id(key->rid, key->rid_len)]; p; p = p->next) {
+        if (key_equal(&p->key, key))
             return p;
     }
     return NULL;
 }
 
-static void ctx_remove(struct edhoc_server *srv, const uint8_t *rid, size_t len)
+/* Whether any context, whatever its ID Context, has this Recipient ID. */
+static bool rid_in_use(struct edhoc_server *srv, const uint8_t *rid, size_t len)
 {
-    struct peer_ctx **pp = &srv->buckets[hash_id(rid, len)];
+    for (struct peer_ctx *p = srv->buckets[hash_id(rid, len)]; p; p = p->next) {
+        if (key_rid_is(&p->key, rid, len))
+            return true;
+    }
+    return false;
+}
+
+static void ctx_remove(struct edhoc_server *srv, const struct ctx_key *key)
+{
+    struct peer_ctx **pp = &srv->buckets[hash_id(key->rid, key->rid_len)];
     while (*pp) {
         struct peer_ctx *p = *pp;
-        if (p->rid_len == len && !memcmp(p->rid, rid, len)) {
+        if (key_equal(&p->key, key)) {
             *pp = p->next;
             oscore_context_wipe(&p->osc);
             free(p);
@@ -574,23 +627,26 @@ static void ctx_remove(struct edhoc_server *srv, const uint8_t *rid, size_t len)
 static int store_ssn(void *user, uint64_t mark)
 {
     struct peer_ctx *p = user;
-    int rc = edhoc_state_store_ssn(p->srv->cfg.db, p->rid, p->rid_len, mark);
+    int rc = edhoc_state_store_ssn(p->srv->cfg.db, key_idc(&p->key), p->key.idc_len, p->key.rid,
+                                   p->key.rid_len, mark);
     if (rc)
         logf_(p->srv, EDHOC_LOG_ERR, "cannot store the sequence number mark: %s",
               edhoc_state_strerror(rc));
     return rc;
 }
 
-static struct peer_ctx *ctx_insert(struct edhoc_server *srv, const uint8_t *rid, size_t len)
+/* A new context under key, replacing the one with exactly that key (and
+ * no other: contexts with the same Recipient ID and another ID Context
+ * stay). */
+static struct peer_ctx *ctx_insert(struct edhoc_server *srv, const struct ctx_key *key)
 {
-    ctx_remove(srv, rid, len);
+    ctx_remove(srv, key);
     struct peer_ctx *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->srv = srv;
-    memcpy(p->rid, rid, len);
-    p->rid_len = (uint8_t)len;
-    uint32_t h = hash_id(rid, len);
+    p->key = *key;
+    uint32_t h = hash_id(key->rid, key->rid_len);
     p->next = srv->buckets[h];
     srv->buckets[h] = p;
     srv->n_contexts++;
@@ -671,7 +727,9 @@ static bool c_r_in_use(struct edhoc_server *srv, const uint8_t *c, size_t len, c
 {
     if (len == c_i_len && !memcmp(c, c_i, len))
         return true;
-    if (pending_find(srv, c, len) || ctx_find(srv, c, len))
+    /* C_R becomes our Recipient ID: one shared with a static context of
+     * any ID Context would make requests without 'kid context' try both. */
+    if (pending_find(srv, c, len) || rid_in_use(srv, c, len))
         return true;
     /* Bare message_1 starts with METHOD 0..3: a C_R that is one of those
      * ints would make a C_R-prefixed message_3 ambiguous. */
@@ -825,25 +883,27 @@ static int load_one(void *user, const struct edhoc_state_peer *sp)
         .master_secret_len = sp->master_secret_len,
         .master_salt = sp->master_salt,
         .master_salt_len = sp->master_salt_len,
-        .id_context = sp->id_context_len ? sp->id_context : NULL,
+        .id_context = sp->has_id_context ? sp->id_context : NULL,
         .id_context_len = sp->id_context_len,
         .sender_id = sp->sender_id,
         .sender_id_len = sp->sender_id_len,
         .recipient_id = sp->recipient_id,
         .recipient_id_len = sp->recipient_id_len,
     };
-    if (sp->recipient_id_len > OSCORE_MAX_ID)
+    if (sp->recipient_id_len > OSCORE_MAX_ID || sp->id_context_len > OSCORE_MAX_ID_CONTEXT)
         return 0;
     if (sp->method < 0)
         return 0; /* static contexts come back with their --oscore-context file */
-    struct peer_ctx *p = ctx_insert(srv, sp->recipient_id, sp->recipient_id_len);
+    struct ctx_key key;
+    key_set(&key, prm.id_context, sp->id_context_len, sp->recipient_id, sp->recipient_id_len);
+    struct peer_ctx *p = ctx_insert(srv, &key);
     if (!p)
         return OSCORE_ERR_INVALID;
     int rc = oscore_context_init(&p->osc, srv->cfg.ops, &prm);
     if (!rc)
         rc = oscore_context_resume(&p->osc, sp->ssn_mark);
     if (rc) {
-        ctx_remove(srv, sp->recipient_id, sp->recipient_id_len);
+        ctx_remove(srv, &key);
         return 0;
     }
     ctx_persist(p);
@@ -861,83 +921,103 @@ long edhoc_server_load_state(struct edhoc_server *srv)
     return (long)(srv->n_contexts - before);
 }
 
-static int stored_mark(void *user, const struct edhoc_state_peer *sp)
+/* Every value a static context has fits a state row, so none is ever
+ * served without its mark being stored. */
+_Static_assert(OSCORE_MAX_ID <= EDHOC_STATE_MAX_ID, "recipient / sender IDs fit the state");
+_Static_assert(OSCORE_MAX_ID_CONTEXT <= EDHOC_STATE_MAX_ID_CONTEXT, "ID Contexts fit the state");
+_Static_assert(OSCORE_MAX_MASTER_SECRET <= EDHOC_STATE_MAX_SECRET, "master secrets fit the state");
+_Static_assert(OSCORE_MAX_MASTER_SALT <= EDHOC_STATE_MAX_SALT, "master salts fit the state");
+
+/* The keying material the state's put compares to decide whether a row
+ * is the same context (and keeps its mark) or a new one. */
+static bool same_keying_material(const struct edhoc_state_peer *a,
+                                 const struct edhoc_state_peer *b)
 {
-    struct edhoc_state_peer *want = user;
-    if (sp->recipient_id_len == want->recipient_id_len &&
-        !memcmp(sp->recipient_id, want->recipient_id, sp->recipient_id_len) &&
-        sp->master_secret_len == want->master_secret_len &&
-        edhoc_ct_equal(sp->master_secret, want->master_secret, sp->master_secret_len)) {
-        want->ssn_mark = sp->ssn_mark;
-        want->created = 1;
-        return 1;
-    }
-    return 0;
+    return a->sender_id_len == b->sender_id_len &&
+           !memcmp(a->sender_id, b->sender_id, a->sender_id_len) &&
+           a->master_secret_len == b->master_secret_len &&
+           edhoc_ct_equal(a->master_secret, b->master_secret, a->master_secret_len) &&
+           a->master_salt_len == b->master_salt_len &&
+           edhoc_ct_equal(a->master_salt, b->master_salt, a->master_salt_len) &&
+           a->aead_alg == b->aead_alg && a->hkdf_alg == b->hkdf_alg;
 }
 
 int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscore_config *cfg,
                                     const char *origin)
 {
-    if (ctx_find(srv, cfg->recipient_id, cfg->recipient_id_len))
+    /* RFC 8613 Section 7.2.1 and Appendix B.1: a context used across
+     * restarts must not reuse a sender sequence number. A static context
+     * comes back with the same keys after every restart, so without a
+     * durable mark it would start again at 0 and reuse nonces. */
+    if (!srv->cfg.db)
+        return EDHOC_SERVER_ERR_NO_STATE;
+    if (cfg->recipient_id_len > OSCORE_MAX_ID || cfg->sender_id_len > OSCORE_MAX_ID ||
+        (cfg->has_id_context && cfg->id_context_len > OSCORE_MAX_ID_CONTEXT) ||
+        cfg->master_secret_len > OSCORE_MAX_MASTER_SECRET ||
+        (cfg->has_master_salt && cfg->master_salt_len > OSCORE_MAX_MASTER_SALT))
         return OSCORE_ERR_INVALID;
-    struct peer_ctx *p = ctx_insert(srv, cfg->recipient_id, cfg->recipient_id_len);
+    struct ctx_key key;
+    key_set(&key, cfg->has_id_context ? cfg->id_context : NULL, cfg->id_context_len,
+            cfg->recipient_id, cfg->recipient_id_len);
+    /* Section 3.3: the ID Context together with the Recipient ID tells
+     * contexts apart, so the same pair twice is one context configured
+     * twice. */
+    if (ctx_find(srv, &key))
+        return OSCORE_ERR_INVALID;
+    struct peer_ctx *p = ctx_insert(srv, &key);
     if (!p)
         return OSCORE_ERR_INVALID;
     p->is_static = true;
     int rc = oscore_context_init_config(&p->osc, srv->cfg.ops, cfg);
     if (rc) {
-        ctx_remove(srv, cfg->recipient_id, cfg->recipient_id_len);
+        ctx_remove(srv, &key);
         return rc;
     }
-    if (srv->cfg.db) {
-        struct edhoc_state_peer sp;
-        memset(&sp, 0, sizeof sp);
-        memcpy(sp.recipient_id, cfg->recipient_id, cfg->recipient_id_len);
-        sp.recipient_id_len = cfg->recipient_id_len;
-        memcpy(sp.sender_id, cfg->sender_id, cfg->sender_id_len);
-        sp.sender_id_len = cfg->sender_id_len;
-        if (cfg->master_secret_len > EDHOC_STATE_MAX_SECRET ||
-            cfg->id_context_len > EDHOC_STATE_MAX_ID_CONTEXT ||
-            cfg->master_salt_len > EDHOC_STATE_MAX_SALT) {
-            logf_(srv, EDHOC_LOG_WARNING, "static context %s: too large to persist", origin);
-        } else {
-            memcpy(sp.master_secret, cfg->master_secret, cfg->master_secret_len);
-            sp.master_secret_len = cfg->master_secret_len;
-            memcpy(sp.master_salt, cfg->master_salt, cfg->master_salt_len);
-            sp.master_salt_len = cfg->master_salt_len;
-            memcpy(sp.id_context, cfg->id_context, cfg->id_context_len);
-            sp.id_context_len = cfg->id_context_len;
-            sp.aead_alg = cfg->aead_alg;
-            sp.hkdf_alg = cfg->hkdf_alg;
-            sp.method = sp.suite = -1;
-            snprintf(sp.peer, sizeof sp.peer, "static");
-            edhoc_state_for_each_peer(srv->cfg.db, stored_mark, &sp);
-            bool known = sp.created == 1;
-            uint64_t mark = sp.ssn_mark;
-            sp.created = (int64_t)time(NULL);
-            if (known) {
-                /* Seen before: continue above its mark, Echo for the window.
-                 * A mark past the sequence-number limit leaves the context
-                 * unusable: refuse it rather than serve a dead context. */
-                rc = oscore_context_resume(&p->osc, mark);
-                if (rc) {
-                    ctx_remove(srv, cfg->recipient_id, cfg->recipient_id_len);
-                    edhoc_wipe(&sp, sizeof sp);
-                    return rc;
-                }
-            } else {
-                sp.ssn_mark = 0;
-                rc = edhoc_state_put_peer(srv->cfg.db, &sp);
-                if (rc) {
-                    ctx_remove(srv, cfg->recipient_id, cfg->recipient_id_len);
-                    edhoc_wipe(&sp, sizeof sp);
-                    return rc;
-                }
-            }
-            ctx_persist(p);
-        }
-        edhoc_wipe(&sp, sizeof sp);
+
+    struct edhoc_state_peer sp, stored;
+    memset(&sp, 0, sizeof sp);
+    memcpy(sp.recipient_id, key.rid, key.rid_len);
+    sp.recipient_id_len = key.rid_len;
+    sp.has_id_context = key.has_idc;
+    memcpy(sp.id_context, key.idc, key.idc_len);
+    sp.id_context_len = key.idc_len;
+    memcpy(sp.sender_id, cfg->sender_id, cfg->sender_id_len);
+    sp.sender_id_len = cfg->sender_id_len;
+    memcpy(sp.master_secret, cfg->master_secret, cfg->master_secret_len);
+    sp.master_secret_len = cfg->master_secret_len;
+    if (cfg->has_master_salt) {
+        memcpy(sp.master_salt, cfg->master_salt, cfg->master_salt_len);
+        sp.master_salt_len = cfg->master_salt_len;
     }
+    sp.aead_alg = cfg->aead_alg;
+    sp.hkdf_alg = cfg->hkdf_alg;
+    sp.method = sp.suite = -1;
+    snprintf(sp.peer, sizeof sp.peer, "static");
+    sp.created = (int64_t)time(NULL);
+
+    rc = edhoc_state_get_peer(srv->cfg.db, key_idc(&key), key.idc_len, key.rid, key.rid_len,
+                              &stored);
+    if (rc == 0 && same_keying_material(&stored, &sp)) {
+        /* Seen before: continue above its mark, Echo for the window. A
+         * mark past the sequence-number limit leaves the context unusable:
+         * refuse it rather than serve a dead context. */
+        rc = oscore_context_resume(&p->osc, stored.ssn_mark);
+        if (!rc)
+            logf_(srv, EDHOC_LOG_INFO, "static context %s: resumes above stored mark %llu",
+                  origin ? origin : "", (unsigned long long)stored.ssn_mark);
+    } else if (rc == 0 || rc == EDHOC_STATE_ERR_NOT_FOUND) {
+        /* New, or new keying material under this key: its sequence
+         * numbers start at 0 (put replaces the old row and its mark). */
+        sp.ssn_mark = 0;
+        rc = edhoc_state_put_peer(srv->cfg.db, &sp);
+    }
+    edhoc_wipe(&sp, sizeof sp);
+    edhoc_wipe(&stored, sizeof stored);
+    if (rc) {
+        ctx_remove(srv, &key);
+        return rc;
+    }
+    ctx_persist(p);
     return 0;
 }
 
@@ -1180,7 +1260,10 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
         edhoc_wipe(&op, sizeof op);
         return NULL;
     }
-    struct peer_ctx *p = ctx_insert(srv, op.recipient_id, op.recipient_id_len);
+    /* RFC 9528 Appendix A.1 derives the context without an ID Context. */
+    struct ctx_key key;
+    key_set(&key, NULL, 0, op.recipient_id, op.recipient_id_len);
+    struct peer_ctx *p = ctx_insert(srv, &key);
     if (!p) {
         edhoc_wipe(&op, sizeof op);
         return NULL;
@@ -1196,21 +1279,24 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
         sp.recipient_id_len = op.recipient_id_len;
         memcpy(sp.sender_id, op.sender_id, op.sender_id_len);
         sp.sender_id_len = op.sender_id_len;
+        /* A context whose keying material cannot be stored is not served:
+         * its marks would be lost with it. */
+        rc = EDHOC_STATE_ERR_ARG;
         if (op.master_secret_len <= sizeof sp.master_secret &&
             op.master_salt_len <= sizeof sp.master_salt) {
             memcpy(sp.master_secret, op.master_secret, op.master_secret_len);
             sp.master_secret_len = op.master_secret_len;
             memcpy(sp.master_salt, op.master_salt, op.master_salt_len);
             sp.master_salt_len = op.master_salt_len;
+            sp.aead_alg = op.aead_alg;
+            sp.hkdf_alg = op.hash_alg;
+            sp.ssn_mark = 0;
+            snprintf(sp.peer, sizeof sp.peer, "%s", h->peer);
+            sp.created = (int64_t)time(NULL);
+            sp.method = h->s.method;
+            sp.suite = h->s.suite;
+            rc = edhoc_state_put_peer(srv->cfg.db, &sp);
         }
-        sp.aead_alg = op.aead_alg;
-        sp.hkdf_alg = op.hash_alg;
-        sp.ssn_mark = 0;
-        snprintf(sp.peer, sizeof sp.peer, "%s", h->peer);
-        sp.created = (int64_t)time(NULL);
-        sp.method = h->s.method;
-        sp.suite = h->s.suite;
-        rc = edhoc_state_put_peer(srv->cfg.db, &sp);
         edhoc_wipe(&sp, sizeof sp);
         if (rc)
             logf_(srv, EDHOC_LOG_ERR, "cannot store the new context: %s",
@@ -1220,7 +1306,7 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
     }
     edhoc_wipe(&op, sizeof op);
     if (rc) {
-        ctx_remove(srv, h->c_r, h->c_r_len);
+        ctx_remove(srv, &key);
         return NULL;
     }
     return p;
@@ -1330,7 +1416,7 @@ static void hs_ok(struct edhoc_server *srv, const struct pending *h, const struc
     }
     srv->m3_h = NULL;
     if (ctx)
-        first_request_add(srv, h->hs_id, ctx->rid, ctx->rid_len, h->peer);
+        first_request_add(srv, h->hs_id, &ctx->key, h->peer);
 }
 
 static long on_message_3(struct edhoc_server *srv, const struct coap_msg *req, struct pending *h,
@@ -1663,12 +1749,12 @@ static long inner_response(const struct coap_msg *in, const struct plain_resp *r
     return n < 0 ? -1 : n;
 }
 
-static struct observer *observer_find(struct edhoc_server *srv, const uint8_t *rid, size_t rid_len,
+static struct observer *observer_find(struct edhoc_server *srv, const struct ctx_key *key,
                                       const uint8_t *tok, size_t tok_len)
 {
     for (size_t i = 0; i < MAX_OBSERVERS; i++) {
         struct observer *o = &srv->observers[i];
-        if (o->used && o->rid_len == rid_len && !memcmp(o->rid, rid, rid_len) &&
+        if (o->used && key_equal(&o->key, key) &&
             o->token_len == tok_len && !memcmp(o->token, tok, tok_len))
             return o;
     }
@@ -1709,17 +1795,67 @@ static long oscore_error(int err, const uint8_t *req, size_t len, uint8_t *out, 
     return n;
 }
 
-static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
-                      const char *peer_name, struct peer_ctx *ctx, const uint8_t *req, size_t len,
-                      uint8_t *out, size_t cap)
+/* Unprotect a request with the context its OSCORE option names (RFC 8613
+ * Section 8.2 step 2: the Recipient ID in 'kid', "additionally using the
+ * 'kid context', if present"). With a 'kid context', only the context of
+ * that ID Context and kid. Without one, every context with that kid:
+ * Section 3.3 lets several Recipient Contexts share a Recipient ID, and
+ * then "the endpoint may need to try multiple times". The first that
+ * verifies is taken. A candidate moves on to the next only when it cannot
+ * tell whether the request is its own: the AEAD failed, or its replay
+ * window (checked before the AEAD) holds the Partial IV; any other answer
+ * is about a request the candidate verified, or about the message itself.
+ * Windows change only when a request is accepted, so the candidates
+ * tried first are left as they were. *ctx: the context the answer belongs
+ * to (NULL: none has that kid, or that kid context and kid); when none
+ * verified, the first that saw a replay, else the first tried. */
+static long unprotect_request(struct edhoc_server *srv, const struct oscore_option *oo,
+                              const uint8_t *req, size_t len, struct peer_ctx **ctx,
+                              struct oscore_binding *b)
+{
+    *ctx = NULL;
+    if (oo->kid_len > OSCORE_MAX_ID)
+        return OSCORE_ERR_CONTEXT_NOT_FOUND;
+    if (oo->has_kid_context) {
+        if (oo->kid_context_len > OSCORE_MAX_ID_CONTEXT)
+            return OSCORE_ERR_CONTEXT_NOT_FOUND;
+        struct ctx_key key;
+        key_set(&key, oo->kid_context, oo->kid_context_len, oo->kid, oo->kid_len);
+        *ctx = ctx_find(srv, &key);
+        if (!*ctx)
+            return OSCORE_ERR_CONTEXT_NOT_FOUND;
+        return oscore_unprotect_request(&(*ctx)->osc, req, len, srv->inner, sizeof srv->inner,
+                                        b);
+    }
+    long verdict = OSCORE_ERR_CONTEXT_NOT_FOUND;
+    for (struct peer_ctx *p = srv->buckets[hash_id(oo->kid, oo->kid_len)]; p; p = p->next) {
+        if (!key_rid_is(&p->key, oo->kid, oo->kid_len))
+            continue;
+        long n = oscore_unprotect_request(&p->osc, req, len, srv->inner, sizeof srv->inner, b);
+        if (n != OSCORE_ERR_DECRYPT && n != OSCORE_ERR_REPLAY) {
+            *ctx = p;
+            return n;
+        }
+        if (!*ctx || (n == OSCORE_ERR_REPLAY && verdict != OSCORE_ERR_REPLAY)) {
+            *ctx = p;
+            verdict = n;
+        }
+    }
+    return verdict;
+}
+
+/* The answer to an OSCORE request that ctx unprotected with result n
+ * (the inner request in srv->inner when n > 0). */
+static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
+                           const char *peer_name, struct peer_ctx *ctx, long n,
+                           struct oscore_binding *b, const uint8_t *req, size_t len,
+                           uint8_t *out, size_t cap)
 {
     srv->st.oscore_requests++;
-    struct oscore_binding b;
-    long n = oscore_unprotect_request(&ctx->osc, req, len, srv->inner, sizeof srv->inner, &b);
     /* An Echo challenge is no verdict yet: the retry is the first request. */
     struct first_request *first = n == OSCORE_ERR_ECHO_REQUIRED
                                       ? NULL
-                                      : first_request_find(srv, ctx->rid, ctx->rid_len, NULL);
+                                      : first_request_find(srv, &ctx->key, NULL);
     if (first) {
         char text[300] = "";
         if (n < 0)
@@ -1731,7 +1867,7 @@ static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *pee
         first_request_report(srv, first, n < 0 ? (int)n : 0, text);
     }
     if (n == OSCORE_ERR_ECHO_REQUIRED) {
-        long r = oscore_protect_echo_challenge(&ctx->osc, &b, req, len, out, cap);
+        long r = oscore_protect_echo_challenge(&ctx->osc, b, req, len, out, cap);
         logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: replay window unknown, Echo challenge sent",
               peer_name);
         return r < 0 ? oscore_error(OSCORE_ERR_DECRYPT, req, len, out, cap) : r;
@@ -1770,7 +1906,7 @@ static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *pee
     if (obs && r.code == COAP_CODE_CONTENT && path_is(&in, "/counter")) {
         uint32_t v = 1;
         coap_option_uint(obs, &v);
-        struct observer *o = observer_find(srv, ctx->rid, ctx->rid_len, in.token, in.token_len);
+        struct observer *o = observer_find(srv, &ctx->key, in.token, in.token_len);
         if (v == 0) {
             if (!o) {
                 for (size_t i = 0; i < MAX_OBSERVERS && !o; i++) {
@@ -1781,28 +1917,28 @@ static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *pee
             if (o && !o->used) {
                 o->used = true;
                 o->peer = edhoc_transport_peer_hold(peer);
-                memcpy(o->rid, ctx->rid, ctx->rid_len);
-                o->rid_len = ctx->rid_len;
+                o->key = ctx->key;
                 memcpy(o->token, in.token, in.token_len);
                 o->token_len = in.token_len;
             }
             if (o) {
-                o->b = b;
+                o->b = *b;
                 o->seq = srv->counter;
                 r.observe = true;
                 r.seq = o->seq;
             }
         } else if (o) {
+            /* RFC 7641 Section 3.6: a GET with Observe 1 and the
+             * registration's token ends it. */
+            logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: observer deregistered", peer_name);
             observer_drop(o);
         }
     }
     long pn = inner_response(&in, &r, srv->inner_resp, sizeof srv->inner_resp);
     if (pn < 0)
         return oscore_error(OSCORE_ERR_DECRYPT, req, len, out, cap);
-    struct oscore_binding *bp = &b;
-    struct observer *o = r.observe ? observer_find(srv, ctx->rid, ctx->rid_len, in.token,
-                                                   in.token_len)
-                                   : NULL;
+    struct oscore_binding *bp = b;
+    struct observer *o = r.observe ? observer_find(srv, &ctx->key, in.token, in.token_len) : NULL;
     if (o)
         bp = &o->b;
     long pr = oscore_protect_response(&ctx->osc, bp, srv->inner_resp, (size_t)pn, false, out, cap);
@@ -1815,6 +1951,17 @@ static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *pee
         return build(&in, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
     }
     return pr;
+}
+
+/* An OSCORE request for a context known beforehand (the one a combined
+ * request has just established). */
+static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
+                      const char *peer_name, struct peer_ctx *ctx, const uint8_t *req, size_t len,
+                      uint8_t *out, size_t cap)
+{
+    struct oscore_binding b;
+    long n = oscore_unprotect_request(&ctx->osc, req, len, srv->inner, sizeof srv->inner, &b);
+    return on_unprotected(srv, peer, peer_name, ctx, n, &b, req, len, out, cap);
 }
 
 /* RFC 9668 Section 3.3.1: message_3 first, then OSCORE with the new context. */
@@ -1912,22 +2059,25 @@ static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
         struct oscore_option oo;
         if (oscore_option_parse(osc->value, osc->len, &oo) || !oo.has_kid) {
             srv->st.oscore_errors++;
-            struct first_request *f = first_request_find(srv, NULL, 0, peer_name);
+            struct first_request *f = first_request_find(srv, NULL, peer_name);
             if (f)
                 first_request_report(srv, f, OSCORE_ERR_BAD_OPTION,
                                      "the OSCORE option is malformed or carries no kid (the "
                                      "device's Sender ID = our C_R must be sent as kid)");
             return oscore_error(OSCORE_ERR_BAD_OPTION, req, len, out, cap);
         }
-        struct peer_ctx *ctx = ctx_find(srv, oo.kid, oo.kid_len);
+        struct peer_ctx *ctx;
+        struct oscore_binding b;
+        long n = unprotect_request(srv, &oo, req, len, &ctx, &b);
         if (!ctx) {
             srv->st.oscore_errors++;
-            logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: no context for this kid", peer_name);
-            struct first_request *f = first_request_find(srv, NULL, 0, peer_name);
+            logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: no context for this %s", peer_name,
+                  oo.has_kid_context ? "kid context and kid" : "kid");
+            struct first_request *f = first_request_find(srv, NULL, peer_name);
             if (f) {
                 char kid[20], ours[20], text[300];
                 hex(oo.kid, oo.kid_len, kid, sizeof kid);
-                hex(f->rid, f->rid_len, ours, sizeof ours);
+                hex(f->key.rid, f->key.rid_len, ours, sizeof ours);
                 snprintf(text, sizeof text,
                          "no OSCORE context for kid %s: the handshake's is %s (our Recipient ID = "
                          "C_R); check the device's Sender ID (= C_R, RFC 9528 A.1) and how it "
@@ -1937,7 +2087,7 @@ static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
             }
             return oscore_error(OSCORE_ERR_CONTEXT_NOT_FOUND, req, len, out, cap);
         }
-        return on_oscore(srv, peer, peer_name, ctx, req, len, out, cap);
+        return on_unprotected(srv, peer, peer_name, ctx, n, &b, req, len, out, cap);
     }
     srv->st.plain_requests++;
     if (coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
@@ -1965,7 +2115,7 @@ static void notify_counter(struct edhoc_server *srv)
         struct observer *o = &srv->observers[i];
         if (!o->used)
             continue;
-        struct peer_ctx *ctx = ctx_find(srv, o->rid, o->rid_len);
+        struct peer_ctx *ctx = ctx_find(srv, &o->key);
         if (!ctx || !srv->cfg.send) {
             observer_drop(o);
             continue;

@@ -6,7 +6,12 @@
  *   PRAGMA user_version   = EDHOC_STATE_SCHEMA_VERSION
  *   meta(key, value)      magic string and schema version, for humans and
  *                         for a second opinion on the two pragmas
- *   peer(...)             one row per OSCORE context, keyed by recipient ID
+ *   peer(...)             one row per OSCORE context, keyed by
+ *                         (recipient ID, has ID Context, ID Context)
+ *
+ * Version 1 keyed peer by recipient ID alone; open_read_write() migrates
+ * such a file to version 2 in one transaction (see migrate_v1 for the
+ * rule, and edhoc/state.h).
  *
  * Opening never writes to a file before it has been recognised: the header
  * is read by hand, then a read-only SQLite connection checks the ids and
@@ -206,29 +211,47 @@ static const char schema_sql[] =
     "BEGIN;"
     "PRAGMA application_id = " /* value appended at run time */;
 
+/* The context table of version 2. A primary key column cannot be NULL
+ * in a WITHOUT ROWID table, so "no ID Context" is has_id_context = 0 with
+ * an empty id_context, kept apart from an empty ID Context
+ * (has_id_context = 1) by the key itself. The recipient ID leads the key:
+ * the contexts a kid may name without 'kid context' are adjacent. */
+#define PEER_TABLE_SQL                                                                 \
+    "CREATE TABLE peer ("                                                              \
+    "  recipient_id BLOB NOT NULL,"                                                    \
+    "  has_id_context INTEGER NOT NULL CHECK (has_id_context IN (0, 1)),"              \
+    "  id_context BLOB NOT NULL CHECK (has_id_context = 1 OR length(id_context) = 0)," \
+    "  sender_id BLOB NOT NULL,"                                                       \
+    "  master_secret BLOB NOT NULL,"                                                   \
+    "  master_salt BLOB NOT NULL,"                                                     \
+    "  aead_alg INTEGER NOT NULL,"                                                     \
+    "  hkdf_alg INTEGER NOT NULL,"                                                     \
+    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0),"                               \
+    "  peer TEXT NOT NULL,"                                                            \
+    "  created INTEGER NOT NULL,"                                                      \
+    "  method INTEGER NOT NULL,"                                                       \
+    "  suite INTEGER NOT NULL,"                                                        \
+    "  PRIMARY KEY (recipient_id, has_id_context, id_context)"                        \
+    ") STRICT, WITHOUT ROWID;"
+
 static const char schema_tables_sql[] =
     "CREATE TABLE meta ("
     "  key TEXT PRIMARY KEY NOT NULL,"
     "  value ANY"
-    ") STRICT;"
-    "CREATE TABLE peer ("
-    "  recipient_id BLOB PRIMARY KEY NOT NULL,"
-    "  sender_id BLOB NOT NULL,"
-    "  id_context BLOB NOT NULL,"
-    "  master_secret BLOB NOT NULL,"
-    "  master_salt BLOB NOT NULL,"
-    "  aead_alg INTEGER NOT NULL,"
-    "  hkdf_alg INTEGER NOT NULL,"
-    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0),"
-    "  peer TEXT NOT NULL,"
-    "  created INTEGER NOT NULL,"
-    "  method INTEGER NOT NULL,"
-    "  suite INTEGER NOT NULL"
-    ") STRICT, WITHOUT ROWID;";
+    ") STRICT;" PEER_TABLE_SQL;
 
 #define PEER_COLUMNS                                                                   \
+    "recipient_id, has_id_context, id_context, sender_id, master_secret, master_salt, " \
+    "aead_alg, hkdf_alg, ssn_mark, peer, created, method, suite"
+
+/* The columns of version 1's peer table (keyed by recipient_id alone). */
+#define PEER_COLUMNS_V1                                                                \
     "recipient_id, sender_id, id_context, master_secret, master_salt, aead_alg, "      \
     "hkdf_alg, ssn_mark, peer, created, method, suite"
+
+/* How a statement names one context: ?1 recipient ID, ?2 has ID Context,
+ * ?3 ID Context. */
+#define WHERE_KEY " WHERE recipient_id = ?1 AND has_id_context = ?2 AND id_context = ?3"
 
 /* A put for an existing recipient ID with the same keying material keeps
  * the higher of the two marks: re-storing a context (e.g. from a copy
@@ -236,13 +259,14 @@ static const char schema_tables_sql[] =
  * keying material restarts the sequence numbers, as a new context should.
  * SET expressions see the old row, so the CASE compares old with new. */
 static const char put_sql[] =
-    "INSERT INTO peer (" PEER_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
-    "ON CONFLICT (recipient_id) DO UPDATE SET "
-    "  ssn_mark = CASE WHEN sender_id = excluded.sender_id AND id_context = excluded.id_context"
+    "INSERT INTO peer (" PEER_COLUMNS ") "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+    "ON CONFLICT (recipient_id, has_id_context, id_context) DO UPDATE SET "
+    "  ssn_mark = CASE WHEN sender_id = excluded.sender_id"
     "    AND master_secret = excluded.master_secret AND master_salt = excluded.master_salt"
     "    AND aead_alg = excluded.aead_alg AND hkdf_alg = excluded.hkdf_alg"
     "    THEN max(ssn_mark, excluded.ssn_mark) ELSE excluded.ssn_mark END,"
-    "  sender_id = excluded.sender_id, id_context = excluded.id_context,"
+    "  sender_id = excluded.sender_id,"
     "  master_secret = excluded.master_secret, master_salt = excluded.master_salt,"
     "  aead_alg = excluded.aead_alg, hkdf_alg = excluded.hkdf_alg, peer = excluded.peer,"
     "  created = excluded.created, method = excluded.method, suite = excluded.suite";
@@ -250,7 +274,32 @@ static const char put_sql[] =
 /* The hot path: one indexed UPDATE, and the WHERE clause is what keeps a
  * mark from ever going down. */
 static const char store_ssn_sql[] =
-    "UPDATE peer SET ssn_mark = ?2 WHERE recipient_id = ?1 AND ssn_mark < ?2";
+    "UPDATE peer SET ssn_mark = ?4" WHERE_KEY " AND ssn_mark < ?4";
+
+/* Version 1 -> 2. Version 1 wrote an empty id_context both for "no ID
+ * Context" and for an empty one. A row with an ID Context of 1 byte or
+ * more keeps it. An empty one of an EDHOC run (method >= 0) has none:
+ * RFC 9528 Appendix A.1 sets no ID Context, and version 1 loaded such rows
+ * without one. An empty one of a static context (method < 0) cannot be
+ * told apart, so it is kept under both keys with its mark: whichever its
+ * context file says, the context finds its mark and never reuses a
+ * sequence number; the other copy only holds a mark nobody asks for.
+ * The old table is dropped with secure_delete on, so its pages are
+ * zeroed. */
+static const char migrate_v1_sql[] =
+    "BEGIN IMMEDIATE;"
+    "ALTER TABLE peer RENAME TO peer_v1;" PEER_TABLE_SQL
+    "INSERT INTO peer (" PEER_COLUMNS ")"
+    "  SELECT recipient_id, length(id_context) > 0, id_context, sender_id, master_secret,"
+    "    master_salt, aead_alg, hkdf_alg, ssn_mark, peer, created, method, suite FROM peer_v1;"
+    "INSERT INTO peer (" PEER_COLUMNS ")"
+    "  SELECT recipient_id, 1, id_context, sender_id, master_secret,"
+    "    master_salt, aead_alg, hkdf_alg, ssn_mark, peer, created, method, suite FROM peer_v1"
+    "  WHERE method < 0 AND length(id_context) = 0;"
+    "DROP TABLE peer_v1;"
+    "UPDATE meta SET value = 2 WHERE key = 'schema_version';"
+    "PRAGMA user_version = 2;"
+    "COMMIT;";
 
 /* Build a fresh database next to the final name and rename it into place:
  * the final name never refers to a partly initialised file. */
@@ -483,7 +532,10 @@ static int check_existing(const char *path, char *why, size_t cap)
         goto out;
 
     st = NULL;
-    rc = sqlite3_prepare_v2(sql, "SELECT " PEER_COLUMNS " FROM peer LIMIT 0", -1, &st, NULL);
+    rc = sqlite3_prepare_v2(sql,
+                            version == 1 ? "SELECT " PEER_COLUMNS_V1 " FROM peer LIMIT 0"
+                                         : "SELECT " PEER_COLUMNS " FROM peer LIMIT 0",
+                            -1, &st, NULL);
     sqlite3_finalize(st);
     if (rc != SQLITE_OK) {
         set_why(why, cap, "%s: peer table unusable: %s", path, sqlite3_errmsg(sql));
@@ -503,6 +555,28 @@ static int prepare(struct edhoc_state_db *db, const char *text, sqlite3_stmt **s
         return (rc & 0xff) == SQLITE_ERROR ? EDHOC_STATE_ERR_CORRUPT : map_sqlite_error(rc);
     }
     return 0;
+}
+
+/* Bring a version 1 database to version 2 (migrate_v1_sql). All or
+ * nothing: on failure the transaction is rolled back and the file is
+ * still version 1. */
+static int migrate_v1(sqlite3 *sql, const char *path, char *why, size_t cap)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(sql, migrate_v1_sql, NULL, NULL, &msg);
+    if (rc == SQLITE_OK)
+        return 0;
+    set_why(why, cap, "%s: cannot migrate from schema version 1: %s", path,
+            msg ? msg : sqlite_problem(rc));
+    sqlite3_free(msg);
+    if (!sqlite3_get_autocommit(sql))
+        sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+    /* A plain SQL error here means the file holds something a version 1
+     * database of ours does not (a table in the way, a row the new
+     * constraints refuse), as when preparing statements fails. */
+    return (rc & 0xff) == SQLITE_ERROR || (rc & 0xff) == SQLITE_CONSTRAINT
+               ? EDHOC_STATE_ERR_CORRUPT
+               : map_sqlite_error(rc);
 }
 
 static int open_read_write(struct edhoc_state_db *db, const char *path, char *why, size_t cap)
@@ -537,6 +611,17 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
         set_why(why, cap, "%s: %s", path, sqlite_problem(rc));
         return map_sqlite_error(rc);
     }
+    if ((uint32_t)app == (uint32_t)EDHOC_STATE_APPLICATION_ID && version == 1) {
+        /* secure_delete is already on, so the old table's pages are zeroed
+         * as they are freed. */
+        err = migrate_v1(db->sql, path, why, cap);
+        if (err)
+            return err;
+        if (query_int(db->sql, "PRAGMA user_version", &version, &rc) != 0) {
+            set_why(why, cap, "%s: %s", path, sqlite_problem(rc));
+            return map_sqlite_error(rc);
+        }
+    }
     if ((uint32_t)app != (uint32_t)EDHOC_STATE_APPLICATION_ID ||
         version != EDHOC_STATE_SCHEMA_VERSION) {
         set_why(why, cap, "%s: changed while being opened; refusing it", path);
@@ -545,14 +630,14 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
 
     if ((err = prepare(db, put_sql, &db->st_put, path, why, cap)) ||
         (err = prepare(db, store_ssn_sql, &db->st_store_ssn, path, why, cap)) ||
-        (err = prepare(db, "SELECT 1 FROM peer WHERE recipient_id = ?1", &db->st_exists, path,
+        (err = prepare(db, "SELECT 1 FROM peer" WHERE_KEY, &db->st_exists, path, why, cap)) ||
+        (err = prepare(db, "SELECT " PEER_COLUMNS " FROM peer" WHERE_KEY, &db->st_get, path,
                        why, cap)) ||
-        (err = prepare(db, "SELECT " PEER_COLUMNS " FROM peer WHERE recipient_id = ?1",
-                       &db->st_get, path, why, cap)) ||
-        (err = prepare(db, "SELECT " PEER_COLUMNS " FROM peer ORDER BY recipient_id",
+        (err = prepare(db,
+                       "SELECT " PEER_COLUMNS " FROM peer"
+                       " ORDER BY recipient_id, has_id_context, id_context",
                        &db->st_all, path, why, cap)) ||
-        (err = prepare(db, "DELETE FROM peer WHERE recipient_id = ?1", &db->st_delete, path,
-                       why, cap)) ||
+        (err = prepare(db, "DELETE FROM peer" WHERE_KEY, &db->st_delete, path, why, cap)) ||
         (err = prepare(db, "SELECT count(*) FROM peer", &db->st_count, path, why, cap)) ||
         (err = prepare(db, "BEGIN IMMEDIATE", &db->st_begin, path, why, cap)) ||
         (err = prepare(db, "COMMIT", &db->st_commit, path, why, cap)) ||
@@ -689,12 +774,30 @@ static bool id_ok(const uint8_t *id, size_t len)
     return len <= EDHOC_STATE_MAX_ID && (id != NULL || len == 0);
 }
 
+/* NULL is "no ID Context" and has no length; non-NULL may be empty. */
+static bool id_context_ok(const uint8_t *idc, size_t len)
+{
+    return idc != NULL ? len <= EDHOC_STATE_MAX_ID_CONTEXT : len == 0;
+}
+
 /* Blobs bound here must be non-NULL even when empty: a NULL pointer would
  * bind SQL NULL, which the NOT NULL columns refuse. */
 static int bind_id(sqlite3_stmt *st, int col, const uint8_t *id, size_t len)
 {
     static const uint8_t none[1];
     return sqlite3_bind_blob(st, col, len ? id : none, (int)len, SQLITE_STATIC);
+}
+
+/* Bind the key of one context to ?1..?3 (WHERE_KEY, and the first three
+ * columns of put_sql). */
+static int bind_key(sqlite3_stmt *st, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                    size_t rid_len)
+{
+    int rc;
+    if ((rc = bind_id(st, 1, rid, rid_len)) || (rc = sqlite3_bind_int(st, 2, idc != NULL)) ||
+        (rc = bind_id(st, 3, idc, idc_len)))
+        sqlite3_clear_bindings(st);
+    return rc;
 }
 
 /* Run a statement that returns no rows; returns the SQLite code. */
@@ -710,6 +813,7 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
 {
     if (db == NULL || p == NULL || !id_ok(p->recipient_id, p->recipient_id_len) ||
         p->sender_id_len > EDHOC_STATE_MAX_ID || p->id_context_len > EDHOC_STATE_MAX_ID_CONTEXT ||
+        (!p->has_id_context && p->id_context_len != 0) ||
         p->master_secret_len > EDHOC_STATE_MAX_SECRET ||
         p->master_salt_len > EDHOC_STATE_MAX_SALT || p->ssn_mark > (uint64_t)INT64_MAX ||
         strnlen(p->peer, sizeof p->peer) == sizeof p->peer)
@@ -720,18 +824,18 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
 
     sqlite3_stmt *st = db->st_put;
     int rc;
-    if ((rc = bind_id(st, 1, p->recipient_id, p->recipient_id_len)) ||
-        (rc = bind_id(st, 2, p->sender_id, p->sender_id_len)) ||
-        (rc = bind_id(st, 3, p->id_context, p->id_context_len)) ||
-        (rc = bind_id(st, 4, p->master_secret, p->master_secret_len)) ||
-        (rc = bind_id(st, 5, p->master_salt, p->master_salt_len)) ||
-        (rc = sqlite3_bind_int(st, 6, p->aead_alg)) ||
-        (rc = sqlite3_bind_int(st, 7, p->hkdf_alg)) ||
-        (rc = sqlite3_bind_int64(st, 8, (sqlite3_int64)p->ssn_mark)) ||
-        (rc = sqlite3_bind_text(st, 9, p->peer, -1, SQLITE_STATIC)) ||
-        (rc = sqlite3_bind_int64(st, 10, p->created)) ||
-        (rc = sqlite3_bind_int(st, 11, p->method)) ||
-        (rc = sqlite3_bind_int(st, 12, p->suite))) {
+    if ((rc = bind_key(st, p->has_id_context ? p->id_context : NULL, p->id_context_len,
+                       p->recipient_id, p->recipient_id_len)) ||
+        (rc = bind_id(st, 4, p->sender_id, p->sender_id_len)) ||
+        (rc = bind_id(st, 5, p->master_secret, p->master_secret_len)) ||
+        (rc = bind_id(st, 6, p->master_salt, p->master_salt_len)) ||
+        (rc = sqlite3_bind_int(st, 7, p->aead_alg)) ||
+        (rc = sqlite3_bind_int(st, 8, p->hkdf_alg)) ||
+        (rc = sqlite3_bind_int64(st, 9, (sqlite3_int64)p->ssn_mark)) ||
+        (rc = sqlite3_bind_text(st, 10, p->peer, -1, SQLITE_STATIC)) ||
+        (rc = sqlite3_bind_int64(st, 11, p->created)) ||
+        (rc = sqlite3_bind_int(st, 12, p->method)) ||
+        (rc = sqlite3_bind_int(st, 13, p->suite))) {
         sqlite3_clear_bindings(st);
         return EDHOC_STATE_ERR_IO;
     }
@@ -739,11 +843,14 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
     return rc == SQLITE_OK ? 0 : map_sqlite_error(rc);
 }
 
-static int peer_exists(struct edhoc_state_db *db, const uint8_t *id, size_t len)
+static int peer_exists(struct edhoc_state_db *db, const uint8_t *idc, size_t idc_len,
+                       const uint8_t *rid, size_t rid_len)
 {
     sqlite3_stmt *st = db->st_exists;
-    bind_id(st, 1, id, len);
-    int rc = sqlite3_step(st);
+    int rc = bind_key(st, idc, idc_len, rid, rid_len);
+    if (rc != SQLITE_OK)
+        return map_sqlite_error(rc);
+    rc = sqlite3_step(st);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc == SQLITE_ROW)
@@ -753,45 +860,58 @@ static int peer_exists(struct edhoc_state_db *db, const uint8_t *id, size_t len)
     return map_sqlite_error(rc);
 }
 
-int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len,
-                          uint64_t mark)
+int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
+                          size_t id_context_len, const uint8_t *recipient_id,
+                          size_t recipient_id_len, uint64_t mark)
 {
-    if (db == NULL || !id_ok(recipient_id, len) || mark > (uint64_t)INT64_MAX)
+    if (db == NULL || !id_ok(recipient_id, recipient_id_len) ||
+        !id_context_ok(id_context, id_context_len) || mark > (uint64_t)INT64_MAX)
         return EDHOC_STATE_ERR_ARG;
     int unusable = usable(db);
     if (unusable)
         return unusable;
     sqlite3_stmt *st = db->st_store_ssn;
-    bind_id(st, 1, recipient_id, len);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)mark);
-    int rc = step_done(st);
+    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 4, (sqlite3_int64)mark);
+    if (rc != SQLITE_OK) {
+        sqlite3_clear_bindings(st);
+        return map_sqlite_error(rc);
+    }
+    rc = step_done(st);
     if (rc != SQLITE_OK)
         return map_sqlite_error(rc);
     if (sqlite3_changes(db->sql) > 0)
         return 0;
     /* Nothing changed: either the stored mark is already at or above this
      * one (fine, it is durable) or there is no such context. */
-    return peer_exists(db, recipient_id, len);
+    return peer_exists(db, id_context, id_context_len, recipient_id, recipient_id_len);
 }
 
 int edhoc_state_store_ssn_cb(void *binding, uint64_t mark)
 {
     const struct edhoc_state_ssn_binding *b = binding;
-    if (b == NULL)
+    if (b == NULL || (!b->has_id_context && b->id_context_len != 0))
         return EDHOC_STATE_ERR_ARG;
-    return edhoc_state_store_ssn(b->db, b->recipient_id, b->recipient_id_len, mark);
+    return edhoc_state_store_ssn(b->db, b->has_id_context ? b->id_context : NULL,
+                                 b->id_context_len, b->recipient_id, b->recipient_id_len, mark);
 }
 
-int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len)
+int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                            size_t id_context_len, const uint8_t *recipient_id,
+                            size_t recipient_id_len)
 {
-    if (db == NULL || !id_ok(recipient_id, len))
+    if (db == NULL || !id_ok(recipient_id, recipient_id_len) ||
+        !id_context_ok(id_context, id_context_len))
         return EDHOC_STATE_ERR_ARG;
     int unusable = usable(db);
     if (unusable)
         return unusable;
     sqlite3_stmt *st = db->st_delete;
-    bind_id(st, 1, recipient_id, len);
-    int rc = step_done(st);
+    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
+    if (rc != SQLITE_OK)
+        return map_sqlite_error(rc);
+    rc = step_done(st);
     if (rc != SQLITE_OK)
         return map_sqlite_error(rc);
     return sqlite3_changes(db->sql) > 0 ? 0 : EDHOC_STATE_ERR_NOT_FOUND;
@@ -825,39 +945,49 @@ static bool int_col(sqlite3_stmt *st, int col, int *out)
 static int row_to_peer(sqlite3_stmt *st, struct edhoc_state_peer *p)
 {
     memset(p, 0, sizeof *p);
+    int has_idc = 0;
     if (!copy_blob(st, 0, p->recipient_id, sizeof p->recipient_id, &p->recipient_id_len) ||
-        !copy_blob(st, 1, p->sender_id, sizeof p->sender_id, &p->sender_id_len) ||
+        !int_col(st, 1, &has_idc) || (has_idc != 0 && has_idc != 1) ||
         !copy_blob(st, 2, p->id_context, sizeof p->id_context, &p->id_context_len) ||
-        !copy_blob(st, 3, p->master_secret, sizeof p->master_secret, &p->master_secret_len) ||
-        !copy_blob(st, 4, p->master_salt, sizeof p->master_salt, &p->master_salt_len) ||
-        !int_col(st, 5, &p->aead_alg) || !int_col(st, 6, &p->hkdf_alg) ||
-        !int_col(st, 10, &p->method) || !int_col(st, 11, &p->suite))
+        (!has_idc && p->id_context_len != 0) ||
+        !copy_blob(st, 3, p->sender_id, sizeof p->sender_id, &p->sender_id_len) ||
+        !copy_blob(st, 4, p->master_secret, sizeof p->master_secret, &p->master_secret_len) ||
+        !copy_blob(st, 5, p->master_salt, sizeof p->master_salt, &p->master_salt_len) ||
+        !int_col(st, 6, &p->aead_alg) || !int_col(st, 7, &p->hkdf_alg) ||
+        !int_col(st, 11, &p->method) || !int_col(st, 12, &p->suite))
         return EDHOC_STATE_ERR_CORRUPT;
-    sqlite3_int64 mark = sqlite3_column_int64(st, 7);
+    p->has_id_context = has_idc == 1;
+    sqlite3_int64 mark = sqlite3_column_int64(st, 8);
     if (mark < 0)
         return EDHOC_STATE_ERR_CORRUPT;
     p->ssn_mark = (uint64_t)mark;
-    const unsigned char *text = sqlite3_column_text(st, 8);
-    int n = sqlite3_column_bytes(st, 8);
+    const unsigned char *text = sqlite3_column_text(st, 9);
+    int n = sqlite3_column_bytes(st, 9);
     if (text == NULL || n < 0 || (size_t)n >= sizeof p->peer)
         return EDHOC_STATE_ERR_CORRUPT;
     memcpy(p->peer, text, (size_t)n);
     p->peer[n] = '\0';
-    p->created = sqlite3_column_int64(st, 9);
+    p->created = sqlite3_column_int64(st, 10);
     return 0;
 }
 
-int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *recipient_id, size_t len,
-                         struct edhoc_state_peer *out)
+int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                         size_t id_context_len, const uint8_t *recipient_id,
+                         size_t recipient_id_len, struct edhoc_state_peer *out)
 {
-    if (db == NULL || out == NULL || !id_ok(recipient_id, len))
+    if (db == NULL || out == NULL || !id_ok(recipient_id, recipient_id_len) ||
+        !id_context_ok(id_context, id_context_len))
         return EDHOC_STATE_ERR_ARG;
     int unusable = usable(db);
     if (unusable)
         return unusable;
     sqlite3_stmt *st = db->st_get;
-    bind_id(st, 1, recipient_id, len);
-    int rc = sqlite3_step(st);
+    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
+    if (rc != SQLITE_OK) {
+        wipe(out, sizeof *out);
+        return map_sqlite_error(rc);
+    }
+    rc = sqlite3_step(st);
     int err;
     if (rc == SQLITE_ROW)
         err = row_to_peer(st, out);

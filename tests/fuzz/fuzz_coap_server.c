@@ -9,11 +9,14 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "edhoc/cred.h"
 #include "edhoc/edhoc.h"
 #include "edhoc/oscore.h"
+#include "edhoc/state.h"
 #include "edhoc/transport.h"
 
 static struct edhoc_cred cred;
@@ -23,6 +26,10 @@ static struct edhoc_config cfg;
 static const int suites[] = {2, 0};
 static struct edhoc_server *srv;        /* the one handling the current input */
 static struct edhoc_server *servers[2];
+/* Static contexts need a state database: one per server (a state
+ * directory has one user at a time), removed at exit. */
+static struct edhoc_state_db *dbs[2];
+static char db_dirs[2][64];
 static uint64_t now_ms;
 static volatile size_t sink; /* keeps the reads below */
 
@@ -89,6 +96,25 @@ static const struct edhoc_config *select_config(void *user, int method, int suit
     return &cfg;
 }
 
+static void remove_state(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (!db_dirs[i][0])
+            continue;
+        edhoc_server_free(servers[i]);
+        servers[i] = NULL;
+        edhoc_state_close(dbs[i]);
+        static const char *const files[] = {EDHOC_STATE_FILE, EDHOC_STATE_FILE "-wal",
+                                             EDHOC_STATE_FILE "-shm"};
+        for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+            char path[128];
+            snprintf(path, sizeof path, "%s/%s", db_dirs[i], files[k]);
+            unlink(path);
+        }
+        rmdir(db_dirs[i]);
+    }
+}
+
 static void setup(void)
 {
     edhoc_demo_trace_cred(2, 'R', &cred, &key);
@@ -112,9 +138,14 @@ static void setup(void)
                                "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n";
     /* The second server serves the resources unprotected too and takes
      * the bare framing only. */
+    atexit(remove_state);
     for (int i = 0; i < 2; i++) {
         sc.serve_unprotected = i == 1;
         sc.framings = i == 1 ? 1u << EDHOC_FRAMING_BARE : 0;
+        snprintf(db_dirs[i], sizeof db_dirs[i], "/tmp/fuzz-coap-server-XXXXXX");
+        if (!mkdtemp(db_dirs[i]) || edhoc_state_open(db_dirs[i], &dbs[i], NULL, 0) != 0)
+            __builtin_trap();
+        sc.db = dbs[i];
         servers[i] = edhoc_server_new(&sc);
         struct oscore_config oc;
         struct oscore_config_error err;
