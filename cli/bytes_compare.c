@@ -226,8 +226,9 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
     snprintf(ready, sizeof ready, "%s/ready-%s", c->tmpdir, id_cred);
     snprintf(rlog, sizeof rlog, "%s/responder-%s.log", c->tmpdir, id_cred);
     int logfd = open(rlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* A throwaway responder: its EDHOC contexts need not outlive it. */
     char *rargv[] = {"edhoc-cli", "responder", "--listen", "127.0.0.1:0", "--ready-file", ready,
-                     "--id-cred", (char *)id_cred, NULL};
+                     "--id-cred", (char *)id_cred, "--state-dir", "none", NULL};
     pid_t resp = spawn_self(rargv, -1, logfd);
     if (logfd >= 0)
         close(logfd);

@@ -14,7 +14,46 @@
 #include "edhoc/oscore.h"
 #include "edhoc/transport.h"
 #include "net_report.h"
+#include "oscore_seq.h"
 #include "util.h"
+
+/* The sequence numbers this run sent with, for --json. */
+struct seq_log {
+    uint64_t first[64];
+    size_t n, total;
+};
+
+static long protect_logged(struct oscore_context *ctx, struct seq_log *log, const uint8_t *req,
+                           size_t len, uint8_t *out, size_t cap, struct oscore_binding *b)
+{
+    long n = oscore_protect_request(ctx, req, len, out, cap, b);
+    if (n >= 0) {
+        uint64_t piv = 0;
+        for (size_t i = 0; i < b->piv_len; i++)
+            piv = piv << 8 | b->piv[i];
+        if (log->n < sizeof log->first / sizeof log->first[0])
+            log->first[log->n++] = piv;
+        log->total++;
+    }
+    return n;
+}
+
+/* "the peer answered without OSCORE" with what it said, and which RFC
+ * sentence makes it no answer. */
+static void report_unprotected(const uint8_t *msg, size_t len, uint8_t code)
+{
+    char text[400];
+    cli_unprotected_answer_text(msg, len, text, sizeof text);
+    fprintf(stderr, "edhoc-cli coap: %s\n", text);
+    if (code >= COAP_CODE(4, 0) && code <= COAP_CODE(4, 2))
+        fprintf(stderr, "edhoc-cli coap: RFC 8613 Sections 7.4 and 8.2: the server's OSCORE layer "
+                        "refused the request (its error responses are not protected); if the "
+                        "context is used outside this state directory, continue above its "
+                        "numbers with --seq N or --oscore-context CONF,SEQFILE\n");
+    else
+        fprintf(stderr, "edhoc-cli coap: a response to an OSCORE request is protected (RFC 8613 "
+                        "Sections 2 and 8.4): this one proves nothing\n");
+}
 
 static void usage(FILE *f)
 {
@@ -23,13 +62,19 @@ static void usage(FILE *f)
             "Sends one CoAP request (METHOD: GET, POST, PUT, DELETE, FETCH, PATCH, IPATCH) to\n"
             "coap://HOST[:PORT]/PATH[?QUERY] and prints the response.\n\n"
             "Options:\n"
-            "  --oscore-context FILE   protect with this static OSCORE context (libcoap format)\n"
+            "  --oscore-context FILE[,SEQFILE]\n"
+            "                          protect with this static OSCORE context (libcoap format);\n"
+            "                          SEQFILE: libcoap's sequence-number file, kept in step\n"
+            "  --state-dir DIR|none    where the context's sequence numbers are kept between runs\n"
+            "                          (default $STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli,\n"
+            "                          else ~/.local/state/edhoc-cli); none needs a SEQFILE\n"
             "  --payload TEXT          request payload\n"
             "  --payload-hex HEX       request payload given as hex\n"
             "  --content-format N      Content-Format of the payload\n"
-            "  --observe N             register as an observer and print N notifications\n"
-            "  --seq N                 OSCORE: first sender sequence number (default 0; a context\n"
-            "                          used before must continue above its last number)\n"
+            "  --observe N             register as an observer, print N notifications, then\n"
+            "                          deregister with a new request (RFC 7641 Section 3.6)\n"
+            "  --seq N                 OSCORE: first sender sequence number (default: above every\n"
+            "                          number used before; a lower N is refused)\n"
             "  --timeout S             give up after S seconds (default 10; bounds everything)\n"
             "  --repeat N              send the request N times in a row and print requests/s\n"
             "  --block-size N          block-wise transfer above N bytes (default 1024)\n"
@@ -38,8 +83,72 @@ static void usage(FILE *f)
     fprintf(f,
             "  -h, --help              this text\n\n"
             "Exit codes: 0 a 2.xx response; 1 a 4.xx/5.xx response; 2 bad command line;\n"
-            "3 unusable context file; 6 no response in time or peer unreachable;\n"
-            "7 OSCORE protection or verification failed.\n");
+            "3 unusable context file or state directory; 6 no response in time or peer\n"
+            "unreachable; 7 OSCORE protection or verification failed, or the peer answered\n"
+            "without OSCORE.\n");
+}
+
+/* End an observation with a new request (RFC 7641 Section 3.6): the
+ * registration's token and Uri, Observe = 1, under OSCORE a fresh Partial
+ * IV (RFC 8613 Section 4.1.3.5), then wait for its answer, skipping
+ * notifications still in flight. Returns 0 when the server confirmed it,
+ * -1 otherwise (later notifications then get a Reset, which ends the
+ * observation too). */
+static int deregister(struct edhoc_transport *t, struct oscore_context *ctx, struct seq_log *seqs,
+                      int code, const struct cli_uri *u, int cf, const uint8_t *tok, size_t tl,
+                      uint64_t deadline, uint8_t *req, uint8_t *prot, uint8_t *resp, uint8_t *plain)
+{
+    long n = cli_coap_build_request((uint8_t)code, u->path, u->query, cf, NULL, 0, 1, req,
+                                    EDHOC_TRANSPORT_MAX_MESSAGE);
+    if (n < 0)
+        return -1;
+    struct oscore_binding b;
+    const uint8_t *msg = req;
+    if (ctx) {
+        n = protect_logged(ctx, seqs, req, (size_t)n, prot, EDHOC_TRANSPORT_MAX_MESSAGE, &b);
+        if (n < 0) {
+            fprintf(stderr, "edhoc-cli coap: cannot protect the deregistration: %s\n",
+                    oscore_strerror((int)n));
+            return -1;
+        }
+        msg = prot;
+    }
+    /* Drop what is queued: notifications that came before it. */
+    while (edhoc_transport_client_wait(t, tok, tl, resp, EDHOC_TRANSPORT_MAX_MESSAGE, 0) > 0)
+        ;
+    if (edhoc_transport_client_send_on(t, msg, (size_t)n, true, tok, tl))
+        return -1;
+    uint64_t end = cli_now_ns() + 5000000000ull;
+    if (end > deadline + 2000000000ull)
+        end = deadline + 2000000000ull;
+    for (;;) {
+        uint64_t now = cli_now_ns();
+        if (now >= end)
+            break;
+        long rn = edhoc_transport_client_wait(t, tok, tl, resp, EDHOC_TRANSPORT_MAX_MESSAGE,
+                                              (int)((end - now) / 1000000));
+        if (rn < 0)
+            break;
+        const uint8_t *shown = resp;
+        size_t shown_len = (size_t)rn;
+        if (ctx) {
+            long un = oscore_unprotect_response(ctx, &b, resp, (size_t)rn, plain,
+                                                EDHOC_TRANSPORT_MAX_MESSAGE);
+            if (un < 0)
+                continue; /* a notification of the registration, or not ours */
+            shown = plain;
+            shown_len = (size_t)un;
+        }
+        struct coap_msg m;
+        if (coap_msg_parse(shown, shown_len, &m))
+            continue;
+        if (coap_msg_find_option(&m, COAP_OPT_OBSERVE))
+            continue; /* still a notification */
+        return (m.code >> 5) == 2 ? 0 : -1;
+    }
+    fprintf(stderr, "edhoc-cli coap: the server did not confirm the deregistration; further "
+                    "notifications are answered with Reset\n");
+    return -1;
 }
 
 int cmd_coap(int argc, char **argv)
@@ -47,7 +156,10 @@ int cmd_coap(int argc, char **argv)
     const char *method = NULL, *uri = NULL, *ctx_path = NULL, *payload = NULL, *payload_hex = NULL;
     long cf = -1, observe = 0, timeout_s = 10, block_size = 0, repeat = 0;
     long long seq = 0;
-    bool json = false;
+    bool json = false, seq_given = false;
+    const char *state_opt = NULL;
+    struct cli_seq_store *seq_store = NULL;
+    struct seq_log seqs = {.n = 0};
     struct cli_net_opts net;
     memset(&net, 0, sizeof net);
 
@@ -82,6 +194,8 @@ int cmd_coap(int argc, char **argv)
             net.pcap = v;
         else if (!strcmp(a, "--oscore-context"))
             ctx_path = v;
+        else if (!strcmp(a, "--state-dir"))
+            state_opt = v;
         else if (!strcmp(a, "--payload"))
             payload = v;
         else if (!strcmp(a, "--payload-hex"))
@@ -92,6 +206,7 @@ int cmd_coap(int argc, char **argv)
                 fprintf(stderr, "edhoc-cli coap: --seq: expected 0..2^40-1\n");
                 return CLI_EXIT_USAGE;
             }
+            seq_given = true;
         }
         else if (!strcmp(a, "--repeat")) {
             repeat = strtol(v, &end, 10);
@@ -153,27 +268,80 @@ int cmd_coap(int argc, char **argv)
 
     struct oscore_context *ctx = NULL;
     if (ctx_path) {
+        char conf_path[4096], seq_path[4096], why[512] = "";
+        if (cli_oscore_context_arg(ctx_path, conf_path, sizeof conf_path, seq_path,
+                                   sizeof seq_path)) {
+            fprintf(stderr, "edhoc-cli coap: --oscore-context: path too long\n");
+            return CLI_EXIT_USAGE;
+        }
+        char state_dir[4096];
+        int sd = cli_state_dir(state_opt, state_dir, sizeof state_dir, why, sizeof why);
+        if (sd < 0) {
+            fprintf(stderr, "edhoc-cli coap: %s\n", why);
+            return CLI_EXIT_INPUT;
+        }
+        if (sd == 1 && !seq_path[0]) {
+            fprintf(stderr,
+                    "edhoc-cli coap: --state-dir none: a static OSCORE context needs its sequence "
+                    "numbers kept between runs, or a run repeats nonces (RFC 8613 Section 7.2); "
+                    "give --oscore-context CONF,SEQFILE or a state directory\n");
+            return CLI_EXIT_USAGE;
+        }
         struct oscore_config cfg;
         struct oscore_config_error err;
-        int rc = cli_oscore_config_read(ctx_path, &cfg, &err);
+        int rc = cli_oscore_config_read(conf_path, &cfg, &err);
         if (rc == -1) {
-            fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", ctx_path, strerror(errno));
+            fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", conf_path, strerror(errno));
             return CLI_EXIT_INPUT;
         }
         if (rc) {
-            fprintf(stderr, "edhoc-cli coap: --oscore-context %s line %u: %s\n", ctx_path, err.line,
+            fprintf(stderr, "edhoc-cli coap: --oscore-context %s line %u: %s\n", conf_path, err.line,
                     err.message);
             return CLI_EXIT_INPUT;
         }
         ctx = calloc(1, sizeof *ctx);
         rc = ctx ? oscore_context_init_config(ctx, edhoc_crypto_openssl(), &cfg) : OSCORE_ERR_INVALID;
-        if (!rc && seq)
-            rc = oscore_context_set_ssn(ctx, (uint64_t)seq);
+        int exit_rc = CLI_EXIT_INPUT;
+        if (rc) {
+            snprintf(why, sizeof why, "%s", oscore_strerror(rc));
+        } else if (cli_seq_open(&seq_store, sd == 0 ? state_dir : NULL, seq_path, &cfg, why,
+                                sizeof why)) {
+            rc = -1;
+        } else {
+            /* Reserve what this run is likely to send in one go (the
+             * request, an Echo retry, a deregistration, --repeat), so that
+             * a short run costs one durable write. */
+            uint64_t planned = (repeat > 1 ? (uint64_t)repeat : 1) + 2;
+            if (planned > 65536)
+                planned = 65536;
+            if (planned < cfg.ssn_freq)
+                planned = cfg.ssn_freq;
+            uint64_t mark = 0;
+            if (seq_given && cli_seq_peek(seq_store, &mark, why, sizeof why) == 0 &&
+                (uint64_t)seq < mark) {
+                snprintf(why, sizeof why,
+                         "--seq %lld: sequence numbers below %llu may already have been used "
+                         "with this context; a nonce must never repeat (RFC 8613 Section 7.2)",
+                         seq, (unsigned long long)mark);
+                rc = -1;
+                exit_rc = CLI_EXIT_USAGE;
+            } else {
+                int ar = cli_seq_attach(seq_store, ctx, (uint32_t)planned,
+                                        seq_given ? (uint64_t)seq : 0, why, sizeof why);
+                if (ar) {
+                    rc = -1;
+                    exit_rc = ar == -2 ? CLI_EXIT_USAGE : CLI_EXIT_INPUT;
+                }
+            }
+        }
         edhoc_wipe(&cfg, sizeof cfg);
         if (rc) {
-            fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", ctx_path, oscore_strerror(rc));
+            fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", conf_path, why);
+            if (ctx)
+                oscore_context_wipe(ctx);
             free(ctx);
-            return CLI_EXIT_INPUT;
+            cli_seq_close(seq_store);
+            return exit_rc;
         }
     }
 
@@ -185,6 +353,7 @@ int cmd_coap(int argc, char **argv)
             oscore_context_wipe(ctx);
             free(ctx);
         }
+        cli_seq_close(seq_store);
         return CLI_EXIT_INPUT;
     }
     if (capture) {
@@ -210,7 +379,7 @@ int cmd_coap(int argc, char **argv)
     const uint8_t *send_msg = req;
     long n_req = n;
     if (ctx) {
-        long pn = oscore_protect_request(ctx, req, (size_t)n, prot, EDHOC_TRANSPORT_MAX_MESSAGE, &b);
+        long pn = protect_logged(ctx, &seqs, req, (size_t)n, prot, EDHOC_TRANSPORT_MAX_MESSAGE, &b);
         if (pn < 0) {
             fprintf(stderr, "edhoc-cli coap: OSCORE: cannot protect the request: %s\n",
                     oscore_strerror((int)pn));
@@ -220,7 +389,9 @@ int cmd_coap(int argc, char **argv)
         send_msg = prot;
         n = pn;
     }
-    struct edhoc_transport_config tcfg = {.block_size = (unsigned)block_size};
+    /* An observation is ended by our own request, never by libcoap's resend. */
+    struct edhoc_transport_config tcfg = {.block_size = (unsigned)block_size,
+                                          .own_observe = observe > 0};
     int rc = edhoc_transport_client_open(&t, u.host, u.port, &tcfg);
     if (rc) {
         fprintf(stderr, "edhoc-cli coap: %s: %s\n", u.host, edhoc_transport_strerror(rc));
@@ -307,8 +478,8 @@ int cmd_coap(int argc, char **argv)
             edhoc_transport_client_forget(t, tok, tl);
             long an = cli_coap_with_echo(req, (size_t)n_plain, ev, el, plain, EDHOC_TRANSPORT_MAX_MESSAGE);
             long pn = an < 0 ? OSCORE_ERR_TOO_LARGE
-                             : oscore_protect_request(ctx, plain, (size_t)an, prot,
-                                                      EDHOC_TRANSPORT_MAX_MESSAGE, &b);
+                             : protect_logged(ctx, &seqs, plain, (size_t)an, prot,
+                                              EDHOC_TRANSPORT_MAX_MESSAGE, &b);
             if (pn < 0) {
                 fprintf(stderr, "edhoc-cli coap: OSCORE: cannot protect the retry: %s\n",
                         oscore_strerror((int)pn));
@@ -349,11 +520,11 @@ int cmd_coap(int argc, char **argv)
             printf("\n");
         }
         fflush(stdout);
-        if (ctx && !protected_resp && (rcode >> 5) >= 4) {
-            /* Refused by the server's OSCORE layer (RFC 8613 7.4, 8.2). */
-            fprintf(stderr, "edhoc-cli coap: OSCORE: the server refused the request: %s%s%.*s\n",
-                    cli_coap_code_name(rcode, cn, sizeof cn), pll ? ": " : "", (int)pll,
-                    pl ? (const char *)pl : "");
+        if (ctx && !protected_resp) {
+            /* Not the answer, whatever its code: a response to an OSCORE
+             * request is protected (RFC 8613 Section 8.4); only the OSCORE
+             * layer's own errors come unprotected (Sections 7.4, 8.2). */
+            report_unprotected(resp, (size_t)rn, rcode);
             exit_code = CLI_EXIT_OSCORE;
             break;
         }
@@ -363,8 +534,13 @@ int cmd_coap(int argc, char **argv)
         }
     }
     if (json)
-        printf("\n]}\n");
+        printf("\n]");
+    int dereg = observe ? deregister(t, ctx, &seqs, code, &u, (int)cf, tok, tl, deadline, req,
+                                     prot, resp, plain)
+                        : 0;
     edhoc_transport_client_forget(t, tok, tl);
+    if (json && observe)
+        printf(", \"deregistered\": %s", dereg == 0 ? "true" : "false");
     /* Any answer counts (an unprotected request may well get 4.01). */
     if (repeat > 1 && !observe && (exit_code == CLI_EXIT_OK || (!ctx && exit_code == CLI_EXIT_FAILURE))) {
         /* Throughput: the same request again, one at a time. */
@@ -375,8 +551,8 @@ int cmd_coap(int argc, char **argv)
             long len = n_req;
             struct oscore_binding rb;
             if (ctx) {
-                len = oscore_protect_request(ctx, req, (size_t)n_req, prot, EDHOC_TRANSPORT_MAX_MESSAGE,
-                                             &rb);
+                len = protect_logged(ctx, &seqs, req, (size_t)n_req, prot,
+                                     EDHOC_TRANSPORT_MAX_MESSAGE, &rb);
                 if (len < 0)
                     break;
                 m = prot;
@@ -393,11 +569,23 @@ int cmd_coap(int argc, char **argv)
             ok++;
         }
         double secs = (double)(cli_now_ns() - t0) / 1e9;
-        printf(json ? "{\"repeat\": %ld, \"ok\": %ld, \"seconds\": %.3f, \"requests_per_second\": %.1f}\n"
+        printf(json ? ", \"repeat\": {\"requests\": %ld, \"ok\": %ld, \"seconds\": %.3f, "
+                      "\"requests_per_second\": %.1f}"
                     : "Repeat: %ld requests after the first, %ld ok in %.3f s: %.1f requests/s\n",
                repeat - 1, ok, secs, secs > 0 ? (double)ok / secs : 0.0);
         if (ok != repeat - 1)
             exit_code = CLI_EXIT_FAILURE;
+    }
+    if (json) {
+        if (ctx) {
+            /* What this run used, so that a script can tell runs apart. */
+            printf(", \"oscore_sequence_numbers\": [");
+            for (size_t i = 0; i < seqs.n; i++)
+                printf("%s%llu", i ? ", " : "", (unsigned long long)seqs.first[i]);
+            printf("], \"oscore_requests_protected\": %zu, \"next_sequence_number\": %llu",
+                   seqs.total, (unsigned long long)oscore_context_ssn(ctx));
+        }
+        printf("}\n");
     }
 out:
     edhoc_transport_free(t);
@@ -409,6 +597,7 @@ out:
         oscore_context_wipe(ctx);
         free(ctx);
     }
+    cli_seq_close(seq_store);
     free(req);
     free(prot);
     free(resp);

@@ -24,6 +24,7 @@
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
 #include "interop_log.h"
+#include "oscore_seq.h"
 #include "util.h"
 
 #define MAX_LISTEN 8
@@ -558,7 +559,12 @@ static void usage(FILE *f)
             "  --allow-unprotected     also serve the resources to requests without OSCORE\n"
             "                          (CoAP-only tests, baselines); default: 4.01\n"
             "  --oscore-context FILE   a static OSCORE context (libcoap format; repeatable)\n"
-            "  --state-dir DIR         keep contexts and sequence-number marks in DIR/%s\n"
+            "  --state-dir DIR|none    keep contexts and sequence-number marks in DIR/%s\n"
+            "                          (default $STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli,\n"
+            "                          else ~/.local/state/edhoc-cli; created 0700, one responder\n"
+            "                          at a time); none: nothing survives a restart, which only\n"
+            "                          EDHOC-derived contexts can afford (fresh keys per\n"
+            "                          handshake): --oscore-context is then refused\n"
             "  --max-pending N         handshakes in progress at once (1..65536, default 256; the\n"
             "                          oldest is evicted when a new one needs room)\n"
             "  --handshake-timeout S   drop a handshake after S seconds without message_3 (60)\n"
@@ -807,10 +813,28 @@ int cmd_responder(int argc, char **argv)
         snprintf(pcap_abs + l, sizeof pcap_abs - l, "/%s", net.pcap);
         net.pcap = pcap_abs;
     }
-    if (state_dir && state_dir[0] != '/' && getcwd(state_abs, sizeof state_abs)) {
-        size_t l = strlen(state_abs);
-        snprintf(state_abs + l, sizeof state_abs - l, "/%s", state_dir);
-        state_dir = state_abs;
+    {
+        /* Durable by default: a static context's sequence numbers must
+         * survive restarts (RFC 8613 Section 7.2, Appendix B.1), and
+         * EDHOC-derived contexts then survive them too. */
+        char why[PATH_MAX + 200] = "";
+        int sd = cli_state_dir(state_dir, state_abs, sizeof state_abs, why, sizeof why);
+        if (sd < 0) {
+            cli_log(LOG_ERR, "state: %s", why);
+            exit_code = CLI_EXIT_INPUT;
+            goto out;
+        }
+        state_dir = sd == 0 ? state_abs : NULL;
+        if (!state_dir && n_static) {
+            cli_log(LOG_ERR, "--oscore-context needs a state directory: a static OSCORE context "
+                             "restarted without its stored sequence-number mark repeats nonces "
+                             "and forgets its replay window (RFC 8613 Section 7.2 and "
+                             "Appendix B.1); drop --state-dir none");
+            exit_code = CLI_EXIT_USAGE;
+            goto out;
+        }
+        if (!state_dir)
+            cli_log(LOG_NOTICE, "--state-dir none: EDHOC-derived contexts end with this process");
     }
     if (pidfile && pidfile[0] != '/' && getcwd(pid_abs, sizeof pid_abs)) {
         size_t l = strlen(pid_abs);
@@ -853,7 +877,12 @@ int cmd_responder(int argc, char **argv)
         char why[512] = "";
         int rc = edhoc_state_open(state_dir, &db, why, sizeof why);
         if (rc) {
-            cli_log(LOG_ERR, "state: %s", why[0] ? why : edhoc_state_strerror(rc));
+            cli_log(LOG_ERR, "state: %s%s", why[0] ? why : edhoc_state_strerror(rc),
+                    strstr(why, "in use")
+                        ? " (two responders serving the same contexts would repeat nonces: give "
+                          "each its own --state-dir, or --state-dir none to one that serves no "
+                          "static context)"
+                        : "");
             exit_code = CLI_EXIT_INPUT;
             goto out;
         }

@@ -61,7 +61,13 @@ static inline int net_make_dir(const char *tag)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(net_dir, sizeof net_dir, "%s/edhoc-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
-    return mkdtemp(net_dir) ? 0 : -1;
+    if (!mkdtemp(net_dir))
+        return -1;
+    /* Client commands keep OSCORE sequence numbers in a state directory:
+     * one of this run's own, so a run starts from nothing. */
+    char state[300];
+    snprintf(state, sizeof state, "%s/client-state", net_dir);
+    return setenv("STATE_DIRECTORY", state, 1);
 }
 
 static inline void net_path(char *out, size_t cap, const char *name)
@@ -117,8 +123,14 @@ static inline int net_responder_start(struct net_proc *p, const char *name, cons
     snprintf(p->ready, sizeof p->ready, "%s/%s.ready", net_dir, name);
     unlink(p->ready);
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "exec %s responder %s --ready-file %s 2>>%s", cli ? cli : "edhoc-cli",
-             args, p->ready, p->log);
+    /* Without --state-dir the responder keeps its state in the default
+     * directory: one of its own per name, so that responders of one test
+     * run side by side and a restarted one finds its state again. */
+    char env[400] = "";
+    if (!strstr(args, "--state-dir"))
+        snprintf(env, sizeof env, "env STATE_DIRECTORY=%s/%s.state ", net_dir, name);
+    snprintf(cmd, sizeof cmd, "exec %s%s responder %s --ready-file %s 2>>%s", env,
+             cli ? cli : "edhoc-cli", args, p->ready, p->log);
     pid_t pid = fork();
     if (pid < 0)
         return -1;

@@ -485,7 +485,8 @@ static long start_responder(int *port, const char *extra)
     snprintf(pidfile, sizeof pidfile, "%s/responder.pid", workdir);
     unlink(ready);
     snprintf(cmd, sizeof cmd,
-             "\"${EDHOC_CLI:-edhoc-cli}\" responder --listen 127.0.0.1:0 --ready-file '%s' -q %s "
+             "\"${EDHOC_CLI:-edhoc-cli}\" responder --listen 127.0.0.1:0 --ready-file '%s' -q "
+             "--state-dir none %s "
              ">'%s/responder.log' 2>&1 & echo $! > '%s'",
              ready, extra, workdir, pidfile);
     if (system(cmd) != 0)

@@ -353,7 +353,8 @@ static struct edhoc_transport *transport_new(const struct edhoc_transport_config
         return NULL;
     }
     coap_set_app_data(t->ctx, t);
-    coap_context_set_block_mode(t->ctx, COAP_BLOCK_USE_LIBCOAP | COAP_BLOCK_SINGLE_BODY);
+    if (!t->cfg.own_observe)
+        coap_context_set_block_mode(t->ctx, COAP_BLOCK_USE_LIBCOAP | COAP_BLOCK_SINGLE_BODY);
     coap_register_option(t->ctx, OPT_OSCORE);
     coap_register_option(t->ctx, OPT_EDHOC);
     return t;
@@ -558,8 +559,9 @@ static void release_copy(coap_session_t *s, void *app_ptr)
     free(app_ptr);
 }
 
-int edhoc_transport_client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
-                                bool confirmable, uint8_t token[8], size_t *token_len)
+static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                       bool confirmable, const uint8_t *given, size_t given_len, uint8_t token[8],
+                       size_t *token_len)
 {
     if (!t || !t->session || !msg)
         return EDHOC_TRANSPORT_ERR_ARG;
@@ -567,28 +569,42 @@ int edhoc_transport_client_send(struct edhoc_transport *t, const uint8_t *msg, s
     if (view_parse(msg, len, &v))
         return EDHOC_TRANSPORT_ERR_MALFORMED;
     struct pending *p = NULL;
-    for (size_t i = 0; i < MAX_PENDING && !p; i++) {
-        if (!t->pending[i].used)
-            p = &t->pending[i];
-    }
-    if (!p)
-        return EDHOC_TRANSPORT_ERR_NOMEM;
     uint8_t tok[8];
     size_t tl = 0;
-    coap_session_new_token(t->session, &tl, tok);
+    if (given) {
+        p = pending_find(t, given, given_len);
+        if (!p)
+            return EDHOC_TRANSPORT_ERR_ARG;
+        memcpy(tok, given, given_len);
+        tl = given_len;
+    } else {
+        for (size_t i = 0; i < MAX_PENDING && !p; i++) {
+            if (!t->pending[i].used)
+                p = &t->pending[i];
+        }
+        if (!p)
+            return EDHOC_TRANSPORT_ERR_NOMEM;
+        coap_session_new_token(t->session, &tl, tok);
+    }
     if (tl == 0 || tl > 8)
         return EDHOC_TRANSPORT_ERR_SEND;
     coap_pdu_t *pdu = pdu_from_view(t->session, &v,
                                     confirmable ? COAP_MESSAGE_CON : COAP_MESSAGE_NON, tok, tl);
     if (!pdu)
         return EDHOC_TRANSPORT_ERR_SEND;
-    if (block_size(t) < 1024) {
+    bool libcoap_blocks = !t->cfg.own_observe;
+    if (libcoap_blocks && block_size(t) < 1024) {
         /* Early negotiation (RFC 7959 2.4): small blocks for the response. */
         if (v.payload_len > block_size(t))
             add_block_hint(pdu, COAP_OPTION_BLOCK1, block_size(t));
         add_block_hint(pdu, COAP_OPTION_BLOCK2, block_size(t));
     }
-    if (v.payload_len) {
+    if (v.payload_len && !libcoap_blocks) {
+        if (!coap_add_data(pdu, v.payload_len, v.payload)) {
+            coap_delete_pdu(pdu);
+            return EDHOC_TRANSPORT_ERR_SEND;
+        }
+    } else if (v.payload_len) {
         uint8_t *copy = malloc(v.payload_len);
         if (!copy) {
             coap_delete_pdu(pdu);
@@ -601,12 +617,15 @@ int edhoc_transport_client_send(struct edhoc_transport *t, const uint8_t *msg, s
             return EDHOC_TRANSPORT_ERR_SEND;
         }
     }
-    memset(p, 0, sizeof *p);
-    p->used = true;
-    memcpy(p->token, tok, tl);
-    p->token_len = tl;
+    if (!given) {
+        memset(p, 0, sizeof *p);
+        p->used = true;
+        memcpy(p->token, tok, tl);
+        p->token_len = tl;
+    }
     if (coap_send(t->session, pdu) == COAP_INVALID_MID) {
-        p->used = false;
+        if (!given)
+            p->used = false;
         return EDHOC_TRANSPORT_ERR_SEND;
     }
     if (token)
@@ -614,6 +633,20 @@ int edhoc_transport_client_send(struct edhoc_transport *t, const uint8_t *msg, s
     if (token_len)
         *token_len = tl;
     return 0;
+}
+
+int edhoc_transport_client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                                bool confirmable, uint8_t token[8], size_t *token_len)
+{
+    return client_send(t, msg, len, confirmable, NULL, 0, token, token_len);
+}
+
+int edhoc_transport_client_send_on(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                                   bool confirmable, const uint8_t *token, size_t token_len)
+{
+    if (!token || !token_len || token_len > 8)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    return client_send(t, msg, len, confirmable, token, token_len, NULL, NULL);
 }
 
 long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token,

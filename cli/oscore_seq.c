@@ -1,0 +1,438 @@
+/*
+ * Durable sender sequence numbers of client-side OSCORE contexts (see
+ * oscore_seq.h for why and the file format).
+ *
+ * Layout: STATE_DIR/oscore-seq/<id>.seq holds the next free sequence number
+ * of one keying material, <id>.lock serialises the runs that use it. The
+ * .seq file (and a user's seq_file) is replaced by rename after an fsync,
+ * so a crash leaves either the old or the new number, never a torn one;
+ * the lock lives on its own file because a rename would move the lock
+ * away with the old inode.
+ */
+#include "oscore_seq.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "edhoc/crypto.h"
+
+struct cli_seq_store {
+    int lock_fd;
+    char seq_path[PATH_MAX];  /* STATE_DIR/oscore-seq/<id>.seq, or "" */
+    char user_path[PATH_MAX]; /* the user's seq_file, or "" */
+};
+
+static int failf(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int failf(char *why, size_t cap, const char *fmt, ...)
+{
+    if (why && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, cap, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* mkdir -p with mode 0700 for every component it creates. */
+static int make_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = mkdir(path, 0700);
+        *p = '/';
+        if (rc && errno != EEXIST)
+            return -1;
+    }
+    if (mkdir(path, 0700) && errno != EEXIST)
+        return -1;
+    struct stat st;
+    if (lstat(path, &st) || !S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+int cli_state_dir(const char *explicit_dir, char *out, size_t cap, char *why, size_t why_cap)
+{
+    if (!out || cap < 2)
+        return failf(why, why_cap, "no room for the state directory's name");
+    out[0] = '\0';
+    int n;
+    const char *from;
+    if (explicit_dir) {
+        if (!strcmp(explicit_dir, "none"))
+            return 1;
+        from = "--state-dir";
+        if (explicit_dir[0] == '/' || !getcwd(out, cap))
+            n = snprintf(out, cap, "%s", explicit_dir);
+        else {
+            size_t l = strlen(out);
+            n = (int)l + snprintf(out + l, cap - l, "/%s", explicit_dir);
+        }
+    } else {
+        const char *sd = getenv("STATE_DIRECTORY");
+        const char *xdg = getenv("XDG_STATE_HOME");
+        const char *home = getenv("HOME");
+        if (sd && sd[0] == '/') {
+            /* systemd may list several, separated by ':'. */
+            size_t l = strcspn(sd, ":");
+            n = snprintf(out, cap, "%.*s", (int)l, sd);
+            from = "$STATE_DIRECTORY";
+        } else if (xdg && xdg[0] == '/') {
+            n = snprintf(out, cap, "%s/edhoc-cli", xdg);
+            from = "$XDG_STATE_HOME";
+        } else if (home && home[0] == '/') {
+            n = snprintf(out, cap, "%s/.local/state/edhoc-cli", home);
+            from = "$HOME";
+        } else {
+            return failf(why, why_cap,
+                         "no state directory: none of $STATE_DIRECTORY, $XDG_STATE_HOME and $HOME "
+                         "is set to an absolute path; give --state-dir DIR");
+        }
+    }
+    if (n < 0 || (size_t)n >= cap)
+        return failf(why, why_cap, "state directory name too long");
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = '\0';
+    if (make_dirs(out))
+        return failf(why, why_cap, "state directory %s (from %s): %s", out, from, strerror(errno));
+    return 0;
+}
+
+int cli_oscore_context_arg(const char *arg, char *conf, size_t conf_cap, char *seq, size_t seq_cap)
+{
+    struct stat st;
+    const char *comma = strrchr(arg, ',');
+    if (stat(arg, &st) == 0 || !comma) {
+        if (snprintf(conf, conf_cap, "%s", arg) >= (int)conf_cap)
+            return -1;
+        if (seq_cap)
+            seq[0] = '\0';
+        return 0;
+    }
+    size_t cl = (size_t)(comma - arg);
+    if (cl >= conf_cap || snprintf(seq, seq_cap, "%s", comma + 1) >= (int)seq_cap)
+        return -1;
+    memcpy(conf, arg, cl);
+    conf[cl] = '\0';
+    return 0;
+}
+
+/* The keying material that fixes the sender key and the nonces
+ * (RFC 8613 Section 3.2.1 and 5.2: master secret and salt, sender ID, ID
+ * Context, AEAD and HKDF); the recipient ID plays no part in them. */
+static int material_id(const struct oscore_config *cfg, char hexid[33])
+{
+    uint8_t buf[512];
+    size_t n = 0;
+    static const char label[] = "edhoc-cli OSCORE sender sequence numbers v1";
+    memcpy(buf, label, sizeof label);
+    n += sizeof label;
+    buf[n++] = (uint8_t)((cfg->aead_alg >> 8) & 0xff);
+    buf[n++] = (uint8_t)(cfg->aead_alg & 0xff);
+    buf[n++] = (uint8_t)((cfg->hkdf_alg >> 8) & 0xff);
+    buf[n++] = (uint8_t)(cfg->hkdf_alg & 0xff);
+    const struct {
+        bool present;
+        const uint8_t *p;
+        size_t len;
+    } parts[] = {
+        {true, cfg->master_secret, cfg->master_secret_len},
+        {true, cfg->master_salt, cfg->has_master_salt ? cfg->master_salt_len : 0},
+        {cfg->has_id_context, cfg->id_context, cfg->id_context_len},
+        {true, cfg->sender_id, cfg->sender_id_len},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (n + 2 + parts[i].len > sizeof buf)
+            return -1;
+        buf[n++] = parts[i].present;
+        buf[n++] = (uint8_t)parts[i].len;
+        memcpy(buf + n, parts[i].p, parts[i].len);
+        n += parts[i].len;
+    }
+    uint8_t h[64];
+    int rc = edhoc_crypto_openssl()->hash(EDHOC_COSE_SHA256, buf, n, h);
+    edhoc_wipe(buf, sizeof buf);
+    if (rc)
+        return -1;
+    for (size_t i = 0; i < 16; i++)
+        snprintf(hexid + 2 * i, 3, "%02x", h[i]);
+    return 0;
+}
+
+/* A sequence-number file: missing or empty is 0; anything but one decimal
+ * number (and whitespace) is refused, since guessing could reuse nonces. */
+static int read_number(const char *path, uint64_t *out, char *why, size_t cap)
+{
+    *out = 0;
+    if (!path[0])
+        return 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return failf(why, cap, "%s: %s", path, strerror(errno));
+    }
+    char text[64];
+    ssize_t r = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (r < 0)
+        return failf(why, cap, "%s: %s", path, strerror(errno));
+    text[r] = '\0';
+    const char *p = text;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    if (!*p)
+        return 0;
+    uint64_t v = 0;
+    const char *digits = p;
+    while (*p >= '0' && *p <= '9') {
+        if (v > (UINT64_MAX - 9) / 10)
+            return failf(why, cap, "%s: sequence number too large", path);
+        v = v * 10 + (uint64_t)(*p - '0');
+        p++;
+    }
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    if (p == digits || *p || r == (ssize_t)sizeof text - 1)
+        return failf(why, cap,
+                     "%s: not a sequence-number file (one decimal number expected); refusing to "
+                     "guess where the context stands",
+                     path);
+    *out = v;
+    return 0;
+}
+
+/* Replace path's content with the number, durably: temporary file, fsync,
+ * rename, fsync of the directory. */
+static int write_number(const char *path, uint64_t v, char *why, size_t cap)
+{
+    if (!path[0])
+        return 0;
+    char tmp[PATH_MAX + 16];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return failf(why, cap, "%s: name too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return failf(why, cap, "%s: %s", tmp, strerror(errno));
+    char text[32];
+    int len = snprintf(text, sizeof text, "%llu\n", (unsigned long long)v);
+    bool ok = write(fd, text, (size_t)len) == len && fsync(fd) == 0;
+    int saved = errno;
+    close(fd);
+    if (!ok || rename(tmp, path)) {
+        if (ok)
+            saved = errno;
+        unlink(tmp);
+        return failf(why, cap, "%s: %s", path, strerror(saved));
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
+int cli_seq_open(struct cli_seq_store **out, const char *state_dir, const char *seq_file,
+                 const struct oscore_config *cfg, char *why, size_t cap)
+{
+    *out = NULL;
+    if ((!state_dir || !state_dir[0]) && (!seq_file || !seq_file[0]))
+        return failf(why, cap, "no place to record sequence numbers");
+    struct cli_seq_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return failf(why, cap, "out of memory");
+    s->lock_fd = -1;
+    char lock_path[PATH_MAX + 64];
+    if (state_dir && state_dir[0]) {
+        char id[33];
+        char dir[PATH_MAX];
+        if (material_id(cfg, id))
+            goto bad_cfg;
+        if (snprintf(dir, sizeof dir, "%s/oscore-seq", state_dir) >= (int)sizeof dir ||
+            snprintf(s->seq_path, sizeof s->seq_path, "%s/%s.seq", dir, id) >=
+                (int)sizeof s->seq_path)
+            goto too_long;
+        if (mkdir(dir, 0700) && errno != EEXIST) {
+            failf(why, cap, "%s: %s", dir, strerror(errno));
+            goto fail;
+        }
+        snprintf(lock_path, sizeof lock_path, "%s/%s.lock", dir, id);
+    } else {
+        snprintf(lock_path, sizeof lock_path, "%s.lock", seq_file);
+    }
+    if (seq_file && seq_file[0] &&
+        snprintf(s->user_path, sizeof s->user_path, "%s", seq_file) >= (int)sizeof s->user_path)
+        goto too_long;
+    s->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (s->lock_fd < 0) {
+        failf(why, cap, "%s: %s", lock_path, strerror(errno));
+        goto fail;
+    }
+    *out = s;
+    return 0;
+bad_cfg:
+    failf(why, cap, "cannot name the context's sequence-number file");
+    goto fail;
+too_long:
+    failf(why, cap, "sequence-number file name too long");
+fail:
+    cli_seq_close(s);
+    return -1;
+}
+
+void cli_seq_close(struct cli_seq_store *s)
+{
+    if (!s)
+        return;
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
+    free(s);
+}
+
+static int lock(struct cli_seq_store *s, char *why, size_t cap)
+{
+    while (flock(s->lock_fd, LOCK_EX)) {
+        if (errno != EINTR)
+            return failf(why, cap, "cannot lock the sequence-number file: %s", strerror(errno));
+    }
+    return 0;
+}
+
+static void unlock(struct cli_seq_store *s)
+{
+    flock(s->lock_fd, LOCK_UN);
+}
+
+/* Under the lock: the higher of the two files' marks. */
+static int current_mark(struct cli_seq_store *s, uint64_t *mark, char *why, size_t cap)
+{
+    uint64_t a, b;
+    if (read_number(s->seq_path, &a, why, cap) || read_number(s->user_path, &b, why, cap))
+        return -1;
+    *mark = a > b ? a : b;
+    return 0;
+}
+
+static int store_mark(struct cli_seq_store *s, uint64_t mark, char *why, size_t cap)
+{
+    if (write_number(s->seq_path, mark, why, cap) || write_number(s->user_path, mark, why, cap))
+        return -1;
+    return 0;
+}
+
+int cli_seq_peek(struct cli_seq_store *s, uint64_t *next, char *why, size_t cap)
+{
+    if (lock(s, why, cap))
+        return -1;
+    int rc = current_mark(s, next, why, cap);
+    unlock(s);
+    return rc;
+}
+
+/* Reserve [first, first + count) with first >= max(next, stored mark). */
+static int reserve(struct cli_seq_store *s, uint64_t next, uint64_t count, uint64_t *first,
+                   char *why, size_t cap)
+{
+    if (lock(s, why, cap))
+        return -1;
+    uint64_t mark;
+    int rc = current_mark(s, &mark, why, cap);
+    if (!rc) {
+        uint64_t start = mark > next ? mark : next;
+        uint64_t end = start + count;
+        if (start > OSCORE_SSN_MAX + 1 || end > OSCORE_SSN_MAX + 1)
+            end = OSCORE_SSN_MAX + 1;
+        rc = store_mark(s, end, why, cap);
+        *first = start;
+    }
+    unlock(s);
+    return rc;
+}
+
+static int reserve_cb(void *user, uint64_t next, uint64_t count, uint64_t *first)
+{
+    char why[256];
+    struct cli_seq_store *s = user;
+    if (reserve(s, next, count, first, why, sizeof why)) {
+        fprintf(stderr, "edhoc-cli: cannot reserve OSCORE sequence numbers: %s\n", why);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_seq_attach(struct cli_seq_store *s, struct oscore_context *ctx, uint32_t batch,
+                   uint64_t at_least, char *why, size_t cap)
+{
+    if (!batch)
+        batch = 1;
+    if (lock(s, why, cap))
+        return -1;
+    uint64_t mark;
+    int rc = current_mark(s, &mark, why, cap);
+    if (!rc && at_least && at_least < mark) {
+        failf(why, cap,
+              "sequence number %llu may already have been used with this context (every number "
+              "below %llu is taken): nonces must never repeat (RFC 8613 Section 7.2)",
+              (unsigned long long)at_least, (unsigned long long)mark);
+        unlock(s);
+        return -2;
+    }
+    if (!rc) {
+        /* Nothing is reserved here: the first protect reserves, under the
+         * lock, from wherever the stored mark then stands. */
+        uint64_t first = mark > at_least ? mark : at_least;
+        if (first > OSCORE_SSN_MAX) {
+            failf(why, cap, "the context has used every sequence number (2^40): derive a new one");
+            unlock(s);
+            return -1;
+        }
+        rc = oscore_context_set_ssn(ctx, first);
+        if (!rc)
+            rc = oscore_context_set_reservation(ctx, reserve_cb, s, batch);
+        if (rc)
+            failf(why, cap, "%s", oscore_strerror(rc));
+    }
+    unlock(s);
+    return rc ? -1 : 0;
+}
+
+int cli_seq_note_used(const char *state_dir, const char *seq_file, const struct oscore_config *cfg,
+                      uint64_t next, char *why, size_t cap)
+{
+    struct cli_seq_store *s;
+    if (cli_seq_open(&s, state_dir, seq_file, cfg, why, cap))
+        return -1;
+    int rc = lock(s, why, cap);
+    if (!rc) {
+        uint64_t mark;
+        rc = current_mark(s, &mark, why, cap);
+        if (!rc)
+            rc = store_mark(s, mark > next ? mark : next, why, cap);
+        unlock(s);
+    }
+    cli_seq_close(s);
+    return rc;
+}

@@ -1,0 +1,75 @@
+/*
+ * Durable sender sequence numbers for the OSCORE contexts the client-side
+ * commands send with (coap --oscore-context, initiator --export-oscore-conf),
+ * and the state directory every command shares.
+ *
+ * Why: RFC 8613 Section 7.2 forbids two messages under one (key, nonce),
+ * and a static context lives longer than one run of the tool. So each run
+ * reserves a range of sequence numbers before it uses any (a high-water
+ * mark stored ahead of use, Appendix B.1.1), under an exclusive lock, in a
+ * file named after the context's keying material: runs one after another
+ * continue above each other, runs at the same time get disjoint ranges, and
+ * a run killed at any point leaves a mark above everything it sent.
+ *
+ * The file format is libcoap's seq_file (`coap-client -E conf,seq_file`):
+ * one decimal number, the next sequence number that may be used. A user's
+ * own seq_file given as `--oscore-context conf,seqfile` is kept in step
+ * with the state directory's file (both are read, both are written), so
+ * alternating between the two spellings never goes back.
+ */
+#ifndef CLI_OSCORE_SEQ_H
+#define CLI_OSCORE_SEQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "edhoc/oscore.h"
+
+/* The state directory: `explicit_dir` when given ("none" -> returns 1 and
+ * out is empty), else $STATE_DIRECTORY (its first entry, systemd), else
+ * $XDG_STATE_HOME/edhoc-cli, else $HOME/.local/state/edhoc-cli. The
+ * directory (and missing parents) is created, the last one with mode 0700.
+ * Returns 0, 1 ("none") or -1 with why filled. */
+int cli_state_dir(const char *explicit_dir, char *out, size_t cap, char *why, size_t why_cap);
+
+/* Split `--oscore-context` values of the form conf,seqfile (libcoap's
+ * convention): when `arg` names an existing file it is the conf alone;
+ * otherwise the part after the last comma is the seq file. conf and seq
+ * receive copies (seq empty when there is none). Returns 0 or -1 (too
+ * long). */
+int cli_oscore_context_arg(const char *arg, char *conf, size_t conf_cap, char *seq,
+                           size_t seq_cap);
+
+struct cli_seq_store;
+
+/* Open (creating) the sequence-number record of the context `cfg`
+ * describes in STATE_DIR/oscore-seq/, plus the user's seq_file if given.
+ * Returns 0 or -1 with why filled. */
+int cli_seq_open(struct cli_seq_store **s, const char *state_dir, const char *seq_file,
+                 const struct oscore_config *cfg, char *why, size_t why_cap);
+
+/* The lowest sequence number not yet reserved by any run (read under the
+ * lock). Returns 0 or -1 with why. */
+int cli_seq_peek(struct cli_seq_store *s, uint64_t *next, char *why, size_t why_cap);
+
+/* Hand the context to the store: its sequence number moves to the stored
+ * mark (or to at_least when higher; at_least below the stored mark is
+ * refused with -2 and why names the mark), and it reserves `batch`
+ * numbers at a time through the context's persistence before using any
+ * (a run that starts meanwhile makes the next reservation start above
+ * its own). The store must outlive the context's use. Returns 0, -1 (I/O,
+ * why filled) or -2. */
+int cli_seq_attach(struct cli_seq_store *s, struct oscore_context *ctx, uint32_t batch,
+                   uint64_t at_least, char *why, size_t why_cap);
+
+/* Record that every sequence number below `next` may have been used by
+ * the context cfg describes (never lowers the mark): e.g. the initiator
+ * exporting an EDHOC-derived context that it already sent with. Returns 0
+ * or -1 with why. */
+int cli_seq_note_used(const char *state_dir, const char *seq_file, const struct oscore_config *cfg,
+                      uint64_t next, char *why, size_t why_cap);
+
+void cli_seq_close(struct cli_seq_store *s);
+
+#endif
