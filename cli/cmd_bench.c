@@ -275,6 +275,7 @@ struct load_run {
     bool pid_given;
     uint8_t plain_code; /* response code of the unprotected requests */
     long hs_started, hs_ok, req_ok, failures;
+    long no_oscore; /* OSCORE requests answered without OSCORE (among failures) */
     struct {
         char cause[96];
         long count;
@@ -718,6 +719,20 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
              * reported, since a responder that serves /echo only under
              * OSCORE answers 4.01 and does less work than for OSCORE. */
             r->plain_code = m.code;
+        } else if (!coap_msg_find_option(&m, COAP_OPT_OSCORE)) {
+            /* Not the answer, whatever its code (RFC 8613 Section 2): an
+             * OSCORE error of Section 8.2, or something on the path. Kept
+             * apart from the failures of verification. */
+            char detail[48];
+            size_t pl = m.payload_len < 24 ? m.payload_len : 24;
+            bool text = pl > 0;
+            for (size_t i = 0; i < pl; i++)
+                text = text && m.payload[i] >= 0x20 && m.payload[i] < 0x7f;
+            snprintf(detail, sizeof detail, "%s%s%.*s", coap_code_text(m.code, code),
+                     text ? " " : "", text ? (int)pl : 0, text ? (const char *)m.payload : "");
+            r->no_oscore++;
+            peer_fail(r, p, "OSCORE request answered without OSCORE: %s", detail);
+            return;
         } else {
             long n = oscore_unprotect_response(&p->osc, &p->b, resp, len, r->inner,
                                                sizeof r->inner);
@@ -851,7 +866,9 @@ static void load_usage(FILE *f)
         "The responder's crypto floor (its crypto calls of one handshake, timed alone here)\n"
         "gives the rate one core could sustain; the report compares the measured rate with\n"
         "it. Compare OSCORE with --plain runs for the cost of protection. --c-i and\n"
-        "--ephemeral do not apply: every peer and handshake has its own.\n\n",
+        "--ephemeral do not apply: every peer and handshake has its own. An OSCORE request\n"
+        "answered without OSCORE is a failure whatever the code, listed apart as\n"
+        "\"answered without OSCORE\".\n\n",
         LOAD_MAX_PEERS);
     cli_edhoc_print_options(f, false);
     fprintf(f, "Exit codes: 0 ok (failures are counted, not fatal); 1 no handshake or request\n"
@@ -1318,6 +1335,12 @@ int cmd_load(int argc, char **argv)
                 &r->req_lat);
     if (r->vs_plain)
         latency_row(lt, "Unprotected request", &r->plain_lat);
+    if (r->no_oscore)
+        snprintf(ft->note, sizeof ft->note,
+                 "%ld OSCORE request%s answered without OSCORE: failures, not requests, "
+                 "whatever the code (an unprotected answer to an OSCORE request proves nothing, "
+                 "RFC 8613 Section 2).",
+                 r->no_oscore, r->no_oscore == 1 ? " was" : "s were");
     for (size_t i = 0; i < r->n_causes; i++) {
         struct bench_cell *fr = bench_table_add_row(ft);
         if (!fr)

@@ -8,8 +8,12 @@
  * frames and bytes; --pcap writes those datagrams to a capture file.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "edhoc/capture.h"
@@ -18,6 +22,7 @@
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
 #include "net_report.h"
+#include "oscore_seq.h"
 #include "util.h"
 
 #define MAX_REQUESTS 16
@@ -75,6 +80,8 @@ struct run {
     size_t exchanges;
     long repeat, repeat_ok, repeat_failed; /* --repeat */
     double repeat_s;
+    uint64_t next_ssn;  /* our Sender Sequence Number after this run's requests */
+    bool conf_written;  /* --export-oscore-conf done */
 };
 
 static void on_trace(void *ctx, const char *name, const uint8_t *v, size_t len)
@@ -194,6 +201,10 @@ struct ctx {
     struct cli_net_opts net;
     struct edhoc_capture *capture;
     uint8_t *msg, *req, *resp, *buf;
+    const char *export_conf;      /* --export-oscore-conf FILE */
+    const char *state_dir_arg;    /* --state-dir */
+    char seq_file[PATH_MAX];      /* FILE.seq */
+    char state_dir[PATH_MAX];     /* "" with --state-dir none */
 };
 
 /* "METHOD PATH [PAYLOAD]" -> a plain request. */
@@ -489,12 +500,15 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         if (!coap_msg_find_option(&r, COAP_OPT_OSCORE)) {
             add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", n3, "error",
                               (long)r.payload_len);
+            /* An EDHOC error refuses message_3 (RFC 9668 Section 3.3.1);
+             * anything else unprotected answers nothing we asked, whatever
+             * its code (RFC 8613 Section 2). */
             if (r.payload_len && edhoc_message_is_error(r.payload, r.payload_len))
                 peer_error(run, r.payload, r.payload_len, r.code, "the combined request");
             else {
-                char cnm[48];
-                fail(run, CLI_EXIT_OSCORE, "the combined request was answered without OSCORE: %s",
-                     cli_coap_code_name(r.code, cnm, sizeof cnm));
+                char why[300];
+                cli_unprotected_answer_text(c->resp, (size_t)rn, why, sizeof why);
+                fail(run, CLI_EXIT_OSCORE, "the combined request: %s", why);
             }
             goto comb_out;
         }
@@ -586,6 +600,167 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         add_exchange_rows(run, &c->log, "message_3", n3, "(2.04 Changed)", pll ? (long)pll : -1);
     }
     return 0;
+}
+
+/* ---- --export-oscore-conf: the context for other tools, and the sequence
+ * numbers it has used ---- */
+
+/* A path we may (re)place: absent, or a regular file. A symbolic link is
+ * refused rather than followed: the secret must land where the name says,
+ * not wherever a link points. Returns 0 or -1 with why. */
+static int check_out_path(const char *path, char *why, size_t cap)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            snprintf(why, cap, "%s is a symbolic link: refusing to write through it", path);
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            snprintf(why, cap, "%s exists and is not a regular file", path);
+            return -1;
+        }
+    } else if (errno != ENOENT) {
+        snprintf(why, cap, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Before anything is sent (a bad path must not cost a handshake): the
+ * names, the state directory. Returns 0 or -1 with why. */
+static int export_prepare(struct ctx *c, char *why, size_t cap)
+{
+    if (snprintf(c->seq_file, sizeof c->seq_file, "%s.seq", c->export_conf) >=
+        (int)sizeof c->seq_file) {
+        snprintf(why, cap, "file name too long");
+        return -1;
+    }
+    if (check_out_path(c->export_conf, why, cap) || check_out_path(c->seq_file, why, cap))
+        return -1;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", c->export_conf);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir ? 1 : 0] = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK | X_OK)) {
+        snprintf(why, cap, "directory %.300s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char sdwhy[300];
+    if (cli_state_dir(c->state_dir_arg, c->state_dir, sizeof c->state_dir, sdwhy,
+                      sizeof sdwhy) < 0) {
+        snprintf(why, cap, "%s", sdwhy);
+        return -1;
+    }
+    return 0;
+}
+
+/* Write text to path with mode 0600, whole or not at all: a new file
+ * (O_EXCL, never an existing one or a link planted under the temporary
+ * name), fsync, then rename over path (a rename replaces a link planted
+ * at path meanwhile instead of following it). */
+static int write_private(const char *path, const char *text, size_t len, char *why, size_t cap)
+{
+    if (check_out_path(path, why, cap))
+        return -1;
+    char tmp[PATH_MAX + 32];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        snprintf(why, cap, "%s: name too long", path);
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(why, cap, "%.300s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    /* The umask may only have narrowed 0600; make it exact. */
+    bool ok = fchmod(fd, 0600) == 0;
+    for (size_t off = 0; ok && off < len;) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        ok = w > 0;
+        off += ok ? (size_t)w : 0;
+    }
+    ok = ok && fsync(fd) == 0;
+    int saved = errno;
+    close(fd);
+    if (!ok || rename(tmp, path)) {
+        if (ok)
+            saved = errno;
+        unlink(tmp);
+        snprintf(why, cap, "%s: %s", path, strerror(saved));
+        return -1;
+    }
+    return 0;
+}
+
+/* The initiator's side of the context as a libcoap OSCORE conf in FILE,
+ * and the sequence numbers this run used in FILE.seq and the state
+ * directory, so that `coap-client -E FILE,FILE.seq` and `edhoc-cli coap
+ * --oscore-context FILE` continue above them (RFC 8613 Section 7.2.1: a
+ * nonce is never used twice with one key). The record comes first: a conf
+ * without it could let a later run reuse nonces, a record without a conf
+ * costs nothing. Returns 0 or -1 with why. */
+static int export_conf(const struct ctx *c, struct run *run, char *why, size_t cap)
+{
+    char text[1024];
+    struct oscore_config *cfg = calloc(1, sizeof *cfg);
+    FILE *m = cfg ? fmemopen(text, sizeof text, "w") : NULL;
+    if (!m) {
+        free(cfg);
+        snprintf(why, cap, "out of memory");
+        return -1;
+    }
+    /* Unbuffered: no copy of the secret in a stdio buffer. */
+    setvbuf(m, NULL, _IONBF, 0);
+    cli_write_oscore_conf(m, &run->osc, "");
+    long len = ftell(m);
+    fclose(m);
+    int rc = -1;
+    struct oscore_config_error err;
+    /* Parsed back by our own reader: the file is what a later run will
+     * read, and the record is keyed by what that run will derive. */
+    if (len <= 0 || (size_t)len >= sizeof text - 1 ||
+        oscore_config_parse(text, (size_t)len, cfg, &err)) {
+        snprintf(why, cap, "cannot express the context as a conf file");
+        goto out;
+    }
+    char swhy[300];
+    if (cli_seq_note_used(c->state_dir, c->seq_file, cfg, run->next_ssn, swhy, sizeof swhy)) {
+        snprintf(why, cap, "cannot record the sequence numbers used: %s", swhy);
+        goto out;
+    }
+    rc = write_private(c->export_conf, text, (size_t)len, why, cap);
+    run->conf_written = rc == 0;
+out:
+    edhoc_wipe(text, sizeof text);
+    edhoc_wipe(cfg, sizeof *cfg);
+    free(cfg);
+    return rc;
+}
+
+static void print_conf_text(FILE *f, const struct ctx *c, const struct run *run)
+{
+    bool libcoap;
+    cli_oscore_conf_hkdf(run->osc.hash_alg, &libcoap);
+    const char *h = c->uri.host;
+    bool v6 = strchr(h, ':') != NULL;
+    fprintf(f, "OSCORE conf (the initiator's side, mode 0600): %s\n"
+               "  next sender sequence number %llu recorded in %s%s%s\n",
+            c->export_conf, (unsigned long long)run->next_ssn, c->seq_file,
+            c->state_dir[0] ? " and under " : "", c->state_dir);
+    if (libcoap)
+        fprintf(f, "  continue with: coap-client -E %s,%s coap://%s%s%s:%u/PATH\n", c->export_conf,
+                c->seq_file, v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port);
+    else
+        fprintf(f, "  (libcoap cannot use it: no hkdf_alg value for %s)\n",
+                edhoc_crypto_alg_name(run->osc.hash_alg));
+    fprintf(f, "  or: edhoc-cli coap GET coap://%s%s%s:%u/PATH --oscore-context %s\n",
+            v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port, c->export_conf);
 }
 
 static void print_trace_text(FILE *f, const struct run *run)
@@ -743,8 +918,14 @@ static void print_text(const struct ctx *c, const struct run *run)
         cli_hex_print(f, p->master_secret, p->master_secret_len);
         fprintf(f, "\n  master salt   ");
         cli_hex_print(f, p->master_salt, p->master_salt_len);
-        fputc('\n', f);
+        fprintf(f, "\n  next sender sequence number: initiator %llu; responder: its own state, "
+                   "not known to this run\n",
+                (unsigned long long)run->next_ssn);
+        fprintf(f, "  as a libcoap OSCORE conf (the initiator's side):\n");
+        cli_write_oscore_conf(f, p, "    ");
     }
+    if (run->conf_written)
+        print_conf_text(f, c, run);
     fprintf(f, "\nResponses:\n");
     for (size_t i = 0; i < run->n_answers; i++) {
         const struct answer *a = &run->answers[i];
@@ -832,7 +1013,24 @@ static void print_json(const struct ctx *c, const struct run *run)
             (double)(run->t_end - run->t0) / 1e6);
     if (run->have_osc) {
         fprintf(f, ",\n  \"oscore\": ");
-        cli_print_oscore_json(f, &run->osc, c->o.export_secrets);
+        /* The responder's counter is its own: not known here. */
+        cli_print_oscore_json_ssn(f, &run->osc, c->o.export_secrets,
+                                  (long long)run->next_ssn, -1);
+    }
+    if (run->conf_written) {
+        bool libcoap;
+        cli_oscore_conf_hkdf(run->osc.hash_alg, &libcoap);
+        fprintf(f, ",\n  \"oscore_conf\": {\"file\": ");
+        cli_json_string(f, c->export_conf);
+        fprintf(f, ", \"seq_file\": ");
+        cli_json_string(f, c->seq_file);
+        fprintf(f, ", \"state_dir\": ");
+        if (c->state_dir[0])
+            cli_json_string(f, c->state_dir);
+        else
+            fprintf(f, "null");
+        fprintf(f, ", \"next_seq\": %llu, \"libcoap\": %s}", (unsigned long long)run->next_ssn,
+                libcoap ? "true" : "false");
     }
     fprintf(f, ",\n  \"responses\": [");
     for (size_t i = 0; i < run->n_answers; i++) {
@@ -885,16 +1083,32 @@ static void usage(FILE *f)
             "  --timeout S             bound on the whole run (default 10 s)\n"
             "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
             "  --repeat N              then run N-1 more handshakes (no requests) and print the\n"
-            "                          handshakes per second (each within --timeout)\n");
+            "                          handshakes per second (each within --timeout)\n"
+            "  --export-oscore-conf FILE\n"
+            "                          after the handshake and the requests, write the\n"
+            "                          initiator's side of the OSCORE context to FILE (mode 0600;\n"
+            "                          a symbolic link is refused) in libcoap's conf format\n"
+            "                          (coap-oscore-conf(5); hkdf_alg -10 for SHA-256), and the\n"
+            "                          next sender sequence number to FILE.seq and the state\n"
+            "                          directory: `coap-client -E FILE,FILE.seq URI` and\n"
+            "                          `edhoc-cli coap ... --oscore-context FILE` continue above\n"
+            "                          the numbers this run used (SHA-384 suites: hkdf_alg -43,\n"
+            "                          which edhoc-cli reads and libcoap does not)\n"
+            "  --state-dir DIR|none    where --export-oscore-conf records the sequence numbers\n"
+            "                          (default $STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli,\n"
+            "                          else ~/.local/state/edhoc-cli; none: FILE.seq only)\n");
     cli_net_print_options(f, false);
     fprintf(f,
             "  -h, --help              this text\n\n"
             "Exit codes: 0 ok; 1 other failure (e.g. an unexpected CoAP response); 2 bad command\n"
-            "line; 3 unusable input file; 4 the responder sent an EDHOC error message (ERR_CODE\n"
-            "and diagnostic are printed; includes no common cipher suite); 5 verification failed\n"
-            "(MAC, signature, unknown or untrusted credential); 6 timeout or peer unreachable;\n"
-            "7 OSCORE protection or verification failed, or a request refused by OSCORE;\n"
-            "10 internal error.\n");
+            "line; 3 unusable input file, or the --export-oscore-conf file, FILE.seq or the\n"
+            "state directory cannot be written; 4 the responder sent an EDHOC error message\n"
+            "(ERR_CODE and diagnostic are printed; includes no common cipher suite);\n"
+            "5 verification failed (MAC, signature, unknown or untrusted credential); 6 timeout\n"
+            "or peer unreachable; 7 OSCORE protection or verification failed, or an OSCORE\n"
+            "request answered without OSCORE, whatever its code (\"the peer answered without\n"
+            "OSCORE: CODE[: DIAGNOSTIC]\": an unprotected answer proves nothing); 10 internal\n"
+            "error.\n");
 }
 
 int cmd_initiator(int argc, char **argv)
@@ -935,7 +1149,8 @@ int cmd_initiator(int argc, char **argv)
             continue;
         }
         if (!strcmp(name, "--request") || !strcmp(name, "--framing") || !strcmp(name, "--timeout") ||
-            !strcmp(name, "--block-size") || !strcmp(name, "--repeat")) {
+            !strcmp(name, "--block-size") || !strcmp(name, "--repeat") ||
+            !strcmp(name, "--export-oscore-conf") || !strcmp(name, "--state-dir")) {
             if (!value) {
                 fprintf(stderr, "edhoc-cli initiator: %s needs a value\n", name);
                 goto out;
@@ -948,6 +1163,10 @@ int cmd_initiator(int argc, char **argv)
                     goto out;
                 }
                 c->requests[c->n_requests++] = value;
+            } else if (!strcmp(name, "--export-oscore-conf")) {
+                c->export_conf = value;
+            } else if (!strcmp(name, "--state-dir")) {
+                c->state_dir_arg = value;
             } else if (!strcmp(name, "--framing")) {
                 if (!strcasecmp(value, "a2") || !strcasecmp(value, "a.2"))
                     c->framing = EDHOC_FRAMING_A2;
@@ -997,8 +1216,21 @@ int cmd_initiator(int argc, char **argv)
         fprintf(stderr, "edhoc-cli initiator: --combined needs the A.2 framing\n");
         goto out;
     }
+    if (c->state_dir_arg && !c->export_conf) {
+        fprintf(stderr, "edhoc-cli initiator: --state-dir goes with --export-oscore-conf\n");
+        goto out;
+    }
     if (cli_uri_parse(uri, &c->uri))
         goto out;
+    if (c->export_conf) {
+        char why[400];
+        if (export_prepare(c, why, sizeof why)) {
+            fprintf(stderr, "edhoc-cli initiator: --export-oscore-conf %s: %s\n", c->export_conf,
+                    why);
+            exit_code = CLI_EXIT_INPUT;
+            goto out;
+        }
+    }
     if (c->n_requests == 0)
         c->requests[c->n_requests++] = "GET /.well-known/core";
     /* Requests are checked before anything is sent. */
@@ -1048,7 +1280,8 @@ int cmd_initiator(int argc, char **argv)
     uint64_t deadline = run->t0 + (uint64_t)c->timeout_s * 1000000000ull;
     run->suite = -1;
     bool combined_done = false;
-    if (handshake(c, run, s, rx, osc, deadline, &combined_done) == 0) {
+    bool hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
+    if (hs_ok) {
         run->t_handshake = cli_now_ns();
         for (size_t i = combined_done ? 1 : 0; i < c->n_requests; i++) {
             char err[200], name[40];
@@ -1072,16 +1305,21 @@ int cmd_initiator(int argc, char **argv)
                 run->exchanges++;
             }
             if (orc) {
-                char cn[48];
                 if (res.transport_err)
                     fail(run, transport_exit(res.transport_err), "%s: %s", c->requests[i],
                          res.transport_err == EDHOC_TRANSPORT_ERR_TIMEOUT
                              ? "timeout, no response"
                              : edhoc_transport_strerror(res.transport_err));
-                else if (res.unprotected_error)
-                    fail(run, CLI_EXIT_OSCORE, "%s: refused without OSCORE: %s", c->requests[i],
-                         cli_coap_code_name(res.unprotected_code, cn, sizeof cn));
-                else
+                else if (res.unprotected_error) {
+                    /* Not the answer, whatever its code: an OSCORE error
+                     * of RFC 8613 Section 8.2 or a forgery. */
+                    char why[300];
+                    cli_unprotected_answer_text(res.response_len > 0 ? plain : NULL,
+                                                res.response_len > 0 ? (size_t)res.response_len
+                                                                     : 0,
+                                                why, sizeof why);
+                    fail(run, CLI_EXIT_OSCORE, "%s: %s", c->requests[i], why);
+                } else
                     fail(run, CLI_EXIT_OSCORE, "%s: OSCORE: %s", c->requests[i],
                          oscore_strerror(res.oscore_err));
                 break;
@@ -1098,6 +1336,20 @@ int cmd_initiator(int argc, char **argv)
             a->req_bytes = res.request_bytes;
             a->resp_bytes = res.response_bytes;
             a->attempts = res.attempts;
+        }
+    }
+    if (run->have_osc)
+        run->next_ssn = oscore_context_ssn(osc);
+    if (c->export_conf && hs_ok) {
+        /* Even after a failed request: the context stands, and the
+         * numbers sent with it must be recorded. */
+        char why[400];
+        if (export_conf(c, run, why, sizeof why)) {
+            if (!run->exit_code)
+                fail(run, CLI_EXIT_INPUT, "--export-oscore-conf %s: %s", c->export_conf, why);
+            else /* the run's own failure is the one reported at the end */
+                fprintf(stderr, "edhoc-cli initiator: --export-oscore-conf %s: %s\n",
+                        c->export_conf, why);
         }
     }
     run->t_end = cli_now_ns();

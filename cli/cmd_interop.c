@@ -493,7 +493,28 @@ static void diagnose(const struct opts *o, struct cell *c, const struct child_re
     case CLI_EXIT_OSCORE:
         c->outcome = OUT_OSCORE;
         set_text(c->result, sizeof c->result, "OSCORE failure: %s", text);
-        if (strstr(text, "without OSCORE"))
+        if (strstr(text, "without OSCORE: 2."))
+            /* RFC 8613 Section 2: a successful answer carries the option. */
+            set_text(c->reason, sizeof c->reason,
+                     "the peer answered without OSCORE with a success code: it does not protect "
+                     "that resource%s, or something on the path replaced its protected answer; "
+                     "an unprotected answer to an OSCORE request proves nothing",
+                     c->combined ? " (or ignored the RFC 9668 combined request)" : "");
+        else if (strstr(text, "Replay detected"))
+            set_text(c->reason, sizeof c->reason,
+                     "the peer answered without OSCORE: Replay detected, for a context that had "
+                     "just been derived: it may still hold an older context under the same "
+                     "Recipient ID (our C_R) and check our sequence numbers against it");
+        else if (strstr(text, "without OSCORE: 4.00") || strstr(text, "Decryption failed"))
+            set_text(c->reason, sizeof c->reason,
+                     "the peer answered without OSCORE: it could not decrypt our request, the "
+                     "OSCORE contexts differ: check its EDHOC_Exporter (master secret/salt from "
+                     "PRK_out), Sender/Recipient IDs (= C_R/C_I) and the suite's AEAD and hash");
+        else if (strstr(text, "without OSCORE: 4.02"))
+            set_text(c->reason, sizeof c->reason,
+                     "the peer answered without OSCORE: it could not decode our OSCORE option "
+                     "or COSE object (4.02 Bad Option)");
+        else if (strstr(text, "without OSCORE"))
             set_text(c->reason, sizeof c->reason,
                      "the peer answered without OSCORE: it did not find the security context "
                      "(Recipient ID = our C_R%s) or does not protect that resource",
@@ -812,8 +833,8 @@ static void usage(FILE *f)
             "  --json-out FILE         also write that JSON to FILE (with the table on stdout)\n"
             "  -h, --help              this text\n\n"
             "Outcomes: ok; EDHOC error N from the peer; our verification failed; timeout;\n"
-            "OSCORE failure; failed (anything else); skipped (not possible with our\n"
-            "credentials).\n"
+            "OSCORE failure (also an OSCORE request answered without OSCORE, whatever its\n"
+            "code); failed (anything else); skipped (not possible with our credentials).\n"
             "Exit codes: 0 every cell ok or skipped; 1 some cell failed; 2 bad command line;\n"
             "3 the trace directory or the --json-out file cannot be used; 10 internal error.\n\n"
             "--report DIR: the other direction, the devices as initiators: the matrix of what\n"

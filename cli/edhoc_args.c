@@ -349,7 +349,9 @@ void cli_edhoc_print_options(FILE *f, bool two_sided)
     print_option(f, "--trace", "", "", "print every intermediate value with its RFC 9529 name");
     print_option(f, "--json", "", "", "machine-readable output");
     print_option(f, "--export-secrets", "", "",
-                 "include the derived OSCORE context (secrets!) in the output");
+                 "include the derived OSCORE context (secrets!) in the output:");
+    fprintf(f, "  %-24shkdf_alg as libcoap's OSCORE conf takes it (-10 for SHA-256) and the\n"
+               "  %-24snext sender sequence numbers (null where the peer's is not known)\n", "", "");
     fprintf(f, "Without credential options the built-in demo credentials are used: the RFC 9529 trace 1\n"
                "(method 0, suite 0, x5t) and trace 2 (method 3, suite 2, kid) credentials, and otherwise\n"
                "certificates from a demo CA / CCS static-DH keys for the suite's curves.\n");
@@ -639,9 +641,17 @@ int cli_exit_for_edhoc_error(int err)
     }
 }
 
-/* The OSCORE context as a JSON object; the master secret and salt only
- * when secrets is set. */
-void cli_print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool secrets)
+int cli_oscore_conf_hkdf(int hash_alg, bool *libcoap)
+{
+    /* libcoap's conf names the HKDF by COSE algorithm ("direct+HKDF-SHA-256"
+     * is -10) and refuses the hash id -16; there is no such value it knows
+     * for SHA-384, so that one keeps the id our reader takes. */
+    *libcoap = hash_alg == EDHOC_COSE_SHA256;
+    return hash_alg == EDHOC_COSE_SHA256 ? -10 : hash_alg;
+}
+
+void cli_print_oscore_json_ssn(FILE *f, const struct edhoc_oscore_params *p, bool secrets,
+                               long long sender_next, long long recipient_next)
 {
     fprintf(f, "{");
     if (secrets) {
@@ -655,7 +665,46 @@ void cli_print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool se
     cli_json_hex(f, p->sender_id, p->sender_id_len);
     fprintf(f, ", \"recipient_id\": ");
     cli_json_hex(f, p->recipient_id, p->recipient_id_len);
-    fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d}", p->aead_alg, p->hash_alg);
+    bool libcoap;
+    int hkdf = cli_oscore_conf_hkdf(p->hash_alg, &libcoap);
+    fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d", p->aead_alg, hkdf);
+    if (!libcoap)
+        fprintf(f, ", \"hkdf_alg_note\": \"libcoap has no hkdf_alg value for this hash and "
+                   "cannot use the context; edhoc-cli reads %d\"", hkdf);
+    if (sender_next >= 0)
+        fprintf(f, ", \"sender_next_seq\": %lld", sender_next);
+    else
+        fprintf(f, ", \"sender_next_seq\": null");
+    if (recipient_next >= 0)
+        fprintf(f, ", \"recipient_next_seq\": %lld}", recipient_next);
+    else
+        fprintf(f, ", \"recipient_next_seq\": null, \"recipient_next_seq_note\": \"the peer's "
+                   "own state: not known to this run\"}");
+}
+
+void cli_print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool secrets)
+{
+    cli_print_oscore_json_ssn(f, p, secrets, 0, 0);
+}
+
+void cli_write_oscore_conf(FILE *f, const struct edhoc_oscore_params *p, const char *prefix)
+{
+    bool libcoap;
+    int hkdf = cli_oscore_conf_hkdf(p->hash_alg, &libcoap);
+    if (!libcoap)
+        fprintf(f, "%s# hkdf_alg %d (HKDF with %s): libcoap has no value for it and cannot use "
+                   "this context; edhoc-cli reads it\n",
+                prefix, hkdf, edhoc_crypto_alg_name(p->hash_alg));
+    fprintf(f, "%smaster_secret,hex,\"", prefix);
+    cli_hex_print(f, p->master_secret, p->master_secret_len);
+    fprintf(f, "\"\n%smaster_salt,hex,\"", prefix);
+    cli_hex_print(f, p->master_salt, p->master_salt_len);
+    fprintf(f, "\"\n%ssender_id,hex,\"", prefix);
+    cli_hex_print(f, p->sender_id, p->sender_id_len);
+    fprintf(f, "\"\n%srecipient_id,hex,\"", prefix);
+    cli_hex_print(f, p->recipient_id, p->recipient_id_len);
+    fprintf(f, "\"\n%saead_alg,integer,%d\n%shkdf_alg,integer,%d\n%sreplay_window,integer,%d\n",
+            prefix, p->aead_alg, prefix, hkdf, prefix, OSCORE_DEFAULT_REPLAY_WINDOW);
 }
 
 int cli_edhoc_take_option(struct cli_edhoc_opts *o, int own_side, const char *prog,

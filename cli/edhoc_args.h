@@ -122,8 +122,31 @@ int cli_edhoc_resolve(void *ctx, const uint8_t *id_cred, size_t id_cred_len,
  * unrecognized. ctx is the struct cli_edhoc_opts. */
 int cli_edhoc_ead_receive(void *ctx, int message, const struct edhoc_ead_item *item);
 
-/* The OSCORE context as a JSON object (secrets only when asked). */
+/* The hkdf_alg of libcoap's OSCORE conf (coap-oscore-conf(5)) for an
+ * application hash: -10, COSE "direct+HKDF-SHA-256", for SHA-256 (libcoap
+ * refuses the hash id -16). Other hashes have no value libcoap takes: their
+ * COSE hash id (-43 for SHA-384), which our reader takes, and *libcoap
+ * false. */
+int cli_oscore_conf_hkdf(int hash_alg, bool *libcoap);
+
+/* The OSCORE context as a JSON object, in the terms another tool takes it:
+ * master secret and salt only when secrets is set; sender_id,
+ * recipient_id, aead_alg, hkdf_alg as cli_oscore_conf_hkdf gives it (with
+ * hkdf_alg_note when libcoap cannot take it); sender_next_seq and
+ * recipient_next_seq, the next Sender Sequence Number of each side (< 0:
+ * not known, printed null; for the recipient with a note: the peer's
+ * counter is its own state). */
+void cli_print_oscore_json_ssn(FILE *f, const struct edhoc_oscore_params *p, bool secrets,
+                               long long sender_next, long long recipient_next);
+/* The same for a context neither side has sent with yet (both 0). */
 void cli_print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool secrets);
+
+/* p's side of the context as libcoap's OSCORE conf: master_secret,
+ * master_salt, sender_id, recipient_id (hex), aead_alg, hkdf_alg,
+ * replay_window, each line after prefix; no id_context (an EDHOC-derived
+ * context has none, RFC 9528 Appendix A.1); a comment line first when
+ * libcoap cannot take the hkdf_alg. */
+void cli_write_oscore_conf(FILE *f, const struct edhoc_oscore_params *p, const char *prefix);
 
 /* Exit code for an EDHOC/credential error (cli/util.h). */
 int cli_exit_for_edhoc_error(int err);

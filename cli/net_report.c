@@ -386,6 +386,43 @@ long cli_coap_with_echo(const uint8_t *req, size_t len, const uint8_t *echo, siz
     return n < 0 ? -1 : n;
 }
 
+void cli_unprotected_answer_text(const uint8_t *msg, size_t len, char *out, size_t cap)
+{
+    uint8_t code = 0;
+    int cf;
+    const uint8_t *pl = NULL;
+    size_t pll = 0;
+    char cn[48];
+    if (!msg || cli_coap_response_view(msg, len, &code, &cf, &pl, &pll)) {
+        snprintf(out, cap, "the peer answered without OSCORE (an unreadable CoAP message)");
+        return;
+    }
+    int n = snprintf(out, cap, "the peer answered without OSCORE: %s",
+                     cli_coap_code_name(code, cn, sizeof cn));
+    if (n < 0 || (size_t)n >= cap || !pll)
+        return;
+    /* The diagnostic payload of the OSCORE errors (RFC 8613 Section 8.2)
+     * is short text; anything else is shown in part, as hex. */
+    size_t room = cap - (size_t)n;
+    if (printable(pl, pll))
+        snprintf(out + n, room, ": %.*s%s", (int)(pll > 120 ? 120 : pll), (const char *)pl,
+                 pll > 120 ? "..." : "");
+    else {
+        size_t k = pll > 24 ? 24 : pll;
+        int w = snprintf(out + n, room, ": payload ");
+        for (size_t i = 0; w > 0 && (size_t)(n + w) + 3 < cap && i < k; i++)
+            w += snprintf(out + n + w, cap - (size_t)(n + w), "%02x", pl[i]);
+        if (k < pll && w > 0 && (size_t)(n + w) + 4 < cap)
+            snprintf(out + n + w, cap - (size_t)(n + w), "...");
+    }
+    if (pll == 15 && !memcmp(pl, "Replay detected", 15)) {
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used,
+                 " (the server has seen this sequence number: the context was used elsewhere, "
+                 "by another tool or with another state directory)");
+    }
+}
+
 int cli_oscore_exchange(struct edhoc_transport *t, struct oscore_context *ctx, const uint8_t *req,
                         size_t req_len, uint8_t *out, size_t cap, int timeout_ms,
                         struct cli_dgram_log *log, const char *log_name,

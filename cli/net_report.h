@@ -127,11 +127,20 @@ struct cli_oscore_result {
     size_t request_bytes;       /* protected request, CoAP message bytes (last attempt) */
     size_t response_bytes;      /* protected response, CoAP message bytes */
     int attempts;               /* 2 after an Echo challenge */
-    bool unprotected_error;     /* the server answered without OSCORE (4.01, 4.02, ...) */
+    bool unprotected_error;     /* the server answered without OSCORE (whatever the code;
+                                 * the message is in out, response_len long) */
     uint8_t unprotected_code;
     int transport_err;          /* EDHOC_TRANSPORT_ERR_* when no response */
     int oscore_err;             /* OSCORE_ERR_* of protect/unprotect */
 };
+
+/* Why an answer to an OSCORE request that carries no OSCORE option (msg,
+ * the whole CoAP message) is not the answer, as one line: "the peer
+ * answered without OSCORE: CODE[: DIAGNOSTIC PAYLOAD]", with a hint for
+ * "Replay detected". Whatever its code it proves nothing: a successful
+ * response to an OSCORE request carries the OSCORE option (RFC 8613
+ * Section 2), and an unprotected one may come from anyone on the path. */
+void cli_unprotected_answer_text(const uint8_t *msg, size_t len, char *out, size_t cap);
 
 /* Protect req (a plain request message), send it, verify and decrypt the
  * response into out; a protected 4.01 with an Echo option is answered once
