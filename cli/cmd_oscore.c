@@ -11,6 +11,7 @@
 #include "edhoc/oscore.h"
 #include "commands.h"
 #include "edhoc_args.h"
+#include "oscore_seq.h"
 #include "util.h"
 
 #define MAX_MSG 4096
@@ -18,7 +19,8 @@
 static void oscore_usage(FILE *out)
 {
     fprintf(out,
-        "usage: edhoc-cli oscore protect   --context FILE [--role client|server] [--seq N]\n"
+        "usage: edhoc-cli oscore protect   --context FILE [--role client|server]\n"
+        "                                  [--seq N | --state-dir DIR|none]\n"
         "                                  [--request HEX] [--json] [-v] MESSAGE_HEX\n"
         "       edhoc-cli oscore unprotect --context FILE [--role client|server]\n"
         "                                  [--request HEX] [--json] [-v] MESSAGE_HEX\n"
@@ -32,9 +34,13 @@ static void oscore_usage(FILE *out)
         "  --role client|server\n"
         "                      client protects requests and unprotects responses,\n"
         "                      server the reverse (default: from the message code)\n"
-        "  --seq N             sender sequence number to use (protect). A response\n"
+        "  --seq N             sender sequence number to use (protect), taken as given.\n"
+        "                      Without it a request gets the next number of the context's\n"
+        "                      record in the state directory (as `coap` does). A response\n"
         "                      protected with --seq carries its own Partial IV;\n"
         "                      without it, it reuses the request's nonce\n"
+        "  --state-dir DIR|none  where that record is kept (default $STATE_DIRECTORY, else\n"
+        "                      $XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli)\n"
         "  --request HEX       the protected request a response answers (needed\n"
         "                      to protect or unprotect a response)\n"
         "  --json              one JSON object on stdout\n"
@@ -173,6 +179,7 @@ struct args {
     const char *message_hex;
     bool have_seq;
     uint64_t seq;
+    const char *state_dir;
     bool json;
     bool verbose;
 };
@@ -191,6 +198,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"context", required_argument, NULL, 'c'},
         {"role", required_argument, NULL, 'r'},
         {"seq", required_argument, NULL, 's'},
+        {"state-dir", required_argument, NULL, 'd'},
         {"request", required_argument, NULL, 'q'},
         {"json", no_argument, NULL, 'j'},
         {"verbose", no_argument, NULL, 'v'},
@@ -237,6 +245,9 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'q':
             a->request_hex = optarg;
             break;
+        case 'd':
+            a->state_dir = optarg;
+            break;
         case 'j':
             a->json = true;
             break;
@@ -258,6 +269,39 @@ static int parse_args(int argc, char **argv, struct args *a)
         return usage_error("%s needs --context FILE", a->op);
     if (a->have_seq && !strcmp(a->op, "unprotect"))
         return usage_error("--seq only applies to %s", "protect");
+    return 0;
+}
+
+/* Attach the context to its sequence-number record in the state
+ * directory (the next free number, reserved before use). */
+static int reserve_from_store(const struct args *a, struct oscore_context *ctx,
+                              struct cli_seq_store **store)
+{
+    char dir[4096], why[512] = "";
+    int sd = cli_state_dir(a->state_dir, dir, sizeof dir, why, sizeof why);
+    if (sd < 0) {
+        fprintf(stderr, "edhoc-cli oscore: %s\n", why);
+        return CLI_EXIT_INPUT;
+    }
+    if (sd == 1) {
+        fprintf(stderr, "edhoc-cli oscore: --state-dir none: give the sequence number with --seq N "
+                        "(a number already used repeats a nonce, RFC 8613 Section 7.2)\n");
+        return CLI_EXIT_USAGE;
+    }
+    struct oscore_config cfg;
+    struct oscore_config_error err;
+    if (cli_oscore_config_read(a->context_path, &cfg, &err))
+        return CLI_EXIT_INPUT; /* load_context already read it once */
+    int rc = cli_seq_open(store, dir, NULL, &cfg, why, sizeof why);
+    edhoc_wipe(&cfg, sizeof cfg);
+    if (!rc)
+        rc = cli_seq_attach(*store, ctx, 1, 0, why, sizeof why);
+    if (rc) {
+        fprintf(stderr, "edhoc-cli oscore: sequence number of %s: %s\n", a->context_path, why);
+        cli_seq_close(*store);
+        *store = NULL;
+        return CLI_EXIT_INPUT;
+    }
     return 0;
 }
 
@@ -390,7 +434,16 @@ int cmd_oscore(int argc, char **argv)
             oscore_context_wipe(&ctx);
             return report_failure(&a, role, "setting the sequence number", rc, msg, (size_t)msg_len);
         }
+        /* Without --seq the number comes from the context's durable record,
+         * as for `coap`: bytes made here are made to be sent, and a second
+         * run must not repeat the nonce (RFC 8613 Section 7.2). */
+        struct cli_seq_store *store = NULL;
+        if (!a.have_seq && (rc = reserve_from_store(&a, &ctx, &store)) != 0) {
+            oscore_context_wipe(&ctx);
+            return rc;
+        }
         n = oscore_protect_request(&ctx, msg, (size_t)msg_len, out, sizeof out, &b);
+        cli_seq_close(store);
     } else if (protect) {
         /* The server first verifies the request it answers: that binds the
          * response to the request's kid and Partial IV. */

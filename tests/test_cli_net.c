@@ -1174,7 +1174,7 @@ static void test_unprotected_answer_refused(void **state)
     free(out);
     net_proc_stop(&relay, SIGKILL, 2000);
     net_proc_stop(&r, SIGTERM, 5000);
-    unsetenv("STATE_DIRECTORY");
+    use_state_dir("client-state"); /* back to the run's own (net_make_dir) */
 }
 
 /* The same forgery against `load` (counted apart as failures) and
@@ -1207,7 +1207,7 @@ static void test_unprotected_answer_load_interop(void **state)
     free(out);
     net_proc_stop(&relay, SIGKILL, 2000);
     net_proc_stop(&r, SIGTERM, 5000);
-    unsetenv("STATE_DIRECTORY");
+    use_state_dir("client-state"); /* back to the run's own (net_make_dir) */
 }
 
 /* ---- --export-oscore-conf: a context other tools continue ---- */
@@ -1427,7 +1427,7 @@ static void test_export_oscore_conf(void **state)
     assert_non_null(strstr(out, "the peer answered without"));
     free(out);
     net_proc_stop(&r, SIGTERM, 5000);
-    unsetenv("STATE_DIRECTORY");
+    use_state_dir("client-state"); /* back to the run's own (net_make_dir) */
 }
 
 int main(void)

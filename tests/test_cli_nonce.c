@@ -96,6 +96,16 @@ static void start_static_responder(struct net_proc *r, const char *name, const c
     assert_int_equal(net_responder_start(r, name, args), 0);
 }
 
+/* A scenario's own context pair and a responder serving it with its own
+ * state directory NAME.state (extra: more responder options). */
+static void start_scenario(struct net_proc *r, const char *name, const char *extra)
+{
+    char args[600];
+    context_pair(name);
+    snprintf(args, sizeof args, "--state-dir %s/%s.state %s", net_dir, name, extra);
+    start_static_responder(r, name, args);
+}
+
 /* `coap GET /time` with the client context; stdout+stderr in *out. */
 static int coap_get(char **out, uint16_t port, const char *extra)
 {
@@ -113,11 +123,7 @@ static void test_coap_runs_continue(void **state)
 {
     (void)state;
     static struct net_proc r;
-    char sdir[300], args[400];
-    context_pair("runs");
-    net_path(sdir, sizeof sdir, "runs.state");
-    snprintf(args, sizeof args, "--state-dir %s", sdir);
-    start_static_responder(&r, "runs", args);
+    start_scenario(&r, "runs", "");
     char *out;
     long a[8], b[8];
     int rc = coap_get(&out, r.port, NULL);
@@ -186,11 +192,7 @@ static void test_coap_parallel_runs(void **state)
 {
     (void)state;
     static struct net_proc r;
-    char sdir[300], args[400];
-    context_pair("par");
-    net_path(sdir, sizeof sdir, "par.state");
-    snprintf(args, sizeof args, "--state-dir %s", sdir);
-    start_static_responder(&r, "par", args);
+    start_scenario(&r, "par", "");
     enum { RUNS = 6 };
     char cmd[8000], outs[RUNS][300];
     size_t len = 0;
@@ -312,11 +314,7 @@ static void test_observe_deregistration(void **state)
 {
     (void)state;
     static struct net_proc r;
-    char sdir[300], args[400];
-    context_pair("obs");
-    net_path(sdir, sizeof sdir, "obs.state");
-    snprintf(args, sizeof args, "--state-dir %s -v", sdir);
-    start_static_responder(&r, "obs", args);
+    start_scenario(&r, "obs", "-v");
     char *out;
     int rc = CLI_RUN(&out, 30,
                      "coap GET coap://127.0.0.1:%u/counter --observe 2 --oscore-context %s "
@@ -347,11 +345,7 @@ static void test_observe_reset(void **state)
 {
     (void)state;
     static struct net_proc r;
-    char sdir[300], args[400];
-    context_pair("rst");
-    net_path(sdir, sizeof sdir, "rst.state");
-    snprintf(args, sizeof args, "--state-dir %s -v", sdir);
-    start_static_responder(&r, "rst", args);
+    start_scenario(&r, "rst", "-v");
     /* CON GET, token a1b2c3, Observe 0 (empty), Uri-Path "counter". */
     uint8_t reg[512], buf[2048];
     size_t len = raw_request(800000, "43011234a1b2c360" "57636f756e746572", reg, sizeof reg);

@@ -261,6 +261,32 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Without --seq a request gets the next number of the context's record in
+ * the state directory, so two runs never seal two messages under one
+ * nonce (RFC 8613 Section 7.2: "An AEAD nonce MUST NOT be used more than
+ * once per AEAD key"); --state-dir none then needs --seq. */
+static void test_cli_durable_sequence_numbers(void **state)
+{
+    (void)state;
+    char *out;
+    char sdir[400];
+    snprintf(sdir, sizeof sdir, "%s/state", tmpdir);
+    const char *ctx = context_file("C.1.1");
+    const char *req = "44015d1f00003974396c6f63616c686f737483747631";
+    assert_int_equal(cli(&out, false, "oscore protect --json --context %s --state-dir %s %s", ctx,
+                         sdir, req), 0);
+    assert_non_null(strstr(out, "\"value\":\"0900\"")); /* Partial IV 0 */
+    free(out);
+    assert_int_equal(cli(&out, false, "oscore protect --json --context %s --state-dir %s %s", ctx,
+                         sdir, req), 0);
+    assert_non_null(strstr(out, "\"value\":\"0901\"")); /* Partial IV 1, not 0 again */
+    free(out);
+    assert_int_equal(cli(&out, true, "oscore protect --context %s --state-dir none %s", ctx, req),
+                     2);
+    assert_non_null(strstr(out, "--seq N"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_cli_responses),
         cmocka_unit_test(test_cli_json_and_verbose),
         cmocka_unit_test(test_cli_failures),
+        cmocka_unit_test(test_cli_durable_sequence_numbers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
