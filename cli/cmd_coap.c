@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "edhoc_args.h"
+#include "edhoc/blockwise.h"
 #include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/oscore.h"
@@ -70,6 +71,11 @@ static void usage(FILE *f)
             "                          else ~/.local/state/edhoc-cli); none needs a SEQFILE\n"
             "  --payload TEXT          request payload\n"
             "  --payload-hex HEX       request payload given as hex\n"
+            "  --payload-file FILE     request payload read from FILE (- for standard input)\n"
+            "  --output FILE           write the response body to FILE instead of printing it\n"
+            "  --max-body N            largest request or response body (16..1048576, default\n"
+            "                          65536); bodies above --block-size go block-wise, inside\n"
+            "                          OSCORE under --oscore-context (RFC 8613 4.1.3.4.1)\n"
             "  --content-format N      Content-Format of the payload\n"
             "  --observe N             register as an observer, print N notifications, then\n"
             "                          deregister with a new request (RFC 7641 Section 3.6)\n"
@@ -77,7 +83,7 @@ static void usage(FILE *f)
             "                          number used before; a lower N is refused)\n"
             "  --timeout S             give up after S seconds (default 10; bounds everything)\n"
             "  --repeat N              send the request N times in a row and print requests/s\n"
-            "  --block-size N          block-wise transfer above N bytes (default 1024)\n"
+            "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
             "  --json                  machine-readable output\n");
     cli_net_print_options(f, true);
     fprintf(f,
@@ -151,10 +157,201 @@ static int deregister(struct edhoc_transport *t, struct oscore_context *ctx, str
     return -1;
 }
 
+/* The request body from --payload, --payload-hex or --payload-file (a
+ * file, or - for standard input), at most max_body bytes. Returns 0 or an
+ * exit code (the message printed). */
+static int read_payload(const char *text, const char *hex, const char *file, size_t max_body,
+                        uint8_t **body, size_t *len)
+{
+    *body = NULL;
+    *len = 0;
+    if (!text && !hex && !file)
+        return 0;
+    uint8_t *b = malloc(max_body + 1);
+    if (!b)
+        return CLI_EXIT_INTERNAL;
+    size_t n = 0;
+    if (text) {
+        n = strlen(text);
+        if (n > max_body) {
+            fprintf(stderr, "edhoc-cli coap: --payload: %zu bytes, above --max-body %zu\n", n,
+                    max_body);
+            free(b);
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(b, text, n);
+    } else if (hex) {
+        long h = cli_hex_decode(hex, b, max_body);
+        if (h < 0) {
+            fprintf(stderr, "edhoc-cli coap: --payload-hex: not hex (or above --max-body %zu "
+                            "bytes)\n",
+                    max_body);
+            free(b);
+            return CLI_EXIT_USAGE;
+        }
+        n = (size_t)h;
+    } else {
+        FILE *f = strcmp(file, "-") ? fopen(file, "rb") : stdin;
+        if (!f) {
+            fprintf(stderr, "edhoc-cli coap: --payload-file %s: %s\n", file, strerror(errno));
+            free(b);
+            return CLI_EXIT_INPUT;
+        }
+        /* One byte more than allowed tells "too large" from "exactly". */
+        n = fread(b, 1, max_body + 1, f);
+        bool bad = ferror(f);
+        if (f != stdin)
+            fclose(f);
+        if (bad || n > max_body) {
+            fprintf(stderr, "edhoc-cli coap: --payload-file %s: %s\n", file,
+                    bad ? "read error" : "larger than --max-body");
+            free(b);
+            return bad ? CLI_EXIT_INPUT : CLI_EXIT_USAGE;
+        }
+    }
+    *body = b;
+    *len = n;
+    return 0;
+}
+
+/* --output FILE: the response body, exactly. */
+static int write_output(const char *path, const uint8_t *p, size_t n)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "wb") : stdout;
+    if (!f || (n && fwrite(p, 1, n, f) != n) || (f != stdout ? fclose(f) : fflush(f))) {
+        fprintf(stderr, "edhoc-cli coap: --output %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* One response: a JSON array element or a text line; with --output the
+ * body goes to that file and the line says how many bytes. Returns 0 or
+ * -1 (the file could not be written). */
+static int print_response(bool json, long k, uint8_t rcode, bool oscore, bool protected_resp,
+                          int rcf, long bytes, long piv, bool echo, long echo_piv,
+                          const uint8_t *pl, size_t pll, const char *output_path)
+{
+    char cn[48];
+    int rc = 0;
+    if (output_path)
+        rc = write_output(output_path, pl, pll);
+    if (json) {
+        printf("%s\n  {\"code\": \"%s\", \"oscore\": %s, \"content_format\": %d, \"bytes\": %ld, "
+               "\"piv\": %ld, \"echo\": %s, \"echo_challenge_piv\": %ld, \"payload_bytes\": %zu, ",
+               k ? "," : "", cli_coap_code_name(rcode, cn, sizeof cn),
+               protected_resp ? "true" : "false", rcf, bytes, piv, echo ? "true" : "false", echo_piv,
+               pll);
+        if (output_path) {
+            printf("\"output\": ");
+            cli_json_string(stdout, output_path);
+        } else {
+            printf("\"payload\": ");
+            cli_json_payload(stdout, pl, pll);
+        }
+        printf("}");
+    } else {
+        printf("%s%s%s", cli_coap_code_name(rcode, cn, sizeof cn),
+               oscore ? (protected_resp ? " (OSCORE)" : " (unprotected)") : "",
+               echo ? " after an Echo challenge" : "");
+        if (output_path)
+            printf(": %zu bytes written to %s", pll, output_path);
+        else if (pll) {
+            printf(": ");
+            cli_print_payload(stdout, pl, pll);
+        }
+        printf("\n");
+    }
+    fflush(stdout);
+    return rc;
+}
+
+static void log_sent(void *user, const struct oscore_binding *b);
+
+/* A request under OSCORE with a body of any size (inner block-wise) and
+ * its response, printed. Returns the exit code. */
+static int oscore_request(struct edhoc_transport *t, struct oscore_context *ctx,
+                          struct seq_log *seqs, const uint8_t *req, size_t req_len, uint8_t *out,
+                          size_t cap, unsigned block_size, size_t max_body, long timeout_s,
+                          bool json, const char *output_path)
+{
+    if (json)
+        printf("{\"responses\": [");
+    struct cli_oscore_xfer x = {
+        .block_size = block_size ? block_size : 1024,
+        .max_body = max_body,
+        .sent = log_sent,
+        .user = seqs,
+    };
+    struct cli_oscore_result r;
+    int xr = cli_oscore_exchange_bw(t, ctx, req, req_len, out, cap, (int)(timeout_s * 1000), NULL,
+                                    NULL, &x, &r);
+    if (xr && r.unprotected_error && r.response_len > 0) {
+        const uint8_t *pl;
+        size_t pll;
+        uint8_t rcode;
+        int rcf;
+        if (!cli_coap_response_view(out, (size_t)r.response_len, &rcode, &rcf, &pl, &pll))
+            print_response(json, 0, rcode, true, false, rcf, (long)r.response_bytes, -1,
+                           r.echo_piv >= 0, r.echo_piv, pl, pll, NULL);
+        report_unprotected(out, (size_t)r.response_len, r.unprotected_code);
+        return CLI_EXIT_OSCORE;
+    }
+    if (xr) {
+        if (r.transport_err) {
+            fprintf(stderr, "edhoc-cli coap: %s (%s)\n",
+                    r.transport_err == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout: no response"
+                                                                   : "no response",
+                    edhoc_transport_strerror(r.transport_err));
+            return r.transport_err == EDHOC_TRANSPORT_ERR_TIMEOUT ||
+                           r.transport_err == EDHOC_TRANSPORT_ERR_UNREACHABLE
+                       ? CLI_EXIT_TIMEOUT
+                       : CLI_EXIT_FAILURE;
+        }
+        if (r.bw_err) {
+            /* Never a part of the body as if it were the answer. */
+            fprintf(stderr, "edhoc-cli coap: block-wise transfer failed after %u+%u blocks: %s\n",
+                    r.block1_blocks, r.block2_blocks, edhoc_bw_strerror(r.bw_err));
+            return CLI_EXIT_FAILURE;
+        }
+        fprintf(stderr, "edhoc-cli coap: OSCORE: %s\n", oscore_strerror(r.oscore_err));
+        return CLI_EXIT_OSCORE;
+    }
+    const uint8_t *pl;
+    size_t pll;
+    uint8_t rcode;
+    int rcf;
+    if (cli_coap_response_view(out, (size_t)r.response_len, &rcode, &rcf, &pl, &pll)) {
+        fprintf(stderr, "edhoc-cli coap: malformed response\n");
+        return CLI_EXIT_FAILURE;
+    }
+    if (print_response(json, 0, rcode, true, true, rcf, (long)r.response_bytes, r.response_piv,
+                       r.echo_piv >= 0, r.echo_piv, pl, pll, output_path))
+        return CLI_EXIT_INPUT;
+    if (rcode == COAP_CODE(2, 31)) {
+        fprintf(stderr, "edhoc-cli coap: the server asked for more blocks than the body has\n");
+        return CLI_EXIT_FAILURE;
+    }
+    return (rcode >> 5) >= 4 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+static void log_sent(void *user, const struct oscore_binding *b)
+{
+    struct seq_log *log = user;
+    uint64_t piv = 0;
+    for (size_t i = 0; i < b->piv_len; i++)
+        piv = piv << 8 | b->piv[i];
+    if (log->n < sizeof log->first / sizeof log->first[0])
+        log->first[log->n++] = piv;
+    log->total++;
+}
+
 int cmd_coap(int argc, char **argv)
 {
     const char *method = NULL, *uri = NULL, *ctx_path = NULL, *payload = NULL, *payload_hex = NULL;
+    const char *payload_file = NULL, *output_path = NULL;
     long cf = -1, observe = 0, timeout_s = 10, block_size = 0, repeat = 0;
+    long max_body = EDHOC_BW_DEFAULT_MAX_BODY;
     long long seq = 0;
     bool json = false, seq_given = false;
     const char *state_opt = NULL;
@@ -200,6 +397,18 @@ int cmd_coap(int argc, char **argv)
             payload = v;
         else if (!strcmp(a, "--payload-hex"))
             payload_hex = v;
+        else if (!strcmp(a, "--payload-file"))
+            payload_file = v;
+        else if (!strcmp(a, "--output"))
+            output_path = v;
+        else if (!strcmp(a, "--max-body")) {
+            max_body = strtol(v, &end, 10);
+            if (*end || end == v || max_body < 16 || max_body > (long)EDHOC_BW_MAX_BODY_LIMIT) {
+                fprintf(stderr, "edhoc-cli coap: --max-body: expected 16..%u\n",
+                        EDHOC_BW_MAX_BODY_LIMIT);
+                return CLI_EXIT_USAGE;
+            }
+        }
         else if (!strcmp(a, "--seq")) {
             seq = strtoll(v, &end, 10);
             if (*end || end == v || seq < 0 || (uint64_t)seq > OSCORE_SSN_MAX) {
@@ -246,25 +455,21 @@ int cmd_coap(int argc, char **argv)
     struct cli_uri u;
     if (cli_uri_parse(uri, &u))
         return CLI_EXIT_USAGE;
-
-    uint8_t body[4096];
-    size_t body_len = 0;
-    if (payload_hex) {
-        long n = cli_hex_decode(payload_hex, body, sizeof body);
-        if (n < 0) {
-            fprintf(stderr, "edhoc-cli coap: --payload-hex: not hex (or above %zu bytes)\n",
-                    sizeof body);
-            return CLI_EXIT_USAGE;
-        }
-        body_len = (size_t)n;
-    } else if (payload) {
-        body_len = strlen(payload);
-        if (body_len > sizeof body) {
-            fprintf(stderr, "edhoc-cli coap: --payload too long\n");
-            return CLI_EXIT_USAGE;
-        }
-        memcpy(body, payload, body_len);
+    if (block_size && edhoc_block_szx((size_t)block_size) < 0) {
+        fprintf(stderr, "edhoc-cli coap: --block-size: a power of two from 16 to 1024\n");
+        return CLI_EXIT_USAGE;
     }
+    if ((payload != NULL) + (payload_hex != NULL) + (payload_file != NULL) > 1) {
+        fprintf(stderr, "edhoc-cli coap: give one of --payload, --payload-hex, --payload-file\n");
+        return CLI_EXIT_USAGE;
+    }
+    /* A whole message: the body and room for header and options. */
+    size_t msg_cap = (size_t)max_body + EDHOC_TRANSPORT_MAX_MESSAGE;
+    size_t body_len = 0;
+    uint8_t *body = NULL;
+    int prc = read_payload(payload, payload_hex, payload_file, (size_t)max_body, &body, &body_len);
+    if (prc)
+        return prc;
 
     struct oscore_context *ctx = NULL;
     if (ctx_path) {
@@ -272,12 +477,14 @@ int cmd_coap(int argc, char **argv)
         if (cli_oscore_context_arg(ctx_path, conf_path, sizeof conf_path, seq_path,
                                    sizeof seq_path)) {
             fprintf(stderr, "edhoc-cli coap: --oscore-context: path too long\n");
+            free(body);
             return CLI_EXIT_USAGE;
         }
         char state_dir[4096];
         int sd = cli_state_dir(state_opt, state_dir, sizeof state_dir, why, sizeof why);
         if (sd < 0) {
             fprintf(stderr, "edhoc-cli coap: %s\n", why);
+            free(body);
             return CLI_EXIT_INPUT;
         }
         if (sd == 1 && !seq_path[0]) {
@@ -285,6 +492,7 @@ int cmd_coap(int argc, char **argv)
                     "edhoc-cli coap: --state-dir none: a static OSCORE context needs its sequence "
                     "numbers kept between runs, or a run repeats nonces (RFC 8613 Section 7.2); "
                     "give --oscore-context CONF,SEQFILE or a state directory\n");
+            free(body);
             return CLI_EXIT_USAGE;
         }
         struct oscore_config cfg;
@@ -292,11 +500,13 @@ int cmd_coap(int argc, char **argv)
         int rc = cli_oscore_config_read(conf_path, &cfg, &err);
         if (rc == -1) {
             fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", conf_path, strerror(errno));
+            free(body);
             return CLI_EXIT_INPUT;
         }
         if (rc) {
             fprintf(stderr, "edhoc-cli coap: --oscore-context %s line %u: %s\n", conf_path, err.line,
                     err.message);
+            free(body);
             return CLI_EXIT_INPUT;
         }
         ctx = calloc(1, sizeof *ctx);
@@ -341,6 +551,7 @@ int cmd_coap(int argc, char **argv)
                 oscore_context_wipe(ctx);
             free(ctx);
             cli_seq_close(seq_store);
+            free(body);
             return exit_rc;
         }
     }
@@ -354,6 +565,7 @@ int cmd_coap(int argc, char **argv)
             free(ctx);
         }
         cli_seq_close(seq_store);
+        free(body);
         return CLI_EXIT_INPUT;
     }
     if (capture) {
@@ -361,15 +573,15 @@ int cmd_coap(int argc, char **argv)
         log.capture = capture;
     }
     int exit_code = CLI_EXIT_OK;
-    uint8_t *req = malloc(EDHOC_TRANSPORT_MAX_MESSAGE), *prot = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
-    uint8_t *resp = malloc(EDHOC_TRANSPORT_MAX_MESSAGE), *plain = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    uint8_t *req = malloc(msg_cap), *prot = malloc(msg_cap);
+    uint8_t *resp = malloc(msg_cap), *plain = malloc(msg_cap);
     struct edhoc_transport *t = NULL;
     if (!req || !prot || !resp || !plain) {
         exit_code = CLI_EXIT_INTERNAL;
         goto out;
     }
     long n = cli_coap_build_request((uint8_t)code, u.path, u.query, (int)cf, body, body_len,
-                                    observe ? 0 : -1, req, EDHOC_TRANSPORT_MAX_MESSAGE);
+                                    observe ? 0 : -1, req, msg_cap);
     if (n < 0) {
         fprintf(stderr, "edhoc-cli coap: cannot build the request (too many options?)\n");
         exit_code = CLI_EXIT_USAGE;
@@ -378,8 +590,11 @@ int cmd_coap(int argc, char **argv)
     struct oscore_binding b;
     const uint8_t *send_msg = req;
     long n_req = n;
-    if (ctx) {
-        long pn = protect_logged(ctx, &seqs, req, (size_t)n, prot, EDHOC_TRANSPORT_MAX_MESSAGE, &b);
+    /* Under OSCORE a single request goes through the block-wise exchange
+     * (inner Block1/Block2, Echo retry); an observation is one message. */
+    bool bw_path = ctx && !observe;
+    if (ctx && !bw_path) {
+        long pn = protect_logged(ctx, &seqs, req, (size_t)n, prot, msg_cap, &b);
         if (pn < 0) {
             fprintf(stderr, "edhoc-cli coap: OSCORE: cannot protect the request: %s\n",
                     oscore_strerror((int)pn));
@@ -389,9 +604,7 @@ int cmd_coap(int argc, char **argv)
         send_msg = prot;
         n = pn;
     }
-    /* An observation is ended by our own request, never by libcoap's resend. */
-    struct edhoc_transport_config tcfg = {.block_size = (unsigned)block_size,
-                                          .own_observe = observe > 0};
+    struct edhoc_transport_config tcfg = {.block_size = (unsigned)block_size};
     int rc = edhoc_transport_client_open(&t, u.host, u.port, &tcfg);
     if (rc) {
         fprintf(stderr, "edhoc-cli coap: %s: %s\n", u.host, edhoc_transport_strerror(rc));
@@ -401,6 +614,14 @@ int cmd_coap(int argc, char **argv)
     uint64_t deadline = cli_now_ns() + (uint64_t)timeout_s * 1000000000ull;
     uint8_t tok[8];
     size_t tl = 0;
+    if (bw_path) {
+        exit_code = oscore_request(t, ctx, &seqs, req, (size_t)n_req, plain, msg_cap,
+                                   (unsigned)block_size, (size_t)max_body, timeout_s, json,
+                                   output_path);
+        if (json)
+            printf("\n]");
+        goto after_responses;
+    }
     rc = edhoc_transport_client_send(t, send_msg, (size_t)n, true, tok, &tl);
     if (rc) {
         fprintf(stderr, "edhoc-cli coap: cannot send: %s\n", edhoc_transport_strerror(rc));
@@ -416,7 +637,7 @@ int cmd_coap(int argc, char **argv)
     for (long k = 0; k < want; k++) {
         uint64_t now = cli_now_ns();
         int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
-        long rn = edhoc_transport_client_wait(t, tok, tl, resp, EDHOC_TRANSPORT_MAX_MESSAGE, left);
+        long rn = edhoc_transport_client_wait(t, tok, tl, resp, msg_cap, left);
         if (rn < 0) {
             if (json)
                 printf("]}\n");
@@ -445,7 +666,7 @@ int cmd_coap(int argc, char **argv)
             if (!coap_msg_parse(resp, (size_t)rn, &outer) &&
                 coap_msg_find_option(&outer, COAP_OPT_OSCORE)) {
                 long un = oscore_unprotect_response(ctx, &b, resp, (size_t)rn, plain,
-                                                    EDHOC_TRANSPORT_MAX_MESSAGE);
+                                                    msg_cap);
                 if (un < 0) {
                     if (json)
                         printf("]}\n");
@@ -476,10 +697,10 @@ int cmd_coap(int argc, char **argv)
             echo_piv = piv;
             echo_done = true;
             edhoc_transport_client_forget(t, tok, tl);
-            long an = cli_coap_with_echo(req, (size_t)n_plain, ev, el, plain, EDHOC_TRANSPORT_MAX_MESSAGE);
+            long an = cli_coap_with_echo(req, (size_t)n_plain, ev, el, plain, msg_cap);
             long pn = an < 0 ? OSCORE_ERR_TOO_LARGE
                              : protect_logged(ctx, &seqs, plain, (size_t)an, prot,
-                                              EDHOC_TRANSPORT_MAX_MESSAGE, &b);
+                                              msg_cap, &b);
             if (pn < 0) {
                 fprintf(stderr, "edhoc-cli coap: OSCORE: cannot protect the retry: %s\n",
                         oscore_strerror((int)pn));
@@ -500,24 +721,10 @@ int cmd_coap(int argc, char **argv)
             exit_code = CLI_EXIT_FAILURE;
             goto out;
         }
-        char cn[48];
-        if (json) {
-            printf("%s\n  {\"code\": \"%s\", \"oscore\": %s, \"content_format\": %d, \"bytes\": %ld, "
-                   "\"piv\": %ld, \"echo\": %s, \"echo_challenge_piv\": %ld, \"payload\": ",
-                   k ? "," : "", cli_coap_code_name(rcode, cn, sizeof cn),
-                   protected_resp ? "true" : "false", rcf, rn, piv, echo_done ? "true" : "false",
-                   echo_piv);
-            cli_json_payload(stdout, pl, pll);
-            printf("}");
-        } else {
-            printf("%s%s%s", cli_coap_code_name(rcode, cn, sizeof cn),
-                   ctx ? (protected_resp ? " (OSCORE)" : " (unprotected)") : "",
-                   echo_done ? " after an Echo challenge" : "");
-            if (pll) {
-                printf(": ");
-                cli_print_payload(stdout, pl, pll);
-            }
-            printf("\n");
+        if (print_response(json, k, rcode, ctx != NULL, protected_resp, rcf, rn, piv, echo_done,
+                           echo_piv, pl, pll, output_path)) {
+            exit_code = CLI_EXIT_INPUT;
+            break;
         }
         fflush(stdout);
         if (ctx && !protected_resp) {
@@ -541,31 +748,28 @@ int cmd_coap(int argc, char **argv)
     edhoc_transport_client_forget(t, tok, tl);
     if (json && observe)
         printf(", \"deregistered\": %s", dereg == 0 ? "true" : "false");
+after_responses:
     /* Any answer counts (an unprotected request may well get 4.01). */
     if (repeat > 1 && !observe && (exit_code == CLI_EXIT_OK || (!ctx && exit_code == CLI_EXIT_FAILURE))) {
         /* Throughput: the same request again, one at a time. */
         uint64_t t0 = cli_now_ns();
         long ok = 0;
         for (long k = 1; k < repeat; k++) {
-            const uint8_t *m = req;
-            long len = n_req;
-            struct oscore_binding rb;
-            if (ctx) {
-                len = protect_logged(ctx, &seqs, req, (size_t)n_req, prot,
-                                     EDHOC_TRANSPORT_MAX_MESSAGE, &rb);
-                if (len < 0)
-                    break;
-                m = prot;
-            }
             uint64_t now = cli_now_ns();
             int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
-            long rn = edhoc_transport_client_request(t, m, (size_t)len, resp,
-                                                     EDHOC_TRANSPORT_MAX_MESSAGE, left);
-            if (rn < 0)
+            if (ctx) {
+                struct cli_oscore_xfer x = {.block_size = block_size ? (unsigned)block_size : 1024,
+                                            .max_body = (size_t)max_body,
+                                            .sent = log_sent,
+                                            .user = &seqs};
+                struct cli_oscore_result rr;
+                if (cli_oscore_exchange_bw(t, ctx, req, (size_t)n_req, plain, msg_cap, left, NULL,
+                                           NULL, &x, &rr))
+                    break;
+            } else if (edhoc_transport_client_request(t, req, (size_t)n_req, resp, msg_cap,
+                                                      left) < 0) {
                 break;
-            if (ctx && oscore_unprotect_response(ctx, &rb, resp, (size_t)rn, plain,
-                                                 EDHOC_TRANSPORT_MAX_MESSAGE) < 0)
-                break;
+            }
             ok++;
         }
         double secs = (double)(cli_now_ns() - t0) / 1e9;
@@ -598,11 +802,12 @@ out:
         free(ctx);
     }
     cli_seq_close(seq_store);
+    free(body);
     free(req);
     free(prot);
     free(resp);
     if (plain)
-        edhoc_wipe(plain, EDHOC_TRANSPORT_MAX_MESSAGE);
+        edhoc_wipe(plain, msg_cap);
     free(plain);
     return exit_code;
 }

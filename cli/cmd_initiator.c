@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "edhoc/blockwise.h"
 #include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/oscore.h"
@@ -206,6 +207,9 @@ struct ctx {
     char seq_file[PATH_MAX];      /* FILE.seq */
     char state_dir[PATH_MAX];     /* "" with --state-dir none */
 };
+
+/* Room for a --request and its response: the largest body and headers. */
+#define REQUEST_CAP (EDHOC_BW_DEFAULT_MAX_BODY + EDHOC_TRANSPORT_MAX_MESSAGE)
 
 /* "METHOD PATH [PAYLOAD]" -> a plain request. */
 static long build_user_request(const char *spec, uint8_t *out, size_t cap, char *err, size_t errcap)
@@ -1234,13 +1238,17 @@ int cmd_initiator(int argc, char **argv)
     if (c->n_requests == 0)
         c->requests[c->n_requests++] = "GET /.well-known/core";
     /* Requests are checked before anything is sent. */
-    uint8_t scratch[2048];
-    for (size_t i = 0; i < c->n_requests; i++) {
-        char err[200];
-        if (build_user_request(c->requests[i], scratch, sizeof scratch, err, sizeof err) < 0) {
-            fprintf(stderr, "edhoc-cli initiator: %s\n", err);
-            goto out;
+    {
+        uint8_t *scratch = malloc(REQUEST_CAP);
+        for (size_t i = 0; scratch && i < c->n_requests; i++) {
+            char err[200];
+            if (build_user_request(c->requests[i], scratch, REQUEST_CAP, err, sizeof err) < 0) {
+                fprintf(stderr, "edhoc-cli initiator: %.160s\n", err);
+                free(scratch);
+                goto out;
+            }
         }
+        free(scratch);
     }
 
     exit_code = cli_edhoc_side_setup(&c->o, CLI_SIDE_I, &c->side);
@@ -1251,13 +1259,14 @@ int cmd_initiator(int argc, char **argv)
         c->side.cfg.trace_ctx = run;
     }
     c->msg = malloc(EDHOC_MAX_MESSAGE);
-    c->req = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    /* Requests and responses of --request may be large (inner block-wise). */
+    c->req = malloc(REQUEST_CAP);
     c->resp = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
     c->buf = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
     struct edhoc_session *s = calloc(1, sizeof *s);
     struct edhoc_received *rx = calloc(1, sizeof *rx);
     struct oscore_context *osc = calloc(1, sizeof *osc);
-    uint8_t *plain = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    uint8_t *plain = malloc(REQUEST_CAP);
     if (!c->msg || !c->req || !c->resp || !c->buf || !s || !rx || !osc || !plain) {
         exit_code = CLI_EXIT_INTERNAL;
         goto free_all;
@@ -1285,13 +1294,15 @@ int cmd_initiator(int argc, char **argv)
         run->t_handshake = cli_now_ns();
         for (size_t i = combined_done ? 1 : 0; i < c->n_requests; i++) {
             char err[200], name[40];
-            long qn = build_user_request(c->requests[i], c->req, EDHOC_TRANSPORT_MAX_MESSAGE, err,
-                                         sizeof err);
+            long qn = build_user_request(c->requests[i], c->req, REQUEST_CAP, err, sizeof err);
             snprintf(name, sizeof name, "OSCORE request %zu", i + 1);
             struct cli_oscore_result res;
-            int orc = cli_oscore_exchange(c->t, osc, c->req, (size_t)qn, plain,
-                                          EDHOC_TRANSPORT_MAX_MESSAGE, left_ms(deadline), &c->log,
-                                          name, &res);
+            /* Bodies above the block size go in inner Block1/Block2 blocks
+             * (RFC 8613 Section 4.1.3.4.1). */
+            struct cli_oscore_xfer x = {.block_size = c->block_size ? (unsigned)c->block_size : 1024,
+                                        .max_body = EDHOC_BW_DEFAULT_MAX_BODY};
+            int orc = cli_oscore_exchange_bw(c->t, osc, c->req, (size_t)qn, plain, REQUEST_CAP,
+                                             left_ms(deadline), &c->log, name, &x, &res);
             /* One row pair per attempt (an Echo challenge makes two). */
             size_t first = c->log.n >= (size_t)res.attempts ? c->log.n - (size_t)res.attempts : 0;
             for (size_t k = first; k < c->log.n; k++) {
@@ -1418,7 +1429,7 @@ free_all:
         free(osc);
     }
     if (plain)
-        edhoc_wipe(plain, EDHOC_TRANSPORT_MAX_MESSAGE);
+        edhoc_wipe(plain, REQUEST_CAP);
     free(plain);
     free(c->msg);
     free(c->req);

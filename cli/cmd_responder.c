@@ -16,7 +16,9 @@
 
 #include "commands.h"
 #include "daemon.h"
+#include "edhoc/blockwise.h"
 #include "edhoc/capture.h"
+#include "edhoc/datagram_guard.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/netacct.h"
 #include "net_report.h"
@@ -568,7 +570,13 @@ static void usage(FILE *f)
             "  --max-pending N         handshakes in progress at once (1..65536, default 256; the\n"
             "                          oldest is evicted when a new one needs room)\n"
             "  --handshake-timeout S   drop a handshake after S seconds without message_3 (60)\n"
-            "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
+            "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024):\n"
+            "                          outer for EDHOC messages, inner (RFC 8613 4.1.3.4.1) for\n"
+            "                          OSCORE ones\n"
+            "  --max-body N            largest body reassembled or served, e.g. by /echo and\n"
+            "                          /bytes?n=N (16..1048576, default 65536); above it: 4.13\n"
+            "  --max-sessions N        CoAP sessions (source address and port) kept idle at once\n"
+            "                          (default 4096; idle ones go after 30 s)\n"
             "  --interop-log DIR       record every incoming handshake for `edhoc-cli interop\n"
             "                          --report DIR`: DIR/handshakes.jsonl (one line each),\n"
             "                          DIR/<id>.txt (trace, holds session secrets) and\n"
@@ -647,7 +655,8 @@ int cmd_responder(int argc, char **argv)
     bool daemon = false, use_syslog = false, echo_m1 = false, allow_unprotected = false;
     unsigned framings = 0; /* both */
     int verbosity = 0;
-    long max_pending = 256, hs_timeout = 60, block_size = 0;
+    long max_pending = 256, hs_timeout = 60, block_size = 0, max_body = EDHOC_BW_DEFAULT_MAX_BODY,
+         max_sessions = 4096;
     int exit_code = CLI_EXIT_USAGE;
     struct cli_net_opts net;
     memset(&net, 0, sizeof net);
@@ -697,7 +706,7 @@ int cmd_responder(int argc, char **argv)
                                            "--state-dir", "--max-pending", "--handshake-timeout",
                                            "--block-size", "--pidfile", "--ready-file",
                                            "--method", "--interop-log", "--interop-log-max",
-                                           "--framing"};
+                                           "--framing", "--max-body", "--max-sessions"};
         bool mine = false;
         for (size_t k = 0; k < sizeof ours / sizeof ours[0]; k++)
             mine |= !strcmp(name, ours[k]);
@@ -766,6 +775,10 @@ int cmd_responder(int argc, char **argv)
                     hs_timeout = v;
                 else if (!strcmp(name, "--interop-log-max"))
                     interop_max = v;
+                else if (!strcmp(name, "--max-body"))
+                    max_body = v;
+                else if (!strcmp(name, "--max-sessions"))
+                    max_sessions = v;
                 else
                     block_size = v;
             }
@@ -785,6 +798,12 @@ int cmd_responder(int argc, char **argv)
         (block_size && (block_size < 16 || block_size > 1024 || (block_size & (block_size - 1))))) {
         fprintf(stderr, "edhoc-cli responder: --max-pending 1..65536, --handshake-timeout >= 1, "
                         "--block-size a power of two in 16..1024\n");
+        goto out;
+    }
+    if (max_body < 16 || max_body > (long)EDHOC_BW_MAX_BODY_LIMIT || max_sessions < 1 ||
+        max_sessions > 1000000) {
+        fprintf(stderr, "edhoc-cli responder: --max-body 16..%u, --max-sessions 1..1000000\n",
+                EDHOC_BW_MAX_BODY_LIMIT);
         goto out;
     }
     if (interop_max < 0) {
@@ -904,6 +923,8 @@ int cmd_responder(int argc, char **argv)
         .record = r->ilog ? interop_log_record : NULL,
         .oscore = r->ilog ? interop_log_oscore : NULL,
         .record_user = r->ilog,
+        .max_body = (size_t)max_body,
+        .block_size = (unsigned)block_size,
     };
     struct edhoc_server *srv = edhoc_server_new(&scfg);
     struct edhoc_transport *t = NULL;
@@ -929,7 +950,10 @@ int cmd_responder(int argc, char **argv)
 
     struct edhoc_transport_config tcfg = {
         .block_size = (unsigned)block_size,
-        .log_level = verbosity >= 2 ? LOG_DEBUG : verbosity >= 1 ? LOG_WARNING : LOG_EMERG,
+        .max_body = (size_t)max_body,
+        .max_sessions = (unsigned)max_sessions,
+        /* libcoap warns for every datagram the guard refused: only at -vv. */
+        .log_level = verbosity >= 2 ? LOG_DEBUG : LOG_EMERG,
     };
     char why[256] = "";
     int rc = edhoc_transport_server_open(&t, listen, n_listen, &tcfg, edhoc_server_handle, srv,
@@ -1016,6 +1040,13 @@ int cmd_responder(int argc, char **argv)
         }
     }
     edhoc_server_get_stats(srv, &st);
+    {
+        struct edhoc_datagram_guard_stats gs;
+        edhoc_datagram_guard_stats(&gs);
+        char line[600];
+        edhoc_datagram_guard_stats_format(&gs, line, sizeof line);
+        cli_log(LOG_INFO, "%s (of %llu checked)", line, (unsigned long long)gs.checked);
+    }
     cli_log(LOG_NOTICE,
             "stopping on signal %d: %llu handshakes ok, %llu failed, %zu contexts, %llu OSCORE "
             "requests",

@@ -259,10 +259,14 @@ static void test_echo_before_message_1(void **state)
     char *out;
     int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --json", r.port);
     expect_ok_json(out, rc);
-    /* message_1 twice (the CoAP layer repeats it with the Echo value of the
-     * 4.01), then message_2: two datagrams each way in that exchange. */
-    assert_int_equal(json_field_after(out, "message_1", "datagrams"), 2);
-    assert_int_equal(json_field_after(out, "message_2", "datagrams"), 2);
+    /* RFC 9175 Section 2.3 / RFC 9528 Appendix A.2: the 4.01 carries an
+     * Echo option and the initiator repeats message_1 with it as a new
+     * request; each row is one datagram, the 4.01 has a row of its own. */
+    assert_int_equal(net_count(out, "\"name\": \"message_1\""), 2);
+    assert_int_equal(net_count(out, "\"name\": \"(4.01 Echo)\""), 1);
+    assert_int_equal(json_field_after(out, "message_1", "datagrams"), 1);
+    assert_int_equal(json_field_after(out, "(4.01 Echo)", "datagrams"), 1);
+    assert_int_equal(json_field_after(out, "message_2", "datagrams"), 1);
     free(out);
     /* Without --echo: one datagram each way. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --json", main_responder.port);

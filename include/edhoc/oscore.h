@@ -13,6 +13,11 @@
  *                          response(s) (request kid and Partial IV, Observe
  *                          state). The caller keeps it with the Token.
  *
+ * Memory: contexts and bindings never allocate. Protect and unprotect seal
+ * and open the plaintext in a stack buffer up to OSCORE_MAX_PLAINTEXT
+ * bytes, above it in a heap buffer freed (wiped first) before they return;
+ * messages up to OSCORE_MAX_MESSAGE bytes of plaintext are handled.
+ *
  * Flow (client):  oscore_protect_request -> ... -> oscore_unprotect_response
  * Flow (server):  oscore_unprotect_request -> ... -> oscore_protect_response
  *
@@ -49,9 +54,32 @@ extern "C" {
 #define OSCORE_MAX_MASTER_SECRET 64
 #define OSCORE_MAX_MASTER_SALT 64
 #define OSCORE_MAX_PIV 5
-/* Largest plaintext (code, inner options, payload) handled; messages are
- * processed in bounded stack buffers of this size. */
+/* Size of the fast path, not a limit: a plaintext (inner code, Class E
+ * options, payload) of at most this many bytes is sealed and opened in a
+ * buffer on the stack, with no allocation per message; a larger one, up to
+ * OSCORE_MAX_MESSAGE, in a heap buffer of its own size, wiped before it is
+ * freed. Callers that hold one unprotected message in OSCORE_MAX_PLAINTEXT
+ * + 64 bytes still work, but are then limited by their own buffer
+ * (OSCORE_ERR_BUFFER): size buffers with OSCORE_MAX_OVERHEAD instead. */
 #define OSCORE_MAX_PLAINTEXT 2048
+/* The largest body the project reassembles or serves block-wise
+ * (EDHOC_BW_MAX_BODY_LIMIT of edhoc/blockwise.h, the largest --max-body):
+ * such a body, reassembled before unprotecting (RFC 8613 Sections 4.1.3.4.2
+ * and 8.2 step 1), must still be one OSCORE message. */
+#define OSCORE_MAX_BODY (1u << 20)
+/* The largest plaintext protect and unprotect accept: a body of
+ * OSCORE_MAX_BODY plus 8 KiB for the code byte and the inner options.
+ * Above it (or above the AEAD's own limit, see
+ * oscore_context_max_plaintext()) they return OSCORE_ERR_TOO_LARGE before
+ * allocating anything. */
+#define OSCORE_MAX_MESSAGE (OSCORE_MAX_BODY + 8192u)
+/* Buffer sizing: protecting a message of len bytes gives at most
+ * len + OSCORE_MAX_OVERHEAD bytes (tag, OSCORE option, the code byte and
+ * payload marker both parts carry, Observe in both parts, option headers
+ * growing when the options are split, Proxy-Uri split into Uri-Path/
+ * Uri-Query); unprotecting never gives more bytes than the protected
+ * message has. */
+#define OSCORE_MAX_OVERHEAD 256
 /* Largest Sender Sequence Number (RFC 8613 Section 7.2.1). */
 #define OSCORE_SSN_MAX ((UINT64_C(1) << 40) - 1)
 #define OSCORE_DEFAULT_REPLAY_WINDOW 32
@@ -73,10 +101,11 @@ extern "C" {
 #define OSCORE_ERR_PERSIST (-3011)        /* the store callback failed; nothing was sent */
 #define OSCORE_ERR_BUFFER (-3012)         /* output buffer too small */
 #define OSCORE_ERR_CRYPTO (-3013)         /* the crypto backend failed */
-#define OSCORE_ERR_TOO_LARGE (-3014)      /* plaintext above OSCORE_MAX_PLAINTEXT or too many options */
+#define OSCORE_ERR_TOO_LARGE (-3014)      /* plaintext above oscore_context_max_plaintext() or too many options */
 #define OSCORE_ERR_UNEXPECTED (-3015)     /* response not acceptable for this request (already answered, Observe mismatch) */
 #define OSCORE_ERR_INNER (-3016)          /* decrypted content is not a valid CoAP message: 4.00 */
 #define OSCORE_ERR_CONFIG (-3017)         /* configuration text rejected (see struct oscore_config_error) */
+#define OSCORE_ERR_NOMEM (-3018)          /* no memory for the plaintext of a message above OSCORE_MAX_PLAINTEXT */
 
 /* Human-readable text of an OSCORE_ERR_* (or COAP_MSG_ERR_*) code. */
 const char *oscore_strerror(int err);
@@ -198,6 +227,13 @@ int oscore_context_set_ssn(struct oscore_context *c, uint64_t ssn);
 /* The next Sender Sequence Number. */
 uint64_t oscore_context_ssn(const struct oscore_context *c);
 
+/* The largest plaintext (inner code, Class E options, payload) this
+ * context protects or unprotects: OSCORE_MAX_MESSAGE, or 65535 bytes for
+ * AES-CCM-16-64-128 and AES-CCM-16-128-128, whose 13-byte nonce leaves two
+ * bytes for CCM's length field (RFC 3610 Section 2: l(m) < 2^(8L)). A
+ * block-wise sender keeps each inner message below this. */
+size_t oscore_context_max_plaintext(const struct oscore_context *c);
+
 /* Derived values, for tests and inspection: sender key, recipient key
  * (key_len bytes), common IV (nonce_len bytes). */
 size_t oscore_context_sender_key(const struct oscore_context *c, const uint8_t **key);
@@ -280,26 +316,30 @@ int oscore_binding_from_request(struct oscore_binding *b, const uint8_t *protect
  * Sender Sequence Number. Class E options and the payload are encrypted,
  * Uri-Host, Uri-Port, Proxy-Scheme stay outer, Proxy-Uri is split (its
  * path and query become inner), Observe is both inner and outer (outer
- * code then FETCH, else POST). Returns the protected length or
- * OSCORE_ERR_MALFORMED, OSCORE_ERR_INVALID (not a request),
- * OSCORE_ERR_NOT_OSCORE (it already has an OSCORE option),
- * OSCORE_ERR_TOO_LARGE, OSCORE_ERR_BUFFER, OSCORE_ERR_SSN_EXHAUSTED,
- * OSCORE_ERR_PERSIST, OSCORE_ERR_CRYPTO. The SSN is consumed only on
- * success. */
+ * code then FETCH, else POST). out needs at most len + OSCORE_MAX_OVERHEAD
+ * bytes. Returns the protected length or OSCORE_ERR_MALFORMED,
+ * OSCORE_ERR_INVALID (not a request, an Observe value longer than the 3
+ * bytes of RFC 7641 Section 2), OSCORE_ERR_NOT_OSCORE (it already has an
+ * OSCORE option), OSCORE_ERR_TOO_LARGE (plaintext above
+ * oscore_context_max_plaintext(), too many options), OSCORE_ERR_NOMEM,
+ * OSCORE_ERR_BUFFER, OSCORE_ERR_SSN_EXHAUSTED, OSCORE_ERR_PERSIST,
+ * OSCORE_ERR_CRYPTO. The SSN is consumed only on success. */
 long oscore_protect_request(struct oscore_context *c, const uint8_t *msg,
                             size_t len, uint8_t *out, size_t cap,
                             struct oscore_binding *b);
 
 /* Server: verify and decrypt an OSCORE request; out receives the inner
  * CoAP request (outer header and token, inner code, Uri-Host/Uri-Port/
- * Proxy-Scheme/Proxy-Uri from outside, the inner options, the payload).
- * Returns its length or OSCORE_ERR_MALFORMED, OSCORE_ERR_NOT_OSCORE,
- * OSCORE_ERR_BAD_OPTION (also: no Partial IV or kid, no payload),
- * OSCORE_ERR_CONTEXT_NOT_FOUND, OSCORE_ERR_REPLAY, OSCORE_ERR_DECRYPT,
- * OSCORE_ERR_INNER, OSCORE_ERR_ECHO_REQUIRED (after a resume; b is filled
- * for oscore_protect_echo_challenge), OSCORE_ERR_TOO_LARGE,
- * OSCORE_ERR_BUFFER, OSCORE_ERR_CRYPTO. The replay window changes only
- * when the request is accepted. */
+ * Proxy-Scheme/Proxy-Uri from outside, the inner options, the payload);
+ * cap = len always suffices. Returns its length or OSCORE_ERR_MALFORMED,
+ * OSCORE_ERR_NOT_OSCORE, OSCORE_ERR_BAD_OPTION (also: no Partial IV or
+ * kid, no payload), OSCORE_ERR_CONTEXT_NOT_FOUND, OSCORE_ERR_REPLAY,
+ * OSCORE_ERR_DECRYPT, OSCORE_ERR_INNER, OSCORE_ERR_ECHO_REQUIRED (after a
+ * resume; b is filled for oscore_protect_echo_challenge),
+ * OSCORE_ERR_TOO_LARGE (ciphertext longer than
+ * oscore_context_max_plaintext() + tag, checked before decrypting),
+ * OSCORE_ERR_NOMEM, OSCORE_ERR_BUFFER, OSCORE_ERR_CRYPTO. The replay
+ * window changes only when the request is accepted. */
 long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg,
                               size_t len, uint8_t *out, size_t cap,
                               struct oscore_binding *b);
@@ -309,9 +349,10 @@ long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg,
  * reuse the request's nonce (C.7), which is allowed once per request: later
  * responses (Observe notifications) always get their own Partial IV. With
  * Observe the inner Observe is empty, the outer one keeps the value and the
- * outer code is 2.05, else 2.04. Returns the length or
- * OSCORE_ERR_MALFORMED, OSCORE_ERR_INVALID (code not 2.xx-5.xx, bad binding),
- * OSCORE_ERR_NOT_OSCORE, OSCORE_ERR_TOO_LARGE, OSCORE_ERR_BUFFER,
+ * outer code is 2.05, else 2.04. out needs at most len + OSCORE_MAX_OVERHEAD
+ * bytes. Returns the length or OSCORE_ERR_MALFORMED, OSCORE_ERR_INVALID
+ * (code not 2.xx-5.xx, bad binding), OSCORE_ERR_NOT_OSCORE,
+ * OSCORE_ERR_TOO_LARGE, OSCORE_ERR_NOMEM, OSCORE_ERR_BUFFER,
  * OSCORE_ERR_SSN_EXHAUSTED, OSCORE_ERR_PERSIST, OSCORE_ERR_CRYPTO. */
 long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b,
                              const uint8_t *msg, size_t len, bool with_piv,
@@ -320,13 +361,14 @@ long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b,
 /* Client: verify and decrypt a response to the request bound in b. A
  * response with a Partial IV uses the recipient nonce, one without reuses
  * the request's. Notifications (inner Observe on an Observe registration)
- * must have Partial IVs above the notification number. Returns the inner
- * length or OSCORE_ERR_MALFORMED, OSCORE_ERR_NOT_OSCORE,
- * OSCORE_ERR_BAD_OPTION, OSCORE_ERR_DECRYPT, OSCORE_ERR_INNER,
- * OSCORE_ERR_REPLAY (a second response to a plain request, an old
- * notification), OSCORE_ERR_UNEXPECTED (Observe in a response to a
- * non-Observe request), OSCORE_ERR_INVALID, OSCORE_ERR_TOO_LARGE,
- * OSCORE_ERR_BUFFER, OSCORE_ERR_CRYPTO. */
+ * must have Partial IVs above the notification number. cap = len always
+ * suffices. Returns the inner length or OSCORE_ERR_MALFORMED,
+ * OSCORE_ERR_NOT_OSCORE, OSCORE_ERR_BAD_OPTION, OSCORE_ERR_DECRYPT,
+ * OSCORE_ERR_INNER, OSCORE_ERR_REPLAY (a second response to a plain
+ * request, an old notification), OSCORE_ERR_UNEXPECTED (Observe in a
+ * response to a non-Observe request), OSCORE_ERR_INVALID,
+ * OSCORE_ERR_TOO_LARGE, OSCORE_ERR_NOMEM, OSCORE_ERR_BUFFER,
+ * OSCORE_ERR_CRYPTO. */
 long oscore_unprotect_response(struct oscore_context *c, struct oscore_binding *b,
                                const uint8_t *msg, size_t len, uint8_t *out,
                                size_t cap);

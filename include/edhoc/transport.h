@@ -64,14 +64,14 @@ struct edhoc_transport_config {
     int max_retransmit;
     /* libcoap log level (0 = emergencies only ... 7 = debug). */
     int log_level;
-    /* Client: keep libcoap's block-wise and Observe bookkeeping out of
-     * this transport. libcoap 4.3.1 ends an observation it tracked by
-     * resending the registration's bytes with Observe = 1, which under
-     * OSCORE repeats a Partial IV (a replay to every correct server); a
-     * client that deregisters with its own new request (RFC 7641 Section
-     * 3.6, RFC 8613 Section 4.1.3.5) sets this. Bodies then travel in one
-     * datagram. */
-    bool own_observe;
+    /* Largest body a block-wise transfer may carry (reassembled or
+     * served); 0: EDHOC_BW_DEFAULT_MAX_BODY (edhoc/blockwise.h). */
+    size_t max_body;
+    /* Server: libcoap sessions (one per source address and port) that may
+     * sit idle at once (0: 4096), and how long an idle one lives in
+     * seconds (0: 30). */
+    unsigned max_sessions;
+    unsigned session_idle_s;
 };
 
 /* Called for every UDP datagram (payload bytes) as it is sent or
@@ -326,6 +326,11 @@ struct edhoc_server_config {
     struct edhoc_state_db *db;  /* durable contexts and SSN marks; NULL: memory only */
     uint32_t ssn_freq;          /* SSN persistence interval K (0: 32) */
     unsigned counter_period_ms; /* /counter notification period (0: 1000) */
+    /* Inner (OSCORE) block-wise, RFC 8613 Section 4.1.3.4.1: the largest
+     * body a resource takes or returns (0: EDHOC_BW_DEFAULT_MAX_BODY) and
+     * the block size of large responses (0: 1024). */
+    size_t max_body;
+    unsigned block_size;
     /* Log lines (no newline). */
     void (*log)(void *user, int level, const char *line);
     void *log_user;

@@ -13,6 +13,7 @@
 #include "edhoc/edhoc.h"
 #include "edhoc/oscore.h"
 #include "edhoc/state.h"
+#include "edhoc/blockwise.h"
 #include "edhoc/transport.h"
 
 #define BUCKETS 16384u
@@ -181,8 +182,12 @@ struct edhoc_server {
     struct first_request first[FIRST_REQUESTS];
     size_t first_next;
     uint8_t buf[EDHOC_MAX_MESSAGE + 16];
-    uint8_t inner[OSCORE_MAX_PLAINTEXT + 64];
-    uint8_t inner_resp[OSCORE_MAX_PLAINTEXT + 64];
+    /* Decrypted requests, whole responses and the block of them that is
+     * sent: each max_body plus room for header and options. */
+    uint8_t *inner, *inner_resp, *inner_cut;
+    size_t inner_cap;
+    uint8_t *bytes_body; /* /bytes: the pattern, max_body long */
+    struct edhoc_bw_server *bw; /* inner block-wise transfers */
     uint8_t c_r_pool[128];    /* random bytes for C_R candidates (choose_c_r) */
     size_t c_r_pool_left;
     unsigned c_r_skip_one_byte; /* handshakes left that skip the full one-byte space */
@@ -802,14 +807,23 @@ struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
         srv->cfg.ssn_freq = 32;
     if (!srv->cfg.counter_period_ms)
         srv->cfg.counter_period_ms = 1000;
+    if (!srv->cfg.max_body)
+        srv->cfg.max_body = EDHOC_BW_DEFAULT_MAX_BODY;
+    if (!srv->cfg.block_size)
+        srv->cfg.block_size = 1024;
+    srv->inner_cap = srv->cfg.max_body + EDHOC_TRANSPORT_MAX_MESSAGE;
+    struct edhoc_bw_limits limits = {.max_body = srv->cfg.max_body};
     srv->pending = calloc(srv->cfg.max_pending, sizeof *srv->pending);
-    if (!srv->pending) {
-        free(srv);
+    srv->inner = malloc(srv->inner_cap);
+    srv->inner_resp = malloc(srv->inner_cap);
+    srv->inner_cut = malloc(srv->inner_cap);
+    srv->bw = edhoc_bw_server_new(&limits);
+    if (!srv->pending || !srv->inner || !srv->inner_resp || !srv->inner_cut || !srv->bw) {
+        edhoc_server_free(srv);
         return NULL;
     }
     if (srv->cfg.ops->random(srv->cfg.ops->rng_ctx, srv->echo_secret, sizeof srv->echo_secret)) {
-        free(srv->pending);
-        free(srv);
+        edhoc_server_free(srv);
         return NULL;
     }
     srv->st.bytes_per_context = sizeof(struct peer_ctx);
@@ -821,7 +835,7 @@ void edhoc_server_free(struct edhoc_server *srv)
 {
     if (!srv)
         return;
-    for (size_t i = 0; i < srv->cfg.max_pending; i++)
+    for (size_t i = 0; srv->pending && i < srv->cfg.max_pending; i++)
         pending_free(srv, &srv->pending[i]);
     for (uint32_t b = 0; b < BUCKETS; b++) {
         struct peer_ctx *p = srv->buckets[b];
@@ -837,6 +851,18 @@ void edhoc_server_free(struct edhoc_server *srv)
             edhoc_transport_peer_release(srv->observers[i].peer);
     }
     edhoc_wipe(&srv->rx, sizeof srv->rx);
+    /* Decrypted requests and responses may be secret. */
+    if (srv->inner)
+        edhoc_wipe(srv->inner, srv->inner_cap);
+    if (srv->inner_resp)
+        edhoc_wipe(srv->inner_resp, srv->inner_cap);
+    if (srv->inner_cut)
+        edhoc_wipe(srv->inner_cut, srv->inner_cap);
+    free(srv->inner);
+    free(srv->inner_resp);
+    free(srv->inner_cut);
+    free(srv->bytes_body);
+    edhoc_bw_server_free(srv->bw);
     free(srv->pending);
     free(srv);
 }
@@ -1657,12 +1683,35 @@ static bool path_is(const struct coap_msg *m, const char *path)
 static bool protected_path(const struct coap_msg *m)
 {
     return path_is(m, "/.well-known/core") || path_is(m, "/echo") || path_is(m, "/time") ||
-           path_is(m, "/counter");
+           path_is(m, "/counter") || path_is(m, "/bytes");
 }
 
 static const char link_format[] =
     "</.well-known/edhoc>;rt=\"core.edhoc\";ed-comb-req,</echo>;title=\"echo\","
-    "</time>;title=\"time\",</counter>;obs;title=\"counter\"";
+    "</time>;title=\"time\",</counter>;obs;title=\"counter\","
+    "</bytes>;title=\"n bytes: ?n=N\"";
+
+/* The value of query parameter name=... of m (a Uri-Query option), or
+ * NULL. */
+static const struct coap_option *query_param(const struct coap_msg *m, const char *name, size_t *off)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < m->option_count; i++) {
+        const struct coap_option *o = &m->options[i];
+        if (o->number == COAP_OPT_URI_QUERY && o->len > nl && !memcmp(o->value, name, nl) &&
+            o->value[nl] == '=') {
+            *off = nl + 1;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* GET /bytes?n=N: N bytes of a pattern anyone can check (byte i is
+ * 'a' + i mod 26), so large responses can be tried against any client. */
+struct plain_resp;
+static void bytes_resource(struct edhoc_server *srv, const struct coap_msg *in,
+                           struct plain_resp *r);
 
 struct plain_resp {
     uint8_t code;
@@ -1712,6 +1761,8 @@ static void resource(struct edhoc_server *srv, const struct coap_msg *in, struct
         r->cf = CF_TEXT;
         r->payload = (const uint8_t *)r->text;
         r->payload_len = strlen(r->text);
+    } else if (path_is(in, "/bytes")) {
+        bytes_resource(srv, in, r);
     } else if (path_is(in, "/counter")) {
         if (in->code != COAP_CODE_GET) {
             r->code = COAP_CODE(4, 5);
@@ -1725,6 +1776,51 @@ static void resource(struct edhoc_server *srv, const struct coap_msg *in, struct
     } else {
         r->code = COAP_CODE(4, 4);
     }
+}
+
+static void bytes_resource(struct edhoc_server *srv, const struct coap_msg *in,
+                           struct plain_resp *r)
+{
+    if (in->code != COAP_CODE_GET) {
+        r->code = COAP_CODE(4, 5);
+        return;
+    }
+    size_t off = 0;
+    const struct coap_option *q = query_param(in, "n", &off);
+    unsigned long n = 0;
+    bool ok = q && q->len > off && q->len - off <= 9;
+    for (size_t i = off; ok && q && i < q->len; i++) {
+        ok = q->value[i] >= '0' && q->value[i] <= '9';
+        n = n * 10 + (unsigned long)(q->value[i] - '0');
+    }
+    if (!ok) {
+        r->code = COAP_CODE_BAD_REQUEST;
+        snprintf(r->text, sizeof r->text, "expected ?n=N");
+        r->payload = (const uint8_t *)r->text;
+        r->payload_len = strlen(r->text);
+        return;
+    }
+    if (n > srv->cfg.max_body) {
+        /* Above what this server serves (its --max-body). */
+        r->code = COAP_CODE(4, 13);
+        snprintf(r->text, sizeof r->text, "at most %zu bytes", srv->cfg.max_body);
+        r->payload = (const uint8_t *)r->text;
+        r->payload_len = strlen(r->text);
+        return;
+    }
+    if (!srv->bytes_body) {
+        srv->bytes_body = malloc(srv->cfg.max_body ? srv->cfg.max_body : 1);
+        if (!srv->bytes_body) {
+            r->code = COAP_CODE(5, 0);
+            return;
+        }
+        for (size_t i = 0; i < srv->cfg.max_body; i++)
+            srv->bytes_body[i] = (uint8_t)('a' + i % 26);
+    }
+    r->code = COAP_CODE_CONTENT;
+    r->cf = CF_TEXT;
+    r->payload = n ? srv->bytes_body : NULL;
+    r->payload_len = n;
 }
 
 /* The inner (plaintext) response to in. */
@@ -1824,14 +1920,14 @@ static long unprotect_request(struct edhoc_server *srv, const struct oscore_opti
         *ctx = ctx_find(srv, &key);
         if (!*ctx)
             return OSCORE_ERR_CONTEXT_NOT_FOUND;
-        return oscore_unprotect_request(&(*ctx)->osc, req, len, srv->inner, sizeof srv->inner,
+        return oscore_unprotect_request(&(*ctx)->osc, req, len, srv->inner, srv->inner_cap,
                                         b);
     }
     long verdict = OSCORE_ERR_CONTEXT_NOT_FOUND;
     for (struct peer_ctx *p = srv->buckets[hash_id(oo->kid, oo->kid_len)]; p; p = p->next) {
         if (!key_rid_is(&p->key, oo->kid, oo->kid_len))
             continue;
-        long n = oscore_unprotect_request(&p->osc, req, len, srv->inner, sizeof srv->inner, b);
+        long n = oscore_unprotect_request(&p->osc, req, len, srv->inner, srv->inner_cap, b);
         if (n != OSCORE_ERR_DECRYPT && n != OSCORE_ERR_REPLAY) {
             *ctx = p;
             return n;
@@ -1843,6 +1939,12 @@ static long unprotect_request(struct edhoc_server *srv, const struct oscore_opti
     }
     return verdict;
 }
+
+static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
+                         const char *peer_name, struct peer_ctx *ctx, struct oscore_binding *b,
+                         struct coap_msg *inp, const uint8_t *inner_req, size_t inner_req_len,
+                         const char *bw_peer, const uint8_t *req, size_t len, uint8_t *out,
+                         size_t cap);
 
 /* The answer to an OSCORE request that ctx unprotected with result n
  * (the inner request in srv->inner when n > 0). */
@@ -1883,6 +1985,54 @@ static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer
         srv->st.oscore_errors++;
         return oscore_error(OSCORE_ERR_INNER, req, len, out, cap);
     }
+    /* Inner block-wise (RFC 8613 Section 4.1.3.4.1): each block is an
+     * OSCORE request of its own; the body is reassembled per peer and
+     * context, and each answer (2.31 Continue, a refusal, a block of a
+     * large response) is protected like any response. */
+    char bw_peer[MAX_PEER_NAME + 2 * (OSCORE_MAX_ID + OSCORE_MAX_ID_CONTEXT) + 8];
+    {
+        char rid[2 * OSCORE_MAX_ID + 1], idc[2 * OSCORE_MAX_ID_CONTEXT + 1];
+        hex(ctx->key.rid, ctx->key.rid_len, rid, sizeof rid);
+        hex(ctx->key.idc, ctx->key.idc_len, idc, sizeof idc);
+        snprintf(bw_peer, sizeof bw_peer, "%s|%s|%s%s", peer_name, rid,
+                 ctx->key.has_idc ? "" : "-", idc);
+    }
+    uint8_t *whole = NULL;
+    size_t whole_len = 0, reply_len = 0;
+    int verdict = edhoc_bw_server_request(srv->bw, bw_peer, srv->inner, (size_t)n, srv->now_ms,
+                                          &whole, &whole_len, srv->inner_cut, srv->inner_cap,
+                                          &reply_len);
+    if (verdict < 0)
+        return build(&in, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+    if (verdict == EDHOC_BW_REPLY) {
+        long pr = oscore_protect_response(&ctx->osc, b, srv->inner_cut, reply_len, false, out, cap);
+        return pr < 0 ? build(&in, COAP_CODE(5, 0), -1, NULL, 0, out, cap) : pr;
+    }
+    const uint8_t *inner_req = srv->inner;
+    size_t inner_req_len = (size_t)n;
+    if (verdict == EDHOC_BW_WHOLE) {
+        inner_req = whole;
+        inner_req_len = whole_len;
+        if (coap_msg_parse(whole, whole_len, &in)) {
+            free(whole);
+            return oscore_error(OSCORE_ERR_INNER, req, len, out, cap);
+        }
+    }
+    long answer = answer_inner(srv, peer, peer_name, ctx, b, &in, inner_req, inner_req_len,
+                               bw_peer, req, len, out, cap);
+    free(whole);
+    return answer;
+}
+
+/* The resource's answer to the (whole) inner request in, cut into a block
+ * when large, protected. */
+static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
+                         const char *peer_name, struct peer_ctx *ctx, struct oscore_binding *b,
+                         struct coap_msg *inp, const uint8_t *inner_req, size_t inner_req_len,
+                         const char *bw_peer, const uint8_t *req, size_t len, uint8_t *out,
+                         size_t cap)
+{
+    struct coap_msg in = *inp;
     /* Critical inner options we do not process (the EDHOC option of a
      * combined request among them, RFC 9668 step 8) mean 4.02. */
     struct plain_resp r;
@@ -1934,14 +2084,19 @@ static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer
             observer_drop(o);
         }
     }
-    long pn = inner_response(&in, &r, srv->inner_resp, sizeof srv->inner_resp);
+    long pn = inner_response(&in, &r, srv->inner_resp, srv->inner_cap);
     if (pn < 0)
         return oscore_error(OSCORE_ERR_DECRYPT, req, len, out, cap);
+    long cut = edhoc_bw_server_response(srv->bw, bw_peer, inner_req, inner_req_len,
+                                        srv->inner_resp, (size_t)pn, srv->cfg.block_size,
+                                        srv->now_ms, srv->inner_cut, srv->inner_cap);
+    if (cut < 0)
+        return build(&in, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
     struct oscore_binding *bp = b;
     struct observer *o = r.observe ? observer_find(srv, &ctx->key, in.token, in.token_len) : NULL;
     if (o)
         bp = &o->b;
-    long pr = oscore_protect_response(&ctx->osc, bp, srv->inner_resp, (size_t)pn, false, out, cap);
+    long pr = oscore_protect_response(&ctx->osc, bp, srv->inner_cut, (size_t)cut, false, out, cap);
     if (pr < 0) {
         srv->st.oscore_errors++;
         logf_(srv, EDHOC_LOG_ERR, "OSCORE peer=%s: cannot protect the response: %s", peer_name,
@@ -1960,7 +2115,7 @@ static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *pee
                       uint8_t *out, size_t cap)
 {
     struct oscore_binding b;
-    long n = oscore_unprotect_request(&ctx->osc, req, len, srv->inner, sizeof srv->inner, &b);
+    long n = oscore_unprotect_request(&ctx->osc, req, len, srv->inner, srv->inner_cap, &b);
     return on_unprotected(srv, peer, peer_name, ctx, n, &b, req, len, out, cap);
 }
 
@@ -2134,10 +2289,10 @@ static void notify_counter(struct edhoc_server *srv)
         r.payload_len = strlen(r.text);
         r.observe = true;
         r.seq = ++o->seq & 0xffffff;
-        long pn = inner_response(&in, &r, srv->inner_resp, sizeof srv->inner_resp);
+        long pn = inner_response(&in, &r, srv->inner_resp, srv->inner_cap);
         long n = pn < 0 ? -1
                         : oscore_protect_response(&ctx->osc, &o->b, srv->inner_resp, (size_t)pn,
-                                                  true, srv->inner, sizeof srv->inner);
+                                                  true, srv->inner, srv->inner_cap);
         if (n < 0 || srv->cfg.send(srv->cfg.send_user, o->peer, srv->inner, (size_t)n))
             observer_drop(o);
     }
@@ -2146,6 +2301,7 @@ static void notify_counter(struct edhoc_server *srv)
 void edhoc_server_tick(struct edhoc_server *srv, uint64_t now_ms)
 {
     srv->now_ms = now_ms;
+    edhoc_bw_server_expire(srv->bw, now_ms);
     uint64_t limit = (uint64_t)srv->cfg.pending_timeout_s * 1000;
     /* The scan is cheap but runs after every datagram under load. */
     bool scan = now_ms - srv->last_scan_ms >= 100;

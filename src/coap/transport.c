@@ -2,10 +2,14 @@
  * CoAP over UDP with libcoap 4.3.1: the only code that includes libcoap.
  *
  * Messages cross this boundary as whole CoAP message bytes. libcoap owns
- * sockets, Message IDs, retransmission and RFC 7959 block-wise transfer
- * (COAP_BLOCK_USE_LIBCOAP | COAP_BLOCK_SINGLE_BODY, so a handler sees one
- * reassembled body). The Block1/Block2/Size1/Size2/Request-Tag options of
- * a reassembled message are transport business and are not handed up.
+ * sockets, Message IDs and retransmission of single PDUs, nothing more:
+ * its block mode stays off (Debian's 4.3.1 crashes in its block code on
+ * two crafted datagrams, and it reserves what a Size1 claims). Outer
+ * block-wise transfer (RFC 7959) is our engine's (edhoc/blockwise.h):
+ * the server reassembles Block1 and cuts large responses into Block2 before
+ * and after its handler, the client sends Block1 and follows Block2 inside
+ * edhoc_transport_client_wait, so both sides hand up whole messages. Every
+ * received datagram passed the strict check of datagram_guard.c first.
  *
  * libcoap here is built without OSCORE: the OSCORE (9) and EDHOC (21)
  * options are plain critical options, registered so that libcoap does not
@@ -22,6 +26,8 @@
 
 #include <coap3/coap.h>
 
+#include "edhoc/blockwise.h"
+#include "edhoc/datagram_guard.h"
 #include "transport_io.h"
 
 #define OPT_OSCORE 9
@@ -56,6 +62,17 @@ struct pending {
     uint8_t token[8];
     size_t token_len;
     struct queued *head, *tail;
+    /* Block-wise: the whole request (for further Block1 blocks and for
+     * Block2 follow-ups), where its Block1 transfer stands, and the
+     * Block2 body gathered so far. */
+    uint8_t *req;
+    size_t req_len;
+    bool confirmable;
+    bool sending_blocks;
+    uint32_t b1_num;
+    unsigned b1_szx;
+    bool collecting;
+    struct edhoc_bw_collect collect;
 };
 
 struct edhoc_transport {
@@ -74,7 +91,10 @@ struct edhoc_transport {
     edhoc_transport_failure_fn on_failure;
     void *failure_user;
     uint8_t *scratch; /* request bytes */
-    uint8_t *resp;    /* response bytes */
+    uint8_t *resp;    /* response bytes (a whole body) */
+    uint8_t *blk;     /* the block sent of it */
+    size_t resp_cap;
+    struct edhoc_bw_server *bw;
 };
 
 const char *edhoc_transport_strerror(int err)
@@ -124,6 +144,9 @@ struct view {
     const uint8_t *payload;
     size_t payload_len;
 };
+
+static void pending_clear(struct pending *p);
+static uint64_t now_ms(void);
 
 static int read_ext(const uint8_t **p, const uint8_t *end, unsigned nib, uint32_t *out)
 {
@@ -204,14 +227,8 @@ static size_t put_ext(uint8_t *p, uint32_t v, unsigned *nib)
     return 2;
 }
 
-static bool transport_option(uint16_t n)
-{
-    return n == COAP_OPTION_BLOCK1 || n == COAP_OPTION_BLOCK2 || n == COAP_OPTION_SIZE1 ||
-           n == COAP_OPTION_SIZE2 || n == COAP_OPTION_RTAG;
-}
-
-/* Serialize a received PDU with its (reassembled) body. Returns the length
- * or -1 when it does not fit. */
+/* Serialize a received PDU, every option included (Block options are
+ * the engine's business). Returns the length or -1 when it does not fit. */
 static long pdu_to_bytes(const coap_pdu_t *pdu, uint8_t *out, size_t cap)
 {
     coap_bin_const_t tok = coap_pdu_get_token(pdu);
@@ -230,8 +247,6 @@ static long pdu_to_bytes(const coap_pdu_t *pdu, uint8_t *out, size_t cap)
     coap_option_iterator_init(pdu, &it, COAP_OPT_ALL);
     while ((opt = coap_option_next(&it))) {
         uint16_t n = it.number;
-        if (transport_option(n))
-            continue;
         uint32_t olen = coap_opt_length(opt);
         if (cap - off < 5 + olen)
             return -1;
@@ -247,9 +262,9 @@ static long pdu_to_bytes(const coap_pdu_t *pdu, uint8_t *out, size_t cap)
         off += olen;
         last = n;
     }
-    size_t dlen = 0, doff = 0, total = 0;
+    size_t dlen = 0;
     const uint8_t *data = NULL;
-    if (coap_get_data_large(pdu, &dlen, &data, &doff, &total) && dlen) {
+    if (coap_get_data(pdu, &dlen, &data) && dlen) {
         if (cap - off < 1 + dlen)
             return -1;
         out[off++] = 0xff;
@@ -266,25 +281,10 @@ static int add_options(coap_pdu_t *pdu, const struct view *v, bool skip_cf)
         const struct view_opt *o = &v->opts[i];
         if (skip_cf && o->number == COAP_OPTION_CONTENT_FORMAT)
             continue;
-        if (transport_option(o->number))
-            continue;
         if (!coap_add_option(pdu, o->number, o->len, o->value) && o->len)
             return -1;
     }
     return 0;
-}
-
-static int content_format(const struct view *v)
-{
-    for (size_t i = 0; i < v->n_opts; i++) {
-        if (v->opts[i].number == COAP_OPTION_CONTENT_FORMAT) {
-            uint32_t cf = 0;
-            for (size_t j = 0; j < v->opts[i].len && j < 2; j++)
-                cf = cf << 8 | v->opts[i].value[j];
-            return (int)cf;
-        }
-    }
-    return -1;
 }
 
 /* ---- Common set-up ---- */
@@ -303,21 +303,6 @@ static unsigned mtu_for(const struct edhoc_transport_config *cfg)
 static unsigned block_size(const struct edhoc_transport *t)
 {
     return t->cfg.block_size ? t->cfg.block_size : 1024;
-}
-
-static unsigned szx_of(unsigned bs)
-{
-    unsigned szx = 0;
-    while (szx < 6 && (16u << (szx + 1)) <= bs)
-        szx++;
-    return szx;
-}
-
-/* A Block option (NUM 0, M 0) that tells libcoap the block size to use. */
-static void add_block_hint(coap_pdu_t *pdu, uint16_t number, unsigned bs)
-{
-    uint8_t v = (uint8_t)szx_of(bs);
-    coap_add_option(pdu, number, v ? 1 : 0, &v);
 }
 
 static void session_tune(struct edhoc_transport *t, coap_session_t *s)
@@ -353,8 +338,15 @@ static struct edhoc_transport *transport_new(const struct edhoc_transport_config
         return NULL;
     }
     coap_set_app_data(t->ctx, t);
-    if (!t->cfg.own_observe)
-        coap_context_set_block_mode(t->ctx, COAP_BLOCK_USE_LIBCOAP | COAP_BLOCK_SINGLE_BODY);
+    /* libcoap's block mode stays off (see the top of this file). */
+    /* The guard lets Block options through up to the largest body anyone
+     * may configure, so that our engine, not a silent drop, answers 4.13
+     * to a body above the configured one (RFC 7959 Section 2.9.3). */
+    struct edhoc_datagram_policy policy = edhoc_datagram_guard_policy();
+    if (policy.max_body < EDHOC_BW_MAX_BODY_LIMIT) {
+        policy.max_body = EDHOC_BW_MAX_BODY_LIMIT;
+        edhoc_datagram_guard_set_policy(&policy);
+    }
     coap_register_option(t->ctx, OPT_OSCORE);
     coap_register_option(t->ctx, OPT_EDHOC);
     return t;
@@ -364,14 +356,8 @@ void edhoc_transport_free(struct edhoc_transport *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < MAX_PENDING; i++) {
-        struct queued *q = t->pending[i].head;
-        while (q) {
-            struct queued *n = q->next;
-            free(q);
-            q = n;
-        }
-    }
+    for (size_t i = 0; i < MAX_PENDING; i++)
+        pending_clear(&t->pending[i]);
     if (t->dedup) {
         for (size_t i = 0; i < DEDUP_SLOTS; i++)
             free(t->dedup[i].bytes);
@@ -383,6 +369,8 @@ void edhoc_transport_free(struct edhoc_transport *t)
         coap_free_context(t->ctx);
     free(t->scratch);
     free(t->resp);
+    free(t->blk);
+    edhoc_bw_server_free(t->bw);
     free(t);
 }
 
@@ -391,6 +379,8 @@ int edhoc_transport_run(struct edhoc_transport *t, int timeout_ms)
     if (!t)
         return EDHOC_TRANSPORT_ERR_ARG;
     int rc = coap_io_process(t->ctx, timeout_ms <= 0 ? COAP_IO_NO_WAIT : (uint32_t)timeout_ms);
+    if (t->bw)
+        edhoc_bw_server_expire(t->bw, now_ms());
     return rc < 0 ? EDHOC_TRANSPORT_ERR_SOCKET : 0;
 }
 
@@ -540,7 +530,7 @@ const char *edhoc_transport_client_peer(const struct edhoc_transport *t)
 }
 
 static coap_pdu_t *pdu_from_view(coap_session_t *s, const struct view *v, coap_pdu_type_t type,
-                                 const uint8_t *token, size_t token_len)
+                                  const uint8_t *token, size_t token_len)
 {
     coap_pdu_t *pdu = coap_pdu_init(type, v->code, coap_new_message_id(s),
                                     coap_session_max_pdu_size(s));
@@ -553,10 +543,35 @@ static coap_pdu_t *pdu_from_view(coap_session_t *s, const struct view *v, coap_p
     return pdu;
 }
 
-static void release_copy(coap_session_t *s, void *app_ptr)
+/* One PDU of ours (a single block at most) to the client session. */
+static int send_one(struct edhoc_transport *t, const uint8_t *msg, size_t len, bool confirmable,
+                    const uint8_t *tok, size_t tl)
 {
-    (void)s;
-    free(app_ptr);
+    struct view v;
+    if (view_parse(msg, len, &v))
+        return EDHOC_TRANSPORT_ERR_MALFORMED;
+    coap_pdu_t *pdu = pdu_from_view(t->session, &v,
+                                    confirmable ? COAP_MESSAGE_CON : COAP_MESSAGE_NON, tok, tl);
+    if (!pdu)
+        return EDHOC_TRANSPORT_ERR_SEND;
+    if (v.payload_len && !coap_add_data(pdu, v.payload_len, v.payload)) {
+        coap_delete_pdu(pdu);
+        return EDHOC_TRANSPORT_ERR_BUFFER;
+    }
+    return coap_send(t->session, pdu) == COAP_INVALID_MID ? EDHOC_TRANSPORT_ERR_SEND : 0;
+}
+
+static void pending_clear(struct pending *p)
+{
+    struct queued *q = p->head;
+    while (q) {
+        struct queued *n = q->next;
+        free(q);
+        q = n;
+    }
+    free(p->req);
+    edhoc_bw_collect_free(&p->collect);
+    memset(p, 0, sizeof *p);
 }
 
 static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
@@ -588,45 +603,42 @@ static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len
     }
     if (tl == 0 || tl > 8)
         return EDHOC_TRANSPORT_ERR_SEND;
-    coap_pdu_t *pdu = pdu_from_view(t->session, &v,
-                                    confirmable ? COAP_MESSAGE_CON : COAP_MESSAGE_NON, tok, tl);
-    if (!pdu)
-        return EDHOC_TRANSPORT_ERR_SEND;
-    bool libcoap_blocks = !t->cfg.own_observe;
-    if (libcoap_blocks && block_size(t) < 1024) {
-        /* Early negotiation (RFC 7959 2.4): small blocks for the response. */
-        if (v.payload_len > block_size(t))
-            add_block_hint(pdu, COAP_OPTION_BLOCK1, block_size(t));
-        add_block_hint(pdu, COAP_OPTION_BLOCK2, block_size(t));
-    }
-    if (v.payload_len && !libcoap_blocks) {
-        if (!coap_add_data(pdu, v.payload_len, v.payload)) {
-            coap_delete_pdu(pdu);
-            return EDHOC_TRANSPORT_ERR_SEND;
-        }
-    } else if (v.payload_len) {
-        uint8_t *copy = malloc(v.payload_len);
-        if (!copy) {
-            coap_delete_pdu(pdu);
-            return EDHOC_TRANSPORT_ERR_NOMEM;
-        }
-        memcpy(copy, v.payload, v.payload_len);
-        if (!coap_add_data_large_request(t->session, pdu, v.payload_len, copy, release_copy,
-                                         copy)) {
-            coap_delete_pdu(pdu);
-            return EDHOC_TRANSPORT_ERR_SEND;
-        }
-    }
-    if (!given) {
+    /* The whole request stays with the token: further Block1 blocks and
+     * Block2 follow-ups are cut from it. */
+    uint8_t *copy = malloc(len);
+    if (!copy)
+        return EDHOC_TRANSPORT_ERR_NOMEM;
+    memcpy(copy, msg, len);
+    if (given) {
+        free(p->req);
+        edhoc_bw_collect_free(&p->collect);
+        p->collecting = false;
+    } else {
         memset(p, 0, sizeof *p);
         p->used = true;
         memcpy(p->token, tok, tl);
         p->token_len = tl;
     }
-    if (coap_send(t->session, pdu) == COAP_INVALID_MID) {
+    p->req = copy;
+    p->req_len = len;
+    p->confirmable = confirmable;
+    p->sending_blocks = false;
+    int rc;
+    if (v.payload_len > block_size(t)) {
+        /* RFC 7959 Section 2.5: the body in Block1 blocks, one at a time. */
+        uint8_t blk[1400];
+        p->b1_szx = (unsigned)edhoc_block_szx(block_size(t));
+        p->b1_num = 0;
+        long n = edhoc_bw_request_block(copy, len, p->b1_szx, 0, blk, sizeof blk);
+        rc = n <= 0 ? EDHOC_TRANSPORT_ERR_MALFORMED : send_one(t, blk, (size_t)n, confirmable, tok, tl);
+        p->sending_blocks = rc == 0;
+    } else {
+        rc = send_one(t, msg, len, confirmable, tok, tl);
+    }
+    if (rc) {
         if (!given)
-            p->used = false;
-        return EDHOC_TRANSPORT_ERR_SEND;
+            pending_clear(p);
+        return rc;
     }
     if (token)
         memcpy(token, tok, tl);
@@ -649,6 +661,84 @@ int edhoc_transport_client_send_on(struct edhoc_transport *t, const uint8_t *msg
     return client_send(t, msg, len, confirmable, token, token_len, NULL, NULL);
 }
 
+/* The Block option `number` of a response, if any. */
+static bool response_block(const uint8_t *msg, size_t len, uint16_t number, struct edhoc_block *b)
+{
+    struct view v;
+    if (view_parse(msg, len, &v))
+        return false;
+    for (size_t i = 0; i < v.n_opts; i++) {
+        if (v.opts[i].number == number)
+            return edhoc_block_parse(v.opts[i].value, v.opts[i].len, b) == 0;
+    }
+    return false;
+}
+
+/* What a response means for the block-wise transfer of p: 1 when the
+ * transfer goes on (the next request went out), 0 when msg/len (possibly
+ * rebuilt into *whole) is the answer, negative on an error. */
+static long client_blocks(struct edhoc_transport *t, struct pending *p, const uint8_t *resp,
+                          size_t len, uint8_t **whole, size_t *whole_len)
+{
+    uint8_t next[1400];
+    struct edhoc_block b;
+    uint8_t code = len >= 2 ? resp[1] : 0;
+    if (p->sending_blocks) {
+        if (code == COAP_RESPONSE_CODE(231) && response_block(resp, len, COAP_OPTION_BLOCK1, &b)) {
+            /* RFC 7959 Section 2.3: the server may ask for smaller blocks;
+             * go on from the bytes it has. */
+            size_t done = (size_t)(p->b1_num + 1) * edhoc_block_size(p->b1_szx);
+            unsigned szx = b.szx < p->b1_szx ? b.szx : p->b1_szx;
+            if (b.num != p->b1_num)
+                return EDHOC_TRANSPORT_ERR_MALFORMED;
+            p->b1_szx = szx;
+            p->b1_num = (uint32_t)(done / edhoc_block_size(szx));
+            long n = edhoc_bw_request_block(p->req, p->req_len, szx, p->b1_num, next, sizeof next);
+            if (n <= 0)
+                return EDHOC_TRANSPORT_ERR_MALFORMED;
+            int rc = send_one(t, next, (size_t)n, p->confirmable, p->token, p->token_len);
+            return rc ? rc : 1;
+        }
+        p->sending_blocks = false; /* the final answer (or a refusal) */
+    }
+    if (!p->collecting) {
+        if (!response_block(resp, len, COAP_OPTION_BLOCK2, &b) || (!b.more && b.num == 0))
+            return 0;
+        edhoc_bw_collect_init(&p->collect, t->cfg.max_body ? t->cfg.max_body
+                                                           : EDHOC_BW_DEFAULT_MAX_BODY);
+        p->collecting = true;
+    }
+    int rc = edhoc_bw_collect_add(&p->collect, resp, len);
+    if (rc < 0) {
+        edhoc_bw_collect_free(&p->collect);
+        p->collecting = false;
+        return rc == EDHOC_BW_ERR_TOO_LARGE ? EDHOC_TRANSPORT_ERR_BUFFER
+                                            : EDHOC_TRANSPORT_ERR_MALFORMED;
+    }
+    if (rc == 1) {
+        long n = edhoc_bw_request_next(p->req, p->req_len, p->collect.szx, p->collect.next_num,
+                                       next, sizeof next);
+        if (n <= 0)
+            return EDHOC_TRANSPORT_ERR_MALFORMED;
+        int sr = send_one(t, next, (size_t)n, p->confirmable, p->token, p->token_len);
+        return sr ? sr : 1;
+    }
+    size_t cap = p->collect.len + len + 64;
+    *whole = malloc(cap);
+    if (!*whole)
+        return EDHOC_TRANSPORT_ERR_NOMEM;
+    long n = edhoc_bw_collect_message(&p->collect, resp, len, *whole, cap);
+    edhoc_bw_collect_free(&p->collect);
+    p->collecting = false;
+    if (n < 0) {
+        free(*whole);
+        *whole = NULL;
+        return EDHOC_TRANSPORT_ERR_MALFORMED;
+    }
+    *whole_len = (size_t)n;
+    return 0;
+}
+
 long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token,
                                  size_t token_len, uint8_t *out, size_t cap, int timeout_ms)
 {
@@ -665,9 +755,19 @@ long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token
             p->head = q->next;
             if (!p->head)
                 p->tail = NULL;
-            long rc = q->len <= cap ? (long)q->len : EDHOC_TRANSPORT_ERR_BUFFER;
+            uint8_t *whole = NULL;
+            size_t whole_len = 0;
+            long br = client_blocks(t, p, q->bytes, q->len, &whole, &whole_len);
+            if (br == 1) {
+                free(q);
+                continue;
+            }
+            const uint8_t *msg = whole ? whole : q->bytes;
+            size_t len = whole ? whole_len : q->len;
+            long rc = br < 0 ? br : len <= cap ? (long)len : EDHOC_TRANSPORT_ERR_BUFFER;
             if (rc > 0)
-                memcpy(out, q->bytes, q->len);
+                memcpy(out, msg, len);
+            free(whole);
             free(q);
             return rc;
         }
@@ -687,15 +787,8 @@ void edhoc_transport_client_forget(struct edhoc_transport *t, const uint8_t *tok
                                    size_t token_len)
 {
     struct pending *p = t ? pending_find(t, token, token_len) : NULL;
-    if (!p)
-        return;
-    struct queued *q = p->head;
-    while (q) {
-        struct queued *n = q->next;
-        free(q);
-        q = n;
-    }
-    memset(p, 0, sizeof *p);
+    if (p)
+        pending_clear(p);
 }
 
 long edhoc_transport_client_request(struct edhoc_transport *t, const uint8_t *msg, size_t len,
@@ -713,46 +806,47 @@ long edhoc_transport_client_request(struct edhoc_transport *t, const uint8_t *ms
 
 /* ---- Server ---- */
 
-static void respond(struct edhoc_transport *t, coap_resource_t *resource, coap_session_t *session,
-                    const coap_pdu_t *request, const coap_string_t *query, coap_pdu_t *response,
-                    const uint8_t *bytes, size_t len)
+/* The answer as one PDU: our engine has cut bodies to blocks already, so
+ * a payload that does not fit is a bug to report, never to drop. */
+static void respond(coap_session_t *session, coap_pdu_t *response, const uint8_t *bytes,
+                    size_t len)
 {
     struct view v;
-    if (view_parse(bytes, len, &v)) {
+    if (len > coap_session_max_pdu_size(session) || view_parse(bytes, len, &v)) {
         coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
         return;
     }
     coap_pdu_set_code(response, (coap_pdu_code_t)v.code);
-    int cf = content_format(&v);
-    size_t room = coap_session_max_pdu_size(session);
-    bool large = v.payload_len && (len + 16 > room || v.payload_len > block_size(t));
-    if (add_options(response, &v, large && cf >= 0)) {
+    if (add_options(response, &v, false) ||
+        (v.payload_len && !coap_add_data(response, v.payload_len, v.payload)))
         coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
-        return;
+}
+
+static bool has_option(const uint8_t *msg, size_t len, uint16_t number)
+{
+    struct view v;
+    if (view_parse(msg, len, &v))
+        return false;
+    for (size_t i = 0; i < v.n_opts; i++) {
+        if (v.opts[i].number == number)
+            return true;
     }
-    if (!v.payload_len)
-        return;
-    if (!large) {
-        coap_add_data(response, v.payload_len, v.payload);
-        return;
-    }
-    uint8_t *copy = malloc(v.payload_len);
-    if (!copy) {
-        coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
-        return;
-    }
-    memcpy(copy, v.payload, v.payload_len);
-    if (block_size(t) < 1024)
-        add_block_hint(response, COAP_OPTION_BLOCK2, block_size(t));
-    coap_add_data_large_response(resource, session, request, response, query,
-                                 (uint16_t)(cf >= 0 ? cf : 0), -1, 0, v.payload_len, copy,
-                                 release_copy, copy);
+    return false;
+}
+
+static uint64_t now_ms(void)
+{
+    coap_tick_t now;
+    coap_ticks(&now);
+    return (uint64_t)now * 1000 / COAP_TICKS_PER_SECOND;
 }
 
 static void on_request(coap_resource_t *resource, coap_session_t *session,
                        const coap_pdu_t *request, const coap_string_t *query,
                        coap_pdu_t *response)
 {
+    (void)resource;
+    (void)query;
     struct edhoc_transport *t = coap_get_app_data(coap_session_get_context(session));
     long n = pdu_to_bytes(request, t->scratch, EDHOC_TRANSPORT_MAX_MESSAGE);
     if (n < 0) {
@@ -763,8 +857,7 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
     addr_name(coap_session_get_addr_remote(session), name, sizeof name);
     struct dedup *d = NULL;
     bool con = coap_pdu_get_type(request) == COAP_MESSAGE_CON;
-    /* Only single-PDU requests: block-wise requests have their own flow. */
-    if (con && t->dedup && coap_pdu_get_mid(request) >= 0 && (size_t)n <= DEDUP_MAX_BYTES) {
+    if (con && t->dedup && coap_pdu_get_mid(request) >= 0) {
         uint16_t mid = (uint16_t)coap_pdu_get_mid(request);
         uint32_t h = mid * 2654435761u;
         for (const char *c = name; *c; c++)
@@ -774,7 +867,7 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
         coap_ticks(&now);
         if (d->len && d->mid == mid && !strcmp(d->peer, name) &&
             now - d->when < (coap_tick_t)DEDUP_SECONDS * COAP_TICKS_PER_SECOND) {
-            respond(t, resource, session, request, query, response, d->bytes, d->len);
+            respond(session, response, d->bytes, d->len);
             return;
         }
         free(d->bytes);
@@ -783,19 +876,53 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
         d->mid = mid;
         d->when = now;
     }
-    long r = t->fn(t->user, (struct edhoc_transport_peer *)session, name, t->scratch, (size_t)n,
-                   t->resp, EDHOC_TRANSPORT_MAX_MESSAGE);
-    if (r < 0) {
+    uint64_t ms = now_ms();
+    uint8_t *whole = NULL;
+    size_t whole_len = 0, out_len = 0;
+    const uint8_t *answer = t->blk;
+    int verdict = edhoc_bw_server_request(t->bw, name, t->scratch, (size_t)n, ms, &whole,
+                                          &whole_len, t->blk, t->resp_cap, &out_len);
+    if (verdict < 0) {
         coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
         return;
     }
-    if (r == 0)
-        return;
-    if (d && (size_t)r <= DEDUP_MAX_BYTES && (d->bytes = malloc((size_t)r))) {
-        memcpy(d->bytes, t->resp, (size_t)r);
-        d->len = (size_t)r;
+    if (verdict != EDHOC_BW_REPLY) {
+        const uint8_t *req = verdict == EDHOC_BW_WHOLE ? whole : t->scratch;
+        size_t req_len = verdict == EDHOC_BW_WHOLE ? whole_len : (size_t)n;
+        long r = t->fn(t->user, (struct edhoc_transport_peer *)session, name, req, req_len,
+                       t->resp, t->resp_cap);
+        if (r <= 0) {
+            free(whole);
+            if (r < 0)
+                coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+            return;
+        }
+        /* An OSCORE response is cut inside OSCORE (inner Block2, RFC 8613
+         * Section 4.1.3.4.1): outside, only what cannot fit one PDU is, or
+         * when it answers a body a proxy sent in outer Block1 blocks. */
+        bool osc_fits = has_option(t->resp, (size_t)r, OPT_OSCORE) &&
+                        (size_t)r + 16 <= coap_session_max_pdu_size(session);
+        long w;
+        if (osc_fits && verdict != EDHOC_BW_WHOLE) {
+            memcpy(t->blk, t->resp, (size_t)r);
+            w = r;
+        } else {
+            w = edhoc_bw_server_response(t->bw, name, req, req_len, t->resp, (size_t)r,
+                                         osc_fits ? 1024 : block_size(t), ms, t->blk,
+                                         t->resp_cap);
+        }
+        free(whole);
+        if (w < 0) {
+            coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+            return;
+        }
+        out_len = (size_t)w;
     }
-    respond(t, resource, session, request, query, response, t->resp, (size_t)r);
+    if (d && out_len <= DEDUP_MAX_BYTES && (d->bytes = malloc(out_len))) {
+        memcpy(d->bytes, answer, out_len);
+        d->len = out_len;
+    }
+    respond(session, response, answer, out_len);
 }
 
 static void on_server_nack(coap_session_t *session, const coap_pdu_t *sent,
@@ -882,10 +1009,16 @@ int edhoc_transport_server_open(struct edhoc_transport **out, const char *const 
         return EDHOC_TRANSPORT_ERR_NOMEM;
     t->fn = fn;
     t->user = user;
+    /* A whole response holds a body up to max_body (the engine cuts it). */
+    size_t max_body = t->cfg.max_body ? t->cfg.max_body : EDHOC_BW_DEFAULT_MAX_BODY;
+    t->resp_cap = max_body + EDHOC_TRANSPORT_MAX_MESSAGE;
+    struct edhoc_bw_limits limits = {.max_body = max_body};
     t->scratch = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
-    t->resp = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    t->resp = malloc(t->resp_cap);
+    t->blk = malloc(t->resp_cap);
+    t->bw = edhoc_bw_server_new(&limits);
     t->dedup = calloc(DEDUP_SLOTS, sizeof *t->dedup);
-    if (!t->scratch || !t->resp || !t->dedup) {
+    if (!t->scratch || !t->resp || !t->blk || !t->bw || !t->dedup) {
         edhoc_transport_free(t);
         return EDHOC_TRANSPORT_ERR_NOMEM;
     }
@@ -908,6 +1041,10 @@ int edhoc_transport_server_open(struct edhoc_transport **out, const char *const 
         }
         t->ports[t->n_ports++] = transport_io_new_socket_port(before);
     }
+    /* Every new source address and port costs libcoap a session: bound
+     * how many may sit idle and for how long. */
+    coap_context_set_max_idle_sessions(t->ctx, t->cfg.max_sessions ? t->cfg.max_sessions : 4096);
+    coap_context_set_session_timeout(t->ctx, t->cfg.session_idle_s ? t->cfg.session_idle_s : 30);
     coap_register_event_handler(t->ctx, on_event);
     coap_register_nack_handler(t->ctx, on_server_nack);
     static const coap_request_t methods[] = {COAP_REQUEST_GET, COAP_REQUEST_POST,

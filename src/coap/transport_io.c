@@ -8,12 +8,23 @@
  * Other sockets (syslog's AF_UNIX one) pass through uncounted. The hooks
  * also get the local address (getsockname; a wildcard-bound socket's is
  * replaced by the source address the kernel routes towards the peer).
+ *
+ * The same receive functions (and recvfrom, which the CoAP library does
+ * not call but others in the process may) first put every datagram of an
+ * IP datagram socket through the strict check of edhoc/datagram_guard.h:
+ * the CoAP library's own parsing and block-wise code receive no fixes, so
+ * nothing reaches it that the check refused. A refused datagram is
+ * dropped, counted per reason, and otherwise treated as if it had never
+ * arrived: the call goes on to the next queued datagram, or fails with
+ * EAGAIN on a non-blocking socket when none is left.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -22,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "edhoc/datagram_guard.h"
 #include "edhoc/transport.h"
 #include "transport_io.h"
 
@@ -29,6 +41,7 @@ typedef ssize_t (*send_fn)(int, const void *, size_t, int);
 typedef ssize_t (*sendmsg_fn)(int, const struct msghdr *, int);
 typedef ssize_t (*recv_fn)(int, void *, size_t, int);
 typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
+typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
 
 static edhoc_transport_datagram_fn hook;
 static void *hook_user;
@@ -391,27 +404,179 @@ ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
     return n;
 }
 
+/* ---- The strict check on received datagrams ----
+ * Two ways to read a datagram under the check:
+ *  - directly into the caller's buffer (the CoAP library's reads: one
+ *    buffer, no MSG_PEEK), with MSG_TRUNC so that the kernel tells the
+ *    datagram's real length; a datagram longer than the buffer arrived
+ *    cut short, so it is refused unseen as too long;
+ *  - looking first, for reads the direct way cannot check (MSG_PEEK, a
+ *    buffer in pieces, or none at all): the datagram is peeked at into
+ *    scratch space, and only if accepted is the caller's own call made,
+ *    which then finds that same datagram first in the queue (the receive
+ *    path of a socket has one reader); a refused one is taken off the
+ *    queue with a zero-length read, which on a datagram socket discards
+ *    the whole datagram.
+ * A non-blocking read that meets a long run of refused datagrams returns
+ * EAGAIN after GUARD_DROPS_PER_CALL of them, so that a flood cannot hold
+ * the event loop in one call: the socket stays readable and the loop
+ * comes back to it after its timers. A blocking read waits on, as it
+ * would had the datagrams never come. */
+
+#define GUARD_DROPS_PER_CALL 64
+
+/* Room for the largest UDP payload, plus one byte. */
+static _Thread_local uint8_t guard_scratch[EDHOC_DATAGRAM_LIMIT + 1];
+
+static bool guarded(int fd, int flags)
+{
+    /* MSG_ERRQUEUE reads the socket's error queue (our own datagrams that
+     * met an ICMP error), not a received datagram. */
+    return !(flags & MSG_ERRQUEUE) && edhoc_datagram_guard_enabled() && ip_datagram(fd);
+}
+
+static bool reads_without_waiting(int fd, int flags)
+{
+    if (flags & MSG_DONTWAIT)
+        return true;
+    int fl = fcntl(fd, F_GETFL);
+    return fl != -1 && (fl & O_NONBLOCK);
+}
+
+static size_t iov_capacity(const struct msghdr *m)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < (size_t)m->msg_iovlen; i++) {
+        if (m->msg_iov[i].iov_len > SIZE_MAX - total)
+            return SIZE_MAX;
+        total += m->msg_iov[i].iov_len;
+    }
+    return total;
+}
+
+/* Take the datagram at the head of the queue off it, unread. */
+static void discard_head(recvmsg_fn real_recvmsg, int fd)
+{
+    uint8_t unused;
+    struct iovec v = {&unused, 0};
+    struct msghdr none = {.msg_iov = &v, .msg_iovlen = 1};
+    (void)real_recvmsg(fd, &none, MSG_DONTWAIT);
+}
+
+/* One checked datagram: the real call's result for an accepted one, or
+ * -2 after dropping a refused one (errno untouched). */
+static ssize_t read_checked_once(recvmsg_fn real_recvmsg, int fd, struct msghdr *m, int flags)
+{
+    size_t capacity = iov_capacity(m);
+    bool look_first = (flags & MSG_PEEK) || capacity == 0 || m->msg_iovlen != 1;
+    if (!look_first) {
+        ssize_t n = real_recvmsg(fd, m, flags | MSG_TRUNC);
+        if (n < 0)
+            return n;
+        if ((size_t)n > capacity) {
+            edhoc_datagram_guard_count_refusal(EDHOC_DATAGRAM_TOO_LONG, (size_t)n);
+            return -2;
+        }
+        if (edhoc_datagram_guard_admit(m->msg_iov[0].iov_base, (size_t)n) != EDHOC_DATAGRAM_OK)
+            return -2;
+        return n;
+    }
+    struct iovec v = {guard_scratch, sizeof guard_scratch};
+    struct msghdr look = {.msg_iov = &v, .msg_iovlen = 1};
+    ssize_t n = real_recvmsg(fd, &look, (flags & ~MSG_CMSG_CLOEXEC) | MSG_PEEK | MSG_TRUNC);
+    if (n < 0)
+        return n;
+    int reason;
+    if ((size_t)n > sizeof guard_scratch) {
+        reason = EDHOC_DATAGRAM_TOO_LONG;
+        edhoc_datagram_guard_count_refusal(reason, (size_t)n);
+    } else {
+        reason = edhoc_datagram_guard_admit(guard_scratch, (size_t)n);
+    }
+    if (reason != EDHOC_DATAGRAM_OK) {
+        discard_head(real_recvmsg, fd);
+        return -2;
+    }
+    return real_recvmsg(fd, m, flags);
+}
+
+/* recvmsg under the check: a refused datagram is dropped and the next one
+ * read, as if the refused one had never arrived. */
+static ssize_t read_checked(recvmsg_fn real_recvmsg, int fd, struct msghdr *m, int flags)
+{
+    /* The kernel writes back how much of the name and control buffers it
+     * used; each new attempt gets the caller's sizes again. */
+    socklen_t name_cap = m->msg_namelen;
+    size_t control_cap = m->msg_controllen;
+    for (unsigned dropped = 0;; dropped++) {
+        if (dropped && dropped % GUARD_DROPS_PER_CALL == 0 && reads_without_waiting(fd, flags)) {
+            errno = EAGAIN;
+            return -1;
+        }
+        m->msg_namelen = name_cap;
+        m->msg_controllen = control_cap;
+        ssize_t n = read_checked_once(real_recvmsg, fd, m, flags);
+        if (n != -2)
+            return n;
+    }
+}
+
+static recvmsg_fn real_recvmsg_fn(void)
+{
+    static recvmsg_fn f;
+    if (!f)
+        f = (recvmsg_fn)real("recvmsg");
+    return f;
+}
+
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     static recv_fn f;
     if (!f)
         f = (recv_fn)real("recv");
-    ssize_t n = f(fd, buf, len, flags);
+    ssize_t n;
+    if (guarded(fd, flags)) {
+        struct iovec v = {buf, len};
+        struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+        n = read_checked(real_recvmsg_fn(), fd, &m, flags);
+    } else {
+        n = f(fd, buf, len, flags);
+    }
     if (n > 0 && !(flags & MSG_PEEK)) {
-        struct iovec v = {buf, (size_t)n};
-        report(fd, false, false, NULL, 0, &v, 1, (size_t)n);
+        struct iovec v = {buf, (size_t)n < len ? (size_t)n : len};
+        report(fd, false, false, NULL, 0, &v, 1, v.iov_len);
     }
     return n;
 }
 
 ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
-    static recvmsg_fn f;
-    if (!f)
-        f = (recvmsg_fn)real("recvmsg");
-    ssize_t n = f(fd, m, flags);
+    recvmsg_fn f = real_recvmsg_fn();
+    ssize_t n = guarded(fd, flags) ? read_checked(f, fd, m, flags) : f(fd, m, flags);
     if (n > 0 && !(flags & MSG_PEEK))
         report(fd, false, false, m->msg_name, m->msg_namelen, m->msg_iov, m->msg_iovlen, (size_t)n);
+    return n;
+}
+
+/* recvfrom is checked but not counted: the byte accounting follows the
+ * CoAP library's datagrams, and it reads with recv and recvmsg only. */
+ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+                 socklen_t *from_len)
+{
+    static recvfrom_fn f;
+    if (!f)
+        f = (recvfrom_fn)real("recvfrom");
+    if (!guarded(fd, flags))
+        return f(fd, buf, len, flags, from, from_len);
+    struct iovec v = {buf, len};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+    if (from && from_len) {
+        m.msg_name = from;
+        m.msg_namelen = *from_len;
+    }
+    ssize_t n = read_checked(real_recvmsg_fn(), fd, &m, flags);
+    if (n >= 0 && from && from_len)
+        *from_len = m.msg_namelen;
     return n;
 }
 

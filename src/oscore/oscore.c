@@ -5,10 +5,21 @@
  * Hot path design: keys and the Common IV are derived once in
  * oscore_context_init(); a protect or unprotect is one CoAP parse, one
  * small CBOR AAD, one nonce XOR, one AEAD call and one copy of the
- * plaintext into (or out of) a bounded stack buffer.
+ * plaintext into (or out of) a stack buffer of OSCORE_MAX_PLAINTEXT bytes.
+ * A larger plaintext (a body reassembled from blocks, up to
+ * OSCORE_MAX_MESSAGE) takes the same path through a heap buffer of its own
+ * size instead.
+ *
+ * Why a separate plaintext buffer at all, rather than sealing in place in
+ * the caller's out buffer: the ops table (edhoc/crypto.h) does not promise
+ * that aead_encrypt/aead_decrypt accept overlapping input and output, and
+ * the timing wrappers and test tables stand in for the backend, so nothing
+ * here may rely on one backend's in-place support. The copy costs little
+ * next to the AEAD, and the allocation happens only above the fast path.
  */
 #include "edhoc/oscore.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "edhoc/cbor.h"
@@ -80,6 +91,7 @@ const char *oscore_strerror(int err)
     case OSCORE_ERR_UNEXPECTED: return "response not acceptable for this request";
     case OSCORE_ERR_INNER: return "decrypted content is not a valid CoAP message";
     case OSCORE_ERR_CONFIG: return "invalid OSCORE configuration";
+    case OSCORE_ERR_NOMEM: return "out of memory for the message plaintext";
     case COAP_MSG_ERR_MALFORMED: return "malformed CoAP message";
     case COAP_MSG_ERR_TOO_MANY: return "too many CoAP options";
     case COAP_MSG_ERR_BUFFER: return "output buffer too small";
@@ -289,6 +301,18 @@ int oscore_context_set_ssn(struct oscore_context *c, uint64_t ssn)
 uint64_t oscore_context_ssn(const struct oscore_context *c)
 {
     return c->ssn;
+}
+
+size_t oscore_context_max_plaintext(const struct oscore_context *c)
+{
+    /* CCM's counter block holds the nonce and the message length in 15
+     * bytes: a 13-byte nonce leaves 2 for the length (RFC 3610 Section 2,
+     * the L = 16 bits of COSE's AES-CCM-16-*). GCM and ChaCha20/Poly1305
+     * allow far more than OSCORE_MAX_MESSAGE. */
+    if (c->aead_alg == EDHOC_COSE_AES_CCM_16_64_128 ||
+        c->aead_alg == EDHOC_COSE_AES_CCM_16_128_128)
+        return 65535;
+    return OSCORE_MAX_MESSAGE;
 }
 
 bool oscore_context_needs_echo(const struct oscore_context *c)
@@ -637,6 +661,12 @@ static int split_options(const struct coap_msg *m, bool is_request, struct split
         } else if (is_outer_only(o->number)) {
             rc = add_opt(s->outer, &s->n_outer, MAX_OUTER_OPTS, o->number, o->value, o->len);
         } else if (o->number == COAP_OPT_OBSERVE) {
+            /* RFC 7641 Section 2 allows 0-3 bytes. A request copies the
+             * value into both parts, so a longer one would also break the
+             * growth OSCORE_MAX_OVERHEAD promises; a response keeps it
+             * outside only, so its value is left to the sender. */
+            if (is_request && o->len > 3)
+                return OSCORE_ERR_INVALID;
             /* Requests: both carry the value. Notifications: the inner one
              * is empty, the outer one carries the value (4.1.3.5.2). */
             rc = add_opt(s->inner, &s->n_inner, MAX_INNER_OPTS, o->number,
@@ -702,25 +732,65 @@ struct seal {
 };
 
 /* Write the OSCORE message: outer header of m, outer options with the
- * OSCORE option, payload = AEAD(plaintext). */
+ * OSCORE option, payload = AEAD(plaintext). The plaintext is built in a
+ * stack buffer when it fits (the per-message fast path: no allocation),
+ * else in a heap buffer of exactly its size; both are wiped on every exit,
+ * since the plaintext may be secret. */
 static long seal_message(const struct oscore_context *c, const struct coap_msg *m,
                          struct split *s, const struct seal *z, uint8_t *out, size_t cap)
 {
-    uint8_t pt[OSCORE_MAX_PLAINTEXT];
-    if (m->payload_len > sizeof pt - 2)
-        return OSCORE_ERR_TOO_LARGE;
+    uint8_t small[OSCORE_MAX_PLAINTEXT];
+    uint8_t *heap = NULL;
+    size_t heap_len = 0;
+    uint8_t *pt = small;
+    size_t small_used = 0; /* bytes of small that may hold plaintext */
+    size_t pt_len = 0;
     long rc;
-    size_t used = sizeof pt; /* bytes of pt that may hold plaintext */
-    pt[0] = m->code;
-    long body = coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len, pt + 1,
-                                     sizeof pt - 1);
+    long body = COAP_MSG_ERR_BUFFER;
+    /* A payload that cannot fit skips the attempt instead of being copied
+     * twice. */
+    if (m->payload_len <= sizeof small - 2) {
+        small[0] = m->code;
+        small_used = sizeof small; /* the encoder may stop anywhere */
+        body = coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len,
+                                    small + 1, sizeof small - 1);
+        if (body >= 0)
+            small_used = 1 + (size_t)body;
+    }
+    if (body == COAP_MSG_ERR_BUFFER) {
+        long need = coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len,
+                                         NULL, 0);
+        if (need < 0) {
+            rc = OSCORE_ERR_INVALID;
+            goto out;
+        }
+        /* Every bound is checked before allocating, so a message that
+         * cannot be sent costs no allocation. */
+        if ((size_t)need >= oscore_context_max_plaintext(c)) {
+            rc = OSCORE_ERR_TOO_LARGE;
+            goto out;
+        }
+        pt_len = 1 + (size_t)need;
+        if (cap < 4u + m->token_len + 1 + pt_len + c->tag_len) {
+            rc = OSCORE_ERR_BUFFER;
+            goto out;
+        }
+        heap = malloc(pt_len);
+        if (!heap) {
+            rc = OSCORE_ERR_NOMEM;
+            goto out;
+        }
+        heap_len = pt_len;
+        pt = heap;
+        pt[0] = m->code;
+        body = coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len, pt + 1,
+                                    pt_len - 1);
+    }
     if (body < 0) {
-        /* The encoder may have copied part of the plaintext before failing. */
-        rc = body == COAP_MSG_ERR_BUFFER ? OSCORE_ERR_TOO_LARGE : OSCORE_ERR_INVALID;
+        rc = OSCORE_ERR_INVALID;
         goto out;
     }
-    size_t pt_len = 1 + (size_t)body;
-    used = pt_len;
+    pt_len = 1 + (size_t)body;
 
     /* The receiver parses at most COAP_MSG_MAX_OPTIONS options; refuse to
      * send what it could not read. */
@@ -760,7 +830,11 @@ static long seal_message(const struct oscore_context *c, const struct coap_msg *
     }
     rc = (long)(pos + pt_len + c->tag_len);
 out:
-    edhoc_wipe(pt, used);
+    edhoc_wipe(small, small_used);
+    if (heap) {
+        edhoc_wipe(heap, heap_len);
+        free(heap);
+    }
     return rc;
 }
 
@@ -927,11 +1001,26 @@ long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b,
 
 /* ---- Unprotect ---- */
 
+/* A decrypted plaintext: in small for the common sizes (no allocation per
+ * message), else in a heap block of pt_len bytes. Every successful
+ * open_payload is paired with opened_release, which wipes it. */
 struct opened {
-    uint8_t pt[OSCORE_MAX_PLAINTEXT];
+    uint8_t *pt;
     size_t pt_len;
     struct coap_msg inner; /* code, options and payload point into pt */
+    uint8_t small[OSCORE_MAX_PLAINTEXT];
 };
+
+static void opened_release(struct opened *o)
+{
+    if (!o->pt)
+        return;
+    edhoc_wipe(o->pt, o->pt_len);
+    if (o->pt != o->small)
+        free(o->pt);
+    o->pt = NULL;
+    o->pt_len = 0;
+}
 
 /* Decrypt the payload of outer and parse the plaintext. */
 static int open_payload(const struct oscore_context *c, const uint8_t *key,
@@ -943,21 +1032,34 @@ static int open_payload(const struct oscore_context *c, const uint8_t *key,
     if (!outer->payload || outer->payload_len < (size_t)c->tag_len + 1)
         return OSCORE_ERR_BAD_OPTION;
     size_t pt_len = outer->payload_len - c->tag_len;
-    if (pt_len > sizeof o->pt)
-        return OSCORE_ERR_TOO_LARGE;
+    o->pt = NULL;
+    o->pt_len = 0;
+    if (pt_len <= sizeof o->small) {
+        o->pt = o->small;
+    } else {
+        /* No sender could have sealed more (and for CCM the AEAD cannot):
+         * refuse before allocating or decrypting. */
+        if (pt_len > oscore_context_max_plaintext(c))
+            return OSCORE_ERR_TOO_LARGE;
+        o->pt = malloc(pt_len);
+        if (!o->pt)
+            return OSCORE_ERR_NOMEM;
+    }
+    o->pt_len = pt_len;
     int rc = c->crypto->aead_decrypt(c->aead_alg, key, nonce, aad, aad_len, outer->payload,
                                      outer->payload_len, o->pt);
-    if (rc == EDHOC_CRYPTO_ERR_AUTH)
-        return OSCORE_ERR_DECRYPT;
-    if (rc != 0)
-        return OSCORE_ERR_CRYPTO;
-    o->pt_len = pt_len;
+    if (rc != 0) {
+        /* The backend wipes on failure; the release wipes again in case a
+         * backend does not. */
+        opened_release(o);
+        return rc == EDHOC_CRYPTO_ERR_AUTH ? OSCORE_ERR_DECRYPT : OSCORE_ERR_CRYPTO;
+    }
     uint8_t code = o->pt[0];
     bool code_ok = is_request ? coap_code_is_request(code)
                               : ((code >> 5) >= 2 && (code >> 5) <= 5);
     if (!code_ok || coap_msg_parse_body(o->pt + 1, pt_len - 1, &o->inner) != 0 ||
         coap_msg_find_option(&o->inner, COAP_OPT_OSCORE)) {
-        edhoc_wipe(o->pt, pt_len);
+        opened_release(o);
         return OSCORE_ERR_INNER;
     }
     o->inner.code = code;
@@ -1094,12 +1196,12 @@ long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg, size
         const struct coap_option *echo = coap_msg_find_option(&o.inner, COAP_OPT_ECHO);
         if (!(c->flags & CTX_ECHO_ISSUED) || !echo || echo->len != OSCORE_ECHO_LEN ||
             !edhoc_ct_equal(echo->value, c->echo, OSCORE_ECHO_LEN)) {
-            edhoc_wipe(o.pt, o.pt_len);
+            opened_release(&o);
             return OSCORE_ERR_ECHO_REQUIRED;
         }
     }
     long n = assemble(&m, &o, out, cap);
-    edhoc_wipe(o.pt, o.pt_len);
+    opened_release(&o);
     if (n < 0)
         return n;
     if (need_echo) {
@@ -1165,11 +1267,11 @@ long oscore_unprotect_response(struct oscore_context *c, struct oscore_binding *
         rc = OSCORE_ERR_REPLAY;
     }
     if (rc) {
-        edhoc_wipe(o.pt, o.pt_len);
+        opened_release(&o);
         return rc;
     }
     long n = assemble(&m, &o, out, cap);
-    edhoc_wipe(o.pt, o.pt_len);
+    opened_release(&o);
     if (n < 0)
         return n;
     if (notification) {

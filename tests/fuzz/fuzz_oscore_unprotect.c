@@ -2,7 +2,9 @@
  * request to the server and as a response to the client's C.4 request must
  * be refused or accepted without crashing or leaking. The same bytes, when
  * they form a CoAP request or response, are also protected and unprotected
- * again, which must give back the original message. */
+ * again, which must give back the original message. Every result must keep
+ * the sizing rules of oscore.h: protect adds at most OSCORE_MAX_OVERHEAD
+ * bytes, unprotect never returns more bytes than it was given. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -43,6 +45,12 @@ static void check_len(long n, size_t cap)
         __builtin_trap();
 }
 
+static void check_protected(long n, size_t in_len)
+{
+    if (n > 0 && (size_t)n > in_len + OSCORE_MAX_OVERHEAD)
+        __builtin_trap();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!ready)
@@ -53,11 +61,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     long n = oscore_unprotect_request(&server, data, size, out, sizeof out, &b);
     check_len(n, sizeof out);
+    check_len(n, size);
     if (n < 0) {
         uint8_t err[300];
         check_len(oscore_error_response((int)n, data, size, err, sizeof err), sizeof err);
     }
-    check_len(oscore_unprotect_response(&client, &cb, data, size, out, sizeof out), sizeof out);
+    n = oscore_unprotect_response(&client, &cb, data, size, out, sizeof out);
+    check_len(n, sizeof out);
+    check_len(n, size);
 
     /* protect -> unprotect gives the original message back */
     struct coap_msg m;
@@ -69,6 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         server = server0;
         n = oscore_protect_request(&client, data, size, out, sizeof out, &cb);
         check_len(n, sizeof out);
+        check_protected(n, size);
         if (n > 0) {
             long k = oscore_unprotect_request(&server, out, (size_t)n, back, sizeof back, &b);
             if (k < 0 || (!split && ((size_t)k != size || memcmp(back, data, size) != 0)))
@@ -82,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cb = c4_binding;
         n = oscore_protect_response(&server, &b, data, size, size & 1, out, sizeof out);
         check_len(n, sizeof out);
+        check_protected(n, size);
         bool observe = coap_msg_find_option(&m, COAP_OPT_OBSERVE) != NULL;
         if (n > 0 && !observe) {
             long k = oscore_unprotect_response(&client, &cb, out, (size_t)n, back, sizeof back);
