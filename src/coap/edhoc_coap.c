@@ -1886,7 +1886,12 @@ static long oscore_error(int err, const uint8_t *req, size_t len, uint8_t *out, 
         struct coap_msg m;
         if (coap_msg_parse(req, len, &m))
             return -1;
-        return build(&m, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+        /* A message above what this side processes is 4.13 (RFC 7252
+         * 5.9.2.9); running out of memory is 5.03, worth a retry. */
+        uint8_t code = err == OSCORE_ERR_TOO_LARGE ? COAP_CODE(4, 13)
+                       : err == OSCORE_ERR_NOMEM   ? COAP_CODE(5, 3)
+                                                   : COAP_CODE(5, 0);
+        return build(&m, code, -1, NULL, 0, out, cap);
     }
     return n;
 }
