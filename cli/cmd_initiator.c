@@ -57,6 +57,8 @@ struct trace_item {
 };
 
 struct run {
+    bool got_message_2;     /* the peer answered message_1 with a message_2 */
+    char auto_a2_failure[400]; /* --framing auto: why A.2 failed before bare was tried */
     struct row rows[MAX_ROWS];
     size_t n_rows;
     struct answer answers[MAX_REQUESTS];
@@ -193,6 +195,7 @@ struct ctx {
     bool combined;
     long timeout_s;
     long block_size;
+    bool framing_auto; /* --framing auto: A.2 first, then bare */
     long repeat;
     uint8_t echo[40];
     size_t echo_len;
@@ -253,8 +256,19 @@ static long build_user_request(const char *spec, uint8_t *out, size_t cap, char 
 }
 
 /* POST an EDHOC message; returns the response length or a transport error. */
+static long edhoc_post_as(struct ctx *c, const uint8_t *prefix, size_t prefix_len,
+                          const uint8_t *m, size_t m_len, uint64_t deadline, int timeout_cap_ms,
+                          bool confirmable);
+
 static long edhoc_post(struct ctx *c, const uint8_t *prefix, size_t prefix_len, const uint8_t *m,
                        size_t m_len, uint64_t deadline, int timeout_cap_ms)
+{
+    return edhoc_post_as(c, prefix, prefix_len, m, m_len, deadline, timeout_cap_ms, true);
+}
+
+static long edhoc_post_as(struct ctx *c, const uint8_t *prefix, size_t prefix_len,
+                          const uint8_t *m, size_t m_len, uint64_t deadline, int timeout_cap_ms,
+                          bool confirmable)
 {
     if (prefix_len + m_len > EDHOC_TRANSPORT_MAX_MESSAGE - 600)
         return EDHOC_TRANSPORT_ERR_BUFFER;
@@ -280,8 +294,17 @@ static long edhoc_post(struct ctx *c, const uint8_t *prefix, size_t prefix_len, 
     int left = left_ms(deadline);
     if (timeout_cap_ms > 0 && left > timeout_cap_ms)
         left = timeout_cap_ms;
-    return edhoc_transport_client_request(c->t, c->req, (size_t)n, c->resp,
-                                          EDHOC_TRANSPORT_MAX_MESSAGE, left);
+    if (confirmable)
+        return edhoc_transport_client_request(c->t, c->req, (size_t)n, c->resp,
+                                              EDHOC_TRANSPORT_MAX_MESSAGE, left);
+    uint8_t tok[8];
+    size_t tl = 0;
+    int rc = edhoc_transport_client_send(c->t, c->req, (size_t)n, false, tok, &tl);
+    if (rc)
+        return rc;
+    long rn = edhoc_transport_client_wait(c->t, tok, tl, c->resp, EDHOC_TRANSPORT_MAX_MESSAGE, left);
+    edhoc_transport_client_forget(c->t, tok, tl);
+    return rn;
 }
 
 /* A 4.01 carrying an Echo option: keep its value for the repeated request. */
@@ -379,6 +402,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
             return -1;
         }
         if (code == COAP_CODE_CHANGED && pll) {
+            run->got_message_2 = true;
             add_exchange_rows(run, &c->log, "message_1", n, "message_2", (long)pll);
             memcpy(c->buf, pl, pll);
             m2_len = (long)pll;
@@ -556,10 +580,15 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
             return -1;
         }
     }
+    /* Bare-framed devices never answer nor acknowledge message_3: sent
+     * Confirmable it would be retransmitted (read by such a device as a new
+     * message_1) and would hold the first OSCORE request back (NSTART 1,
+     * RFC 7252 4.7). So it goes Non-confirmable, with a short wait for an
+     * EDHOC error the device may still send. */
     bool bare_no_reply = c->framing == EDHOC_FRAMING_BARE && !c->o.message_4;
     cli_dgram_log_begin(&c->log, "message_3");
-    long rn = edhoc_post(c, pre, (size_t)pl, c->msg, (size_t)n3, deadline,
-                         bare_no_reply ? 1500 : 0);
+    long rn = edhoc_post_as(c, pre, (size_t)pl, c->msg, (size_t)n3, deadline,
+                            bare_no_reply ? 300 : 0, !bare_no_reply);
     c->log.current = -1;
     if (rn < 0) {
         add_exchange_rows(run, &c->log, "message_3", n3, NULL, -1);
@@ -871,6 +900,11 @@ static void print_text(const struct ctx *c, const struct run *run)
             cli_method_name(c->o.method),
             c->framing == EDHOC_FRAMING_A2 ? "RFC 9528 A.2" : "bare (no prefix, no Content-Format)",
             c->combined ? ", EDHOC + OSCORE combined request (RFC 9668)" : "");
+    if (c->framing_auto && run->auto_a2_failure[0])
+        fprintf(f, "  --framing auto: A.2 got no message_2 (%s); bare tried next\n",
+                run->auto_a2_failure);
+    else if (c->framing_auto)
+        fprintf(f, "  --framing auto: the device speaks A.2\n");
     fprintf(f, "  initiator: %s, ID_CRED_I by %s\n", c->side.cred_origin,
             cli_id_cred_type_name(cli_id_cred_type_of(c->side.id_cred, c->side.id_cred_len)));
     if (c->o.trace)
@@ -930,7 +964,7 @@ static void print_text(const struct ctx *c, const struct run *run)
     }
     if (run->conf_written)
         print_conf_text(f, c, run);
-    fprintf(f, "\nResponses:\n");
+    fprintf(f, "\nResponses:%s\n", c->n_requests ? "" : " none asked (--request none)");
     for (size_t i = 0; i < run->n_answers; i++) {
         const struct answer *a = &run->answers[i];
         char cn[48];
@@ -964,6 +998,14 @@ static void print_json(const struct ctx *c, const struct run *run)
                "  \"attempts\": %d,\n",
             c->framing == EDHOC_FRAMING_A2 ? "A.2" : "bare", c->combined ? "true" : "false",
             c->o.method, run->suite, run->attempts);
+    if (c->framing_auto) {
+        fprintf(f, "  \"framing_auto\": true,\n  \"framing_a2_failure\": ");
+        if (run->auto_a2_failure[0])
+            cli_json_string(f, run->auto_a2_failure);
+        else
+            fprintf(f, "null");
+        fprintf(f, ",\n");
+    }
     if (run->n_suites_r) {
         fprintf(f, "  \"suites_r\": [");
         for (size_t i = 0; i < run->n_suites_r; i++)
@@ -1079,11 +1121,15 @@ static void usage(FILE *f)
     fprintf(f,
             "Transport options:\n"
             "  --request 'METHOD PATH [PAYLOAD]'  OSCORE-protected request after the handshake\n"
+            "                          (repeatable; default GET /.well-known/core; 'none': the\n"
+            "                          handshake only, for devices without OSCORE resources)\n"
             "                          (repeatable; default 'GET /.well-known/core')\n"
             "  --combined              send message_3 inside the first OSCORE request (RFC 9668)\n"
-            "  --framing a2|bare       a2: RFC 9528 Appendix A.2 (true / C_R prefixes, Content-\n"
+            "  --framing a2|bare|auto  a2: RFC 9528 Appendix A.2 (true / C_R prefixes, Content-\n"
             "                          Formats 65/64; default); bare: messages as they are, no\n"
-            "                          Content-Format, no reply to message_3 expected\n"
+            "                          Content-Format, message_3 Non-confirmable, no reply to it\n"
+            "                          expected; auto: A.2, then bare when A.2 got no message_2,\n"
+            "                          and say which the device speaks\n"
             "  --timeout S             bound on the whole run (default 10 s)\n"
             "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
             "  --repeat N              then run N-1 more handshakes (no requests) and print the\n"
@@ -1176,6 +1222,10 @@ int cmd_initiator(int argc, char **argv)
                     c->framing = EDHOC_FRAMING_A2;
                 else if (!strcasecmp(value, "bare"))
                     c->framing = EDHOC_FRAMING_BARE;
+                else if (!strcasecmp(value, "auto")) {
+                    c->framing = EDHOC_FRAMING_A2;
+                    c->framing_auto = true;
+                }
                 else {
                     fprintf(stderr, "edhoc-cli initiator: --framing: expected a2 or bare\n");
                     goto out;
@@ -1235,7 +1285,22 @@ int cmd_initiator(int argc, char **argv)
             goto out;
         }
     }
-    if (c->n_requests == 0)
+    /* --request none: a handshake only, for devices without OSCORE
+     * resources (exit 0 once EDHOC completed). */
+    bool handshake_only = false;
+    for (size_t i = 0; i < c->n_requests; i++)
+        handshake_only |= !strcmp(c->requests[i], "none");
+    if (handshake_only && c->n_requests > 1) {
+        fprintf(stderr, "edhoc-cli initiator: --request none cannot go with other requests\n");
+        goto out;
+    }
+    if (handshake_only && c->combined) {
+        fprintf(stderr, "edhoc-cli initiator: --combined needs a request to carry message_3\n");
+        goto out;
+    }
+    if (handshake_only)
+        c->n_requests = 0;
+    else if (c->n_requests == 0)
         c->requests[c->n_requests++] = "GET /.well-known/core";
     /* Requests are checked before anything is sent. */
     {
@@ -1290,6 +1355,21 @@ int cmd_initiator(int argc, char **argv)
     run->suite = -1;
     bool combined_done = false;
     bool hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
+    if (!hs_ok && c->framing_auto && !run->got_message_2) {
+        /* --framing auto: A.2 got no message_2; try the bare framing of
+         * older devices, and report which one the device speaks. */
+        char why[400];
+        snprintf(why, sizeof why, "%s", run->failure);
+        memset(run, 0, sizeof *run);
+        snprintf(run->auto_a2_failure, sizeof run->auto_a2_failure, "%s", why);
+        c->log.n = 0;
+        edhoc_session_wipe(s);
+        c->framing = EDHOC_FRAMING_BARE;
+        run->t0 = cli_now_ns();
+        deadline = run->t0 + (uint64_t)c->timeout_s * 1000000000ull;
+        run->suite = -1;
+        hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
+    }
     if (hs_ok) {
         run->t_handshake = cli_now_ns();
         for (size_t i = combined_done ? 1 : 0; i < c->n_requests; i++) {

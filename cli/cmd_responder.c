@@ -556,6 +556,10 @@ static void usage(FILE *f)
             "  --echo                  answer a message_1 without a valid Echo option with 4.01 +\n"
             "                          Echo (RFC 9175): reachability first, crypto later\n"
             "  --ead-2 / --ead-4 LABEL[:HEX], --ead-accept LABEL   EAD items\n"
+            "  --c-r-form int|bstr|any which one-byte C_R to choose (default int: 0x00-0x17,\n"
+            "                          0x20-0x37); bstr avoids the int form that some devices\n"
+            "                          encode wrongly in context_2 (RFC 9528 3.3.2)\n"
+            "  --c-r HEX               one fixed C_R for every handshake (a one-peer test)\n"
             "  --framing a2|bare|both  the EDHOC framings accepted (default both); with one,\n"
             "                          behave as a device that knows only that one\n"
             "  --allow-unprotected     also serve the resources to requests without OSCORE\n"
@@ -654,6 +658,7 @@ int cmd_responder(int argc, char **argv)
     long interop_max = INTEROP_LOG_MAX_FILES;
     bool daemon = false, use_syslog = false, echo_m1 = false, allow_unprotected = false;
     unsigned framings = 0; /* both */
+    int c_r_form = EDHOC_C_R_FORM_INT;
     int verbosity = 0;
     long max_pending = 256, hs_timeout = 60, block_size = 0, max_body = EDHOC_BW_DEFAULT_MAX_BODY,
          max_sessions = 4096;
@@ -706,7 +711,8 @@ int cmd_responder(int argc, char **argv)
                                            "--state-dir", "--max-pending", "--handshake-timeout",
                                            "--block-size", "--pidfile", "--ready-file",
                                            "--method", "--interop-log", "--interop-log-max",
-                                           "--framing", "--max-body", "--max-sessions"};
+                                           "--framing", "--max-body", "--max-sessions",
+                                           "--c-r-form"};
         bool mine = false;
         for (size_t k = 0; k < sizeof ours / sizeof ours[0]; k++)
             mine |= !strcmp(name, ours[k]);
@@ -750,6 +756,17 @@ int cmd_responder(int argc, char **argv)
                     fprintf(stderr, "edhoc-cli responder: --framing: a2, bare or both\n");
                     goto out;
                 }
+            } else if (!strcmp(name, "--c-r-form")) {
+                if (!strcmp(value, "int"))
+                    c_r_form = EDHOC_C_R_FORM_INT;
+                else if (!strcmp(value, "bstr"))
+                    c_r_form = EDHOC_C_R_FORM_BSTR;
+                else if (!strcmp(value, "any"))
+                    c_r_form = EDHOC_C_R_FORM_ANY;
+                else {
+                    fprintf(stderr, "edhoc-cli responder: --c-r-form: int, bstr or any\n");
+                    goto out;
+                }
             } else if (!strcmp(name, "--state-dir")) {
                 state_dir = value;
             } else if (!strcmp(name, "--pidfile")) {
@@ -789,6 +806,17 @@ int cmd_responder(int argc, char **argv)
             goto out;
         if (nrc == 0 && cli_edhoc_take_option(&r->o, CLI_SIDE_R, "responder", name, value, eq, &i))
             goto out;
+    }
+    /* Options of the shared EDHOC set that a daemon cannot honour are
+     * refused rather than ignored. */
+    if (r->o.side[CLI_SIDE_R].ephemeral_path) {
+        fprintf(stderr, "edhoc-cli responder: --ephemeral: a responder draws a fresh ephemeral key "
+                        "per handshake; fixed ones are for simulate and initiator\n");
+        goto out;
+    }
+    if (r->o.side[CLI_SIDE_R].n_c_id > 1) {
+        fprintf(stderr, "edhoc-cli responder: --c-r: one value (every handshake uses it)\n");
+        goto out;
     }
     if (r->n_cred_paths != r->n_key_paths) {
         fprintf(stderr, "edhoc-cli responder: give --cred and --key in pairs\n");
@@ -925,7 +953,13 @@ int cmd_responder(int argc, char **argv)
         .record_user = r->ilog,
         .max_body = (size_t)max_body,
         .block_size = (unsigned)block_size,
+        .c_r_form = c_r_form,
     };
+    if (r->o.side[CLI_SIDE_R].n_c_id == 1) {
+        scfg.c_r_len = r->o.side[CLI_SIDE_R].c_id_len[0];
+        memcpy(scfg.c_r, r->o.side[CLI_SIDE_R].c_id[0], scfg.c_r_len);
+        cli_log(LOG_WARNING, "--c-r: every handshake gets the same C_R (a test with one peer)");
+    }
     struct edhoc_server *srv = edhoc_server_new(&scfg);
     struct edhoc_transport *t = NULL;
     if (!srv) {

@@ -312,6 +312,10 @@ struct edhoc_server_oscore_first {
     const char *text;         /* "" or what went wrong, with the likely causes */
 };
 
+#define EDHOC_C_R_FORM_INT 0
+#define EDHOC_C_R_FORM_BSTR 1
+#define EDHOC_C_R_FORM_ANY 2
+
 struct edhoc_server_config {
     const struct edhoc_crypto_ops *ops;
     edhoc_server_select_fn select;
@@ -331,6 +335,18 @@ struct edhoc_server_config {
      * the block size of large responses (0: 1024). */
     size_t max_body;
     unsigned block_size;
+    /* C_R choice (RFC 9528 Section 3.3 leaves it to the responder):
+     * EDHOC_C_R_FORM_INT (default) picks one-byte identifiers with an int
+     * form (0x00-0x17, 0x20-0x37) first, _BSTR one-byte identifiers
+     * without one (0x18-0x1f, 0x38-0xff, which devices that mis-encode
+     * int-form C_R in context_2 handle), _ANY any byte; c_r_len > 0 fixes
+     * C_R for a single-peer test. */
+    int c_r_form;
+    uint8_t c_r[EDHOC_MAX_CONN_ID];
+    size_t c_r_len;
+    /* Deviations of peers accepted (edhoc_config.tolerate) and committed
+     * as a test aid (edhoc_config.emulate) are set per configuration by
+     * the select callback. */
     /* Log lines (no newline). */
     void (*log)(void *user, int level, const char *line);
     void *log_user;

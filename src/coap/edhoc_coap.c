@@ -767,6 +767,12 @@ static int c_r_random(struct edhoc_server *srv, uint8_t *out, size_t len)
 static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_len, uint8_t *out,
                       size_t *out_len)
 {
+    if (srv->cfg.c_r_len) {
+        /* A fixed C_R, for a test with one peer. */
+        memcpy(out, srv->cfg.c_r, srv->cfg.c_r_len);
+        *out_len = srv->cfg.c_r_len;
+        return 0;
+    }
     size_t first = 1;
     if (srv->c_r_skip_one_byte) {
         srv->c_r_skip_one_byte--;
@@ -777,8 +783,11 @@ static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_l
             uint8_t c[4];
             if (c_r_random(srv, c, len))
                 return -1;
-            if (len == 1 && !(c[0] <= 0x17 || (c[0] >= 0x20 && c[0] <= 0x37)))
+            bool int_form = c[0] <= 0x17 || (c[0] >= 0x20 && c[0] <= 0x37);
+            if (len == 1 && srv->cfg.c_r_form == EDHOC_C_R_FORM_INT && !int_form)
                 c[0] = (uint8_t)(c[0] % 44 < 24 ? c[0] % 44 : 0x20 + c[0] % 44 - 24);
+            else if (len == 1 && srv->cfg.c_r_form == EDHOC_C_R_FORM_BSTR && int_form)
+                continue; /* 208 of 256 values have no int form */
             if (!c_r_in_use(srv, c, len, c_i, c_i_len)) {
                 memcpy(out, c, len);
                 *out_len = len;
