@@ -521,7 +521,9 @@ int cmd_coap(int argc, char **argv)
             /* Reserve what this run is likely to send in one go (the
              * request, an Echo retry, a deregistration, --repeat), so that
              * a short run costs one durable write. */
-            uint64_t planned = (repeat > 1 ? (uint64_t)repeat : 1) + 2;
+            uint64_t bs = block_size ? (uint64_t)block_size : 1024;
+            uint64_t per_request = 1 + body_len / bs + 16; /* Block1 blocks, some Block2 */
+            uint64_t planned = (repeat > 1 ? (uint64_t)repeat : 1) * per_request + 2;
             if (planned > 65536)
                 planned = 65536;
             if (planned < cfg.ssn_freq)
@@ -604,7 +606,8 @@ int cmd_coap(int argc, char **argv)
         send_msg = prot;
         n = pn;
     }
-    struct edhoc_transport_config tcfg = {.block_size = (unsigned)block_size};
+    struct edhoc_transport_config tcfg = {.block_size = (unsigned)block_size,
+                                          .max_body = (size_t)max_body};
     int rc = edhoc_transport_client_open(&t, u.host, u.port, &tcfg);
     if (rc) {
         fprintf(stderr, "edhoc-cli coap: %s: %s\n", u.host, edhoc_transport_strerror(rc));

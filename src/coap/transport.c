@@ -624,7 +624,15 @@ static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len
     p->confirmable = confirmable;
     p->sending_blocks = false;
     int rc;
-    if (v.payload_len > block_size(t)) {
+    /* An OSCORE message is cut inside OSCORE (inner Block1, RFC 8613
+     * Section 4.1.3.4.1); outer blocks are for proxies (4.1.3.4.2) and
+     * for what cannot fit one PDU. */
+    bool oscore = false;
+    for (size_t i = 0; i < v.n_opts; i++)
+        oscore |= v.opts[i].number == OPT_OSCORE;
+    bool cut = oscore ? len + 16 > coap_session_max_pdu_size(t->session)
+                      : v.payload_len > block_size(t);
+    if (cut) {
         /* RFC 7959 Section 2.5: the body in Block1 blocks, one at a time. */
         uint8_t blk[1400];
         p->b1_szx = (unsigned)edhoc_block_szx(block_size(t));
