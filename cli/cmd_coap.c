@@ -801,6 +801,9 @@ out:
         edhoc_capture_close(capture);
     }
     if (ctx) {
+        char why[256];
+        if (seq_store && cli_seq_release(seq_store, oscore_context_ssn(ctx), why, sizeof why))
+            fprintf(stderr, "edhoc-cli coap: %s\n", why);
         oscore_context_wipe(ctx);
         free(ctx);
     }

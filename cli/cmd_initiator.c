@@ -58,6 +58,8 @@ struct trace_item {
 
 struct run {
     bool got_message_2;     /* the peer answered message_1 with a message_2 */
+    unsigned tolerated;     /* deviations of the peer accepted (--tolerate) */
+    char diagnosis[320];    /* which deviation explains a failed MAC_2/signature */
     char auto_a2_failure[400]; /* --framing auto: why A.2 failed before bare was tried */
     struct row rows[MAX_ROWS];
     size_t n_rows;
@@ -445,13 +447,18 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
     rc = edhoc_initiator_handle_message_2(s, c->buf, (size_t)m2_len, rx, cli_edhoc_resolve,
                                           &c->side);
     if (rc) {
-        char why[200];
+        char why[400];
         edhoc_session_error_text(s, why, sizeof why);
+        struct edhoc_diagnosis d;
+        if (edhoc_session_diagnosis(s, &d) == 0)
+            snprintf(run->diagnosis, sizeof run->diagnosis, "%s", d.text);
         fail(run, cli_exit_for_edhoc_error(rc), "message_2 verification failed: %s",
              why[0] ? why : edhoc_strerror(rc));
         send_error(c, s, deadline, run);
         return -1;
     }
+    /* A deviation accepted with --tolerate is said on this handshake. */
+    run->tolerated = edhoc_session_tolerated(s);
     snprintf(run->id_cred_r, sizeof run->id_cred_r, "%s",
              cli_id_cred_type_name(cli_id_cred_type_of(rx->id_cred, rx->id_cred_len)));
 
@@ -942,6 +949,12 @@ static void print_text(const struct ctx *c, const struct run *run)
     }
     fprintf(f, "\nOutcome: ok, suite %d, %d attempt%s, ID_CRED_R by %s\n", run->suite,
             run->attempts, run->attempts == 1 ? "" : "s", run->id_cred_r);
+    if (run->tolerated) {
+        char names[120];
+        edhoc_deviations_format(run->tolerated, names, sizeof names);
+        fprintf(f, "Tolerated (--tolerate): %s: the responder deviates from RFC 9528 there\n",
+                names);
+    }
     fprintf(f, "Round trips: %zu; handshake %.3f ms, wall time %.3f ms\n", run->exchanges, hs_ms,
             all_ms);
     const struct edhoc_oscore_params *p = &run->osc;
@@ -998,6 +1011,19 @@ static void print_json(const struct ctx *c, const struct run *run)
                "  \"attempts\": %d,\n",
             c->framing == EDHOC_FRAMING_A2 ? "A.2" : "bare", c->combined ? "true" : "false",
             c->o.method, run->suite, run->attempts);
+    /* Deviations accepted on this handshake, and the diagnosis of a
+     * failed MAC_2 / signature (RFC 9528 Section 5.3.2). */
+    fprintf(f, "  \"tolerated\": [");
+    for (unsigned bit = 1, k = 0; bit <= EDHOC_DEV_ALL; bit <<= 1) {
+        if (run->tolerated & bit)
+            fprintf(f, "%s\"%s\"", k++ ? ", " : "", edhoc_deviation_name(bit));
+    }
+    fprintf(f, "],\n  \"diagnosis\": ");
+    if (run->diagnosis[0])
+        cli_json_string(f, run->diagnosis);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",\n");
     if (c->framing_auto) {
         fprintf(f, "  \"framing_auto\": true,\n  \"framing_a2_failure\": ");
         if (run->auto_a2_failure[0])

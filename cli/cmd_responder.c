@@ -331,6 +331,8 @@ static void ident_finish(struct responder *r, struct ident *id, int m)
     cfg->n_suites = n;
     cfg->accept_methods = 1u << m;
     cfg->method = m;
+    cfg->tolerate = r->o.side[CLI_SIDE_R].tolerate;
+    cfg->emulate = r->o.side[CLI_SIDE_R].emulate;
     if (r->ilog) {
         cfg->trace = interop_log_trace;
         cfg->trace_ctx = r->ilog;

@@ -203,7 +203,7 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
     static const char *const valued[] = {"--method", "--suites", "--suites-r", "--trust", "--cred",
                                          "--key", "--id-cred", "--c-i", "--c-r", "--ephemeral",
                                          "--ead-1", "--ead-2", "--ead-3", "--ead-4", "--ead-accept",
-                                         "--methods"};
+                                         "--methods", "--tolerate", "--emulate"};
     bool known = false;
     for (size_t i = 0; i < sizeof valued / sizeof valued[0]; i++) {
         if (!strcmp(name, valued[i]) || !strcmp(base, valued[i]))
@@ -298,6 +298,21 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
         so->ephemeral_path = value;
         return 1;
     }
+    if (!strcmp(base, "--tolerate") || !strcmp(base, "--emulate")) {
+        unsigned mask = 0;
+        char why[160];
+        if (edhoc_deviations_parse(value, &mask, why, sizeof why)) {
+            fprintf(stderr, "edhoc-cli: %s: %s (known: c-bstr, kid-int, id-cred-compact, "
+                            "cred-wrap, ead-omitted)\n",
+                    name, why);
+            return -1;
+        }
+        if (!strcmp(base, "--tolerate"))
+            so->tolerate = mask;
+        else
+            so->emulate = mask;
+        return 1;
+    }
     if (!strcmp(base, "--id-cred")) {
         int t = parse_id_cred_type(value);
         if (t < 0) {
@@ -343,6 +358,13 @@ void cli_edhoc_print_options(FILE *f, bool two_sided)
     print_option(f, "--ephemeral", s, "FILE",
                  "raw ephemeral private keys, hex, one per line, one per attempt");
     print_option(f, "--message-4", "", "", "send / expect message_4");
+    print_option(f, "--tolerate", s, "LIST",
+                 "accept these deviations of the peer from RFC 9528 (named by the diagnosis");
+    fprintf(f, "  %-24sof a failed MAC/signature: c-bstr, kid-int, id-cred-compact, cred-wrap,\n"
+               "  %-24sead-omitted); the report says so on every handshake it affected\n",
+            "", "");
+    print_option(f, "--emulate", s, "LIST",
+                 "test aid: commit these deviations, as the devices that have them do");
     print_option(f, "--ead-N", "", "LABEL[:HEX]",
                  "EAD item in message_N (N = 1..4, repeatable; label < 0 is critical)");
     print_option(f, "--ead-accept", "", "LABEL", "an EAD label the receiving side understands");
@@ -548,6 +570,8 @@ int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_si
 
     struct edhoc_config *cfg = &side->cfg;
     cfg->ops = edhoc_crypto_openssl();
+    cfg->tolerate = so->tolerate;
+    cfg->emulate = so->emulate;
     cfg->method = o->method;
     cfg->accept_methods = o->accept_methods;
     if (role == CLI_SIDE_I) {

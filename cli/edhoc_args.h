@@ -29,6 +29,9 @@ struct cli_side_opts {
     size_t c_id_len[CLI_MAX_ATTEMPTS];
     size_t n_c_id;                   /* 0 = chosen by the library */
     const char *ephemeral_path;
+    /* Deviations of the peer this side accepts (--tolerate) and commits
+     * itself as a test aid (--emulate): EDHOC_DEV_* bits. */
+    unsigned tolerate, emulate;
 };
 
 struct cli_edhoc_opts {

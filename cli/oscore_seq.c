@@ -26,6 +26,7 @@
 
 struct cli_seq_store {
     int lock_fd;
+    uint64_t reserved_end; /* the mark this run last stored (0: none) */
     char seq_path[PATH_MAX];  /* STATE_DIR/oscore-seq/<id>.seq, or "" */
     char user_path[PATH_MAX]; /* the user's seq_file, or "" */
 };
@@ -367,6 +368,8 @@ static int reserve(struct cli_seq_store *s, uint64_t next, uint64_t count, uint6
             end = OSCORE_SSN_MAX + 1;
         rc = store_mark(s, end, why, cap);
         *first = start;
+        if (!rc)
+            s->reserved_end = end;
     }
     unlock(s);
     return rc;
@@ -417,6 +420,25 @@ int cli_seq_attach(struct cli_seq_store *s, struct oscore_context *ctx, uint32_t
     }
     unlock(s);
     return rc ? -1 : 0;
+}
+
+int cli_seq_release(struct cli_seq_store *s, uint64_t next, char *why, size_t cap)
+{
+    if (!s || !s->reserved_end || next >= s->reserved_end)
+        return 0;
+    if (lock(s, why, cap))
+        return -1;
+    uint64_t mark;
+    int rc = current_mark(s, &mark, why, cap);
+    /* Only when nobody reserved after us: the numbers from next on were
+     * then never handed to anyone. */
+    if (!rc && mark == s->reserved_end) {
+        rc = store_mark(s, next, why, cap);
+        if (!rc)
+            s->reserved_end = next;
+    }
+    unlock(s);
+    return rc;
 }
 
 int cli_seq_note_used(const char *state_dir, const char *seq_file, const struct oscore_config *cfg,

@@ -70,6 +70,13 @@ int cli_seq_attach(struct cli_seq_store *s, struct oscore_context *ctx, uint32_t
 int cli_seq_note_used(const char *state_dir, const char *seq_file, const struct oscore_config *cfg,
                       uint64_t next, char *why, size_t why_cap);
 
+/* At the end of a run: give back the reserved numbers from `next` (the
+ * context's next sequence number) on, when no other run reserved after
+ * this one, so that "already used" stays exact for the next --seq.
+ * A run that dies before it keeps them reserved, which is safe. Returns 0
+ * or -1 with why. */
+int cli_seq_release(struct cli_seq_store *s, uint64_t next, char *why, size_t why_cap);
+
 void cli_seq_close(struct cli_seq_store *s);
 
 #endif

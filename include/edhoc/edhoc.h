@@ -160,6 +160,65 @@ struct edhoc_ead_item {
  */
 typedef void (*edhoc_trace_fn)(void *ctx, const char *name, const uint8_t *v, size_t len);
 
+/* ---- Deviations of deployed peers from RFC 9528 ----
+ *
+ * Some deployed implementations build the MAC input context_x
+ * (context_2 = << C_R, ID_CRED_R, TH_2, CRED_R, ? EAD_2 >>, Section 5.3.2;
+ * context_3 = << ID_CRED_I, TH_3, CRED_I, ? EAD_3 >>, Section 5.4.2)
+ * differently from the RFC, so their MAC_x (and, for methods 0/2, the
+ * signature over it) does not verify here. Each way is one bit:
+ *
+ *   EDHOC_DEV_C_BSTR          "c-bstr": a one-byte C_R that has an int form
+ *       (bytes 0x00-0x17, 0x20-0x37, Section 3.3.2) is put into context_2 as
+ *       a byte string (41 27 instead of 27). message_2 only: C_I is not in
+ *       context_3, and TH_2 = H(G_Y, H(message_1)) covers C_I in the bytes
+ *       of message_1 as sent, so no re-encoding of C_I reaches a MAC.
+ *   EDHOC_DEV_KID_INT         "kid-int": an ID_CRED_x = {4: kid} with a
+ *       one-byte kid that has an int form is used as {4: int} (a1 04 32
+ *       instead of a1 04 41 32), i.e. the compact kid of PLAINTEXT_x
+ *       (Section 3.5.3.2) turned back into a map without making it a byte
+ *       string again.
+ *   EDHOC_DEV_ID_CRED_COMPACT "id-cred-compact": ID_CRED_x = {4: kid} is used
+ *       in its compact PLAINTEXT_x form (the kid alone, e.g. 32), which
+ *       Section 3.5.3.2 reserves for PLAINTEXT_x.
+ *   EDHOC_DEV_CRED_WRAP       "cred-wrap": CRED_x is used with an extra outer
+ *       byte string (a CCS map wrapped in a bstr) or, when CRED_x is itself
+ *       a byte string (an X.509 certificate, Section 3.5.2), without it.
+ *   EDHOC_DEV_EAD_OMITTED     "ead-omitted": EAD_x is left out of context_x
+ *       although message_x carries it.
+ *
+ * ID_CRED_x also goes into the COSE protected header of the signature
+ * (methods 0/2); a deviating implementation holds one ID_CRED_x and uses it
+ * in both places, so kid-int and id-cred-compact apply to both. Only
+ * context_x (and that header) is affected: the transcript hashes TH_3 and
+ * TH_4 follow RFC 9528 in every case (they hash PLAINTEXT_x as sent). A
+ * deviation that does not apply to a message (c-bstr for message_3, or for
+ * a C_R without an int form; kid-int for a kid that is not one byte with
+ * an int form; ead-omitted without EAD) changes nothing. */
+#define EDHOC_DEV_C_BSTR (1u << 0)
+#define EDHOC_DEV_KID_INT (1u << 1)
+#define EDHOC_DEV_ID_CRED_COMPACT (1u << 2)
+#define EDHOC_DEV_CRED_WRAP (1u << 3)
+#define EDHOC_DEV_EAD_OMITTED (1u << 4)
+#define EDHOC_DEV_ALL (EDHOC_DEV_C_BSTR | EDHOC_DEV_KID_INT | EDHOC_DEV_ID_CRED_COMPACT | \
+                       EDHOC_DEV_CRED_WRAP | EDHOC_DEV_EAD_OMITTED)
+
+/* The name of one deviation bit ("c-bstr", "kid-int", "id-cred-compact",
+ * "cred-wrap", "ead-omitted"), or NULL when bit is not exactly one known
+ * bit. */
+const char *edhoc_deviation_name(unsigned bit);
+
+/* Parse a comma-separated list of deviation names (spaces around names are
+ * ignored); "none" alone and "" give 0. Returns 0 with *mask set, or
+ * EDHOC_ERR_ARG (unknown or empty name, "none" with other names; the
+ * reason in why, NUL-terminated, truncated to cap; why may be NULL). */
+int edhoc_deviations_parse(const char *list, unsigned *mask, char *why, size_t cap);
+
+/* Format a mask as the list edhoc_deviations_parse reads back ("none" for
+ * 0; bits without a name as a hex number). Writes a NUL-terminated string
+ * into out (truncated to cap) and returns its untruncated length. */
+size_t edhoc_deviations_format(unsigned mask, char *out, size_t cap);
+
 /* ---- Configuration ---- */
 
 enum edhoc_role {
@@ -214,6 +273,34 @@ struct edhoc_config {
      * 0 = defaults (application AEAD key length / 8). */
     size_t oscore_key_len;
     size_t oscore_salt_len;
+
+    /* EDHOC_DEV_* this side accepts from the peer (opt-in; 0 accepts
+     * nothing). When the peer's Signature_or_MAC_x does not verify but
+     * does under deviations that are all in this mask, the message is
+     * accepted and edhoc_session_tolerated() names them. (With `emulate`
+     * set, what must be in this mask is how the peer's context_x differs
+     * from the one this side expected.) Each tolerated
+     * variant of context_x is one more MAC value a forger may hit: with
+     * all five, up to six more per message, about 3 bits off a 64-bit
+     * MAC against online attacks (RFC 9528 Section 9.1); c-bstr alone
+     * costs 1 bit. */
+    unsigned tolerate;
+    /* EDHOC_DEV_* this side commits itself, as the deployed device does: a
+     * test aid, so that a real process can send and expect deviant bytes.
+     * They apply to every context_x this side computes, for its own
+     * message and when it verifies the peer's:
+     *   c-bstr: a responder computes MAC_2 with its C_R as a byte string;
+     *     an initiator verifies MAC_2 with the peer's C_R as a byte string.
+     *   kid-int: own ID_CRED = {4: kid} with a one-byte kid that has an int
+     *     form is used as {4: int} for MAC_x (and the signature's protected
+     *     header); the peer's compact kid is rebuilt as {4: int} when
+     *     verifying.
+     *   id-cred-compact, cred-wrap, ead-omitted: own and peer's context_x
+     *     built that way (see "Deviations" above); with both kid-int and
+     *     id-cred-compact set, kid-int is used.
+     * What is sent (PLAINTEXT_x, C_R, ID_CRED_x) and the transcript hashes
+     * stay as RFC 9528 says. 0 in production. */
+    unsigned emulate;
 };
 
 /* ---- Session ---- */
@@ -252,6 +339,13 @@ struct edhoc_session {
     uint8_t th[EDHOC_CRYPTO_MAX_HASH];             /* TH_2, then TH_3, then TH_4 */
     uint8_t prk[EDHOC_CRYPTO_MAX_HASH];            /* PRK_2e -> PRK_3e2m -> PRK_4e3m */
     uint8_t prk_out[EDHOC_CRYPTO_MAX_HASH];
+    /* Private: what the diagnosis of a failed Signature_or_MAC_x found
+     * (edhoc_session_diagnosis); these bytes sit in what was padding. */
+    uint8_t dev_found;     /* EDHOC_DEV_* under which it verifies */
+    uint8_t dev_tolerated; /* EDHOC_DEV_* accepted on this handshake */
+    uint8_t dev_own;       /* EDHOC_DEV_* this side emulated in that context */
+    uint8_t dev_info;      /* EDHOC_DI_* (private) */
+    uint8_t dev_kid;       /* the peer's one-byte kid, for the text */
 };
 
 /* Start a session. cfg must stay valid and unchanged while the session is
@@ -291,6 +385,42 @@ const uint8_t *edhoc_session_own_conn_id(const struct edhoc_session *s, size_t *
 const uint8_t *edhoc_session_peer_conn_id(const struct edhoc_session *s, size_t *len);
 /* The error that aborted the session (0 if none). */
 int edhoc_session_error(const struct edhoc_session *s);
+
+/* Why the peer's Signature_or_MAC_2/3 did not verify. When verify_message_2
+ * / verify_message_3 find a MAC_x or signature that does not verify, they
+ * recompute it (before the secrets are wiped) under each deviation that
+ * applies, alone and as the pair c-bstr + kid-int, and keep which one
+ * makes it verify; only this bitmask and a few bytes for the text stay in
+ * the session. This is a pure function of what the verify step has (TH_x,
+ * PRK, the credential and ID_CRED given to verify, C_R, EAD_x): no I/O,
+ * deterministic. Its cost, on failures only: up to six more MAC_x
+ * computations and, for methods 0/2, as many signature verifications.
+ * When this side emulates deviations, RFC 9528 as written is tried too
+ * (matched 0, the text says so). */
+struct edhoc_diagnosis {
+    unsigned matched;  /* EDHOC_DEV_* under which it verifies; 0: none found */
+    int message;       /* 2 or 3 */
+    /* e.g. "MAC_2 matches when C_R is the byte string h'27' instead of
+     * the int -8 (0x27) in context_2 (RFC 9528 Section 3.3.2): the peer
+     * deviates; --tolerate c-bstr accepts it" ("Signature_or_MAC_2
+     * verifies when ..." for methods 0/2; "...; tolerated (--tolerate
+     * c-bstr)" once accepted), or "MAC_2 verification failed: no known
+     * deviation explains it". */
+    char text[320];
+};
+
+/* Fill d with the diagnosis of this session: after a failed verify (the
+ * session is in ERROR with EDHOC_ERR_MAC / EDHOC_ERR_SIGNATURE), or after a
+ * verify that succeeded by tolerating a deviation. Returns 0, EDHOC_ERR_ARG,
+ * or EDHOC_ERR_STATE when no Signature_or_MAC_x failed on this session
+ * (d is then zeroed). Valid until the session is initialized again. */
+int edhoc_session_diagnosis(const struct edhoc_session *s, struct edhoc_diagnosis *d);
+
+/* The deviations accepted (edhoc_config.tolerate) on this handshake; 0
+ * when the peer followed RFC 9528 (or nothing was verified yet). With
+ * edhoc_config.emulate set: how the peer differed from what this side
+ * expected. */
+unsigned edhoc_session_tolerated(const struct edhoc_session *s);
 
 /* ---- What the peer sent ---- */
 
@@ -507,8 +637,14 @@ int edhoc_error_code_for(int err);
 const char *edhoc_strerror(int err);
 /* Text naming the failed step and value, e.g. "MAC_2 verification failed",
  * "message_1: G_X has the wrong length for the suite"; "" when the session
- * has not failed. Writes a NUL-terminated string into buf (truncated to
- * cap) and returns its untruncated length. */
+ * has not failed. A failed MAC_x / signature that a known deviation
+ * explains carries the diagnosis: "MAC_2 verification failed; MAC_2
+ * matches when ..." (up to about 480 bytes); when none explains it the
+ * text stays "MAC_2 verification failed" (edhoc_session_diagnosis says
+ * "no known deviation explains it"). The error message sent to the peer
+ * (edhoc_session_write_error) carries only the part before the diagnosis.
+ * Writes a NUL-terminated string into buf (truncated to cap) and returns
+ * its untruncated length. */
 size_t edhoc_session_error_text(const struct edhoc_session *s, char *buf, size_t cap);
 
 /* ---- Stand-alone parsers (validation only, no secrets; used by the

@@ -302,6 +302,8 @@ struct edhoc_server_handshake {
     size_t bytes[5];          /* EDHOC bytes of message_1..4 (index 1..4), 0: none */
     size_t error_bytes;       /* an error message sent or received */
     uint64_t duration_ms;     /* from message_1 to the end */
+    unsigned tolerated;       /* EDHOC_DEV_* of the initiator accepted with --tolerate */
+    const char *diagnosis;    /* which deviation explains a failed MAC_3/signature, "" */
 };
 
 /* The first OSCORE request on the context of handshake `handshake`. */

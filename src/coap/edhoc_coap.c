@@ -272,6 +272,7 @@ static void hs_init(struct edhoc_server *srv, struct edhoc_server_handshake *r, 
     r->err_code = -1;
     r->peer_diagnostic = "";
     r->causes = "";
+    r->diagnosis = "";
 }
 
 static void hs_from_pending(struct edhoc_server *srv, const struct pending *h,
@@ -1270,6 +1271,20 @@ static long on_message_1(struct edhoc_server *srv, const struct coap_msg *req, c
                  srv->buf, (size_t)n, out, cap);
 }
 
+/* NULL, or which deviations of the initiator --tolerate accepted on this
+ * handshake (said on every handshake it affected). */
+static const char *tolerated_text(const struct pending *h)
+{
+    static char text[200];
+    unsigned t = edhoc_session_tolerated(&h->s);
+    if (!t)
+        return NULL;
+    char names[120];
+    edhoc_deviations_format(t, names, sizeof names);
+    snprintf(text, sizeof text, "tolerated %s (the initiator deviates from RFC 9528)", names);
+    return text;
+}
+
 static void log_done(struct edhoc_server *srv, const struct pending *h, size_t m3_len,
                      const char *outcome, const char *why)
 {
@@ -1394,10 +1409,15 @@ static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, 
         long n = session_error_response(srv, req, &h->s, rc, rc == EDHOC_ERR_CRYPTO,
                                         srv->cfg.record ? &r : NULL, out, cap);
         srv->st.handshakes_failed++;
-        log_done(srv, h, m3_len, "failed", edhoc_strerror(rc));
+        /* The step, and the deviation that explains a failed MAC_3 or
+         * signature when one does (RFC 9528 Section 5.4.3). */
+        char text[400];
+        edhoc_session_error_text(&h->s, text, sizeof text);
+        struct edhoc_diagnosis diag;
+        bool diagnosed = edhoc_session_diagnosis(&h->s, &diag) == 0 && diag.matched;
+        log_done(srv, h, m3_len, "failed", diagnosed ? text : edhoc_strerror(rc));
         if (srv->cfg.record) {
-            char text[200];
-            edhoc_session_error_text(&h->s, text, sizeof text);
+            r.diagnosis = diagnosed ? diag.text : "";
             r.outcome = rc == EDHOC_ERR_MAC || rc == EDHOC_ERR_SIGNATURE || rc == EDHOC_ERR_DECRYPT
                             ? EDHOC_SERVER_VERIFY
                         : our_fault(rc) && rc != EDHOC_ERR_CREDENTIAL ? EDHOC_SERVER_FAILED
@@ -1443,6 +1463,7 @@ static void hs_ok(struct edhoc_server *srv, const struct pending *h, const struc
         hs_from_pending(srv, h, &r);
         hs_add_message_3(srv, h, &r);
         r.outcome = EDHOC_SERVER_OK;
+        r.tolerated = edhoc_session_tolerated(&h->s);
         r.combined = combined;
         r.bytes[3] = m3_len;
         r.bytes[4] = m4_len;
@@ -1490,7 +1511,7 @@ static long on_message_3(struct edhoc_server *srv, const struct coap_msg *req, s
     } else {
         resp = build(req, COAP_CODE_CHANGED, -1, NULL, 0, out, cap);
     }
-    log_done(srv, h, m3_len + m4_len, "ok", NULL);
+    log_done(srv, h, m3_len + m4_len, "ok", tolerated_text(h));
     hs_ok(srv, h, ctx, m3_len, m4_len, false);
     pending_free(srv, h);
     return resp;
@@ -2172,7 +2193,8 @@ static long on_combined(struct edhoc_server *srv, struct edhoc_transport_peer *p
     if (r)
         return r;
     srv->st.handshakes_ok++;
-    log_done(srv, h, (size_t)m3_len, "ok", "combined request");
+    log_done(srv, h, (size_t)m3_len, "ok",
+             edhoc_session_tolerated(&h->s) ? tolerated_text(h) : "combined request");
     hs_ok(srv, h, ctx, (size_t)m3_len, 0, true);
     pending_free(srv, h);
 

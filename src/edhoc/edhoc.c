@@ -7,6 +7,7 @@
  * are assembled in stack buffers bounded by EDHOC_MAX_TRANSCRIPT, hashed or
  * expanded, and wiped when they held secrets.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ static size_t hash_len_of(const struct edhoc_suite *su)
 
 static void trace(const struct edhoc_session *s, const char *name, const uint8_t *v, size_t len)
 {
-    if (s->cfg && s->cfg->trace)
+    if (s->cfg && s->cfg->trace && !(s->flags & EDHOC_SF_QUIET))
         s->cfg->trace(s->cfg->trace_ctx, name, v, len);
 }
 
@@ -300,6 +301,8 @@ int edhoc_session_init(struct edhoc_session *s, enum edhoc_role role,
     for (int m = 1; m <= 4; m++)
         if (cfg->n_ead[m] && !cfg->ead[m])
             return EDHOC_ERR_ARG;
+    if ((cfg->tolerate | cfg->emulate) & ~(unsigned)EDHOC_DEV_ALL)
+        return EDHOC_ERR_ARG;
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     s->role = (uint8_t)role;
@@ -663,23 +666,119 @@ out:
     return rc;
 }
 
-/* context_x = << ? C_R, ID_CRED_x, TH_x, CRED_x, ? EAD_x >> into buf, C_R
- * for message_2 only (c_r NULL otherwise). *aad_off: where
- * << TH_x, CRED_x, ? EAD_x >>, the external_aad of the signature, begins. */
+/* What goes into context_x = << ? C_R, ID_CRED_x, TH_x, CRED_x, ? EAD_x >>
+ * (C_R for message_2 only) and, for a signature, into the COSE protected
+ * header, and how: as RFC 9528 says, or with the deviations of deployed
+ * implementations (context_deviate). */
+struct context_in {
+    const uint8_t *c_r; /* NULL for message_3 */
+    size_t c_r_len;
+    bool c_r_bstr;      /* c-bstr: C_R as a byte string even with an int form */
+    const uint8_t *id_cred;
+    size_t id_cred_len;
+    const uint8_t *cred;
+    size_t cred_len;
+    bool cred_wrapped;  /* cred-wrap: CRED_x inside an extra byte string */
+    const uint8_t *ead;
+    size_t ead_len;
+    /* kid-int / id-cred-compact forms of ID_CRED_x (id_cred points here) */
+    uint8_t id_buf[EDHOC_CRED_MAX_KID + 10];
+};
+
+/* Whether CRED_x is one CBOR byte string (an X.509 certificate, RFC 9528
+ * Section 3.5.2); *content is what it wraps. */
+static bool cred_is_bstr(const uint8_t *cred, size_t len, const uint8_t **content,
+                         size_t *content_len)
+{
+    struct edhoc_cbor_reader r;
+    struct edhoc_cbor_item it;
+    edhoc_cbor_reader_init(&r, cred, len);
+    if (edhoc_cbor_get(&r, &it) || it.type != EDHOC_CBOR_BSTR || !edhoc_cbor_at_end(&r))
+        return false;
+    *content = it.ptr;
+    *content_len = it.len;
+    return true;
+}
+
+/* The deviations that change anything for this context (see edhoc.h):
+ * the others would recompute the same bytes. */
+static unsigned deviations_applicable(const struct context_in *rfc)
+{
+    unsigned m = EDHOC_DEV_CRED_WRAP;
+    const uint8_t *kid;
+    size_t kid_len;
+    if (rfc->c_r && rfc->c_r_len == 1 && edhoc_is_one_byte_int(rfc->c_r[0]))
+        m |= EDHOC_DEV_C_BSTR;
+    if (edhoc_lone_kid(rfc->id_cred, rfc->id_cred_len, &kid, &kid_len)) {
+        m |= EDHOC_DEV_ID_CRED_COMPACT;
+        if (kid_len == 1 && edhoc_is_one_byte_int(kid[0]))
+            m |= EDHOC_DEV_KID_INT;
+    }
+    if (rfc->ead_len)
+        m |= EDHOC_DEV_EAD_OMITTED;
+    return m;
+}
+
+/* out = rfc with the deviations of mask applied. mask must be within
+ * deviations_applicable(rfc), without both kid-int and id-cred-compact. */
+static void context_deviate(const struct context_in *rfc, unsigned mask, struct context_in *out)
+{
+    *out = *rfc;
+    out->c_r_bstr = (mask & EDHOC_DEV_C_BSTR) != 0;
+    const uint8_t *kid;
+    size_t kid_len;
+    if ((mask & (EDHOC_DEV_KID_INT | EDHOC_DEV_ID_CRED_COMPACT)) &&
+        edhoc_lone_kid(rfc->id_cred, rfc->id_cred_len, &kid, &kid_len)) {
+        struct edhoc_cbor_writer w;
+        edhoc_cbor_writer_init(&w, out->id_buf, sizeof out->id_buf);
+        if (mask & EDHOC_DEV_KID_INT) {
+            /* {4: int}: the one-byte kid is its own int encoding */
+            edhoc_cbor_put_map(&w, 1);
+            edhoc_cbor_put_uint(&w, 4);
+            edhoc_cbor_put_raw(&w, kid, 1);
+        } else {
+            edhoc_put_bstr_id(&w, kid, kid_len);
+        }
+        long n = edhoc_cbor_writer_finish(&w);
+        if (n > 0) {
+            out->id_cred = out->id_buf;
+            out->id_cred_len = (size_t)n;
+        }
+    }
+    if (mask & EDHOC_DEV_CRED_WRAP) {
+        const uint8_t *inner;
+        size_t inner_len;
+        if (cred_is_bstr(rfc->cred, rfc->cred_len, &inner, &inner_len)) {
+            out->cred = inner;
+            out->cred_len = inner_len;
+        } else {
+            out->cred_wrapped = true;
+        }
+    }
+    if (mask & EDHOC_DEV_EAD_OMITTED)
+        out->ead_len = 0;
+}
+
+/* context_x into buf. *aad_off: where << TH_x, CRED_x, ? EAD_x >>, the
+ * external_aad of the signature, begins. */
 static int build_context(const struct edhoc_session *s, const struct auth_msg *m,
-                         const uint8_t *c_r, size_t c_r_len, const uint8_t *id_cred,
-                         size_t id_cred_len, const struct edhoc_cred *cred, const uint8_t *ead,
-                         size_t ead_len, uint8_t *buf, size_t cap, size_t *len, size_t *aad_off)
+                         const struct context_in *in, uint8_t *buf, size_t cap, size_t *len,
+                         size_t *aad_off)
 {
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, buf, cap);
-    if (c_r)
-        edhoc_put_bstr_id(&w, c_r, c_r_len);
-    edhoc_cbor_put_raw(&w, id_cred, id_cred_len);
+    if (in->c_r && in->c_r_bstr)
+        edhoc_cbor_put_bstr(&w, in->c_r, in->c_r_len);
+    else if (in->c_r)
+        edhoc_put_bstr_id(&w, in->c_r, in->c_r_len);
+    edhoc_cbor_put_raw(&w, in->id_cred, in->id_cred_len);
     long aad_start = edhoc_cbor_writer_finish(&w);
     edhoc_cbor_put_bstr(&w, s->th, s->th_len);
-    edhoc_cbor_put_raw(&w, cred->cred, cred->cred_len);
-    edhoc_cbor_put_raw(&w, ead, ead_len);
+    if (in->cred_wrapped)
+        edhoc_cbor_put_bstr(&w, in->cred, in->cred_len);
+    else
+        edhoc_cbor_put_raw(&w, in->cred, in->cred_len);
+    edhoc_cbor_put_raw(&w, in->ead, in->ead_len);
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
         return EDHOC_ERR_TOO_LARGE;
@@ -765,8 +864,8 @@ out:
 /* The peer's Signature_or_MAC_x, received in rx, against its credential. */
 static int check_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
                             const uint8_t *prk, const uint8_t *context, size_t context_len,
-                            size_t aad_off, const struct edhoc_received *rx,
-                            const struct edhoc_cred *cred)
+                            size_t aad_off, const uint8_t *id_cred, size_t id_cred_len,
+                            const struct edhoc_received *rx, const struct edhoc_cred *cred)
 {
     const struct edhoc_suite *su = suite_of(s);
     uint8_t mac[EDHOC_CRYPTO_MAX_HASH];
@@ -787,8 +886,8 @@ static int check_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, b
     }
     uint8_t tbs[EDHOC_MAX_TRANSCRIPT + 64];
     size_t tbs_len = 0;
-    rc = build_to_be_signed(s, m, rx->id_cred, rx->id_cred_len, context, context_len, aad_off,
-                            mac, mac_len, tbs, sizeof tbs, &tbs_len);
+    rc = build_to_be_signed(s, m, id_cred, id_cred_len, context, context_len, aad_off, mac,
+                            mac_len, tbs, sizeof tbs, &tbs_len);
     edhoc_wipe(mac, sizeof mac);
     if (rc)
         return rc;
@@ -875,13 +974,27 @@ static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m
     rc = own_id_cred(s, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
     if (!rc)
         rc = own_ead(s, m->msg_no, ead, sizeof ead, &ead_len);
+    if (rc)
+        goto out;
+    /* context_x as RFC 9528 says, or as the deployed device builds it when
+     * this side emulates one (a test aid, edhoc_config.emulate). What is
+     * sent below stays as the RFC says either way. */
+    struct context_in rfc = {
+        .c_r = with_c_r ? s->own_cid : NULL,
+        .c_r_len = s->own_cid_len,
+        .id_cred = id_cred,
+        .id_cred_len = id_cred_len,
+        .cred = c->cred->cred,
+        .cred_len = c->cred->cred_len,
+        .ead = ead,
+        .ead_len = ead_len,
+    };
+    struct context_in used;
+    context_deviate(&rfc, c->emulate & deviations_applicable(&rfc), &used);
+    rc = build_context(s, m, &used, context, sizeof context, &context_len, &aad_off);
     if (!rc)
-        rc = build_context(s, m, with_c_r ? s->own_cid : NULL, s->own_cid_len, id_cred,
-                           id_cred_len, c->cred, ead, ead_len, context, sizeof context,
-                           &context_len, &aad_off);
-    if (!rc)
-        rc = make_sig_or_mac(s, m, sdh, prk_next, context, context_len, aad_off, id_cred,
-                             id_cred_len, sig, &sig_len);
+        rc = make_sig_or_mac(s, m, sdh, prk_next, context, context_len, aad_off, used.id_cred,
+                             used.id_cred_len, sig, &sig_len);
     if (rc)
         goto out;
 
@@ -916,8 +1029,90 @@ static bool received_consistent(const struct edhoc_received *rx)
            rx->id_cred_len > 0;
 }
 
+/* context_x under in, then the peer's Signature_or_MAC_x against it. */
+static int check_context(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
+                         const uint8_t *prk, const struct context_in *in,
+                         const struct edhoc_received *rx, const struct edhoc_cred *cred,
+                         uint8_t *context, size_t cap)
+{
+    size_t context_len = 0, aad_off = 0;
+    int rc = build_context(s, m, in, context, cap, &context_len, &aad_off);
+    if (!rc)
+        rc = check_sig_or_mac(s, m, static_dh, prk, context, context_len, aad_off, in->id_cred,
+                              in->id_cred_len, rx, cred);
+    return rc;
+}
+
+/* The deviations the diagnosis tries, in this order: each alone, then the
+ * pair seen together on deployed devices, and last RFC 9528 as written
+ * (which is a candidate only when this side emulates a deviation).
+ * kid-int with id-cred-compact is no candidate: they are two readings of
+ * the same ID_CRED_x. */
+static const unsigned diagnosis_candidates[] = {
+    EDHOC_DEV_C_BSTR,
+    EDHOC_DEV_KID_INT,
+    EDHOC_DEV_ID_CRED_COMPACT,
+    EDHOC_DEV_CRED_WRAP,
+    EDHOC_DEV_EAD_OMITTED,
+    EDHOC_DEV_C_BSTR | EDHOC_DEV_KID_INT,
+    0,
+};
+
+/* The peer's Signature_or_MAC_x did not verify under context_x as `own`
+ * builds it (RFC 9528, or what this side emulates): recompute it under
+ * each candidate deviation and record the one that makes it verify. The
+ * secrets it needs (PRK, TH_x) are still there: the caller fails the
+ * session only afterwards. Returns the candidate's mask, or -1 when none
+ * verifies. */
+static long diagnose(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
+                     const uint8_t *prk, const struct context_in *rfc, unsigned own,
+                     const struct edhoc_received *rx, const struct edhoc_cred *cred,
+                     uint8_t *context, size_t cap)
+{
+    unsigned applicable = deviations_applicable(rfc);
+    long found = -1;
+    s->flags |= EDHOC_SF_QUIET;
+    for (size_t i = 0; i < sizeof diagnosis_candidates / sizeof diagnosis_candidates[0]; i++) {
+        unsigned c = diagnosis_candidates[i];
+        if ((c & ~applicable) || c == own)
+            continue;
+        struct context_in alt;
+        context_deviate(rfc, c, &alt);
+        /* Any other failure (a context too large once wrapped, the
+         * backend) just means this candidate explains nothing. */
+        if (check_context(s, m, static_dh, prk, &alt, rx, cred, context, cap) == 0) {
+            found = (long)c;
+            break;
+        }
+    }
+    s->flags &= (uint8_t)~EDHOC_SF_QUIET;
+
+    uint8_t info = EDHOC_DI_DONE;
+    if (m->msg_no == 3)
+        info |= EDHOC_DI_M3;
+    if (!static_dh)
+        info |= EDHOC_DI_SIG;
+    const uint8_t *kid, *inner;
+    size_t kid_len, inner_len;
+    if (edhoc_lone_kid(rfc->id_cred, rfc->id_cred_len, &kid, &kid_len) && kid_len == 1) {
+        info |= EDHOC_DI_KID;
+        s->dev_kid = kid[0];
+    }
+    if (cred_is_bstr(rfc->cred, rfc->cred_len, &inner, &inner_len))
+        info |= EDHOC_DI_CRED_BSTR;
+    if (found >= 0) {
+        info |= EDHOC_DI_MATCH;
+        s->dev_found = (uint8_t)found;
+    }
+    s->dev_own = (uint8_t)own;
+    s->dev_info = info;
+    return found;
+}
+
 /* The peer's message_2 / message_3, decrypted into rx, against its
- * credential; then the key schedule moves on as for our own message. */
+ * credential; then the key schedule moves on as for our own message. A
+ * Signature_or_MAC_x that does not verify is diagnosed, and accepted when
+ * the deviations that explain it are all tolerated (edhoc_config.tolerate). */
 static int verify_peer(struct edhoc_session *s, const struct auth_msg *m,
                        const struct edhoc_received *rx, const struct edhoc_cred *cred)
 {
@@ -929,16 +1124,39 @@ static int verify_peer(struct edhoc_session *s, const struct auth_msg *m,
     if (sdh && cred->curve != suite_of(s)->ecdh_curve)
         return EDHOC_ERR_CREDENTIAL;
 
+    /* Only C_R is in a context: C_I is not in context_3 (Section 5.4.2),
+     * and TH_2 = H(G_Y, H(message_1)) covers C_I in the bytes of message_1
+     * as sent, so a peer's own encoding of C_I reaches no MAC. */
+    struct context_in rfc = {
+        .c_r = m->msg_no == 2 ? s->peer_cid : NULL,
+        .c_r_len = s->peer_cid_len,
+        .id_cred = rx->id_cred,
+        .id_cred_len = rx->id_cred_len,
+        .cred = cred->cred,
+        .cred_len = cred->cred_len,
+        .ead = rx->plaintext + rx->ead_off,
+        .ead_len = rx->ead_len,
+    };
+    unsigned own = s->cfg->emulate & deviations_applicable(&rfc);
+    struct context_in used;
+    context_deviate(&rfc, own, &used);
+
     uint8_t prk_next[EDHOC_CRYPTO_MAX_HASH];
     uint8_t context[EDHOC_MAX_TRANSCRIPT];
-    size_t context_len = 0, aad_off = 0;
     int rc = derive_auth_prk(s, m, sdh, s->eph_priv, cred->pub, cred->pub_len, prk_next);
     if (!rc)
-        rc = build_context(s, m, m->msg_no == 2 ? s->peer_cid : NULL, s->peer_cid_len,
-                           rx->id_cred, rx->id_cred_len, cred, rx->plaintext + rx->ead_off,
-                           rx->ead_len, context, sizeof context, &context_len, &aad_off);
-    if (!rc)
-        rc = check_sig_or_mac(s, m, sdh, prk_next, context, context_len, aad_off, rx, cred);
+        rc = check_context(s, m, sdh, prk_next, &used, rx, cred, context, sizeof context);
+    if (rc == EDHOC_ERR_MAC || rc == EDHOC_ERR_SIGNATURE) {
+        long found = diagnose(s, m, sdh, prk_next, &rfc, own, rx, cred, context, sizeof context);
+        /* Accept only when the peer's context_x differs from ours in
+         * nothing but what the application tolerates. Without emulation
+         * that difference is exactly the peer's deviations. */
+        unsigned differs = found >= 0 ? ((unsigned)found ^ own) : 0;
+        if (differs && (differs & ~s->cfg->tolerate) == 0) {
+            s->dev_tolerated = (uint8_t)differs;
+            rc = 0;
+        }
+    }
     if (!rc)
         rc = advance_key_schedule(s, m, rx->plaintext, rx->plaintext_len, cred, prk_next);
     edhoc_wipe(prk_next, sizeof prk_next);
@@ -1544,7 +1762,9 @@ static const char *step_name(int step)
     }
 }
 
-size_t edhoc_session_error_text(const struct edhoc_session *s, char *buf, size_t cap)
+/* The error text without the diagnosis: what the error message to the
+ * peer carries. */
+static size_t base_error_text(const struct edhoc_session *s, char *buf, size_t cap)
 {
     char tmp[160];
     int n = 0;
@@ -1594,6 +1814,188 @@ size_t edhoc_session_error_text(const struct edhoc_session *s, char *buf, size_t
     return (size_t)n;
 }
 
+/* ---- diagnosis of a Signature_or_MAC_x that did not verify ---- */
+
+/* Appends to a fixed buffer; what does not fit is dropped, the string
+ * stays terminated. */
+struct text_out {
+    char *p;
+    size_t cap, n;
+};
+
+static void text_add(struct text_out *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void text_add(struct text_out *t, const char *fmt, ...)
+{
+    if (t->n + 1 >= t->cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(t->p + t->n, t->cap - t->n, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        t->n += (size_t)k < t->cap - t->n ? (size_t)k : t->cap - t->n - 1;
+}
+
+/* One deviation as the text describes it: what the peer put into
+ * context_x instead of what RFC 9528 says. Kept short: the pair c-bstr +
+ * kid-int with a signature must fit struct edhoc_diagnosis.text. */
+static void deviation_clause(const struct edhoc_session *s, unsigned bit, struct text_out *t)
+{
+    uint8_t info = s->dev_info;
+    int msg = (info & EDHOC_DI_M3) ? 3 : 2;
+    char x = msg == 3 ? 'I' : 'R';
+    /* With a signature, ID_CRED_x is in its protected header as well. */
+    const char *also = (info & EDHOC_DI_SIG) ? " and the protected header" : "";
+    uint8_t kid = s->dev_kid;
+    bool have_kid = (info & EDHOC_DI_KID) != 0;
+    switch (bit) {
+    case EDHOC_DEV_C_BSTR: {
+        /* Only the initiator verifies MAC_2: C_R is its peer's identifier. */
+        uint8_t c_r = s->role == EDHOC_INITIATOR ? s->peer_cid[0] : s->own_cid[0];
+        text_add(t,
+                 "C_R is the byte string h'%02x' instead of the int %d (0x%02x) in context_2 "
+                 "(RFC 9528 Section 3.3.2)",
+                 c_r, edhoc_one_byte_int_value(c_r), c_r);
+        break;
+    }
+    case EDHOC_DEV_KID_INT:
+        if (have_kid)
+            text_add(t,
+                     "ID_CRED_%c is {4: %d} instead of {4: h'%02x'} in context_%d%s (RFC 9528 "
+                     "Section 3.5.3.2)",
+                     x, edhoc_one_byte_int_value(kid), kid, msg, also);
+        else
+            text_add(t,
+                     "ID_CRED_%c is {4: int} instead of {4: bstr} in context_%d%s (RFC 9528 "
+                     "Section 3.5.3.2)",
+                     x, msg, also);
+        break;
+    case EDHOC_DEV_ID_CRED_COMPACT:
+        if (have_kid && edhoc_is_one_byte_int(kid))
+            text_add(t,
+                     "ID_CRED_%c is its compact form (the int %d) instead of {4: h'%02x'} in "
+                     "context_%d%s (RFC 9528 Section 3.5.3.2)",
+                     x, edhoc_one_byte_int_value(kid), kid, msg, also);
+        else if (have_kid)
+            text_add(t,
+                     "ID_CRED_%c is its compact form (h'%02x') instead of {4: h'%02x'} in "
+                     "context_%d%s (RFC 9528 Section 3.5.3.2)",
+                     x, kid, kid, msg, also);
+        else
+            text_add(t,
+                     "ID_CRED_%c is its compact form (the kid alone) instead of {4: kid} in "
+                     "context_%d%s (RFC 9528 Section 3.5.3.2)",
+                     x, msg, also);
+        break;
+    case EDHOC_DEV_CRED_WRAP:
+        text_add(t, "CRED_%c is %s in context_%d (RFC 9528 Section 3.5.2)", x,
+                 (info & EDHOC_DI_CRED_BSTR) ? "used without its byte string head"
+                                             : "wrapped in an extra byte string",
+                 msg);
+        break;
+    case EDHOC_DEV_EAD_OMITTED:
+        text_add(t,
+                 "EAD_%d is left out of context_%d although message_%d carries it (RFC 9528 "
+                 "Section %s)",
+                 msg, msg, msg, msg == 3 ? "5.4.2" : "5.3.2");
+        break;
+    default:
+        break;
+    }
+}
+
+/* The text of struct edhoc_diagnosis (the session has DI_DONE). */
+static void diagnosis_text(const struct edhoc_session *s, char *buf, size_t cap)
+{
+    struct text_out t = {buf, cap, 0};
+    if (cap)
+        buf[0] = '\0';
+    uint8_t info = s->dev_info;
+    int msg = (info & EDHOC_DI_M3) ? 3 : 2;
+    bool sig = (info & EDHOC_DI_SIG) != 0;
+    const char *what = sig ? "Signature_or_MAC" : "MAC";
+    const char *verb = sig ? "verifies" : "matches";
+    char names[128];
+    if (!(info & EDHOC_DI_MATCH)) {
+        text_add(&t, "%s_%d verification failed: no known deviation explains it", what, msg);
+        return;
+    }
+    if (s->dev_found == 0) {
+        edhoc_deviations_format(s->dev_own, names, sizeof names);
+        text_add(&t,
+                 "%s_%d %s under RFC 9528 as written: the peer does not deviate, this side "
+                 "emulates %s (a test aid)",
+                 what, msg, verb, names);
+        if (s->dev_tolerated)
+            text_add(&t, "; tolerated (--tolerate %s)", names);
+        return;
+    }
+    text_add(&t, "%s_%d %s when ", what, msg, verb);
+    bool first = true;
+    for (unsigned bit = 1; bit & EDHOC_DEV_ALL; bit <<= 1) {
+        if (!(s->dev_found & bit))
+            continue;
+        if (!first)
+            text_add(&t, " and ");
+        deviation_clause(s, bit, &t);
+        first = false;
+    }
+    /* What this side would have to tolerate: how the peer differs from
+     * what it expected (the peer's deviations, unless it emulates some). */
+    edhoc_deviations_format((unsigned)(s->dev_found ^ s->dev_own), names, sizeof names);
+    if (s->dev_tolerated)
+        text_add(&t, ": the peer deviates; tolerated (--tolerate %s)", names);
+    else
+        text_add(&t, ": the peer deviates; --tolerate %s accepts it", names);
+}
+
+int edhoc_session_diagnosis(const struct edhoc_session *s, struct edhoc_diagnosis *d)
+{
+    if (!s || !d)
+        return EDHOC_ERR_ARG;
+    memset(d, 0, sizeof *d);
+    if (!(s->dev_info & EDHOC_DI_DONE))
+        return EDHOC_ERR_STATE;
+    d->matched = (s->dev_info & EDHOC_DI_MATCH) ? s->dev_found : 0;
+    d->message = (s->dev_info & EDHOC_DI_M3) ? 3 : 2;
+    diagnosis_text(s, d->text, sizeof d->text);
+    return 0;
+}
+
+unsigned edhoc_session_tolerated(const struct edhoc_session *s)
+{
+    return s ? s->dev_tolerated : 0;
+}
+
+size_t edhoc_session_error_text(const struct edhoc_session *s, char *buf, size_t cap)
+{
+    char base[160];
+    char diag[sizeof((struct edhoc_diagnosis *)0)->text];
+    char tmp[sizeof base + sizeof diag + 2];
+    size_t n = base_error_text(s, base, sizeof base);
+    bool auth = s && s->state == EDHOC_STATE_ERROR &&
+                (s->error == EDHOC_ERR_MAC || s->error == EDHOC_ERR_SIGNATURE);
+    /* Only a diagnosis that found something is added: "no known deviation
+     * explains it" tells the reader of a log nothing the failure does not
+     * (edhoc_session_diagnosis still gives it). */
+    if (auth && (s->dev_info & EDHOC_DI_DONE) && (s->dev_info & EDHOC_DI_MATCH)) {
+        diagnosis_text(s, diag, sizeof diag);
+        int k = snprintf(tmp, sizeof tmp, "%s; %s", base, diag);
+        n = k > 0 ? (size_t)k : 0;
+    } else {
+        snprintf(tmp, sizeof tmp, "%s", base);
+    }
+    if (buf && cap) {
+        size_t have = strnlen(tmp, sizeof tmp);
+        size_t c = have < cap - 1 ? have : cap - 1;
+        memcpy(buf, tmp, c);
+        buf[c] = '\0';
+    }
+    return n;
+}
+
 int edhoc_session_write_error(const struct edhoc_session *s, uint8_t *out, size_t cap)
 {
     if (!s || !s->cfg || !out)
@@ -1617,6 +2019,6 @@ int edhoc_session_write_error(const struct edhoc_session *s, uint8_t *out, size_
         return edhoc_error_message_write(out, cap, code, NULL, list, n);
     }
     char text[96];
-    edhoc_session_error_text(s, text, sizeof text);
+    base_error_text(s, text, sizeof text);
     return edhoc_error_message_write(out, cap, code, text, NULL, 0);
 }

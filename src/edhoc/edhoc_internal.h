@@ -11,6 +11,17 @@
 #define EDHOC_SF_M4_DONE 0x04
 #define EDHOC_SF_CID_SENT 0x08
 #define EDHOC_SF_PEER_CID 0x10
+/* Candidate MACs of the diagnosis are not traced: the trace shows the
+ * handshake as it ran, not the variants tried after a failure. */
+#define EDHOC_SF_QUIET 0x20
+
+/* edhoc_session.dev_info */
+#define EDHOC_DI_DONE 0x01      /* a Signature_or_MAC_x failed and was diagnosed */
+#define EDHOC_DI_M3 0x02        /* ... in message_3 (else message_2) */
+#define EDHOC_DI_SIG 0x04       /* ... a signature (methods 0/2), else a MAC */
+#define EDHOC_DI_MATCH 0x08     /* dev_found makes it verify (0: RFC 9528 as written) */
+#define EDHOC_DI_KID 0x10       /* dev_kid is the one-byte kid of the peer's ID_CRED_x */
+#define EDHOC_DI_CRED_BSTR 0x20 /* CRED_x is a byte string: cred-wrap unwraps it */
 
 #define EDHOC_NO_SUITE (-128)
 
@@ -71,6 +82,15 @@ int edhoc_ead_next(struct edhoc_cbor_reader *r, struct edhoc_ead_item *item);
 int edhoc_ead_parse(const uint8_t *p, size_t len, struct edhoc_received *rx);
 /* Encode items into w. */
 void edhoc_ead_write(struct edhoc_cbor_writer *w, const struct edhoc_ead_item *items, size_t n);
+
+/* The int a one-byte int encoding stands for (b: 0x00-0x17, 0x20-0x37). */
+static inline int edhoc_one_byte_int_value(uint8_t b)
+{
+    return b <= 0x17 ? (int)b : -1 - (int)(b - 0x20);
+}
+
+/* When map is exactly {4: bstr kid}, point kid into it and return true. */
+bool edhoc_lone_kid(const uint8_t *map, size_t len, const uint8_t **kid, size_t *kid_len);
 
 /* ID_CRED = {4: kid}, the full form of a kid. */
 void edhoc_put_id_cred_kid(struct edhoc_cbor_writer *w, const uint8_t *kid, size_t len);

@@ -8,6 +8,7 @@
  * is rejected with the code naming the reason (RFC 9529 Section 4).
  */
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "edhoc_internal.h"
@@ -182,8 +183,7 @@ void edhoc_ead_write(struct edhoc_cbor_writer *w, const struct edhoc_ead_item *i
     }
 }
 
-/* When map is exactly {4: bstr kid}, return the kid. */
-static bool lone_kid(const uint8_t *map, size_t len, const uint8_t **kid, size_t *kid_len)
+bool edhoc_lone_kid(const uint8_t *map, size_t len, const uint8_t **kid, size_t *kid_len)
 {
     struct edhoc_cbor_reader r;
     struct edhoc_cbor_item it;
@@ -210,7 +210,7 @@ void edhoc_put_id_cred_compact(struct edhoc_cbor_writer *w, const uint8_t *map, 
 {
     const uint8_t *kid;
     size_t kid_len;
-    if (lone_kid(map, len, &kid, &kid_len))
+    if (edhoc_lone_kid(map, len, &kid, &kid_len))
         edhoc_put_bstr_id(w, kid, kid_len);
     else
         edhoc_cbor_put_raw(w, map, len);
@@ -403,7 +403,7 @@ static int plaintext_parse(const uint8_t *pt, size_t len, int method, int suite,
         size_t kid_len;
         if (it.len == 0)
             return EDHOC_ERR_MALFORMED;
-        if (lone_kid(rx->plaintext + start, r.pos - start, &kid, &kid_len))
+        if (edhoc_lone_kid(rx->plaintext + start, r.pos - start, &kid, &kid_len))
             return EDHOC_ERR_ID_CRED_ENCODING;
         /* A map with the single label 4 (kid) is a malformed kid if not a
          * bstr; either way it is not a valid full-form ID_CRED. */
@@ -671,4 +671,126 @@ const char *edhoc_strerror(int err)
             return edhoc_cbor_strerror(err);
         return "unknown error";
     }
+}
+
+/* ---- Deviation names ---- */
+
+static const struct {
+    unsigned bit;
+    const char *name;
+} deviation_names[] = {
+    {EDHOC_DEV_C_BSTR, "c-bstr"},
+    {EDHOC_DEV_KID_INT, "kid-int"},
+    {EDHOC_DEV_ID_CRED_COMPACT, "id-cred-compact"},
+    {EDHOC_DEV_CRED_WRAP, "cred-wrap"},
+    {EDHOC_DEV_EAD_OMITTED, "ead-omitted"},
+};
+#define N_DEVIATIONS (sizeof deviation_names / sizeof deviation_names[0])
+
+const char *edhoc_deviation_name(unsigned bit)
+{
+    for (size_t i = 0; i < N_DEVIATIONS; i++)
+        if (deviation_names[i].bit == bit)
+            return deviation_names[i].name;
+    return NULL;
+}
+
+/* The reason a list was refused, when the caller asked for one. */
+static void set_why(char *why, size_t cap, const char *text)
+{
+    if (why && cap)
+        snprintf(why, cap, "%s", text);
+}
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+int edhoc_deviations_parse(const char *list, unsigned *mask, char *why, size_t cap)
+{
+    if (why && cap)
+        why[0] = '\0';
+    if (!list || !mask) {
+        set_why(why, cap, "no deviation list given");
+        return EDHOC_ERR_ARG;
+    }
+    unsigned m = 0;
+    size_t n_names = 0;
+    bool saw_none = false;
+    const char *p = list;
+    /* "" (and only spaces) means none, like "none". */
+    while (is_space(*p))
+        p++;
+    if (*p == '\0') {
+        *mask = 0;
+        return 0;
+    }
+    for (;;) {
+        const char *start = p, *end = p;
+        while (*end && *end != ',')
+            end++;
+        const char *e = end;
+        while (start < e && is_space(*start))
+            start++;
+        while (e > start && is_space(e[-1]))
+            e--;
+        size_t len = (size_t)(e - start);
+        if (len == 0) {
+            set_why(why, cap, "empty name in the deviation list");
+            return EDHOC_ERR_ARG;
+        }
+        unsigned bit = 0;
+        if (len == 4 && memcmp(start, "none", 4) == 0) {
+            saw_none = true;
+        } else {
+            for (size_t i = 0; i < N_DEVIATIONS; i++)
+                if (strlen(deviation_names[i].name) == len &&
+                    memcmp(deviation_names[i].name, start, len) == 0)
+                    bit = deviation_names[i].bit;
+            if (!bit) {
+                if (why && cap)
+                    snprintf(why, cap,
+                             "unknown deviation \"%.*s\" (known: c-bstr, kid-int, "
+                             "id-cred-compact, cred-wrap, ead-omitted, or none)",
+                             len > 64 ? 64 : (int)len, start);
+                return EDHOC_ERR_ARG;
+            }
+        }
+        m |= bit;
+        n_names++;
+        if (*end == '\0')
+            break;
+        p = end + 1;
+    }
+    if (saw_none && n_names > 1) {
+        set_why(why, cap, "\"none\" cannot be combined with other deviations");
+        return EDHOC_ERR_ARG;
+    }
+    *mask = m;
+    return 0;
+}
+
+size_t edhoc_deviations_format(unsigned mask, char *out, size_t cap)
+{
+    char tmp[128];
+    size_t n = 0;
+    tmp[0] = '\0';
+    if (mask == 0) {
+        n = (size_t)snprintf(tmp, sizeof tmp, "none");
+    } else {
+        for (size_t i = 0; i < N_DEVIATIONS; i++)
+            if (mask & deviation_names[i].bit)
+                n += (size_t)snprintf(tmp + n, sizeof tmp - n, "%s%s", n ? "," : "",
+                                      deviation_names[i].name);
+        unsigned unknown = mask & ~(unsigned)EDHOC_DEV_ALL;
+        if (unknown)
+            n += (size_t)snprintf(tmp + n, sizeof tmp - n, "%s0x%x", n ? "," : "", unknown);
+    }
+    if (out && cap) {
+        size_t c = n < cap - 1 ? n : cap - 1;
+        memcpy(out, tmp, c);
+        out[c] = '\0';
+    }
+    return n;
 }

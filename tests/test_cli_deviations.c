@@ -1,0 +1,230 @@
+/*
+ * Devices that deviate from RFC 9528, against real processes that send the
+ * deviant bytes (--emulate, a test aid), in both roles: the other side
+ * fails without --tolerate and names the deviation (which step, which
+ * value, which RFC sentence), completes with it and says so, and the
+ * responder can avoid the int-form C_R that such devices mis-encode.
+ *
+ * The deviations are those of deployed uoscore-uedhoc devices:
+ *   c-bstr   RFC 9528 Section 3.3.2: a one-byte connection identifier
+ *            whose value is a one-byte CBOR int is encoded as that int;
+ *            the device puts such a C_R into context_2 as a byte string.
+ *   kid-int  Section 3.5.3.2: a compact ID_CRED (a lone kid) stands for
+ *            {4: bstr}; the device rebuilds it as {4: int}.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "net_test_util.h"
+
+#define CLI_RUN(out, timeout_s, ...) net_cli_run(out, timeout_s, false, __VA_ARGS__)
+
+/* Credentials: k2b (kid 0x2b, int form -12), k18 (kid 0x18, no int form),
+ * k32 (kid 0x32, int form -19), all P-256 static DH for method 3 suite 2. */
+static char k2b[300], k18[300], k32[300];
+
+static void keygen(char *base, size_t cap, const char *kid)
+{
+    snprintf(base, cap, "%s/k%s", net_dir, kid);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "keygen --type ccs --curve P-256 --kid %s --out-cred %s.ccs "
+                               "--out-key %s.key",
+                     kid, base, base);
+    if (rc != 0)
+        fail_msg("keygen %s: %d\n%s", kid, rc, out);
+    free(out);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (net_make_dir("dev"))
+        return -1;
+    keygen(k2b, sizeof k2b, "2b");
+    keygen(k18, sizeof k18, "18");
+    keygen(k32, sizeof k32, "32");
+    return 0;
+}
+
+static void start(struct net_proc *r, const char *name, const char *extra)
+{
+    char args[1500];
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir none -v %s", extra);
+    assert_int_equal(net_responder_start(r, name, args), 0);
+}
+
+/* The responder's log, once it has stopped. */
+static char *stop_and_log(struct net_proc *r)
+{
+    assert_int_equal(net_proc_stop(r, SIGTERM, 5000), 0);
+    char *log = net_read_file(r->log);
+    assert_non_null(log);
+    return log;
+}
+
+/* The device as responder with c-bstr: its MAC_2 covers C_R 0x27 as the
+ * byte string h'27' instead of the int -8. */
+static void test_c_bstr_responder(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    start(&r, "cbstr-r", "--emulate c-bstr --c-r 27");
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --json", r.port);
+    /* RFC 9528 Section 5.3.2: MAC_2 over context_2 = << C_R, ... >>; the
+     * verification fails (exit 5) and the diagnosis names the value. */
+    assert_int_equal(rc, 5);
+    assert_non_null(strstr(out, "\"diagnosis\": \"MAC_2 matches when C_R is the byte string "
+                                "h'27' instead of the int -8 (0x27) in context_2 (RFC 9528 "
+                                "Section 3.3.2)"));
+    assert_non_null(strstr(out, "--tolerate c-bstr accepts it"));
+    assert_non_null(strstr(out, "\"tolerated\": []"));
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --json --tolerate c-bstr",
+                 r.port);
+    if (rc != 0)
+        fail_msg("with --tolerate c-bstr: %d\n%s", rc, out);
+    assert_non_null(strstr(out, "\"outcome\": \"ok\""));
+    assert_non_null(strstr(out, "\"tolerated\": [\"c-bstr\"]"));
+    free(out);
+    /* Text output says so on the handshake it affected. */
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --tolerate c-bstr",
+                 r.port);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "Tolerated (--tolerate): c-bstr"));
+    free(out);
+    /* Tolerating something else does not help: only the named deviation
+     * is accepted. */
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --tolerate kid-int",
+                 r.port);
+    assert_int_equal(rc, 5);
+    free(out);
+    free(stop_and_log(&r));
+}
+
+/* The device as initiator with c-bstr: it rejects an RFC-correct message_2
+ * whose C_R has an int form; a responder choosing C_R without one
+ * (--c-r-form bstr, allowed by RFC 9528 Section 3.3) completes with it. */
+static void test_c_bstr_initiator_avoided(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    start(&r, "cbstr-i", "--c-r 27");
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --emulate c-bstr",
+                     r.port);
+    assert_int_equal(rc, 5);
+    assert_non_null(strstr(out, "this side emulates c-bstr"));
+    free(out);
+    char *log = stop_and_log(&r);
+    /* The initiator's error message reached the responder. */
+    assert_non_null(strstr(log, "error message from the initiator"));
+    free(log);
+    start(&r, "cbstr-i2", "--c-r-form bstr");
+    for (int k = 0; k < 3; k++) {
+        rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --emulate c-bstr",
+                     r.port);
+        if (rc != 0)
+            fail_msg("--c-r-form bstr, run %d: %d\n%s", k, rc, out);
+        free(out);
+    }
+    free(stop_and_log(&r));
+}
+
+/* The device as initiator with kid-int: its MAC_3 covers ID_CRED_I as
+ * {4: -12} for kid h'2b'. Our responder's kid h'18' has no int form, so the
+ * device's own rebuild of it changes nothing. */
+static void test_kid_int_initiator(void **state)
+{
+    (void)state;
+    char creds[1400], init[1400];
+    snprintf(creds, sizeof creds, "--cred %s.ccs --key %s.key --trust %s.ccs", k18, k18, k2b);
+    snprintf(init, sizeof init, "--cred %s.ccs --key %s.key --trust %s.ccs", k2b, k2b, k18);
+    static struct net_proc r;
+    start(&r, "kid-i", creds);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none %s --emulate kid-int",
+                     r.port, init);
+    /* The responder answers with an EDHOC error (exit 4). */
+    assert_int_equal(rc, 4);
+    free(out);
+    char *log = stop_and_log(&r);
+    /* RFC 9528 Section 5.4.3: MAC_3 over context_3 = << ID_CRED_I, ... >>. */
+    assert_non_null(strstr(log, "MAC_3 matches when ID_CRED_I is {4: -12} instead of {4: h'2b'} "
+                                "in context_3 (RFC 9528 Section 3.5.3.2): the peer deviates; "
+                                "--tolerate kid-int accepts it"));
+    free(log);
+    char tol[1500];
+    snprintf(tol, sizeof tol, "%s --tolerate kid-int", creds);
+    start(&r, "kid-i2", tol);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\" %s --emulate kid-int",
+                 r.port, init);
+    if (rc != 0)
+        fail_msg("with the responder's --tolerate kid-int: %d\n%s", rc, out);
+    free(out);
+    log = stop_and_log(&r);
+    assert_non_null(strstr(log, "outcome=ok: tolerated kid-int (the initiator deviates from RFC 9528)"));
+    free(log);
+}
+
+/* The device as responder with kid-int: MAC_2 over ID_CRED_R {4: -19} for
+ * kid h'32'; it also rebuilds our compact kid, so our initiator completes
+ * with --tolerate kid-int when its own kid has no int form (h'18'). */
+static void test_kid_int_responder(void **state)
+{
+    (void)state;
+    char creds[1500], init[1400];
+    snprintf(creds, sizeof creds, "--cred %s.ccs --key %s.key --trust %s.ccs --emulate kid-int",
+             k32, k32, k18);
+    snprintf(init, sizeof init, "--cred %s.ccs --key %s.key --trust %s.ccs", k18, k18, k32);
+    static struct net_proc r;
+    start(&r, "kid-r", creds);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --json %s", r.port,
+                     init);
+    assert_int_equal(rc, 5);
+    assert_non_null(strstr(out, "MAC_2 matches when ID_CRED_R is {4: -19} instead of {4: h'32'}"));
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\" --json "
+                           "--tolerate kid-int %s",
+                 r.port, init);
+    if (rc != 0)
+        fail_msg("with --tolerate kid-int: %d\n%s", rc, out);
+    assert_non_null(strstr(out, "\"tolerated\": [\"kid-int\"]"));
+    assert_non_null(strstr(out, "\"code\": \"2.05 Content\""));
+    free(out);
+    free(stop_and_log(&r));
+}
+
+/* Both in one process, and the names checked. */
+static void test_simulate_and_names(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = CLI_RUN(&out, 30, "simulate --emulate-r c-bstr --c-r 27");
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(out, "--tolerate c-bstr accepts it"));
+    free(out);
+    rc = CLI_RUN(&out, 30, "simulate --emulate-r c-bstr --c-r 27 --tolerate-i c-bstr");
+    if (rc != 0)
+        fail_msg("simulate with --tolerate-i: %d\n%s", rc, out);
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:9 --tolerate c-bstr,nonsense");
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "known: c-bstr, kid-int"));
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_c_bstr_responder, net_test_teardown),
+        cmocka_unit_test_teardown(test_c_bstr_initiator_avoided, net_test_teardown),
+        cmocka_unit_test_teardown(test_kid_int_initiator, net_test_teardown),
+        cmocka_unit_test_teardown(test_kid_int_responder, net_test_teardown),
+        cmocka_unit_test_teardown(test_simulate_and_names, net_test_teardown),
+    };
+    return cmocka_run_group_tests(tests, setup, net_group_teardown);
+}
