@@ -522,7 +522,10 @@ int cmd_coap(int argc, char **argv)
              * request, an Echo retry, a deregistration, --repeat), so that
              * a short run costs one durable write. */
             uint64_t bs = block_size ? (uint64_t)block_size : 1024;
-            uint64_t per_request = 1 + body_len / bs + 16; /* Block1 blocks, some Block2 */
+            /* The Block1 blocks and one more; a long Block2 response
+             * reserves again as it goes. Small batches keep runs sharing a
+             * context close together in the server's replay window. */
+            uint64_t per_request = 1 + body_len / bs + 1;
             uint64_t planned = (repeat > 1 ? (uint64_t)repeat : 1) * per_request + 2;
             if (planned > 65536)
                 planned = 65536;

@@ -561,7 +561,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         const uint8_t *pl;
         if (cli_coap_response_view(plain, (size_t)un, &a->code, &a->cf, &pl, &a->payload_len) == 0) {
             a->payload = malloc(a->payload_len ? a->payload_len : 1);
-            if (a->payload)
+            if (a->payload && a->payload_len)
                 memcpy(a->payload, pl, a->payload_len);
         }
         a->req_bytes = (size_t)cn;
@@ -1343,8 +1343,10 @@ int cmd_initiator(int argc, char **argv)
     }
 
     exit_code = cli_edhoc_side_setup(&c->o, CLI_SIDE_I, &c->side);
-    if (exit_code)
+    if (exit_code) {
+        cli_edhoc_side_free(&c->side);
         goto out;
+    }
     if (c->o.trace) {
         c->side.cfg.trace = on_trace;
         c->side.cfg.trace_ctx = run;

@@ -583,6 +583,8 @@ static void usage(FILE *f)
             "                          /bytes?n=N (16..1048576, default 65536); above it: 4.13\n"
             "  --max-sessions N        CoAP sessions (source address and port) kept idle at once\n"
             "                          (default 4096; idle ones go after 30 s)\n"
+            "  --transfer-timeout S    drop a block-wise transfer or a kept response after S\n"
+            "                          seconds without progress (default 247, EXCHANGE_LIFETIME)\n"
             "  --interop-log DIR       record every incoming handshake for `edhoc-cli interop\n"
             "                          --report DIR`: DIR/handshakes.jsonl (one line each),\n"
             "                          DIR/<id>.txt (trace, holds session secrets) and\n"
@@ -663,7 +665,7 @@ int cmd_responder(int argc, char **argv)
     int c_r_form = EDHOC_C_R_FORM_INT;
     int verbosity = 0;
     long max_pending = 256, hs_timeout = 60, block_size = 0, max_body = EDHOC_BW_DEFAULT_MAX_BODY,
-         max_sessions = 4096;
+         max_sessions = 4096, transfer_timeout = EDHOC_BW_DEFAULT_LIFETIME_MS / 1000;
     int exit_code = CLI_EXIT_USAGE;
     struct cli_net_opts net;
     memset(&net, 0, sizeof net);
@@ -714,7 +716,7 @@ int cmd_responder(int argc, char **argv)
                                            "--block-size", "--pidfile", "--ready-file",
                                            "--method", "--interop-log", "--interop-log-max",
                                            "--framing", "--max-body", "--max-sessions",
-                                           "--c-r-form"};
+                                           "--c-r-form", "--transfer-timeout"};
         bool mine = false;
         for (size_t k = 0; k < sizeof ours / sizeof ours[0]; k++)
             mine |= !strcmp(name, ours[k]);
@@ -798,6 +800,8 @@ int cmd_responder(int argc, char **argv)
                     max_body = v;
                 else if (!strcmp(name, "--max-sessions"))
                     max_sessions = v;
+                else if (!strcmp(name, "--transfer-timeout"))
+                    transfer_timeout = v;
                 else
                     block_size = v;
             }
@@ -831,8 +835,9 @@ int cmd_responder(int argc, char **argv)
         goto out;
     }
     if (max_body < 16 || max_body > (long)EDHOC_BW_MAX_BODY_LIMIT || max_sessions < 1 ||
-        max_sessions > 1000000) {
-        fprintf(stderr, "edhoc-cli responder: --max-body 16..%u, --max-sessions 1..1000000\n",
+        max_sessions > 1000000 || transfer_timeout < 1 || transfer_timeout > 86400) {
+        fprintf(stderr, "edhoc-cli responder: --max-body 16..%u, --max-sessions 1..1000000, "
+                        "--transfer-timeout 1..86400\n",
                 EDHOC_BW_MAX_BODY_LIMIT);
         goto out;
     }
@@ -955,6 +960,7 @@ int cmd_responder(int argc, char **argv)
         .record_user = r->ilog,
         .max_body = (size_t)max_body,
         .block_size = (unsigned)block_size,
+        .transfer_lifetime_ms = (uint32_t)transfer_timeout * 1000,
         .c_r_form = c_r_form,
     };
     if (r->o.side[CLI_SIDE_R].n_c_id == 1) {
@@ -988,6 +994,7 @@ int cmd_responder(int argc, char **argv)
         .block_size = (unsigned)block_size,
         .max_body = (size_t)max_body,
         .max_sessions = (unsigned)max_sessions,
+        .transfer_lifetime_ms = (uint32_t)transfer_timeout * 1000,
         /* libcoap warns for every datagram the guard refused: only at -vv. */
         .log_level = verbosity >= 2 ? LOG_DEBUG : LOG_EMERG,
     };

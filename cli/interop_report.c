@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "edhoc/capture.h"
+#include "edhoc/coap_msg.h"
 #include "edhoc/edhoc.h"
 #include "interop_log.h"
 #include "json_read.h"
@@ -137,6 +139,66 @@ static bool bool_field(const char *line, const char *name, bool *out)
     return true;
 }
 
+/* The first two bytes of the CoAP payload of the first datagram in
+ * DIR/name (the request that opened the exchange; the responder writes
+ * the datagrams of a handshake in the order they crossed its socket).
+ * Returns false when the file or the datagram cannot be read. */
+static bool first_payload_bytes(const struct report *r, const char *name, uint8_t out[2])
+{
+    if (!name[0] || strchr(name, '/'))
+        return false;
+    char path[4200], err[256];
+    snprintf(path, sizeof path, "%s/%s", r->dir, name);
+    struct edhoc_capture_reader *rd = edhoc_capture_reader_open(path, err, sizeof err);
+    if (!rd)
+        return false;
+    bool ok = false;
+    const uint8_t *frame;
+    size_t caplen, wire;
+    struct timespec ts;
+    struct edhoc_capture_packet pkt;
+    struct coap_msg m;
+    if (edhoc_capture_reader_next(rd, &frame, &caplen, &wire, &ts) == 1 &&
+        edhoc_capture_packet_parse(edhoc_capture_reader_dlt(rd), frame, caplen, wire, &pkt) == 0 &&
+        coap_msg_parse(pkt.payload, pkt.payload_len, &m) == 0 && m.payload_len >= 2) {
+        memcpy(out, m.payload, 2);
+        ok = true;
+    }
+    edhoc_capture_reader_close(rd);
+    return ok;
+}
+
+/* A responder that takes the A.2 framing only reads the first byte of a
+ * bare message_1 (METHOD, 0..3) as a C_R prefix and the rest as message_3:
+ * its record says "unknown C_R 03" with the method unknown. We never give
+ * a C_R of 0..3 (they would be ambiguous with a bare METHOD; only a fixed
+ * --c-r can), so such a C_R names a bare message_1; the datagram, when
+ * kept, settles it: after
+ * a C_R comes message_3, a byte string, after METHOD comes SUITES_I, an
+ * int or an array. Returns the METHOD, or -1. */
+static int bare_message_1_read_as_c_r(const struct report *r, const char *line,
+                                      const struct row *in, bool *seen)
+{
+    *seen = false;
+    if (strcmp(in->outcome, "refused") || strcmp(in->framing, "A.2") || in->combined ||
+        in->method != -1 || !strstr(in->result, "message_3: unknown C_R "))
+        return -1;
+    char c_r[8];
+    if (!json_read_string(line, NULL, "c_r", c_r, sizeof c_r) || strlen(c_r) != 2 ||
+        c_r[0] != '0' || c_r[1] < '0' || c_r[1] > '3')
+        return -1;
+    uint8_t b[2];
+    char pcap[32];
+    if (json_read_string(line, NULL, "pcap", pcap, sizeof pcap) &&
+        first_payload_bytes(r, pcap, b)) {
+        *seen = true;
+        bool suites_i = (b[1] & 0xe0) != 0x40 && (b[1] & 0xe0) != 0x60 && b[1] != 0xf5;
+        if (b[0] > 3 || !suites_i)
+            return -1;
+    }
+    return c_r[1] - '0';
+}
+
 /* One "handshake" line into its device's row. Returns false when a field
  * the matrix needs is missing or of the wrong type. */
 static bool add_handshake(struct report *r, const char *line)
@@ -171,6 +233,23 @@ static bool add_handshake(struct report *r, const char *line)
     json_read_string(line, NULL, "reason", in.reason, sizeof in.reason);
     json_read_long(line, NULL, "edhoc_bytes", &in.edhoc_bytes);
     json_read_long(line, NULL, "ms", &in.ms);
+    bool seen;
+    int bare_method = bare_message_1_read_as_c_r(r, line, &in, &seen);
+    if (bare_method >= 0) {
+        in.method = bare_method;
+        snprintf(in.framing, sizeof in.framing, "bare");
+        if (in.err_code >= 0)
+            snprintf(in.result, sizeof in.result, "EDHOC error %ld sent: a bare-framed message_1",
+                     in.err_code);
+        else
+            snprintf(in.result, sizeof in.result, "refused: a bare-framed message_1");
+        snprintf(in.reason, sizeof in.reason,
+                 "a bare-framed message_1 (RFC 9528 Appendix A.2 expects the true prefix): the "
+                 "device speaks the bare framing; start the responder with --framing both or "
+                 "bare%s",
+                 seen ? "" : " (told by the C_R it was read as, a METHOD value no C_R of ours "
+                             "takes; the datagram was not kept)");
+    }
     bool ok = !strcmp(in.outcome, "ok");
     if (!ok) {
         json_read_string(line, NULL, "trace", in.fail_trace, sizeof in.fail_trace);

@@ -8,6 +8,7 @@
  * `edhoc-cli interop --report DIR`: the exact rows, the traces and pcaps of
  * the failures, a damaged log, the bound on files.
  */
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,9 +43,14 @@ struct cell {
     bool m4, combined;
     char framing[8];
     char outcome[16];
+    char failure[16];     /* "" for null */
+    char unsupported[16]; /* "" for null */
     long err_code;
-    char result[256];
-    char reason[512];
+    char edhoc_text[256]; /* "" for null */
+    char oscore_text[256];
+    char result[512];
+    char reason[768];
+    char tolerated[64];   /* the raw array */
     long edhoc, coap, ms;
 };
 
@@ -99,7 +105,15 @@ static size_t json_cells(const char *json, struct cell *cells, size_t cap)
         c->combined = !strncmp(field(obj, "combined"), "true", 4);
         field_str(obj, "framing", c->framing, sizeof c->framing);
         field_str(obj, "outcome", c->outcome, sizeof c->outcome);
+        field_str(obj, "failure", c->failure, sizeof c->failure);
+        field_str(obj, "unsupported", c->unsupported, sizeof c->unsupported);
         c->err_code = field_long(obj, "err_code");
+        field_str(obj, "edhoc", c->edhoc_text, sizeof c->edhoc_text);
+        field_str(obj, "oscore", c->oscore_text, sizeof c->oscore_text);
+        const char *t = field(obj, "tolerated");
+        const char *te = t ? strchr(t, ']') : NULL;
+        if (t && te)
+            snprintf(c->tolerated, sizeof c->tolerated, "%.*s", (int)(te - t + 1), t);
         field_str(obj, "result", c->result, sizeof c->result);
         field_str(obj, "reason", c->reason, sizeof c->reason);
         c->edhoc = field_long(obj, "edhoc_bytes");
@@ -139,8 +153,9 @@ static void assert_table_matches_json(const char *table, const struct cell *cell
     for (const char *line = table; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
         if (line[0] != '|' || line[1] != ' ' || !(line[2] >= '0' && line[2] <= '9'))
             continue;
-        char cols[12][512];
-        assert_int_equal(table_split(line, cols, 12), 11);
+        /* The EDHOC and OSCORE results have columns of their own. */
+        char cols[14][512];
+        assert_int_equal(table_split(line, cols, 14), 13);
         size_t idx = (size_t)atoi(cols[0]);
         assert_int_equal(idx, rows + 1);
         assert_true(rows < n);
@@ -149,14 +164,14 @@ static void assert_table_matches_json(const char *table, const struct cell *cell
         assert_int_equal(atoi(cols[2]), c->suite);
         assert_string_equal(cols[3], c->id_cred);
         assert_string_equal(cols[4], c->m4 ? "yes" : "no");
-        assert_string_equal(cols[5], !strcmp(c->framing, "bare") ? "bare"
-                                     : c->combined             ? "A.2 combined"
-                                                               : "A.2");
-        assert_string_equal(cols[6], c->result);
-        assert_string_equal(cols[7], c->reason[0] ? c->reason : "-");
-        assert_int_equal(atol(cols[8]), c->edhoc);
-        assert_int_equal(atol(cols[9]), c->coap);
-        assert_int_equal(atol(cols[10]), c->ms);
+        assert_string_equal(cols[5], c->combined ? "A.2 combined" : c->framing);
+        assert_string_equal(cols[6], c->outcome);
+        assert_string_equal(cols[7], c->edhoc_text[0] ? c->edhoc_text : "-");
+        assert_string_equal(cols[8], c->oscore_text[0] ? c->oscore_text : "-");
+        assert_string_equal(cols[9], c->reason[0] ? c->reason : "-");
+        assert_int_equal(atol(cols[10]), c->edhoc);
+        assert_int_equal(atol(cols[11]), c->coap);
+        assert_int_equal(atol(cols[12]), c->ms);
     }
     assert_int_equal(rows, n);
 }
@@ -171,8 +186,9 @@ static void start_responder(struct net_proc *p, const char *name, const char *ex
 /* ---- Tests ---- */
 
 /* Our own responder: every cell without message_4 is ok (A.2, combined,
- * bare), every message_4 cell names the one thing missing, the table and
- * the JSON written in the same run agree, traces are kept per cell. */
+ * bare), every message_4 cell is "not supported" and names the one thing
+ * missing, the table and the JSON written in the same run agree, traces
+ * are kept per cell. */
 static void test_own_responder_matrix(void **state)
 {
     (void)state;
@@ -188,7 +204,10 @@ static void test_own_responder_matrix(void **state)
                      "--json-out %s --trace-dir %s",
                      r.port, json_path, trace_dir);
     assert_true(net_now_ms() - t0 < 30000);
-    assert_int_equal(rc, 1); /* the message_4 cells fail: this responder sends none */
+    /* This responder sends no message_4, which RFC 9528 Section 5.5 makes
+     * optional: its cells are "not supported", which is no failure, so the
+     * exit code is 0 (it was 1 when they counted as failed). */
+    assert_int_equal(rc, 0);
     char *json = net_read_file(json_path);
     assert_non_null(json);
     struct cell cells[MAX_CELLS];
@@ -197,11 +216,19 @@ static void test_own_responder_matrix(void **state)
     size_t ok = 0;
     for (size_t i = 0; i < n; i++) {
         if (cells[i].m4) {
-            assert_string_equal(cells[i].outcome, "failed");
+            assert_string_equal(cells[i].outcome, "not supported");
+            assert_string_equal(cells[i].unsupported, "message_4");
+            assert_string_equal(cells[i].failure, "");
+            /* The responder answered message_3 with an empty 2.04. */
+            assert_string_equal(cells[i].edhoc_text,
+                                "no message_4: the peer answered message_3 with an empty 2.04");
+            assert_string_equal(cells[i].oscore_text, "");
             assert_non_null(strstr(cells[i].reason, "does not send message_4"));
         } else {
             assert_string_equal(cells[i].outcome, "ok");
             assert_string_equal(cells[i].result, "ok");
+            assert_string_equal(cells[i].edhoc_text, "ok");
+            assert_string_equal(cells[i].oscore_text, "ok");
             assert_true(cells[i].edhoc > 0 && cells[i].coap > cells[i].edhoc);
             ok++;
         }
@@ -210,22 +237,28 @@ static void test_own_responder_matrix(void **state)
     assert_true(cells[n - 2].combined);
     assert_string_equal(cells[n - 1].framing, "bare");
     assert_table_matches_json(out, cells, n);
-    assert_non_null(strstr(out, "Summary: 10 ok, 8 failed, 0 skipped of 18 cells"));
-    assert_non_null(strstr(out, "  methods: 0 3\n"));
-    assert_non_null(strstr(out, "  suites: 0 2\n"));
-    assert_non_null(strstr(out, "  ID_CRED types: kid x5t\n"));
-    assert_non_null(strstr(out, "  message_4: no\n"));
-    assert_non_null(strstr(out, "  combined request (RFC 9668): yes\n"));
-    assert_non_null(strstr(out, "  framings: A.2 bare\n"));
-    assert_non_null(strstr(json, "\"methods\": [0, 3], \"suites\": [0, 2], \"id_creds\": [\"kid\", "
-                                 "\"x5t\"], \"message_4\": \"no\", \"combined\": \"yes\", "
-                                 "\"framings\": [\"A.2\", \"bare\"]"));
+    assert_non_null(strstr(out, "Summary: 10 ok, 0 failed, 8 not supported, 0 skipped of 18 "
+                                "cells\n"));
+    /* What the device supports for EDHOC, then what worked with OSCORE. */
+    assert_non_null(strstr(out, "EDHOC: the handshake completed in 10 cells; the device "
+                                "supports:\n  methods: 0 3\n  suites: 0 2\n  ID_CRED types: kid "
+                                "x5t\n  message_4: not supported\n  combined request (RFC 9668): "
+                                "yes\n  framings: A.2 bare\n"));
+    assert_non_null(strstr(out, "OSCORE: a protected answer to GET /.well-known/core in 10 of "
+                                "those; with:\n  methods: 0 3\n  suites: 0 2\n  ID_CRED types: "
+                                "kid x5t\n  framings: A.2 bare\n"));
+    assert_non_null(strstr(json, "\"edhoc\": {\"cells\": 10, \"methods\": [0, 3], \"suites\": "
+                                 "[0, 2], \"id_creds\": [\"kid\", \"x5t\"], \"framings\": "
+                                 "[\"A.2\", \"bare\"], \"message_4\": \"not supported\", "
+                                 "\"combined\": \"yes\""));
+    assert_non_null(strstr(json, "\"oscore\": {\"tested\": true, \"cells\": 10, \"methods\": "
+                                 "[0, 3]"));
     /* One trace per cell, with the intermediate values of the handshake. */
     char path[400];
     snprintf(path, sizeof path, "%s/m3-s2-kid.txt", trace_dir);
     char *tr = net_read_file(path);
     assert_non_null(tr);
-    assert_non_null(strstr(tr, "outcome: ok"));
+    assert_non_null(strstr(tr, "outcome: ok\nEDHOC: ok\nOSCORE: ok\n"));
     assert_non_null(strstr(tr, "  TH_2 (32 bytes) "));
     assert_non_null(strstr(tr, "  context_2 ("));
     assert_non_null(strstr(tr, "message_3"));
@@ -240,6 +273,7 @@ static void test_own_responder_matrix(void **state)
     snprintf(path, sizeof path, "%s/m0-s0-x5t-m4.txt", trace_dir);
     tr = net_read_file(path);
     assert_non_null(tr);
+    assert_non_null(strstr(tr, "outcome: not supported\n"));
     assert_non_null(strstr(tr, "reason: the peer does not send message_4"));
     free(tr);
     free(json);
@@ -247,7 +281,8 @@ static void test_own_responder_matrix(void **state)
 }
 
 /* A responder that sends message_4: those cells are ok; the combined
- * request cannot carry message_4 and the reason says so. */
+ * request cannot carry message_4 (RFC 9668 Section 3.1), the device says
+ * so with an EDHOC error: "not supported", no failure. */
 static void test_message_4_responder(void **state)
 {
     (void)state;
@@ -257,7 +292,7 @@ static void test_message_4_responder(void **state)
     int rc = CLI_RUN(&out, 60,
                      "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --json",
                      r.port);
-    assert_int_equal(rc, 1);
+    assert_int_equal(rc, 0); /* no cell failed (was 1 when the refusal counted) */
     struct cell cells[MAX_CELLS];
     size_t n = json_cells(out, cells, MAX_CELLS);
     assert_int_equal(n, 4);
@@ -265,15 +300,18 @@ static void test_message_4_responder(void **state)
     assert_true(cells[1].m4);
     assert_string_equal(cells[1].outcome, "ok");
     assert_true(cells[2].combined);
-    assert_string_equal(cells[2].outcome, "peer-error");
+    assert_string_equal(cells[2].outcome, "not supported");
+    assert_string_equal(cells[2].unsupported, "combined");
     assert_int_equal(cells[2].err_code, 1);
     assert_non_null(strstr(cells[2].reason, "requires message_4"));
     assert_string_equal(cells[3].outcome, "ok");
-    assert_non_null(strstr(out, "\"message_4\": \"yes\", \"combined\": \"no\""));
+    assert_non_null(strstr(out, "\"message_4\": \"yes\", \"combined\": \"not supported\""));
     free(out);
 }
 
-/* Only suite 2: suite 0 cells end with EDHOC error 2 and name SUITES_R. */
+/* Only suite 2: suite 0 cells end with EDHOC error 2 and name SUITES_R;
+ * RFC 9528 Section 6.3: error code 2 says which suites the responder
+ * supports, so the refused one is "not supported", not a failure. */
 static void test_suite_2_only(void **state)
 {
     (void)state;
@@ -285,15 +323,16 @@ static void test_suite_2_only(void **state)
                      "interop coap://127.0.0.1:%u --methods 3 --suites 0,2 --id-creds kid --json",
                      r.port);
     assert_true(net_now_ms() - t0 < 20000);
-    assert_int_equal(rc, 1);
+    assert_int_equal(rc, 0); /* refused suites and no message_4: nothing failed */
     struct cell cells[MAX_CELLS];
     size_t n = json_cells(out, cells, MAX_CELLS);
     assert_int_equal(n, 6);
     for (size_t i = 0; i < 4; i++) {
         if (cells[i].suite == 0) {
-            assert_string_equal(cells[i].outcome, "peer-error");
+            assert_string_equal(cells[i].outcome, "not supported");
+            assert_string_equal(cells[i].unsupported, "suite");
             assert_int_equal(cells[i].err_code, 2);
-            assert_non_null(strstr(cells[i].result, "EDHOC error 2 from the peer"));
+            assert_non_null(strstr(cells[i].edhoc_text, "EDHOC error 2 from the peer"));
             assert_non_null(strstr(cells[i].reason, "suite 0 not supported by the peer: "
                                                     "SUITES_R = 2"));
         } else if (!cells[i].m4) {
@@ -305,10 +344,14 @@ static void test_suite_2_only(void **state)
     assert_string_equal(cells[4].outcome, "ok");
     assert_string_equal(cells[5].outcome, "ok");
     assert_non_null(strstr(out, "\"suites\": [2]"));
+    assert_non_null(strstr(out, "\"not_supported\": {\"methods\": [], \"suites\": [0], "
+                                "\"framings\": []}"));
     free(out);
 }
 
-/* Only method 3: the other methods fail with the peer's error 1. */
+/* Only method 3: the other methods end with the peer's error 1 "method
+ * not supported" (RFC 9528 has no error code for it: ERR_CODE 1 with a
+ * diagnostic), which is "not supported", not a failure. */
 static void test_method_3_only(void **state)
 {
     (void)state;
@@ -318,23 +361,24 @@ static void test_method_3_only(void **state)
     int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 0,1,3 --suites 2 "
                                "--id-creds kid",
                      r.port);
-    assert_int_equal(rc, 1);
-    assert_int_equal(net_count(out, "| EDHOC error 1 from the peer: method not supported | "
-                                    "method 0 not supported by the peer |"),
+    assert_int_equal(rc, 0);
+    assert_int_equal(net_count(out, "| not supported | EDHOC error 1 from the peer: method not "
+                                    "supported | - | method 0 not supported by the peer |"),
                      2);
-    assert_int_equal(net_count(out, "| EDHOC error 1 from the peer: method not supported | "
-                                    "method 1 not supported by the peer |"),
+    assert_int_equal(net_count(out, "| not supported | EDHOC error 1 from the peer: method not "
+                                    "supported | - | method 1 not supported by the peer |"),
                      2);
-    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 | ok | - |"), 1);
-    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 combined | ok | - |"), 1);
-    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | bare | ok | - |"), 1);
-    assert_non_null(strstr(out, "  methods: 3\n"));
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 | ok | ok | ok | - |"), 1);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 combined | ok | ok | ok | - |"), 1);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | bare | ok | ok | ok | - |"), 1);
+    assert_non_null(strstr(out, "  methods: 3 (not supported: 0 1)\n"));
     free(out);
 }
 
 /* A device that knows one framing only: the cells of the other framing
- * fail with the peer's error and a reason that names the framing; the
- * summary lists the one that works. */
+ * end with the peer's error and a reason that names the framing; once the
+ * other framing is seen to work they are "not supported"; the summary
+ * lists the one that works and the one refused. */
 static void test_one_framing_only(void **state)
 {
     (void)state;
@@ -344,31 +388,37 @@ static void test_one_framing_only(void **state)
     int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
                                "--id-creds kid --json",
                      r.port);
-    assert_int_equal(rc, 1);
+    assert_int_equal(rc, 0);
     struct cell cells[MAX_CELLS];
     size_t n = json_cells(out, cells, MAX_CELLS);
     assert_int_equal(n, 4);
     for (size_t i = 0; i < 3; i++) {
         assert_string_equal(cells[i].framing, "A.2");
-        assert_string_equal(cells[i].outcome, "peer-error");
+        assert_string_equal(cells[i].outcome, "not supported");
+        assert_string_equal(cells[i].unsupported, "framing");
         assert_int_equal(cells[i].err_code, 1);
-        assert_non_null(strstr(cells[i].reason, "it does not take the A.2 framing"));
+        assert_non_null(strstr(cells[i].reason, "does not take the A.2 framing"));
     }
     assert_string_equal(cells[3].framing, "bare");
     assert_string_equal(cells[3].outcome, "ok");
     assert_non_null(strstr(out, "\"framings\": [\"bare\"]"));
+    assert_non_null(strstr(out, "\"not_supported\": {\"methods\": [], \"suites\": [], "
+                                "\"framings\": [\"A.2\"]}"));
+    /* What failed for the framing says nothing of message_4 or combined. */
+    assert_non_null(strstr(out, "\"message_4\": \"not tested\", \"combined\": \"not tested\""));
     free(out);
     net_proc_stop(&r, SIGTERM, 5000);
 
     start_responder(&r, "a2-only", "--framing a2");
     rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid",
                  r.port);
-    assert_int_equal(rc, 1);
-    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 | ok | - |"), 1);
-    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | bare | EDHOC error 1 from the peer: "
-                                    "unknown C_R | the peer does not take the bare framing"),
+    assert_int_equal(rc, 0);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 | ok | ok | ok | - |"), 1);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | bare | not supported | EDHOC error 1 "
+                                    "from the peer: unknown C_R | - | the peer does not take the "
+                                    "bare framing"),
                      1);
-    assert_non_null(strstr(out, "  framings: A.2\n"));
+    assert_non_null(strstr(out, "  framings: A.2 (not supported: bare)\n"));
     free(out);
     net_proc_stop(&r, SIGTERM, 5000);
     /* A wrong value is a usage error. */
@@ -405,9 +455,13 @@ static void test_unknown_credentials(void **state)
     size_t n = json_cells(out, cells, MAX_CELLS);
     assert_int_equal(n, 4);
     for (size_t i = 0; i < n; i++) {
-        assert_string_equal(cells[i].outcome, "peer-error");
+        /* Error code 3 (RFC 9528 Section 6.4, unknown credential
+         * referenced): a credential the device lacks is a setup problem of
+         * the pair, not something it does not support: a failure. */
+        assert_string_equal(cells[i].outcome, "failed");
+        assert_string_equal(cells[i].failure, "peer-error");
         assert_int_equal(cells[i].err_code, 3);
-        assert_non_null(strstr(cells[i].result, "EDHOC error 3 from the peer"));
+        assert_non_null(strstr(cells[i].edhoc_text, "EDHOC error 3 from the peer"));
         assert_non_null(strstr(cells[i].reason, "the peer does not know our credential"));
     }
     free(out);
@@ -424,7 +478,8 @@ static void test_unknown_credentials(void **state)
     n = json_cells(out, cells, MAX_CELLS);
     assert_int_equal(n, 6);
     for (size_t i = 0; i < n; i++) {
-        assert_string_equal(cells[i].outcome, "verify");
+        assert_string_equal(cells[i].outcome, "failed");
+        assert_string_equal(cells[i].failure, "verify");
         assert_string_equal(cells[i].result,
                             "our verification failed: unknown credential ID_CRED_R");
         assert_non_null(strstr(cells[i].reason, "not in our trust"));
@@ -465,7 +520,8 @@ static void test_wrong_peer_key(void **state)
     size_t n = json_cells(out, cells, MAX_CELLS);
     assert_int_equal(n, 6);
     for (size_t i = 0; i < n; i++) {
-        assert_string_equal(cells[i].outcome, "verify");
+        assert_string_equal(cells[i].outcome, "failed");
+        assert_string_equal(cells[i].failure, "verify");
         if (cells[i].method == 3) {
             assert_string_equal(cells[i].result,
                                 "our verification failed: MAC_2 verification failed");
@@ -503,13 +559,15 @@ static void test_silent_device(void **state)
     size_t n = json_cells(out, cells, MAX_CELLS);
     assert_int_equal(n, 4);
     for (size_t i = 0; i < n; i++) {
-        assert_string_equal(cells[i].outcome, "timeout");
+        assert_string_equal(cells[i].outcome, "failed");
+        assert_string_equal(cells[i].failure, "timeout");
         assert_string_equal(cells[i].result, "timeout");
+        assert_string_equal(cells[i].oscore_text, "");
         assert_non_null(strstr(cells[i].reason, "message_1"));
         assert_true(cells[i].ms >= 900 && cells[i].ms <= 3000);
     }
     assert_true(took < 4 * 3000 + 2000);
-    assert_non_null(strstr(out, "\"methods\": [], \"suites\": []"));
+    assert_non_null(strstr(out, "\"edhoc\": {\"cells\": 0, \"methods\": [], \"suites\": []"));
     /* Nothing worked, so nothing is known about message_4 or combined. */
     assert_non_null(strstr(out, "\"message_4\": \"not tested\", \"combined\": \"not tested\""));
     assert_non_null(strstr(cells[0].reason, "the device is silent"));
@@ -1023,6 +1081,438 @@ static void test_interop_log_long_kid(void **state)
     free(lines);
 }
 
+/* ---- Devices that do part of the job ---- */
+
+/* The option numbers of a CoAP message: whether it carries OSCORE (9)
+ * and the EDHOC option of RFC 9668 (21). */
+static void coap_options(const uint8_t *m, size_t len, bool *oscore, bool *edhoc)
+{
+    *oscore = *edhoc = false;
+    if (len < 4 || (size_t)(4 + (m[0] & 0x0f)) > len)
+        return;
+    size_t p = 4 + (m[0] & 0x0f);
+    unsigned num = 0;
+    while (p < len && m[p] != 0xff) {
+        unsigned v[2] = {m[p] >> 4, m[p] & 0x0f};
+        p++;
+        for (int k = 0; k < 2; k++) {
+            if (v[k] == 13) {
+                if (p >= len)
+                    return;
+                v[k] = 13u + m[p++];
+            } else if (v[k] == 14) {
+                if (p + 1 >= len)
+                    return;
+                v[k] = 269u + (unsigned)(m[p] << 8 | m[p + 1]);
+                p += 2;
+            } else if (v[k] == 15) {
+                return;
+            }
+        }
+        num += v[0];
+        *oscore |= num == 9;
+        *edhoc |= num == 21;
+        p += v[1];
+    }
+}
+
+/* A UDP relay in front of a real responder that drops every OSCORE
+ * request (but the RFC 9668 combined request, which carries message_3):
+ * the responder as seen from the initiator is a device that does EDHOC
+ * and has no OSCORE resources that answer. Each client address gets its
+ * own upstream socket. */
+static void drop_oscore_loop(int lfd, uint16_t upstream)
+{
+    struct {
+        struct sockaddr_in peer;
+        int fd;
+    } cl[64];
+    size_t n = 0;
+    uint8_t buf[4096];
+    struct sockaddr_in up = {.sin_family = AF_INET, .sin_port = htons(upstream)};
+    up.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (;;) {
+        struct pollfd pf[65];
+        pf[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        for (size_t i = 0; i < n; i++)
+            pf[i + 1] = (struct pollfd){.fd = cl[i].fd, .events = POLLIN};
+        if (poll(pf, n + 1, -1) < 0)
+            continue;
+        if (pf[0].revents & POLLIN) {
+            struct sockaddr_in from;
+            socklen_t fl = sizeof from;
+            ssize_t r = recvfrom(lfd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+            size_t i = 0;
+            while (r > 0 && i < n &&
+                   (cl[i].peer.sin_port != from.sin_port ||
+                    cl[i].peer.sin_addr.s_addr != from.sin_addr.s_addr))
+                i++;
+            if (r > 0 && i == n && n < 64) {
+                cl[n].peer = from;
+                cl[n].fd = socket(AF_INET, SOCK_DGRAM, 0);
+                if (cl[n].fd >= 0 && connect(cl[n].fd, (struct sockaddr *)&up, sizeof up) == 0)
+                    n++;
+            }
+            bool oscore, edhoc;
+            coap_options(buf, r > 0 ? (size_t)r : 0, &oscore, &edhoc);
+            if (r > 0 && i < n && !(oscore && !edhoc))
+                send(cl[i].fd, buf, (size_t)r, 0);
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (!(pf[i + 1].revents & POLLIN))
+                continue;
+            ssize_t r = recv(cl[i].fd, buf, sizeof buf, 0);
+            if (r > 0)
+                sendto(lfd, buf, (size_t)r, 0, (struct sockaddr *)&cl[i].peer,
+                       sizeof cl[i].peer);
+        }
+    }
+}
+
+static int drop_oscore_start(struct net_proc *p, uint16_t upstream)
+{
+    memset(p, 0, sizeof *p);
+    int lfd = net_silent_socket(&p->port);
+    if (lfd < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(lfd);
+        return -1;
+    }
+    if (pid == 0) {
+        drop_oscore_loop(lfd, upstream);
+        _exit(0);
+    }
+    close(lfd);
+    p->pid = pid;
+    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
+        if (!net_procs[i]) {
+            net_procs[i] = p;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* A device that completes EDHOC but answers no OSCORE request (the field
+ * reports of EDHOC-only devices): every handshake that completed reads
+ * "EDHOC ok, OSCORE: no answer to GET /.well-known/core", the summary
+ * still lists what the device supports for EDHOC; with --request none
+ * (EDHOC only) those cells are ok and the exit code is 0. */
+static void test_edhoc_only_device(void **state)
+{
+    (void)state;
+    static struct net_proc r, relay;
+    start_responder(&r, "edhoc-only", "");
+    assert_int_equal(drop_oscore_start(&relay, r.port), 0);
+    /* One run gives the table (stdout) and the JSON (--json-out): each
+     * cell whose request goes unanswered costs its --timeout. */
+    char json_path[300], *out = NULL;
+    net_path(json_path, sizeof json_path, "edhoc-only.json");
+    uint64_t t0 = net_now_ms();
+    int rc = CLI_RUN(&out, 60,
+                     "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
+                     "--timeout 1 --json-out %s",
+                     relay.port, json_path);
+    assert_true(net_now_ms() - t0 < 20000);
+    /* An OSCORE request without an answer fails its cell. */
+    assert_int_equal(rc, 1);
+    char *json = net_read_file(json_path);
+    assert_non_null(json);
+    struct cell cells[MAX_CELLS];
+    size_t n = json_cells(json, cells, MAX_CELLS);
+    assert_int_equal(n, 4);
+    assert_table_matches_json(out, cells, n);
+    const size_t plain[2] = {0, 3}; /* A.2, then the bare framing */
+    for (size_t k = 0; k < 2; k++) {
+        const struct cell *c = &cells[plain[k]];
+        assert_false(c->m4 || c->combined);
+        assert_string_equal(c->framing, k ? "bare" : "A.2");
+        assert_string_equal(c->outcome, "failed");
+        assert_string_equal(c->failure, "timeout");
+        /* EDHOC and OSCORE are told apart: the handshake completed. */
+        assert_string_equal(c->edhoc_text, "ok");
+        assert_string_equal(c->oscore_text, "no answer to GET /.well-known/core");
+        assert_string_equal(c->result, "EDHOC ok, OSCORE: no answer to GET /.well-known/core");
+        assert_non_null(strstr(c->reason, "run interop with --request none"));
+        assert_true(c->edhoc > 0);
+    }
+    /* RFC 9528 Section 5.5: message_4 is optional; this device sends none. */
+    assert_string_equal(cells[1].outcome, "not supported");
+    /* The combined request went through (the relay passes it): a
+     * protected answer, so both layers are ok. */
+    assert_true(cells[2].combined);
+    assert_string_equal(cells[2].outcome, "ok");
+    assert_non_null(strstr(json, "\"summary\": {\"ok\": 1, \"failed\": 2, \"not_supported\": 1, "
+                                 "\"skipped\": 0,"));
+    /* The summary still lists what the device does for EDHOC. */
+    assert_non_null(strstr(json, "\"edhoc\": {\"cells\": 3, \"methods\": [3], \"suites\": [2], "
+                                 "\"id_creds\": [\"kid\"], \"framings\": [\"A.2\", \"bare\"], "
+                                 "\"message_4\": \"not supported\", \"combined\": \"yes\""));
+    assert_non_null(strstr(json, "\"oscore\": {\"tested\": true, \"cells\": 1, \"methods\": [3]"));
+    free(json);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 | failed | ok | no answer to GET "
+                                    "/.well-known/core | "),
+                     1);
+    assert_non_null(strstr(out, "EDHOC: the handshake completed in 3 cells; the device supports:\n"
+                                "  methods: 3\n  suites: 2\n  ID_CRED types: kid\n"));
+    free(out);
+
+    /* --request none: EDHOC only. Every cell the device supports is ok;
+     * the combined request needs an OSCORE request: skipped. */
+    rc = CLI_RUN(&out, 60,
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --timeout 1 "
+                 "--request none --json",
+                 relay.port);
+    /* Exit 0: no cell failed (not supported and skipped do not count). */
+    assert_int_equal(rc, 0);
+    n = json_cells(out, cells, MAX_CELLS);
+    assert_int_equal(n, 4);
+    assert_string_equal(cells[0].outcome, "ok");
+    assert_string_equal(cells[0].edhoc_text, "ok");
+    assert_string_equal(cells[0].oscore_text, "not asked (--request none)");
+    assert_string_equal(cells[1].outcome, "not supported");
+    assert_string_equal(cells[2].outcome, "skipped");
+    assert_non_null(strstr(cells[2].reason, "--request none"));
+    assert_string_equal(cells[3].outcome, "ok");
+    assert_string_equal(cells[3].framing, "bare");
+    assert_non_null(strstr(out, "\"request\": null"));
+    assert_non_null(strstr(out, "\"combined\": \"not tested\""));
+    assert_non_null(strstr(out, "\"oscore\": {\"tested\": false, \"cells\": 0"));
+    free(out);
+    rc = CLI_RUN(&out, 60,
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --timeout 1 "
+                 "--request none",
+                 relay.port);
+    assert_int_equal(rc, 0);
+    assert_non_null(
+        strstr(out, "Summary: 2 ok, 0 failed, 1 not supported, 1 skipped of 4 cells\n"));
+    assert_non_null(strstr(out, "OSCORE: not tested (--request none: EDHOC only)\n"));
+    free(out);
+    /* A request of the user's passes through: the protected answer is
+     * OSCORE working, whatever the code of the resource (RFC 8613
+     * Section 2: the 4.04 is inside the protected answer). */
+    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
+                           "--framing bare --request \"GET /nonexistent\" --json",
+                 r.port);
+    assert_int_equal(rc, 0);
+    n = json_cells(out, cells, MAX_CELLS);
+    assert_int_equal(n, 2); /* --framing bare: no combined request, no extra cell */
+    assert_string_equal(cells[0].framing, "bare");
+    assert_string_equal(cells[0].outcome, "ok");
+    assert_string_equal(cells[0].oscore_text, "ok (a protected 4.04 Not Found)");
+    assert_non_null(strstr(out, "\"request\": \"GET /nonexistent\""));
+    free(out);
+    assert_int_equal(CLI_RUN(&out, 10, "interop coap://127.0.0.1:%u --request none "
+                                       "--request \"GET /x\"", r.port),
+                     2);
+    free(out);
+    net_proc_stop(&relay, SIGKILL, 2000);
+}
+
+/* --framing auto against a device that speaks the bare framing only: the
+ * first cell finds it (A.2 gets no message_2, bare does), the others use
+ * it; every cell reads framing "bare"; the combined request, which goes
+ * with A.2, is skipped. Against an A.2-only device the cells stay A.2 and
+ * the extra bare cell is "not supported". */
+static void test_framing_auto(void **state)
+{
+    (void)state;
+    struct net_proc r;
+    start_responder(&r, "auto-bare", "--framing bare");
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 0,3 --suites 2 "
+                               "--id-creds kid --framing auto --json",
+                     r.port);
+    assert_int_equal(rc, 0);
+    struct cell cells[MAX_CELLS];
+    size_t n = json_cells(out, cells, MAX_CELLS);
+    assert_int_equal(n, 5);
+    for (size_t i = 0; i < 4; i++) {
+        assert_string_equal(cells[i].framing, "bare");
+        assert_string_equal(cells[i].outcome, cells[i].m4 ? "not supported" : "ok");
+    }
+    assert_true(cells[4].combined);
+    assert_string_equal(cells[4].outcome, "skipped");
+    assert_non_null(strstr(cells[4].reason, "goes with the A.2 framing"));
+    assert_non_null(strstr(out, "\"framing\": \"auto\""));
+    assert_non_null(strstr(out, "\"framings\": [\"bare\"], \"message_4\": \"not supported\", "
+                                "\"combined\": \"not tested\""));
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+
+    start_responder(&r, "auto-a2", "--framing a2");
+    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
+                           "--framing auto",
+                 r.port);
+    assert_int_equal(rc, 0);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 | ok | ok | ok | - |"), 1);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 combined | ok | ok | ok | - |"), 1);
+    assert_int_equal(net_count(out, "| 3 | 2 | kid | no | bare | not supported | "), 1);
+    assert_non_null(strstr(out, "  framings: A.2 (not supported: bare)\n"));
+    free(out);
+    /* One framing only: no bare variant with a2, no combined with bare. */
+    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
+                           "--framing a2 --json",
+                 r.port);
+    assert_int_equal(rc, 0);
+    assert_int_equal(json_cells(out, cells, MAX_CELLS), 3);
+    free(out);
+    assert_int_equal(CLI_RUN(&out, 10, "interop coap://127.0.0.1:%u --framing coap", r.port), 2);
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+
+    /* An A.2-only device that refuses method 0: the initiator's auto goes
+     * on to bare after the A.2 error, whose answer ("unknown C_R") is the
+     * framing's, not the method's; the device understood the A.2
+     * message_1 well enough to refuse the method, so that is the answer. */
+    start_responder(&r, "auto-a2-m3", "--framing a2 --method 3");
+    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 0,3 --suites 2 --id-creds kid "
+                           "--framing auto --json",
+                 r.port);
+    assert_int_equal(rc, 0);
+    n = json_cells(out, cells, MAX_CELLS);
+    assert_int_equal(n, 6);
+    assert_string_equal(cells[0].framing, "A.2");
+    assert_string_equal(cells[0].outcome, "not supported");
+    assert_string_equal(cells[0].unsupported, "method");
+    assert_string_equal(cells[0].reason, "method 0 not supported by the peer");
+    assert_string_equal(cells[2].framing, "A.2");
+    assert_string_equal(cells[2].outcome, "ok");
+    free(out);
+}
+
+/* A cell our credentials cannot make (a P-256 key for suite 0, whose
+ * static DH curve is X25519) is skipped with the initiator's reason; the
+ * rest of the matrix runs. When no cell can run, nothing was tested: exit
+ * code 3. */
+static void test_skipped_cells(void **state)
+{
+    (void)state;
+    char cred[300], key[300], srv[300], srv_key[300], *out = NULL;
+    keygen("p256-dh", "--type ccs --suite 2 --use dh --kid 0c", cred, key);
+    keygen("p256-srv", "--type ccs --suite 2 --use dh --kid 0d", srv, srv_key);
+    struct net_proc r;
+    char extra[1000];
+    snprintf(extra, sizeof extra, "--cred %s --key %s --trust %s", srv, srv_key, cred);
+    start_responder(&r, "skip", extra);
+    int rc = CLI_RUN(&out, 60,
+                     "interop coap://127.0.0.1:%u --methods 3 --suites 0,2 --id-creds kid "
+                     "--cred %s --key %s --trust %s --json",
+                     r.port, cred, key, srv);
+    /* Skipped cells do not count as failures. */
+    assert_int_equal(rc, 0);
+    struct cell cells[MAX_CELLS];
+    size_t n = json_cells(out, cells, MAX_CELLS);
+    assert_int_equal(n, 6);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(cells[i].suite, 0);
+        assert_string_equal(cells[i].outcome, "skipped");
+        assert_string_equal(cells[i].edhoc_text, "");
+        assert_non_null(strstr(cells[i].reason, "not possible with our credentials"));
+        assert_non_null(strstr(cells[i].reason, "suite 0"));
+    }
+    assert_string_equal(cells[2].outcome, "ok");
+    assert_string_equal(cells[3].outcome, "not supported");
+    assert_int_equal(cells[4].suite, 2);
+    assert_string_equal(cells[4].outcome, "ok");
+    assert_string_equal(cells[5].outcome, "ok");
+    assert_non_null(strstr(out, "\"skipped\": 2,"));
+    free(out);
+    rc = CLI_RUN(&out, 60,
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 0 --id-creds kid "
+                 "--cred %s --key %s --trust %s",
+                 r.port, cred, key, srv);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "Summary: 0 ok, 0 failed, 0 not supported, 4 skipped of 4 cells"));
+    free(out);
+}
+
+/* --tolerate LIST goes to every cell as it is (the initiator checks it);
+ * with an initiator that takes it, the cells carry its "tolerated" list. */
+static void test_tolerate_passed_through(void **state)
+{
+    (void)state;
+    struct net_proc r;
+    start_responder(&r, "tolerate", "");
+    char dir[300], path[400], *out = NULL;
+    net_path(dir, sizeof dir, "tolerate-traces");
+    int rc = CLI_RUN(&out, 60,
+                     "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
+                     "--tolerate c-bstr,kid-int --trace-dir %s --json",
+                     r.port, dir);
+    snprintf(path, sizeof path, "%s/m3-s2-kid.txt", dir);
+    char *tr = net_read_file(path);
+    assert_non_null(tr);
+    assert_non_null(strstr(tr, " --tolerate c-bstr,kid-int"));
+    free(tr);
+    char *help = NULL;
+    net_cli_run(&help, 10, false, "initiator --help");
+    if (help && strstr(help, "--tolerate")) {
+        /* Nothing to tolerate from our own responder. */
+        assert_int_equal(rc, 0);
+        struct cell cells[MAX_CELLS];
+        assert_int_equal(json_cells(out, cells, MAX_CELLS), 4);
+        assert_string_equal(cells[0].outcome, "ok");
+        assert_string_equal(cells[0].tolerated, "[]");
+    } else {
+        /* An initiator without the option refuses it before sending: the
+         * same for every cell, so the matrix stops (exit 2). */
+        assert_int_equal(rc, 2);
+    }
+    free(help);
+    free(out);
+}
+
+/* The device as the initiator, in the bare framing, against a responder
+ * that takes A.2 only: the responder reads METHOD as a C_R and the rest as
+ * message_3 ("unknown C_R 03"); the report names what happened. */
+static void test_report_bare_message_1(void **state)
+{
+    (void)state;
+    char dir[300], extra[400];
+    net_path(dir, sizeof dir, "bare-m1");
+    snprintf(extra, sizeof extra, "--framing a2 --interop-log %s", dir);
+    struct net_proc r;
+    start_responder(&r, "bare-m1", extra);
+    char *out = NULL;
+    /* The responder answers with an EDHOC error: exit code 4. */
+    assert_int_equal(CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2 "
+                                       "--framing bare",
+                             r.port),
+                     4);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 3000), 0);
+    int rc = CLI_RUN(&out, 20, "interop --report %s --json", dir);
+    assert_int_equal(rc, 1);
+    struct report_row rows[4];
+    assert_int_equal(report_rows(out, rows, 4), 1);
+    /* RFC 9528 Appendix A.2: message_1 is prefixed with CBOR true; without
+     * it the first byte is METHOD (3), read as C_R by an A.2 responder. */
+    assert_int_equal(rows[0].method, 3);
+    assert_string_equal(rows[0].framing, "bare");
+    assert_string_equal(rows[0].outcome, "refused");
+    assert_string_equal(rows[0].result, "EDHOC error 1 sent: a bare-framed message_1");
+    assert_string_equal(rows[0].reason,
+                        "a bare-framed message_1 (RFC 9528 Appendix A.2 expects the true prefix): "
+                        "the device speaks the bare framing; start the responder with --framing "
+                        "both or bare");
+    free(out);
+    /* Without the datagrams (a bounded log), the record alone tells it. */
+    char pcap[400];
+    snprintf(pcap, sizeof pcap, "%s/1.pcap", dir);
+    assert_int_equal(unlink(pcap), 0);
+    rc = CLI_RUN(&out, 20, "interop --report %s", dir);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "| 1 | 3 | ? -> -1 | - | no | bare | 1 | 0 | EDHOC error 1 sent: "
+                                "a bare-framed message_1 | a bare-framed message_1 (RFC 9528 "
+                                "Appendix A.2 expects the true prefix): the device speaks the "
+                                "bare framing; start the responder with --framing both or bare "
+                                "(told by the C_R"));
+    free(out);
+}
+
 static void test_usage(void **state)
 {
     (void)state;
@@ -1061,6 +1551,11 @@ int main(void)
         cmocka_unit_test_teardown(test_report_damaged_log, net_test_teardown),
         cmocka_unit_test_teardown(test_interop_log_bound, net_test_teardown),
         cmocka_unit_test_teardown(test_interop_log_long_kid, net_test_teardown),
+        cmocka_unit_test_teardown(test_edhoc_only_device, net_test_teardown),
+        cmocka_unit_test_teardown(test_framing_auto, net_test_teardown),
+        cmocka_unit_test_teardown(test_skipped_cells, net_test_teardown),
+        cmocka_unit_test_teardown(test_tolerate_passed_through, net_test_teardown),
+        cmocka_unit_test_teardown(test_report_bare_message_1, net_test_teardown),
     };
     return cmocka_run_group_tests(tests, setup, net_group_teardown);
 }

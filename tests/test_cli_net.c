@@ -1205,7 +1205,7 @@ static void test_unprotected_answer_load_interop(void **state)
                  "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --json",
                  relay.port);
     if (rc != 1 || !strstr(out, "the peer answered without OSCORE: 2.04 Changed") ||
-        !strstr(out, "\"outcome\": \"oscore\"") ||
+        !strstr(out, "\"failure\": \"oscore\"") ||
         !strstr(out, "the peer answered without OSCORE with a success code"))
         fail_msg("interop: exit %d:\n%s", rc, out);
     free(out);

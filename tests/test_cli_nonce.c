@@ -52,7 +52,12 @@ static void context_pair(const char *name)
     net_write_file(client_conf, text, 0600);
     snprintf(text, sizeof text,
              "master_secret,hex,\"%s\"\nmaster_salt,hex,\"9e7ca92223786340\"\n"
-             "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n", secret);
+             "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n"
+             /* Runs at the same time interleave their sequence numbers:
+              * the widest window keeps the later ones from looking old
+              * (RFC 8613 Section 7.4). */
+             "replay_window,integer,64\n",
+             secret);
     net_write_file(server_conf, text, 0600);
 }
 

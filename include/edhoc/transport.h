@@ -72,6 +72,10 @@ struct edhoc_transport_config {
      * seconds (0: 30). */
     unsigned max_sessions;
     unsigned session_idle_s;
+    /* An incomplete block-wise transfer or a kept response is dropped
+     * after this many ms without progress; 0: EDHOC_BW_DEFAULT_LIFETIME_MS
+     * (RFC 7252 EXCHANGE_LIFETIME). */
+    uint32_t transfer_lifetime_ms;
 };
 
 /* Called for every UDP datagram (payload bytes) as it is sent or
@@ -337,6 +341,7 @@ struct edhoc_server_config {
      * the block size of large responses (0: 1024). */
     size_t max_body;
     unsigned block_size;
+    uint32_t transfer_lifetime_ms; /* as edhoc_transport_config's */
     /* C_R choice (RFC 9528 Section 3.3 leaves it to the responder):
      * EDHOC_C_R_FORM_INT (default) picks one-byte identifiers with an int
      * form (0x00-0x17, 0x20-0x37) first, _BSTR one-byte identifiers

@@ -163,7 +163,8 @@ static size_t effective_max_body(const struct edhoc_datagram_policy *p)
 
 /* A Block1/Block2 value (RFC 7959 Section 2.2): NUM in the high bits, then
  * M, then the 3-bit SZX; block size 2^(SZX + 4). */
-static int check_block(const uint8_t *v, size_t len, const struct edhoc_datagram_policy *p)
+static int check_block(const uint8_t *v, size_t len, const struct edhoc_datagram_policy *p,
+                       bool request)
 {
     if (!p->accept_block_options)
         return EDHOC_DATAGRAM_BLOCK_REFUSED;
@@ -176,8 +177,13 @@ static int check_block(const uint8_t *v, size_t len, const struct edhoc_datagram
      * lead to a 4.00 Bad Request response code upon reception in a
      * request." Only RFC 8323 (CoAP over reliable transports) gives it a
      * meaning, BERT; over UDP it has none. */
-    if (szx == 7)
+    /* In a request the answer is the 4.00 the RFC asks for, which our
+     * block-wise engine gives (libcoap's block code is off); a response
+     * with it cannot be taken, and is refused here. */
+    if (szx == 7 && !request)
         return EDHOC_DATAGRAM_BLOCK_SIZE;
+    if (szx == 7)
+        szx = 6;
     uint64_t num = value >> 4;
     uint64_t offset = num << (szx + 4);
     /* Block NUM holds the body's bytes from NUM * 2^(SZX + 4) on (RFC 7959
@@ -209,7 +215,7 @@ static int read_extended(unsigned nibble, const uint8_t *d, size_t len, size_t *
 }
 
 static int check_options(const uint8_t *d, size_t len, size_t pos,
-                         const struct edhoc_datagram_policy *p)
+                         const struct edhoc_datagram_policy *p, bool request)
 {
     unsigned number = 0;
     unsigned seen_once = 0;
@@ -258,7 +264,7 @@ static int check_options(const uint8_t *d, size_t len, size_t pos,
             seen_once |= bit;
         }
         if (rule.block) {
-            rc = check_block(value, value_len, p);
+            rc = check_block(value, value_len, p, request);
             if (rc != EDHOC_DATAGRAM_OK)
                 return rc;
         }
@@ -322,7 +328,7 @@ int edhoc_datagram_check(const uint8_t *d, size_t len, const struct edhoc_datagr
 
     if (token_len > len - HEADER_LEN)
         return EDHOC_DATAGRAM_TRUNCATED;
-    return check_options(d, len, HEADER_LEN + token_len, p);
+    return check_options(d, len, HEADER_LEN + token_len, p, code_class == 0);
 }
 
 const char *edhoc_datagram_reason_name(int reason)

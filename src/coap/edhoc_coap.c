@@ -822,7 +822,8 @@ struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
     if (!srv->cfg.block_size)
         srv->cfg.block_size = 1024;
     srv->inner_cap = srv->cfg.max_body + EDHOC_TRANSPORT_MAX_MESSAGE;
-    struct edhoc_bw_limits limits = {.max_body = srv->cfg.max_body};
+    struct edhoc_bw_limits limits = {.max_body = srv->cfg.max_body,
+                                     .lifetime_ms = srv->cfg.transfer_lifetime_ms};
     srv->pending = calloc(srv->cfg.max_pending, sizeof *srv->pending);
     srv->inner = malloc(srv->inner_cap);
     srv->inner_resp = malloc(srv->inner_cap);

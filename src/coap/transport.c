@@ -339,12 +339,15 @@ static struct edhoc_transport *transport_new(const struct edhoc_transport_config
     }
     coap_set_app_data(t->ctx, t);
     /* libcoap's block mode stays off (see the top of this file). */
-    /* The guard lets Block options through up to the largest body anyone
-     * may configure, so that our engine, not a silent drop, answers 4.13
-     * to a body above the configured one (RFC 7959 Section 2.9.3). */
+    /* The guard lets well-formed Block options through, so that our
+     * engine, not a silent drop, answers 4.13 to a body above the
+     * configured one (RFC 7959 Section 2.9.3). */
     struct edhoc_datagram_policy policy = edhoc_datagram_guard_policy();
-    if (policy.max_body < EDHOC_BW_MAX_BODY_LIMIT) {
-        policy.max_body = EDHOC_BW_MAX_BODY_LIMIT;
+    /* NUM < 2^20 and blocks of at most 1 KiB: every offset a Block option
+     * can name stays below 1 GiB, which the engine handles (4.13). */
+    size_t every_offset = (size_t)1 << 30;
+    if (policy.max_body < every_offset) {
+        policy.max_body = every_offset;
         edhoc_datagram_guard_set_policy(&policy);
     }
     coap_register_option(t->ctx, OPT_OSCORE);
@@ -1020,7 +1023,8 @@ int edhoc_transport_server_open(struct edhoc_transport **out, const char *const 
     /* A whole response holds a body up to max_body (the engine cuts it). */
     size_t max_body = t->cfg.max_body ? t->cfg.max_body : EDHOC_BW_DEFAULT_MAX_BODY;
     t->resp_cap = max_body + EDHOC_TRANSPORT_MAX_MESSAGE;
-    struct edhoc_bw_limits limits = {.max_body = max_body};
+    struct edhoc_bw_limits limits = {.max_body = max_body,
+                                     .lifetime_ms = t->cfg.transfer_lifetime_ms};
     t->scratch = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
     t->resp = malloc(t->resp_cap);
     t->blk = malloc(t->resp_cap);

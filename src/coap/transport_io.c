@@ -463,6 +463,26 @@ static void discard_head(recvmsg_fn real_recvmsg, int fd)
     (void)real_recvmsg(fd, &none, MSG_DONTWAIT);
 }
 
+/* RFC 7252 Section 4.2: a Confirmable message the recipient cannot
+ * process ("a message format error" among the cases) is rejected with a
+ * matching Reset, not ignored, so the sender stops retransmitting. A
+ * Reset is 4 bytes, never more than what came, so it amplifies nothing.
+ * name NULL: the socket is connected to the sender. */
+static void reject_confirmable(int fd, const uint8_t *d, size_t n, const void *name,
+                               socklen_t namelen)
+{
+    if (n < 4 || (d[0] & 0xf0) != 0x40) /* version 1, type CON */
+        return;
+    typedef ssize_t (*sendto_fn)(int, const void *, size_t, int, const struct sockaddr *,
+                                 socklen_t);
+    static sendto_fn real_sendto;
+    if (!real_sendto)
+        real_sendto = (sendto_fn)real("sendto");
+    const uint8_t rst[4] = {0x70, 0x00, d[2], d[3]};
+    if (real_sendto)
+        (void)real_sendto(fd, rst, sizeof rst, MSG_DONTWAIT, name, name ? namelen : 0);
+}
+
 /* One checked datagram: the real call's result for an accepted one, or
  * -2 after dropping a refused one (errno untouched). */
 static ssize_t read_checked_once(recvmsg_fn real_recvmsg, int fd, struct msghdr *m, int flags)
@@ -473,16 +493,22 @@ static ssize_t read_checked_once(recvmsg_fn real_recvmsg, int fd, struct msghdr 
         ssize_t n = real_recvmsg(fd, m, flags | MSG_TRUNC);
         if (n < 0)
             return n;
+        const uint8_t *d = m->msg_iov[0].iov_base;
         if ((size_t)n > capacity) {
             edhoc_datagram_guard_count_refusal(EDHOC_DATAGRAM_TOO_LONG, (size_t)n);
+            reject_confirmable(fd, d, capacity, m->msg_name, m->msg_namelen);
             return -2;
         }
-        if (edhoc_datagram_guard_admit(m->msg_iov[0].iov_base, (size_t)n) != EDHOC_DATAGRAM_OK)
+        if (edhoc_datagram_guard_admit(d, (size_t)n) != EDHOC_DATAGRAM_OK) {
+            reject_confirmable(fd, d, (size_t)n, m->msg_name, m->msg_namelen);
             return -2;
+        }
         return n;
     }
     struct iovec v = {guard_scratch, sizeof guard_scratch};
-    struct msghdr look = {.msg_iov = &v, .msg_iovlen = 1};
+    struct sockaddr_storage from;
+    struct msghdr look = {.msg_iov = &v, .msg_iovlen = 1, .msg_name = &from,
+                          .msg_namelen = sizeof from};
     ssize_t n = real_recvmsg(fd, &look, (flags & ~MSG_CMSG_CLOEXEC) | MSG_PEEK | MSG_TRUNC);
     if (n < 0)
         return n;
@@ -495,6 +521,8 @@ static ssize_t read_checked_once(recvmsg_fn real_recvmsg, int fd, struct msghdr 
     }
     if (reason != EDHOC_DATAGRAM_OK) {
         discard_head(real_recvmsg, fd);
+        reject_confirmable(fd, guard_scratch, (size_t)n > sizeof guard_scratch ? 4 : (size_t)n,
+                           look.msg_namelen ? &from : NULL, look.msg_namelen);
         return -2;
     }
     return real_recvmsg(fd, m, flags);
