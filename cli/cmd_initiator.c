@@ -216,6 +216,10 @@ struct ctx {
 /* Room for a --request and its response: the largest body and headers. */
 #define REQUEST_CAP (EDHOC_BW_DEFAULT_MAX_BODY + EDHOC_TRANSPORT_MAX_MESSAGE)
 
+/* --payload-file: the payload of every --request given without one. */
+static uint8_t *file_payload;
+static size_t file_payload_len;
+
 /* "METHOD PATH [PAYLOAD]" -> a plain request. */
 static long build_user_request(const char *spec, uint8_t *out, size_t cap, char *err, size_t errcap)
 {
@@ -250,8 +254,14 @@ static long build_user_request(const char *spec, uint8_t *out, size_t cap, char 
         *q = '\0';
         query = q + 1;
     }
-    long n = cli_coap_build_request((uint8_t)code, path, query, *payload ? 0 : -1,
-                                    (const uint8_t *)payload, strlen(payload), -1, out, cap);
+    const uint8_t *body = (const uint8_t *)payload;
+    size_t body_len = strlen(payload);
+    if (!body_len && file_payload) {
+        body = file_payload;
+        body_len = file_payload_len;
+    }
+    long n = cli_coap_build_request((uint8_t)code, path, query, body_len ? 0 : -1, body, body_len,
+                                    -1, out, cap);
     if (n < 0)
         snprintf(err, errcap, "--request '%s': cannot encode", spec);
     return n;
@@ -261,6 +271,33 @@ static long build_user_request(const char *spec, uint8_t *out, size_t cap, char 
 static long edhoc_post_as(struct ctx *c, const uint8_t *prefix, size_t prefix_len,
                           const uint8_t *m, size_t m_len, uint64_t deadline, int timeout_cap_ms,
                           bool confirmable);
+
+/* --output FILE: where the body of the last --request's response goes. */
+static const char *output_path;
+
+static int read_payload_file(const char *path)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) {
+        fprintf(stderr, "edhoc-cli initiator: --payload-file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    free(file_payload);
+    file_payload = malloc(EDHOC_BW_DEFAULT_MAX_BODY + 1);
+    size_t n = file_payload ? fread(file_payload, 1, EDHOC_BW_DEFAULT_MAX_BODY + 1, f) : 0;
+    bool bad = !file_payload || ferror(f) || n > EDHOC_BW_DEFAULT_MAX_BODY;
+    if (f != stdin)
+        fclose(f);
+    if (bad) {
+        fprintf(stderr, "edhoc-cli initiator: --payload-file %s: %s\n", path,
+                file_payload ? "unreadable or above 65536 bytes" : "out of memory");
+        free(file_payload);
+        file_payload = NULL;
+        return -1;
+    }
+    file_payload_len = n;
+    return 0;
+}
 
 static long edhoc_post(struct ctx *c, const uint8_t *prefix, size_t prefix_len, const uint8_t *m,
                        size_t m_len, uint64_t deadline, int timeout_cap_ms)
@@ -1149,6 +1186,10 @@ static void usage(FILE *f)
             "  --request 'METHOD PATH [PAYLOAD]'  OSCORE-protected request after the handshake\n"
             "                          (repeatable; default GET /.well-known/core; 'none': the\n"
             "                          handshake only, for devices without OSCORE resources)\n"
+            "  --payload-file FILE     the payload of every --request given without one (- for\n"
+            "                          standard input; at most 65536 bytes, block-wise above\n"
+            "                          --block-size, inside OSCORE)\n"
+            "  --output FILE           write the body of the last response to FILE\n"
             "                          (repeatable; default 'GET /.well-known/core')\n"
             "  --combined              send message_3 inside the first OSCORE request (RFC 9668)\n"
             "  --framing a2|bare|auto  a2: RFC 9528 Appendix A.2 (true / C_R prefixes, Content-\n"
@@ -1225,6 +1266,7 @@ int cmd_initiator(int argc, char **argv)
             continue;
         }
         if (!strcmp(name, "--request") || !strcmp(name, "--framing") || !strcmp(name, "--timeout") ||
+            !strcmp(name, "--payload-file") || !strcmp(name, "--output") ||
             !strcmp(name, "--block-size") || !strcmp(name, "--repeat") ||
             !strcmp(name, "--export-oscore-conf") || !strcmp(name, "--state-dir")) {
             if (!value) {
@@ -1243,6 +1285,11 @@ int cmd_initiator(int argc, char **argv)
                 c->export_conf = value;
             } else if (!strcmp(name, "--state-dir")) {
                 c->state_dir_arg = value;
+            } else if (!strcmp(name, "--payload-file")) {
+                if (read_payload_file(value))
+                    goto out;
+            } else if (!strcmp(name, "--output")) {
+                output_path = value;
             } else if (!strcmp(name, "--framing")) {
                 if (!strcasecmp(value, "a2") || !strcasecmp(value, "a.2"))
                     c->framing = EDHOC_FRAMING_A2;
@@ -1506,6 +1553,17 @@ int cmd_initiator(int argc, char **argv)
         run->repeat_failed = failed;
         run->repeat_s = rep_s;
     }
+    if (output_path && run->n_answers && !run->exit_code) {
+        /* The body of the last response, exactly (--output). */
+        const struct answer *a = &run->answers[run->n_answers - 1];
+        FILE *f = strcmp(output_path, "-") ? fopen(output_path, "wb") : stdout;
+        if (!f || (a->payload_len && fwrite(a->payload, 1, a->payload_len, f) != a->payload_len) ||
+            (f != stdout ? fclose(f) : fflush(f))) {
+            fprintf(stderr, "edhoc-cli initiator: --output %s: %s\n", output_path,
+                    strerror(errno));
+            run->exit_code = CLI_EXIT_INPUT;
+        }
+    }
     if (c->o.json)
         print_json(c, run);
     else
@@ -1554,5 +1612,7 @@ out:
     }
     free(run);
     free(c);
+    free(file_payload);
+    file_payload = NULL;
     return exit_code;
 }

@@ -558,7 +558,16 @@ static void record_json(FILE *f, const struct edhoc_server_handshake *hs, uint64
     cli_json_string(f, result);
     fputs(", \"reason\": ", f);
     cli_json_string(f, hs->causes);
-    fputs("}\n", f);
+    /* Deviations of the device: the one that explains a failed MAC_3 or
+     * signature, and those --tolerate accepted on this handshake. */
+    fputs(", \"diagnosis\": ", f);
+    cli_json_string(f, hs->diagnosis ? hs->diagnosis : "");
+    fputs(", \"tolerated\": [", f);
+    for (unsigned bit = 1, k = 0; bit <= EDHOC_DEV_ALL; bit <<= 1) {
+        if (hs->tolerated & bit)
+            fprintf(f, "%s\"%s\"", k++ ? ", " : "", edhoc_deviation_name(bit));
+    }
+    fputs("]}\n", f);
 }
 
 /* The head of the trace file: the record in words, then the values of
@@ -571,6 +580,13 @@ static void record_header(FILE *f, const struct edhoc_server_handshake *hs, uint
     fprintf(f, "outcome: %s\n", result);
     if (hs->causes[0])
         fprintf(f, "likely causes: %s\n", hs->causes);
+    if (hs->diagnosis && hs->diagnosis[0])
+        fprintf(f, "diagnosis: %s\n", hs->diagnosis);
+    if (hs->tolerated) {
+        char names[120];
+        edhoc_deviations_format(hs->tolerated, names, sizeof names);
+        fprintf(f, "tolerated (--tolerate): %s\n", names);
+    }
     if (hs->step[0])
         fprintf(f, "failed step: %s\n", hs->step);
     fprintf(f, "method: %d\nSUITES_I: ", hs->method);

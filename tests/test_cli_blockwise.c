@@ -1585,6 +1585,37 @@ static void test_tshark_inner_block1_and_block2(void **state)
     tshark_transfer(true);
 }
 
+/* initiator --request with a body from --payload-file and the answer's
+ * body in --output: after a real handshake, under the EDHOC-derived
+ * context, in inner blocks (RFC 8613 Section 4.1.3.4.1). */
+static void test_initiator_payload_file_output(void **state)
+{
+    (void)state;
+    char in[300], out_path[300];
+    body_path(in, sizeof in, 20000);
+    net_path(out_path, sizeof out_path, "initiator.out");
+    unlink(out_path);
+    char *out;
+    int rc = net_cli_run(&out, 40, false,
+                         "initiator coap://127.0.0.1:%u --request \"POST /echo\" --payload-file %s "
+                         "--output %s --block-size 64 --timeout 20",
+                         plain_r[0].port, in, out_path);
+    if (rc != 0)
+        fail_msg("initiator: %d\n%.2000s", rc, out);
+    free(out);
+    char *a = net_read_file(in), *b = net_read_file(out_path);
+    assert_non_null(a);
+    assert_non_null(b);
+    struct stat sa, sb;
+    assert_int_equal(stat(in, &sa), 0);
+    assert_int_equal(stat(out_path, &sb), 0);
+    assert_int_equal(sa.st_size, 20000);
+    assert_int_equal(sb.st_size, 20000);
+    assert_memory_equal(a, b, 20000); /* /echo returns the body it got */
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     if (system("command -v tshark >/dev/null 2>&1"))
@@ -1602,6 +1633,7 @@ int main(void)
         cmocka_unit_test_setup(test_edhoc_x5chain_64, check_alive),
         cmocka_unit_test_setup(test_tshark_inner_block2, check_alive),
         cmocka_unit_test_setup(test_tshark_inner_block1_and_block2, check_alive),
+        cmocka_unit_test_setup(test_initiator_payload_file_output, check_alive),
     };
     int failed = cmocka_run_group_tests_name("cli_blockwise", tests, group_setup,
                                              net_group_teardown);
