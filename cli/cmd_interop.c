@@ -876,14 +876,83 @@ static void cell_name(struct cell *c)
              c->framing == FR_BARE ? "-bare" : "");
 }
 
+/* --trace-dir holds session secrets (each trace has the ephemeral private
+ * key, PRK_out and the OSCORE master secret; each capture the datagrams):
+ * secrets readable by others, unless the directory is ours alone and every
+ * file in it is 0600. A missing directory is created 0700 whatever the
+ * umask; an existing one is used only if it is a real directory (not a
+ * symbolic link) owned by us that group and others cannot access, else it
+ * is refused with the fix. Returns 0 or -1 after printing why. */
+static int prepare_trace_dir(const char *dir)
+{
+    bool created = mkdir(dir, 0700) == 0;
+    if (!created && errno != EEXIST) {
+        fprintf(stderr, "edhoc-cli interop: --trace-dir %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        bool link = errno == ELOOP || (errno == ENOTDIR && lstat(dir, &st) == 0 &&
+                                       S_ISLNK(st.st_mode));
+        fprintf(stderr, "edhoc-cli interop: --trace-dir %s: %s\n", dir,
+                link ? "a symbolic link; give the directory itself" :
+                errno == ENOTDIR ? "not a directory" : strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    /* Created by us: the umask may have taken bits away, never added. */
+    if (created && fchmod(fd, 0700) == 0)
+        st.st_mode = (st.st_mode & ~(mode_t)07777) | 0700;
+    close(fd);
+    if (st.st_uid != geteuid()) {
+        fprintf(stderr, "edhoc-cli interop: --trace-dir %s: owned by another user; the traces "
+                        "hold session secrets: give a directory of your own\n", dir);
+        return -1;
+    }
+    if (st.st_mode & 077) {
+        fprintf(stderr, "edhoc-cli interop: --trace-dir %s: group or others can access it "
+                        "(mode %04o) and the traces hold session secrets: chmod 700 %s, or "
+                        "give a new directory\n", dir, (unsigned)(st.st_mode & 07777), dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* A file of --trace-dir, mode 0600 before anything is written to it (a
+ * file left by an earlier run is truncated and tightened); a symbolic link
+ * is refused. Returns the descriptor or -1 with errno. */
+static int create_trace_file(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) != 0 || fchmod(fd, 0600) != 0)
+        e = errno;
+    else if (!S_ISREG(st.st_mode))
+        e = EINVAL;
+    if (e) {
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 static void write_trace(const struct opts *o, const struct cell *c, const struct child_result *r,
                         char *const argv[])
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s.txt", o->trace_dir, c->name);
-    FILE *f = fopen(path, "w");
+    int fd = create_trace_file(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         fprintf(stderr, "edhoc-cli interop: %s: %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return;
     }
     fprintf(f, "cell %s\ncommand:", c->name);
@@ -963,6 +1032,16 @@ static void run_cell(const struct opts *o, struct matrix_state *st, struct cell 
         snprintf(pcap_path, sizeof pcap_path, "%s/%s.pcap", o->trace_dir, c->name);
         a.v[a.n++] = "--pcap";
         a.v[a.n++] = pcap_path;
+        /* The initiator's capture writer opens the file with fopen(), which
+         * would make it 0666 minus the umask: made 0600 here first, the
+         * writer truncates it and keeps the mode. */
+        int pfd = create_trace_file(pcap_path);
+        if (pfd < 0) {
+            fprintf(stderr, "edhoc-cli interop: %s: %s\n", pcap_path, strerror(errno));
+            a.n -= 2;
+        } else {
+            close(pfd);
+        }
     }
     struct child_result r;
     initiator_argv_run(o, &a, f == FR_AUTO, &r);
@@ -985,8 +1064,13 @@ static void run_cell(const struct opts *o, struct matrix_state *st, struct cell 
     if (c->framing == FR_AUTO && st->auto_known == FR_AUTO && c->framing_used[0] &&
         (c->edhoc_ok || (c->err_code >= 0 && !c->a2_unparsed && c->unsupported != NS_FRAMING)))
         st->auto_known = strcmp(c->framing_used, "bare") ? FR_A2 : FR_BARE;
-    if (o->trace_dir)
+    if (o->trace_dir) {
         write_trace(o, c, &r, a.v);
+        /* No capture written (the initiator stopped before it): no file. */
+        struct stat st;
+        if (lstat(pcap_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+            unlink(pcap_path);
+    }
     free(r.out);
 }
 
@@ -1380,6 +1464,8 @@ static void usage(FILE *f)
             "  --cred FILE --key FILE --trust FILE  our credentials (as for the initiator)\n"
             "  --trace-dir DIR         keep each cell's RFC 9529-style trace in DIR/<cell>.txt\n"
             "                          and every datagram of the cell in DIR/<cell>.pcap\n"
+            "                          (secrets: DIR is made 0700, its files 0600; an existing\n"
+            "                          DIR that group or others can access is refused)\n"
             "  --json                  machine-readable output (the same cells and summary)\n"
             "  --json-out FILE         also write that JSON to FILE (with the table on stdout)\n"
             "  -h, --help              this text\n\n"
@@ -1609,10 +1695,8 @@ int cmd_interop(int argc, char **argv)
     }
     if (!o.n_id_creds)
         default_id_creds(&o);
-    if (o.trace_dir && mkdir(o.trace_dir, 0755) && errno != EEXIST) {
-        fprintf(stderr, "edhoc-cli interop: --trace-dir %s: %s\n", o.trace_dir, strerror(errno));
+    if (o.trace_dir && prepare_trace_dir(o.trace_dir) != 0)
         return CLI_EXIT_INPUT;
-    }
 
     /* The variants of each configuration: message_4, combined, framing. */
     struct variant {

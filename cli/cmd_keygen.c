@@ -28,7 +28,8 @@ static void keygen_usage(FILE *out)
         "  --suite N --use U      the curve a cipher suite needs for signing (sign)\n"
         "                         or for static Diffie-Hellman (dh)\n"
         "  --kid HEX              CCS key identifier (default: one random byte that\n"
-        "                         EDHOC sends as a one-byte integer)\n"
+        "                         EDHOC sends as a one-byte integer, never the kid of a\n"
+        "                         built-in demo credential, which would collide with it)\n"
         "  --subject NAME         CCS 'sub' claim / certificate CN\n"
         "  --ca-cert FILE --ca-key FILE\n"
         "                         sign the certificate with this CA (default:\n"
@@ -333,15 +334,34 @@ int cmd_keygen(int argc, char **argv)
         goto out;
     }
     if (kid_len < 0) {
-        /* One byte that EDHOC can send as a one-byte CBOR integer. */
+        /* One byte that EDHOC can send as a one-byte CBOR integer
+         * (0x00..0x17 and 0x20..0x37), none of the built-in demo
+         * credentials' kids (kid collisions): the demo trust is loaded
+         * first, so a kid it holds would name the demo credential, and a
+         * handshake with the new one would fail (MAC_3 verification). */
+        uint8_t demo[64], free_kids[48];
+        size_t n_demo = edhoc_demo_kids(demo, sizeof demo), n_free = 0;
+        if (n_demo == 0 || n_demo > sizeof demo) {
+            fprintf(stderr, "edhoc-cli keygen: cannot list the demo credentials' kids\n");
+            goto out;
+        }
+        for (unsigned v = 0; v < 0x38; v++) {
+            if (v >= 0x18 && v < 0x20)
+                continue;
+            if (!memchr(demo, (int)v, n_demo))
+                free_kids[n_free++] = (uint8_t)v;
+        }
         uint8_t r = 0;
+        if (n_free == 0) {
+            fprintf(stderr, "edhoc-cli keygen: every one-byte kid is a demo credential's: "
+                            "give --kid\n");
+            goto out;
+        }
         if (getrandom(&r, 1, 0) != 1) {
             fprintf(stderr, "edhoc-cli keygen: no random bytes for the kid\n");
             goto out;
         }
-        kid[0] = (uint8_t)(r % 48);
-        if (kid[0] >= 24)
-            kid[0] += 8; /* 0x00..0x17 and 0x20..0x37 */
+        kid[0] = free_kids[r % n_free]; /* the slight bias does not matter */
         kid_len = 1;
     }
 

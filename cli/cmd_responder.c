@@ -12,6 +12,8 @@
 #include <syslog.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "commands.h"
@@ -42,6 +44,9 @@ struct ident {
     bool ready;
     struct cli_side side;
     int suites[EDHOC_MAX_SUITES];
+    /* The options side's configuration was set up from: its EAD items and
+     * EAD callback context point into them, so they live as long as it. */
+    struct cli_edhoc_opts opts;
 };
 
 struct responder {
@@ -350,11 +355,12 @@ static struct ident *demo_ident(struct responder *r, int m, int suite)
     struct ident *id = &r->idents[(size_t)m * N_SUITE_IDS + (size_t)si];
     if (id->ready)
         return id;
-    struct cli_edhoc_opts o = r->o;
-    o.method = m;
-    o.suites[0] = suite;
-    o.n_suites = 1;
-    o.n_suites_r = 0;
+    id->opts = r->o;
+    struct cli_edhoc_opts *o = &id->opts;
+    o->method = m;
+    o->suites[0] = suite;
+    o->n_suites = 1;
+    o->n_suites_r = 0;
     /* Quiet: a suite without a built-in credential is simply not served. */
     int saved = dup(2), devnull = -1;
     FILE *null = fopen("/dev/null", "w");
@@ -363,13 +369,13 @@ static struct ident *demo_ident(struct responder *r, int m, int suite)
         fflush(stderr);
         dup2(devnull, 2);
     }
-    int rc = cli_edhoc_side_setup(&o, CLI_SIDE_R, &id->side);
-    if (rc && o.side[CLI_SIDE_R].id_cred_type) {
+    int rc = cli_edhoc_side_setup(o, CLI_SIDE_R, &id->side);
+    if (rc && o->side[CLI_SIDE_R].id_cred_type) {
         /* --id-cred names a type this credential cannot have (kccs of a
          * certificate, x5t of a CCS): it keeps its default. */
         cli_edhoc_side_free(&id->side);
-        o.side[CLI_SIDE_R].id_cred_type = 0;
-        rc = cli_edhoc_side_setup(&o, CLI_SIDE_R, &id->side);
+        o->side[CLI_SIDE_R].id_cred_type = 0;
+        rc = cli_edhoc_side_setup(o, CLI_SIDE_R, &id->side);
     }
     if (null) {
         fflush(stderr);
@@ -650,6 +656,12 @@ static int load_static_context(struct edhoc_server *srv, const char *path)
 
 int cmd_responder(int argc, char **argv)
 {
+    /* The daemon holds private keys and OSCORE master secrets: a crash
+     * must not write them to a core file. Non-dumpable also keeps other
+     * users' debuggers out; /proc/PID then belongs to root. */
+    prctl(PR_SET_DUMPABLE, 0);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
     struct responder *r = calloc(1, sizeof *r);
     if (!r)
         return CLI_EXIT_INTERNAL;

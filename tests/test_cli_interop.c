@@ -8,6 +8,7 @@
  * `edhoc-cli interop --report DIR`: the exact rows, the traces and pcaps of
  * the failures, a damaged log, the bound on files.
  */
+#include <dirent.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1535,6 +1536,105 @@ static void test_usage(void **state)
     free(out);
 }
 
+
+/* Mode of path (lstat), or -1. */
+static int path_mode(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+/* Secrets readable by others: each --trace-dir trace holds the ephemeral
+ * private key, PRK_out and the OSCORE master secret. Under umask 022 the
+ * directory is created 0700 and every file in it (traces and captures)
+ * 0600; a file left 0644 by an earlier run is tightened; an existing
+ * directory group or others can access, and a symbolic link, are refused. */
+static void test_trace_dir_private(void **state)
+{
+    (void)state;
+    struct net_proc r;
+    start_responder(&r, "tracemode", "");
+    char dir[300], path[700], *out = NULL;
+    net_path(dir, sizeof dir, "private-traces");
+    mode_t old_umask = umask(022);
+    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                               "--id-creds kid --trace-dir %s", r.port, dir);
+    free(out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(path_mode(dir), 0700);
+    size_t txt = 0, pcap = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (path_mode(path) != 0600)
+            fail_msg("%s: mode %04o, expected 0600", path, path_mode(path));
+        txt += strstr(e->d_name, ".txt") != NULL;
+        pcap += strstr(e->d_name, ".pcap") != NULL;
+    }
+    closedir(d);
+    assert_int_equal(txt, 4); /* A.2, message_4, combined, bare */
+    assert_true(pcap >= 3);
+    snprintf(path, sizeof path, "%s/m3-s2-kid.txt", dir);
+    char *tr = net_read_file(path);
+    assert_non_null(tr);
+    assert_non_null(strstr(tr, "PRK_out"));
+    free(tr);
+
+    /* Again into the same (private) directory: a file an earlier run left
+     * readable by others is made 0600 before it is rewritten. */
+    assert_int_equal(chmod(path, 0644), 0);
+    snprintf(path, sizeof path, "%s/m3-s2-kid.pcap", dir);
+    assert_int_equal(chmod(path, 0644), 0);
+    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                           "--id-creds kid --trace-dir %s", r.port, dir);
+    free(out);
+    assert_int_equal(rc, 0);
+    assert_int_equal(path_mode(path), 0600);
+    snprintf(path, sizeof path, "%s/m3-s2-kid.txt", dir);
+    assert_int_equal(path_mode(path), 0600);
+
+    /* An existing directory group and others can read: refused, nothing
+     * run, nothing written in it, and the message gives the fix. */
+    char open_dir[300], expect[1200];
+    net_path(open_dir, sizeof open_dir, "open-traces");
+    assert_int_equal(mkdir(open_dir, 0755), 0);
+    assert_int_equal(chmod(open_dir, 0755), 0);
+    rc = net_cli_run(&out, 60, false, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                                      "--id-creds kid --trace-dir %s", r.port, open_dir);
+    assert_int_equal(rc, 3);
+    snprintf(expect, sizeof expect,
+             "edhoc-cli interop: --trace-dir %s: group or others can access it (mode 0755) "
+             "and the traces hold session secrets: chmod 700 %s, or give a new directory\n",
+             open_dir, open_dir);
+    assert_string_equal(out, expect);
+    free(out);
+    assert_int_equal(path_mode(open_dir), 0755);
+    d = opendir(open_dir);
+    assert_non_null(d);
+    size_t entries = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        entries += e->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(entries, 0);
+
+    /* A symbolic link (even to a private directory) is refused. */
+    char link_path[300];
+    net_path(link_path, sizeof link_path, "link-traces");
+    assert_int_equal(symlink(dir, link_path), 0);
+    rc = net_cli_run(&out, 60, false, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                                      "--id-creds kid --trace-dir %s", r.port, link_path);
+    assert_int_equal(rc, 3);
+    snprintf(expect, sizeof expect,
+             "edhoc-cli interop: --trace-dir %s: a symbolic link; give the directory itself\n",
+             link_path);
+    assert_string_equal(out, expect);
+    free(out);
+    umask(old_umask);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1556,6 +1656,7 @@ int main(void)
         cmocka_unit_test_teardown(test_skipped_cells, net_test_teardown),
         cmocka_unit_test_teardown(test_tolerate_passed_through, net_test_teardown),
         cmocka_unit_test_teardown(test_report_bare_message_1, net_test_teardown),
+        cmocka_unit_test_teardown(test_trace_dir_private, net_test_teardown),
     };
     return cmocka_run_group_tests(tests, setup, net_group_teardown);
 }

@@ -371,6 +371,55 @@ static void test_simulate_with_keygen_output(void **state)
     free(out);
 }
 
+
+/* Kid collisions: the default kid must be none of the built-in demo
+ * credentials' kids (include/edhoc/cred.h, src/cred/demo_creds.c), since
+ * simulate and the peers load the demo trust first and would then take
+ * the demo credential for the new one ("MAC_3 verification failed"). */
+static void test_default_kid_avoids_demo_kids(void **state)
+{
+    (void)state;
+    static const unsigned demo_kids[] = {
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* X.509 / CCS signature, I */
+        0x09, 0x0a, 0x0c, 0x0d, 0x0e, 0x0f, 0x13, 0x14, /* CCS / X.509 static DH, I */
+        0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, /* the same, R */
+        0x29, 0x2a, 0x2c, 0x2d, 0x2e, 0x2f, 0x33, 0x34,
+        0x10, 0x30, 0x11, 0x31, 0x17,                   /* chain, 293 bytes, expired */
+        0x2b, 0x32,                                     /* RFC 9529 trace 2 */
+    };
+    for (int i = 0; i < 48; i++) {
+        char *out;
+        int rc = cli(&out, "keygen --type ccs --suite 2 --use dh --force "
+                           "--out-cred %s/k%d.ccs --out-key %s/k%d.key", dir, i, dir, i);
+        if (rc != 0)
+            fail_msg("keygen: exit %d: %s", rc, out);
+        const char *k = strstr(out, "kid:         ");
+        assert_non_null(k);
+        unsigned kid = 0x100;
+        char after = 0;
+        assert_int_equal(sscanf(k + 13, "%2x%c", &kid, &after), 2);
+        assert_int_equal(after, '\n'); /* one byte */
+        /* A one-byte CBOR integer: 0..23 or -1..-24. */
+        assert_true(kid <= 0x17 || (kid >= 0x20 && kid <= 0x37));
+        for (size_t j = 0; j < sizeof demo_kids / sizeof demo_kids[0]; j++)
+            if (kid == demo_kids[j])
+                fail_msg("default kid %02x is the kid of a demo credential", kid);
+        free(out);
+        if (i < 4) {
+            rc = cli(&out, "simulate --method 3 --suites 2 --cred-i %s/k%d.ccs "
+                           "--key-i %s/k%d.key", dir, i, dir, i);
+            if (rc != 0 || !strstr(out, "Outcome: ok, suite 2, 1 attempt"))
+                fail_msg("simulate with a fresh key of kid %02x: exit %d: %s", kid, rc, out);
+            free(out);
+        }
+    }
+    char *out;
+    assert_int_equal(cli(&out, "keygen --help"), 0);
+    assert_non_null(strstr(out, "never the kid of a\n"
+                                "                         built-in demo credential"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -380,6 +429,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_suite_and_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_simulate_with_keygen_output, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_kid_avoids_demo_kids, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -549,6 +549,46 @@ static void test_static_contexts_tried_in_turn(void **state)
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 }
 
+/* EAD with the built-in credentials: the responder's EAD items and its
+ * EAD callback context must outlive the set-up of each demo identity (they
+ * once pointed into a dead stack frame: a crash, or EAD_2 read from
+ * garbage). RFC 9528 Section 5.3.2: context_2 ends with EAD_2, here label 5
+ * with the value h'a1b2c3d4' (05 44 a1b2c3d4). */
+static void test_demo_ead_items(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "ead", "--listen 127.0.0.1:0 --state-dir none "
+                                                    "--ead-2 5:a1b2c3d4 --ead-accept 7"),
+                     0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --ead-1 7:0102 --ead-accept 5 "
+                               "--request none --trace",
+                     r.port);
+    if (rc != 0)
+        fail_msg("initiator: %d\n%s", rc, out);
+    const char *ctx2 = strstr(out, "context_2 (");
+    assert_non_null(ctx2);
+    const char *eol = strchr(ctx2, '\n');
+    assert_non_null(eol);
+    assert_true(eol - ctx2 > 12);
+    assert_memory_equal(eol - 12, "0544a1b2c3d4", 12);
+    free(out);
+    /* No core file of a process that holds keys and master secrets. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)r.pid);
+    char *limits = net_read_file(path);
+    assert_non_null(limits);
+    const char *core = strstr(limits, "Max core file size");
+    assert_non_null(core);
+    unsigned long soft = 99, hard = 99;
+    assert_int_equal(sscanf(core + strlen("Max core file size"), " %lu %lu", &soft, &hard), 2);
+    assert_int_equal(soft, 0);
+    assert_int_equal(hard, 0);
+    free(limits);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -559,6 +599,7 @@ int main(void)
         cmocka_unit_test_teardown(test_pending_eviction_and_timeout, net_test_teardown),
         cmocka_unit_test_teardown(test_static_contexts_share_recipient_id, net_test_teardown),
         cmocka_unit_test_teardown(test_static_contexts_tried_in_turn, net_test_teardown),
+        cmocka_unit_test_teardown(test_demo_ead_items, net_test_teardown),
     };
     return cmocka_run_group_tests_name("cli_responder", tests, setup, net_group_teardown);
 }

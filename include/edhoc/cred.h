@@ -396,6 +396,12 @@ int edhoc_demo_ca(struct edhoc_cred *cred);
  * the expired one, which must be refused) as a configured credential.
  * Returns 0 or EDHOC_CRED_ERR_TOO_LARGE. */
 int edhoc_demo_trust(struct edhoc_cred_store *store);
+/* The one-byte kids of every demo credential above (the expired one
+ * included), so that a new credential can avoid them: a kid the demo trust
+ * already holds names the demo credential, not the new one. Writes up to
+ * cap of them to out and returns how many there are (cap 0 counts them);
+ * 0 if out of memory. */
+size_t edhoc_demo_kids(uint8_t *out, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -1570,3 +1570,29 @@ int edhoc_demo_trust(struct edhoc_cred_store *store)
     free(scratch);
     return rc;
 }
+
+size_t edhoc_demo_kids(uint8_t *out, size_t cap)
+{
+    /* Read from the credentials themselves, so the list cannot drift from
+     * the tables above (trace 2's kids are in its CCS, not in a table). */
+    struct edhoc_cred *scratch = malloc(sizeof *scratch);
+    if (!scratch)
+        return 0;
+    const struct demo_entry *more[] = {&trace_entries[0][0], &trace_entries[0][1],
+                                       &trace_entries[1][0], &trace_entries[1][1],
+                                       &chain_entries[0],    &chain_entries[1],
+                                       &c293_entries[0],     &c293_entries[1],
+                                       &expired_entry};
+    size_t n_table = sizeof demo_table / sizeof demo_table[0];
+    size_t n = 0;
+    for (size_t i = 0; i < n_table + sizeof more / sizeof more[0]; i++) {
+        const struct demo_entry *e = i < n_table ? &demo_table[i].e : more[i - n_table];
+        if (demo_load(e, scratch, NULL) != 0 || scratch->kid_len != 1)
+            continue;
+        if (n < cap)
+            out[n] = scratch->kid[0];
+        n++;
+    }
+    free(scratch);
+    return n;
+}
