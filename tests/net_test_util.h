@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -361,6 +362,99 @@ static inline long net_udp_exchange(uint16_t port, const uint8_t *msg, size_t le
         n = recv(fd, resp, cap, 0);
     close(fd);
     return n;
+}
+
+
+/* ---- A UDP relay in front of a real responder, in a child process ---- */
+
+/* What the relay does with one datagram: to_server says whether a
+ * client's datagram is passed on (NULL: all are); to_client may rewrite
+ * the server's answer in place (up to cap bytes) and returns its new
+ * length (NULL: unchanged). */
+struct net_relay_hooks {
+    bool (*to_server)(void *user, const uint8_t *d, size_t len);
+    size_t (*to_client)(void *user, uint8_t *d, size_t len, size_t cap);
+    void *user;
+};
+
+/* Each client address gets its own upstream socket, so the responder
+ * sees as many peers as there are clients. Runs until killed. */
+static inline void net_relay_loop(int lfd, uint16_t upstream, const struct net_relay_hooks *h)
+{
+    struct {
+        struct sockaddr_in peer;
+        int fd;
+    } cl[64];
+    size_t n = 0;
+    uint8_t buf[4096];
+    struct sockaddr_in up = {.sin_family = AF_INET, .sin_port = htons(upstream)};
+    up.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (;;) {
+        struct pollfd pf[65];
+        pf[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        for (size_t i = 0; i < n; i++)
+            pf[i + 1] = (struct pollfd){.fd = cl[i].fd, .events = POLLIN};
+        if (poll(pf, n + 1, -1) < 0)
+            continue;
+        if (pf[0].revents & POLLIN) {
+            struct sockaddr_in from;
+            socklen_t fl = sizeof from;
+            ssize_t r = recvfrom(lfd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+            size_t i = 0;
+            while (r > 0 && i < n &&
+                   (cl[i].peer.sin_port != from.sin_port ||
+                    cl[i].peer.sin_addr.s_addr != from.sin_addr.s_addr))
+                i++;
+            if (r > 0 && i == n && n < 64) {
+                cl[n].peer = from;
+                cl[n].fd = socket(AF_INET, SOCK_DGRAM, 0);
+                if (cl[n].fd >= 0 && connect(cl[n].fd, (struct sockaddr *)&up, sizeof up) == 0)
+                    n++;
+            }
+            if (r > 0 && i < n && (!h->to_server || h->to_server(h->user, buf, (size_t)r)) &&
+                send(cl[i].fd, buf, (size_t)r, 0) < 0)
+                continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (!(pf[i + 1].revents & POLLIN))
+                continue;
+            ssize_t r = recv(cl[i].fd, buf, sizeof buf, 0);
+            if (r <= 0)
+                continue;
+            size_t len = h->to_client ? h->to_client(h->user, buf, (size_t)r, sizeof buf)
+                                      : (size_t)r;
+            sendto(lfd, buf, len, 0, (struct sockaddr *)&cl[i].peer, sizeof cl[i].peer);
+        }
+    }
+}
+
+/* Start a relay towards 127.0.0.1:upstream; p->port is where clients
+ * send. Stopped like any started process. Returns 0 or -1. */
+static inline int net_relay_start(struct net_proc *p, uint16_t upstream,
+                                  const struct net_relay_hooks *h)
+{
+    memset(p, 0, sizeof *p);
+    int lfd = net_silent_socket(&p->port);
+    if (lfd < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(lfd);
+        return -1;
+    }
+    if (pid == 0) {
+        net_relay_loop(lfd, upstream, h);
+        _exit(0);
+    }
+    close(lfd);
+    p->pid = pid;
+    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
+        if (!net_procs[i]) {
+            net_procs[i] = p;
+            break;
+        }
+    }
+    return 0;
 }
 
 #endif

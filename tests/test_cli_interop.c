@@ -1120,80 +1120,19 @@ static void coap_options(const uint8_t *m, size_t len, bool *oscore, bool *edhoc
 /* A UDP relay in front of a real responder that drops every OSCORE
  * request (but the RFC 9668 combined request, which carries message_3):
  * the responder as seen from the initiator is a device that does EDHOC
- * and has no OSCORE resources that answer. Each client address gets its
- * own upstream socket. */
-static void drop_oscore_loop(int lfd, uint16_t upstream)
+ * and has no OSCORE resources that answer. */
+static bool pass_but_oscore(void *user, const uint8_t *d, size_t len)
 {
-    struct {
-        struct sockaddr_in peer;
-        int fd;
-    } cl[64];
-    size_t n = 0;
-    uint8_t buf[4096];
-    struct sockaddr_in up = {.sin_family = AF_INET, .sin_port = htons(upstream)};
-    up.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    for (;;) {
-        struct pollfd pf[65];
-        pf[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
-        for (size_t i = 0; i < n; i++)
-            pf[i + 1] = (struct pollfd){.fd = cl[i].fd, .events = POLLIN};
-        if (poll(pf, n + 1, -1) < 0)
-            continue;
-        if (pf[0].revents & POLLIN) {
-            struct sockaddr_in from;
-            socklen_t fl = sizeof from;
-            ssize_t r = recvfrom(lfd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
-            size_t i = 0;
-            while (r > 0 && i < n &&
-                   (cl[i].peer.sin_port != from.sin_port ||
-                    cl[i].peer.sin_addr.s_addr != from.sin_addr.s_addr))
-                i++;
-            if (r > 0 && i == n && n < 64) {
-                cl[n].peer = from;
-                cl[n].fd = socket(AF_INET, SOCK_DGRAM, 0);
-                if (cl[n].fd >= 0 && connect(cl[n].fd, (struct sockaddr *)&up, sizeof up) == 0)
-                    n++;
-            }
-            bool oscore, edhoc;
-            coap_options(buf, r > 0 ? (size_t)r : 0, &oscore, &edhoc);
-            if (r > 0 && i < n && !(oscore && !edhoc))
-                send(cl[i].fd, buf, (size_t)r, 0);
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (!(pf[i + 1].revents & POLLIN))
-                continue;
-            ssize_t r = recv(cl[i].fd, buf, sizeof buf, 0);
-            if (r > 0)
-                sendto(lfd, buf, (size_t)r, 0, (struct sockaddr *)&cl[i].peer,
-                       sizeof cl[i].peer);
-        }
-    }
+    (void)user;
+    bool oscore, edhoc;
+    coap_options(d, len, &oscore, &edhoc);
+    return !(oscore && !edhoc);
 }
 
 static int drop_oscore_start(struct net_proc *p, uint16_t upstream)
 {
-    memset(p, 0, sizeof *p);
-    int lfd = net_silent_socket(&p->port);
-    if (lfd < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(lfd);
-        return -1;
-    }
-    if (pid == 0) {
-        drop_oscore_loop(lfd, upstream);
-        _exit(0);
-    }
-    close(lfd);
-    p->pid = pid;
-    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
-        if (!net_procs[i]) {
-            net_procs[i] = p;
-            break;
-        }
-    }
-    return 0;
+    struct net_relay_hooks h = {.to_server = pass_but_oscore};
+    return net_relay_start(p, upstream, &h);
 }
 
 /* A device that completes EDHOC but answers no OSCORE request (the field

@@ -1004,105 +1004,57 @@ static bool relay_has_oscore(const uint8_t *m, size_t len)
     return false;
 }
 
-static void relay_loop(int lfd, uint16_t upstream, const struct relay_cfg *cfg)
+/* The server's answers as the relay configuration changes them: every
+ * OSCORE response replaced by an unprotected one, or the second by the
+ * first one's protected bytes (an answer bound to another request). */
+struct relay_state {
+    const struct relay_cfg *cfg;
+    uint8_t first[4096];
+    size_t first_len;
+    bool have_first;
+};
+
+static size_t relay_rewrite(void *user, uint8_t *buf, size_t len, size_t cap)
 {
-    struct {
-        struct sockaddr_in peer;
-        int fd;
-    } cl[64];
-    size_t n = 0;
-    uint8_t buf[4096], out[4096], first[4096];
-    size_t first_len = 0;
-    bool have_first = false;
-    struct sockaddr_in up = {.sin_family = AF_INET, .sin_port = htons(upstream)};
-    up.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    for (;;) {
-        struct pollfd pf[65];
-        pf[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
-        for (size_t i = 0; i < n; i++)
-            pf[i + 1] = (struct pollfd){.fd = cl[i].fd, .events = POLLIN};
-        if (poll(pf, n + 1, -1) < 0)
-            continue;
-        if (pf[0].revents & POLLIN) {
-            struct sockaddr_in from;
-            socklen_t fl = sizeof from;
-            ssize_t r = recvfrom(lfd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
-            size_t i = 0;
-            while (r > 0 && i < n &&
-                   (cl[i].peer.sin_port != from.sin_port ||
-                    cl[i].peer.sin_addr.s_addr != from.sin_addr.s_addr))
-                i++;
-            if (r > 0 && i == n && n < 64) {
-                cl[n].peer = from;
-                cl[n].fd = socket(AF_INET, SOCK_DGRAM, 0);
-                if (cl[n].fd >= 0 && connect(cl[n].fd, (struct sockaddr *)&up, sizeof up) == 0)
-                    n++;
-            }
-            if (r > 0 && i < n && send(cl[i].fd, buf, (size_t)r, 0) < 0)
-                continue;
+    struct relay_state *st = user;
+    const struct relay_cfg *cfg = st->cfg;
+    if (len < 4)
+        return len;
+    size_t head = 4 + (buf[0] & 0x0f); /* header and token */
+    if (head > len || !relay_has_oscore(buf, len))
+        return len;
+    if (cfg->mode == RELAY_UNPROTECTED) {
+        buf[1] = cfg->code;
+        size_t n = head;
+        size_t pl = cfg->payload ? strlen(cfg->payload) : 0;
+        if (pl && n + 1 + pl <= cap) {
+            buf[n++] = 0xff;
+            memcpy(buf + n, cfg->payload, pl);
+            n += pl;
         }
-        for (size_t i = 0; i < n; i++) {
-            if (!(pf[i + 1].revents & POLLIN))
-                continue;
-            ssize_t r = recv(cl[i].fd, buf, sizeof buf, 0);
-            if (r < 4)
-                continue;
-            const uint8_t *send_p = buf;
-            size_t send_len = (size_t)r;
-            size_t head = 4 + (buf[0] & 0x0f); /* header and token */
-            if (head <= (size_t)r && relay_has_oscore(buf, (size_t)r)) {
-                if (cfg->mode == RELAY_UNPROTECTED) {
-                    memcpy(out, buf, head);
-                    out[1] = cfg->code;
-                    send_len = head;
-                    if (cfg->payload && cfg->payload[0]) {
-                        out[send_len++] = 0xff;
-                        memcpy(out + send_len, cfg->payload, strlen(cfg->payload));
-                        send_len += strlen(cfg->payload);
-                    }
-                    send_p = out;
-                } else if (!have_first) {
-                    first_len = (size_t)r - head;
-                    memcpy(first, buf + head, first_len);
-                    have_first = true;
-                } else {
-                    memcpy(out, buf, head);
-                    memcpy(out + head, first, first_len);
-                    send_len = head + first_len;
-                    send_p = out;
-                }
-            }
-            sendto(lfd, send_p, send_len, 0, (struct sockaddr *)&cl[i].peer, sizeof cl[i].peer);
-        }
+        return n;
     }
+    if (!st->have_first) {
+        st->first_len = len - head;
+        memcpy(st->first, buf + head, st->first_len);
+        st->have_first = true;
+        return len;
+    }
+    if (head + st->first_len > cap)
+        return len;
+    memcpy(buf + head, st->first, st->first_len);
+    return head + st->first_len;
 }
 
 /* Start a relay towards 127.0.0.1:upstream in a child process; p->port is
  * where clients send. Returns 0 or -1. */
 static int relay_start(struct net_proc *p, uint16_t upstream, const struct relay_cfg *cfg)
 {
-    memset(p, 0, sizeof *p);
-    int lfd = net_silent_socket(&p->port);
-    if (lfd < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(lfd);
-        return -1;
-    }
-    if (pid == 0) {
-        relay_loop(lfd, upstream, cfg);
-        _exit(0);
-    }
-    close(lfd);
-    p->pid = pid;
-    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
-        if (!net_procs[i]) {
-            net_procs[i] = p;
-            break;
-        }
-    }
-    return 0;
+    static struct relay_state st;
+    memset(&st, 0, sizeof st);
+    st.cfg = cfg;
+    struct net_relay_hooks h = {.to_client = relay_rewrite, .user = &st};
+    return net_relay_start(p, upstream, &h);
 }
 
 /* A fresh scratch state directory in $STATE_DIRECTORY for the CLI runs of
