@@ -1035,6 +1035,9 @@ int cmd_responder(int argc, char **argv)
         cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
                              "too");
 
+    if (daemon && !use_syslog)
+        cli_log(LOG_WARNING, "--daemon without --syslog: once detached, log lines go nowhere "
+                             "(add --syslog to keep them)");
     if (daemon && cli_daemonize()) {
         cli_log(LOG_ERR, "cannot detach: %s", strerror(errno));
         exit_code = CLI_EXIT_INTERNAL;

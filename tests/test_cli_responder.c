@@ -273,6 +273,8 @@ static void test_daemon_pidfile(void **state)
                      "--state-dir %s/d.state",
                      pidfile, ready, net_dir);
     assert_int_equal(rc, 0); /* the parent returns at once */
+    /* Said before the terminal goes away. */
+    assert_non_null(strstr(out, "--daemon without --syslog"));
     free(out);
     pid_t pid = 0;
     uint64_t end = net_now_ms() + 5000;

@@ -1166,6 +1166,25 @@ static void test_key_files(void **state)
     }
     assert_int_equal(chmod(path, 0400), 0);
     assert_int_equal(edhoc_key_load_file(&back, path, EDHOC_COSE_CRV_ED448, why, sizeof why), 0);
+    /* Owned by someone else (not root): refused, as OpenSSH refuses it. */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        why[0] = '\0';
+        assert_int_equal(edhoc_key_load_file(&back, path, 0, why, sizeof why),
+                         EDHOC_CRED_ERR_PERMISSIONS);
+        assert_non_null(strstr(why, "owned by uid 65534"));
+        assert_int_equal(chown(path, 0, 0), 0);
+    }
+    /* In a directory others can write (no sticky bit): refused. */
+    assert_int_equal(chmod(tmpdir, 0777), 0);
+    why[0] = '\0';
+    assert_int_equal(edhoc_key_load_file(&back, path, 0, why, sizeof why),
+                     EDHOC_CRED_ERR_PERMISSIONS);
+    assert_non_null(strstr(why, "a directory others can write"));
+    /* With the sticky bit (as /tmp) others cannot replace it. */
+    assert_int_equal(chmod(tmpdir, 01777), 0);
+    assert_int_equal(edhoc_key_load_file(&back, path, EDHOC_COSE_CRV_ED448, why, sizeof why), 0);
+    assert_int_equal(chmod(tmpdir, 0700), 0);
 
     /* Hex key file with the curve from its credential. */
     uint8_t sk[32];

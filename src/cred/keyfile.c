@@ -115,6 +115,37 @@ int cred_read_file(const char *path, size_t max, bool private_key, uint8_t **dat
         close(fd);
         return EDHOC_CRED_ERR_PERMISSIONS;
     }
+    /* As OpenSSH asks of private keys: owned by the user who runs us (or
+     * root), and in a directory where nobody else can put another file
+     * in its place (group/others may write only with the sticky bit). */
+    if (private_key && st.st_uid != geteuid() && st.st_uid != 0) {
+        cred_why(why, why_cap,
+                 "%s: private key file is owned by uid %u, not by the user running (uid %u) "
+                 "or root; fix it with: chown %u %s",
+                 path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid(), path);
+        close(fd);
+        return EDHOC_CRED_ERR_PERMISSIONS;
+    }
+    if (private_key) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        struct stat dst;
+        if (stat(dir, &dst) == 0 && (dst.st_mode & 022) && !(dst.st_mode & S_ISVTX)) {
+            cred_why(why, why_cap,
+                     "%s: private key file is in a directory others can write (%s, mode %03o): "
+                     "they could put another key in its place; fix it with: chmod go-w %s",
+                     path, dir, (unsigned)(dst.st_mode & 0777), dir);
+            close(fd);
+            return EDHOC_CRED_ERR_PERMISSIONS;
+        }
+    }
     if ((uint64_t)st.st_size > max) {
         cred_why(why, why_cap, "%s: larger than %zu bytes", path, max);
         close(fd);
