@@ -340,7 +340,11 @@ static void md_cell(FILE *f, const struct bench_column *c, const struct bench_ce
         }
         break;
     case BENCH_COL_INT:
-        fprintf(f, "%.0f", v->num);
+        /* An unknown value (NaN) is a dash, never "nan". */
+        if (isfinite(v->num))
+            fprintf(f, "%.0f", v->num);
+        else
+            fputs("-", f);
         break;
     case BENCH_COL_NUM:
         fputs(fmt_num(v->num, a, sizeof a), f);
@@ -470,7 +474,10 @@ static void json_table(FILE *f, const struct bench_table *t)
                 cli_json_string(f, row[i].text ? row[i].text : "");
                 break;
             case BENCH_COL_INT:
-                fprintf(f, "%.0f", row[i].num);
+                if (isfinite(row[i].num))
+                    fprintf(f, "%.0f", row[i].num);
+                else
+                    fputs("null", f); /* JSON has no NaN */
                 break;
             case BENCH_COL_NUM:
             case BENCH_COL_RATIO:
@@ -571,7 +578,8 @@ void bench_print_csv(FILE *f, const struct bench_report *r)
                     csv_text(f, row[i].text ? row[i].text : "");
                     break;
                 case BENCH_COL_INT:
-                    fprintf(f, "%.0f", row[i].num);
+                    if (isfinite(row[i].num))
+                        fprintf(f, "%.0f", row[i].num);
                     break;
                 case BENCH_COL_NUM:
                 case BENCH_COL_RATIO:

@@ -589,6 +589,18 @@ static void test_load_against_responder(void **state)
     char *vs_out;
     int rc_vs = run_cli(args, true, &vs_out);
     free(vs_out);
+    /* A responder whose process is not known (a remote host): its CPU
+     * columns are absent, which JSON says with null (it has no NaN) and
+     * the table with a dash. */
+    snprintf(args, sizeof args,
+             "bench load coap://127.0.0.1:%d --peers 1 --handshakes 1 --requests-per-peer 0 "
+             "--responder-pid 0 --timeout-ms 4000 --json",
+             port);
+    char *nopid;
+    assert_int_equal(run_cli(args, false, &nopid), 0);
+    assert_null(strstr(nopid, "nan"));
+    assert_non_null(strstr(nopid, "\"responder_pid\": null"));
+    free(nopid);
     stop_responder(pid);
     /* A responder that serves /echo without OSCORE too: the baseline gets
      * the same 2.04 echo as the OSCORE requests. */
