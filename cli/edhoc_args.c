@@ -731,9 +731,53 @@ void cli_write_oscore_conf(FILE *f, const struct edhoc_oscore_params *p, const c
             prefix, p->aead_alg, prefix, hkdf, prefix, OSCORE_DEFAULT_REPLAY_WINDOW);
 }
 
+/* Options of the shared EDHOC set that a one-sided command would take
+ * and then ignore: refused, with what the command does take. NULL when
+ * the option applies. */
+static const char *not_for(const char *prog, int own_side, const char *name)
+{
+    char base[64];
+    int side = flag_side(name, own_side, base, sizeof base);
+    bool suffixed = strcmp(base, name) != 0;
+    if (own_side >= 0 && suffixed && side != own_side)
+        return own_side == CLI_SIDE_R ? "is the initiator's: the responder's own options have no "
+                                        "-i/-r suffix (e.g. --cred, --key)"
+                                      : "is the responder's: the initiator's own options have no "
+                                        "-i/-r suffix (e.g. --cred, --key)";
+    if (own_side == CLI_SIDE_R) {
+        static const char *const unused[] = {"--json", "--trace", "--export-secrets", "--c-i",
+                                             "--ead-1", "--ead-3"};
+        for (size_t k = 0; k < sizeof unused / sizeof unused[0]; k++)
+            if (!strcmp(name, unused[k]))
+                return "does not apply to the responder (it logs per handshake; --interop-log "
+                       "keeps traces; C_I and EAD_1/EAD_3 come from the initiator)";
+    }
+    if (own_side == CLI_SIDE_I) {
+        static const char *const unused[] = {"--c-r", "--ead-2", "--ead-4", "--suites-r",
+                                             "--methods"};
+        for (size_t k = 0; k < sizeof unused / sizeof unused[0]; k++)
+            if (!strcmp(name, unused[k]))
+                return "does not apply to the initiator (C_R, EAD_2/EAD_4 and the responder's "
+                       "suites and methods are the responder's)";
+    }
+    if (!strcmp(prog, "load")) {
+        static const char *const unused[] = {"--c-i", "--ephemeral", "--trace",
+                                             "--export-secrets"};
+        for (size_t k = 0; k < sizeof unused / sizeof unused[0]; k++)
+            if (!strcmp(name, unused[k]))
+                return "does not apply to load: every peer and handshake has its own";
+    }
+    return NULL;
+}
+
 int cli_edhoc_take_option(struct cli_edhoc_opts *o, int own_side, const char *prog,
                           const char *name, const char *value, bool eq, int *i)
 {
+    const char *why_not = not_for(prog, own_side, name);
+    if (why_not) {
+        fprintf(stderr, "edhoc-cli %s: %s %s\n", prog, name, why_not);
+        return -1;
+    }
     bool used = false;
     int rc = cli_edhoc_parse_option(o, own_side, name, value, &used);
     if (rc < 0)

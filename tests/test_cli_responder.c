@@ -591,6 +591,36 @@ static void test_demo_ead_items(void **state)
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 }
 
+/* Options of the shared EDHOC set that a command would take and then
+ * ignore are refused (a responder given --cred-i started on the demo keys
+ * before), each with what applies instead. */
+static void test_ignored_options_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args, *says;
+    } cases[] = {
+        {"responder --cred-i /nonexistent --key-i x", "--cred-i is the initiator's"},
+        {"responder --json", "--json does not apply to the responder"},
+        {"responder --c-i 01", "--c-i is the initiator's"},
+        {"responder --ead-1 7:01", "--ead-1 does not apply to the responder"},
+        {"responder --ephemeral /nonexistent", "a responder draws a fresh ephemeral key"},
+        {"initiator coap://127.0.0.1 --cred-r /nonexistent", "--cred-r is the responder's"},
+        {"initiator coap://127.0.0.1 --suites-r 2", "--suites-r is the responder's"},
+        {"initiator coap://127.0.0.1 --ead-2 5:01", "--ead-2 does not apply to the initiator"},
+        {"load coap://127.0.0.1 --c-i 01", "--c-i does not apply to load"},
+        {"load coap://127.0.0.1 --ephemeral /nonexistent", "--ephemeral does not apply to load"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *out;
+        int rc = CLI_RUN(&out, 10, "%s", cases[k].args);
+        if (rc != 2 || !strstr(out, cases[k].says))
+            fail_msg("%s: exit %d, expected 2 and '%s':\n%s", cases[k].args, rc, cases[k].says,
+                     out);
+        free(out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -602,6 +632,7 @@ int main(void)
         cmocka_unit_test_teardown(test_static_contexts_share_recipient_id, net_test_teardown),
         cmocka_unit_test_teardown(test_static_contexts_tried_in_turn, net_test_teardown),
         cmocka_unit_test_teardown(test_demo_ead_items, net_test_teardown),
+        cmocka_unit_test_teardown(test_ignored_options_refused, net_test_teardown),
     };
     return cmocka_run_group_tests_name("cli_responder", tests, setup, net_group_teardown);
 }
