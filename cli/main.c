@@ -38,6 +38,18 @@ int main(int argc, char **argv)
         usage(stderr);
         return CLI_EXIT_USAGE;
     }
+    if (!strcmp(argv[1], "help") && argc >= 3) {
+        /* edhoc-cli help CMD: the command's own --help. */
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+            if (!strcmp(argv[2], commands[i].name)) {
+                char *args[] = {argv[2], "--help", NULL};
+                return commands[i].run(2, args);
+            }
+        }
+        fprintf(stderr, "edhoc-cli help: unknown command '%s'\n", argv[2]);
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

@@ -473,6 +473,16 @@ static void test_help_and_repeat(void **state)
     assert_non_null(strstr(out, "--ephemeral-i|-r"));
     assert_non_null(strstr(out, "Exit codes"));
     free(out);
+    /* edhoc-cli help CMD is the command's own help, not the general one. */
+    assert_int_equal(run_cli("help simulate", false, &out), 0);
+    assert_non_null(strstr(out, "--ephemeral-i|-r"));
+    free(out);
+    assert_int_equal(run_cli("help nonexistent", true, &out), 2);
+    assert_non_null(strstr(out, "unknown command 'nonexistent'"));
+    free(out);
+    assert_int_equal(run_cli("--version", false, &out), 0);
+    assert_non_null(strstr(out, "edhoc-cli "));
+    free(out);
     assert_int_equal(run_cli("simulate --repeat 5 --json", false, &out), 0);
     assert_non_null(strstr(out, "\"runs\": 5"));
     free(out);
