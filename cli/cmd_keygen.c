@@ -41,7 +41,8 @@ static void keygen_usage(FILE *out)
         "  --days N               validity from now (default 365)\n"
         "  --not-before DATE --not-after DATE\n"
         "                         explicit validity, YYYY-MM-DD[THH:MM:SSZ] (UTC)\n"
-        "  --out-cred FILE        credential: CCS as CBOR (or --hex), certificate(s)\n"
+        "  --out-cred FILE        credential (- for standard output; the report then goes to\n"
+        "                         standard error): CCS as CBOR (or --hex), certificate(s)\n"
         "                         as PEM, leaf first, then intermediate CAs\n"
         "  --out-key FILE         private key, PKCS#8 PEM, mode 0600\n"
         "  --hex                  write a CCS as hex text instead of binary CBOR\n"
@@ -101,6 +102,12 @@ static bool parse_date(const char *s, int64_t *out)
 
 static int write_public_file(const char *path, const void *data, size_t len, bool force)
 {
+    if (!strcmp(path, "-")) {
+        bool ok = fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0;
+        if (!ok)
+            fprintf(stderr, "edhoc-cli keygen: standard output: write error\n");
+        return ok ? 0 : -1;
+    }
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
     int fd = open(path, flags, 0644);
     if (fd < 0) {
@@ -273,7 +280,13 @@ int cmd_keygen(int argc, char **argv)
                 curve_name(curve));
         return CLI_EXIT_USAGE;
     }
-    if (!force && (access(out_cred, F_OK) == 0 || access(out_key, F_OK) == 0)) {
+    if (!strcmp(out_key, "-")) {
+        fprintf(stderr, "edhoc-cli keygen: --out-key -: a private key goes to a file created "
+                        "with mode 0600, never to standard output\n");
+        return CLI_EXIT_USAGE;
+    }
+    bool to_stdout = !strcmp(out_cred, "-");
+    if (!force && ((!to_stdout && access(out_cred, F_OK) == 0) || access(out_key, F_OK) == 0)) {
         fprintf(stderr, "edhoc-cli keygen: %s exists (use --force to replace it)\n",
                 access(out_cred, F_OK) == 0 ? out_cred : out_key);
         return CLI_EXIT_USAGE;
@@ -418,38 +431,41 @@ int cmd_keygen(int argc, char **argv)
         goto out;
     }
 
-    printf("type:        %s%s\n", x509 ? "X.509 certificate" : "CCS (CWT Claims Set)",
+    /* With --out-cred - the credential is standard output: the report
+     * goes to standard error. */
+    FILE *report = to_stdout ? stderr : stdout;
+    fprintf(report, "type:        %s%s\n", x509 ? "X.509 certificate" : "CCS (CWT Claims Set)",
            x509 ? (is_ca ? " (CA)" : "") : "");
-    printf("curve:       %s (%s)\n", curve_name(curve),
+    fprintf(report, "curve:       %s (%s)\n", curve_name(curve),
            dh_only ? "static Diffie-Hellman" :
            (curve == EDHOC_COSE_CRV_ED25519 || curve == EDHOC_COSE_CRV_ED448)
                ? "signature" : "signature or static Diffie-Hellman");
     if (!x509) {
-        printf("kid:         ");
-        cli_hex_print(stdout, kid, (size_t)kid_len);
-        printf("\n");
+        fprintf(report, "kid:         ");
+        cli_hex_print(report, kid, (size_t)kid_len);
+        fprintf(report, "\n");
     }
-    printf("subject:     %s\n", subject ? subject :
+    fprintf(report, "subject:     %s\n", subject ? subject :
            (x509 ? (is_ca ? "edhoc-cli CA" : "edhoc-cli device") : "edhoc-cli device"));
     if (x509) {
-        printf("issuer:      %s\n", ca_cert ? ca_cert : "self-signed");
+        fprintf(report, "issuer:      %s\n", ca_cert ? ca_cert : "self-signed");
         char nb[32], na[32];
         time_t tnb = (time_t)not_before, tna = (time_t)not_after;
         strftime(nb, sizeof nb, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnb));
         strftime(na, sizeof na, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tna));
-        printf("validity:    %s .. %s\n", nb, na);
-        printf("certificate: %zu bytes DER", cred->cert_lens[0]);
+        fprintf(report, "validity:    %s .. %s\n", nb, na);
+        fprintf(report, "certificate: %zu bytes DER", cred->cert_lens[0]);
         if (cred->n_certs > 1)
-            printf(" (+%zu intermediate certificate%s in the file)", cred->n_certs - 1,
+            fprintf(report, " (+%zu intermediate certificate%s in the file)", cred->n_certs - 1,
                    cred->n_certs > 2 ? "s" : "");
-        printf("\n");
+        fprintf(report, "\n");
     }
-    printf("public key:  ");
-    cli_hex_print(stdout, cred->pub, cred->pub_len);
-    printf("\n");
-    printf("wrote %s (%s, %zu bytes)\n", out_cred,
+    fprintf(report, "public key:  ");
+    cli_hex_print(report, cred->pub, cred->pub_len);
+    fprintf(report, "\n");
+    fprintf(report, "wrote %s (%s, %zu bytes)\n", out_cred,
            x509 ? "PEM" : (hex ? "CCS as hex" : "CCS as CBOR"), cred_out_len);
-    printf("wrote %s (PKCS#8 PEM private key, mode 0600)\n", out_key);
+    fprintf(report, "wrote %s (PKCS#8 PEM private key, mode 0600)\n", out_key);
     rc = CLI_EXIT_OK;
 out:
     edhoc_wipe(&key, sizeof key);

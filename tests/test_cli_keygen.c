@@ -420,6 +420,31 @@ static void test_default_kid_avoids_demo_kids(void **state)
     free(out);
 }
 
+/* --out-cred - writes the credential to standard output (the report to
+ * standard error) instead of a file named "-"; a private key never goes to
+ * standard output. */
+static void test_out_cred_stdout(void **state)
+{
+    (void)state;
+    char *out;
+    struct stat st;
+    int had_dash = stat("-", &st) == 0;
+    char args[600];
+    snprintf(args, sizeof args,
+             "keygen --type ccs --curve P-256 --hex --out-cred - --out-key %s/so.key", dir);
+    int rc = run_cli(args, false, &out); /* standard output only */
+    assert_int_equal(rc, 0);
+    assert_true(strncmp(out, "a2", 2) == 0); /* a CCS map, in hex */
+    assert_null(strstr(out, "wrote"));
+    free(out);
+    if (!had_dash)
+        assert_int_not_equal(stat("-", &st), 0);
+    rc = cli(&out, "keygen --type ccs --curve P-256 --out-cred %s/so2.ccs --out-key -", dir);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "never to standard output"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +455,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_simulate_with_keygen_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_kid_avoids_demo_kids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_cred_stdout, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
