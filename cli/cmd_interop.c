@@ -720,7 +720,8 @@ static void diagnose(const struct opts *o, struct matrix_state *st, struct cell 
          * cannot make this cell (the caller tells a cell of its own from
          * a command line no cell can run). */
         c->setup_exit = exit_code;
-        snprintf(c->setup_text, sizeof c->setup_text, "%s", text);
+        snprintf(c->setup_text, sizeof c->setup_text, "%.*s", (int)sizeof c->setup_text - 1,
+                 text);
         c->outcome = OUT_SKIPPED;
         c->failure = FAIL_NONE;
         set_text(c->reason, sizeof c->reason, "not possible with our credentials or options: %s",

@@ -295,7 +295,7 @@ static void test_all_id_cred_types(void **state)
 
 static void keygen(const char *args)
 {
-    char *out, cmd[1024];
+    char *out, cmd[2200];
     snprintf(cmd, sizeof cmd, "keygen --force %s", args);
     int rc = run_cli(cmd, true, &out);
     if (rc != 0)

@@ -218,7 +218,7 @@ static void describe_handshake(const uint8_t *p, size_t len, struct edhoc_relay_
             return;
         }
         const uint8_t *body = p + 12;
-        char name[64];
+        char name[96]; /* "Certificate(N certs: a+b+... bytes)" with 40 chars of sizes */
         const char *n = handshake_name(type);
         if (n)
             snprintf(name, sizeof name, "%s", n);
