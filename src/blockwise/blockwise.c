@@ -1266,8 +1266,16 @@ long edhoc_bw_server_response(struct edhoc_bw_server *s, const char *peer, const
     view_blocks(&resp, &pv);
     size_t peer_len = strlen(peer);
     uint64_t ph = peer_hash(s, peer, peer_len);
-    uint64_t kh = key_hash(s, &req);
     struct bw_peer *p = peer_find(s, peer, peer_len, ph);
+    /* The common case, on every request: a peer with no transfer and a
+     * response that fits one block goes out as it is. */
+    if (!p && !rv.b2_ok && !pv.block2 && resp.payload_len <= edhoc_block_size((unsigned)srv_szx)) {
+        if (resp_len > cap)
+            return EDHOC_BW_ERR_BUFFER;
+        memcpy(out, response, resp_len);
+        return (long)resp_len;
+    }
+    uint64_t kh = key_hash(s, &req);
 
     /* The response to a completed Block1 transfer carries its last Block1
      * with M 0 (RFC 7959 Section 2.3). The marker belongs to exactly the
