@@ -782,7 +782,7 @@ static int write_private(const char *path, const char *text, size_t len, char *w
  * nonce is never used twice with one key). The record comes first: a conf
  * without it could let a later run reuse nonces, a record without a conf
  * costs nothing. Returns 0 or -1 with why. */
-static int export_conf(const struct ctx *c, struct run *run, char *why, size_t cap)
+static int export_conf(const struct ctx *c, struct run *run, bool write_file, char *why, size_t cap)
 {
     char text[1024];
     struct oscore_config *cfg = calloc(1, sizeof *cfg);
@@ -807,8 +807,24 @@ static int export_conf(const struct ctx *c, struct run *run, char *why, size_t c
         goto out;
     }
     char swhy[300];
-    if (cli_seq_note_used(c->state_dir, c->seq_file, cfg, run->next_ssn, swhy, sizeof swhy)) {
+    char dir[4096];
+    const char *state_dir = c->state_dir;
+    if (!write_file) {
+        /* --export-secrets alone: the default state directory. */
+        int sd = cli_state_dir(NULL, dir, sizeof dir, swhy, sizeof swhy);
+        if (sd < 0) {
+            snprintf(why, cap, "cannot record the sequence numbers used: %s", swhy);
+            goto out;
+        }
+        state_dir = dir;
+    }
+    if (cli_seq_note_used(state_dir, write_file ? c->seq_file : NULL, cfg, run->next_ssn, swhy,
+                          sizeof swhy)) {
         snprintf(why, cap, "cannot record the sequence numbers used: %s", swhy);
+        goto out;
+    }
+    if (!write_file) {
+        rc = 0;
         goto out;
     }
     rc = write_private(c->export_conf, text, (size_t)len, why, cap);
@@ -1510,13 +1526,23 @@ int cmd_initiator(int argc, char **argv)
         /* Even after a failed request: the context stands, and the
          * numbers sent with it must be recorded. */
         char why[400];
-        if (export_conf(c, run, why, sizeof why)) {
+        if (export_conf(c, run, true, why, sizeof why)) {
             if (!run->exit_code)
                 fail(run, CLI_EXIT_INPUT, "--export-oscore-conf %s: %s", c->export_conf, why);
             else /* the run's own failure is the one reported at the end */
                 fprintf(stderr, "edhoc-cli initiator: --export-oscore-conf %s: %s\n",
                         c->export_conf, why);
         }
+    }
+    if (c->o.export_secrets && !c->export_conf && hs_ok) {
+        /* The printed context may be pasted into a conf file and used
+         * again: the numbers this run sent are recorded as for
+         * --export-oscore-conf, so edhoc-cli coap continues above them. */
+        char why[400];
+        if (export_conf(c, run, false, why, sizeof why))
+            fprintf(stderr, "edhoc-cli initiator: --export-secrets: %s; a tool continuing this "
+                            "context must start at sequence number %llu\n",
+                    why, (unsigned long long)run->next_ssn);
     }
     run->t_end = cli_now_ns();
     /* --repeat: more handshakes on the same socket, for throughput. */

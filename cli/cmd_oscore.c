@@ -34,7 +34,8 @@ static void oscore_usage(FILE *out)
         "  --role client|server\n"
         "                      client protects requests and unprotects responses,\n"
         "                      server the reverse (default: from the message code)\n"
-        "  --seq N             sender sequence number to use (protect), taken as given.\n"
+        "  --seq N             sender sequence number to use (protect), taken as given and\n"
+        "                      recorded as used in the state directory.\n"
         "                      Without it a request gets the next number of the context's\n"
         "                      record in the state directory (as `coap` does). A response\n"
         "                      protected with --seq carries its own Partial IV;\n"
@@ -305,6 +306,27 @@ static int reserve_from_store(const struct args *a, struct oscore_context *ctx,
     return 0;
 }
 
+/* --seq N by hand: the bytes made are made to be sent, so N counts as
+ * used in the context's record (never lowered), and a later run without
+ * --seq continues above it. Best effort: said, not fatal. */
+static void note_explicit_seq(const struct args *a, uint64_t seq)
+{
+    char dir[4096], why[512] = "";
+    int sd = cli_state_dir(a->state_dir, dir, sizeof dir, why, sizeof why);
+    if (sd == 1)
+        return;
+    struct oscore_config cfg;
+    struct oscore_config_error err;
+    if (sd == 0 && cli_oscore_config_read(a->context_path, &cfg, &err) == 0) {
+        if (cli_seq_note_used(dir, NULL, &cfg, seq + 1, why, sizeof why) == 0)
+            why[0] = '\0';
+        edhoc_wipe(&cfg, sizeof cfg);
+    }
+    if (why[0])
+        fprintf(stderr, "edhoc-cli oscore: sequence number %llu not recorded: %s\n",
+                (unsigned long long)seq, why);
+}
+
 static int load_context(const char *path, struct oscore_context *c)
 {
     struct oscore_config cfg;
@@ -444,6 +466,8 @@ int cmd_oscore(int argc, char **argv)
         }
         n = oscore_protect_request(&ctx, msg, (size_t)msg_len, out, sizeof out, &b);
         cli_seq_close(store);
+        if (n >= 0 && a.have_seq)
+            note_explicit_seq(&a, a.seq);
     } else if (protect) {
         /* The server first verifies the request it answers: that binds the
          * response to the request's kid and Partial IV. */

@@ -373,7 +373,9 @@ void cli_edhoc_print_options(FILE *f, bool two_sided)
     print_option(f, "--export-secrets", "", "",
                  "include the derived OSCORE context (secrets!) in the output:");
     fprintf(f, "  %-24shkdf_alg as libcoap's OSCORE conf takes it (-10 for SHA-256) and the\n"
-               "  %-24snext sender sequence numbers (null where the peer's is not known)\n", "", "");
+               "  %-24snext sender sequence numbers (null where the peer's is not known); the\n"
+               "  %-24sinitiator records the numbers it sent in the state directory\n",
+            "", "", "");
     fprintf(f, "Without credential options the built-in demo credentials are used: the RFC 9529 trace 1\n"
                "(method 0, suite 0, x5t) and trace 2 (method 3, suite 2, kid) credentials, and otherwise\n"
                "certificates from a demo CA / CCS static-DH keys for the suite's curves.\n");

@@ -533,6 +533,65 @@ static void test_combined_and_continued(void **state)
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 }
 
+/* The string value of "key": "..." in out, into val. */
+static void json_value(const char *out, const char *key, char *val, size_t cap)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *p = strstr(out, pat);
+    if (!p)
+        fail_msg("no %s in\n%s", key, out);
+    p += strlen(pat);
+    size_t n = strcspn(p, "\"");
+    if (n >= cap)
+        fail_msg("%s too long", key);
+    memcpy(val, p, n);
+    val[n] = '\0';
+}
+
+/* A context printed by --export-secrets and pasted into a conf file, as
+ * users do: the initiator recorded the sequence numbers it sent, so coap
+ * continues above them (RFC 8613 Section 7.2) without being told. */
+static void test_export_secrets_continued(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    char sdir[300], args[600], pcap[300];
+    net_path(sdir, sizeof sdir, "pasted.state");
+    net_path(pcap, sizeof pcap, "pasted-r.pcap");
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --pcap %s", sdir, pcap);
+    assert_int_equal(net_responder_start(&r, "pasted", args), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --request \"GET /time\" --request \"GET /time\" "
+                     "--export-secrets --json --pcap %s/pasted-i.pcap",
+                     r.port, net_dir);
+    if (rc != 0)
+        fail_msg("initiator: %d\n%s", rc, out);
+    char ms[80], salt[80], sid[20], rid[20], conf[300], text[600];
+    json_value(out, "master_secret", ms, sizeof ms);
+    json_value(out, "master_salt", salt, sizeof salt);
+    json_value(out, "sender_id", sid, sizeof sid);
+    json_value(out, "recipient_id", rid, sizeof rid);
+    free(out);
+    net_path(conf, sizeof conf, "pasted.conf");
+    snprintf(text, sizeof text,
+             "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
+             "recipient_id,hex,\"%s\"\n",
+             ms, salt, sid, rid);
+    net_write_file(conf, text, 0600);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --json --pcap "
+                           "%s/pasted-coap.pcap",
+                 r.port, conf, net_dir);
+    if (rc != 0)
+        fail_msg("coap with the pasted context: %d\n%s", rc, out);
+    long nums[4];
+    assert_int_equal(seq_numbers(out, nums, 4), 1);
+    assert_true(nums[0] >= 2); /* the initiator sent 0 and 1 */
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
@@ -594,6 +653,7 @@ int main(void)
         cmocka_unit_test_teardown(test_unprotected_answer_refused, net_test_teardown),
         cmocka_unit_test_teardown(test_restarts_while_observing, net_test_teardown),
         cmocka_unit_test_teardown(test_combined_and_continued, net_test_teardown),
+        cmocka_unit_test_teardown(test_export_secrets_continued, net_test_teardown),
         cmocka_unit_test_teardown(test_zz_no_nonce_reused, net_test_teardown),
     };
     return cmocka_run_group_tests(tests, setup, net_group_teardown);
