@@ -380,6 +380,140 @@ static void test_observe_reset(void **state)
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 }
 
+/* ---- Inner block-wise as an independent client sends it ----
+ * Each block is a CoAP request made by hand and protected on its own with
+ * `oscore protect` (RFC 8613 Section 4.1.3.4.1: "the Block options SHALL
+ * be processed by OSCORE as normal Inner options"), sent from one UDP
+ * socket, and each answer opened with `oscore unprotect`: nothing of our
+ * client's block-wise code takes part. */
+
+/* POST /echo, token a1b2c3d4, Block1 (num, more, 16-byte blocks), an Echo
+ * option when echo_hex is given, payload 16 bytes of 'b'. */
+static void block1_hex(unsigned mid, unsigned num, bool more, const char *echo_hex, char *out,
+                       size_t cap)
+{
+    unsigned v = num << 4 | (more ? 8u : 0u);
+    char echo_opt[100] = "";
+    if (echo_hex) {
+        size_t el = strlen(echo_hex) / 2;
+        /* Echo (252) after Block1 (27): delta 225 = 13 + 0xd4. */
+        snprintf(echo_opt, sizeof echo_opt, "%02xd4%s", (unsigned)(0xd0 | el), echo_hex);
+    }
+    /* A new Message ID each: the same one again within EXCHANGE_LIFETIME
+     * is a duplicate and gets the earlier answer (RFC 7252 Section 4.5). */
+    snprintf(out, cap, "4402%04xa1b2c3d4b46563686fd103%02x%sff%s", mid & 0xffff, v, echo_opt,
+             "62626262626262626262626262626262");
+}
+
+static void protect_hex(unsigned seq, const char *plain, char *out, size_t cap)
+{
+    char *o;
+    int rc = CLI_RUN(&o, 30, "oscore protect --context %s --seq %u %s", client_conf, seq, plain);
+    if (rc != 0)
+        fail_msg("oscore protect: %d %s", rc, o);
+    size_t n = strcspn(o, "\n");
+    if (n >= cap)
+        fail_msg("protected request too long");
+    memcpy(out, o, n);
+    out[n] = '\0';
+    free(o);
+}
+
+/* Send the protected request (hex), receive one answer, open it: the
+ * inner message's JSON from `oscore unprotect --json`. */
+static char *exchange_open(int fd, uint16_t port, const char *req_hex)
+{
+    uint8_t req[512], resp[2048];
+    size_t n = 0;
+    for (size_t i = 0; req_hex[i] && req_hex[i + 1] && n < sizeof req; i += 2) {
+        unsigned v;
+        sscanf(req_hex + i, "%2x", &v);
+        req[n++] = (uint8_t)v;
+    }
+    long rn = net_udp_exchange_fd(fd, port, req, n, resp, sizeof resp, 3000);
+    if (rn <= 4)
+        fail_msg("no answer to %s", req_hex);
+    char resp_hex[4200];
+    for (long i = 0; i < rn; i++)
+        snprintf(resp_hex + 2 * i, 3, "%02x", resp[i]);
+    char *o;
+    int rc = CLI_RUN(&o, 30, "oscore unprotect --context %s --request %s --json %s", client_conf,
+                     req_hex, resp_hex);
+    if (rc != 0)
+        fail_msg("oscore unprotect of the answer to %s: %d %s (answer %s)", req_hex, rc, o,
+                 resp_hex);
+    return o;
+}
+
+static void test_inner_block1_by_hand(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    start_scenario(&r, "byhand", "");
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(fd >= 0);
+    char plain[300], req[700];
+    /* RFC 7959 Section 2.3: each block but the last is answered 2.31
+     * Continue with its Block1; the last one gets the final response,
+     * here /echo's 2.04 with the whole 48-byte body. */
+    static const char *const want[] = {"\"code\":\"2.31\"", "\"code\":\"2.31\"",
+                                       "\"code\":\"2.04\""};
+    for (unsigned k = 0; k < 3; k++) {
+        block1_hex(0x100 + k, k, k < 2, NULL, plain, sizeof plain);
+        protect_hex(600000 + k, plain, req, sizeof req);
+        char *o = exchange_open(fd, r.port, req);
+        if (!strstr(o, want[k]))
+            fail_msg("block %u: %s", k, o);
+        if (k == 2) {
+            char body[120];
+            for (int i = 0; i < 48; i++)
+                memcpy(body + 2 * i, "62", 2);
+            body[96] = '\0';
+            assert_non_null(strstr(o, body));
+            assert_non_null(strstr(o, "\"name\":\"Block1\",\"value\":\"20\"")); /* 2, M 0 */
+        }
+        free(o);
+    }
+
+    /* A restart in the middle of a transfer (kill -9 after block 0): the
+     * next block meets the Echo challenge of RFC 8613 Appendix B.1.2, and
+     * its retry with that Echo finds no transfer to continue: 4.08
+     * Request Entity Incomplete (RFC 7959 Section 2.9.2). */
+    block1_hex(0x110, 0, true, NULL, plain, sizeof plain);
+    protect_hex(600010, plain, req, sizeof req);
+    char *o = exchange_open(fd, r.port, req);
+    assert_non_null(strstr(o, "\"code\":\"2.31\""));
+    free(o);
+    assert_int_equal(net_proc_stop(&r, SIGKILL, 5000), 128 + SIGKILL);
+    char args[600], pcap[300];
+    snprintf(pcap, sizeof pcap, "%s/byhand2.pcap", net_dir);
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:%u --oscore-context %s --pcap %s --state-dir %s/byhand.state",
+             r.port, server_conf, pcap, net_dir);
+    assert_int_equal(net_responder_start(&r, "byhand2", args), 0);
+    block1_hex(0x111, 1, true, NULL, plain, sizeof plain);
+    protect_hex(600011, plain, req, sizeof req);
+    o = exchange_open(fd, r.port, req);
+    assert_non_null(strstr(o, "\"code\":\"4.01\""));
+    const char *e = strstr(o, "\"name\":\"Echo\",\"value\":\"");
+    assert_non_null(e);
+    e += strlen("\"name\":\"Echo\",\"value\":\"");
+    char echo[80];
+    size_t el = strcspn(e, "\"");
+    assert_true(el > 0 && el < sizeof echo && el <= 24);
+    memcpy(echo, e, el);
+    echo[el] = '\0';
+    free(o);
+    block1_hex(0x112, 1, true, echo, plain, sizeof plain);
+    protect_hex(600012, plain, req, sizeof req);
+    o = exchange_open(fd, r.port, req);
+    if (!strstr(o, "\"code\":\"4.08\""))
+        fail_msg("continuation after the restart: %s", o);
+    free(o);
+    close(fd);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
 /* A server that answers every datagram with an unprotected ACK 2.05
  * "fake", as an on-path attacker could. */
 struct fake_server {
@@ -651,6 +785,7 @@ int main(void)
         cmocka_unit_test_teardown(test_observe_deregistration, net_test_teardown),
         cmocka_unit_test_teardown(test_observe_reset, net_test_teardown),
         cmocka_unit_test_teardown(test_unprotected_answer_refused, net_test_teardown),
+        cmocka_unit_test_teardown(test_inner_block1_by_hand, net_test_teardown),
         cmocka_unit_test_teardown(test_restarts_while_observing, net_test_teardown),
         cmocka_unit_test_teardown(test_combined_and_continued, net_test_teardown),
         cmocka_unit_test_teardown(test_export_secrets_continued, net_test_teardown),
