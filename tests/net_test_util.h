@@ -365,6 +365,24 @@ static inline long net_udp_exchange(uint16_t port, const uint8_t *msg, size_t le
 }
 
 
+/* The string value of the first "key": "..." in out, into val (a test
+ * fails when it is missing or longer than cap). Every includer has
+ * cmocka.h first. */
+static inline void net_json_str(const char *out, const char *key, char *val, size_t cap)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *p = strstr(out, pat);
+    if (!p)
+        fail_msg("no \"%s\" in:\n%s", key, out);
+    p += strlen(pat);
+    size_t n = strcspn(p, "\"");
+    if (n >= cap)
+        fail_msg("%s too long", key);
+    memcpy(val, p, n);
+    val[n] = '\0';
+}
+
 /* ---- A UDP relay in front of a real responder, in a child process ---- */
 
 /* What the relay does with one datagram: to_server says whether a

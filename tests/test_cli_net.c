@@ -1168,22 +1168,6 @@ static void test_unprotected_answer_load_interop(void **state)
 
 /* ---- --export-oscore-conf: a context other tools continue ---- */
 
-/* The string value of "key" after from (first occurrence), into val. */
-static void json_text(const char *from, const char *key, char *val, size_t cap)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(from, pat);
-    if (!p)
-        fail_msg("no \"%s\" in:\n%s", key, from);
-    p += strlen(pat);
-    size_t n = strcspn(p, "\"");
-    if (n >= cap)
-        fail_msg("%s too long", key);
-    memcpy(val, p, n);
-    val[n] = '\0';
-}
-
 /* The numbers of "key": [a, b, ...] (at most max). */
 static size_t json_numbers(const char *out, const char *key, long *v, size_t max)
 {
@@ -1249,10 +1233,10 @@ static void test_export_oscore_conf(void **state)
     assert_non_null(strstr(o, "\"aead_alg\": 10, \"hkdf_alg\": -10, \"sender_next_seq\": 2, "
                               "\"recipient_next_seq\": null"));
     char ms[80], salt[40], sid[20], rid[20];
-    json_text(o, "master_secret", ms, sizeof ms);
-    json_text(o, "master_salt", salt, sizeof salt);
-    json_text(o, "sender_id", sid, sizeof sid);
-    json_text(o, "recipient_id", rid, sizeof rid);
+    net_json_str(o, "master_secret", ms, sizeof ms);
+    net_json_str(o, "master_salt", salt, sizeof salt);
+    net_json_str(o, "sender_id", sid, sizeof sid);
+    net_json_str(o, "recipient_id", rid, sizeof rid);
     char want[600];
     snprintf(want, sizeof want, "\"oscore_conf\": {\"file\": \"%s\", \"seq_file\": \"%s\"", conf,
              seq);

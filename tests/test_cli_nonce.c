@@ -667,22 +667,6 @@ static void test_combined_and_continued(void **state)
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 }
 
-/* The string value of "key": "..." in out, into val. */
-static void json_value(const char *out, const char *key, char *val, size_t cap)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(out, pat);
-    if (!p)
-        fail_msg("no %s in\n%s", key, out);
-    p += strlen(pat);
-    size_t n = strcspn(p, "\"");
-    if (n >= cap)
-        fail_msg("%s too long", key);
-    memcpy(val, p, n);
-    val[n] = '\0';
-}
-
 /* A context printed by --export-secrets and pasted into a conf file, as
  * users do: the initiator recorded the sequence numbers it sent, so coap
  * continues above them (RFC 8613 Section 7.2) without being told. */
@@ -703,10 +687,10 @@ static void test_export_secrets_continued(void **state)
     if (rc != 0)
         fail_msg("initiator: %d\n%s", rc, out);
     char ms[80], salt[80], sid[20], rid[20], conf[300], text[600];
-    json_value(out, "master_secret", ms, sizeof ms);
-    json_value(out, "master_salt", salt, sizeof salt);
-    json_value(out, "sender_id", sid, sizeof sid);
-    json_value(out, "recipient_id", rid, sizeof rid);
+    net_json_str(out, "master_secret", ms, sizeof ms);
+    net_json_str(out, "master_salt", salt, sizeof salt);
+    net_json_str(out, "sender_id", sid, sizeof sid);
+    net_json_str(out, "recipient_id", rid, sizeof rid);
     free(out);
     net_path(conf, sizeof conf, "pasted.conf");
     snprintf(text, sizeof text,

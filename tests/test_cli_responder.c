@@ -28,22 +28,6 @@ static int setup(void **state)
 
 
 
-/* The string value of "key": "..." after `from` in out. */
-static void json_str(const char *out, const char *key, char *val, size_t cap)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(out, pat);
-    if (!p)
-        fail_msg("no %s in\n%s", key, out);
-    p += strlen(pat);
-    size_t n = strcspn(p, "\"");
-    if (n >= cap)
-        fail_msg("%s too long", key);
-    memcpy(val, p, n);
-    val[n] = '\0';
-}
-
 struct ctx_hex {
     char secret[80], salt[80], sid[20], rid[20];
 };
@@ -57,10 +41,10 @@ static void establish(uint16_t port, const char *path, struct ctx_hex *c, const 
                      extra ? extra : "");
     if (rc != 0 || !strstr(out, "\"outcome\": \"ok\""))
         fail_msg("initiator failed (%d):\n%s", rc, out);
-    json_str(out, "master_secret", c->secret, sizeof c->secret);
-    json_str(out, "master_salt", c->salt, sizeof c->salt);
-    json_str(out, "sender_id", c->sid, sizeof c->sid);
-    json_str(out, "recipient_id", c->rid, sizeof c->rid);
+    net_json_str(out, "master_secret", c->secret, sizeof c->secret);
+    net_json_str(out, "master_salt", c->salt, sizeof c->salt);
+    net_json_str(out, "sender_id", c->sid, sizeof c->sid);
+    net_json_str(out, "recipient_id", c->rid, sizeof c->rid);
     free(out);
     char conf[600];
     snprintf(conf, sizeof conf,
