@@ -56,43 +56,88 @@ static void report_unprotected(const uint8_t *msg, size_t len, uint8_t code)
                         "Sections 2 and 8.4): this one proves nothing\n");
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: edhoc-cli coap METHOD URI [OPTIONS]\n\n"
-            "Sends one CoAP request (METHOD: GET, POST, PUT, DELETE, FETCH, PATCH, IPATCH) to\n"
-            "coap://HOST[:PORT]/PATH[?QUERY] and prints the response.\n\n"
-            "Options:\n"
-            "  --oscore-context FILE[,SEQFILE]\n"
-            "                          protect with this static OSCORE context (libcoap format);\n"
-            "                          SEQFILE: libcoap's sequence-number file, kept in step\n"
-            "  --state-dir DIR|none    where the context's sequence numbers are kept between runs\n"
-            "                          (default $STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli,\n"
-            "                          else ~/.local/state/edhoc-cli); none needs a SEQFILE\n"
-            "  --payload TEXT          request payload\n"
-            "  --payload-hex HEX       request payload given as hex\n"
-            "  --payload-file FILE     request payload read from FILE (- for standard input)\n"
-            "  --output FILE           write the response body to FILE instead of printing it\n"
-            "  --max-body N            largest request or response body (16..1048576, default\n"
-            "                          65536); bodies above --block-size go block-wise, inside\n"
-            "                          OSCORE under --oscore-context (RFC 8613 4.1.3.4.1)\n"
-            "  --content-format N      Content-Format of the payload\n"
-            "  --observe N             register as an observer, print N notifications, then\n"
-            "                          deregister with a new request (RFC 7641 Section 3.6)\n"
-            "  --seq N                 OSCORE: first sender sequence number (default: above every\n"
-            "                          number used before; a lower N is refused)\n"
-            "  --timeout S             give up after S seconds (default 10; bounds everything)\n"
-            "  --repeat N              send the request N times in a row and print requests/s\n"
-            "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
-            "  --json                  machine-readable output\n");
-    cli_net_print_options(f, true);
-    fprintf(f,
-            "  -h, --help              this text\n\n"
-            "Exit codes: 0 a 2.xx response; 1 a 4.xx/5.xx response; 2 bad command line;\n"
-            "3 unusable context file or state directory; 6 no response in time or peer\n"
-            "unreachable; 7 OSCORE protection or verification failed, or the peer answered\n"
-            "without OSCORE.\n");
-}
+enum {
+    OPT_OSCORE_CONTEXT = 1,
+    OPT_STATE_DIR,
+    OPT_PAYLOAD,
+    OPT_PAYLOAD_HEX,
+    OPT_PAYLOAD_FILE,
+    OPT_OUTPUT,
+    OPT_MAX_BODY,
+    OPT_CONTENT_FORMAT,
+    OPT_OBSERVE,
+    OPT_SEQ,
+    OPT_TIMEOUT,
+    OPT_REPEAT,
+    OPT_BLOCK_SIZE,
+    OPT_JSON,
+};
+
+static const struct cli_opt request_opts[] = {
+    {OPT_PAYLOAD, "payload", "TEXT", "request payload"},
+    {OPT_PAYLOAD_HEX, "payload-hex", "HEX", "request payload given as hex"},
+    {OPT_PAYLOAD_FILE, "payload-file", "FILE", "request payload read from FILE (- for standard input)"},
+    {OPT_CONTENT_FORMAT, "content-format", "N", "Content-Format of the payload (0..65535)"},
+    {OPT_OUTPUT, "output", "FILE", "write the response body to FILE instead of printing it"},
+    {OPT_MAX_BODY, "max-body", "N",
+     "largest request or response body (16..1048576, default 65536); bodies\n"
+     "above --block-size go block-wise, inside OSCORE under --oscore-context\n"
+     "(RFC 8613 4.1.3.4.1)"},
+    {OPT_BLOCK_SIZE, "block-size", "N", "block-wise transfer above N bytes (16..1024, default 1024)"},
+    {OPT_OBSERVE, "observe", "N",
+     "register as an observer, print N notifications, then deregister with a\n"
+     "new request (RFC 7641 Section 3.6)"},
+    {OPT_REPEAT, "repeat", "N", "send the request N times in a row and print requests/s"},
+    {OPT_TIMEOUT, "timeout", "SECONDS", "give up after SECONDS (decimals allowed; default 10; bounds everything)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt oscore_opts[] = {
+    {OPT_OSCORE_CONTEXT, "oscore-context", "FILE[,SEQFILE]",
+     "protect with this static OSCORE context (libcoap format); SEQFILE:\n"
+     "libcoap's sequence-number file, kept in step"},
+    {OPT_STATE_DIR, "state-dir", "DIR|none",
+     "where the context's sequence numbers are kept between runs (default\n"
+     "$STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli, else\n"
+     "~/.local/state/edhoc-cli); none needs a SEQFILE"},
+    {OPT_SEQ, "seq", "N",
+     "first sender sequence number (default: above every number used\n"
+     "before; a lower N is refused)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt output_opts[] = {
+    {OPT_JSON, "json", NULL, "machine-readable output (docs/json.md)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group coap_groups[] = {
+    {"Request", request_opts},
+    {"OSCORE", oscore_opts},
+    {"Output", output_opts},
+    {"Capture", cli_net_opts_pcap},
+    {NULL, NULL},
+};
+
+static const struct cli_opt_renamed coap_renamed[] = {
+    {"timeout-ms", "--timeout SECONDS (decimals allowed, e.g. --timeout 0.5)"},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_coap = {
+    .name = "coap",
+    .synopsis = "METHOD URI [OPTIONS]",
+    .description =
+        "Sends one CoAP request (METHOD: GET, POST, PUT, DELETE, FETCH, PATCH, IPATCH) to\n"
+        "coap://HOST[:PORT]/PATH[?QUERY] and prints the response.",
+    .groups = coap_groups,
+    .renamed = coap_renamed,
+    .epilogue =
+        "Exit codes: 0 a 2.xx response; 1 a 4.xx/5.xx response; 2 bad command line;\n"
+        "3 unusable context file or state directory; 6 no response in time or peer\n"
+        "unreachable; 7 OSCORE protection or verification failed, or the peer answered\n"
+        "without OSCORE.",
+};
 
 /* End an observation with a new request (RFC 7641 Section 3.6): the
  * registration's token and Uri, Observe = 1, under OSCORE a fresh Partial
@@ -272,7 +317,7 @@ static void log_sent(void *user, const struct oscore_binding *b);
  * its response, printed. Returns the exit code. */
 static int oscore_request(struct edhoc_transport *t, struct oscore_context *ctx,
                           struct seq_log *seqs, const uint8_t *req, size_t req_len, uint8_t *out,
-                          size_t cap, unsigned block_size, size_t max_body, long timeout_s,
+                          size_t cap, unsigned block_size, size_t max_body, long timeout_ms,
                           bool json, const char *output_path)
 {
     if (json)
@@ -284,7 +329,7 @@ static int oscore_request(struct edhoc_transport *t, struct oscore_context *ctx,
         .user = seqs,
     };
     struct cli_oscore_result r;
-    int xr = cli_oscore_exchange_bw(t, ctx, req, req_len, out, cap, (int)(timeout_s * 1000), NULL,
+    int xr = cli_oscore_exchange_bw(t, ctx, req, req_len, out, cap, (int)timeout_ms, NULL,
                                     NULL, &x, &r);
     if (xr && r.unprotected_error && r.response_len > 0) {
         const uint8_t *pl;
@@ -350,7 +395,7 @@ int cmd_coap(int argc, char **argv)
 {
     const char *method = NULL, *uri = NULL, *ctx_path = NULL, *payload = NULL, *payload_hex = NULL;
     const char *payload_file = NULL, *output_path = NULL;
-    long cf = -1, observe = 0, timeout_s = 10, block_size = 0, repeat = 0;
+    long cf = -1, observe = 0, timeout_ms = 10000, block_size = 0, repeat = 0;
     long max_body = EDHOC_BW_DEFAULT_MAX_BODY;
     long long seq = 0;
     bool json = false, seq_given = false;
@@ -360,93 +405,50 @@ int cmd_coap(int argc, char **argv)
     struct cli_net_opts net;
     memset(&net, 0, sizeof net);
 
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--json")) {
-            json = true;
-            continue;
-        }
-        if (strncmp(a, "--", 2) != 0) {
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_coap, argc, argv);
+    for (enum cli_opt_status st; (st = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+        if (st == CLI_OPT_EXIT)
+            return p.exit_code;
+        if (st == CLI_OPT_POSITIONAL) {
             if (!method)
-                method = a;
+                method = p.value;
             else if (!uri)
-                uri = a;
-            else {
-                fprintf(stderr, "edhoc-cli coap: unexpected argument '%s'\n", a);
-                return CLI_EXIT_USAGE;
-            }
+                uri = p.value;
+            else
+                return cli_opt_error(&p, "unexpected argument '%s'", p.value);
             continue;
         }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "edhoc-cli coap: %s needs a value\n", a);
-            return CLI_EXIT_USAGE;
-        }
-        const char *v = argv[++i];
-        char *end = NULL;
-        if (!strcmp(a, "--pcap"))
-            net.pcap = v;
-        else if (!strcmp(a, "--oscore-context"))
-            ctx_path = v;
-        else if (!strcmp(a, "--state-dir"))
-            state_opt = v;
-        else if (!strcmp(a, "--payload"))
-            payload = v;
-        else if (!strcmp(a, "--payload-hex"))
-            payload_hex = v;
-        else if (!strcmp(a, "--payload-file"))
-            payload_file = v;
-        else if (!strcmp(a, "--output"))
-            output_path = v;
-        else if (!strcmp(a, "--max-body")) {
-            max_body = strtol(v, &end, 10);
-            if (*end || end == v || max_body < 16 || max_body > (long)EDHOC_BW_MAX_BODY_LIMIT) {
-                fprintf(stderr, "edhoc-cli coap: --max-body: expected 16..%u\n",
-                        EDHOC_BW_MAX_BODY_LIMIT);
-                return CLI_EXIT_USAGE;
-            }
-        }
-        else if (!strcmp(a, "--seq")) {
-            seq = strtoll(v, &end, 10);
-            if (*end || end == v || seq < 0 || (uint64_t)seq > OSCORE_SSN_MAX) {
-                fprintf(stderr, "edhoc-cli coap: --seq: expected 0..2^40-1\n");
-                return CLI_EXIT_USAGE;
-            }
+        long n = 0;
+        int bad = 0;
+        switch (p.opt->id) {
+        case CLI_OPT_ID_NET: bad = cli_net_take(&net, &p); break;
+        case OPT_OSCORE_CONTEXT: ctx_path = p.value; break;
+        case OPT_STATE_DIR: state_opt = p.value; break;
+        case OPT_PAYLOAD: payload = p.value; break;
+        case OPT_PAYLOAD_HEX: payload_hex = p.value; break;
+        case OPT_PAYLOAD_FILE: payload_file = p.value; break;
+        case OPT_OUTPUT: output_path = p.value; break;
+        case OPT_JSON: json = true; break;
+        case OPT_MAX_BODY: bad = cli_opt_long(&p, 16, (long)EDHOC_BW_MAX_BODY_LIMIT, &max_body); break;
+        case OPT_SEQ: {
+            uint64_t v;
+            bad = cli_opt_u64(&p, 0, OSCORE_SSN_MAX, &v);
+            seq = (long long)v;
             seq_given = true;
+            break;
         }
-        else if (!strcmp(a, "--repeat")) {
-            repeat = strtol(v, &end, 10);
-            if (*end || end == v || repeat < 1 || repeat > 100000000) {
-                fprintf(stderr, "edhoc-cli coap: --repeat: expected a count\n");
-                return CLI_EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--content-format") || !strcmp(a, "--observe") ||
-                 !strcmp(a, "--timeout") || !strcmp(a, "--block-size")) {
-            long n = strtol(v, &end, 10);
-            if (*end || end == v || n < 0 || n > 65535) {
-                fprintf(stderr, "edhoc-cli coap: %s: expected a number\n", a);
-                return CLI_EXIT_USAGE;
-            }
-            if (!strcmp(a, "--content-format"))
-                cf = n;
-            else if (!strcmp(a, "--observe"))
-                observe = n;
-            else if (!strcmp(a, "--timeout"))
-                timeout_s = n;
-            else
-                block_size = n;
-        } else {
-            fprintf(stderr, "edhoc-cli coap: unknown option '%s' (see --help)\n", a);
+        case OPT_REPEAT: bad = cli_opt_long(&p, 1, 100000000, &repeat); break;
+        case OPT_CONTENT_FORMAT: bad = cli_opt_long(&p, 0, 65535, &n); cf = n; break;
+        case OPT_OBSERVE: bad = cli_opt_long(&p, 0, 65535, &observe); break;
+        case OPT_TIMEOUT: bad = cli_opt_seconds(&p, 0.001, 3600, &timeout_ms); break;
+        case OPT_BLOCK_SIZE: bad = cli_opt_long(&p, 16, 1024, &block_size); break;
+        }
+        if (bad)
             return CLI_EXIT_USAGE;
-        }
     }
-    if (!method || !uri) {
-        usage(stderr);
-        return CLI_EXIT_USAGE;
-    }
+    if (!method || !uri)
+        return cli_opt_usage_error(&cli_spec_coap, "needs a METHOD and a URI");
     int code = cli_coap_method(method);
     if (code < 0) {
         fprintf(stderr, "edhoc-cli coap: unknown method '%s'\n", method);
@@ -617,12 +619,12 @@ int cmd_coap(int argc, char **argv)
         exit_code = rc == EDHOC_TRANSPORT_ERR_RESOLVE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
         goto out;
     }
-    uint64_t deadline = cli_now_ns() + (uint64_t)timeout_s * 1000000000ull;
+    uint64_t deadline = cli_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     uint8_t tok[8];
     size_t tl = 0;
     if (bw_path) {
         exit_code = oscore_request(t, ctx, &seqs, req, (size_t)n_req, plain, msg_cap,
-                                   (unsigned)block_size, (size_t)max_body, timeout_s, json,
+                                   (unsigned)block_size, (size_t)max_body, timeout_ms, json,
                                    output_path);
         if (json)
             printf("\n]");

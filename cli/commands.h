@@ -1,7 +1,10 @@
 /* Subcommands of edhoc-cli. Each takes the arguments after its name
- * (argv[0] is the subcommand) and returns the process exit code. */
+ * (argv[0] is the subcommand) and returns the process exit code; each
+ * declares its options in a cli_cmd_spec (options.h). */
 #ifndef CLI_COMMANDS_H
 #define CLI_COMMANDS_H
+
+#include "options.h"
 
 int cmd_simulate(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
@@ -13,5 +16,19 @@ int cmd_bench(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_interop(int argc, char **argv);
 int cmd_bytes(int argc, char **argv);
+
+/* The option tables (weak while commands move onto them: main falls back
+ * to the command's own --help for one not yet declared). */
+#define CLI_SPEC_DECL extern const struct cli_cmd_spec __attribute__((weak))
+CLI_SPEC_DECL cli_spec_simulate;
+CLI_SPEC_DECL cli_spec_keygen;
+CLI_SPEC_DECL cli_spec_oscore;
+CLI_SPEC_DECL cli_spec_initiator;
+CLI_SPEC_DECL cli_spec_responder;
+CLI_SPEC_DECL cli_spec_coap;
+CLI_SPEC_DECL cli_spec_bench;
+CLI_SPEC_DECL cli_spec_load;
+CLI_SPEC_DECL cli_spec_interop;
+CLI_SPEC_DECL cli_spec_bytes;
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "edhoc/cred.h"
 #include "edhoc/edhoc.h"
+#include "options.h"
 
 #define CLI_SIDE_I 0
 #define CLI_SIDE_R 1
@@ -100,6 +101,26 @@ int cli_oscore_config_read(const char *path, struct oscore_config *cfg,
 
 /* Help text of the shared options. */
 void cli_edhoc_print_options(FILE *f, bool two_sided);
+
+/* The shared EDHOC options each command declares (options.h tables; every
+ * entry has the id CLI_OPT_ID_EDHOC): only what the command uses. */
+struct cli_opt;
+struct cli_opt_parser;
+extern const struct cli_opt cli_edhoc_opts_simulate[];
+extern const struct cli_opt cli_edhoc_opts_initiator[];
+extern const struct cli_opt cli_edhoc_opts_responder[];
+extern const struct cli_opt cli_edhoc_opts_load[];
+/* Take the parser's current option (id CLI_OPT_ID_EDHOC) for own_side
+ * (-1: simulate, options carry -i/-r). Returns 0, or -1 after printing
+ * why the value is bad. */
+int cli_edhoc_take(struct cli_edhoc_opts *o, int own_side, const struct cli_opt_parser *p);
+/* What a command using the built-in demo credentials should tell users
+ * (for its help epilogue). */
+#define CLI_EDHOC_DEMO_NOTE                                                                      \
+    "Without credential options the built-in demo credentials are used: the RFC 9529 trace 1\n"  \
+    "(method 0, suite 0, x5t) and trace 2 (method 3, suite 2, kid) credentials, and otherwise\n"  \
+    "certificates from a demo CA / CCS static-DH keys for the suite's curves. Their private\n"    \
+    "keys are published: they prove nothing about who is talking."
 
 /* Suite the exchange is expected to settle on (the initiator's most
  * preferred suite the responder supports), to choose default credentials. */

@@ -1,4 +1,5 @@
 /* edhoc-cli: EDHOC (RFC 9528) and OSCORE (RFC 8613) from the command line. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,19 +10,20 @@ struct command {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
+    const struct cli_cmd_spec *spec;
 };
 
 static const struct command commands[] = {
-    {"simulate", cmd_simulate, "run initiator and responder in one process and report the exchange"},
-    {"keygen", cmd_keygen, "create a credential (CCS or X.509) and its private key"},
-    {"oscore", cmd_oscore, "protect or unprotect one CoAP message with an OSCORE context"},
-    {"initiator", cmd_initiator, "run EDHOC against a CoAP peer, then send OSCORE-protected requests"},
-    {"responder", cmd_responder, "serve /.well-known/edhoc and OSCORE-protected resources (daemon)"},
-    {"coap", cmd_coap, "send one CoAP request, plain or with a static OSCORE context"},
-    {"bytes", cmd_bytes, "bytes over the air per layer, from a capture file"},
-    {"bench", cmd_bench, "benchmark crypto, handshakes and OSCORE on this host"},
-    {"load", cmd_load, "load-test a responder: many initiators in one process"},
-    {"interop", cmd_interop, "test matrix against a device: every method, suite, credential type, framing"},
+    {"simulate", cmd_simulate, "run initiator and responder in one process and report the exchange", &cli_spec_simulate},
+    {"keygen", cmd_keygen, "create a credential (CCS or X.509) and its private key", &cli_spec_keygen},
+    {"oscore", cmd_oscore, "protect or unprotect one CoAP message with an OSCORE context", &cli_spec_oscore},
+    {"initiator", cmd_initiator, "run EDHOC against a CoAP peer, then send OSCORE-protected requests", &cli_spec_initiator},
+    {"responder", cmd_responder, "serve /.well-known/edhoc and OSCORE-protected resources (daemon)", &cli_spec_responder},
+    {"coap", cmd_coap, "send one CoAP request, plain or with a static OSCORE context", &cli_spec_coap},
+    {"bytes", cmd_bytes, "bytes over the air per layer, from a capture file", &cli_spec_bytes},
+    {"bench", cmd_bench, "benchmark crypto, handshakes and OSCORE on this host", &cli_spec_bench},
+    {"load", cmd_load, "load-test a responder: many initiators in one process", &cli_spec_load},
+    {"interop", cmd_interop, "test matrix against a device: every method, suite, credential type, framing", &cli_spec_interop},
 };
 
 static void usage(FILE *out)
@@ -39,14 +41,30 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "help") && argc >= 3) {
-        /* edhoc-cli help CMD: the command's own --help. */
+        /* edhoc-cli help CMD: the command's own --help; help --options CMD:
+         * one line per option, for the man page check. */
+        bool list = !strcmp(argv[2], "--options");
+        const char *name = list ? (argc >= 4 ? argv[3] : "") : argv[2];
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-            if (!strcmp(argv[2], commands[i].name)) {
+            if (!strcmp(name, commands[i].name)) {
+                const struct cli_cmd_spec *spec = commands[i].spec;
+                if (list) {
+                    if (!spec) {
+                        fprintf(stderr, "edhoc-cli help: %s has no option table\n", name);
+                        return CLI_EXIT_INTERNAL;
+                    }
+                    cli_opt_print_list(spec, stdout);
+                    return 0;
+                }
+                if (spec) {
+                    cli_opt_print_help(spec, stdout);
+                    return 0;
+                }
                 char *args[] = {argv[2], "--help", NULL};
                 return commands[i].run(2, args);
             }
         }
-        fprintf(stderr, "edhoc-cli help: unknown command '%s'\n", argv[2]);
+        fprintf(stderr, "edhoc-cli help: unknown command '%s'\n", name);
         usage(stderr);
         return CLI_EXIT_USAGE;
     }
@@ -54,7 +72,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (!strcmp(argv[1], "--version")) {
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
         printf("edhoc-cli %s\n", EDHOC_CLI_VERSION);
         return 0;
     }

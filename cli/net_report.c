@@ -1,4 +1,5 @@
 #include "net_report.h"
+#include "options.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -307,6 +308,28 @@ int cli_net_parse_option(struct cli_net_opts *o, const char *prog, const char *n
         o->link = edhoc_netacct_link_mtu((unsigned)v, 0);
     }
     return 1;
+}
+
+#define H_PCAP "write every datagram sent or received to FILE (pcap, raw IP with\n" \
+               "the real addresses and ports)"
+const struct cli_opt cli_net_opts_link[] = {
+    {CLI_OPT_ID_NET, "link", "802.15.4|none",
+     "also count IEEE 802.15.4 frames and bytes (6LoWPAN IPHC, RFC 4944\n"
+     "fragmentation; assumptions printed with the table)"},
+    {CLI_OPT_ID_NET, "link-mtu", "N", "also count frames of a link carrying N bytes of IP each"},
+    {CLI_OPT_ID_NET, "pcap", "FILE", H_PCAP},
+    {0, NULL, NULL, NULL},
+};
+const struct cli_opt cli_net_opts_pcap[] = {
+    {CLI_OPT_ID_NET, "pcap", "FILE", H_PCAP},
+    {0, NULL, NULL, NULL},
+};
+
+int cli_net_take(struct cli_net_opts *o, const struct cli_opt_parser *p)
+{
+    bool used = false;
+    int rc = cli_net_parse_option(o, p->spec->name, p->flag, p->value, &used);
+    return rc > 0 ? 0 : -1;
 }
 
 void cli_net_print_options(FILE *f, bool pcap_only)

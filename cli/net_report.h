@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "edhoc/netacct.h"
+#include "options.h"
 
 struct cli_uri {
     char host[256];
@@ -91,6 +92,14 @@ int cli_net_take_option(struct cli_net_opts *o, const char *prog, const char *na
                         const char *value, bool eq, int *i);
 /* Help text of those options. */
 void cli_net_print_options(FILE *f, bool pcap_only);
+/* The same as option tables (id CLI_OPT_ID_NET): all three, or --pcap only. */
+struct cli_opt;
+struct cli_opt_parser;
+extern const struct cli_opt cli_net_opts_link[];
+extern const struct cli_opt cli_net_opts_pcap[];
+/* Take the parser's current option (id CLI_OPT_ID_NET). Returns 0 or -1
+ * after printing why. */
+int cli_net_take(struct cli_net_opts *o, const struct cli_opt_parser *p);
 /* Open o->pcap (raw IP link type) when set. Returns 0 (*cap NULL when no
  * --pcap) or -1 after printing why. */
 int cli_net_capture_open(const struct cli_net_opts *o, const char *prog,

@@ -271,6 +271,33 @@ static inline int net_cli_run(char **out, unsigned timeout_s, bool drop_stderr, 
     return net_sh(line, out, timeout_s);
 }
 
+/* Validate JSON text against docs/json/<schema>.schema.json with
+ * tests/json_check.py (lines: one document per line). Returns 0 when
+ * valid; otherwise prints the validator's message and the text, returns 1. */
+static inline int net_json_valid(const char *json_text, const char *schema, bool lines)
+{
+    const char *root = getenv("EDHOC_SOURCE_ROOT");
+    if (!root)
+        root = ".";
+    char path[512], cmd[1600];
+    snprintf(path, sizeof path, "%s/json-%d-%ld.txt", net_dir[0] ? net_dir : "/tmp", (int)getpid(),
+             (long)random());
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 1;
+    fputs(json_text, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "python3 %s/tests/json_check.py %s %s/docs/json/%s.schema.json %s",
+             root, lines ? "--lines" : "", root, schema, path);
+    char *out = NULL;
+    int rc = net_sh(cmd, &out, 30);
+    if (rc != 0)
+        fprintf(stderr, "%s (schema %s)\n--- output checked ---\n%s\n---\n", out, schema, json_text);
+    free(out);
+    unlink(path);
+    return rc != 0;
+}
+
 /* cmocka group teardown: stop every process, remove the test directory. */
 static inline int net_group_teardown(void **state)
 {

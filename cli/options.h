@@ -1,0 +1,106 @@
+/*
+ * One declaration per command: the options a command takes, in groups,
+ * each with its argument and help text. The parser, `--help`, `edhoc-cli
+ * help CMD` and the man page check (`edhoc-cli help --options CMD`) all
+ * read the same table, so an option a command does not declare is refused
+ * before anything reads it.
+ *
+ * Spelling rules, the same in every command: `--name value` and
+ * `--name=value`; `--` ends the options; short forms only for the common
+ * ones (-h, -v, -q), bundled as -vv; `-v/--verbose` (repeatable),
+ * `-q/--quiet`, `-h/--help` and `--version` are accepted by every command.
+ */
+#ifndef CLI_OPTIONS_H
+#define CLI_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Identifiers every command shares; a command's own start at 1. */
+enum {
+    CLI_OPT_ID_EDHOC = 900, /* an option of the shared EDHOC set (edhoc_args.h) */
+    CLI_OPT_ID_NET = 901,   /* --link, --link-mtu, --pcap (net_report.h) */
+};
+
+struct cli_opt {
+    int id;            /* > 0; 0 ends a group's list */
+    const char *name;  /* long name without the dashes: "timeout" */
+    const char *arg;   /* the value's name in help ("SECONDS"); NULL: a flag */
+    const char *help;  /* one paragraph, wrapped when printed */
+};
+
+struct cli_opt_group {
+    const char *title;           /* "Request options" */
+    const struct cli_opt *opts;  /* ends with {0} */
+};
+
+/* An option spelling the command had before: refused with the new one. */
+struct cli_opt_renamed {
+    const char *old_name;        /* without dashes: "timeout-ms" */
+    const char *use_instead;     /* "--timeout SECONDS (decimals allowed, e.g. --timeout 0.5)" */
+};
+
+struct cli_cmd_spec {
+    const char *name;            /* "coap" */
+    const char *synopsis;        /* after "edhoc-cli coap ": "METHOD URI [OPTIONS]" (may hold '\n') */
+    const char *description;     /* paragraphs, wrapped by the author; may be NULL */
+    const struct cli_opt_group *groups;  /* ends with {NULL, NULL} */
+    const struct cli_opt_renamed *renamed; /* ends with {NULL, NULL}; may be NULL */
+    const char *epilogue;        /* exit codes and notes; may be NULL */
+};
+
+enum cli_opt_status {
+    CLI_OPT_OPTION,      /* p->opt and (for options with a value) p->value are set */
+    CLI_OPT_POSITIONAL,  /* p->value is the argument */
+    CLI_OPT_DONE,        /* every argument was read */
+    CLI_OPT_EXIT,        /* stop and return p->exit_code (0 after --help/--version,
+                          * 2 after an error, already printed) */
+};
+
+struct cli_opt_parser {
+    const struct cli_cmd_spec *spec;
+    int argc;
+    char **argv;
+    int next;                    /* index of the next argument */
+    const char *short_rest;      /* the rest of a bundle such as -vq */
+    bool options_ended;          /* after "--" */
+    /* Results of the last cli_opt_next. */
+    const struct cli_opt *opt;
+    const char *value;
+    char flag[72];               /* "--timeout": the spelling for messages and edhoc_args */
+    int exit_code;
+    /* The common options, counted here for the command to read. */
+    int verbose;
+    bool quiet;
+};
+
+/* argv[0] is the command's name; parsing starts at argv[1]. */
+void cli_opt_begin(struct cli_opt_parser *p, const struct cli_cmd_spec *spec, int argc,
+                   char **argv);
+enum cli_opt_status cli_opt_next(struct cli_opt_parser *p);
+
+/* Print "edhoc-cli CMD: " and the message to stderr; returns 2 (bad
+ * command line) so a command can `return cli_opt_error(...)`. */
+int cli_opt_error(const struct cli_opt_parser *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Value readers for the current option: each prints "edhoc-cli CMD:
+ * --flag: expected ..., got '...'" and returns -1 on a bad value. */
+int cli_opt_long(struct cli_opt_parser *p, long min, long max, long *out);
+int cli_opt_u64(struct cli_opt_parser *p, uint64_t min, uint64_t max, uint64_t *out);
+/* Seconds with decimals ("2", "0.25", "1.5"): *ms rounded to the
+ * millisecond, within [min_s, max_s]. */
+int cli_opt_seconds(struct cli_opt_parser *p, double min_s, double max_s, long *ms);
+/* One of choices (NULL-terminated): *index. */
+int cli_opt_choice(struct cli_opt_parser *p, const char *const *choices, int *index);
+
+/* Help from the table: usage, description, groups, epilogue. */
+void cli_opt_print_help(const struct cli_cmd_spec *spec, FILE *f);
+/* Usage line and a pointer to --help, for a command line missing its
+ * positional arguments. Returns 2. */
+int cli_opt_usage_error(const struct cli_cmd_spec *spec, const char *why);
+/* One line per option, "--name ARG" (the man page check reads this). */
+void cli_opt_print_list(const struct cli_cmd_spec *spec, FILE *f);
+
+#endif

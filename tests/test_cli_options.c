@@ -1,0 +1,226 @@
+/*
+ * The option parser every command uses (cli/options.c): spellings,
+ * values, refusals with their exact messages, and help from the table.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "options.h"
+
+enum { OPT_TIMEOUT = 1, OPT_JSON, OPT_COUNT, OPT_MODE, OPT_SEQ };
+
+static const struct cli_opt opts[] = {
+    {OPT_TIMEOUT, "timeout", "SECONDS", "give up after SECONDS"},
+    {OPT_JSON, "json", NULL, "machine-readable output"},
+    {OPT_COUNT, "count", "N", "how many"},
+    {OPT_MODE, "mode", "MODE", "one of fast, slow"},
+    {OPT_SEQ, "seq", "N", "a sequence number with a help text long enough to be wrapped at the "
+                          "end of the line, twice over, so that wrapping is seen to happen"},
+    {0, NULL, NULL, NULL},
+};
+static const struct cli_opt_group groups[] = {{"Test", opts}, {NULL, NULL}};
+static const struct cli_opt_renamed renamed[] = {
+    {"timeout-ms", "--timeout SECONDS"},
+    {NULL, NULL},
+};
+static const struct cli_cmd_spec spec = {
+    .name = "demo",
+    .synopsis = "ARG [OPTIONS]",
+    .description = "A test command.",
+    .groups = groups,
+    .renamed = renamed,
+    .epilogue = "Exit codes: none.",
+};
+
+/* stderr of the parser, captured in a temporary file. */
+static char err_text[4096];
+static int saved_err = -1;
+static FILE *err_file;
+
+static void capture_begin(void)
+{
+    fflush(stderr);
+    err_file = tmpfile();
+    saved_err = dup(2);
+    dup2(fileno(err_file), 2);
+}
+
+static void capture_end(void)
+{
+    fflush(stderr);
+    dup2(saved_err, 2);
+    close(saved_err);
+    rewind(err_file);
+    size_t n = fread(err_text, 1, sizeof err_text - 1, err_file);
+    err_text[n] = '\0';
+    fclose(err_file);
+}
+
+/* Parse argv (NULL-terminated, after the command name); returns the
+ * status of the first non-option result and leaves the parser in *p. */
+static enum cli_opt_status parse(struct cli_opt_parser *p, char **args)
+{
+    static char *argv[32];
+    int argc = 0;
+    argv[argc++] = "demo";
+    while (*args)
+        argv[argc++] = *args++;
+    cli_opt_begin(p, &spec, argc, argv);
+    capture_begin();
+    enum cli_opt_status st = cli_opt_next(p);
+    capture_end();
+    return st;
+}
+
+static void test_both_spellings(void **state)
+{
+    (void)state;
+    struct cli_opt_parser p;
+    long ms = 0;
+    assert_int_equal(parse(&p, (char *[]){"--timeout", "2.5", NULL}), CLI_OPT_OPTION);
+    assert_int_equal(p.opt->id, OPT_TIMEOUT);
+    assert_int_equal(cli_opt_seconds(&p, 0.001, 3600, &ms), 0);
+    assert_int_equal(ms, 2500);
+    assert_int_equal(parse(&p, (char *[]){"--timeout=0.25", NULL}), CLI_OPT_OPTION);
+    assert_string_equal(p.value, "0.25");
+    assert_int_equal(cli_opt_seconds(&p, 0.001, 3600, &ms), 0);
+    assert_int_equal(ms, 250);
+    /* A value may start with '-' (a negative EAD label, say). */
+    assert_int_equal(parse(&p, (char *[]){"--count", "-3", NULL}), CLI_OPT_OPTION);
+    assert_string_equal(p.value, "-3");
+}
+
+static void test_positional_and_double_dash(void **state)
+{
+    (void)state;
+    struct cli_opt_parser p;
+    char *argv[] = {"demo", "x", "--json", "--", "--json", "-", NULL};
+    cli_opt_begin(&p, &spec, 6, argv);
+    assert_int_equal(cli_opt_next(&p), CLI_OPT_POSITIONAL);
+    assert_string_equal(p.value, "x");
+    assert_int_equal(cli_opt_next(&p), CLI_OPT_OPTION);
+    assert_int_equal(p.opt->id, OPT_JSON);
+    assert_int_equal(cli_opt_next(&p), CLI_OPT_POSITIONAL);
+    assert_string_equal(p.value, "--json");
+    assert_int_equal(cli_opt_next(&p), CLI_OPT_POSITIONAL);
+    assert_string_equal(p.value, "-");
+    assert_int_equal(cli_opt_next(&p), CLI_OPT_DONE);
+}
+
+static void test_common_options(void **state)
+{
+    (void)state;
+    struct cli_opt_parser p;
+    char *argv[] = {"demo", "-vv", "--verbose", "--json", NULL};
+    cli_opt_begin(&p, &spec, 4, argv);
+    assert_int_equal(cli_opt_next(&p), CLI_OPT_OPTION);
+    assert_int_equal(p.opt->id, OPT_JSON);
+    assert_int_equal(p.verbose, 3);
+    assert_false(p.quiet);
+    char *argv2[] = {"demo", "-v", "-q", NULL};
+    cli_opt_begin(&p, &spec, 3, argv2);
+    assert_int_equal(cli_opt_next(&p), CLI_OPT_DONE);
+    assert_true(p.quiet);
+    assert_int_equal(p.verbose, 0);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    struct cli_opt_parser p;
+    assert_int_equal(parse(&p, (char *[]){"--bogus", NULL}), CLI_OPT_EXIT);
+    assert_int_equal(p.exit_code, 2);
+    assert_string_equal(err_text, "edhoc-cli demo: unknown option '--bogus' (see edhoc-cli demo --help)\n");
+    assert_int_equal(parse(&p, (char *[]){"--timout", "3", NULL}), CLI_OPT_EXIT);
+    assert_non_null(strstr(err_text, "did you mean --timeout?"));
+    assert_int_equal(parse(&p, (char *[]){"--timeout-ms", "3", NULL}), CLI_OPT_EXIT);
+    assert_string_equal(err_text, "edhoc-cli demo: --timeout-ms is no longer an option: use --timeout SECONDS\n");
+    assert_int_equal(parse(&p, (char *[]){"--json=1", NULL}), CLI_OPT_EXIT);
+    assert_string_equal(err_text, "edhoc-cli demo: --json takes no value (got '1')\n");
+    assert_int_equal(parse(&p, (char *[]){"--count", NULL}), CLI_OPT_EXIT);
+    assert_string_equal(err_text, "edhoc-cli demo: --count needs a value (N)\n");
+    assert_int_equal(parse(&p, (char *[]){"-x", NULL}), CLI_OPT_EXIT);
+    assert_non_null(strstr(err_text, "unknown option '-x'"));
+}
+
+static void test_values(void **state)
+{
+    (void)state;
+    struct cli_opt_parser p;
+    long v = 0, ms = 0;
+    uint64_t u = 0;
+    int idx = -1;
+    const char *bad_seconds[] = {"abc", "1e3", "nan", "inf", "-1", "0x10", "", "4000", "0"};
+    for (size_t i = 0; i < sizeof bad_seconds / sizeof bad_seconds[0]; i++) {
+        char arg[32];
+        snprintf(arg, sizeof arg, "--timeout=%s", bad_seconds[i]);
+        assert_int_equal(parse(&p, (char *[]){arg, NULL}), CLI_OPT_OPTION);
+        capture_begin();
+        assert_int_equal(cli_opt_seconds(&p, 0.001, 3600, &ms), -1);
+        capture_end();
+        assert_non_null(strstr(err_text, "--timeout: expected seconds from 0.001 to 3600"));
+    }
+    assert_int_equal(parse(&p, (char *[]){"--count", "12x", NULL}), CLI_OPT_OPTION);
+    capture_begin();
+    assert_int_equal(cli_opt_long(&p, 1, 10, &v), -1);
+    capture_end();
+    assert_string_equal(err_text, "edhoc-cli demo: --count: expected an integer from 1 to 10, got '12x'\n");
+    assert_int_equal(parse(&p, (char *[]){"--count", "10", NULL}), CLI_OPT_OPTION);
+    assert_int_equal(cli_opt_long(&p, 1, 10, &v), 0);
+    assert_int_equal(v, 10);
+    assert_int_equal(parse(&p, (char *[]){"--seq", "-1", NULL}), CLI_OPT_OPTION);
+    capture_begin();
+    assert_int_equal(cli_opt_u64(&p, 0, 100, &u), -1);
+    capture_end();
+    assert_int_equal(parse(&p, (char *[]){"--seq", "1099511627775", NULL}), CLI_OPT_OPTION);
+    assert_int_equal(cli_opt_u64(&p, 0, 1099511627775ull, &u), 0);
+    assert_true(u == 1099511627775ull);
+    static const char *const modes[] = {"fast", "slow", NULL};
+    assert_int_equal(parse(&p, (char *[]){"--mode", "slow", NULL}), CLI_OPT_OPTION);
+    assert_int_equal(cli_opt_choice(&p, modes, &idx), 0);
+    assert_int_equal(idx, 1);
+    assert_int_equal(parse(&p, (char *[]){"--mode", "fastest", NULL}), CLI_OPT_OPTION);
+    capture_begin();
+    assert_int_equal(cli_opt_choice(&p, modes, &idx), -1);
+    capture_end();
+    assert_string_equal(err_text, "edhoc-cli demo: --mode: expected one of fast, slow, got 'fastest'\n");
+}
+
+static void test_help_from_table(void **state)
+{
+    (void)state;
+    char buf[8192];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    cli_opt_print_help(&spec, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "usage: edhoc-cli demo ARG [OPTIONS]\n"));
+    assert_non_null(strstr(buf, "\nTest:\n  --timeout SECONDS       give up after SECONDS\n"));
+    assert_non_null(strstr(buf, "  -v, --verbose"));
+    assert_non_null(strstr(buf, "  --version"));
+    assert_non_null(strstr(buf, "Exit codes: none."));
+    /* Every line fits 80 columns: long help texts are wrapped. */
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        assert_true(strlen(line) < 80);
+    f = fmemopen(buf, sizeof buf, "w");
+    cli_opt_print_list(&spec, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "--timeout SECONDS\n--json\n--count N\n"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_both_spellings),      cmocka_unit_test(test_positional_and_double_dash),
+        cmocka_unit_test(test_common_options),      cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_values),              cmocka_unit_test(test_help_from_table),
+    };
+    return cmocka_run_group_tests_name("cli_options", tests, NULL, NULL);
+}
