@@ -5,6 +5,10 @@
  * engine in this process, the way the daemon loads them at start; the
  * process's resident memory before and after the load gives the cost per
  * context, and the 1,000,000-context target is read off it.
+ *
+ * The database lives in a fresh directory under $TMPDIR (else /tmp) and is
+ * removed however the run ends, SIGINT and SIGTERM included: an
+ * interrupted run reports the contexts written so far.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +23,7 @@
 #include "edhoc/state.h"
 #include "edhoc/transport.h"
 #include "bench_output.h"
+#include "progress.h"
 #include "util.h"
 
 #define TARGET_CONTEXTS 1000000L
@@ -48,7 +53,7 @@ static void remove_dir(const char *dir)
         while ((e = readdir(d))) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                 continue;
-            char path[512];
+            char path[4400];
             snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
             unlink(path);
         }
@@ -100,13 +105,47 @@ static const struct bench_column context_cols[] = {
     {"rss_at_1m_mib", "RSS at 1,000,000 contexts (MiB)", BENCH_COL_NUM, false},
 };
 
+/* The table's one row: what completed (NaN: not reached). */
+static void contexts_row(struct bench_report *r, long contexts, double write_s, double load_s,
+                         long before, long after, double engine, double per, double at_1m)
+{
+    struct bench_table *t = bench_table_new("contexts", "Established OSCORE contexts in memory",
+                                            context_cols,
+                                            sizeof context_cols / sizeof context_cols[0]);
+    if (!t || !bench_report_add(r, t))
+        return;
+    snprintf(t->note, sizeof t->note,
+             "Contexts written to a fresh state database, then loaded by the responder engine in "
+             "this process as `responder --state-dir` does at start. RSS is this process's VmRSS; "
+             "the 1,000,000 figure is measured when --contexts is 1000000, else extrapolated "
+             "from the cost per context.");
+    struct bench_cell *row = bench_table_add_row(t);
+    if (!row)
+        return;
+    bench_row_num(t, row, "contexts", (double)contexts);
+    bench_row_num(t, row, "write_s", write_s);
+    bench_row_num(t, row, "load_s", load_s);
+    bench_row_num(t, row, "rss_before_mib", before > 0 ? before / 1024.0 : NAN);
+    bench_row_num(t, row, "rss_after_mib", after > 0 ? after / 1024.0 : NAN);
+    bench_row_num(t, row, "rss_per_context", per);
+    bench_row_num(t, row, "engine_per_context", engine);
+    bench_row_num(t, row, "rss_at_1m_mib", at_1m);
+}
+
 int bench_contexts_run(struct bench_report *r, long count)
 {
-    char dir[] = "/tmp/edhoc-bench-contexts-XXXXXX";
+    /* $TMPDIR as every program that makes temporary files honours it. */
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s/edhoc-bench-contexts-XXXXXX", tmp && *tmp ? tmp : "/tmp") >=
+        (int)sizeof dir) {
+        fprintf(stderr, "edhoc-cli bench: TMPDIR is too long\n");
+        return CLI_EXIT_USAGE;
+    }
     if (!mkdtemp(dir)) {
-        fprintf(stderr, "edhoc-cli bench: cannot make a temporary directory: %s\n",
-                strerror(errno));
-        return CLI_EXIT_INTERNAL;
+        fprintf(stderr, "edhoc-cli bench: cannot make a temporary directory in %s: %s\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        return CLI_EXIT_INPUT;
     }
     int rc = CLI_EXIT_INTERNAL;
     struct edhoc_state_db *db = NULL;
@@ -117,13 +156,15 @@ int bench_contexts_run(struct bench_report *r, long count)
         fprintf(stderr, "edhoc-cli bench: state database: %s\n", why[0] ? why : edhoc_state_strerror(src));
         goto out;
     }
-    fprintf(stderr, "edhoc-cli bench: writing %ld contexts to %s\n", count, dir);
     uint64_t t0 = cli_now_ns();
     struct edhoc_state_peer p;
-    for (long i = 0; i < count && !src; i += INSERT_BATCH) {
+    long written = 0;
+    for (long i = 0; i < count && !src && !cli_interrupted(); i += INSERT_BATCH) {
+        bench_progress(r, "contexts: %ld of %ld written", i, count);
         /* One transaction per batch: one sync per batch, not per context. */
         src = edhoc_state_begin(db);
-        for (long k = i; k < count && k < i + INSERT_BATCH && !src; k++) {
+        long k = i;
+        for (; k < count && k < i + INSERT_BATCH && !src; k++) {
             make_peer(k, &p);
             src = edhoc_state_put_peer(db, &p);
         }
@@ -131,6 +172,8 @@ int bench_contexts_run(struct bench_report *r, long count)
             src = edhoc_state_commit(db);
         else
             edhoc_state_rollback(db);
+        if (!src)
+            written = k;
     }
     edhoc_wipe(&p, sizeof p);
     if (src) {
@@ -140,6 +183,12 @@ int bench_contexts_run(struct bench_report *r, long count)
     double write_s = (double)(cli_now_ns() - t0) / 1e9;
     edhoc_state_close(db);
     db = NULL;
+    if (cli_interrupted()) {
+        /* What completed: the contexts written, nothing loaded. */
+        contexts_row(r, written, write_s, NAN, -1, -1, NAN, NAN, NAN);
+        rc = 0;
+        goto out;
+    }
 
     /* The daemon's start: open the database, load every context. */
     long before = rss_kib();
@@ -157,7 +206,7 @@ int bench_contexts_run(struct bench_report *r, long count)
     srv = edhoc_server_new(&cfg);
     if (!srv)
         goto out;
-    fprintf(stderr, "edhoc-cli bench: loading them\n");
+    bench_progress(r, "contexts: loading %ld", count);
     long loaded = edhoc_server_load_state(srv);
     double load_s = (double)(cli_now_ns() - t0) / 1e9;
     long after = rss_kib();
@@ -168,38 +217,16 @@ int bench_contexts_run(struct bench_report *r, long count)
     }
     struct edhoc_server_stats st;
     edhoc_server_get_stats(srv, &st);
-
-    struct bench_table *t = bench_table_new("contexts", "Established OSCORE contexts in memory",
-                                            context_cols,
-                                            sizeof context_cols / sizeof context_cols[0]);
-    if (!t || !bench_report_add(r, t)) {
-        rc = CLI_EXIT_INTERNAL;
-        goto out;
-    }
-    snprintf(t->note, sizeof t->note,
-             "Contexts written to a fresh state database, then loaded by the responder engine in "
-             "this process as `responder --state-dir` does at start. RSS is this process's VmRSS; "
-             "the 1,000,000 figure is measured when --contexts is 1000000, else extrapolated "
-             "from the cost per context.");
-    struct bench_cell *row = bench_table_add_row(t);
     double per = before > 0 && after > 0 ? (double)(after - before) * 1024.0 / (double)count : NAN;
     double at_1m = count == TARGET_CONTEXTS && after > 0
                        ? after / 1024.0
                        : before > 0 ? before / 1024.0 + per * TARGET_CONTEXTS / 1048576.0 : NAN;
-    if (row) {
-        bench_row_num(t, row, "contexts", (double)count);
-        bench_row_num(t, row, "write_s", write_s);
-        bench_row_num(t, row, "load_s", load_s);
-        bench_row_num(t, row, "rss_before_mib", before > 0 ? before / 1024.0 : NAN);
-        bench_row_num(t, row, "rss_after_mib", after > 0 ? after / 1024.0 : NAN);
-        bench_row_num(t, row, "rss_per_context", per);
-        bench_row_num(t, row, "engine_per_context", (double)st.bytes_per_context);
-        bench_row_num(t, row, "rss_at_1m_mib", at_1m);
-    }
+    contexts_row(r, count, write_s, load_s, before, after, (double)st.bytes_per_context, per,
+                 at_1m);
     char name[160];
     snprintf(name, sizeof name, "RSS with 1,000,000 established contexts loaded (%s)",
              count == TARGET_CONTEXTS ? "measured" : "extrapolated");
-    bench_report_target(r, name, at_1m, TARGET_RSS_MIB, "MiB");
+    bench_report_target(r, "rss_1m_contexts", name, at_1m, TARGET_RSS_MIB, "MiB");
     rc = 0;
 out:
     if (srv)

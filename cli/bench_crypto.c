@@ -8,6 +8,7 @@
 
 #include "edhoc/crypto.h"
 #include "bench_output.h"
+#include "progress.h"
 #include "util.h"
 
 #define MAX_MSG 1024
@@ -135,6 +136,41 @@ static const struct bench_column kdf_cols[] = {
 
 #define N_COLS(a) (sizeof(a) / sizeof((a)[0]))
 
+static int col_of(const struct bench_table *t, const char *key)
+{
+    for (size_t i = 0; i < t->n_cols; i++)
+        if (!strcmp(t->cols[i].key, key))
+            return (int)i;
+    return -1;
+}
+
+/* Lines over the message size (log scale), one colour per algorithm, a
+ * dash per operation (their medians). */
+static void chart_lines(struct bench_table *t, const char *group, const char *y1, const char *y2)
+{
+    t->chart.kind = BENCH_CHART_LINES;
+    t->chart.x_col = col_of(t, "message_size");
+    t->chart.group_col = col_of(t, group);
+    t->chart.y_cols[0] = col_of(t, y1);
+    t->chart.y_cols[1] = col_of(t, y2);
+    t->chart.n_y = 2;
+    t->chart.y_title = "microseconds per call (median)";
+}
+
+/* One group of bars per row (labelled by its first column), one bar per
+ * operation. */
+static void chart_bars(struct bench_table *t, const char *const *ys, size_t n)
+{
+    t->chart.kind = BENCH_CHART_BARS;
+    t->chart.label_cols[0] = 0;
+    t->chart.label_cols[1] = -1;
+    t->chart.label_cols[2] = -1;
+    for (size_t i = 0; i < n && i < BENCH_CHART_MAX_Y; i++)
+        t->chart.y_cols[i] = col_of(t, ys[i]);
+    t->chart.n_y = n;
+    t->chart.y_title = "microseconds per call (median)";
+}
+
 static int failed(const char *what, int alg, int rc)
 {
     fprintf(stderr, "edhoc-cli bench crypto: %s (%s / %d) failed: %d\n", what,
@@ -154,12 +190,14 @@ static int bench_signatures(struct bench_report *r, struct crypto_job *j)
     snprintf(t->note, sizeof t->note,
              "Microseconds per call, min / median. ES256/ES384 take COSE r||s signatures and "
              "hash the message inside the call; EdDSA is pure (no prehash).");
-    for (size_t c = 0; c < N_COLS(curves); c++) {
+    chart_lines(t, "algo", "sign", "verify");
+    for (size_t c = 0; c < N_COLS(curves) && !cli_interrupted(); c++) {
         j->alg = curves[c];
         int rc = j->ops->keygen(j->alg, false, j->priv, j->pub, &j->pub_len);
         if (rc)
             return failed("keygen", j->alg, rc);
         for (size_t s = 0; s < N_COLS(sizes); s++) {
+            bench_progress(r, "crypto: %s, %zu bytes", names[c], sizes[s]);
             j->len = sizes[s];
             fill(j->msg, j->len, (uint8_t)s);
             struct bench_stat st_sign, st_verify;
@@ -169,6 +207,8 @@ static int bench_signatures(struct bench_report *r, struct crypto_job *j)
             rc = bench_measure(&r->effort, do_verify, j, &st_verify);
             if (rc)
                 return failed("verify", j->alg, rc);
+            if (cli_interrupted())
+                return 0; /* a row measured in part is left out */
             struct bench_cell *row = bench_table_add_row(t);
             if (!row)
                 return CLI_EXIT_INTERNAL;
@@ -195,8 +235,11 @@ static int bench_ecdh(struct bench_report *r, struct crypto_job *j)
              "ephemeral keys (random scalar, then the public key); P-256/P-384 public keys "
              "in EDHOC's x-coordinate form, so ECDH includes the point decompression and the "
              "on-curve check.");
-    for (size_t c = 0; c < N_COLS(curves); c++) {
+    static const char *const ys[] = {"keygen", "ecdh"};
+    chart_bars(t, ys, 2);
+    for (size_t c = 0; c < N_COLS(curves) && !cli_interrupted(); c++) {
         j->alg = curves[c];
+        bench_progress(r, "crypto: %s", edhoc_crypto_curve_name(j->alg));
         int rc = edhoc_crypto_keygen(j->ops, j->alg, true, j->priv, j->pub, &j->pub_len);
         uint8_t other[EDHOC_CRYPTO_MAX_PRIV];
         if (!rc)
@@ -211,6 +254,8 @@ static int bench_ecdh(struct bench_report *r, struct crypto_job *j)
         rc = bench_measure(&r->effort, do_ecdh, j, &st_dh);
         if (rc)
             return failed("ecdh", j->alg, rc);
+        if (cli_interrupted())
+            return 0;
         struct bench_cell *row = bench_table_add_row(t);
         if (!row)
             return CLI_EXIT_INTERNAL;
@@ -234,12 +279,14 @@ static int bench_aeads(struct bench_report *r, struct crypto_job *j)
     snprintf(t->note, sizeof t->note,
              "Microseconds per call, min / median, with 16 bytes of additional data; decrypt "
              "includes the tag check.");
+    chart_lines(t, "aead", "encrypt", "decrypt");
     fill(j->key, sizeof j->key, 7);
     fill(j->nonce, sizeof j->nonce, 9);
     fill(j->aad, sizeof j->aad, 11);
-    for (size_t a = 0; a < N_COLS(algs); a++) {
+    for (size_t a = 0; a < N_COLS(algs) && !cli_interrupted(); a++) {
         j->alg = algs[a];
         for (size_t s = 0; s < N_COLS(sizes); s++) {
+            bench_progress(r, "crypto: %s, %zu bytes", edhoc_crypto_alg_name(j->alg), sizes[s]);
             j->len = sizes[s];
             fill(j->msg, j->len, (uint8_t)s);
             int rc = j->ops->aead_encrypt(j->alg, j->key, j->nonce, j->aad, sizeof j->aad, j->msg,
@@ -253,6 +300,8 @@ static int bench_aeads(struct bench_report *r, struct crypto_job *j)
             rc = bench_measure(&r->effort, do_decrypt, j, &st_dec);
             if (rc)
                 return failed("aead_decrypt", j->alg, rc);
+            if (cli_interrupted())
+                return 0;
             struct bench_cell *row = bench_table_add_row(t);
             if (!row)
                 return CLI_EXIT_INTERNAL;
@@ -269,7 +318,7 @@ static int bench_aeads(struct bench_report *r, struct crypto_job *j)
 static int bench_kdfs(struct bench_report *r, struct crypto_job *j)
 {
     static const int algs[] = {EDHOC_COSE_SHA256, EDHOC_COSE_SHA384, EDHOC_COSE_SHAKE256};
-    static const char *const names[] = {"SHA-256", "SHA-384", "SHAKE256 (KMAC256)"};
+    static const char *const names[] = {"SHA-256", "SHA-384", "SHAKE256"};
     struct bench_table *t = bench_table_new("hkdf", "Hash and HKDF", kdf_cols, N_COLS(kdf_cols));
     if (!t || !bench_report_add(r, t))
         return CLI_EXIT_INTERNAL;
@@ -277,11 +326,14 @@ static int bench_kdfs(struct bench_report *r, struct crypto_job *j)
              "Microseconds per call, min / median. Extract: a 32-byte salt and a 32-byte secret; "
              "Expand: a hash-length PRK and 40 bytes of info into 32 bytes. For SHAKE256, "
              "EDHOC_Extract/Expand are KMAC256 (RFC 9528 Section 4.1.1).");
+    static const char *const ys[] = {"hash_128", "extract", "expand"};
+    chart_bars(t, ys, 3);
     fill(j->key, sizeof j->key, 3);
     fill(j->msg, 128, 5);
-    for (size_t a = 0; a < N_COLS(algs); a++) {
+    for (size_t a = 0; a < N_COLS(algs) && !cli_interrupted(); a++) {
         j->alg = algs[a];
         j->len = 128;
+        bench_progress(r, "crypto: %s", names[a]);
         int rc = j->ops->hkdf_extract(j->alg, j->key, 32, j->msg, 32, j->prk);
         if (rc)
             return failed("hkdf_extract", j->alg, rc);
@@ -295,6 +347,8 @@ static int bench_kdfs(struct bench_report *r, struct crypto_job *j)
         rc = bench_measure(&r->effort, do_expand, j, &st_exp);
         if (rc)
             return failed("hkdf_expand", j->alg, rc);
+        if (cli_interrupted())
+            return 0;
         struct bench_cell *row = bench_table_add_row(t);
         if (!row)
             return CLI_EXIT_INTERNAL;
@@ -314,11 +368,11 @@ int bench_crypto_run(struct bench_report *r)
         return CLI_EXIT_INTERNAL;
     j->ops = edhoc_crypto_openssl();
     int rc = bench_signatures(r, j);
-    if (!rc)
+    if (!rc && !cli_interrupted())
         rc = bench_ecdh(r, j);
-    if (!rc)
+    if (!rc && !cli_interrupted())
         rc = bench_aeads(r, j);
-    if (!rc)
+    if (!rc && !cli_interrupted())
         rc = bench_kdfs(r, j);
     edhoc_wipe(j, sizeof *j);
     free(j);

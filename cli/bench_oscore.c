@@ -15,6 +15,7 @@
 #include "edhoc/crypto.h"
 #include "edhoc/oscore.h"
 #include "bench_output.h"
+#include "progress.h"
 #include "util.h"
 
 #define BATCH 16
@@ -256,6 +257,8 @@ static int measure_one(const struct bench_effort *e, struct oscore_job *j, int a
         bench_stat_from(v[k], n, BATCH, &st[k]);
         free(v[k]);
     }
+    if (cli_interrupted())
+        return 0; /* a row measured in part is left out */
     const struct bench_stat enc = st[4], dec = st[5];
 
     struct bench_cell *row = bench_table_add_row(t);
@@ -284,13 +287,15 @@ static int measure_one(const struct bench_effort *e, struct oscore_job *j, int a
     bench_row_stat(t, row, "aead_decrypt", &dec);
 
     if (payload == 100) {
-        char target[160];
+        char target[160], id[64];
         snprintf(target, sizeof target, "OSCORE protect + unprotect / raw AEAD, 100 bytes, %s, request",
                  name);
-        bench_report_target(r, target, req / raw, 2.0, "");
+        snprintf(id, sizeof id, "oscore_over_aead.alg%d.request", aead);
+        bench_report_target(r, id, target, req / raw, 2.0, "");
         snprintf(target, sizeof target, "OSCORE protect + unprotect / raw AEAD, 100 bytes, %s, response",
                  name);
-        bench_report_target(r, target, resp / raw, 2.0, "");
+        snprintf(id, sizeof id, "oscore_over_aead.alg%d.response", aead);
+        bench_report_target(r, id, target, resp / raw, 2.0, "");
     }
     return 0;
 }
@@ -328,9 +333,14 @@ int bench_oscore_run(struct bench_report *r)
     for (size_t i = 0; i < sizeof j->pt; i++)
         j->pt[i] = (uint8_t)i;
     int rc = 0;
-    for (size_t a = 0; a < sizeof aeads / sizeof aeads[0] && !rc; a++)
-        for (size_t p = 0; p < sizeof payloads / sizeof payloads[0] && !rc; p++)
+    for (size_t a = 0; a < sizeof aeads / sizeof aeads[0] && !rc; a++) {
+        for (size_t p = 0; p < sizeof payloads / sizeof payloads[0] && !rc && !cli_interrupted();
+             p++) {
+            bench_progress(r, "oscore: %s, %zu bytes", edhoc_crypto_alg_name(aeads[a]),
+                           payloads[p]);
             rc = measure_one(&r->effort, j, aeads[a], payloads[p], t, r);
+        }
+    }
     oscore_context_wipe(&j->client);
     oscore_context_wipe(&j->server);
     free(j);

@@ -3,11 +3,14 @@
  * (Markdown, JSON, CSV, SVG).
  */
 #include <math.h> /* isfinite, INFINITY only: the CLI does not link libm */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_output.h"
+#include "json_out.h"
+#include "progress.h"
 #include "util.h"
 
 /* ---- Small numeric helpers (no libm) ---- */
@@ -66,6 +69,8 @@ bool bench_effort_more(const struct bench_effort *e, long n, double elapsed_s)
 {
     if (n < 1)
         return true;
+    if (cli_interrupted())
+        return false;
     if (n >= e->max_samples || elapsed_s >= e->max_time)
         return false;
     return n < e->repeat || elapsed_s < e->min_time;
@@ -276,24 +281,37 @@ bool bench_report_add(struct bench_report *r, struct bench_table *t)
     return true;
 }
 
-void bench_report_target(struct bench_report *r, const char *name, double value, double limit,
-                         const char *unit)
+void bench_report_target(struct bench_report *r, const char *id, const char *name, double value,
+                         double limit, const char *unit)
 {
     if (r->n_targets >= BENCH_MAX_TARGETS)
         return;
     struct bench_target *g = &r->targets[r->n_targets++];
+    snprintf(g->id, sizeof g->id, "%s", id);
     snprintf(g->name, sizeof g->name, "%s", name);
     g->value = value;
     g->limit = limit;
     snprintf(g->unit, sizeof g->unit, "%s", unit ? unit : "");
 }
 
-void bench_report_target_at_least(struct bench_report *r, const char *name, double value,
-                                  double limit, const char *unit)
+void bench_report_target_at_least(struct bench_report *r, const char *id, const char *name,
+                                  double value, double limit, const char *unit)
 {
-    bench_report_target(r, name, value, limit, unit);
-    if (r->n_targets && !strcmp(r->targets[r->n_targets - 1].name, name))
+    bench_report_target(r, id, name, value, limit, unit);
+    if (r->n_targets && !strcmp(r->targets[r->n_targets - 1].id, id))
         r->targets[r->n_targets - 1].at_least = true;
+}
+
+void bench_progress(struct bench_report *r, const char *fmt, ...)
+{
+    if (!r->progress)
+        return;
+    char text[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    cli_progress_update(r->progress, "%s", text);
 }
 
 bool bench_target_met(const struct bench_target *g)
@@ -359,7 +377,15 @@ static void md_cell(FILE *f, const struct bench_column *c, const struct bench_ce
         fprintf(f, "%s / %s", fmt_num(v->stat.min_us, a, sizeof a),
                 fmt_num(v->stat.median_us, b, sizeof b));
         break;
+    case BENCH_COL_LABEL:
+        break;
     }
+}
+
+/* Shown in the Markdown table (LABEL columns never are). */
+static bool md_shown(const struct bench_column *c)
+{
+    return !c->hidden && c->kind != BENCH_COL_LABEL;
 }
 
 static void md_table(FILE *f, const struct bench_table *t)
@@ -369,18 +395,18 @@ static void md_table(FILE *f, const struct bench_table *t)
         fprintf(f, "%s\n\n", t->note);
     fputc('|', f);
     for (size_t i = 0; i < t->n_cols; i++)
-        if (!t->cols[i].hidden)
+        if (md_shown(&t->cols[i]))
             fprintf(f, " %s |", t->cols[i].title);
     fputs("\n|", f);
     for (size_t i = 0; i < t->n_cols; i++)
-        if (!t->cols[i].hidden)
+        if (md_shown(&t->cols[i]))
             fputs(t->cols[i].kind == BENCH_COL_TEXT ? "---|" : "---:|", f);
     fputc('\n', f);
     for (size_t r = 0; r < t->n_rows; r++) {
         const struct bench_cell *row = &t->cells[r * t->n_cols];
         fputc('|', f);
         for (size_t i = 0; i < t->n_cols; i++) {
-            if (t->cols[i].hidden)
+            if (!md_shown(&t->cols[i]))
                 continue;
             fputc(' ', f);
             md_cell(f, &t->cols[i], &row[i]);
@@ -393,7 +419,12 @@ static void md_table(FILE *f, const struct bench_table *t)
 
 void bench_print_markdown(FILE *f, const struct bench_report *r)
 {
-    fprintf(f, "## edhoc-cli %s benchmarks\n\n", EDHOC_CLI_VERSION);
+    fprintf(f, "## edhoc-cli %s %s\n\n", EDHOC_CLI_VERSION,
+            r->command && !strcmp(r->command, "load") ? "load" : "benchmarks");
+    if (r->partial)
+        fprintf(f, "**interrupted: partial results** (stopped by %s; the tables hold what "
+                   "completed)\n\n",
+                cli_interrupted() == SIGTERM ? "SIGTERM" : "SIGINT");
     fprintf(f, "Host: %s, %s. Crypto: %s.", r->cpu, r->kernel, r->implementation);
     if (r->effort.repeat > 0)
         fprintf(f, " Effort: at least %ld samples and %.3g s per measurement%s.", r->effort.repeat,
@@ -425,14 +456,6 @@ void bench_print_markdown(FILE *f, const struct bench_report *r)
 
 /* ---- JSON ---- */
 
-static void json_num(FILE *f, double v)
-{
-    if (isfinite(v))
-        fprintf(f, "%.6g", v);
-    else
-        fputs("null", f);
-}
-
 static const char *kind_name(enum bench_col_kind k)
 {
     switch (k) {
@@ -441,94 +464,109 @@ static const char *kind_name(enum bench_col_kind k)
     case BENCH_COL_NUM: return "number";
     case BENCH_COL_RATIO: return "ratio";
     case BENCH_COL_STAT: return "stat";
+    case BENCH_COL_LABEL: return "label";
     }
     return "unknown";
 }
 
-static void json_table(FILE *f, const struct bench_table *t)
+/* An INT cell: a whole number, or null when not known (NaN). */
+static json_t *json_int_cell(double v)
 {
-    fprintf(f, "    {\n      \"name\": ");
-    cli_json_string(f, t->name);
-    fprintf(f, ",\n      \"title\": ");
-    cli_json_string(f, t->title);
-    fprintf(f, ",\n      \"note\": ");
-    cli_json_string(f, t->note);
-    fprintf(f, ",\n      \"columns\": [");
+    return isfinite(v) ? json_integer((json_int_t)(v < 0 ? v - 0.5 : v + 0.5)) : json_null();
+}
+
+static json_t *json_table(const struct bench_table *t)
+{
+    json_t *o = json_object();
+    cli_json_set(o, "name", json_string(t->name));
+    cli_json_set(o, "title", json_string(t->title));
+    cli_json_set(o, "note", t->note[0] ? json_string(t->note) : json_null());
+    json_t *cols = json_array();
     for (size_t i = 0; i < t->n_cols; i++) {
-        fprintf(f, "%s{\"key\": ", i ? ", " : "");
-        cli_json_string(f, t->cols[i].key);
-        fprintf(f, ", \"title\": ");
-        cli_json_string(f, t->cols[i].title);
-        fprintf(f, ", \"kind\": \"%s\"}", kind_name(t->cols[i].kind));
+        if (t->cols[i].kind == BENCH_COL_LABEL)
+            continue;
+        json_t *c = json_object();
+        cli_json_set(c, "key", json_string(t->cols[i].key));
+        cli_json_set(c, "title", json_string(t->cols[i].title));
+        cli_json_set(c, "kind", json_string(kind_name(t->cols[i].kind)));
+        json_array_append_new(cols, c);
     }
-    fprintf(f, "],\n      \"rows\": [");
+    cli_json_set(o, "columns", cols);
+    json_t *rows = json_array();
     for (size_t r = 0; r < t->n_rows; r++) {
         const struct bench_cell *row = &t->cells[r * t->n_cols];
-        fprintf(f, "%s\n        {", r ? "," : "");
+        json_t *jr = json_object();
         for (size_t i = 0; i < t->n_cols; i++) {
-            fprintf(f, "%s", i ? ", " : "");
-            cli_json_string(f, t->cols[i].key);
-            fputs(": ", f);
+            json_t *v = NULL;
             switch (t->cols[i].kind) {
             case BENCH_COL_TEXT:
-                cli_json_string(f, row[i].text ? row[i].text : "");
+                v = cli_json_string_or_null(row[i].text);
                 break;
             case BENCH_COL_INT:
-                if (isfinite(row[i].num))
-                    fprintf(f, "%.0f", row[i].num);
-                else
-                    fputs("null", f); /* JSON has no NaN */
+                v = json_int_cell(row[i].num);
                 break;
             case BENCH_COL_NUM:
             case BENCH_COL_RATIO:
-                json_num(f, row[i].num);
+                v = cli_json_real_or_null(row[i].num);
                 break;
             case BENCH_COL_STAT:
-                fputs("{\"min_us\": ", f);
-                json_num(f, row[i].stat.min_us);
-                fputs(", \"median_us\": ", f);
-                json_num(f, row[i].stat.median_us);
-                fprintf(f, ", \"samples\": %ld, \"batch\": %ld}", row[i].stat.samples,
-                        row[i].stat.batch);
+                v = json_object();
+                cli_json_set(v, "min_us", cli_json_real_or_null(row[i].stat.min_us));
+                cli_json_set(v, "median_us", cli_json_real_or_null(row[i].stat.median_us));
+                cli_json_set(v, "samples", json_integer(row[i].stat.samples));
+                cli_json_set(v, "batch", json_integer(row[i].stat.batch));
                 break;
+            case BENCH_COL_LABEL:
+                continue;
             }
+            cli_json_set(jr, t->cols[i].key, v);
         }
-        fputc('}', f);
+        json_array_append_new(rows, jr);
     }
-    fprintf(f, "\n      ]\n    }");
+    cli_json_set(o, "rows", rows);
+    return o;
 }
 
 void bench_print_json(FILE *f, const struct bench_report *r)
 {
-    fprintf(f, "{\n  \"tool\": \"edhoc-cli bench\",\n  \"version\": \"%s\",\n", EDHOC_CLI_VERSION);
-    fprintf(f, "  \"implementation\": ");
-    cli_json_string(f, r->implementation);
-    fprintf(f, ",\n  \"host\": {\"cpu\": ");
-    cli_json_string(f, r->cpu);
-    fprintf(f, ", \"kernel\": ");
-    cli_json_string(f, r->kernel);
-    fprintf(f, "},\n  \"effort\": {\"repeat\": %ld, \"min_time_s\": ", r->effort.repeat);
-    json_num(f, r->effort.min_time);
-    fprintf(f, ", \"quick\": %s},\n  \"tables\": [\n", r->effort.quick ? "true" : "false");
-    for (size_t i = 0; i < r->n_tables; i++) {
-        json_table(f, r->tables[i]);
-        fputs(i + 1 < r->n_tables ? ",\n" : "\n", f);
+    json_t *root = json_object();
+    bool load = r->command && !strcmp(r->command, "load");
+    cli_json_set(root, "command", json_string(load ? "load" : "bench"));
+    cli_json_set(root, "mode", json_string(r->mode ? r->mode : "all"));
+    cli_json_set(root, "version", json_string(EDHOC_CLI_VERSION));
+    cli_json_set(root, "partial", json_boolean(r->partial));
+    cli_json_set(root, "implementation", cli_json_string_or_null(r->implementation));
+    json_t *host = json_object();
+    cli_json_set(host, "cpu", json_string(r->cpu));
+    cli_json_set(host, "kernel", json_string(r->kernel));
+    cli_json_set(root, "host", host);
+    json_t *effort = json_null();
+    if (!load) {
+        effort = json_object();
+        cli_json_set(effort, "repeat", json_integer(r->effort.repeat));
+        cli_json_set(effort, "min_time_s", cli_json_real_or_null(r->effort.min_time));
+        cli_json_set(effort, "quick", json_boolean(r->effort.quick));
     }
-    fprintf(f, "  ],\n  \"targets\": [");
+    cli_json_set(root, "effort", effort);
+    json_t *tables = json_array();
+    for (size_t i = 0; i < r->n_tables; i++)
+        json_array_append_new(tables, json_table(r->tables[i]));
+    cli_json_set(root, "tables", tables);
+    json_t *targets = json_array();
     for (size_t i = 0; i < r->n_targets; i++) {
         const struct bench_target *g = &r->targets[i];
-        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        cli_json_string(f, g->name);
-        fputs(", \"value\": ", f);
-        json_num(f, g->value);
-        fputs(", \"limit\": ", f);
-        json_num(f, g->limit);
-        fputs(", \"unit\": ", f);
-        cli_json_string(f, g->unit);
-        fprintf(f, ", \"kind\": \"%s\", \"met\": %s}", g->at_least ? "at_least" : "at_most",
-                bench_target_met(g) ? "true" : "false");
+        json_t *o = json_object();
+        cli_json_set(o, "id", json_string(g->id));
+        cli_json_set(o, "title", json_string(g->name));
+        cli_json_set(o, "value", cli_json_real_or_null(g->value));
+        cli_json_set(o, "limit", cli_json_real_or_null(g->limit));
+        cli_json_set(o, "unit", g->unit[0] ? json_string(g->unit) : json_null());
+        cli_json_set(o, "kind", json_string(g->at_least ? "at_least" : "at_most"));
+        cli_json_set(o, "met", json_boolean(bench_target_met(g)));
+        json_array_append_new(targets, o);
     }
-    fprintf(f, "%s]\n}\n", r->n_targets ? "\n  " : "");
+    cli_json_set(root, "targets", targets);
+    cli_json_print(root, f);
 }
 
 /* ---- CSV ---- */
@@ -562,6 +600,8 @@ void bench_print_csv(FILE *f, const struct bench_report *r)
             fputc('\n', f);
         fputs("table", f);
         for (size_t i = 0; i < t->n_cols; i++) {
+            if (t->cols[i].kind == BENCH_COL_LABEL)
+                continue;
             if (t->cols[i].kind == BENCH_COL_STAT)
                 fprintf(f, ",%s_min_us,%s_median_us", t->cols[i].key, t->cols[i].key);
             else
@@ -572,6 +612,8 @@ void bench_print_csv(FILE *f, const struct bench_report *r)
             const struct bench_cell *row = &t->cells[rr * t->n_cols];
             csv_text(f, t->name);
             for (size_t i = 0; i < t->n_cols; i++) {
+                if (t->cols[i].kind == BENCH_COL_LABEL)
+                    continue;
                 fputc(',', f);
                 switch (t->cols[i].kind) {
                 case BENCH_COL_TEXT:
@@ -589,6 +631,8 @@ void bench_print_csv(FILE *f, const struct bench_report *r)
                     csv_num(f, row[i].stat.min_us);
                     fputc(',', f);
                     csv_num(f, row[i].stat.median_us);
+                    break;
+                case BENCH_COL_LABEL:
                     break;
                 }
             }
@@ -639,7 +683,7 @@ static const char *cell_text(const struct bench_table *t, size_t row, int col, c
                              size_t cap)
 {
     const struct bench_cell *c = &t->cells[row * t->n_cols + (size_t)col];
-    if (t->cols[col].kind == BENCH_COL_TEXT)
+    if (t->cols[col].kind == BENCH_COL_TEXT || t->cols[col].kind == BENCH_COL_LABEL)
         return c->text ? c->text : "";
     snprintf(buf, cap, "%.0f", c->num);
     return buf;
@@ -879,9 +923,6 @@ int bench_write_svg(FILE *f, const struct bench_report *r)
             continue;
         y += chart_height(t) + SVG_MARGIN;
     }
-    if (!charts)
-        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\">no chart: run the handshake or oscore "
-                   "benchmark</text>\n", SVG_MARGIN, y + 20);
     fprintf(f, "</svg>\n");
     return charts;
 }

@@ -28,7 +28,8 @@ struct bench_effort {
 void bench_effort_default(struct bench_effort *e);
 void bench_effort_quick(struct bench_effort *e);
 
-/* Whether another sample is needed after n samples taken in elapsed_s. */
+/* Whether another sample is needed after n samples taken in elapsed_s
+ * (none after SIGINT/SIGTERM: the run stops and reports what completed). */
 bool bench_effort_more(const struct bench_effort *e, long n, double elapsed_s);
 
 /* min / median of a set of per-call times, in microseconds. */
@@ -58,6 +59,7 @@ enum bench_col_kind {
     BENCH_COL_NUM,   /* a number (microseconds, bytes) */
     BENCH_COL_RATIO, /* a dimensionless ratio */
     BENCH_COL_STAT,  /* min and median: "min / median" in Markdown, two fields elsewhere */
+    BENCH_COL_LABEL, /* text for the charts only (a row's name built from other columns) */
 };
 
 struct bench_column {
@@ -104,7 +106,8 @@ struct bench_table {
 
 /* A target the issue sets, checked by reading the measured value. */
 struct bench_target {
-    char name[160];
+    char id[64];     /* a word for scripts: "handshake_over_floor.m3.kid.s0" */
+    char name[160];  /* what it is, in words (JSON "title") */
     double value;
     double limit; /* met when value <= limit (at_least: value >= limit) */
     bool at_least;
@@ -117,7 +120,13 @@ bool bench_target_met(const struct bench_target *g);
 #define BENCH_MAX_TABLES 12
 #define BENCH_MAX_TARGETS 24
 
+struct cli_progress;
+
 struct bench_report {
+    const char *command;        /* "bench" or "load" */
+    const char *mode;           /* crypto, handshake, oscore, all, contexts; load */
+    bool partial;               /* stopped by SIGINT/SIGTERM: what completed */
+    struct cli_progress *progress; /* where the benchmarks say how far they are; may be NULL */
     const char *implementation; /* crypto backend */
     char cpu[128];
     char kernel[128];
@@ -150,20 +159,29 @@ void bench_report_init(struct bench_report *r, const char *implementation,
                        const struct bench_effort *e);
 /* Takes ownership of t (freed by bench_report_free); false when full. */
 bool bench_report_add(struct bench_report *r, struct bench_table *t);
-void bench_report_target(struct bench_report *r, const char *name, double value, double limit,
-                         const char *unit);
+/* A target met when value <= limit; id: letters, digits, '_', '.', '-';
+ * unit: "" when none. */
+void bench_report_target(struct bench_report *r, const char *id, const char *name, double value,
+                         double limit, const char *unit);
 /* A target met when value >= limit. */
-void bench_report_target_at_least(struct bench_report *r, const char *name, double value,
-                                  double limit, const char *unit);
+void bench_report_target_at_least(struct bench_report *r, const char *id, const char *name,
+                                  double value, double limit, const char *unit);
+/* Progress line (cli/progress.h) of the running benchmark; nothing when
+ * r->progress is NULL. */
+void bench_progress(struct bench_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 void bench_report_free(struct bench_report *r);
 
+/* Markdown; a partial report says "interrupted: partial results" first. */
 void bench_print_markdown(FILE *f, const struct bench_report *r);
+/* One JSON document (docs/json/bench.schema.json, or load.schema.json
+ * for command "load"); NaN and infinity are null. */
 void bench_print_json(FILE *f, const struct bench_report *r);
 /* One block per table: a header line, then the rows; blocks separated by
  * an empty line. The first column is always the table name. */
 void bench_print_csv(FILE *f, const struct bench_report *r);
 /* Every table with a chart, stacked in one SVG document. Returns the
- * number of charts drawn. */
+ * number of charts drawn (the caller refuses a run without any). */
 int bench_write_svg(FILE *f, const struct bench_report *r);
 
 /* ---- The benchmarks ---- */

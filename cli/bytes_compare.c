@@ -12,9 +12,9 @@
  */
 #include "bytes_compare.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +27,10 @@
 
 #include "edhoc/dtls_compare.h"
 #include "edhoc/netacct.h"
-#include "json_read.h"
+#include "progress.h"
 #include "util.h"
 
-#define CMP_MAX_MSGS 48
+#define CMP_MAX_MSGS BYTES_INITIATOR_MAX_MSGS
 #define CMP_MAX_RUNS 8
 #define CMP_DETAIL_MAX 400
 
@@ -62,7 +62,9 @@ struct cmp_total {
     size_t frame_bytes;
 };
 
-enum cmp_status { CMP_OK = 0, CMP_FAILED, CMP_UNSUPPORTED };
+/* CMP_INTERRUPTED: SIGINT/SIGTERM arrived during the run; it is left out
+ * of the report. */
+enum cmp_status { CMP_OK = 0, CMP_FAILED, CMP_UNSUPPORTED, CMP_INTERRUPTED };
 
 struct cmp_run {
     const char *protocol; /* "EDHOC", "DTLS 1.2" */
@@ -185,7 +187,7 @@ static int stop_child(pid_t pid)
 
 static bool wait_ready_port(const struct cmp_ctx *c, const char *path, pid_t pid, unsigned *port)
 {
-    while (remaining_ms(c) > 0) {
+    while (remaining_ms(c) > 0 && !cli_interrupted()) {
         FILE *f = fopen(path, "r");
         if (f) {
             unsigned p = 0;
@@ -220,15 +222,72 @@ static void last_line_of(const char *path, char *buf, size_t cap)
     free(data);
 }
 
+/* An integer member, or dflt when absent, null or not an integer. */
+static long member_long(const json_t *obj, const char *key, long dflt)
+{
+    const json_t *v = json_object_get(obj, key);
+    return json_is_integer(v) ? (long)json_integer_value(v) : dflt;
+}
+
+int bytes_initiator_report_parse(const char *text, struct bytes_initiator_report *r, char *why,
+                                 size_t why_cap)
+{
+    memset(r, 0, sizeof *r);
+    r->handshake_ms = -1;
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    if (!json_is_object(root)) {
+        snprintf(why, why_cap, "not a JSON object (%s)", root ? "another JSON value" : err.text);
+        json_decref(root);
+        return -1;
+    }
+    const json_t *outcome = json_object_get(root, "outcome");
+    r->ok = json_is_string(outcome) && !strcmp(json_string_value(outcome), "ok");
+    const json_t *hs = json_object_get(root, "handshake_ms");
+    if (json_is_number(hs))
+        r->handshake_ms = json_number_value(hs);
+    const json_t *msgs = json_object_get(root, "messages");
+    if (!json_is_array(msgs)) {
+        snprintf(why, why_cap, "no \"messages\" array");
+        json_decref(root);
+        return -1;
+    }
+    size_t i;
+    const json_t *m;
+    json_array_foreach(msgs, i, m) {
+        const json_t *name = json_object_get(m, "name"), *from = json_object_get(m, "from");
+        if (!json_is_object(m) || !json_is_string(name) || !json_is_string(from)) {
+            snprintf(why, why_cap, "messages[%zu] has no \"name\" or \"from\"", i);
+            json_decref(root);
+            return -1;
+        }
+        if (r->n_msgs == BYTES_INITIATOR_MAX_MSGS)
+            break;
+        struct bytes_initiator_msg *o = &r->msgs[r->n_msgs++];
+        snprintf(o->name, sizeof o->name, "%s", json_string_value(name));
+        o->from_initiator = !strcmp(json_string_value(from), "initiator");
+        /* null (or absent) for a message that is not EDHOC's. */
+        o->edhoc_bytes = member_long(m, "edhoc_bytes", -1);
+        o->coap_bytes = member_long(m, "coap_bytes", -1);
+        long d = member_long(m, "datagrams", 0);
+        o->datagrams = d > 0 ? (unsigned)d : 0;
+    }
+    json_decref(root);
+    return 0;
+}
+
 static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, const char *id_cred)
 {
     char ready[128], rlog[128];
     snprintf(ready, sizeof ready, "%s/ready-%s", c->tmpdir, id_cred);
     snprintf(rlog, sizeof rlog, "%s/responder-%s.log", c->tmpdir, id_cred);
     int logfd = open(rlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    /* A throwaway responder: its EDHOC contexts need not outlive it. */
-    char *rargv[] = {"edhoc-cli", "responder", "--listen", "127.0.0.1:0", "--ready-file", ready,
-                     "--id-cred", (char *)id_cred, "--state-dir", "none", NULL};
+    /* A throwaway responder on the public demo credentials (--demo: the
+     * comparison measures their sizes, and it listens on loopback only):
+     * its EDHOC contexts need not outlive it. */
+    char *rargv[] = {"edhoc-cli", "responder", "--demo", "--listen", "127.0.0.1:0",
+                     "--ready-file", ready, "--id-cred", (char *)id_cred, "--state-dir", "none",
+                     NULL};
     pid_t resp = spawn_self(rargv, -1, logfd);
     if (logfd >= 0)
         close(logfd);
@@ -236,6 +295,7 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
     int pipefd[2] = {-1, -1};
     struct edhoc_udp_relay *relay = NULL;
     struct edhoc_relay_log *log = calloc(1, sizeof *log);
+    struct bytes_initiator_report *rep = calloc(1, sizeof *rep);
     char *out = NULL;
     size_t out_len = 0, out_cap = 0;
     unsigned port = 0;
@@ -244,7 +304,7 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
         snprintf(r->detail, sizeof r->detail, "the --timeout bound was reached before this run");
         goto fail;
     }
-    if (resp < 0 || !log) {
+    if (resp < 0 || !log || !rep) {
         snprintf(r->detail, sizeof r->detail, "cannot start the responder: %s", strerror(errno));
         goto fail;
     }
@@ -261,12 +321,14 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
         snprintf(r->detail, sizeof r->detail, "cannot open the counting relay on 127.0.0.1");
         goto fail;
     }
-    char uri[64], method_s[8], suite_s[8], timeout_s[16];
+    char uri[64], method_s[8], suite_s[8], timeout_s[24];
     snprintf(uri, sizeof uri, "coap://127.0.0.1:%u", front);
     snprintf(method_s, sizeof method_s, "%d", method);
     snprintf(suite_s, sizeof suite_s, "%d", r->suite);
-    long left = remaining_ms(c);
-    snprintf(timeout_s, sizeof timeout_s, "%ld", left / 1000 < 10 ? (left / 1000 > 0 ? left / 1000 : 1) : 10);
+    /* What is left of the bound, at most 10 s, in whole seconds (at least
+     * one): the relay and this loop stop the run at the bound anyway. */
+    long left_s = remaining_ms(c) / 1000;
+    snprintf(timeout_s, sizeof timeout_s, "%ld", left_s < 1 ? 1 : left_s > 10 ? 10 : left_s);
     char *iargv[] = {"edhoc-cli", "initiator", uri, "--method", method_s, "--suites", suite_s,
                      "--id-cred", (char *)id_cred, "--c-i", "37", "--request", "GET /time",
                      "--timeout", timeout_s, "--json", NULL};
@@ -285,6 +347,8 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
     int status = 0;
     bool exited = false;
     while (!exited) {
+        if (cli_interrupted())
+            goto fail;
         if (remaining_ms(c) == 0) {
             snprintf(r->detail, sizeof r->detail,
                      "the initiator did not finish within the --timeout bound");
@@ -320,16 +384,14 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
     }
     if (out)
         out[out_len] = 0;
+    char why[160];
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !out ||
-        !strstr(out, "\"outcome\": \"ok\"")) {
+        bytes_initiator_report_parse(out, rep, why, sizeof why) != 0 || !rep->ok) {
         snprintf(r->detail, sizeof r->detail, "the initiator failed (exit %d)",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         goto fail;
     }
-
-    struct json_msg im[CMP_MAX_MSGS];
-    size_t nim = json_read_initiator_messages(out, im, CMP_MAX_MSGS);
-    if (nim == 0) {
+    if (rep->n_msgs == 0) {
         snprintf(r->detail, sizeof r->detail, "the initiator's report lists no messages");
         goto fail;
     }
@@ -338,28 +400,29 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
      * agree with the relay's. */
     size_t k = 0;
     r->cross_checked = true;
-    for (size_t i = 0; i < nim && r->n < CMP_MAX_MSGS; i++) {
+    for (size_t i = 0; i < rep->n_msgs && r->n < CMP_MAX_MSGS; i++) {
+        const struct bytes_initiator_msg *im = &rep->msgs[i];
         struct cmp_msg *m = &r->msgs[r->n++];
         memset(m, 0, sizeof *m);
-        _Static_assert(sizeof m->name == sizeof im[i].name, "name sizes");
-        memcpy(m->name, im[i].name, sizeof m->name);
-        m->from_client = im[i].from_initiator;
-        m->edhoc = im[i].edhoc;
-        m->handshake = strncmp(im[i].name, "OSCORE", 6) != 0;
-        for (unsigned j = 0; j < im[i].dgrams; j++) {
+        _Static_assert(sizeof m->name == sizeof im->name, "name sizes");
+        memcpy(m->name, im->name, sizeof m->name);
+        m->from_client = im->from_initiator;
+        m->edhoc = im->edhoc_bytes;
+        m->handshake = strncmp(im->name, "OSCORE", 6) != 0;
+        for (unsigned j = 0; j < im->datagrams; j++) {
             if (k >= log->n || log->d[k].to_server != m->from_client) {
                 r->cross_checked = false;
                 break;
             }
             account(c, m, log->d[k++].len);
         }
-        if ((long)m->udp != im[i].coap)
+        if ((long)m->udp != im->coap_bytes)
             r->cross_checked = false;
     }
     if (k != log->n)
         r->cross_checked = false;
     totals(r);
-    json_read_double(out, NULL, "handshake_ms", &r->handshake_ms);
+    r->handshake_ms = rep->handshake_ms;
     if (!r->cross_checked)
         snprintf(r->detail, sizeof r->detail, "the relay saw %zu datagrams that do not match the "
                  "initiator's own count; relay numbers shown", log->n);
@@ -367,7 +430,7 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
     goto done;
 
 fail:
-    r->status = CMP_FAILED;
+    r->status = cli_interrupted() ? CMP_INTERRUPTED : CMP_FAILED;
 done:
     if (init > 0)
         stop_child(init);
@@ -378,6 +441,7 @@ done:
     stop_child(resp);
     edhoc_udp_relay_close(relay);
     free(log);
+    free(rep);
     free(out);
     unlink(ready);
     unlink(rlog);
@@ -448,7 +512,8 @@ static const char *status_name(enum cmp_status s)
     return s == CMP_OK ? "ok" : s == CMP_UNSUPPORTED ? "not supported" : "failed";
 }
 
-static void print_text(const struct cmp_ctx *c, const struct cmp_run *runs, size_t nruns)
+static void print_text(const struct cmp_ctx *c, const struct cmp_run *runs, size_t nruns,
+                       bool partial)
 {
     char lib[160];
     edhoc_dtls_library_describe(lib, sizeof lib);
@@ -464,6 +529,9 @@ static void print_text(const struct cmp_ctx *c, const struct cmp_run *runs, size
         edhoc_netacct_link_describe(&c->link, d, sizeof d);
         printf("Link: %s\n", d);
     }
+    if (partial)
+        printf("interrupted: partial results (%zu run%s completed)\n", nruns,
+               nruns == 1 ? "" : "s");
     for (size_t i = 0; i < nruns; i++) {
         const struct cmp_run *r = &runs[i];
         printf("\n%s %s: %s", r->protocol, r->mode, r->config);
@@ -568,232 +636,133 @@ static void print_text(const struct cmp_ctx *c, const struct cmp_run *runs, size
            PUBLISHED_DTLS13);
 }
 
-static void json_total(const struct cmp_ctx *c, const char *name, const struct cmp_total *t,
-                       bool edhoc)
+/* ---- JSON (docs/json/bytes-compare.schema.json) ---- */
+
+static json_t *json_total(const struct cmp_ctx *c, const struct cmp_total *t, bool edhoc)
 {
-    printf("\"%s\": {", name);
-    if (edhoc)
-        printf("\"edhoc_bytes\": %ld, ", t->edhoc);
-    printf("\"udp_bytes\": %zu, \"datagrams\": %u", t->udp, t->dgrams);
-    if (c->has_link)
-        printf(", \"frames\": %u, \"frame_bytes\": %zu", t->frames, t->frame_bytes);
-    printf("}");
+    json_t *o = json_object();
+    cli_json_set(o, "edhoc_bytes", cli_json_int_or_null(edhoc, t->edhoc));
+    cli_json_set(o, "udp_bytes", json_integer((json_int_t)t->udp));
+    cli_json_set(o, "datagrams", json_integer(t->dgrams));
+    cli_json_set(o, "frames", cli_json_int_or_null(c->has_link, t->frames));
+    cli_json_set(o, "link_bytes", cli_json_int_or_null(c->has_link, (long long)t->frame_bytes));
+    return o;
 }
 
-static void print_json(const struct cmp_ctx *c, const struct cmp_run *runs, size_t nruns)
+static json_t *json_run(const struct cmp_ctx *c, const struct cmp_run *r)
+{
+    bool edhoc = !strcmp(r->protocol, "EDHOC");
+    bool measured = r->status != CMP_UNSUPPORTED && r->n > 0;
+    json_t *o = json_object();
+    cli_json_set(o, "protocol", json_string(r->protocol));
+    cli_json_set(o, "mode", json_string(r->key));
+    cli_json_set(o, "config", json_string(r->config));
+    cli_json_set(o, "status", json_string(status_name(r->status)));
+    cli_json_set(o, "detail", cli_json_string_or_null(r->detail[0] ? r->detail : NULL));
+    cli_json_set(o, "method", cli_json_int_or_null(edhoc, r->method));
+    cli_json_set(o, "suite", cli_json_int_or_null(edhoc, r->suite));
+    cli_json_set(o, "cross_checked", edhoc && r->status == CMP_OK ? json_boolean(r->cross_checked)
+                                                                  : json_null());
+    const char *cs_name = r->cipher_suite ? edhoc_dtls_cipher_suite_name(r->cipher_suite) : NULL;
+    cli_json_set(o, "cipher_suite", cli_json_int_or_null(r->cipher_suite != 0, r->cipher_suite));
+    cli_json_set(o, "cipher_suite_name", cli_json_string_or_null(cs_name));
+    json_t *msgs = json_array();
+    for (size_t j = 0; measured && j < r->n; j++) {
+        const struct cmp_msg *m = &r->msgs[j];
+        json_t *jm = json_object();
+        cli_json_set(jm, "name", json_string(m->name));
+        cli_json_set(jm, "from", json_string(m->from_client ? "client" : "server"));
+        cli_json_set(jm, "handshake", json_boolean(m->handshake));
+        cli_json_set(jm, "edhoc_bytes", cli_json_int_or_null(m->edhoc >= 0, m->edhoc));
+        cli_json_set(jm, "udp_bytes", json_integer((json_int_t)m->udp));
+        cli_json_set(jm, "datagrams", json_integer(m->dgrams));
+        cli_json_set(jm, "frames", cli_json_int_or_null(c->has_link, m->frames));
+        cli_json_set(jm, "link_bytes", cli_json_int_or_null(c->has_link, (long long)m->frame_bytes));
+        cli_json_set(jm, "records", cli_json_string_or_null(m->records[0] ? m->records : NULL));
+        json_array_append_new(msgs, jm);
+    }
+    cli_json_set(o, "messages", msgs);
+    cli_json_set(o, "handshake_total", measured ? json_total(c, &r->hs, edhoc) : json_null());
+    cli_json_set(o, "round_trips", cli_json_int_or_null(measured, r->round_trips));
+    cli_json_set(o, "handshake_ms", r->status == CMP_OK && r->handshake_ms >= 0
+                                        ? cli_json_real_or_null(r->handshake_ms)
+                                        : json_null());
+    cli_json_set(o, "request", measured ? json_total(c, &r->req, false) : json_null());
+    cli_json_set(o, "published_edhoc_bytes", cli_json_int_or_null(r->published >= 0, r->published));
+    return o;
+}
+
+static json_t *json_ints(const int *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+static int print_json(const struct cmp_ctx *c, const struct cmp_run *runs, size_t nruns,
+                      bool partial)
 {
     char lib[160];
     edhoc_dtls_library_describe(lib, sizeof lib);
-    printf("{\n  \"library\": ");
-    cli_json_string(stdout, lib);
-    printf(",\n  \"counted\": \"UDP payload bytes of every datagram forwarded by a loopback "
-           "relay between client and server\",\n");
-    printf("  \"handshake\": \"EDHOC: message_1..3 and the 2.04 response to message_3; DTLS: "
-           "every datagram before the first application_data record\",\n");
-    printf("  \"link\": ");
-    if (c->has_link) {
-        char d[400];
-        edhoc_netacct_link_describe(&c->link, d, sizeof d);
-        printf("{\"type\": \"%s\", \"mtu\": %u, \"description\": ",
-               c->link.type == EDHOC_NETACCT_LINK_802154 ? "802.15.4" : "mtu", c->link.mtu);
-        cli_json_string(stdout, d);
-        printf("}");
-    } else {
-        printf("null");
+    json_t *root = json_object();
+    cli_json_set(root, "library", json_string(lib));
+    cli_json_set(root, "link", c->has_link ? bytes_link_json(&c->link) : json_null());
+    cli_json_set(root, "partial", json_boolean(partial));
+    json_t *arr = json_array();
+    for (size_t i = 0; i < nruns; i++)
+        json_array_append_new(arr, json_run(c, &runs[i]));
+    cli_json_set(root, "runs", arr);
+    json_t *pub = json_object();
+    cli_json_set(pub, "source", json_string(PUBLISHED_SOURCE));
+    cli_json_set(pub, "edhoc_x5chain", json_integer(PUBLISHED_X5CHAIN));
+    cli_json_set(pub, "edhoc_by_reference", json_integer(PUBLISHED_BY_REF));
+    cli_json_set(pub, "edhoc_static_dh", json_integer(PUBLISHED_STATIC_DH));
+    cli_json_set(pub, "tls13", json_integer(PUBLISHED_TLS13));
+    cli_json_set(pub, "dtls13", json_integer(PUBLISHED_DTLS13));
+    cli_json_set(root, "published", pub);
+    /* What RFC 9528 final gives for the configurations people quote:
+     * message sizes from its Section 3 and the RFC 9529 trace 1. */
+    static const int kid_one_suite[] = {37, 45, 19}, trace1[] = {37, 116, 90};
+    json_t *fin = json_object();
+    cli_json_set(fin, "method3_suite2_kid_one_suite", json_ints(kid_one_suite, 3));
+    cli_json_set(fin, "method3_suite2_kid_one_suite_total", json_integer(101));
+    cli_json_set(fin, "rfc9529_trace1", json_ints(trace1, 3));
+    cli_json_set(fin, "rfc9529_trace1_total", json_integer(243));
+    cli_json_set(root, "rfc9528_final", fin);
+    return cli_json_print(root, stdout);
+}
+
+/* ---- The run ---- */
+
+/* Remove the temporary directory and what a run cut short left in it. */
+static void remove_tmpdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
     }
-    printf(",\n  \"runs\": [");
-    for (size_t i = 0; i < nruns; i++) {
-        const struct cmp_run *r = &runs[i];
-        bool edhoc = !strcmp(r->protocol, "EDHOC");
-        printf("%s\n    {\"protocol\": \"%s\", \"mode\": \"%s\", \"config\": ", i ? "," : "",
-               r->protocol, r->key);
-        cli_json_string(stdout, r->config);
-        printf(", \"status\": \"%s\", \"detail\": ", status_name(r->status));
-        cli_json_string(stdout, r->detail);
-        if (edhoc)
-            printf(", \"method\": %d, \"suite\": %d, \"cross_checked\": %s", r->method, r->suite,
-                   r->cross_checked ? "true" : "false");
-        if (r->cipher_suite) {
-            const char *n = edhoc_dtls_cipher_suite_name(r->cipher_suite);
-            printf(", \"cipher_suite\": %u, \"cipher_suite_name\": ", r->cipher_suite);
-            cli_json_string(stdout, n ? n : "");
-        }
-        if (r->status == CMP_UNSUPPORTED) {
-            printf("}");
-            continue;
-        }
-        printf(",\n     \"messages\": [");
-        for (size_t j = 0; j < r->n; j++) {
-            const struct cmp_msg *m = &r->msgs[j];
-            printf("%s\n       {\"name\": ", j ? "," : "");
-            cli_json_string(stdout, m->name);
-            printf(", \"from\": \"%s\", \"handshake\": %s", m->from_client ? "client" : "server",
-                   m->handshake ? "true" : "false");
-            if (edhoc)
-                printf(", \"edhoc_bytes\": %ld", m->edhoc);
-            printf(", \"udp_bytes\": %zu, \"datagrams\": %u", m->udp, m->dgrams);
-            if (c->has_link)
-                printf(", \"frames\": %u, \"frame_bytes\": %zu", m->frames, m->frame_bytes);
-            if (m->records[0]) {
-                printf(", \"records\": ");
-                cli_json_string(stdout, m->records);
-            }
-            printf("}");
-        }
-        printf("],\n     ");
-        json_total(c, "handshake_total", &r->hs, edhoc);
-        printf(", \"round_trips\": %u, \"handshake_ms\": %.3f,\n     ", r->round_trips,
-               r->handshake_ms);
-        json_total(c, "request", &r->req, false);
-        if (r->published >= 0)
-            printf(", \"published_edhoc_bytes\": %ld", r->published);
-        printf("}");
-    }
-    printf("\n  ],\n  \"published\": {\"source\": \"%s\", \"edhoc_x5chain\": %d, "
-           "\"edhoc_by_reference\": %d, \"edhoc_static_dh\": %d, \"tls13\": %d, \"dtls13\": %d},\n",
-           PUBLISHED_SOURCE, PUBLISHED_X5CHAIN, PUBLISHED_BY_REF, PUBLISHED_STATIC_DH,
-           PUBLISHED_TLS13, PUBLISHED_DTLS13);
-    printf("  \"rfc9528_final\": {\"method3_suite2_kid_one_suite\": [37, 45, 19], "
-           "\"method3_suite2_kid_one_suite_total\": 101, \"rfc9529_trace1\": [37, 116, 90], "
-           "\"rfc9529_trace1_total\": 243}\n}\n");
+    rmdir(dir);
 }
 
-/* ---- Command line ---- */
-
-static void compare_usage(FILE *out)
+int bytes_compare_run(const struct bytes_compare_opts *o)
 {
-    fprintf(out,
-        "usage: edhoc-cli bytes --compare [--json] [--link 802.15.4 | --link-mtu N]\n"
-        "                       [--timeout S] [802.15.4 options as for `bytes`]\n"
-        "\n"
-        "Runs on loopback, in one run: EDHOC (method 0 suite 2 with the 293-byte demo\n"
-        "certificates by value, x5chain, and by reference, x5t; method 3 suite 2 with CCS\n"
-        "static-DH keys named by kid; C_I/C_R one byte) through this program's responder\n"
-        "and initiator, and a DTLS 1.2 handshake of libcoap's OpenSSL backend with the same\n"
-        "certificates, with raw public keys and with a PSK; each followed by one CoAP GET.\n"
-        "Every datagram is counted by a relay between client and server.\n"
-        "\n"
-        "  --json               machine-readable output\n"
-        "  --link TYPE          none (default) or 802.15.4: add frames and frame bytes\n"
-        "  --link-mtu N         a generic link carrying at most N bytes of IP per frame\n"
-        "  --frame-overhead N   bytes each frame adds on a --link-mtu link (default 0)\n"
-        "  --mac-header N, --fcs N, --security N, --phy-header N, --hop-limit N\n"
-        "                       802.15.4 assumptions (see `edhoc-cli bytes --help`)\n"
-        "  --timeout S          bound on the whole run (1..600, default 60)\n"
-        "\n"
-        "Exit codes: 0 every run the libraries support succeeded; 1 a run failed;\n"
-        "2 bad command line.\n");
-}
-
-static bool parse_num(const char *s, unsigned max, unsigned *out)
-{
-    char *end;
-    if (!*s || s[0] == '-')
-        return false;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*end || v > max)
-        return false;
-    *out = (unsigned)v;
-    return true;
-}
-
-enum {
-    C_JSON = 1000, C_LINK, C_LINK_MTU, C_FRAME_OVERHEAD, C_MAC_HEADER, C_FCS, C_SECURITY, C_PHY,
-    C_HOP_LIMIT, C_TIMEOUT, C_COMPARE, C_HELP,
-};
-
-int cmd_bytes_compare(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, C_JSON},
-        {"link", required_argument, NULL, C_LINK},
-        {"link-mtu", required_argument, NULL, C_LINK_MTU},
-        {"frame-overhead", required_argument, NULL, C_FRAME_OVERHEAD},
-        {"mac-header", required_argument, NULL, C_MAC_HEADER},
-        {"fcs", required_argument, NULL, C_FCS},
-        {"security", required_argument, NULL, C_SECURITY},
-        {"phy-header", required_argument, NULL, C_PHY},
-        {"hop-limit", required_argument, NULL, C_HOP_LIMIT},
-        {"timeout", required_argument, NULL, C_TIMEOUT},
-        {"compare", no_argument, NULL, C_COMPARE},
-        {"help", no_argument, NULL, C_HELP},
-        {NULL, 0, NULL, 0},
-    };
     struct cmp_ctx c = {0};
-    struct edhoc_netacct_link l154 = edhoc_netacct_link_802154_default();
-    bool use_154 = false;
-    unsigned mtu = 0, overhead = 0, timeout_s = 60;
-    optind = 1;
-    opterr = 0;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        unsigned v;
-        switch (opt) {
-        case C_COMPARE: break;
-        case C_JSON: c.json = true; break;
-        case C_LINK:
-            if (!strcmp(optarg, "802.15.4") || !strcmp(optarg, "802154"))
-                use_154 = true;
-            else if (!strcmp(optarg, "none"))
-                use_154 = false;
-            else {
-                fprintf(stderr, "edhoc-cli bytes: unknown link '%s' (none, 802.15.4)\n", optarg);
-                return CLI_EXIT_USAGE;
-            }
-            break;
-        case C_LINK_MTU:
-        case C_FRAME_OVERHEAD:
-        case C_MAC_HEADER:
-        case C_FCS:
-        case C_SECURITY:
-        case C_PHY:
-        case C_HOP_LIMIT:
-        case C_TIMEOUT:
-            if (!parse_num(optarg, opt == C_HOP_LIMIT ? 255 : opt == C_TIMEOUT ? 600 : 65535, &v) ||
-                ((opt == C_LINK_MTU || opt == C_TIMEOUT) && v == 0)) {
-                fprintf(stderr, "edhoc-cli bytes: bad number '%s' for %s\n", optarg,
-                        argv[optind - 1]);
-                return CLI_EXIT_USAGE;
-            }
-            if (opt == C_LINK_MTU) mtu = v;
-            else if (opt == C_FRAME_OVERHEAD) overhead = v;
-            else if (opt == C_MAC_HEADER) l154.mac_header = v;
-            else if (opt == C_FCS) l154.fcs = v;
-            else if (opt == C_SECURITY) l154.security = v;
-            else if (opt == C_PHY) l154.phy_header = v;
-            else if (opt == C_HOP_LIMIT) l154.hop_limit = v;
-            else timeout_s = v;
-            break;
-        case C_HELP: compare_usage(stdout); return CLI_EXIT_OK;
-        default:
-            fprintf(stderr, "edhoc-cli bytes: unknown option '%s'\n", argv[optind - 1]);
-            compare_usage(stderr);
-            return CLI_EXIT_USAGE;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "edhoc-cli bytes: --compare takes no capture file\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (use_154 && mtu) {
-        fprintf(stderr, "edhoc-cli bytes: --link 802.15.4 and --link-mtu exclude each other\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (use_154) {
-        if (l154.mac_header + l154.fcs + l154.security + 24 > EDHOC_NETACCT_802154_FRAME_MAX) {
-            fprintf(stderr, "edhoc-cli bytes: 802.15.4 per-frame overhead %u leaves no room in "
-                            "127-byte frames\n", l154.mac_header + l154.fcs + l154.security);
-            return CLI_EXIT_USAGE;
-        }
-        c.link = l154;
-        c.has_link = true;
-    } else if (mtu) {
-        c.link = edhoc_netacct_link_mtu(mtu, overhead);
-        c.has_link = true;
-    }
-    c.deadline_ns = now_ns() + (uint64_t)timeout_s * 1000000000u;
+    c.json = o->json;
+    c.has_link = o->link.type != EDHOC_NETACCT_LINK_NONE;
+    c.link = o->link;
+    c.deadline_ns = now_ns() + (uint64_t)o->timeout_ms * 1000000u;
+    const char *tmp = getenv("TMPDIR");
     snprintf(c.tmpdir, sizeof c.tmpdir, "%s/edhoc-compare-XXXXXX",
-             getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 30 ? getenv("TMPDIR") : "/tmp");
+             tmp && *tmp && strlen(tmp) < 30 ? tmp : "/tmp");
     if (!mkdtemp(c.tmpdir)) {
         fprintf(stderr, "edhoc-cli bytes: cannot create a temporary directory: %s\n",
                 strerror(errno));
@@ -802,14 +771,16 @@ int cmd_bytes_compare(int argc, char **argv)
     /* The children's exit must not stop this process; a closed pipe is
      * seen as an error instead of a signal. */
     signal(SIGPIPE, SIG_IGN);
+    /* Ctrl-C or SIGTERM: stop the children, remove the temporary files and
+     * print the runs that completed (issue 14, item 9). */
+    cli_interrupt_catch();
 
     struct cmp_run *runs = calloc(CMP_MAX_RUNS, sizeof *runs);
     if (!runs) {
-        rmdir(c.tmpdir);
+        remove_tmpdir(c.tmpdir);
         fprintf(stderr, "edhoc-cli bytes: out of memory\n");
         return CLI_EXIT_INTERNAL;
     }
-    size_t n = 0;
     static const struct {
         const char *mode, *key, *id_cred, *config;
         int method;
@@ -826,17 +797,6 @@ int cmd_bytes_compare(int argc, char **argv)
          "trace 2 ones) named by kid, C_I/C_R 1 byte", 3,
          PUBLISHED_STATIC_DH},
     };
-    for (size_t i = 0; i < sizeof edhoc_modes / sizeof edhoc_modes[0]; i++) {
-        struct cmp_run *r = &runs[n++];
-        r->protocol = "EDHOC";
-        r->mode = edhoc_modes[i].mode;
-        r->key = edhoc_modes[i].key;
-        snprintf(r->config, sizeof r->config, "%s", edhoc_modes[i].config);
-        r->method = edhoc_modes[i].method;
-        r->suite = 2;
-        r->published = edhoc_modes[i].published;
-        run_edhoc(&c, r, edhoc_modes[i].method, edhoc_modes[i].id_cred);
-    }
     static const struct {
         const char *mode, *key, *config;
         enum edhoc_dtls_mode m;
@@ -848,21 +808,47 @@ int cmd_bytes_compare(int argc, char **argv)
         {"PSK", "psk", "16-byte PSK, identity \"" EDHOC_DTLS_PSK_IDENTITY "\", no hint",
          EDHOC_DTLS_MODE_PSK},
     };
-    for (size_t i = 0; i < sizeof dtls_modes / sizeof dtls_modes[0]; i++) {
-        struct cmp_run *r = &runs[n++];
-        r->protocol = "DTLS 1.2";
-        r->mode = dtls_modes[i].mode;
-        r->key = dtls_modes[i].key;
-        snprintf(r->config, sizeof r->config, "%s", dtls_modes[i].config);
-        r->published = -1;
-        run_dtls(&c, r, dtls_modes[i].m);
+    size_t n_edhoc = sizeof edhoc_modes / sizeof edhoc_modes[0];
+    size_t n_all = n_edhoc + sizeof dtls_modes / sizeof dtls_modes[0];
+    struct cli_progress pr;
+    cli_progress_begin(&pr, "bytes --compare", o->verbose, o->quiet);
+    size_t n = 0;
+    for (size_t i = 0; i < n_all && !cli_interrupted(); i++) {
+        struct cmp_run *r = &runs[n];
+        if (i < n_edhoc) {
+            r->protocol = "EDHOC";
+            r->mode = edhoc_modes[i].mode;
+            r->key = edhoc_modes[i].key;
+            snprintf(r->config, sizeof r->config, "%s", edhoc_modes[i].config);
+            r->method = edhoc_modes[i].method;
+            r->suite = 2;
+            r->published = edhoc_modes[i].published;
+        } else {
+            size_t k = i - n_edhoc;
+            r->protocol = "DTLS 1.2";
+            r->mode = dtls_modes[k].mode;
+            r->key = dtls_modes[k].key;
+            snprintf(r->config, sizeof r->config, "%s", dtls_modes[k].config);
+            r->published = -1;
+        }
+        cli_progress_update(&pr, "run %zu of %zu: %s %s", i + 1, n_all, r->protocol, r->mode);
+        if (i < n_edhoc)
+            run_edhoc(&c, r, edhoc_modes[i].method, edhoc_modes[i].id_cred);
+        else
+            run_dtls(&c, r, dtls_modes[i - n_edhoc].m);
+        /* A run the signal cut short measured nothing: left out. */
+        if (r->status == CMP_INTERRUPTED || cli_interrupted())
+            break;
+        n++;
     }
-    rmdir(c.tmpdir);
+    cli_progress_end(&pr);
+    remove_tmpdir(c.tmpdir);
 
+    bool partial = cli_interrupted() != 0;
     if (c.json)
-        print_json(&c, runs, n);
+        print_json(&c, runs, n, partial);
     else
-        print_text(&c, runs, n);
+        print_text(&c, runs, n, partial);
     int rc = CLI_EXIT_OK;
     for (size_t i = 0; i < n; i++)
         if (runs[i].status == CMP_FAILED) {
@@ -871,5 +857,5 @@ int cmd_bytes_compare(int argc, char **argv)
             rc = CLI_EXIT_FAILURE;
         }
     free(runs);
-    return rc;
+    return partial ? cli_interrupt_exit_code() : rc;
 }

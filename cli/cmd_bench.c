@@ -22,15 +22,59 @@
 #include "bench_output.h"
 #include "commands.h"
 #include "edhoc_args.h"
+#include "net_report.h"
+#include "progress.h"
 #include "util.h"
 
 enum bench_format { FORMAT_MARKDOWN, FORMAT_JSON, FORMAT_CSV };
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "usage: edhoc-cli bench [crypto|handshake|oscore|all|contexts] [OPTIONS]\n"
-        "       edhoc-cli bench load coap://HOST[:PORT] [OPTIONS]   (see load --help)\n\n"
+enum {
+    OPT_JSON = 1,
+    OPT_CSV,
+    OPT_SVG,
+    OPT_REPEAT,
+    OPT_MIN_TIME,
+    OPT_QUICK,
+    OPT_SUITES,
+    OPT_CONTEXTS,
+};
+
+static const struct cli_opt bench_output_opts[] = {
+    {OPT_JSON, "json", NULL, "one JSON document on stdout (docs/json/bench.schema.json)"},
+    {OPT_CSV, "csv", NULL, "CSV on stdout, one block per table"},
+    {OPT_SVG, "svg", "FILE",
+     "also draw the tables as charts into FILE (crypto, handshake, oscore, all; contexts has "
+     "nothing to draw and refuses it)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt bench_effort_opts[] = {
+    {OPT_REPEAT, "repeat", "N", "at least N samples per measurement (default 20)"},
+    {OPT_MIN_TIME, "min-time", "SECONDS",
+     "at least SECONDS per measurement (decimals allowed; default 0.1)"},
+    {OPT_QUICK, "quick", NULL, "a few seconds in all; the numbers are indicative only"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt bench_which_opts[] = {
+    {OPT_SUITES, "suites", "LIST", "handshake (and all): cipher suites to run (default 0,2)"},
+    {OPT_CONTEXTS, "contexts", "N",
+     "contexts: how many (1..10000000; default 1000000, with --quick 20000)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group bench_groups[] = {
+    {"Output", bench_output_opts},
+    {"Effort", bench_effort_opts},
+    {"Benchmark", bench_which_opts},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_bench = {
+    .name = "bench",
+    .synopsis = "[crypto|handshake|oscore|all|contexts] [OPTIONS]\n"
+                "       edhoc-cli bench load URI [OPTIONS]   (the same as edhoc-cli load)",
+    .description =
         "Measures on this host, with the same code paths the peers use:\n"
         "  crypto     sign/verify per algorithm and message size, key generation and\n"
         "             ECDH per curve, each AEAD by size, hash and HKDF\n"
@@ -41,22 +85,24 @@ static void usage(FILE *f)
         "  oscore     protect/unprotect of a request and a response per AEAD and\n"
         "             payload size, beside the raw AEAD time and the ratio\n"
         "  all        the three (default)\n"
-        "  contexts   established OSCORE contexts written to a state database and\n"
-        "             loaded by the responder engine: time and resident memory\n"
-        "             (--contexts N, default 1000000; --quick 20000)\n\n"
-        "Options:\n"
-        "  --json            one JSON document on stdout\n"
-        "  --csv             CSV on stdout (one block per table)\n"
-        "  --svg FILE        also draw the handshake and OSCORE tables into FILE\n"
-        "  --repeat N        at least N samples per measurement (default 20)\n"
-        "  --min-time S      at least S seconds per measurement (default 0.1)\n"
-        "  --quick           a few seconds in all; numbers are indicative only\n"
-        "  --suites LIST     handshake: cipher suites to run (default 0,2)\n"
-        "  -h, --help        this text\n\n"
-        "Times are microseconds per operation: min / median over the samples, each\n"
-        "sample a batch of calls long enough for the clock. Exit codes: 0 ok; 2 bad\n"
-        "command line; 3 the SVG file cannot be written; 10 a benchmark failed.\n");
-}
+        "  contexts   established OSCORE contexts written to a state database (in a\n"
+        "             temporary directory under $TMPDIR, removed at the end) and loaded\n"
+        "             by the responder engine: time and resident memory\n\n"
+        "Output is Markdown tables; times are microseconds per operation: min / median\n"
+        "over the samples, each sample a batch of calls long enough for the clock.\n"
+        "--json: docs/json/bench.schema.json.",
+    .groups = bench_groups,
+    .renamed = NULL,
+    .epilogue =
+        "SIGINT or SIGTERM stops the run: the tables hold what completed, marked\n"
+        "\"interrupted: partial results\" (JSON \"partial\": true), and the exit status is\n"
+        "130 or 143.\n\n"
+        "Exit codes: 0 ok; 2 bad command line; 3 the SVG file or the temporary directory\n"
+        "cannot be written; 10 a benchmark failed; 130/143 interrupted (partial\n"
+        "results).",
+};
+
+static const char *const bench_modes[] = {"crypto", "handshake", "oscore", "all", "contexts", NULL};
 
 int cmd_bench(int argc, char **argv)
 {
@@ -64,90 +110,74 @@ int cmd_bench(int argc, char **argv)
     enum bench_format format = FORMAT_MARKDOWN;
     const char *svg_path = NULL;
     long repeat = -1;
-    double min_time = -1;
-    bool quick = false;
+    long min_time_ms = -1;
+    bool quick = false, format_given = false;
     struct bench_handshake_opts hs = {.n_suites = 0};
     long contexts = 0; /* bench contexts: 0 = the default for the effort */
 
     if (argc > 1 && !strcmp(argv[1], "load"))
         return cmd_load(argc - 1, argv + 1);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        if (arg[0] != '-') {
-            if (i != 1 || (strcmp(arg, "crypto") && strcmp(arg, "handshake") &&
-                           strcmp(arg, "oscore") && strcmp(arg, "contexts") &&
-                           strcmp(arg, "all"))) {
-                fprintf(stderr, "edhoc-cli bench: unknown benchmark '%s' (crypto, handshake, "
-                                "oscore, contexts, all)\n", arg);
-                return CLI_EXIT_USAGE;
-            }
-            which = arg;
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_bench, argc, argv);
+    bool mode_given = false;
+    for (enum cli_opt_status st; (st = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+        if (st == CLI_OPT_EXIT)
+            return p.exit_code;
+        if (st == CLI_OPT_POSITIONAL) {
+            int k;
+            if (mode_given)
+                return cli_opt_error(&p, "unexpected argument '%s' (one benchmark per run)",
+                                     p.value);
+            for (k = 0; bench_modes[k] && strcmp(bench_modes[k], p.value); k++)
+                ;
+            if (!bench_modes[k])
+                return cli_opt_error(&p, "unknown benchmark '%s' (crypto, handshake, oscore, "
+                                         "all, contexts; or load URI)", p.value);
+            which = bench_modes[k];
+            mode_given = true;
             continue;
         }
-        char name[32];
-        const char *value = NULL;
-        bool eq = cli_split_option(arg, NULL, name, sizeof name, &value);
-        bool takes_value = !strcmp(name, "--svg") || !strcmp(name, "--repeat") ||
-                           !strcmp(name, "--min-time") || !strcmp(name, "--suites") ||
-                           !strcmp(name, "--contexts");
-        if (takes_value && !eq) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "edhoc-cli bench: %s needs a value\n", name);
-                return CLI_EXIT_USAGE;
-            }
-            value = argv[++i];
-        } else if (!takes_value && eq) {
-            fprintf(stderr, "edhoc-cli bench: %s takes no value\n", name);
-            return CLI_EXIT_USAGE;
-        }
-        char *end;
-        if (!strcmp(name, "--json")) {
-            format = FORMAT_JSON;
-        } else if (!strcmp(name, "--csv")) {
-            format = FORMAT_CSV;
-        } else if (!strcmp(name, "--quick")) {
-            quick = true;
-        } else if (!strcmp(name, "--svg")) {
-            svg_path = value;
-        } else if (!strcmp(name, "--repeat")) {
-            errno = 0;
-            repeat = strtol(value, &end, 10);
-            if (errno || *end || end == value || repeat < 1 || repeat > 1000000) {
-                fprintf(stderr, "edhoc-cli bench: --repeat: expected a count from 1 to 1000000\n");
-                return CLI_EXIT_USAGE;
-            }
-        } else if (!strcmp(name, "--min-time")) {
-            errno = 0;
-            min_time = strtod(value, &end);
-            if (errno || *end || end == value || !(min_time >= 0 && min_time <= 60)) {
-                fprintf(stderr, "edhoc-cli bench: --min-time: expected seconds from 0 to 60\n");
-                return CLI_EXIT_USAGE;
-            }
-        } else if (!strcmp(name, "--contexts")) {
-            errno = 0;
-            contexts = strtol(value, &end, 10);
-            if (errno || *end || end == value || contexts < 1 || contexts > 10000000) {
-                fprintf(stderr, "edhoc-cli bench: --contexts: expected a count from 1 to "
-                                "10000000\n");
-                return CLI_EXIT_USAGE;
-            }
-        } else if (!strcmp(name, "--suites")) {
-            int n = cli_parse_int_list(value, hs.suites,
+        int bad = 0;
+        switch (p.opt->id) {
+        case OPT_JSON:
+        case OPT_CSV:
+            if (format_given)
+                return cli_opt_error(&p, "give one of --json and --csv");
+            format = p.opt->id == OPT_JSON ? FORMAT_JSON : FORMAT_CSV;
+            format_given = true;
+            break;
+        case OPT_SVG: svg_path = p.value; break;
+        case OPT_QUICK: quick = true; break;
+        case OPT_REPEAT: bad = cli_opt_long(&p, 1, 1000000, &repeat); break;
+        case OPT_MIN_TIME: bad = cli_opt_seconds(&p, 0, 60, &min_time_ms); break;
+        case OPT_CONTEXTS: bad = cli_opt_long(&p, 1, 10000000, &contexts); break;
+        case OPT_SUITES: {
+            int n = cli_parse_int_list(p.value, hs.suites,
                                        (int)(sizeof hs.suites / sizeof hs.suites[0]));
-            if (n <= 0) {
-                fprintf(stderr, "edhoc-cli bench: --suites: expected a list like 0,2,3\n");
-                return CLI_EXIT_USAGE;
-            }
+            if (n <= 0)
+                return cli_opt_error(&p, "--suites: expected a list like 0,2,3, got '%s'",
+                                     p.value);
             hs.n_suites = (size_t)n;
-        } else {
-            fprintf(stderr, "edhoc-cli bench: unknown option '%s' (see --help)\n", name);
-            return CLI_EXIT_USAGE;
+            break;
         }
+        }
+        if (bad)
+            return CLI_EXIT_USAGE;
     }
+    bool all = !strcmp(which, "all");
+    for (size_t i = 0; i < hs.n_suites; i++) {
+        if (!edhoc_suite_find(hs.suites[i]))
+            return cli_opt_error(&p, "--suites: cipher suite %d is not supported", hs.suites[i]);
+    }
+    /* An option the chosen benchmark would ignore is refused. */
+    if (hs.n_suites && !all && strcmp(which, "handshake"))
+        return cli_opt_error(&p, "--suites chooses the handshakes of bench handshake (or all), "
+                                 "not of bench %s", which);
+    if (contexts && strcmp(which, "contexts"))
+        return cli_opt_error(&p, "--contexts is for bench contexts, not bench %s", which);
+    if (svg_path && !strcmp(which, "contexts"))
+        return cli_opt_error(&p, "--svg: bench contexts has no chart to draw (its one row is "
+                                 "in the table); draw crypto, handshake, oscore or all");
 
     struct bench_effort effort;
     if (quick)
@@ -156,8 +186,8 @@ int cmd_bench(int argc, char **argv)
         bench_effort_default(&effort);
     if (repeat > 0)
         effort.repeat = repeat;
-    if (min_time >= 0)
-        effort.min_time = min_time;
+    if (min_time_ms >= 0)
+        effort.min_time = (double)min_time_ms / 1000.0;
     if (effort.max_samples < effort.repeat)
         effort.max_samples = effort.repeat;
     if (effort.max_time < 2 * effort.min_time)
@@ -182,17 +212,26 @@ int cmd_bench(int argc, char **argv)
         return CLI_EXIT_INTERNAL;
     }
     bench_report_init(report, edhoc_crypto_openssl()->name, &effort);
-    bool all = !strcmp(which, "all");
+    report->command = "bench";
+    report->mode = which;
+    struct cli_progress progress;
+    cli_progress_begin(&progress, "bench", p.verbose, p.quiet);
+    report->progress = &progress;
+    /* SIGINT/SIGTERM end the run with what completed. */
+    cli_interrupt_catch();
     int rc = 0;
-    if (!rc && (all || !strcmp(which, "crypto")))
+    if (!rc && !cli_interrupted() && (all || !strcmp(which, "crypto")))
         rc = bench_crypto_run(report);
-    if (!rc && (all || !strcmp(which, "handshake")))
+    if (!rc && !cli_interrupted() && (all || !strcmp(which, "handshake")))
         rc = bench_handshake_run(report, &hs);
-    if (!rc && (all || !strcmp(which, "oscore")))
+    if (!rc && !cli_interrupted() && (all || !strcmp(which, "oscore")))
         rc = bench_oscore_run(report);
     /* Not part of "all": a million contexts take a minute. */
-    if (!rc && !strcmp(which, "contexts"))
+    if (!rc && !cli_interrupted() && !strcmp(which, "contexts"))
         rc = bench_contexts_run(report, contexts ? contexts : quick ? 20000 : 1000000);
+    cli_progress_end(&progress);
+    report->progress = NULL;
+    report->partial = cli_interrupted() != 0;
 
     if (!rc) {
         if (format == FORMAT_JSON)
@@ -204,12 +243,20 @@ int cmd_bench(int argc, char **argv)
         fflush(stdout);
     }
     if (svg) {
-        if (!rc)
-            bench_write_svg(svg, report);
+        if (!rc && bench_write_svg(svg, report) == 0 && !report->partial) {
+            /* Never an empty chart with exit 0. */
+            fprintf(stderr, "edhoc-cli bench: --svg %s: nothing to draw\n", svg_path);
+            rc = CLI_EXIT_INTERNAL;
+        }
         if (fclose(svg) != 0 && !rc) {
             fprintf(stderr, "edhoc-cli bench: cannot write %s: %s\n", svg_path, strerror(errno));
             rc = CLI_EXIT_INPUT;
         }
+    }
+    if (report->partial) {
+        fprintf(stderr, "edhoc-cli bench: interrupted: partial results\n");
+        if (!rc)
+            rc = cli_interrupt_exit_code();
     }
     bench_report_free(report);
     free(report);
@@ -276,8 +323,13 @@ struct load_run {
     uint8_t plain_code; /* response code of the unprotected requests */
     long hs_started, hs_ok, req_ok, failures;
     long no_oscore; /* OSCORE requests answered without OSCORE (among failures) */
+    /* Answers by the kind of request [OSCORE, unprotected], whether the
+     * answer was protected [no, yes] and its code (the inner code of a
+     * verified OSCORE response): what the responder said, counted. */
+    long answers[2][2][256];
     struct {
-        char cause[96];
+        char cause[32];   /* a word: timeout, transport, edhoc_error, ... */
+        char detail[64];  /* the code or library error, "" when none */
         long count;
     } causes[LOAD_MAX_CAUSES];
     size_t n_causes;
@@ -303,23 +355,34 @@ static void series_add(struct load_series *s, double v)
     s->v[s->n++] = v;
 }
 
-static void load_cause(struct load_run *r, const char *fmt, const char *detail)
+/* A failure: cause is a word (the JSON enum), detail the code or library
+ * error that goes with it (NULL: none). */
+static void load_cause(struct load_run *r, const char *cause, const char *detail)
 {
-    char cause[96];
-    snprintf(cause, sizeof cause, fmt, detail);
     r->failures++;
+    if (!detail)
+        detail = "";
     for (size_t i = 0; i < r->n_causes; i++) {
-        if (!strcmp(r->causes[i].cause, cause)) {
+        if (!strcmp(r->causes[i].cause, cause) && !strcmp(r->causes[i].detail, detail)) {
             r->causes[i].count++;
             return;
         }
     }
     /* The last slot collects every cause beyond the table. */
-    if (r->n_causes == LOAD_MAX_CAUSES - 1)
-        snprintf(cause, sizeof cause, "other causes");
+    if (r->n_causes == LOAD_MAX_CAUSES - 1) {
+        cause = "other";
+        detail = "";
+    }
     size_t i = r->n_causes < LOAD_MAX_CAUSES ? r->n_causes++ : LOAD_MAX_CAUSES - 1;
     snprintf(r->causes[i].cause, sizeof r->causes[i].cause, "%s", cause);
+    snprintf(r->causes[i].detail, sizeof r->causes[i].detail, "%s", detail);
     r->causes[i].count++;
+}
+
+static void load_answer(struct load_run *r, bool plain_request, bool protected_answer,
+                        uint8_t code)
+{
+    r->answers[plain_request][protected_answer][code]++;
 }
 
 /* A CoAP request to path with an optional Content-Format and payload;
@@ -360,9 +423,10 @@ static void peer_reset(struct load_run *r, struct load_peer *p)
     (void)r;
 }
 
-static void peer_fail(struct load_run *r, struct load_peer *p, const char *fmt, const char *detail)
+static void peer_fail(struct load_run *r, struct load_peer *p, const char *cause,
+                      const char *detail)
 {
-    load_cause(r, fmt, detail);
+    load_cause(r, cause, detail);
     peer_reset(r, p);
 }
 
@@ -374,7 +438,7 @@ static int peer_send(struct load_run *r, struct load_peer *p, const uint8_t *msg
     p->token_len = 0;
     int rc = edhoc_transport_client_send(p->t, msg, len, true, p->token, &p->token_len);
     if (rc) {
-        peer_fail(r, p, "transport: %s", edhoc_transport_strerror(rc));
+        peer_fail(r, p, "transport", edhoc_transport_strerror(rc));
         return rc;
     }
     p->sent_ns = cli_now_ns();
@@ -394,7 +458,7 @@ static void peer_send_request(struct load_run *r, struct load_peer *p)
     long n = load_request(COAP_CODE_POST, "/echo", 0, payload, sizeof payload, r->msg,
                           sizeof r->msg);
     if (n < 0) {
-        peer_fail(r, p, "%s", "cannot build the request");
+        peer_fail(r, p, "internal", "cannot build the request");
         return;
     }
     p->sent_plain = r->plain;
@@ -404,7 +468,7 @@ static void peer_send_request(struct load_run *r, struct load_peer *p)
     }
     long pn = oscore_protect_request(&p->osc, r->msg, (size_t)n, r->coap, sizeof r->coap, &p->b);
     if (pn < 0) {
-        peer_fail(r, p, "OSCORE protect: %s", oscore_strerror((int)pn));
+        peer_fail(r, p, "oscore_protect", oscore_strerror((int)pn));
         return;
     }
     peer_send(r, p, r->coap, (size_t)pn, PEER_WAIT_RESPONSE);
@@ -571,9 +635,9 @@ static bool peer_service(struct load_run *r, size_t index)
     }
     if (n == EDHOC_TRANSPORT_ERR_TIMEOUT) {
         if ((cli_now_ns() - p->sent_ns) / 1000000 >= (uint64_t)r->timeout_ms)
-            peer_fail(r, p, "%s", "timeout");
+            peer_fail(r, p, "timeout", NULL);
     } else {
-        peer_fail(r, p, "transport: %s", edhoc_transport_strerror((int)n));
+        peer_fail(r, p, "transport", edhoc_transport_strerror((int)n));
     }
     return false;
 }
@@ -601,14 +665,14 @@ static void peer_start(struct load_run *r, size_t index)
         rc = edhoc_session_set_conn_id(&p->s, c_i, sizeof c_i);
     int n = rc ? rc : edhoc_initiator_prepare_message_1(&p->s, r->msg + 1, sizeof r->msg - 1);
     if (n < 0) {
-        peer_fail(r, p, "EDHOC message_1: %s", edhoc_strerror(n));
+        peer_fail(r, p, "edhoc_message_1", edhoc_strerror(n));
         return;
     }
     r->msg[0] = 0xf5; /* CBOR true: message_1 follows (RFC 9528 A.2) */
     long cn = load_request(COAP_CODE_POST, EDHOC_COAP_WELL_KNOWN, EDHOC_COAP_CF_CID_EDHOC, r->msg,
                            (size_t)n + 1, r->coap, sizeof r->coap);
     if (cn < 0) {
-        peer_fail(r, p, "%s", "cannot build message_1 request");
+        peer_fail(r, p, "internal", "cannot build the message_1 request");
         return;
     }
     p->started_ns = cli_now_ns();
@@ -633,10 +697,10 @@ static void peer_edhoc_refused(struct load_run *r, struct load_peer *p, const st
             snprintf(detail, sizeof detail, "ERR_CODE %lld", (long long)info.code);
         else
             snprintf(detail, sizeof detail, "unreadable");
-        peer_fail(r, p, "EDHOC error message from the responder (%s)", detail);
+        peer_fail(r, p, "edhoc_error", detail);
         return;
     }
-    peer_fail(r, p, "EDHOC request answered with CoAP %s", coap_code_text(m->code, code));
+    peer_fail(r, p, "coap_error", coap_code_text(m->code, code));
 }
 
 static void peer_on_response(struct load_run *r, size_t index, const uint8_t *resp, size_t len)
@@ -645,7 +709,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
     uint64_t now = cli_now_ns();
     struct coap_msg m;
     if (coap_msg_parse(resp, len, &m)) {
-        peer_fail(r, p, "%s", "malformed CoAP response");
+        peer_fail(r, p, "malformed_response", NULL);
         return;
     }
     char code[8];
@@ -664,13 +728,13 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
                                   : edhoc_initiator_prepare_message_3(&p->s, r->msg + pre,
                                                                       sizeof r->msg - (size_t)pre);
         if (n < 0) {
-            peer_fail(r, p, "EDHOC message_2: %s", edhoc_strerror(n));
+            peer_fail(r, p, "edhoc_message_2", edhoc_strerror(n));
             return;
         }
         long cn = load_request(COAP_CODE_POST, EDHOC_COAP_WELL_KNOWN, EDHOC_COAP_CF_CID_EDHOC,
                                r->msg, (size_t)pre + (size_t)n, r->coap, sizeof r->coap);
         if (cn < 0) {
-            peer_fail(r, p, "%s", "cannot build message_3 request");
+            peer_fail(r, p, "internal", "cannot build the message_3 request");
             return;
         }
         peer_send(r, p, r->coap, (size_t)cn, PEER_WAIT_M3);
@@ -684,7 +748,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
         if (r->o.message_4) {
             int rc = edhoc_initiator_process_message_4(&p->s, m.payload, m.payload_len, &r->rx);
             if (rc) {
-                peer_fail(r, p, "EDHOC message_4: %s", edhoc_strerror(rc));
+                peer_fail(r, p, "edhoc_message_4", edhoc_strerror(rc));
                 return;
             }
         }
@@ -699,8 +763,8 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
         edhoc_wipe(&op, sizeof op);
         edhoc_session_wipe(&p->s);
         if (rc) {
-            peer_fail(r, p, "OSCORE context: %s", rc < -3500 ? edhoc_strerror(rc)
-                                                              : oscore_strerror(rc));
+            peer_fail(r, p, "oscore_context", rc < -3500 ? edhoc_strerror(rc)
+                                                          : oscore_strerror(rc));
             return;
         }
         r->hs_ok++;
@@ -719,6 +783,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
              * reported, since a responder that serves /echo only under
              * OSCORE answers 4.01 and does less work than for OSCORE. */
             r->plain_code = m.code;
+            load_answer(r, true, false, m.code);
         } else if (!coap_msg_find_option(&m, COAP_OPT_OSCORE)) {
             /* Not the answer, whatever its code (RFC 8613 Section 2): an
              * OSCORE error of Section 8.2, or something on the path. Kept
@@ -731,18 +796,21 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
             snprintf(detail, sizeof detail, "%s%s%.*s", coap_code_text(m.code, code),
                      text ? " " : "", text ? (int)pl : 0, text ? (const char *)m.payload : "");
             r->no_oscore++;
-            peer_fail(r, p, "OSCORE request answered without OSCORE: %s", detail);
+            load_answer(r, false, false, m.code);
+            peer_fail(r, p, "no_oscore", detail);
             return;
         } else {
             long n = oscore_unprotect_response(&p->osc, &p->b, resp, len, r->inner,
                                                sizeof r->inner);
             struct coap_msg in;
             if (n < 0) {
-                peer_fail(r, p, "OSCORE unprotect: %s", oscore_strerror((int)n));
+                peer_fail(r, p, "oscore_unprotect", oscore_strerror((int)n));
                 return;
             }
+            if (n > 1)
+                load_answer(r, false, true, r->inner[1]);
             if (coap_msg_parse(r->inner, (size_t)n, &in) || in.code != COAP_CODE_CHANGED) {
-                peer_fail(r, p, "OSCORE request answered with %s",
+                peer_fail(r, p, "oscore_response_code",
                           coap_code_text(n > 0 ? r->inner[1] : 0, code));
                 return;
             }
@@ -792,7 +860,15 @@ static const struct bench_column load_cols[] = {
     {"handshakes_per_cpu_s", "Handshakes per responder CPU-second", BENCH_COL_NUM, false},
     {"requests_per_cpu_s", "Requests per responder CPU-second", BENCH_COL_NUM, false},
     {"cpu_of_floor", "Per CPU-second / floor rate", BENCH_COL_RATIO, false},
-    {"answer", "Answered with", BENCH_COL_TEXT, false},
+};
+
+/* What the responder answered, counted (never claimed: a run where
+ * nothing answered has no row). */
+static const struct bench_column answer_cols[] = {
+    {"requests", "Requests", BENCH_COL_TEXT, false},
+    {"response", "Response", BENCH_COL_TEXT, false},
+    {"code", "Code", BENCH_COL_TEXT, false},
+    {"count", "Count", BENCH_COL_INT, false},
 };
 
 /* What one phase of a load run measured. */
@@ -814,6 +890,7 @@ static const struct bench_column latency_cols[] = {
 
 static const struct bench_column failure_cols[] = {
     {"cause", "Failure", BENCH_COL_TEXT, false},
+    {"detail", "Detail", BENCH_COL_TEXT, false},
     {"count", "Count", BENCH_COL_INT, false},
 };
 
@@ -837,42 +914,6 @@ static void latency_row(struct bench_table *t, const char *what, struct load_ser
     bench_row_num(t, row, "p90_ms", s->v[load_percentile(s->n, 900)]);
     bench_row_num(t, row, "p99_ms", s->v[load_percentile(s->n, 990)]);
     bench_row_num(t, row, "max_ms", s->v[s->n - 1]);
-}
-
-static void load_usage(FILE *f)
-{
-    fprintf(f,
-        "usage: edhoc-cli load coap://HOST[:PORT] [OPTIONS]\n\n"
-        "Load-tests an EDHOC/OSCORE responder from one process: --peers initiators, each\n"
-        "with its own UDP socket and C_I, run EDHOC over CoAP (RFC 9528 Appendix A.2) and\n"
-        "then --requests-per-peer OSCORE-protected POSTs to /echo with the new context, in\n"
-        "a loop, until --duration or --handshakes is reached. Only point it at loopback or\n"
-        "at test hosts of your own.\n\n"
-        "Options:\n"
-        "  --peers N               concurrent initiators (default 10, at most %d)\n"
-        "  --duration S            run for S seconds (default 10, at most 3600)\n"
-        "  --handshakes N          stop after N handshakes in all (instead of --duration;\n"
-        "                          with --plain: N rounds of K requests)\n"
-        "  --requests-per-peer K   OSCORE requests after each handshake (default 10)\n"
-        "  --plain                 unprotected requests only, no EDHOC (the baseline)\n"
-        "  --vs-plain              alternate windows of OSCORE and of the same requests\n"
-        "                          unprotected, --duration of each in all, and report the\n"
-        "                          ratio of the two rates\n"
-        "  --responder-pid PID     the responder's process, for its CPU time (default: the\n"
-        "                          local process holding the port when HOST is loopback;\n"
-        "                          0: none)\n"
-        "  --timeout-ms MS         give up on a response after MS (default 5000)\n"
-        "  --json, --csv           machine-readable output\n"
-        "The responder's crypto floor (its crypto calls of one handshake, timed alone here)\n"
-        "gives the rate one core could sustain; the report compares the measured rate with\n"
-        "it. Compare OSCORE with --plain runs for the cost of protection. --c-i and\n"
-        "--ephemeral do not apply: every peer and handshake has its own. An OSCORE request\n"
-        "answered without OSCORE is a failure whatever the code, listed apart as\n"
-        "\"answered without OSCORE\".\n\n",
-        LOAD_MAX_PEERS);
-    cli_edhoc_print_options(f, false);
-    fprintf(f, "Exit codes: 0 ok (failures are counted, not fatal); 1 no handshake or request\n"
-               "succeeded; 2 bad command line; 3 unusable credential; 10 internal error.\n");
 }
 
 static int parse_uri(struct load_run *r, const char *uri)
@@ -921,11 +962,11 @@ static size_t raise_fd_limit(size_t want_peers)
     return want_peers < room ? want_peers : room;
 }
 
-static void load_progress(const struct load_run *r, double elapsed, bool final)
+static void load_progress(const struct load_run *r, struct cli_progress *pr, double elapsed)
 {
-    fprintf(stderr, "\rload: %5.1f s  %ld handshakes (%.1f/s)  %ld requests (%.1f/s)  %ld failures%s",
-            elapsed, r->hs_ok, elapsed > 0 ? r->hs_ok / elapsed : 0.0, r->req_ok,
-            elapsed > 0 ? r->req_ok / elapsed : 0.0, r->failures, final ? "\n" : "");
+    cli_progress_update(pr, "%5.1f s  %ld handshakes (%.1f/s)  %ld requests (%.1f/s)  %ld failures",
+                        elapsed, r->hs_ok, elapsed > 0 ? r->hs_ok / elapsed : 0.0, r->req_ok,
+                        elapsed > 0 ? r->req_ok / elapsed : 0.0, r->failures);
 }
 
 /* --vs-plain: what the window that ends now measured, added to its kind. */
@@ -958,7 +999,7 @@ static void load_window_close(struct load_run *r, struct load_window *w, uint64_
 /* One phase of the load: every peer loops until the duration or the
  * handshake budget is used up. Returns the seconds it took; the
  * responder's CPU seconds in that time (NAN when unknown). */
-static double load_phase(struct load_run *r, double *responder_cpu_s)
+static double load_phase(struct load_run *r, struct cli_progress *pr, double *responder_cpu_s)
 {
     /* One epoll set over every peer's transport: a peer is only run when
      * its socket or retransmission timer has work, so the generator spends
@@ -975,8 +1016,7 @@ static double load_phase(struct load_run *r, double *responder_cpu_s)
     }
     struct load_cpu cpu_before;
     load_cpu_sample(&cpu_before, r->responder_pid);
-    bool tty = isatty(2);
-    uint64_t start = cli_now_ns(), last_progress = start, last_sweep = start;
+    uint64_t start = cli_now_ns(), last_sweep = start;
     /* --vs-plain: the duration of each kind, in alternating windows, so
      * that a change in what else runs on the host affects both alike. */
     uint64_t deadline = start + (uint64_t)(r->duration_s * (r->vs_plain ? 2 : 1) * 1e9);
@@ -988,6 +1028,10 @@ static double load_phase(struct load_run *r, double *responder_cpu_s)
     for (size_t i = 0; i < r->n_peers; i++)
         peer_start(r, i);
     for (;;) {
+        /* SIGINT/SIGTERM: stop at once; the report covers what completed
+         * (requests still in flight are neither). */
+        if (cli_interrupted())
+            break;
         uint64_t now = cli_now_ns();
         if (r->vs_plain && !r->stopping && now >= next_switch && now < deadline) {
             load_window_close(r, &w, now);
@@ -1022,11 +1066,7 @@ static double load_phase(struct load_run *r, double *responder_cpu_s)
             if (!progress)
                 usleep(50);
         }
-        now = cli_now_ns();
-        if (now - last_progress >= (tty ? 1000000000u : 10000000000u)) {
-            load_progress(r, (double)(now - start) / 1e9, !tty);
-            last_progress = now;
-        }
+        load_progress(r, pr, (double)(cli_now_ns() - start) / 1e9);
     }
     uint64_t end = cli_now_ns();
     double elapsed = (double)(end - start) / 1e9;
@@ -1038,10 +1078,91 @@ static double load_phase(struct load_run *r, double *responder_cpu_s)
                                                      : NAN;
     if (ep >= 0)
         close(ep);
-    if (tty)
-        load_progress(r, elapsed, true);
+    cli_progress_end(pr);
     return elapsed;
 }
+
+enum {
+    LOPT_PEERS = 1,
+    LOPT_DURATION,
+    LOPT_HANDSHAKES,
+    LOPT_REQUESTS,
+    LOPT_PLAIN,
+    LOPT_VS_PLAIN,
+    LOPT_RESPONDER_PID,
+    LOPT_TIMEOUT,
+    LOPT_JSON,
+    LOPT_CSV,
+};
+
+static const struct cli_opt load_run_opts[] = {
+    {LOPT_PEERS, "peers", "N", "concurrent initiators (default 10, at most 1000)"},
+    {LOPT_DURATION, "duration", "SECONDS",
+     "run for SECONDS (decimals allowed; default 10, at most 3600)"},
+    {LOPT_HANDSHAKES, "handshakes", "N",
+     "stop after N handshakes in all (instead of --duration; with --plain: N rounds of K "
+     "requests)"},
+    {LOPT_REQUESTS, "requests-per-peer", "K", "OSCORE requests after each handshake (default 10)"},
+    {LOPT_PLAIN, "plain", NULL, "unprotected requests only, no EDHOC (the baseline)"},
+    {LOPT_VS_PLAIN, "vs-plain", NULL,
+     "alternate windows of OSCORE and of the same requests unprotected, --duration of each "
+     "in all, and report the ratio of the two rates"},
+    {LOPT_RESPONDER_PID, "responder-pid", "PID",
+     "the responder's process, for its CPU time (default: the local process holding the "
+     "port when HOST is loopback; 0: none)"},
+    {LOPT_TIMEOUT, "timeout", "SECONDS",
+     "give up on a response after SECONDS (decimals allowed; default 5)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt load_output_opts[] = {
+    {LOPT_JSON, "json", NULL, "one JSON document on stdout (docs/json/load.schema.json)"},
+    {LOPT_CSV, "csv", NULL, "CSV on stdout, one block per table"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group load_groups[] = {
+    {"Load", load_run_opts},
+    {"EDHOC", cli_edhoc_opts_load},
+    {"Output", load_output_opts},
+    {NULL, NULL},
+};
+
+static const struct cli_opt_renamed load_renamed[] = {
+    {"timeout-ms", "--timeout SECONDS (decimals allowed, e.g. --timeout 0.5)"},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_load = {
+    .name = "load",
+    .synopsis = "coap://HOST[:PORT] [OPTIONS]",
+    .description =
+        "Load-tests an EDHOC/OSCORE responder from one process: --peers initiators, each\n"
+        "with its own UDP socket and C_I, run EDHOC over CoAP (RFC 9528 Appendix A.2)\n"
+        "and then --requests-per-peer OSCORE-protected POSTs to /echo with the new\n"
+        "context, in a loop, until --duration or --handshakes is reached. Only point it\n"
+        "at loopback or at test hosts of your own.\n\n"
+        "The responder's crypto floor (its crypto calls of one handshake, timed alone\n"
+        "here) gives the rate one core could sustain; the report compares the measured\n"
+        "rate with it. Compare OSCORE with --plain runs for the cost of protection.\n"
+        "Every peer and handshake has its own C_I and ephemeral key. An OSCORE request\n"
+        "answered without OSCORE is a failure whatever the code (no_oscore); the answers\n"
+        "table counts what the responder answered, by code. --json:\n"
+        "docs/json/load.schema.json.",
+    .groups = load_groups,
+    .renamed = load_renamed,
+    .epilogue =
+        "SIGINT or SIGTERM stops the run: the tables hold what completed, marked\n"
+        "\"interrupted: partial results\" (JSON \"partial\": true), and the exit status is\n"
+        "130 or 143.\n\n"
+        "Exit codes: 0 ok (failures are counted, not fatal); 1 no handshake or request\n"
+        "succeeded; 2 bad command line; 3 unusable credential; 6 the host name does not\n"
+        "resolve; 10 internal error; 130/143 interrupted (partial results).",
+};
+
+static const char *load_latency_note =
+    "Milliseconds. handshake: message_1 sent to the answer to message_3 received; "
+    "oscore_request / unprotected_request: a request sent to its response received.";
 
 int cmd_load(int argc, char **argv)
 {
@@ -1054,92 +1175,74 @@ int cmd_load(int argc, char **argv)
     r->requests_per_peer = 10;
     r->timeout_ms = 5000;
     enum bench_format format = FORMAT_MARKDOWN;
+    bool format_given = false;
     const char *uri = NULL;
     bool duration_given = false;
     int exit_code = CLI_EXIT_USAGE;
 
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            load_usage(stdout);
-            free(r);
-            return CLI_EXIT_OK;
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_load, argc, argv);
+    for (enum cli_opt_status st; (st = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+        if (st == CLI_OPT_EXIT) {
+            exit_code = p.exit_code;
+            goto out;
         }
-        if (arg[0] != '-') {
+        if (st == CLI_OPT_POSITIONAL) {
             if (uri) {
-                fprintf(stderr, "edhoc-cli load: unexpected argument '%s'\n", arg);
+                cli_opt_error(&p, "unexpected argument '%s'", p.value);
                 goto out;
             }
-            uri = arg;
+            uri = p.value;
             continue;
         }
-        char name[64];
-        const char *value;
-        bool eq = cli_split_option(arg, i + 1 < argc ? argv[i + 1] : NULL, name, sizeof name,
-                                   &value);
-        if (!strcmp(name, "--csv")) {
-            format = FORMAT_CSV;
-            continue;
-        }
-        if (!strcmp(name, "--plain")) {
-            r->plain = true;
-            continue;
-        }
-        if (!strcmp(name, "--vs-plain")) {
-            r->vs_plain = true;
-            continue;
-        }
-        if (!strcmp(name, "--responder-pid")) {
-            char *end;
-            long v = value ? strtol(value, &end, 10) : 0;
-            if (!value || end == value || *end || v < 0) {
-                fprintf(stderr, "edhoc-cli load: --responder-pid needs a process id (0: none)\n");
-                goto out;
-            }
-            if (!eq)
-                i++;
-            r->responder_pid = v;
+        long v = 0;
+        int bad = 0;
+        switch (p.opt->id) {
+        case CLI_OPT_ID_EDHOC: bad = cli_edhoc_take(&r->o, CLI_SIDE_I, &p); break;
+        case LOPT_PEERS:
+            bad = cli_opt_long(&p, 1, LOAD_MAX_PEERS, &v);
+            r->n_peers = (size_t)v;
+            break;
+        case LOPT_DURATION:
+            bad = cli_opt_seconds(&p, 0.001, 3600, &v);
+            r->duration_s = (double)v / 1000.0;
+            duration_given = true;
+            break;
+        case LOPT_HANDSHAKES: bad = cli_opt_long(&p, 1, 100000000, &r->max_handshakes); break;
+        case LOPT_REQUESTS:
+            bad = cli_opt_long(&p, 0, 1000000, &v);
+            r->requests_per_peer = (unsigned)v;
+            break;
+        case LOPT_PLAIN: r->plain = true; break;
+        case LOPT_VS_PLAIN: r->vs_plain = true; break;
+        case LOPT_RESPONDER_PID:
+            bad = cli_opt_long(&p, 0, 4194304, &r->responder_pid);
             r->pid_given = true;
-            continue;
-        }
-        bool numeric = !strcmp(name, "--peers") || !strcmp(name, "--duration") ||
-                       !strcmp(name, "--handshakes") || !strcmp(name, "--requests-per-peer") ||
-                       !strcmp(name, "--timeout-ms");
-        if (numeric) {
-            char *end;
-            double v = value ? strtod(value, &end) : 0;
-            if (!value || end == value || *end) {
-                fprintf(stderr, "edhoc-cli load: %s needs a number\n", name);
+            break;
+        case LOPT_TIMEOUT:
+            bad = cli_opt_seconds(&p, 0.001, 600, &v);
+            r->timeout_ms = (int)v;
+            break;
+        case LOPT_JSON:
+        case LOPT_CSV:
+            if (format_given) {
+                cli_opt_error(&p, "give one of --json and --csv");
                 goto out;
             }
-            if (!eq)
-                i++;
-            if (!strcmp(name, "--peers") && v >= 1 && v <= LOAD_MAX_PEERS && v == (long)v) {
-                r->n_peers = (size_t)v;
-            } else if (!strcmp(name, "--duration") && v > 0 && v <= 3600) {
-                r->duration_s = v;
-                duration_given = true;
-            } else if (!strcmp(name, "--handshakes") && v >= 1 && v <= 1e8 && v == (long)v) {
-                r->max_handshakes = (long)v;
-            } else if (!strcmp(name, "--requests-per-peer") && v >= 0 && v <= 1e6 &&
-                       v == (long)v) {
-                r->requests_per_peer = (unsigned)v;
-            } else if (!strcmp(name, "--timeout-ms") && v >= 1 && v <= 600000 && v == (long)v) {
-                r->timeout_ms = (int)v;
-            } else {
-                fprintf(stderr, "edhoc-cli load: %s %s is out of range (see --help)\n", name,
-                        value);
-                goto out;
-            }
-            continue;
+            format = p.opt->id == LOPT_JSON ? FORMAT_JSON : FORMAT_CSV;
+            format_given = true;
+            break;
         }
-        if (cli_edhoc_take_option(&r->o, CLI_SIDE_I, "load", name, value, eq, &i))
+        if (bad)
             goto out;
     }
-    if (r->o.json)
-        format = FORMAT_JSON;
-    if (!uri || parse_uri(r, uri)) {
-        fprintf(stderr, "edhoc-cli load: expected a responder as coap://HOST[:PORT]\n");
+    if (!uri) {
+        cli_opt_usage_error(&cli_spec_load, "which responder? give its URI");
+        goto out;
+    }
+    if (parse_uri(r, uri)) {
+        fprintf(stderr, "edhoc-cli load: '%s': expected a responder as coap://HOST[:PORT]\n",
+                uri);
         goto out;
     }
     if (r->max_handshakes && !duration_given)
@@ -1162,7 +1265,8 @@ int cmd_load(int argc, char **argv)
         r->requests_per_peer = 1;
     size_t fit = raise_fd_limit(r->n_peers);
     if (fit < r->n_peers) {
-        fprintf(stderr, "edhoc-cli load: only %zu peers fit the open-file limit\n", fit);
+        if (!p.quiet)
+            fprintf(stderr, "edhoc-cli load: only %zu peers fit the open-file limit\n", fit);
         r->n_peers = fit;
     }
 
@@ -1179,7 +1283,7 @@ int cmd_load(int argc, char **argv)
         if (rc) {
             fprintf(stderr, "edhoc-cli load: cannot open client %zu towards %s: %s\n", i, r->uri,
                     edhoc_transport_strerror(rc));
-            exit_code = CLI_EXIT_FAILURE;
+            exit_code = cli_exit_for_client_open(rc);
             goto out;
         }
     }
@@ -1190,7 +1294,12 @@ int cmd_load(int argc, char **argv)
     memset(phases, 0, sizeof phases);
     size_t n_phases = 1;
     double total_cpu = NAN;
-    double total_s = load_phase(r, &total_cpu);
+    struct cli_progress progress;
+    cli_progress_begin(&progress, "load", p.verbose, p.quiet);
+    /* SIGINT/SIGTERM end the run with what completed. */
+    cli_interrupt_catch();
+    double total_s = load_phase(r, &progress, &total_cpu);
+    bool partial = cli_interrupted() != 0;
     if (!r->vs_plain) {
         phases[0].plain = r->plain;
         phases[0].seconds = total_s;
@@ -1220,17 +1329,23 @@ int cmd_load(int argc, char **argv)
     if (!report)
         goto out;
     bench_report_init(report, r->side.cfg.ops->name, &effort);
+    report->command = "load";
+    report->mode = "load";
+    report->partial = partial;
     struct bench_table *t = bench_table_new("load", "Load", load_cols,
                                             sizeof load_cols / sizeof load_cols[0]);
     struct bench_table *lt = bench_table_new("load_latency", "Latency", latency_cols,
                                              sizeof latency_cols / sizeof latency_cols[0]);
+    struct bench_table *at = bench_table_new("load_answers", "Answers", answer_cols,
+                                             sizeof answer_cols / sizeof answer_cols[0]);
     struct bench_table *ft = bench_table_new("load_failures", "Failures by cause", failure_cols,
                                              sizeof failure_cols / sizeof failure_cols[0]);
-    if (!t || !lt || !ft || !bench_report_add(report, t) || !bench_report_add(report, lt) ||
-        !bench_report_add(report, ft)) {
+    if (!t || !lt || !at || !ft || !bench_report_add(report, t) || !bench_report_add(report, lt) ||
+        !bench_report_add(report, at) || !bench_report_add(report, ft)) {
         free(report);
         goto out;
     }
+    snprintf(lt->note, sizeof lt->note, "%s", load_latency_note);
     int nl = snprintf(t->note, sizeof t->note,
              "%s, method %d, suite %d, %u request%s of %d bytes per handshake, one process, "
              "one socket per peer.",
@@ -1255,7 +1370,7 @@ int cmd_load(int argc, char **argv)
     /* What one core could sustain if the responder did nothing but its
      * crypto: the target compares the measured rate with it. */
     double floor_us = NAN, floor_rate = NAN;
-    if (!phases[0].plain && phases[0].handshakes > 0) {
+    if (!partial && !phases[0].plain && phases[0].handshakes > 0) {
         struct bench_effort fe;
         bench_effort_default(&fe);
         fe.min_time = 0.3;
@@ -1271,29 +1386,29 @@ int cmd_load(int argc, char **argv)
         struct bench_cell *row = bench_table_add_row(t);
         if (!row)
             break;
+        /* A rate over no time is unknown (null), never NaN or infinity. */
+        bool timed = ph->seconds > 0;
         bench_row_text(t, row, "uri", r->uri);
         bench_row_num(t, row, "peers", (double)r->n_peers);
         bench_row_num(t, row, "seconds", ph->seconds);
         bench_row_num(t, row, "handshakes", (double)ph->handshakes);
-        bench_row_num(t, row, "handshakes_per_s", ph->handshakes / ph->seconds);
+        bench_row_num(t, row, "handshakes_per_s", timed ? ph->handshakes / ph->seconds : NAN);
         bench_row_num(t, row, "requests", (double)ph->requests);
-        bench_row_num(t, row, "requests_per_s", ph->requests / ph->seconds);
+        bench_row_num(t, row, "requests_per_s", timed ? ph->requests / ph->seconds : NAN);
         bench_row_num(t, row, "failures", (double)ph->failures);
         bench_row_text(t, row, "mode", ph->plain ? "unprotected" : "OSCORE");
         bool cpu = !isnan(ph->cpu_s) && ph->cpu_s > 0;
+        /* An unknown process (a remote responder, --responder-pid 0): NaN,
+         * which JSON prints as null and the tables as a dash (issue 14). */
         bench_row_num(t, row, "responder_pid", r->responder_pid > 0 ? (double)r->responder_pid : NAN);
         bench_row_num(t, row, "responder_cpu_s", cpu ? ph->cpu_s : NAN);
         bench_row_num(t, row, "handshakes_per_cpu_s",
                       cpu && !ph->plain ? ph->handshakes / ph->cpu_s : NAN);
         bench_row_num(t, row, "requests_per_cpu_s", cpu ? ph->requests / ph->cpu_s : NAN);
-        char code[8] = "-";
-        if (ph->plain && ph->requests)
-            coap_code_text(ph->plain_code, code);
-        bench_row_text(t, row, "answer", ph->plain ? code : "2.04 (OSCORE)");
         double of_floor = NAN, cpu_of_floor = NAN;
         /* The handshake target is about handshakes alone: requests would
          * share the core. */
-        if (!ph->plain && floor_rate > 0 && r->requests_per_peer == 0) {
+        if (!ph->plain && floor_rate > 0 && r->requests_per_peer == 0 && timed) {
             of_floor = (ph->handshakes / ph->seconds) / floor_rate;
             if (cpu)
                 cpu_of_floor = (ph->handshakes / ph->cpu_s) / floor_rate;
@@ -1302,14 +1417,18 @@ int cmd_load(int argc, char **argv)
                      "Responder handshakes %s / its crypto floor rate on one core (method %d, "
                      "suite %d)", cpu ? "per responder CPU-second" : "per second",
                      r->o.method, r->o.suites[0]);
-            bench_report_target_at_least(report, name, cpu ? cpu_of_floor : of_floor, 0.6, "");
+            bench_report_target_at_least(report,
+                                         cpu ? "responder_handshakes_over_floor.cpu"
+                                             : "responder_handshakes_over_floor.wall",
+                                         name, cpu ? cpu_of_floor : of_floor, 0.6, "");
         }
         bench_row_num(t, row, "responder_floor_us", ph->plain ? NAN : floor_us);
         bench_row_num(t, row, "floor_rate", ph->plain ? NAN : floor_rate);
         bench_row_num(t, row, "of_floor", of_floor);
         bench_row_num(t, row, "cpu_of_floor", cpu_of_floor);
     }
-    if (n_phases == 2 && phases[1].requests > 0 && phases[0].requests > 0) {
+    if (n_phases == 2 && phases[1].requests > 0 && phases[0].requests > 0 &&
+        phases[0].seconds > 0 && phases[1].seconds > 0) {
         double wall = (phases[0].requests / phases[0].seconds) /
                       (phases[1].requests / phases[1].seconds);
         bool cpu = !isnan(phases[0].cpu_s) && !isnan(phases[1].cpu_s) && phases[0].cpu_s > 0 &&
@@ -1321,31 +1440,65 @@ int cmd_load(int argc, char **argv)
         snprintf(name, sizeof name, "OSCORE requests %s / unprotected requests %s",
                  cpu ? "per responder CPU-second" : "per second",
                  cpu ? "per responder CPU-second" : "per second");
-        bench_report_target_at_least(report, name, cpu ? per_cpu : wall, 0.9, "");
+        bench_report_target_at_least(report,
+                                     cpu ? "oscore_over_unprotected.cpu"
+                                         : "oscore_over_unprotected.wall",
+                                     name, cpu ? per_cpu : wall, 0.9, "");
         if (cpu) {
             snprintf(name, sizeof name, "OSCORE requests per second / unprotected requests per "
                                         "second (wall clock, generator included)");
-            bench_report_target_at_least(report, name, wall, 0.9, "");
+            bench_report_target_at_least(report, "oscore_over_unprotected.wall", name, wall,
+                                         0.9, "");
         }
     }
-    latency_row(lt, "EDHOC handshake (message_1 to the answer to message_3)", &r->hs_lat);
+    latency_row(lt, "handshake", &r->hs_lat);
     /* With --vs-plain, req_lat holds the OSCORE requests whatever the last
      * window was. */
-    latency_row(lt, r->plain && !r->vs_plain ? "Unprotected request" : "OSCORE request",
+    latency_row(lt, r->plain && !r->vs_plain ? "unprotected_request" : "oscore_request",
                 &r->req_lat);
     if (r->vs_plain)
-        latency_row(lt, "Unprotected request", &r->plain_lat);
+        latency_row(lt, "unprotected_request", &r->plain_lat);
+    /* What the responder answered, by code: said, never assumed. */
+    long answered = 0;
+    for (int kind = 0; kind < 2; kind++) {
+        for (int prot = 1; prot >= 0; prot--) {
+            for (int code = 0; code < 256; code++) {
+                long n = r->answers[kind][prot][code];
+                if (!n)
+                    continue;
+                struct bench_cell *ar = bench_table_add_row(at);
+                if (!ar)
+                    break;
+                char cs[8];
+                bench_row_text(at, ar, "requests", kind ? "unprotected" : "OSCORE");
+                bench_row_text(at, ar, "response", prot ? "OSCORE" : "unprotected");
+                bench_row_text(at, ar, "code", coap_code_text((uint8_t)code, cs));
+                bench_row_num(at, ar, "count", (double)n);
+                answered += n;
+            }
+        }
+    }
+    if (answered)
+        snprintf(at->note, sizeof at->note,
+                 "%ld answers by the kind of request, the protection of the answer and its code "
+                 "(the inner code of a verified OSCORE response).", answered);
+    else if (!r->plain && !r->vs_plain && r->requests_per_peer == 0)
+        snprintf(at->note, sizeof at->note, "No requests (--requests-per-peer 0).");
+    else
+        snprintf(at->note, sizeof at->note, "No request was answered.");
     if (r->no_oscore)
         snprintf(ft->note, sizeof ft->note,
-                 "%ld OSCORE request%s answered without OSCORE: failures, not requests, "
-                 "whatever the code (an unprotected answer to an OSCORE request proves nothing, "
-                 "RFC 8613 Section 2).",
+                 "%ld OSCORE request%s answered without OSCORE (no_oscore): failures, not "
+                 "requests, whatever the code (an unprotected answer to an OSCORE request proves "
+                 "nothing, RFC 8613 Section 2).",
                  r->no_oscore, r->no_oscore == 1 ? " was" : "s were");
     for (size_t i = 0; i < r->n_causes; i++) {
         struct bench_cell *fr = bench_table_add_row(ft);
         if (!fr)
             break;
         bench_row_text(ft, fr, "cause", r->causes[i].cause);
+        if (r->causes[i].detail[0])
+            bench_row_text(ft, fr, "detail", r->causes[i].detail);
         bench_row_num(ft, fr, "count", (double)r->causes[i].count);
     }
     if (format == FORMAT_JSON)
@@ -1354,9 +1507,15 @@ int cmd_load(int argc, char **argv)
         bench_print_csv(stdout, report);
     else
         bench_print_markdown(stdout, report);
+    fflush(stdout);
     bench_report_free(report);
     free(report);
-    exit_code = phases[0].handshakes || phases[0].requests ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+    if (partial) {
+        fprintf(stderr, "edhoc-cli load: interrupted: partial results\n");
+        exit_code = cli_interrupt_exit_code();
+    } else {
+        exit_code = phases[0].handshakes || phases[0].requests ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+    }
 
 out:
     if (r->peers) {

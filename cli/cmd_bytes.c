@@ -1,10 +1,10 @@
 /*
  * edhoc-cli bytes CAPTURE: the bytes EDHOC and OSCORE put on the air,
  * message by message and layer by layer, read from a pcap/pcapng capture
- * (this tool's --pcap, tcpdump, tshark, a sniffer).
+ * (this tool's --pcap, tcpdump, tshark, a sniffer). With --compare, no
+ * capture: EDHOC against DTLS 1.2 measured on loopback (bytes_compare.c).
  */
 #include <arpa/inet.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,50 +12,11 @@
 #include "commands.h"
 #include "edhoc/capture.h"
 #include "edhoc/netacct.h"
+#include "json_out.h"
 #include "util.h"
 
-static void bytes_usage(FILE *out)
-{
-    fprintf(out,
-        "usage: edhoc-cli bytes [options] CAPTURE\n"
-        "\n"
-        "Reads a pcap or pcapng file (Ethernet, Linux cooked v1/v2, raw IP or loopback\n"
-        "link types), finds every EDHOC exchange (CoAP POSTs to the EDHOC resource,\n"
-        "Content-Formats 64/65, the RFC 9668 EDHOC option, bare message_1 recognized by\n"
-        "its structure; responses matched by token and addresses) and the OSCORE traffic\n"
-        "after it, and prints each message's size per layer: EDHOC message, CoAP\n"
-        "message (UDP payload), UDP datagram, IP packet, captured frame, and frames and\n"
-        "bytes on the modelled link. Method, suites and C_I come from message_1, C_R\n"
-        "from message_3's prefix or the OSCORE kid; ID_CRED types are encrypted and are\n"
-        "inferred from sizes where only one reading fits (marked \"inferred\").\n"
-        "Malformed or truncated packets are reported and skipped.\n"
-        "\n"
-        "  --json               machine-readable output\n"
-        "  --link TYPE          none (default) or 802.15.4\n"
-        "  --link-mtu N         a generic link carrying at most N bytes of IP per frame\n"
-        "  --frame-overhead N   bytes each frame adds on a --link-mtu link (default 0)\n"
-        "  802.15.4 assumptions (defaults in brackets):\n"
-        "  --mac-header N       MAC header bytes per frame [23: extended addresses,\n"
-        "                       no PAN ID compression; 9 for short addresses]\n"
-        "  --fcs N              frame check sequence [2]\n"
-        "  --security N         link security header + MIC per frame [0]\n"
-        "  --phy-header N       PHY bytes counted per frame [0; 6 for O-QPSK 2.4 GHz]\n"
-        "  --addr MODE          how IPHC carries both addresses: ll (link-local, IID\n"
-        "                       from the MAC, elided) [ll], ctx (context prefix, IID from\n"
-        "                       the MAC), ctx16 (2 bytes), ctx64 (8 bytes), inline (16),\n"
-        "                       auto (from each captured IPv6 address: link-local elided,\n"
-        "                       global 8 or 2 bytes, multicast 1-16; IPv4/loopback as ll)\n"
-        "  --hop-limit N        [64; 1, 64 and 255 are elided, others cost 1 byte]\n"
-        "  --compare            EDHOC (x5chain, x5t, static DH) vs DTLS 1.2 (libcoap,\n"
-        "                       OpenSSL) measured on loopback in one run; takes no\n"
-        "                       CAPTURE (see edhoc-cli bytes --compare --help)\n"
-        "\n"
-        "Exit codes: 0 ok, 2 usage, 3 the file cannot be opened or is truncated/corrupt\n"
-        "(the packets read before the damage are still reported).\n");
-}
-
 enum {
-    OPT_JSON = 1000,
+    OPT_JSON = 1,
     OPT_LINK,
     OPT_LINK_MTU,
     OPT_FRAME_OVERHEAD,
@@ -66,35 +27,130 @@ enum {
     OPT_ADDR,
     OPT_HOP_LIMIT,
     OPT_COMPARE,
-    OPT_HELP,
+    OPT_TIMEOUT,
 };
 
-static bool parse_uint(const char *s, unsigned max, unsigned *out)
+static const struct cli_opt compare_opts[] = {
+    {OPT_COMPARE, "compare",
+     NULL, "instead of reading a capture: EDHOC against DTLS 1.2, measured on loopback (see "
+           "above)"},
+    {OPT_TIMEOUT, "timeout", "SECONDS",
+     "with --compare: bound on the whole run (decimals allowed; 0.1..600, default 60)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt link_opts[] = {
+    {OPT_LINK, "link", "802.15.4|none",
+     "also count IEEE 802.15.4 frames and bytes (6LoWPAN IPHC, RFC 4944 fragmentation); the "
+     "assumptions are printed with the table"},
+    {OPT_LINK_MTU, "link-mtu", "N", "also count frames of a generic link carrying at most N bytes "
+                                    "of IP each"},
+    {OPT_FRAME_OVERHEAD, "frame-overhead", "N", "bytes each frame adds on a --link-mtu link "
+                                                "(default 0)"},
+    {OPT_MAC_HEADER, "mac-header", "N",
+     "802.15.4 MAC header bytes per frame (default 23: extended addresses, no PAN ID "
+     "compression; 9 for short addresses)"},
+    {OPT_FCS, "fcs", "N", "802.15.4 frame check sequence bytes (default 2)"},
+    {OPT_SECURITY, "security", "N", "802.15.4 security header and MIC bytes per frame (default 0)"},
+    {OPT_PHY, "phy-header", "N", "802.15.4 PHY bytes counted per frame (default 0; 6 for O-QPSK "
+                                 "2.4 GHz)"},
+    {OPT_HOP_LIMIT, "hop-limit", "N", "IPv6 hop limit on the 802.15.4 link (default 64; 1, 64 and "
+                                      "255 are elided, others cost 1 byte)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt capture_opts[] = {
+    {OPT_ADDR, "addr", "MODE",
+     "how IPHC carries the captured addresses on the 802.15.4 link: ll (link-local, IID from "
+     "the MAC, elided; default), ctx (context prefix, IID from the MAC), ctx16 (2 bytes), ctx64 "
+     "(8 bytes), inline (16), auto (from each captured IPv6 address: link-local elided, global 8 "
+     "or 2 bytes, multicast 1-16; IPv4 and loopback as ll)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt output_opts[] = {
+    {OPT_JSON, "json", NULL,
+     "machine-readable output (docs/json/bytes.schema.json; with --compare "
+     "docs/json/bytes-compare.schema.json)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group bytes_groups[] = {
+    {"Comparison", compare_opts},
+    {"Link model (a capture, or --compare)", link_opts},
+    {"Capture", capture_opts},
+    {"Output", output_opts},
+    {NULL, NULL},
+};
+
+static const struct cli_opt_renamed bytes_renamed[] = {
+    {"timeout-ms", "--timeout SECONDS with --compare (decimals allowed, e.g. --timeout 0.5)"},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_bytes = {
+    .name = "bytes",
+    .synopsis = "CAPTURE [OPTIONS]\n       edhoc-cli bytes --compare [OPTIONS]",
+    .description =
+        "Reads a pcap or pcapng file (Ethernet, Linux cooked v1/v2, raw IP or loopback\n"
+        "link types), finds every EDHOC exchange (CoAP POSTs to the EDHOC resource,\n"
+        "Content-Formats 64/65, the RFC 9668 EDHOC option, bare message_1 recognized by\n"
+        "its structure; responses matched by token and addresses) and the OSCORE traffic\n"
+        "after it, and prints each message's size per layer: EDHOC message, CoAP\n"
+        "message (UDP payload), UDP datagram, IP packet, captured frame, and frames and\n"
+        "bytes on the modelled link. Method, suites and C_I come from message_1, C_R\n"
+        "from message_3's prefix or the OSCORE kid; ID_CRED types are encrypted and are\n"
+        "inferred from sizes where only one reading fits (marked \"inferred\").\n"
+        "Malformed or truncated packets are reported and skipped.\n\n"
+        "--compare runs, on loopback and in one run: EDHOC (method 0 suite 2 with the\n"
+        "293-byte demo certificates by value, x5chain, and by reference, x5t; method 3\n"
+        "suite 2 with CCS static-DH keys named by kid; C_I/C_R one byte) through this\n"
+        "program's responder and initiator, and a DTLS 1.2 handshake of libcoap's\n"
+        "OpenSSL backend with the same certificates, with raw public keys and with a\n"
+        "PSK; each followed by one CoAP GET. Every datagram is counted by a relay\n"
+        "between client and server.",
+    .groups = bytes_groups,
+    .renamed = bytes_renamed,
+    .epilogue =
+        "Exit codes: 0 ok (--compare: every run the libraries support succeeded); 1 a\n"
+        "--compare run failed; 2 bad command line; 3 the capture cannot be opened or is\n"
+        "truncated/corrupt (the packets read before the damage are still reported);\n"
+        "130/143 --compare interrupted by SIGINT/SIGTERM (what completed is printed,\n"
+        "marked partial).",
+};
+
+static const char *const addr_names[] = {"ll", "ctx", "ctx16", "ctx64", "inline", "auto", NULL};
+static const enum edhoc_netacct_addr_mode addr_modes[] = {
+    EDHOC_NETACCT_ADDR_LINK_LOCAL_MAC, EDHOC_NETACCT_ADDR_CONTEXT_MAC,
+    EDHOC_NETACCT_ADDR_CONTEXT_16,     EDHOC_NETACCT_ADDR_CONTEXT_64,
+    EDHOC_NETACCT_ADDR_INLINE,         EDHOC_NETACCT_ADDR_AUTO,
+};
+
+static const char *addr_name(enum edhoc_netacct_addr_mode m)
 {
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (!*s || *end || v > max || s[0] == '-')
-        return false;
-    *out = (unsigned)v;
-    return true;
+    for (size_t i = 0; i < sizeof addr_modes / sizeof addr_modes[0]; i++)
+        if (addr_modes[i] == m)
+            return addr_names[i];
+    return NULL;
 }
 
-static bool parse_addr_mode(const char *s, enum edhoc_netacct_addr_mode *m)
+json_t *bytes_link_json(const struct edhoc_netacct_link *l)
 {
-    static const struct {
-        const char *name;
-        enum edhoc_netacct_addr_mode mode;
-    } modes[] = {
-        {"ll", EDHOC_NETACCT_ADDR_LINK_LOCAL_MAC},  {"ctx", EDHOC_NETACCT_ADDR_CONTEXT_MAC},
-        {"ctx16", EDHOC_NETACCT_ADDR_CONTEXT_16},   {"ctx64", EDHOC_NETACCT_ADDR_CONTEXT_64},
-        {"inline", EDHOC_NETACCT_ADDR_INLINE},      {"auto", EDHOC_NETACCT_ADDR_AUTO},
-    };
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (strcmp(s, modes[i].name) == 0) {
-            *m = modes[i].mode;
-            return true;
-        }
-    return false;
+    bool mtu = l->type == EDHOC_NETACCT_LINK_MTU, f154 = l->type == EDHOC_NETACCT_LINK_802154;
+    json_t *o = json_object();
+    cli_json_set(o, "model", json_string(f154 ? "802.15.4" : mtu ? "mtu" : "none"));
+    cli_json_set(o, "mtu", cli_json_int_or_null(mtu, l->mtu));
+    cli_json_set(o, "frame_overhead", cli_json_int_or_null(mtu, l->frame_overhead));
+    cli_json_set(o, "mac_header", cli_json_int_or_null(f154, l->mac_header));
+    cli_json_set(o, "fcs", cli_json_int_or_null(f154, l->fcs));
+    cli_json_set(o, "security", cli_json_int_or_null(f154, l->security));
+    cli_json_set(o, "phy_header", cli_json_int_or_null(f154, l->phy_header));
+    cli_json_set(o, "hop_limit", cli_json_int_or_null(f154, l->hop_limit));
+    cli_json_set(o, "addr", cli_json_string_or_null(f154 ? addr_name(l->src_addr) : NULL));
+    char desc[512];
+    edhoc_netacct_link_describe(l, desc, sizeof desc);
+    cli_json_set(o, "description", json_string(desc));
+    return o;
 }
 
 static void format_endpoint(int version, const uint8_t *addr, uint16_t port, char *buf,
@@ -116,9 +172,9 @@ static const char *outcome(const struct edhoc_capture_exchange *ex)
     return ex->completed ? "completed" : "incomplete";
 }
 
-/* Milliseconds from the first to the last handshake message (0 when
- * fewer than two). */
-static double handshake_ms(const struct edhoc_capture_exchange *ex)
+/* Milliseconds from the first to the last handshake message; false when
+ * fewer than two were seen (no span to measure). */
+static bool handshake_span(const struct edhoc_capture_exchange *ex, double *ms)
 {
     const struct timespec *first = NULL, *last = NULL;
     for (size_t i = 0; i < ex->n_msgs; i++) {
@@ -130,10 +186,12 @@ static double handshake_ms(const struct edhoc_capture_exchange *ex)
             first = &ex->msgs[i].ts;
         last = &ex->msgs[i].ts;
     }
+    *ms = 0;
     if (!first || first == last)
-        return 0;
-    return (double)(last->tv_sec - first->tv_sec) * 1e3 +
-           (double)(last->tv_nsec - first->tv_nsec) / 1e6;
+        return false;
+    *ms = (double)(last->tv_sec - first->tv_sec) * 1e3 +
+          (double)(last->tv_nsec - first->tv_nsec) / 1e6;
+    return true;
 }
 
 static void suites_text(const struct edhoc_capture_exchange *ex, char *buf, size_t cap)
@@ -231,7 +289,11 @@ static void print_text(const char *path, int dlt, const struct edhoc_capture_ana
             printf("  outcome: %s (EDHOC error, ERR_CODE %d)", oc, ex->error_code);
         else
             printf("  outcome: %s", oc);
-        printf(", handshake messages spanning %.3f ms\n", handshake_ms(ex));
+        double span;
+        if (handshake_span(ex, &span))
+            printf(", handshake messages spanning %.3f ms\n", span);
+        else
+            printf(", fewer than two handshake messages\n");
         printf("  %-20s %5s %-4s %6s %6s %6s %6s %6s %6s", "message", "pkt", "dir", "dgrams",
                "EDHOC", "CoAP", "UDP", "IP", "frame");
         if (link)
@@ -296,223 +358,330 @@ static void print_text(const char *path, int dlt, const struct edhoc_capture_ana
         printf("\nThe capture file is damaged after packet %u: %s\n", a->packets, read_error);
 }
 
-/* ---- JSON ---- */
+/* ---- JSON (docs/json/bytes.schema.json) ---- */
 
-static void json_total(const char *name, const struct edhoc_netacct_total *t, bool comma)
+static json_t *json_total(const struct edhoc_netacct_total *t, bool link)
 {
-    printf("\"%s\":{\"messages\":%u,\"datagrams\":%u,\"edhoc\":%zu,\"coap\":%zu,\"udp\":%zu,"
-           "\"ip\":%zu,\"link_frames\":%u,\"link_bytes\":%zu}%s",
-           name, t->messages, t->datagrams, t->edhoc, t->coap, t->udp, t->ip, t->frames, t->link,
-           comma ? "," : "");
+    json_t *o = json_object();
+    cli_json_set(o, "messages", json_integer(t->messages));
+    cli_json_set(o, "datagrams", json_integer(t->datagrams));
+    cli_json_set(o, "edhoc_bytes", json_integer((json_int_t)t->edhoc));
+    cli_json_set(o, "coap_bytes", json_integer((json_int_t)t->coap));
+    cli_json_set(o, "udp_bytes", json_integer((json_int_t)t->udp));
+    cli_json_set(o, "ip_bytes", json_integer((json_int_t)t->ip));
+    cli_json_set(o, "frames", cli_json_int_or_null(link, t->frames));
+    cli_json_set(o, "link_bytes", cli_json_int_or_null(link, (long long)t->link));
+    return o;
 }
 
-static void json_cid(const uint8_t *v, size_t len)
+/* A connection identifier: its bytes, and the integer it stands for when
+ * it has the one-byte integer form (RFC 9528 Section 3.3.2). */
+static json_t *json_cid(const uint8_t *v, size_t len)
 {
-    char buf[40];
-    edhoc_capture_cid_format(v, len, buf, sizeof buf);
-    printf("{\"hex\":");
-    cli_json_hex(stdout, v, len);
-    printf(",\"text\":");
-    cli_json_string(stdout, buf);
-    printf("}");
+    json_t *o = json_object();
+    cli_json_set(o, "hex", cli_json_hex_value(v, len));
+    bool is_int = len == 1 && (v[0] <= 0x17 || (v[0] >= 0x20 && v[0] <= 0x37));
+    cli_json_set(o, "int", cli_json_int_or_null(is_int, v[0] <= 0x17 ? v[0] : -1 - (v[0] - 0x20)));
+    return o;
 }
 
-static void print_json(const char *path, int dlt, const struct edhoc_capture_analysis *a,
-                       const char *read_error)
+/* The capture library's inference of an ID_CRED type (a sentence such as
+ * "kid (inferred: 1 byte, assuming no EAD)", capture.h) as values: the
+ * type, the size it was inferred from and the assumptions made, so that
+ * no reader has to take the sentence apart. NULL: nothing to infer from
+ * (the message was not seen). */
+static json_t *json_id_cred(const char *text)
 {
-    char desc[512];
-    edhoc_netacct_link_describe(&a->link, desc, sizeof desc);
-    printf("{\"file\":");
-    cli_json_string(stdout, path);
-    printf(",\"link_type\":%d,\"link_type_name\":", dlt);
-    cli_json_string(stdout, edhoc_capture_dlt_name(dlt) ? edhoc_capture_dlt_name(dlt) : "?");
-    printf(",\"link\":{\"model\":\"%s\",\"description\":",
-           a->link.type == EDHOC_NETACCT_LINK_802154 ? "802.15.4"
-           : a->link.type == EDHOC_NETACCT_LINK_MTU  ? "mtu"
-                                                     : "none");
-    cli_json_string(stdout, desc);
-    printf("},\"packets\":%u,\"udp\":%u,\"coap\":%u,\"exchanges\":[", a->packets, a->udp, a->coap);
+    if (!text[0])
+        return json_null();
+    static const struct {
+        const char *prefix, *type;
+    } types[] = {
+        {"kid (", "kid"},
+        {"x5t (", "x5t"},
+        {"x5chain or kccs (", "x5chain-or-kccs"},
+    };
+    const char *type = "unknown";
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strncmp(text, types[i].prefix, strlen(types[i].prefix)))
+            type = types[i].type;
+    /* The size: after "inferred: ", or first in "unknown (N bytes". */
+    const char *n = strstr(text, "inferred: ");
+    n = n ? n + 10 : strchr(text, '(') ? strchr(text, '(') + 1 : text;
+    char *end;
+    long bytes = strtol(n, &end, 10);
+    bool have_bytes = end != n && bytes > 0;
+    json_t *o = json_object();
+    cli_json_set(o, "type", json_string(type));
+    cli_json_set(o, "bytes", cli_json_int_or_null(have_bytes, bytes));
+    json_t *assumed = json_array();
+    if (strstr(text, "1-byte C_R"))
+        json_array_append_new(assumed, json_string("c_r_1_byte"));
+    if (strstr(text, "no EAD"))
+        json_array_append_new(assumed, json_string("no_ead"));
+    cli_json_set(o, "assumptions", assumed);
+    return o;
+}
+
+/* The framing as the other commands name it (interop, initiator). */
+static json_t *json_framing(const char *f)
+{
+    if (!f || !strcmp(f, "?"))
+        return json_null();
+    if (!strcmp(f, "RFC 9528 A.2"))
+        return json_string("A.2");
+    if (!strcmp(f, "RFC 9668 combined"))
+        return json_string("combined");
+    return json_string(f);
+}
+
+static bool is_edhoc_msg(enum edhoc_capture_msg_type t)
+{
+    return t <= EDHOC_CAPTURE_MSG_ERROR || t == EDHOC_CAPTURE_MSG_3_OSCORE;
+}
+
+static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link)
+{
+    json_t *o = json_object();
+    char cl[64], sv[64];
+    format_endpoint(ex->ip_version, ex->client, ex->client_port, cl, sizeof cl);
+    format_endpoint(ex->ip_version, ex->server, ex->server_port, sv, sizeof sv);
+    cli_json_set(o, "initiator", json_string(cl));
+    cli_json_set(o, "responder", json_string(sv));
+    cli_json_set(o, "ip_version", json_integer(ex->ip_version));
+    cli_json_set(o, "framing", json_framing(ex->framing));
+    cli_json_set(o, "outcome", json_string(outcome(ex)));
+    cli_json_set(o, "method", cli_json_int_or_null(ex->method >= 0, ex->method));
+    cli_json_set(o, "suite",
+                 cli_json_int_or_null(ex->n_suites > 0, ex->n_suites ? ex->suites[ex->n_suites - 1] : 0));
+    json_t *suites = json_array();
+    for (size_t k = 0; k < ex->n_suites; k++)
+        json_array_append_new(suites, json_integer(ex->suites[k]));
+    cli_json_set(o, "suites_i", suites);
+    cli_json_set(o, "c_i", json_cid(ex->c_i, ex->c_i_len));
+    cli_json_set(o, "c_r", ex->c_r_known ? json_cid(ex->c_r, ex->c_r_len) : json_null());
+    cli_json_set(o, "id_cred_r", json_id_cred(ex->id_cred_r));
+    cli_json_set(o, "id_cred_i", json_id_cred(ex->id_cred_i));
+    cli_json_set(o, "err_code", cli_json_int_or_null(ex->error_code != -1, ex->error_code));
+    double ms = 0;
+    cli_json_set(o, "handshake_ms",
+                 handshake_span(ex, &ms) ? cli_json_real_or_null(ms) : json_null());
+    json_t *msgs = json_array();
+    for (size_t k = 0; k < ex->n_msgs; k++) {
+        const struct edhoc_capture_msg *m = &ex->msgs[k];
+        json_t *j = json_object();
+        cli_json_set(j, "name", json_string(edhoc_capture_msg_type_name(m->type)));
+        cli_json_set(j, "packet", json_integer(m->packet));
+        cli_json_set(j, "from", json_string(m->from_initiator ? "initiator" : "responder"));
+        cli_json_set(j, "datagrams", json_integer(m->datagrams));
+        cli_json_set(j, "retransmissions", json_integer(m->retransmissions));
+        cli_json_set(j, "edhoc_bytes",
+                     cli_json_int_or_null(is_edhoc_msg(m->type), (long long)m->edhoc));
+        cli_json_set(j, "coap_bytes", json_integer((json_int_t)m->coap));
+        cli_json_set(j, "udp_bytes", json_integer((json_int_t)m->udp));
+        cli_json_set(j, "ip_bytes", json_integer((json_int_t)m->ip));
+        cli_json_set(j, "frame_bytes", json_integer((json_int_t)m->frame));
+        cli_json_set(j, "frames", cli_json_int_or_null(link, m->link_frames));
+        cli_json_set(j, "link_bytes", cli_json_int_or_null(link, (long long)m->link_bytes));
+        cli_json_set(j, "answers", cli_json_int_or_null(m->answers >= 0, m->answers));
+        json_array_append_new(msgs, j);
+    }
+    cli_json_set(o, "messages", msgs);
+    cli_json_set(o, "messages_not_listed", json_integer(ex->msgs_dropped));
+    json_t *pairs = json_array();
+    for (size_t k = 0; k < ex->n_msgs; k++) {
+        struct edhoc_netacct_total t;
+        if (!oscore_pair(ex, k, &t))
+            continue;
+        json_t *p = json_object();
+        cli_json_set(p, "request", json_integer(ex->msgs[k].answers));
+        cli_json_set(p, "response", json_integer((json_int_t)k));
+        cli_json_set(p, "totals", json_total(&t, link));
+        json_array_append_new(pairs, p);
+    }
+    cli_json_set(o, "oscore_exchanges", pairs);
+    json_t *tot = json_object();
+    cli_json_set(tot, "handshake", json_total(&ex->totals.handshake, link));
+    cli_json_set(tot, "oscore", json_total(&ex->totals.oscore, link));
+    cli_json_set(tot, "other", json_total(&ex->totals.other, link));
+    cli_json_set(tot, "all", json_total(&ex->totals.all, link));
+    cli_json_set(o, "totals", tot);
+    return o;
+}
+
+static int print_json(const char *path, int dlt, const struct edhoc_capture_analysis *a,
+                      const char *read_error)
+{
+    bool link = a->link.type != EDHOC_NETACCT_LINK_NONE;
+    json_t *root = json_object();
+    cli_json_set(root, "file", json_string(path));
+    cli_json_set(root, "link_type", json_integer(dlt));
+    cli_json_set(root, "link_type_name", cli_json_string_or_null(edhoc_capture_dlt_name(dlt)));
+    cli_json_set(root, "link", bytes_link_json(&a->link));
+    cli_json_set(root, "packets", json_integer(a->packets));
+    cli_json_set(root, "udp_datagrams", json_integer(a->udp));
+    cli_json_set(root, "coap_messages", json_integer(a->coap));
+    json_t *exs = json_array();
+    unsigned done = a->ex_evicted_completed, failed = a->ex_evicted_failed;
     for (size_t i = 0; i < a->n_ex; i++) {
-        const struct edhoc_capture_exchange *ex = &a->ex[i];
-        char cl[64], sv[64];
-        format_endpoint(ex->ip_version, ex->client, ex->client_port, cl, sizeof cl);
-        format_endpoint(ex->ip_version, ex->server, ex->server_port, sv, sizeof sv);
-        printf("%s{\"initiator\":\"%s\",\"responder\":\"%s\",\"ip_version\":%d,\"framing\":\"%s\","
-               "\"outcome\":\"%s\",\"method\":%d,\"suite\":%d,\"suites_i\":[",
-               i ? "," : "", cl, sv, ex->ip_version, ex->framing, outcome(ex), ex->method,
-               ex->n_suites ? ex->suites[ex->n_suites - 1] : -1);
-        for (size_t k = 0; k < ex->n_suites; k++)
-            printf("%s%d", k ? "," : "", ex->suites[k]);
-        printf("],\"c_i\":");
-        json_cid(ex->c_i, ex->c_i_len);
-        printf(",\"c_r\":");
-        if (ex->c_r_known)
-            json_cid(ex->c_r, ex->c_r_len);
-        else
-            printf("null");
-        printf(",\"id_cred_r\":");
-        cli_json_string(stdout, ex->id_cred_r[0] ? ex->id_cred_r : "unknown");
-        printf(",\"id_cred_i\":");
-        cli_json_string(stdout, ex->id_cred_i[0] ? ex->id_cred_i : "unknown");
-        if (ex->error_code != -1)
-            printf(",\"error_code\":%d", ex->error_code);
-        printf(",\"handshake_ms\":%.3f", handshake_ms(ex));
-        printf(",\"messages\":[");
-        for (size_t k = 0; k < ex->n_msgs; k++) {
-            const struct edhoc_capture_msg *m = &ex->msgs[k];
-            printf("%s{\"name\":\"%s\",\"packet\":%u,\"from\":\"%s\",\"datagrams\":%u,"
-                   "\"retransmissions\":%u,\"edhoc\":%zu,\"coap\":%zu,\"udp\":%zu,\"ip\":%zu,"
-                   "\"frame\":%zu,\"link_frames\":%u,\"link_bytes\":%zu,\"answers\":%d}",
-                   k ? "," : "", edhoc_capture_msg_type_name(m->type), m->packet,
-                   m->from_initiator ? "initiator" : "responder", m->datagrams,
-                   m->retransmissions, m->edhoc, m->coap, m->udp, m->ip, m->frame, m->link_frames,
-                   m->link_bytes, m->answers);
-        }
-        printf("],\"oscore_exchanges\":[");
-        bool first = true;
-        for (size_t k = 0; k < ex->n_msgs; k++) {
-            struct edhoc_netacct_total t;
-            if (!oscore_pair(ex, k, &t))
-                continue;
-            printf("%s{\"request\":%d,\"response\":%zu,", first ? "" : ",", ex->msgs[k].answers,
-                   k);
-            json_total("totals", &t, false);
-            printf("}");
-            first = false;
-        }
-        printf("],\"totals\":{");
-        json_total("handshake", &ex->totals.handshake, true);
-        json_total("oscore", &ex->totals.oscore, true);
-        json_total("other", &ex->totals.other, true);
-        json_total("all", &ex->totals.all, false);
-        printf("}}");
+        json_array_append_new(exs, json_exchange(&a->ex[i], link));
+        const char *oc = outcome(&a->ex[i]);
+        done += !strcmp(oc, "completed");
+        failed += !strcmp(oc, "failed");
     }
-    printf("],\"exchanges_not_listed\":%u,\"summary\":{", a->ex_evicted);
-    json_total("handshake", &a->totals.handshake, true);
-    json_total("oscore", &a->totals.oscore, true);
-    json_total("other", &a->totals.other, true);
-    json_total("all", &a->totals.all, true);
-    printf("\"unmatched\":%u,\"ignored\":%u,\"skipped\":%u},\"issues\":[", a->unmatched,
-           a->ignored, a->skipped);
+    cli_json_set(root, "exchanges", exs);
+    cli_json_set(root, "exchanges_not_listed", json_integer(a->ex_evicted));
+    json_t *sum = json_object();
+    size_t total = a->n_ex + a->ex_evicted;
+    cli_json_set(sum, "exchanges", json_integer((json_int_t)total));
+    cli_json_set(sum, "completed", json_integer(done));
+    cli_json_set(sum, "failed", json_integer(failed));
+    cli_json_set(sum, "incomplete", json_integer((json_int_t)(total - done - failed)));
+    cli_json_set(sum, "handshake", json_total(&a->totals.handshake, link));
+    cli_json_set(sum, "oscore", json_total(&a->totals.oscore, link));
+    cli_json_set(sum, "other", json_total(&a->totals.other, link));
+    cli_json_set(sum, "all", json_total(&a->totals.all, link));
+    cli_json_set(sum, "unmatched", json_integer(a->unmatched));
+    cli_json_set(sum, "ignored", json_integer(a->ignored));
+    cli_json_set(sum, "skipped", json_integer(a->skipped));
+    cli_json_set(root, "summary", sum);
+    json_t *issues = json_array();
     for (size_t i = 0; i < a->n_issues; i++) {
-        printf("%s{\"packet\":%u,\"text\":", i ? "," : "", a->issues[i].packet);
-        cli_json_string(stdout, a->issues[i].text);
-        printf("}");
+        json_t *is = json_object();
+        cli_json_set(is, "packet", json_integer(a->issues[i].packet));
+        cli_json_set(is, "text", json_string(a->issues[i].text));
+        json_array_append_new(issues, is);
     }
-    printf("],\"error\":");
-    if (read_error)
-        cli_json_string(stdout, read_error);
-    else
-        printf("null");
-    printf("}\n");
+    cli_json_set(root, "issues", issues);
+    cli_json_set(root, "issues_not_listed", json_integer(a->issues_dropped));
+    cli_json_set(root, "error", cli_json_string_or_null(read_error));
+    return cli_json_print(root, stdout);
 }
+
+/* ---- Command line ---- */
+
+/* Where an option of one mode was given in the other. */
+struct mode_use {
+    const char *compare_only;  /* --timeout */
+    const char *capture_only;  /* --addr */
+    const char *needs_154;     /* --mac-header, --fcs, ... */
+    const char *needs_mtu;     /* --frame-overhead */
+};
 
 int cmd_bytes(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"link", required_argument, NULL, OPT_LINK},
-        {"link-mtu", required_argument, NULL, OPT_LINK_MTU},
-        {"frame-overhead", required_argument, NULL, OPT_FRAME_OVERHEAD},
-        {"mac-header", required_argument, NULL, OPT_MAC_HEADER},
-        {"fcs", required_argument, NULL, OPT_FCS},
-        {"security", required_argument, NULL, OPT_SECURITY},
-        {"phy-header", required_argument, NULL, OPT_PHY},
-        {"addr", required_argument, NULL, OPT_ADDR},
-        {"hop-limit", required_argument, NULL, OPT_HOP_LIMIT},
-        {"compare", no_argument, NULL, OPT_COMPARE},
-        {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0},
-    };
-    /* --compare is a different command on the same name: it parses its
-     * own options. */
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if (strcmp(argv[i], "--compare") == 0)
-            return cmd_bytes_compare(argc, argv);
-    }
-    bool json = false;
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_bytes, argc, argv);
+    struct bytes_compare_opts cmp;
+    memset(&cmp, 0, sizeof cmp);
+    cmp.timeout_ms = 60000;
+    bool json = false, compare = false, use_154 = false;
     struct edhoc_netacct_link l154 = edhoc_netacct_link_802154_default();
-    struct edhoc_netacct_link link = {.type = EDHOC_NETACCT_LINK_NONE};
     unsigned mtu = 0, overhead = 0;
-    bool use_154 = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        unsigned v;
-        switch (c) {
+    const char *path = NULL;
+    struct mode_use used = {0};
+    static const char *const link_names[] = {"none", "802.15.4", "802154", NULL};
+    for (;;) {
+        enum cli_opt_status st = cli_opt_next(&p);
+        if (st == CLI_OPT_DONE)
+            break;
+        if (st == CLI_OPT_EXIT)
+            return p.exit_code;
+        if (st == CLI_OPT_POSITIONAL) {
+            if (path)
+                return cli_opt_error(&p, "one capture file at a time (got '%s' and '%s')", path,
+                                     p.value);
+            path = p.value;
+            continue;
+        }
+        long v = 0;
+        int idx = 0;
+        switch (p.opt->id) {
         case OPT_JSON: json = true; break;
-        case OPT_LINK:
-            if (strcmp(optarg, "802.15.4") == 0 || strcmp(optarg, "802154") == 0)
-                use_154 = true;
-            else if (strcmp(optarg, "none") == 0)
-                use_154 = false;
-            else {
-                fprintf(stderr, "edhoc-cli bytes: unknown link '%s' (none, 802.15.4)\n", optarg);
+        case OPT_COMPARE: compare = true; break;
+        case OPT_TIMEOUT:
+            if (cli_opt_seconds(&p, 0.1, 600, &cmp.timeout_ms))
                 return CLI_EXIT_USAGE;
-            }
+            used.compare_only = "--timeout";
+            break;
+        case OPT_LINK:
+            if (cli_opt_choice(&p, link_names, &idx))
+                return CLI_EXIT_USAGE;
+            use_154 = idx != 0;
             break;
         case OPT_LINK_MTU:
+            if (cli_opt_long(&p, 1, 65535, &v))
+                return CLI_EXIT_USAGE;
+            mtu = (unsigned)v;
+            break;
         case OPT_FRAME_OVERHEAD:
+            if (cli_opt_long(&p, 0, 65535, &v))
+                return CLI_EXIT_USAGE;
+            overhead = (unsigned)v;
+            used.needs_mtu = "--frame-overhead";
+            break;
         case OPT_MAC_HEADER:
         case OPT_FCS:
         case OPT_SECURITY:
         case OPT_PHY:
         case OPT_HOP_LIMIT:
-            if (!parse_uint(optarg, c == OPT_HOP_LIMIT ? 255 : 65535, &v) ||
-                (c == OPT_LINK_MTU && v == 0)) {
-                fprintf(stderr, "edhoc-cli bytes: bad number '%s' for %s\n", optarg,
-                        argv[optind - 1]);
+            if (cli_opt_long(&p, 0, p.opt->id == OPT_HOP_LIMIT ? 255 : 65535, &v))
                 return CLI_EXIT_USAGE;
-            }
-            if (c == OPT_LINK_MTU) mtu = v;
-            else if (c == OPT_FRAME_OVERHEAD) overhead = v;
-            else if (c == OPT_MAC_HEADER) l154.mac_header = v;
-            else if (c == OPT_FCS) l154.fcs = v;
-            else if (c == OPT_SECURITY) l154.security = v;
-            else if (c == OPT_PHY) l154.phy_header = v;
-            else l154.hop_limit = v;
+            if (p.opt->id == OPT_MAC_HEADER) l154.mac_header = (unsigned)v;
+            else if (p.opt->id == OPT_FCS) l154.fcs = (unsigned)v;
+            else if (p.opt->id == OPT_SECURITY) l154.security = (unsigned)v;
+            else if (p.opt->id == OPT_PHY) l154.phy_header = (unsigned)v;
+            else l154.hop_limit = (unsigned)v;
+            used.needs_154 = p.opt->name;
             break;
         case OPT_ADDR:
-            if (!parse_addr_mode(optarg, &l154.src_addr)) {
-                fprintf(stderr, "edhoc-cli bytes: unknown address mode '%s' (ll, ctx, ctx16, "
-                                "ctx64, inline, auto)\n", optarg);
+            if (cli_opt_choice(&p, addr_names, &idx))
                 return CLI_EXIT_USAGE;
-            }
-            l154.dst_addr = l154.src_addr;
+            l154.src_addr = l154.dst_addr = addr_modes[idx];
+            used.capture_only = "--addr";
+            used.needs_154 = used.needs_154 ? used.needs_154 : "addr";
             break;
-        case OPT_COMPARE: /* an abbreviation such as --comp */
-            return cmd_bytes_compare(argc, argv);
-        case OPT_HELP: bytes_usage(stdout); return CLI_EXIT_OK;
-        default:
-            fprintf(stderr, "edhoc-cli bytes: unknown option '%s'\n", argv[optind - 1]);
-            bytes_usage(stderr);
-            return CLI_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1) {
-        fprintf(stderr, "edhoc-cli bytes: expected exactly one capture file\n");
-        bytes_usage(stderr);
-        return CLI_EXIT_USAGE;
-    }
-    if (use_154 && mtu) {
-        fprintf(stderr, "edhoc-cli bytes: --link 802.15.4 and --link-mtu exclude each other\n");
-        return CLI_EXIT_USAGE;
-    }
+    /* An option the chosen mode would ignore is refused, with the mode it
+     * belongs to. */
+    if (compare && path)
+        return cli_opt_error(&p, "--compare measures on loopback and reads no capture (got '%s')",
+                             path);
+    if (compare && used.capture_only)
+        return cli_opt_error(&p, "%s describes the addresses of a capture; --compare runs on IPv4 "
+                                 "loopback, counted as link-local addresses", used.capture_only);
+    if (!compare && used.compare_only)
+        return cli_opt_error(&p, "%s bounds --compare; reading a capture is not bounded (add "
+                                 "--compare, or leave %s out)", used.compare_only,
+                             used.compare_only);
+    if (!compare && !path)
+        return cli_opt_usage_error(&cli_spec_bytes, "which capture file? (or --compare)");
+    if (use_154 && mtu)
+        return cli_opt_error(&p, "--link 802.15.4 and --link-mtu exclude each other");
+    if (used.needs_154 && !use_154)
+        return cli_opt_error(&p, "--%s describes 802.15.4 frames: add --link 802.15.4",
+                             used.needs_154);
+    if (used.needs_mtu && !mtu)
+        return cli_opt_error(&p, "%s describes the frames of a --link-mtu link: add --link-mtu N",
+                             used.needs_mtu);
+    struct edhoc_netacct_link link = {.type = EDHOC_NETACCT_LINK_NONE};
     if (use_154) {
         link = l154;
-        if (link.mac_header + link.fcs + link.security + 24 > EDHOC_NETACCT_802154_FRAME_MAX) {
-            fprintf(stderr, "edhoc-cli bytes: 802.15.4 per-frame overhead %u leaves no room in "
-                            "127-byte frames\n", link.mac_header + link.fcs + link.security);
-            return CLI_EXIT_USAGE;
-        }
+        if (link.mac_header + link.fcs + link.security + 24 > EDHOC_NETACCT_802154_FRAME_MAX)
+            return cli_opt_error(&p, "802.15.4 per-frame overhead %u leaves no room in 127-byte "
+                                     "frames", link.mac_header + link.fcs + link.security);
     } else if (mtu) {
         link = edhoc_netacct_link_mtu(mtu, overhead);
     }
+    if (compare) {
+        cmp.json = json;
+        cmp.link = link;
+        cmp.verbose = p.verbose;
+        cmp.quiet = p.quiet;
+        return bytes_compare_run(&cmp);
+    }
 
-    const char *path = argv[optind];
     char err[512];
     struct edhoc_capture_reader *r = edhoc_capture_reader_open(path, err, sizeof err);
     if (!r) {

@@ -9,6 +9,8 @@
 
 #include "commands.h"
 #include "edhoc_args.h"
+#include "json_out.h"
+#include "progress.h"
 #include "edhoc/blockwise.h"
 #include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
@@ -86,15 +88,19 @@ static const struct cli_opt request_opts[] = {
     {OPT_BLOCK_SIZE, "block-size", "N", "block-wise transfer above N bytes (16..1024, default 1024)"},
     {OPT_OBSERVE, "observe", "N",
      "register as an observer, print N notifications, then deregister with a\n"
-     "new request (RFC 7641 Section 3.6)"},
-    {OPT_REPEAT, "repeat", "N", "send the request N times in a row and print requests/s"},
+     "new request (RFC 7641 Section 3.6); Ctrl-C deregisters too"},
+    {OPT_REPEAT, "repeat", "N",
+     "send the request N times in a row and print requests/s; Ctrl-C stops\n"
+     "early and reports what was done"},
     {OPT_TIMEOUT, "timeout", "SECONDS", "give up after SECONDS (decimals allowed; default 10; bounds everything)"},
     {0, NULL, NULL, NULL},
 };
 
 static const struct cli_opt oscore_opts[] = {
     {OPT_OSCORE_CONTEXT, "oscore-context", "FILE[,SEQFILE]",
-     "protect with this static OSCORE context (libcoap format); SEQFILE:\n"
+     "protect with this static OSCORE context (libcoap format; it holds the\n"
+     "master secret, so it is refused when group or others can read it, when\n"
+     "another user owns it, or in a directory others can write); SEQFILE:\n"
      "libcoap's sequence-number file, kept in step"},
     {OPT_STATE_DIR, "state-dir", "DIR|none",
      "where the context's sequence numbers are kept between runs (default\n"
@@ -107,7 +113,9 @@ static const struct cli_opt oscore_opts[] = {
 };
 
 static const struct cli_opt output_opts[] = {
-    {OPT_JSON, "json", NULL, "machine-readable output (docs/json.md)"},
+    {OPT_JSON, "json", NULL,
+     "one JSON object on standard output, whatever the outcome once the request\n"
+     "is sent (docs/json/coap.schema.json)"},
     {0, NULL, NULL, NULL},
 };
 
@@ -134,10 +142,32 @@ const struct cli_cmd_spec cli_spec_coap = {
     .renamed = coap_renamed,
     .epilogue =
         "Exit codes: 0 a 2.xx response; 1 a 4.xx/5.xx response; 2 bad command line;\n"
-        "3 unusable context file or state directory; 6 no response in time or peer\n"
-        "unreachable; 7 OSCORE protection or verification failed, or the peer answered\n"
-        "without OSCORE.",
+        "3 unusable context file or state directory; 6 no response in time, peer\n"
+        "unreachable or host name not resolved; 7 OSCORE protection or verification\n"
+        "failed, or the peer answered without OSCORE; 130/143 --observe or --repeat\n"
+        "interrupted (SIGINT/SIGTERM), what was received reported.",
 };
+
+/* wait_response's answer when SIGINT/SIGTERM came first. */
+#define WAIT_INTERRUPTED (-1)
+
+/* The next message for the token, until deadline; with interruptible, in
+ * short slices so that Ctrl-C is seen while waiting for a notification.
+ * Returns its length, an EDHOC_TRANSPORT_ERR_*, or WAIT_INTERRUPTED. */
+static long wait_response(struct edhoc_transport *t, const uint8_t *tok, size_t tl, uint8_t *out,
+                          size_t cap, uint64_t deadline, bool interruptible)
+{
+    for (;;) {
+        uint64_t now = cli_now_ns();
+        int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+        int slice = interruptible && left > 200 ? 200 : left;
+        long rn = edhoc_transport_client_wait(t, tok, tl, out, cap, slice);
+        if (rn != EDHOC_TRANSPORT_ERR_TIMEOUT || slice == left)
+            return rn;
+        if (cli_interrupted())
+            return WAIT_INTERRUPTED;
+    }
+}
 
 /* End an observation with a new request (RFC 7641 Section 3.6): the
  * registration's token and Uri, Observe = 1, under OSCORE a fresh Partial
@@ -147,7 +177,8 @@ const struct cli_cmd_spec cli_spec_coap = {
  * observation too). */
 static int deregister(struct edhoc_transport *t, struct oscore_context *ctx, struct seq_log *seqs,
                       int code, const struct cli_uri *u, int cf, const uint8_t *tok, size_t tl,
-                      uint64_t deadline, uint8_t *req, uint8_t *prot, uint8_t *resp, uint8_t *plain)
+                      uint64_t deadline, uint8_t *req, uint8_t *prot, uint8_t *resp, uint8_t *plain,
+                      bool quiet)
 {
     long n = cli_coap_build_request((uint8_t)code, u->path, u->query, cf, NULL, 0, 1, req,
                                     EDHOC_TRANSPORT_MAX_MESSAGE);
@@ -197,8 +228,9 @@ static int deregister(struct edhoc_transport *t, struct oscore_context *ctx, str
             continue; /* still a notification */
         return (m.code >> 5) == 2 ? 0 : -1;
     }
-    fprintf(stderr, "edhoc-cli coap: the server did not confirm the deregistration; further "
-                    "notifications are answered with Reset\n");
+    if (!quiet)
+        fprintf(stderr, "edhoc-cli coap: the server did not confirm the deregistration; further "
+                        "notifications are answered with Reset\n");
     return -1;
 }
 
@@ -270,45 +302,95 @@ static int write_output(const char *path, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* One response: a JSON array element or a text line; with --output the
+/* What --json prints, built as the run goes: every response, then the
+ * members of the run as a whole (docs/json/coap.schema.json). NULL root:
+ * text output. */
+struct report {
+    json_t *root;
+    json_t *responses;
+    const char *error; /* the schema's word for why the run failed, or NULL */
+};
+
+/* One response as it was received. */
+struct response_info {
+    uint8_t code;
+    bool oscore;          /* the request went under OSCORE */
+    bool protected_resp;  /* the response came protected */
+    int content_format;   /* -1: none */
+    long bytes;           /* the CoAP message as received */
+    long piv;             /* its own Partial IV, -1: none */
+    bool echo;            /* answered after an Echo challenge (RFC 8613 Appendix B.1.2) */
+    long echo_piv;        /* that challenge's Partial IV, -1: none */
+    long block1_blocks, block2_blocks; /* inner blocks under OSCORE, -1: not counted */
+};
+
+/* One response: a member of "responses" or a text line; with --output the
  * body goes to that file and the line says how many bytes. Returns 0 or
  * -1 (the file could not be written). */
-static int print_response(bool json, long k, uint8_t rcode, bool oscore, bool protected_resp,
-                          int rcf, long bytes, long piv, bool echo, long echo_piv,
-                          const uint8_t *pl, size_t pll, const char *output_path)
+static int print_response(struct report *rep, const struct response_info *ri, const uint8_t *pl,
+                          size_t pll, const char *output_path)
 {
     char cn[48];
     int rc = 0;
     if (output_path)
         rc = write_output(output_path, pl, pll);
-    if (json) {
-        printf("%s\n  {\"code\": \"%s\", \"oscore\": %s, \"content_format\": %d, \"bytes\": %ld, "
-               "\"piv\": %ld, \"echo\": %s, \"echo_challenge_piv\": %ld, \"payload_bytes\": %zu, ",
-               k ? "," : "", cli_coap_code_name(rcode, cn, sizeof cn),
-               protected_resp ? "true" : "false", rcf, bytes, piv, echo ? "true" : "false", echo_piv,
-               pll);
-        if (output_path) {
-            printf("\"output\": ");
-            cli_json_string(stdout, output_path);
+    cli_coap_code_name(ri->code, cn, sizeof cn);
+    if (rep->root) {
+        json_t *r = json_object();
+        /* "2.05 Content": the code, then the registry's name apart. */
+        char *space = strchr(cn, ' ');
+        if (space)
+            *space = '\0';
+        cli_json_set(r, "code", json_string(cn));
+        cli_json_set(r, "code_name", cli_json_string_or_null(space ? space + 1 : NULL));
+        cli_json_set(r, "oscore", json_boolean(ri->protected_resp));
+        cli_json_set(r, "content_format",
+                     cli_json_int_or_null(ri->content_format >= 0, ri->content_format));
+        cli_json_set(r, "bytes", json_integer(ri->bytes));
+        cli_json_set(r, "piv", cli_json_int_or_null(ri->piv >= 0, ri->piv));
+        cli_json_set(r, "echo", json_boolean(ri->echo));
+        cli_json_set(r, "echo_challenge_piv", cli_json_int_or_null(ri->echo_piv >= 0, ri->echo_piv));
+        cli_json_set(r, "block1_blocks",
+                     cli_json_int_or_null(ri->block1_blocks >= 0, ri->block1_blocks));
+        cli_json_set(r, "block2_blocks",
+                     cli_json_int_or_null(ri->block2_blocks >= 0, ri->block2_blocks));
+        cli_json_set(r, "payload_bytes", json_integer((json_int_t)pll));
+        /* No payload (or one written to --output): null, not "". */
+        if (output_path || pll == 0) {
+            cli_json_set(r, "payload_hex", json_null());
+            cli_json_set(r, "payload_text", json_null());
         } else {
-            printf("\"payload\": ");
-            cli_json_payload(stdout, pl, pll);
+            cli_json_set_bytes(r, "payload", pl, pll);
         }
-        printf("}");
-    } else {
-        printf("%s%s%s", cli_coap_code_name(rcode, cn, sizeof cn),
-               oscore ? (protected_resp ? " (OSCORE)" : " (unprotected)") : "",
-               echo ? " after an Echo challenge" : "");
-        if (output_path)
-            printf(": %zu bytes written to %s", pll, output_path);
-        else if (pll) {
-            printf(": ");
-            cli_print_payload(stdout, pl, pll);
-        }
-        printf("\n");
+        cli_json_set(r, "output", cli_json_string_or_null(output_path));
+        json_array_append_new(rep->responses, r);
+        if (rc)
+            rep->error = "output_write";
+        return rc;
     }
+    printf("%s%s%s", cn,
+           ri->oscore ? (ri->protected_resp ? " (OSCORE)" : " (unprotected)") : "",
+           ri->echo ? " after an Echo challenge" : "");
+    if (output_path)
+        printf(": %zu bytes written to %s", pll, output_path);
+    else if (pll) {
+        printf(": ");
+        cli_print_payload(stdout, pl, pll);
+    }
+    printf("\n");
     fflush(stdout);
     return rc;
+}
+
+/* The word for a transport failure, and its exit code. */
+static int transport_failure(struct report *rep, long err)
+{
+    bool timeout = err == EDHOC_TRANSPORT_ERR_TIMEOUT;
+    bool unreachable = err == EDHOC_TRANSPORT_ERR_UNREACHABLE;
+    fprintf(stderr, "edhoc-cli coap: %s (%s)\n", timeout ? "timeout: no response" : "no response",
+            edhoc_transport_strerror((int)err));
+    rep->error = timeout ? "timeout" : unreachable ? "unreachable" : "no_response";
+    return timeout || unreachable ? CLI_EXIT_TIMEOUT : CLI_EXIT_FAILURE;
 }
 
 static void log_sent(void *user, const struct oscore_binding *b);
@@ -318,10 +400,8 @@ static void log_sent(void *user, const struct oscore_binding *b);
 static int oscore_request(struct edhoc_transport *t, struct oscore_context *ctx,
                           struct seq_log *seqs, const uint8_t *req, size_t req_len, uint8_t *out,
                           size_t cap, unsigned block_size, size_t max_body, long timeout_ms,
-                          bool json, const char *output_path)
+                          struct report *rep, const char *output_path)
 {
-    if (json)
-        printf("{\"responses\": [");
     struct cli_oscore_xfer x = {
         .block_size = block_size ? block_size : 1024,
         .max_body = max_body,
@@ -331,53 +411,55 @@ static int oscore_request(struct edhoc_transport *t, struct oscore_context *ctx,
     struct cli_oscore_result r;
     int xr = cli_oscore_exchange_bw(t, ctx, req, req_len, out, cap, (int)timeout_ms, NULL,
                                     NULL, &x, &r);
+    struct response_info ri = {
+        .oscore = true,
+        .bytes = (long)r.response_bytes,
+        .piv = -1,
+        .echo = r.echo_piv >= 0,
+        .echo_piv = r.echo_piv,
+        .block1_blocks = r.block1_blocks,
+        .block2_blocks = r.block2_blocks,
+    };
+    const uint8_t *pl;
+    size_t pll;
     if (xr && r.unprotected_error && r.response_len > 0) {
-        const uint8_t *pl;
-        size_t pll;
-        uint8_t rcode;
-        int rcf;
-        if (!cli_coap_response_view(out, (size_t)r.response_len, &rcode, &rcf, &pl, &pll))
-            print_response(json, 0, rcode, true, false, rcf, (long)r.response_bytes, -1,
-                           r.echo_piv >= 0, r.echo_piv, pl, pll, NULL);
+        if (!cli_coap_response_view(out, (size_t)r.response_len, &ri.code, &ri.content_format,
+                                    &pl, &pll))
+            print_response(rep, &ri, pl, pll, NULL);
         report_unprotected(out, (size_t)r.response_len, r.unprotected_code);
+        rep->error = "unprotected_response";
         return CLI_EXIT_OSCORE;
     }
     if (xr) {
-        if (r.transport_err) {
-            fprintf(stderr, "edhoc-cli coap: %s (%s)\n",
-                    r.transport_err == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout: no response"
-                                                                   : "no response",
-                    edhoc_transport_strerror(r.transport_err));
-            return r.transport_err == EDHOC_TRANSPORT_ERR_TIMEOUT ||
-                           r.transport_err == EDHOC_TRANSPORT_ERR_UNREACHABLE
-                       ? CLI_EXIT_TIMEOUT
-                       : CLI_EXIT_FAILURE;
-        }
+        if (r.transport_err)
+            return transport_failure(rep, r.transport_err);
         if (r.bw_err) {
             /* Never a part of the body as if it were the answer. */
             fprintf(stderr, "edhoc-cli coap: block-wise transfer failed after %u+%u blocks: %s\n",
                     r.block1_blocks, r.block2_blocks, edhoc_bw_strerror(r.bw_err));
+            rep->error = "blockwise";
             return CLI_EXIT_FAILURE;
         }
         fprintf(stderr, "edhoc-cli coap: OSCORE: %s\n", oscore_strerror(r.oscore_err));
+        rep->error = "oscore";
         return CLI_EXIT_OSCORE;
     }
-    const uint8_t *pl;
-    size_t pll;
-    uint8_t rcode;
-    int rcf;
-    if (cli_coap_response_view(out, (size_t)r.response_len, &rcode, &rcf, &pl, &pll)) {
+    if (cli_coap_response_view(out, (size_t)r.response_len, &ri.code, &ri.content_format, &pl,
+                               &pll)) {
         fprintf(stderr, "edhoc-cli coap: malformed response\n");
+        rep->error = "malformed_response";
         return CLI_EXIT_FAILURE;
     }
-    if (print_response(json, 0, rcode, true, true, rcf, (long)r.response_bytes, r.response_piv,
-                       r.echo_piv >= 0, r.echo_piv, pl, pll, output_path))
+    ri.protected_resp = true;
+    ri.piv = r.response_piv;
+    if (print_response(rep, &ri, pl, pll, output_path))
         return CLI_EXIT_INPUT;
-    if (rcode == COAP_CODE(2, 31)) {
+    if (ri.code == COAP_CODE(2, 31)) {
         fprintf(stderr, "edhoc-cli coap: the server asked for more blocks than the body has\n");
+        rep->error = "blockwise";
         return CLI_EXIT_FAILURE;
     }
-    return (rcode >> 5) >= 4 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+    return (ri.code >> 5) >= 4 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
 static void log_sent(void *user, const struct oscore_binding *b)
@@ -461,6 +543,14 @@ int cmd_coap(int argc, char **argv)
         fprintf(stderr, "edhoc-cli coap: --block-size: a power of two from 16 to 1024\n");
         return CLI_EXIT_USAGE;
     }
+    /* What this request would not use is refused, not ignored. */
+    if (!ctx_path && (state_opt || seq_given))
+        return cli_opt_error(&p, "%s goes with --oscore-context (a plain request has no "
+                                 "sequence numbers)", state_opt ? "--state-dir" : "--seq");
+    if (observe && repeat > 1)
+        return cli_opt_error(&p, "--observe and --repeat do not go together");
+    if (json && output_path && !strcmp(output_path, "-"))
+        return cli_opt_error(&p, "--json and --output -: both would go to standard output");
     if ((payload != NULL) + (payload_hex != NULL) + (payload_file != NULL) > 1) {
         fprintf(stderr, "edhoc-cli coap: give one of --payload, --payload-hex, --payload-file\n");
         return CLI_EXIT_USAGE;
@@ -498,18 +588,10 @@ int cmd_coap(int argc, char **argv)
             return CLI_EXIT_USAGE;
         }
         struct oscore_config cfg;
-        struct oscore_config_error err;
-        int rc = cli_oscore_config_read(conf_path, &cfg, &err);
-        if (rc == -1) {
-            fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", conf_path, strerror(errno));
-            free(body);
-            return CLI_EXIT_INPUT;
-        }
+        int rc = cli_oscore_context_load("coap", "--oscore-context", conf_path, &cfg);
         if (rc) {
-            fprintf(stderr, "edhoc-cli coap: --oscore-context %s line %u: %s\n", conf_path, err.line,
-                    err.message);
             free(body);
-            return CLI_EXIT_INPUT;
+            return rc;
         }
         ctx = calloc(1, sizeof *ctx);
         rc = ctx ? oscore_context_init_config(ctx, edhoc_crypto_openssl(), &cfg) : OSCORE_ERR_INVALID;
@@ -616,46 +698,55 @@ int cmd_coap(int argc, char **argv)
     int rc = edhoc_transport_client_open(&t, u.host, u.port, &tcfg);
     if (rc) {
         fprintf(stderr, "edhoc-cli coap: %s: %s\n", u.host, edhoc_transport_strerror(rc));
-        exit_code = rc == EDHOC_TRANSPORT_ERR_RESOLVE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+        exit_code = cli_exit_for_client_open(rc);
         goto out;
     }
     uint64_t deadline = cli_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    /* From here on the request goes out: --json prints what happened,
+     * whatever it was. */
+    struct report rep = {NULL, NULL, NULL};
+    if (json) {
+        rep.root = json_object();
+        rep.responses = json_array();
+        json_object_set(rep.root, "responses", rep.responses);
+    }
+    /* Runs that take a while (--observe, --repeat) show where they are
+     * and, stopped by Ctrl-C, end cleanly: the observation deregistered,
+     * what was received reported, marked partial. */
+    struct cli_progress pr;
+    bool long_run = observe > 0 || repeat > 1;
+    cli_progress_begin(&pr, "coap", p.verbose, p.quiet || !long_run);
+    if (long_run)
+        cli_interrupt_catch();
     uint8_t tok[8];
     size_t tl = 0;
+    long dereg = 1; /* 1: no observation; 0 confirmed; -1 not confirmed */
     if (bw_path) {
         exit_code = oscore_request(t, ctx, &seqs, req, (size_t)n_req, plain, msg_cap,
-                                   (unsigned)block_size, (size_t)max_body, timeout_ms, json,
+                                   (unsigned)block_size, (size_t)max_body, timeout_ms, &rep,
                                    output_path);
-        if (json)
-            printf("\n]");
         goto after_responses;
     }
     rc = edhoc_transport_client_send(t, send_msg, (size_t)n, true, tok, &tl);
     if (rc) {
         fprintf(stderr, "edhoc-cli coap: cannot send: %s\n", edhoc_transport_strerror(rc));
+        rep.error = "send";
         exit_code = CLI_EXIT_FAILURE;
-        goto out;
+        goto after_responses;
     }
     long want = observe ? observe : 1;
+    bool peer_lost = false; /* no point in deregistering */
     bool echo_done = false;
     long echo_piv = -1;
     long n_plain = n_req;
-    if (json)
-        printf("{\"responses\": [");
     for (long k = 0; k < want; k++) {
-        uint64_t now = cli_now_ns();
-        int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
-        long rn = edhoc_transport_client_wait(t, tok, tl, resp, msg_cap, left);
+        long rn = wait_response(t, tok, tl, resp, msg_cap, deadline, long_run);
+        if (rn == WAIT_INTERRUPTED)
+            break;
         if (rn < 0) {
-            if (json)
-                printf("]}\n");
-            fprintf(stderr, "edhoc-cli coap: %s (%s)\n",
-                    rn == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout: no response" : "no response",
-                    edhoc_transport_strerror((int)rn));
-            exit_code = rn == EDHOC_TRANSPORT_ERR_TIMEOUT || rn == EDHOC_TRANSPORT_ERR_UNREACHABLE
-                            ? CLI_EXIT_TIMEOUT
-                            : CLI_EXIT_FAILURE;
-            goto out;
+            exit_code = transport_failure(&rep, rn);
+            peer_lost = true;
+            break;
         }
         long piv = -1; /* the response's own Partial IV, if it has one */
         {
@@ -676,22 +767,18 @@ int cmd_coap(int argc, char **argv)
                 long un = oscore_unprotect_response(ctx, &b, resp, (size_t)rn, plain,
                                                     msg_cap);
                 if (un < 0) {
-                    if (json)
-                        printf("]}\n");
                     fprintf(stderr, "edhoc-cli coap: OSCORE: response rejected: %s\n",
                             oscore_strerror((int)un));
+                    rep.error = "oscore";
                     exit_code = CLI_EXIT_OSCORE;
-                    goto out;
+                    peer_lost = true;
+                    break;
                 }
                 shown = plain;
                 shown_len = (size_t)un;
                 protected_resp = true;
             }
         }
-        uint8_t rcode;
-        int rcf;
-        const uint8_t *pl;
-        size_t pll;
         struct coap_msg inner;
         const struct coap_option *echo = NULL;
         if (protected_resp && k == 0 && !echo_done && !coap_msg_parse(shown, shown_len, &inner) &&
@@ -712,59 +799,78 @@ int cmd_coap(int argc, char **argv)
             if (pn < 0) {
                 fprintf(stderr, "edhoc-cli coap: OSCORE: cannot protect the retry: %s\n",
                         oscore_strerror((int)pn));
+                rep.error = "oscore";
                 exit_code = CLI_EXIT_OSCORE;
-                goto out;
+                peer_lost = true;
+                break;
             }
             rc = edhoc_transport_client_send(t, prot, (size_t)pn, true, tok, &tl);
             if (rc) {
                 fprintf(stderr, "edhoc-cli coap: cannot send: %s\n", edhoc_transport_strerror(rc));
+                rep.error = "send";
                 exit_code = CLI_EXIT_FAILURE;
-                goto out;
+                peer_lost = true;
+                break;
             }
             k--;
             continue;
         }
-        if (cli_coap_response_view(shown, shown_len, &rcode, &rcf, &pl, &pll)) {
+        struct response_info ri = {
+            .oscore = ctx != NULL,
+            .protected_resp = protected_resp,
+            .bytes = rn,
+            .piv = piv,
+            .echo = echo_done,
+            .echo_piv = echo_done ? echo_piv : -1,
+            .block1_blocks = -1,
+            .block2_blocks = -1,
+        };
+        const uint8_t *pl;
+        size_t pll;
+        if (cli_coap_response_view(shown, shown_len, &ri.code, &ri.content_format, &pl, &pll)) {
             fprintf(stderr, "edhoc-cli coap: malformed response\n");
+            rep.error = "malformed_response";
             exit_code = CLI_EXIT_FAILURE;
-            goto out;
+            peer_lost = true;
+            break;
         }
-        if (print_response(json, k, rcode, ctx != NULL, protected_resp, rcf, rn, piv, echo_done,
-                           echo_piv, pl, pll, output_path)) {
+        if (print_response(&rep, &ri, pl, pll, output_path)) {
             exit_code = CLI_EXIT_INPUT;
             break;
         }
-        fflush(stdout);
         if (ctx && !protected_resp) {
             /* Not the answer, whatever its code: a response to an OSCORE
              * request is protected (RFC 8613 Section 8.4); only the OSCORE
              * layer's own errors come unprotected (Sections 7.4, 8.2). */
-            report_unprotected(resp, (size_t)rn, rcode);
+            report_unprotected(resp, (size_t)rn, ri.code);
+            rep.error = "unprotected_response";
             exit_code = CLI_EXIT_OSCORE;
             break;
         }
-        if ((rcode >> 5) >= 4) {
+        if ((ri.code >> 5) >= 4) {
             exit_code = CLI_EXIT_FAILURE;
             break;
         }
+        if (observe)
+            cli_progress_update(&pr, "%ld of %ld notifications", k + 1, want);
     }
-    if (json)
-        printf("\n]");
-    int dereg = observe ? deregister(t, ctx, &seqs, code, &u, (int)cf, tok, tl, deadline, req,
-                                     prot, resp, plain)
-                        : 0;
+    /* An observation ends with a deregistration (RFC 7641 Section 3.6),
+     * Ctrl-C included, unless the server is gone or cannot be talked to. */
+    if (observe && !peer_lost)
+        dereg = deregister(t, ctx, &seqs, code, &u, (int)cf, tok, tl, deadline, req, prot, resp,
+                           plain, p.quiet);
     edhoc_transport_client_forget(t, tok, tl);
-    if (json && observe)
-        printf(", \"deregistered\": %s", dereg == 0 ? "true" : "false");
 after_responses:
     /* Any answer counts (an unprotected request may well get 4.01). */
-    if (repeat > 1 && !observe && (exit_code == CLI_EXIT_OK || (!ctx && exit_code == CLI_EXIT_FAILURE))) {
+    if (repeat > 1 && !observe && !cli_interrupted() &&
+        (exit_code == CLI_EXIT_OK || (!ctx && exit_code == CLI_EXIT_FAILURE && !rep.error))) {
         /* Throughput: the same request again, one at a time. */
         uint64_t t0 = cli_now_ns();
-        long ok = 0;
-        for (long k = 1; k < repeat; k++) {
+        long ok = 0, sent = 0;
+        for (long k = 1; k < repeat && !cli_interrupted(); k++) {
             uint64_t now = cli_now_ns();
             int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+            sent++;
             if (ctx) {
                 struct cli_oscore_xfer x = {.block_size = block_size ? (unsigned)block_size : 1024,
                                             .max_body = (size_t)max_body,
@@ -779,25 +885,53 @@ after_responses:
                 break;
             }
             ok++;
+            cli_progress_update(&pr, "%ld of %ld requests", ok + 1, repeat);
         }
         double secs = (double)(cli_now_ns() - t0) / 1e9;
-        printf(json ? ", \"repeat\": {\"requests\": %ld, \"ok\": %ld, \"seconds\": %.3f, "
-                      "\"requests_per_second\": %.1f}"
-                    : "Repeat: %ld requests after the first, %ld ok in %.3f s: %.1f requests/s\n",
-               repeat - 1, ok, secs, secs > 0 ? (double)ok / secs : 0.0);
-        if (ok != repeat - 1)
+        if (rep.root) {
+            json_t *jr = json_object();
+            cli_json_set(jr, "requests", json_integer(sent));
+            cli_json_set(jr, "ok", json_integer(ok));
+            cli_json_set(jr, "seconds", cli_json_real_or_null(secs));
+            cli_json_set(jr, "requests_per_second",
+                         secs > 0 ? cli_json_real_or_null((double)ok / secs) : json_null());
+            cli_json_set(rep.root, "repeat", jr);
+        } else {
+            printf("Repeat: %ld requests after the first, %ld ok in %.3f s: %.1f requests/s\n",
+                   sent, ok, secs, secs > 0 ? (double)ok / secs : 0.0);
+        }
+        if (ok != sent && !cli_interrupted())
             exit_code = CLI_EXIT_FAILURE;
     }
-    if (json) {
+    cli_progress_end(&pr);
+    bool partial = cli_interrupted() != 0;
+    if (partial) {
+        if (!rep.root)
+            printf("interrupted: partial results\n");
+        exit_code = cli_interrupt_exit_code();
+    }
+    if (rep.root) {
+        json_decref(rep.responses);
+        if (!json_object_get(rep.root, "repeat"))
+            cli_json_set(rep.root, "repeat", json_null());
+        cli_json_set(rep.root, "deregistered", dereg == 1 ? json_null() : json_boolean(dereg == 0));
+        /* What this run used, so that a script can tell runs apart. */
+        json_t *used = json_null();
         if (ctx) {
-            /* What this run used, so that a script can tell runs apart. */
-            printf(", \"oscore_sequence_numbers\": [");
+            used = json_array();
             for (size_t i = 0; i < seqs.n; i++)
-                printf("%s%llu", i ? ", " : "", (unsigned long long)seqs.first[i]);
-            printf("], \"oscore_requests_protected\": %zu, \"next_sequence_number\": %llu",
-                   seqs.total, (unsigned long long)oscore_context_ssn(ctx));
+                json_array_append_new(used, json_integer((json_int_t)seqs.first[i]));
         }
-        printf("}\n");
+        cli_json_set(rep.root, "oscore_sequence_numbers", used);
+        cli_json_set(rep.root, "oscore_requests_protected",
+                     cli_json_int_or_null(ctx != NULL, (long long)seqs.total));
+        cli_json_set(rep.root, "next_sequence_number",
+                     cli_json_int_or_null(ctx != NULL,
+                                          ctx ? (long long)oscore_context_ssn(ctx) : 0));
+        cli_json_set(rep.root, "error", cli_json_string_or_null(rep.error));
+        cli_json_set(rep.root, "partial", json_boolean(partial));
+        if (cli_json_print(rep.root, stdout))
+            fprintf(stderr, "edhoc-cli coap: standard output: write error\n");
     }
 out:
     edhoc_transport_free(t);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,8 +23,10 @@
 #include "edhoc/oscore.h"
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
+#include "json_out.h"
 #include "net_report.h"
 #include "oscore_seq.h"
+#include "progress.h"
 #include "util.h"
 
 #define MAX_REQUESTS 16
@@ -34,6 +37,7 @@ struct row {
     char name[48];
     char dir; /* 'I': I -> R, 'R': R -> I */
     long edhoc_bytes; /* -1: not an EDHOC message */
+    uint8_t *edhoc;   /* the EDHOC message (edhoc_bytes long), NULL when none */
     size_t coap_bytes;
     unsigned datagrams;
     struct edhoc_netacct_total lay; /* those datagrams per layer */
@@ -87,7 +91,18 @@ struct run {
     double repeat_s;
     uint64_t next_ssn;  /* our Sender Sequence Number after this run's requests */
     bool conf_written;  /* --export-oscore-conf done */
+    bool partial;       /* --repeat stopped by SIGINT/SIGTERM */
 };
+
+/* Release the rows' copies of the EDHOC messages. */
+static void run_clear_rows(struct run *run)
+{
+    for (size_t i = 0; i < run->n_rows; i++) {
+        free(run->rows[i].edhoc);
+        run->rows[i].edhoc = NULL;
+    }
+    run->n_rows = 0;
+}
 
 static void on_trace(void *ctx, const char *name, const uint8_t *v, size_t len)
 {
@@ -104,15 +119,23 @@ static void on_trace(void *ctx, const char *name, const uint8_t *v, size_t len)
     run->n_trace++;
 }
 
-static void add_row(struct run *run, const char *name, char dir, long edhoc_bytes,
-                    size_t coap_bytes, unsigned datagrams, const struct cli_exchange *e)
+/* edhoc: the message's bytes (edhoc_bytes long; NULL with -1), kept for
+ * the JSON report. */
+static void add_row(struct run *run, const char *name, char dir, const uint8_t *edhoc,
+                    long edhoc_bytes, size_t coap_bytes, unsigned datagrams,
+                    const struct cli_exchange *e)
 {
     if (run->n_rows >= MAX_ROWS)
         return;
     struct row *r = &run->rows[run->n_rows++];
     snprintf(r->name, sizeof r->name, "%s", name);
     r->dir = dir;
-    r->edhoc_bytes = edhoc_bytes;
+    r->edhoc_bytes = edhoc && edhoc_bytes >= 0 ? edhoc_bytes : -1;
+    if (r->edhoc_bytes >= 0) {
+        r->edhoc = malloc(edhoc_bytes ? (size_t)edhoc_bytes : 1);
+        if (r->edhoc)
+            memcpy(r->edhoc, edhoc, (size_t)edhoc_bytes);
+    }
     r->coap_bytes = coap_bytes;
     r->datagrams = datagrams;
     if (e) {
@@ -125,14 +148,16 @@ static void add_row(struct run *run, const char *name, char dir, long edhoc_byte
 
 /* Rows for the exchange just finished (request and response directions). */
 static void add_exchange_rows(struct run *run, const struct cli_dgram_log *log, const char *req_name,
-                              long req_edhoc, const char *resp_name, long resp_edhoc)
+                              const uint8_t *req_msg, long req_edhoc, const char *resp_name,
+                              const uint8_t *resp_msg, long resp_edhoc)
 {
     if (log->n == 0)
         return;
     const struct cli_exchange *e = &log->ex[log->n - 1];
-    add_row(run, req_name, 'I', req_edhoc, e->bytes_sent, e->dgrams_sent, e);
+    add_row(run, req_name, 'I', req_msg, req_edhoc, e->bytes_sent, e->dgrams_sent, e);
     if (resp_name && e->dgrams_received)
-        add_row(run, resp_name, 'R', resp_edhoc, e->bytes_received, e->dgrams_received, e);
+        add_row(run, resp_name, 'R', resp_msg, resp_edhoc, e->bytes_received,
+                e->dgrams_received, e);
     run->exchanges++;
 }
 
@@ -195,7 +220,9 @@ struct ctx {
     size_t n_requests;
     int framing;
     bool combined;
-    long timeout_s;
+    long timeout_ms;
+    int verbose;
+    bool quiet;
     long block_size;
     bool framing_auto; /* --framing auto: A.2 first, then bare */
     long repeat;
@@ -378,7 +405,7 @@ static void send_error(struct ctx *c, const struct edhoc_session *s, uint64_t de
     cli_dgram_log_begin(&c->log, "error");
     long rn = edhoc_post(c, pre, (size_t)pl, err, (size_t)n, deadline, 1000);
     c->log.current = -1;
-    add_exchange_rows(run, &c->log, "error", n, rn > 0 ? "(response)" : NULL, -1);
+    add_exchange_rows(run, &c->log, "error", err, n, rn > 0 ? "(response)" : NULL, NULL, -1);
 }
 
 static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
@@ -418,14 +445,14 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
                              (size_t)n, deadline, 0);
         c->log.current = -1;
         if (rn > 0 && take_echo(c, c->resp, (size_t)rn)) {
-            add_exchange_rows(run, &c->log, "message_1", n, "(4.01 Echo)", -1);
+            add_exchange_rows(run, &c->log, "message_1", c->msg, n, "(4.01 Echo)", NULL, -1);
             cli_dgram_log_begin(&c->log, "message_1 (Echo)");
             rn = edhoc_post(c, &true_prefix, c->framing == EDHOC_FRAMING_A2 ? 1 : 0, c->msg,
                             (size_t)n, deadline, 0);
             c->log.current = -1;
         }
         if (rn < 0) {
-            add_exchange_rows(run, &c->log, "message_1", n, NULL, -1);
+            add_exchange_rows(run, &c->log, "message_1", c->msg, n, NULL, NULL, -1);
             fail(run, transport_exit(rn), "message_1 to %s: %s",
                  edhoc_transport_client_peer(c->t),
                  rn == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout, no response"
@@ -442,13 +469,13 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         }
         if (code == COAP_CODE_CHANGED && pll) {
             run->got_message_2 = true;
-            add_exchange_rows(run, &c->log, "message_1", n, "message_2", (long)pll);
+            add_exchange_rows(run, &c->log, "message_1", c->msg, n, "message_2", pl, (long)pll);
             memcpy(c->buf, pl, pll);
             m2_len = (long)pll;
             break;
         }
         if (pll && edhoc_message_is_error(pl, pll)) {
-            add_exchange_rows(run, &c->log, "message_1", n, "error", (long)pll);
+            add_exchange_rows(run, &c->log, "message_1", c->msg, n, "error", pl, (long)pll);
             struct edhoc_error_info info;
             if (edhoc_error_message_parse(pl, pll, &info) == 0 && info.code == 2) {
                 memcpy(run->suites_r, info.suites, info.n_suites * sizeof info.suites[0]);
@@ -473,7 +500,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
             }
             return -1;
         }
-        add_exchange_rows(run, &c->log, "message_1", n, "(response)", -1);
+        add_exchange_rows(run, &c->log, "message_1", c->msg, n, "(response)", NULL, -1);
         char cn[48];
         fail(run, CLI_EXIT_FAILURE, "the responder answered message_1 with %s%s",
              cli_coap_code_name(code, cn, sizeof cn), pll ? "" : " and no payload");
@@ -558,7 +585,8 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
                                                  EDHOC_TRANSPORT_MAX_MESSAGE, left_ms(deadline));
         c->log.current = -1;
         if (rn < 0) {
-            add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", n3, NULL, -1);
+            add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", c->msg, n3, NULL, NULL,
+                              -1);
             fail(run, transport_exit(rn), "combined request: %s",
                  rn == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout, no response"
                                                    : edhoc_transport_strerror((int)rn));
@@ -570,8 +598,8 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
             goto comb_out;
         }
         if (!coap_msg_find_option(&r, COAP_OPT_OSCORE)) {
-            add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", n3, "error",
-                              (long)r.payload_len);
+            add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", c->msg, n3,
+                              "error", r.payload, (long)r.payload_len);
             /* An EDHOC error refuses message_3 (RFC 9668 Section 3.3.1);
              * anything else unprotected answers nothing we asked, whatever
              * its code (RFC 8613 Section 2). */
@@ -584,8 +612,8 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
             }
             goto comb_out;
         }
-        add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", n3,
-                          "OSCORE response 1", -1);
+        add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", c->msg, n3,
+                          "OSCORE response 1", NULL, -1);
         long un = oscore_unprotect_response(osc, &b, c->resp, (size_t)rn, plain,
                                             OSCORE_MAX_PLAINTEXT + 64);
         if (un < 0) {
@@ -635,7 +663,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
                             bare_no_reply ? 300 : 0, !bare_no_reply);
     c->log.current = -1;
     if (rn < 0) {
-        add_exchange_rows(run, &c->log, "message_3", n3, NULL, -1);
+        add_exchange_rows(run, &c->log, "message_3", c->msg, n3, NULL, NULL, -1);
         if (bare_no_reply && rn == EDHOC_TRANSPORT_ERR_TIMEOUT)
             return 0; /* such devices never answer message_3 */
         fail(run, transport_exit(rn), "message_3: %s",
@@ -652,7 +680,8 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         return -1;
     }
     if (code >> 5 != 2) {
-        add_exchange_rows(run, &c->log, "message_3", n3, "error", pll ? (long)pll : -1);
+        add_exchange_rows(run, &c->log, "message_3", c->msg, n3, "error", pll ? p : NULL,
+                          pll ? (long)pll : -1);
         if (pll && edhoc_message_is_error(p, pll)) {
             peer_error(run, p, pll, code, "message_3");
         } else {
@@ -663,7 +692,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         return -1;
     }
     if (c->o.message_4) {
-        add_exchange_rows(run, &c->log, "message_3", n3, "message_4", (long)pll);
+        add_exchange_rows(run, &c->log, "message_3", c->msg, n3, "message_4", p, (long)pll);
         if (!pll) {
             fail(run, CLI_EXIT_FAILURE, "message_4 expected, the responder sent an empty 2.04");
             return -1;
@@ -674,7 +703,8 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
             return -1;
         }
     } else {
-        add_exchange_rows(run, &c->log, "message_3", n3, "(2.04 Changed)", pll ? (long)pll : -1);
+        add_exchange_rows(run, &c->log, "message_3", c->msg, n3, "(2.04 Changed)", pll ? p : NULL,
+                          pll ? (long)pll : -1);
     }
     return 0;
 }
@@ -1045,204 +1075,295 @@ static void print_text(const struct ctx *c, const struct run *run)
     }
 }
 
+/* ---- JSON report (docs/json/initiator.schema.json) ---- */
+
+static json_t *int_array(const int *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+/* The link the per-layer figures are counted on: null when none. */
+static json_t *link_json(const struct ctx *c)
+{
+    if (!have_link(c))
+        return json_null();
+    return cli_net_link_json(&c->net.link);
+}
+
+/* The OSCORE context in the terms another tool takes it; master secret and
+ * salt only with --export-secrets (else null). The responder's next
+ * sequence number is its own state, not known here: null. */
+static json_t *oscore_json(const struct ctx *c, const struct run *run)
+{
+    const struct edhoc_oscore_params *p = &run->osc;
+    bool libcoap;
+    int hkdf = cli_oscore_conf_hkdf(p->hash_alg, &libcoap);
+    json_t *o = json_object();
+    bool secrets = c->o.export_secrets;
+    cli_json_set(o, "master_secret",
+                 secrets ? cli_json_hex_value(p->master_secret, p->master_secret_len) : json_null());
+    cli_json_set(o, "master_salt",
+                 secrets ? cli_json_hex_value(p->master_salt, p->master_salt_len) : json_null());
+    cli_json_set(o, "sender_id", cli_json_hex_value(p->sender_id, p->sender_id_len));
+    cli_json_set(o, "recipient_id", cli_json_hex_value(p->recipient_id, p->recipient_id_len));
+    cli_json_set(o, "aead_alg", json_integer(p->aead_alg));
+    cli_json_set(o, "hkdf_alg", json_integer(hkdf));
+    cli_json_set(o, "libcoap", json_boolean(libcoap));
+    cli_json_set(o, "sender_next_seq", json_integer((json_int_t)run->next_ssn));
+    cli_json_set(o, "recipient_next_seq", json_null());
+    return o;
+}
+
+static json_t *message_json(const struct ctx *c, const struct row *r)
+{
+    json_t *m = json_object();
+    bool link = have_link(c);
+    cli_json_set(m, "name", json_string(r->name));
+    cli_json_set(m, "from", json_string(r->dir == 'I' ? "initiator" : "responder"));
+    cli_json_set(m, "edhoc_bytes", cli_json_int_or_null(r->edhoc_bytes >= 0, r->edhoc_bytes));
+    cli_json_set(m, "hex", r->edhoc ? cli_json_hex_value(r->edhoc, (size_t)r->edhoc_bytes)
+                                    : json_null());
+    cli_json_set(m, "coap_bytes", json_integer((json_int_t)r->coap_bytes));
+    cli_json_set(m, "datagrams", json_integer(r->datagrams));
+    cli_json_set(m, "ip_version", cli_json_int_or_null(r->datagrams > 0, r->ipv6 ? 6 : 4));
+    cli_json_set(m, "udp_bytes", json_integer((json_int_t)r->lay.udp));
+    cli_json_set(m, "ip_bytes", json_integer((json_int_t)r->lay.ip));
+    cli_json_set(m, "frames", cli_json_int_or_null(link, r->lay.frames));
+    cli_json_set(m, "link_bytes", cli_json_int_or_null(link, (long long)r->lay.link));
+    return m;
+}
+
 static void print_json(const struct ctx *c, const struct run *run)
 {
-    FILE *f = stdout;
-    fprintf(f, "{\n  \"outcome\": \"%s\"", run->exit_code ? "failed" : "ok");
+    json_t *root = json_object();
+    cli_json_set(root, "outcome", json_string(run->exit_code ? "failed" : "ok"));
+    json_t *err = json_null();
     if (run->exit_code) {
-        fprintf(f, ",\n  \"error\": {\"exit_code\": %d, \"text\": ", run->exit_code);
-        cli_json_string(f, run->failure);
-        if (run->have_peer_error) {
-            fprintf(f, ", \"err_code\": %lld, \"diagnostic\": ", run->peer_err_code);
-            cli_json_string(f, run->peer_diag);
-        }
-        fprintf(f, "}");
+        err = json_object();
+        cli_json_set(err, "exit_code", json_integer(run->exit_code));
+        cli_json_set(err, "text", json_string(run->failure[0] ? run->failure
+                                                              : "some repeated handshakes failed"));
+        cli_json_set(err, "err_code", cli_json_int_or_null(run->have_peer_error,
+                                                           run->peer_err_code));
+        cli_json_set(err, "diagnostic",
+                     run->have_peer_error ? json_string(run->peer_diag) : json_null());
     }
-    fprintf(f, ",\n  \"peer\": ");
-    cli_json_string(f, edhoc_transport_client_peer(c->t));
-    fprintf(f, ",\n  \"framing\": \"%s\",\n  \"combined\": %s,\n  \"method\": %d,\n  \"suite\": %d,\n"
-               "  \"attempts\": %d,\n",
-            c->framing == EDHOC_FRAMING_A2 ? "A.2" : "bare", c->combined ? "true" : "false",
-            c->o.method, run->suite, run->attempts);
+    cli_json_set(root, "error", err);
+    cli_json_set(root, "partial", json_boolean(run->partial));
+    cli_json_set(root, "peer", cli_json_string_or_null(c->t ? edhoc_transport_client_peer(c->t)
+                                                            : NULL));
+    cli_json_set(root, "framing", json_string(c->framing == EDHOC_FRAMING_A2 ? "A.2" : "bare"));
+    cli_json_set(root, "framing_auto", json_boolean(c->framing_auto));
+    cli_json_set(root, "framing_a2_failure", run->auto_a2_failure[0]
+                                                 ? json_string(run->auto_a2_failure)
+                                                 : json_null());
+    cli_json_set(root, "combined", json_boolean(c->combined));
+    cli_json_set(root, "method", json_integer(c->o.method));
+    cli_json_set(root, "suite", cli_json_int_or_null(run->suite >= 0, run->suite));
+    cli_json_set(root, "attempts", json_integer(run->attempts));
+    /* SUITES_R of the last error code 2 the responder sent. */
+    cli_json_set(root, "suites_r",
+                 run->n_suites_r ? int_array(run->suites_r, run->n_suites_r) : json_null());
     /* Deviations accepted on this handshake, and the diagnosis of a
      * failed MAC_2 / signature (RFC 9528 Section 5.3.2). */
-    fprintf(f, "  \"tolerated\": [");
-    for (unsigned bit = 1, k = 0; bit <= EDHOC_DEV_ALL; bit <<= 1) {
+    json_t *tol = json_array();
+    for (unsigned bit = 1; bit <= EDHOC_DEV_ALL; bit <<= 1) {
         if (run->tolerated & bit)
-            fprintf(f, "%s\"%s\"", k++ ? ", " : "", edhoc_deviation_name(bit));
+            json_array_append_new(tol, json_string(edhoc_deviation_name(bit)));
     }
-    fprintf(f, "],\n  \"diagnosis\": ");
-    if (run->diagnosis[0])
-        cli_json_string(f, run->diagnosis);
-    else
-        fprintf(f, "null");
-    fprintf(f, ",\n");
-    if (c->framing_auto) {
-        fprintf(f, "  \"framing_auto\": true,\n  \"framing_a2_failure\": ");
-        if (run->auto_a2_failure[0])
-            cli_json_string(f, run->auto_a2_failure);
-        else
-            fprintf(f, "null");
-        fprintf(f, ",\n");
-    }
-    if (run->n_suites_r) {
-        fprintf(f, "  \"suites_r\": [");
-        for (size_t i = 0; i < run->n_suites_r; i++)
-            fprintf(f, "%s%d", i ? ", " : "", run->suites_r[i]);
-        fprintf(f, "],\n");
-    }
-    fprintf(f, "  \"id_cred_i\": \"%s\",\n  \"id_cred_r\": \"%s\",\n",
-            cli_id_cred_type_name(cli_id_cred_type_of(c->side.id_cred, c->side.id_cred_len)),
-            run->id_cred_r[0] ? run->id_cred_r : "?");
-    fprintf(f, "  \"messages\": [");
-    for (size_t i = 0; i < run->n_rows; i++) {
-        const struct row *r = &run->rows[i];
-        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        cli_json_string(f, r->name);
-        fprintf(f, ", \"from\": \"%s\", \"edhoc_bytes\": %ld, \"coap_bytes\": %zu, \"datagrams\": %u",
-                r->dir == 'I' ? "initiator" : "responder", r->edhoc_bytes, r->coap_bytes,
-                r->datagrams);
-        fprintf(f, ", \"ip_version\": %d, \"udp_bytes\": %zu, \"ip_bytes\": %zu",
-                r->ipv6 ? 6 : 4, r->lay.udp, r->lay.ip);
-        if (have_link(c))
-            fprintf(f, ", \"frames\": %u, \"link_bytes\": %zu", r->lay.frames, r->lay.link);
-        fputc('}', f);
-    }
+    cli_json_set(root, "tolerated", tol);
+    cli_json_set(root, "diagnosis", run->diagnosis[0] ? json_string(run->diagnosis) : json_null());
+    cli_json_set(root, "id_cred_i", json_string(cli_id_cred_type_name(
+                                        cli_id_cred_type_of(c->side.id_cred, c->side.id_cred_len))));
+    cli_json_set(root, "id_cred_r", run->id_cred_r[0] ? json_string(run->id_cred_r) : json_null());
+    json_t *msgs = json_array();
+    for (size_t i = 0; i < run->n_rows; i++)
+        json_array_append_new(msgs, message_json(c, &run->rows[i]));
+    cli_json_set(root, "messages", msgs);
     size_t edhoc, coap, dgrams, hs;
     totals(run, &edhoc, &coap, &dgrams, &hs);
-    fprintf(f, "\n  ],\n  \"total_edhoc_bytes\": %zu,\n  \"total_coap_bytes\": %zu,\n"
-               "  \"handshake_coap_bytes\": %zu,\n  \"datagrams\": %zu,\n  \"round_trips\": %zu,\n",
-            edhoc, coap, hs, dgrams, run->exchanges);
-    {
-        struct edhoc_netacct_summary sum;
-        layer_totals(run, &sum);
-        char desc[512];
-        edhoc_netacct_link_describe(&c->net.link, desc, sizeof desc);
-        fprintf(f, "  \"link\": ");
-        cli_json_string(f, desc);
-        fprintf(f, ",\n  \"layers\": {\"handshake\": ");
-        cli_net_json_total(f, &sum.handshake, have_link(c));
-        fprintf(f, ",\n    \"oscore\": ");
-        cli_net_json_total(f, &sum.oscore, have_link(c));
-        fprintf(f, ",\n    \"all\": ");
-        cli_net_json_total(f, &sum.all, have_link(c));
-        fprintf(f, "},\n");
-        if (c->net.pcap) {
-            fprintf(f, "  \"pcap\": {\"file\": ");
-            cli_json_string(f, c->net.pcap);
-            fprintf(f, ", \"write_errors\": %u},\n", c->log.capture_errors);
-        }
+    cli_json_set(root, "total_edhoc_bytes", json_integer((json_int_t)edhoc));
+    cli_json_set(root, "total_coap_bytes", json_integer((json_int_t)coap));
+    cli_json_set(root, "handshake_coap_bytes", json_integer((json_int_t)hs));
+    cli_json_set(root, "datagrams", json_integer((json_int_t)dgrams));
+    cli_json_set(root, "round_trips", json_integer((json_int_t)run->exchanges));
+    cli_json_set(root, "link", link_json(c));
+    struct edhoc_netacct_summary sum;
+    layer_totals(run, &sum);
+    json_t *layers = json_object();
+    cli_json_set(layers, "handshake", cli_net_total_json(&sum.handshake, have_link(c)));
+    cli_json_set(layers, "oscore", cli_net_total_json(&sum.oscore, have_link(c)));
+    cli_json_set(layers, "all", cli_net_total_json(&sum.all, have_link(c)));
+    cli_json_set(root, "layers", layers);
+    json_t *pcap = json_null();
+    if (c->net.pcap) {
+        pcap = json_object();
+        cli_json_set(pcap, "file", json_string(c->net.pcap));
+        cli_json_set(pcap, "write_errors", json_integer(c->log.capture_errors));
     }
-    double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
-    fprintf(f, "  \"handshake_ms\": %.3f,\n  \"wall_ms\": %.3f", hs_ms,
-            (double)(run->t_end - run->t0) / 1e6);
-    if (run->have_osc) {
-        fprintf(f, ",\n  \"oscore\": ");
-        /* The responder's counter is its own: not known here. */
-        cli_print_oscore_json_ssn(f, &run->osc, c->o.export_secrets,
-                                  (long long)run->next_ssn, -1);
-    }
+    cli_json_set(root, "pcap", pcap);
+    cli_json_set(root, "handshake_ms",
+                 run->t_handshake ? json_real((double)(run->t_handshake - run->t0) / 1e6)
+                                  : json_null());
+    cli_json_set(root, "wall_ms", json_real((double)(run->t_end - run->t0) / 1e6));
+    cli_json_set(root, "oscore", run->have_osc ? oscore_json(c, run) : json_null());
+    json_t *conf = json_null();
     if (run->conf_written) {
         bool libcoap;
         cli_oscore_conf_hkdf(run->osc.hash_alg, &libcoap);
-        fprintf(f, ",\n  \"oscore_conf\": {\"file\": ");
-        cli_json_string(f, c->export_conf);
-        fprintf(f, ", \"seq_file\": ");
-        cli_json_string(f, c->seq_file);
-        fprintf(f, ", \"state_dir\": ");
-        if (c->state_dir[0])
-            cli_json_string(f, c->state_dir);
-        else
-            fprintf(f, "null");
-        fprintf(f, ", \"next_seq\": %llu, \"libcoap\": %s}", (unsigned long long)run->next_ssn,
-                libcoap ? "true" : "false");
+        conf = json_object();
+        cli_json_set(conf, "file", json_string(c->export_conf));
+        cli_json_set(conf, "seq_file", json_string(c->seq_file));
+        cli_json_set(conf, "state_dir", c->state_dir[0] ? json_string(c->state_dir) : json_null());
+        cli_json_set(conf, "next_seq", json_integer((json_int_t)run->next_ssn));
+        cli_json_set(conf, "libcoap", json_boolean(libcoap));
     }
-    fprintf(f, ",\n  \"responses\": [");
+    cli_json_set(root, "oscore_conf", conf);
+    json_t *resps = json_array();
     for (size_t i = 0; i < run->n_answers; i++) {
         const struct answer *a = &run->answers[i];
         char cn[48];
-        fprintf(f, "%s\n    {\"request\": ", i ? "," : "");
-        cli_json_string(f, a->request);
-        fprintf(f, ", \"code\": \"%s\", \"content_format\": %d, \"request_bytes\": %zu, "
-                   "\"response_bytes\": %zu, \"echo\": %s, \"payload\": ",
-                cli_coap_code_name(a->code, cn, sizeof cn), a->cf, a->req_bytes, a->resp_bytes,
-                a->attempts > 1 ? "true" : "false");
-        cli_json_payload(f, a->payload, a->payload_len);
-        fprintf(f, "}");
+        json_t *o = json_object();
+        cli_json_set(o, "request", json_string(a->request));
+        /* "2.05 Content": the code, then the registry's name apart (as
+         * coap --json has them). */
+        cli_coap_code_name(a->code, cn, sizeof cn);
+        char *space = strchr(cn, ' ');
+        if (space)
+            *space = '\0';
+        cli_json_set(o, "code", json_string(cn));
+        cli_json_set(o, "code_name", cli_json_string_or_null(space ? space + 1 : NULL));
+        cli_json_set(o, "content_format", cli_json_int_or_null(a->cf >= 0, a->cf));
+        cli_json_set(o, "request_bytes", json_integer((json_int_t)a->req_bytes));
+        cli_json_set(o, "response_bytes", json_integer((json_int_t)a->resp_bytes));
+        cli_json_set(o, "echo", json_boolean(a->attempts > 1));
+        cli_json_set_bytes(o, "payload", a->payload ? a->payload : (const uint8_t *)"",
+                           a->payload ? a->payload_len : 0);
+        json_array_append_new(resps, o);
     }
-    fprintf(f, "\n  ]");
-    if (run->repeat > 1)
-        fprintf(f, ",\n  \"repeat\": {\"handshakes\": %ld, \"ok\": %ld, \"failed\": %ld, "
-                   "\"seconds\": %.3f, \"handshakes_per_second\": %.1f}",
-                run->repeat, run->repeat_ok, run->repeat_failed, run->repeat_s,
-                run->repeat_s > 0 ? (double)(run->repeat_ok - 1) / run->repeat_s : 0.0);
+    cli_json_set(root, "responses", resps);
+    json_t *rep = json_null();
+    if (run->repeat > 1) {
+        rep = json_object();
+        cli_json_set(rep, "handshakes", json_integer(run->repeat));
+        cli_json_set(rep, "ok", json_integer(run->repeat_ok));
+        cli_json_set(rep, "failed", json_integer(run->repeat_failed));
+        cli_json_set(rep, "seconds", json_real(run->repeat_s));
+        cli_json_set(rep, "handshakes_per_second",
+                     cli_json_real_or_null(run->repeat_s > 0
+                                               ? (double)(run->repeat_ok - 1) / run->repeat_s
+                                               : NAN));
+    }
+    cli_json_set(root, "repeat", rep);
+    json_t *trace = json_null();
     if (c->o.trace) {
-        fprintf(f, ",\n  \"trace\": [");
+        trace = json_array();
         for (size_t i = 0; i < run->n_trace; i++) {
-            fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-            cli_json_string(f, run->trace[i].name);
-            fprintf(f, ", \"hex\": ");
-            cli_json_hex(f, run->trace[i].v, run->trace[i].len);
-            fprintf(f, "}");
+            json_t *t = json_object();
+            cli_json_set(t, "name", json_string(run->trace[i].name));
+            cli_json_set(t, "hex", cli_json_hex_value(run->trace[i].v, run->trace[i].len));
+            json_array_append_new(trace, t);
         }
-        fprintf(f, "\n  ]");
     }
-    fprintf(f, "\n}\n");
+    cli_json_set(root, "trace", trace);
+    cli_json_print(root, stdout);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: edhoc-cli initiator URI [OPTIONS]\n\n"
-               "Runs EDHOC as CoAP client against URI (coap://HOST[:PORT][/PATH], path default\n"
-               "%s), derives the OSCORE context and sends OSCORE-protected requests.\n\n",
-            EDHOC_COAP_WELL_KNOWN);
-    cli_edhoc_print_options(f, false);
-    fprintf(f,
-            "Transport options:\n"
-            "  --request 'METHOD PATH [PAYLOAD]'  OSCORE-protected request after the handshake\n"
-            "                          (repeatable; default GET /.well-known/core; 'none': the\n"
-            "                          handshake only, for devices without OSCORE resources)\n"
-            "  --payload-file FILE     the payload of every --request given without one (- for\n"
-            "                          standard input; at most 65536 bytes, block-wise above\n"
-            "                          --block-size, inside OSCORE)\n"
-            "  --output FILE           write the body of the last response to FILE\n"
-            "                          (repeatable; default 'GET /.well-known/core')\n"
-            "  --combined              send message_3 inside the first OSCORE request (RFC 9668)\n"
-            "  --framing a2|bare|auto  a2: RFC 9528 Appendix A.2 (true / C_R prefixes, Content-\n"
-            "                          Formats 65/64; default); bare: messages as they are, no\n"
-            "                          Content-Format, message_3 Non-confirmable, no reply to it\n"
-            "                          expected; auto: A.2, then bare when A.2 got no message_2,\n"
-            "                          and say which the device speaks\n"
-            "  --timeout S             bound on the whole run (default 10 s)\n"
-            "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024)\n"
-            "  --repeat N              then run N-1 more handshakes (no requests) and print the\n"
-            "                          handshakes per second (each within --timeout)\n"
-            "  --export-oscore-conf FILE\n"
-            "                          after the handshake and the requests, write the\n"
-            "                          initiator's side of the OSCORE context to FILE (mode 0600;\n"
-            "                          a symbolic link is refused) in libcoap's conf format\n"
-            "                          (coap-oscore-conf(5); hkdf_alg -10 for SHA-256), and the\n"
-            "                          next sender sequence number to FILE.seq and the state\n"
-            "                          directory: `coap-client -E FILE,FILE.seq URI` and\n"
-            "                          `edhoc-cli coap ... --oscore-context FILE` continue above\n"
-            "                          the numbers this run used (SHA-384 suites: hkdf_alg -43,\n"
-            "                          which edhoc-cli reads and libcoap does not)\n"
-            "  --state-dir DIR|none    where --export-oscore-conf records the sequence numbers\n"
-            "                          (default $STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli,\n"
-            "                          else ~/.local/state/edhoc-cli; none: FILE.seq only)\n");
-    cli_net_print_options(f, false);
-    fprintf(f,
-            "  -h, --help              this text\n\n"
-            "Exit codes: 0 ok; 1 other failure (e.g. an unexpected CoAP response); 2 bad command\n"
-            "line; 3 unusable input file, or the --export-oscore-conf file, FILE.seq or the\n"
-            "state directory cannot be written; 4 the responder sent an EDHOC error message\n"
-            "(ERR_CODE and diagnostic are printed; includes no common cipher suite);\n"
-            "5 verification failed (MAC, signature, unknown or untrusted credential); 6 timeout\n"
-            "or peer unreachable; 7 OSCORE protection or verification failed, or an OSCORE\n"
-            "request answered without OSCORE, whatever its code (\"the peer answered without\n"
-            "OSCORE: CODE[: DIAGNOSTIC]\": an unprotected answer proves nothing); 10 internal\n"
-            "error.\n");
-}
+enum {
+    OPT_REQUEST = 1,
+    OPT_PAYLOAD_FILE,
+    OPT_OUTPUT,
+    OPT_COMBINED,
+    OPT_FRAMING,
+    OPT_TIMEOUT,
+    OPT_BLOCK_SIZE,
+    OPT_REPEAT,
+    OPT_EXPORT_CONF,
+    OPT_STATE_DIR,
+};
+
+static const struct cli_opt request_opts[] = {
+    {OPT_REQUEST, "request", "'METHOD PATH [PAYLOAD]'|none",
+     "an OSCORE-protected request after the handshake (repeatable, at most 16; default "
+     "'GET /.well-known/core'); none: the handshake only, for devices without OSCORE "
+     "resources (exit 0 once EDHOC completed)"},
+    {OPT_PAYLOAD_FILE, "payload-file", "FILE",
+     "the payload of every --request given without one (- for standard input; at most 65536 "
+     "bytes, block-wise above --block-size, inside OSCORE)"},
+    {OPT_OUTPUT, "output", "FILE", "write the body of the last response to FILE"},
+    {OPT_COMBINED, "combined", NULL,
+     "send message_3 inside the first OSCORE request (RFC 9668)"},
+    {OPT_FRAMING, "framing", "a2|bare|auto",
+     "a2: RFC 9528 Appendix A.2 (true / C_R prefixes, Content-Formats 65/64; default); bare: "
+     "the messages as they are, no Content-Format, message_3 Non-confirmable and no reply to "
+     "it expected; auto: A.2, then bare when A.2 got no message_2, and say which the device "
+     "speaks"},
+    {OPT_TIMEOUT, "timeout", "SECONDS",
+     "bound on the whole run (decimals allowed; default 10); each --repeat handshake has as "
+     "long"},
+    {OPT_BLOCK_SIZE, "block-size", "N",
+     "block-wise transfer above N bytes (a power of two, 16..1024, default 1024): EDHOC "
+     "messages in outer blocks, request bodies in inner ones"},
+    {OPT_REPEAT, "repeat", "N",
+     "then run N-1 more handshakes (no requests) and print the handshakes per second"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt export_opts[] = {
+    {OPT_EXPORT_CONF, "export-oscore-conf", "FILE",
+     "after the handshake and the requests, write the initiator's side of the OSCORE context "
+     "to FILE (mode 0600; a symbolic link is refused) in libcoap's conf format (hkdf_alg -10 "
+     "for SHA-256; -43 for SHA-384, which edhoc-cli reads and libcoap does not), and the next "
+     "sender sequence number to FILE.seq and the state directory, so that `coap-client -E "
+     "FILE,FILE.seq URI` and `edhoc-cli coap ... --oscore-context FILE` continue above the "
+     "numbers this run used"},
+    {OPT_STATE_DIR, "state-dir", "DIR|none",
+     "where --export-oscore-conf records the sequence numbers (default $STATE_DIRECTORY, else "
+     "$XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli; none: FILE.seq only)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group initiator_groups[] = {
+    {"Requests and transport", request_opts},
+    {"EDHOC", cli_edhoc_opts_initiator},
+    {"OSCORE context for other tools", export_opts},
+    {"Link and capture", cli_net_opts_link},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_initiator = {
+    .name = "initiator",
+    .synopsis = "URI [OPTIONS]",
+    .description =
+        "Runs EDHOC as CoAP client against URI (coap://HOST[:PORT][/PATH], path\n"
+        "default /.well-known/edhoc), derives the OSCORE context (RFC 9528 Appendix\n"
+        "A.1) and sends OSCORE-protected requests, printing each decrypted response\n"
+        "and every message's size per layer. --json prints one document\n"
+        "(docs/json/initiator.schema.json).",
+    .groups = initiator_groups,
+    .renamed = NULL,
+    .epilogue =
+        CLI_EDHOC_DEMO_NOTE "\n\n"
+        "Exit codes:\n"
+        "  0 ok\n"
+        "  1 other failure (e.g. an unexpected CoAP response)\n"
+        "  2 bad command line\n"
+        "  3 unusable input file, or the --export-oscore-conf file, FILE.seq or the\n"
+        "    state directory cannot be written\n"
+        "  4 the responder sent an EDHOC error message (ERR_CODE and diagnostic are\n"
+        "    printed; includes no common cipher suite)\n"
+        "  5 verification failed (MAC, signature, unknown or untrusted credential)\n"
+        "  6 timeout, host unreachable or its name does not resolve\n"
+        "  7 OSCORE protection or verification failed, or an OSCORE request answered\n"
+        "    without OSCORE, whatever its code (\"the peer answered without OSCORE:\n"
+        "    CODE[: DIAGNOSTIC]\": an unprotected answer proves nothing)\n"
+        " 10 internal error\n"
+        "130/143 --repeat interrupted by SIGINT/SIGTERM (the report covers what\n"
+        "    completed)",
+};
 
 int cmd_initiator(int argc, char **argv)
 {
@@ -1254,101 +1375,75 @@ int cmd_initiator(int argc, char **argv)
         return CLI_EXIT_INTERNAL;
     }
     cli_edhoc_opts_init(&c->o);
-    c->timeout_s = 10;
+    c->timeout_ms = 10000;
     const char *uri = NULL;
     int exit_code = CLI_EXIT_USAGE;
 
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            usage(stdout);
-            exit_code = 0;
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_initiator, argc, argv);
+    for (enum cli_opt_status st; (st = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+        if (st == CLI_OPT_EXIT) {
+            exit_code = p.exit_code;
             goto out;
         }
-        if (strncmp(arg, "--", 2) != 0) {
+        if (st == CLI_OPT_POSITIONAL) {
             if (uri) {
-                fprintf(stderr, "edhoc-cli initiator: unexpected argument '%s'\n", arg);
+                cli_opt_error(&p, "unexpected argument '%s'", p.value);
                 goto out;
             }
-            uri = arg;
+            uri = p.value;
             continue;
         }
-        char name[64];
-        const char *value;
-        bool eq = cli_split_option(arg, i + 1 < argc ? argv[i + 1] : NULL, name, sizeof name,
-                                   &value);
-        if (!strcmp(name, "--combined")) {
-            c->combined = true;
-            continue;
-        }
-        if (!strcmp(name, "--request") || !strcmp(name, "--framing") || !strcmp(name, "--timeout") ||
-            !strcmp(name, "--payload-file") || !strcmp(name, "--output") ||
-            !strcmp(name, "--block-size") || !strcmp(name, "--repeat") ||
-            !strcmp(name, "--export-oscore-conf") || !strcmp(name, "--state-dir")) {
-            if (!value) {
-                fprintf(stderr, "edhoc-cli initiator: %s needs a value\n", name);
+        int bad = 0;
+        switch (p.opt->id) {
+        case CLI_OPT_ID_EDHOC: bad = cli_edhoc_take(&c->o, CLI_SIDE_I, &p); break;
+        case CLI_OPT_ID_NET: bad = cli_net_take(&c->net, &p); break;
+        case OPT_REQUEST:
+            if (c->n_requests >= MAX_REQUESTS)
+                bad = cli_opt_error(&p, "at most %d --request", MAX_REQUESTS);
+            else
+                c->requests[c->n_requests++] = p.value;
+            break;
+        case OPT_PAYLOAD_FILE:
+            if (read_payload_file(p.value)) {
+                exit_code = CLI_EXIT_INPUT; /* a file that cannot be used, as documented */
                 goto out;
             }
-            if (!eq)
-                i++;
-            if (!strcmp(name, "--request")) {
-                if (c->n_requests >= MAX_REQUESTS) {
-                    fprintf(stderr, "edhoc-cli initiator: at most %d --request\n", MAX_REQUESTS);
-                    goto out;
-                }
-                c->requests[c->n_requests++] = value;
-            } else if (!strcmp(name, "--export-oscore-conf")) {
-                c->export_conf = value;
-            } else if (!strcmp(name, "--state-dir")) {
-                c->state_dir_arg = value;
-            } else if (!strcmp(name, "--payload-file")) {
-                if (read_payload_file(value))
-                    goto out;
-            } else if (!strcmp(name, "--output")) {
-                output_path = value;
-            } else if (!strcmp(name, "--framing")) {
-                if (!strcasecmp(value, "a2") || !strcasecmp(value, "a.2"))
-                    c->framing = EDHOC_FRAMING_A2;
-                else if (!strcasecmp(value, "bare"))
-                    c->framing = EDHOC_FRAMING_BARE;
-                else if (!strcasecmp(value, "auto")) {
-                    c->framing = EDHOC_FRAMING_A2;
-                    c->framing_auto = true;
-                }
-                else {
-                    fprintf(stderr, "edhoc-cli initiator: --framing: expected a2 or bare\n");
-                    goto out;
-                }
+            break;
+        case OPT_OUTPUT: output_path = p.value; break;
+        case OPT_COMBINED: c->combined = true; break;
+        case OPT_FRAMING:
+            /* "a.2" and any case, as the report spells it. */
+            if (!strcasecmp(p.value, "a2") || !strcasecmp(p.value, "a.2")) {
+                c->framing = EDHOC_FRAMING_A2;
+            } else if (!strcasecmp(p.value, "bare")) {
+                c->framing = EDHOC_FRAMING_BARE;
+            } else if (!strcasecmp(p.value, "auto")) {
+                c->framing = EDHOC_FRAMING_A2;
+                c->framing_auto = true;
             } else {
-                char *end;
-                long v = strtol(value, &end, 10);
-                if (*end || end == value || v < 0) {
-                    fprintf(stderr, "edhoc-cli initiator: %s: expected a number\n", name);
-                    goto out;
-                }
-                if (!strcmp(name, "--timeout"))
-                    c->timeout_s = v;
-                else if (!strcmp(name, "--repeat"))
-                    c->repeat = v;
-                else
-                    c->block_size = v;
+                bad = cli_opt_error(&p, "--framing: expected a2, bare or auto, got '%s'",
+                                    p.value);
             }
-            continue;
+            break;
+        case OPT_TIMEOUT: bad = cli_opt_seconds(&p, 0.001, 3600, &c->timeout_ms); break;
+        case OPT_BLOCK_SIZE:
+            bad = cli_opt_long(&p, 16, 1024, &c->block_size);
+            if (!bad && (c->block_size & (c->block_size - 1)))
+                bad = cli_opt_error(&p, "--block-size: a power of two from 16 to 1024, got %ld",
+                                    c->block_size);
+            break;
+        case OPT_REPEAT: bad = cli_opt_long(&p, 1, 1000000, &c->repeat); break;
+        case OPT_EXPORT_CONF: c->export_conf = p.value; break;
+        case OPT_STATE_DIR: c->state_dir_arg = p.value; break;
         }
-        int nrc = cli_net_take_option(&c->net, "initiator", name, value, eq, &i);
-        if (nrc < 0)
-            goto out;
-        if (nrc == 0 && cli_edhoc_take_option(&c->o, CLI_SIDE_I, "initiator", name, value, eq, &i))
+        if (bad)
             goto out;
     }
+    c->verbose = p.verbose;
+    c->quiet = p.quiet;
     if (!uri) {
-        fprintf(stderr, "edhoc-cli initiator: which responder? (edhoc-cli initiator URI, see --help)\n");
-        goto out;
-    }
-    if (c->timeout_s < 1 || c->timeout_s > 3600 ||
-        (c->block_size && (c->block_size < 16 || c->block_size > 1024 ||
-                           (c->block_size & (c->block_size - 1))))) {
-        fprintf(stderr, "edhoc-cli initiator: --timeout 1..3600, --block-size a power of two in 16..1024\n");
+        cli_opt_usage_error(&cli_spec_initiator, "which responder? give its URI");
         goto out;
     }
     if (c->combined && c->o.message_4) {
@@ -1431,7 +1526,9 @@ int cmd_initiator(int argc, char **argv)
     int rc = edhoc_transport_client_open(&c->t, c->uri.host, c->uri.port, &tcfg);
     if (rc) {
         fprintf(stderr, "edhoc-cli initiator: %s: %s\n", c->uri.host, edhoc_transport_strerror(rc));
-        exit_code = rc == EDHOC_TRANSPORT_ERR_RESOLVE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+        /* A name that does not resolve is an unreachable peer, not a bad
+         * command line: the URI is well formed (issue 14). */
+        exit_code = cli_exit_for_client_open(rc);
         goto free_all;
     }
     if (cli_net_capture_open(&c->net, "initiator", &c->capture)) {
@@ -1442,7 +1539,7 @@ int cmd_initiator(int argc, char **argv)
     c->log.link = c->net.link;
     c->log.capture = c->capture;
     run->t0 = cli_now_ns();
-    uint64_t deadline = run->t0 + (uint64_t)c->timeout_s * 1000000000ull;
+    uint64_t deadline = run->t0 + (uint64_t)c->timeout_ms * 1000000ull;
     run->suite = -1;
     bool combined_done = false;
     bool hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
@@ -1451,13 +1548,14 @@ int cmd_initiator(int argc, char **argv)
          * older devices, and report which one the device speaks. */
         char why[400];
         snprintf(why, sizeof why, "%s", run->failure);
+        run_clear_rows(run);
         memset(run, 0, sizeof *run);
         snprintf(run->auto_a2_failure, sizeof run->auto_a2_failure, "%s", why);
         c->log.n = 0;
         edhoc_session_wipe(s);
         c->framing = EDHOC_FRAMING_BARE;
         run->t0 = cli_now_ns();
-        deadline = run->t0 + (uint64_t)c->timeout_s * 1000000000ull;
+        deadline = run->t0 + (uint64_t)c->timeout_ms * 1000000ull;
         run->suite = -1;
         hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
     }
@@ -1481,9 +1579,9 @@ int cmd_initiator(int argc, char **argv)
                 char rname[48];
                 snprintf(rname, sizeof rname, "OSCORE response %zu%s", i + 1,
                          k + 1 < c->log.n ? " (Echo)" : "");
-                add_row(run, e->name, 'I', -1, e->bytes_sent, e->dgrams_sent, e);
+                add_row(run, e->name, 'I', NULL, -1, e->bytes_sent, e->dgrams_sent, e);
                 if (e->dgrams_received)
-                    add_row(run, rname, 'R', -1, e->bytes_received, e->dgrams_received, e);
+                    add_row(run, rname, 'R', NULL, -1, e->bytes_received, e->dgrams_received, e);
                 run->exchanges++;
             }
             if (orc) {
@@ -1549,35 +1647,59 @@ int cmd_initiator(int argc, char **argv)
     long done = 1, failed = 0;
     uint64_t rep_t0 = cli_now_ns();
     struct run *more = c->repeat > 1 && !run->exit_code ? calloc(1, sizeof *more) : NULL;
+    struct cli_progress progress;
+    if (more) {
+        /* Stopped by SIGINT/SIGTERM, the report covers the handshakes done. */
+        cli_interrupt_catch();
+        cli_progress_begin(&progress, "initiator", c->verbose, c->quiet);
+    }
     for (long k = 1; more && k < c->repeat; k++) {
+        if (cli_interrupted()) {
+            run->partial = true;
+            break;
+        }
+        cli_progress_update(&progress, "handshake %ld of %ld, %ld failed", k + 1, c->repeat,
+                            failed);
+        run_clear_rows(more);
         memset(more, 0, sizeof *more);
         c->log.n = 0;
         c->side.cfg.trace = NULL;
         edhoc_session_wipe(s);
         oscore_context_wipe(osc);
         bool comb = false;
-        uint64_t dl = cli_now_ns() + (uint64_t)c->timeout_s * 1000000000ull;
+        uint64_t dl = cli_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
         bool saved = c->combined;
         c->combined = false;
-        if (handshake(c, more, s, rx, osc, dl, &comb) == 0)
+        int hr = handshake(c, more, s, rx, osc, dl, &comb);
+        c->combined = saved;
+        if (hr == 0) {
             done++;
-        else {
+        } else if (!cli_interrupted()) {
             failed++;
             fprintf(stderr, "edhoc-cli initiator: repeat %ld: %s\n", k + 1, more->failure);
         }
-        c->combined = saved;
         edhoc_wipe(&more->osc, sizeof more->osc);
         for (size_t q = 0; q < more->n_answers; q++)
             free(more->answers[q].payload);
     }
     double rep_s = (double)(cli_now_ns() - rep_t0) / 1e9;
+    if (more) {
+        cli_progress_end(&progress);
+        run_clear_rows(more);
+        /* A handshake cut short by the signal is neither done nor failed. */
+        if (cli_interrupted())
+            run->partial = true;
+    }
     free(more);
     cli_dgram_log_stop(&c->log);
     if (c->repeat > 1 && !run->exit_code) {
-        run->repeat = c->repeat;
+        run->repeat = done + failed;
         run->repeat_ok = done;
         run->repeat_failed = failed;
         run->repeat_s = rep_s;
+        if (failed)
+            fail(run, CLI_EXIT_FAILURE, "%ld of %ld repeated handshakes failed", failed,
+                 done + failed);
     }
     if (output_path && run->n_answers && !run->exit_code) {
         /* The body of the last response, exactly (--output). */
@@ -1594,17 +1716,17 @@ int cmd_initiator(int argc, char **argv)
         print_json(c, run);
     else
         print_text(c, run);
-    if (run->repeat > 1) {
-        if (!c->o.json)
-            printf("Repeat: %ld handshakes, %ld ok, %ld failed, %.3f s after the first: "
-                   "%.1f handshakes/s\n",
-                   run->repeat, done, failed, rep_s, rep_s > 0 ? (double)(done - 1) / rep_s : 0.0);
-        if (failed)
-            run->exit_code = CLI_EXIT_FAILURE;
-    }
+    if (run->repeat > 1 && !c->o.json)
+        printf("Repeat: %ld handshakes, %ld ok, %ld failed, %.3f s after the first: "
+               "%.1f handshakes/s\n",
+               run->repeat, done, failed, rep_s, rep_s > 0 ? (double)(done - 1) / rep_s : 0.0);
+    if (run->partial && !c->o.json)
+        printf("interrupted: partial results (%ld of %ld handshakes run)\n", done + failed,
+               c->repeat);
+    fflush(stdout);
     if (run->exit_code)
-        fprintf(stderr, "edhoc-cli initiator: %s\n", run->failure[0] ? run->failure : "some repeated handshakes failed");
-    exit_code = run->exit_code;
+        fprintf(stderr, "edhoc-cli initiator: %s\n", run->failure);
+    exit_code = run->partial ? cli_interrupt_exit_code() : run->exit_code;
 
 free_all:
     edhoc_transport_free(c->t);
@@ -1629,6 +1751,7 @@ free_all:
     free(c->buf);
     cli_edhoc_side_free(&c->side);
 out:
+    run_clear_rows(run);
     edhoc_wipe(&run->osc, sizeof run->osc);
     for (size_t i = 0; i < run->n_answers; i++)
         free(run->answers[i].payload);

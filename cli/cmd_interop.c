@@ -27,8 +27,9 @@
 
 #include "commands.h"
 #include "edhoc/edhoc.h"
-#include "interop_log.h"
-#include "json_read.h"
+#include "interop_report.h"
+#include "json_out.h"
+#include "progress.h"
 #include "util.h"
 
 #define MAX_LIST 16
@@ -72,14 +73,15 @@ struct cell {
     enum unsupported unsupported;
     bool edhoc_ok;         /* the handshake completed */
     bool a2_unparsed;      /* the device could not parse our A.2 message_1 */
-    long err_code;         /* the peer's ERR_CODE, -1: none */
+    long err_code;         /* the peer's ERR_CODE, -1: none (null in JSON) */
     char edhoc[240];       /* "ok" or how EDHOC ended; "" when not run */
     char oscore[240];      /* "ok" or how the request ended; "" when not reached */
     char result[500];      /* both in one line */
     char reason[700];      /* the likely causes */
     char tolerated[120];   /* deviations of the device the initiator tolerated, "a, b" */
-    long edhoc_bytes, coap_bytes;
+    long edhoc_bytes, coap_bytes; /* the initiator's totals; -1: not reported (null) */
     long ms;
+    bool interrupted;      /* SIGINT/SIGTERM came while it ran: left out of the matrix */
     int setup_exit;        /* the initiator refused its command line before sending */
     char setup_text[300];
 };
@@ -90,8 +92,10 @@ struct opts {
     int n_methods, n_suites;
     char id_creds[MAX_LIST][12];
     int n_id_creds;
-    long timeout_s;
+    long timeout_ms;       /* --timeout, per cell */
     bool full, json;
+    int verbose;
+    bool quiet;
     enum framing framing;
     const char *trace_dir;
     const char *json_out;
@@ -114,8 +118,10 @@ struct matrix_state {
 
 struct child_result {
     bool killed;      /* our bound ran out */
+    bool interrupted; /* we were asked to stop (SIGINT/SIGTERM): the child was stopped */
     int exit_code;    /* -1: died by a signal */
     char *out;        /* stdout (the --json report) */
+    json_t *report;   /* out parsed, when it is a JSON object; else NULL */
     char err_line[300]; /* the last line of stderr */
     long ms;
 };
@@ -123,6 +129,36 @@ struct child_result {
 static uint64_t now_ms(void)
 {
     return cli_now_ns() / 1000000u;
+}
+
+/* ---- The initiator's --json report, read with a JSON parser ----
+ *
+ * Members are looked up in the object they belong to, so a key of a
+ * nested object (an "outcome" inside "responses") or text inside a string
+ * never stands for a top-level member. Absent values are null or missing:
+ * both read as "not there". */
+
+static const char *member_str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
+/* An integer member; false when absent, null or not an integer. */
+static bool member_long(const json_t *obj, const char *key, long *out)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!json_is_integer(v))
+        return false;
+    *out = (long)json_integer_value(v);
+    return true;
+}
+
+static void child_result_free(struct child_result *r)
+{
+    free(r->out);
+    json_decref(r->report);
+    r->out = NULL;
+    r->report = NULL;
 }
 
 /* ---- One child process, bounded ---- */
@@ -189,6 +225,10 @@ static void run_child(char *const argv[], long bound_ms, struct child_result *r)
     uint64_t deadline = t0 + (uint64_t)bound_ms;
     while (open_fds > 0) {
         uint64_t now = now_ms();
+        if (cli_interrupted()) {
+            r->interrupted = true;
+            break;
+        }
         if (now >= deadline) {
             r->killed = true;
             break;
@@ -216,7 +256,21 @@ static void run_child(char *const argv[], long bound_ms, struct child_result *r)
         if (pf[i].fd >= 0)
             close(pf[i].fd);
     int status = 0;
-    if (r->killed) {
+    if (r->interrupted) {
+        /* Let the initiator end its exchange; it is killed if it does not
+         * within the grace period. */
+        kill(pid, SIGTERM);
+        uint64_t end = now_ms() + KILL_GRACE_MS;
+        pid_t w;
+        while ((w = waitpid(pid, &status, WNOHANG)) == 0 && now_ms() < end) {
+            struct timespec ts = {0, 5000000};
+            nanosleep(&ts, NULL);
+        }
+        if (w == 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        }
+    } else if (r->killed) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
     } else {
@@ -235,6 +289,13 @@ static void run_child(char *const argv[], long bound_ms, struct child_result *r)
     if (!r->killed && WIFEXITED(status))
         r->exit_code = WEXITSTATUS(status);
     r->ms = (long)(now_ms() - t0);
+    if (r->out) {
+        json_t *rep = json_loads(r->out, 0, NULL);
+        if (json_is_object(rep))
+            r->report = rep;
+        else
+            json_decref(rep);
+    }
     if (err) {
         while (err_len && (err[err_len - 1] == '\n' || err[err_len - 1] == '\r'))
             err[--err_len] = '\0';
@@ -436,14 +497,19 @@ static void peer_error(struct cell *c, long code, const char *diag, const char *
 struct initiator_argv {
     char *v[MAX_PASS + 24];
     int n;
-    char method[8], timeout[16];
+    char method[8], timeout[48];
 };
 
 static void initiator_argv_start(const struct opts *o, int method, const char *suites,
                                  struct initiator_argv *a)
 {
     snprintf(a->method, sizeof a->method, "%d", method);
-    snprintf(a->timeout, sizeof a->timeout, "%ld", o->timeout_s);
+    /* Whole seconds as such, others with their milliseconds. */
+    if (o->timeout_ms % 1000 == 0)
+        snprintf(a->timeout, sizeof a->timeout, "%ld", o->timeout_ms / 1000);
+    else
+        snprintf(a->timeout, sizeof a->timeout, "%ld.%03ld", o->timeout_ms / 1000,
+                 o->timeout_ms % 1000);
     a->n = 0;
     a->v[a->n++] = "edhoc-cli";
     a->v[a->n++] = "initiator";
@@ -465,7 +531,7 @@ static void initiator_argv_run(const struct opts *o, struct initiator_argv *a, b
     for (int i = 0; i < o->n_pass; i++)
         a->v[a->n++] = (char *)o->pass[i];
     a->v[a->n] = NULL;
-    run_child(a->v, o->timeout_s * 1000 * (twice ? 2 : 1) + KILL_GRACE_MS, r);
+    run_child(a->v, o->timeout_ms * (twice ? 2 : 1) + KILL_GRACE_MS, r);
 }
 
 /* The cipher suites the peer offers in SUITES_R: ask the initiator to start
@@ -488,18 +554,18 @@ static int probe_suites_r(const struct opts *o, int refused, int method, bool ba
     struct child_result r;
     initiator_argv_run(o, &a, false, &r);
     long suite = -1, attempts = 0;
-    if (r.out) {
-        json_read_long(r.out, NULL, "suite", &suite);
-        json_read_long(r.out, NULL, "attempts", &attempts);
+    if (r.report) {
+        member_long(r.report, "suite", &suite);
+        member_long(r.report, "attempts", &attempts);
     }
-    free(r.out);
+    child_result_free(&r);
     return attempts >= 2 && suite >= 0 && suite != refused ? (int)suite : -1;
 }
 
 /* The peer refused the suite with error code 2 (RFC 9528 6.3): the suite
  * is not supported; SUITES_R says which ones are. */
 static void suite_refused(const struct opts *o, struct matrix_state *st, struct cell *c,
-                          const char *out, const char *diag)
+                          const json_t *rep, const char *diag)
 {
     set_unsupported(c, NS_SUITE);
     c->err_code = 2;
@@ -507,13 +573,16 @@ static void suite_refused(const struct opts *o, struct matrix_state *st, struct 
              diag[0] ? diag : "wrong selected cipher suite");
     /* The initiator's report names the SUITES_R it received; only an
      * initiator that does not probes the peer once more. */
-    int suites_r[EDHOC_MAX_SUITES];
-    int n_r = out ? json_read_int_array(out, NULL, "suites_r", suites_r, EDHOC_MAX_SUITES) : -1;
-    if (n_r > 0) {
+    const json_t *suites_r = rep ? json_object_get(rep, "suites_r") : NULL;
+    if (json_is_array(suites_r) && json_array_size(suites_r) > 0) {
         char list[80];
-        size_t w = 0;
-        for (int i = 0; i < n_r && w < sizeof list; i++)
-            w += (size_t)snprintf(list + w, sizeof list - w, "%s%d", i ? ", " : "", suites_r[i]);
+        size_t w = 0, i;
+        const json_t *v;
+        json_array_foreach(suites_r, i, v) {
+            if (json_is_integer(v) && w < sizeof list)
+                w += (size_t)snprintf(list + w, sizeof list - w, "%s%lld", w ? ", " : "",
+                                      (long long)json_integer_value(v));
+        }
         set_text(c->reason, sizeof c->reason,
                  "suite %d not supported by the peer: SUITES_R = %s (the suites it offers)",
                  c->suite, list);
@@ -618,19 +687,23 @@ static void oscore_failure(const struct opts *o, struct cell *c, int exit_code,
  * handshake time is set once EDHOC is done, and the OSCORE requests only
  * go out after it (a protected answer to the combined request proves the
  * device took message_3, RFC 9668 Section 3.3.1). */
-static bool handshake_completed(const struct cell *c, const char *out)
+static bool handshake_completed(const struct cell *c, const json_t *rep)
 {
-    if (!out)
+    if (!rep)
         return false;
-    double hs_ms = 0;
-    if (json_read_double(out, NULL, "handshake_ms", &hs_ms) && hs_ms > 0)
+    const json_t *hs = json_object_get(rep, "handshake_ms");
+    if (json_is_number(hs) && json_number_value(hs) > 0)
         return true;
-    struct json_msg m[32];
-    size_t n = json_read_initiator_messages(out, m, 32);
-    for (size_t i = 0; i < n; i++) {
-        if (m[i].from_initiator && !strncmp(m[i].name, "OSCORE request", 14))
+    size_t i;
+    const json_t *m;
+    json_array_foreach(json_object_get(rep, "messages"), i, m) {
+        const char *name = member_str(m, "name"), *from = member_str(m, "from");
+        if (!name || !from)
+            continue;
+        bool from_initiator = !strcmp(from, "initiator");
+        if (from_initiator && !strncmp(name, "OSCORE request", 14))
             return true;
-        if (c->combined && !m[i].from_initiator && !strcmp(m[i].name, "OSCORE response 1"))
+        if (c->combined && !from_initiator && !strcmp(name, "OSCORE response 1"))
             return true;
     }
     return false;
@@ -638,21 +711,17 @@ static bool handshake_completed(const struct cell *c, const char *out)
 
 /* The initiator's "tolerated": ["c-bstr", "kid-int"] as "c-bstr, kid-int";
  * absent (an initiator without --tolerate) or empty: "". */
-static void read_tolerated(const char *out, char *dst, size_t cap)
+static void read_tolerated(const json_t *rep, char *dst, size_t cap)
 {
     dst[0] = '\0';
-    const char *v = out ? json_read_field(out, NULL, "tolerated") : NULL;
-    if (!v || *v != '[')
-        return;
-    /* Names are tokens (c-bstr, kid-int): quotes and white space go. */
-    size_t n = 0;
-    for (v++; *v && *v != ']' && n + 3 < cap; v++) {
-        if (*v == ',')
-            n += (size_t)snprintf(dst + n, cap - n, ", ");
-        else if (*v != '"' && *v != ' ' && *v != '\n' && *v != '\t' && *v != '\r')
-            dst[n++] = *v;
+    size_t n = 0, i;
+    const json_t *v;
+    json_array_foreach(json_object_get(rep, "tolerated"), i, v) {
+        /* Names are tokens (c-bstr, kid-int); anything else is not ours. */
+        const char *name = json_string_value(v);
+        if (name && name[strcspn(name, ", \t\r\n\"")] == '\0' && n < cap)
+            n += (size_t)snprintf(dst + n, cap - n, "%s%s", n ? ", " : "", name);
     }
-    dst[n] = '\0';
 }
 
 static void compose_result(struct cell *c)
@@ -675,7 +744,7 @@ static void diagnose(const struct opts *o, struct matrix_state *st, struct cell 
     char text[400] = "", diag[200] = "", outcome[16] = "";
     long code = -1;
     int exit_code = r->exit_code;
-    const char *out = r->out && r->out[0] == '{' ? r->out : NULL;
+    const json_t *out = r->report;
     c->err_code = -1;
     c->outcome = OUT_FAILED;
     c->failure = FAIL_OTHER;
@@ -684,19 +753,25 @@ static void diagnose(const struct opts *o, struct matrix_state *st, struct cell 
     c->edhoc[0] = c->oscore[0] = c->reason[0] = '\0';
     char a2_failure[400] = "";
     if (out) {
-        const char *e = json_read_field(out, NULL, "error");
-        if (e && *e == '{') {
-            json_read_string(e, NULL, "text", text, sizeof text);
-            json_read_string(e, NULL, "diagnostic", diag, sizeof diag);
-            json_read_long(e, NULL, "err_code", &code);
+        const json_t *e = json_object_get(out, "error");
+        if (json_is_object(e)) {
+            const char *v;
+            if ((v = member_str(e, "text")))
+                snprintf(text, sizeof text, "%s", v);
+            if ((v = member_str(e, "diagnostic")))
+                snprintf(diag, sizeof diag, "%s", v);
+            member_long(e, "err_code", &code);
         }
-        json_read_string(out, NULL, "outcome", outcome, sizeof outcome);
-        json_read_long(out, NULL, "total_edhoc_bytes", &c->edhoc_bytes);
-        json_read_long(out, NULL, "total_coap_bytes", &c->coap_bytes);
-        char fr[8];
-        if (json_read_string(out, NULL, "framing", fr, sizeof fr))
+        const char *v;
+        if ((v = member_str(out, "outcome")))
+            snprintf(outcome, sizeof outcome, "%s", v);
+        member_long(out, "total_edhoc_bytes", &c->edhoc_bytes);
+        member_long(out, "total_coap_bytes", &c->coap_bytes);
+        const char *fr = member_str(out, "framing");
+        if (fr && (!strcmp(fr, "A.2") || !strcmp(fr, "bare")))
             snprintf(c->framing_used, sizeof c->framing_used, "%s", fr);
-        json_read_string(out, NULL, "framing_a2_failure", a2_failure, sizeof a2_failure);
+        if ((v = member_str(out, "framing_a2_failure")))
+            snprintf(a2_failure, sizeof a2_failure, "%s", v);
         read_tolerated(out, c->tolerated, sizeof c->tolerated);
     }
     if (!text[0])
@@ -706,15 +781,11 @@ static void diagnose(const struct opts *o, struct matrix_state *st, struct cell 
         c->failure = FAIL_TIMEOUT;
         set_text(c->edhoc, sizeof c->edhoc, "timeout");
         set_text(c->reason, sizeof c->reason,
-                 "the initiator did not finish within %ld s: the device is silent or stuck",
-                 o->timeout_s + KILL_GRACE_MS / 1000);
+                 "the initiator did not finish within %.3g s: the device is silent or stuck",
+                 (double)(o->timeout_ms + KILL_GRACE_MS) / 1000.0);
         return;
     }
-    size_t sent = 0;
-    if (out) {
-        struct json_msg m[1];
-        sent = json_read_initiator_messages(out, m, 1);
-    }
+    size_t sent = out ? json_array_size(json_object_get(out, "messages")) : 0;
     if ((exit_code == CLI_EXIT_USAGE || exit_code == CLI_EXIT_INPUT) && sent == 0) {
         /* Refused before anything was sent: our credentials or options
          * cannot make this cell (the caller tells a cell of its own from
@@ -734,13 +805,13 @@ static void diagnose(const struct opts *o, struct matrix_state *st, struct cell 
         if (exit_code == CLI_EXIT_OK && !strcmp(outcome, "ok")) {
             c->outcome = OUT_OK;
             c->failure = FAIL_NONE;
-            char rc[48] = "";
-            const char *resp = json_read_field(out, NULL, "responses");
+            const json_t *r0 = json_array_get(json_object_get(out, "responses"), 0);
+            const char *rc = member_str(r0, "code"), *rname = member_str(r0, "code_name");
             if (o->request_none)
                 set_text(c->oscore, sizeof c->oscore, "not asked (--request none)");
-            else if (resp && json_read_string(resp, NULL, "code", rc, sizeof rc) && rc[0] &&
-                     rc[0] != '2')
-                set_text(c->oscore, sizeof c->oscore, "ok (a protected %s)", rc);
+            else if (rc && rc[0] && rc[0] != '2')
+                set_text(c->oscore, sizeof c->oscore, "ok (a protected %s%s%s)", rc,
+                         rname ? " " : "", rname ? rname : "");
             else
                 set_text(c->oscore, sizeof c->oscore, "ok");
         } else if (exit_code == CLI_EXIT_OK) {
@@ -784,8 +855,8 @@ static void diagnose(const struct opts *o, struct matrix_state *st, struct cell 
         if (out) {
             /* The initiator's own finding on a MAC failure comes first:
              * it tried the encodings devices are known to get wrong. */
-            char d[300];
-            if (json_read_string(out, NULL, "diagnosis", d, sizeof d) && d[0]) {
+            const char *d = member_str(out, "diagnosis");
+            if (d && d[0]) {
                 char generic[sizeof c->reason];
                 snprintf(generic, sizeof generic, "%s", c->reason);
                 set_text(c->reason, sizeof c->reason, "%s; %s", d, generic);
@@ -964,26 +1035,27 @@ static void write_trace(const struct opts *o, const struct cell *c, const struct
     if (c->reason[0])
         fprintf(f, "reason: %s\n", c->reason);
     fprintf(f, "\nTrace (RFC 9529 names, initiator side):\n");
-    const char *cur = NULL, *ob, *oe;
-    while (r->out && json_read_next_object(r->out, "trace", &cur, &ob, &oe)) {
-        char name[64];
-        json_read_string(ob, oe, "name", name, sizeof name);
-        const char *hex = json_read_field(ob, oe, "hex");
-        size_t len = 0;
-        if (hex && *hex == '"') {
-            hex++;
-            while (hex + len < oe && hex[len] != '"')
-                len++;
-        }
-        fprintf(f, "  %s (%zu bytes) %.*s\n", name, len / 2, (int)len, hex ? hex : "");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(r->report, "trace"), i, v) {
+        const char *name = member_str(v, "name"), *hex = member_str(v, "hex");
+        size_t len = hex ? strlen(hex) : 0;
+        fprintf(f, "  %s (%zu bytes) %s\n", name ? name : "?", len / 2, hex ? hex : "");
     }
     fprintf(f, "\nMessages:\n");
-    struct json_msg m[32];
-    size_t n = r->out ? json_read_initiator_messages(r->out, m, 32) : 0;
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "  %-32s %s EDHOC %ld, CoAP/UDP %ld bytes, %u datagram%s\n", m[i].name,
-                m[i].from_initiator ? "I->R" : "R->I", m[i].edhoc, m[i].coap, m[i].dgrams,
-                m[i].dgrams == 1 ? "" : "s");
+    json_array_foreach(json_object_get(r->report, "messages"), i, v) {
+        const char *name = member_str(v, "name"), *from = member_str(v, "from");
+        long edhoc = -1, coap = -1, dgrams = 0;
+        char e[24] = "-", cb[24] = "-";
+        if (member_long(v, "edhoc_bytes", &edhoc))
+            snprintf(e, sizeof e, "%ld", edhoc);
+        if (member_long(v, "coap_bytes", &coap))
+            snprintf(cb, sizeof cb, "%ld", coap);
+        member_long(v, "datagrams", &dgrams);
+        fprintf(f, "  %-32s %s EDHOC %s, CoAP/UDP %s bytes, %ld datagram%s\n",
+                name ? name : "?", from && !strcmp(from, "initiator") ? "I->R" : "R->I", e, cb,
+                dgrams, dgrams == 1 ? "" : "s");
+    }
     fprintf(f, "\nDatagrams: %s.pcap (tshark -r FILE -d udp.port==PORT,coap)\n", c->name);
     fclose(f);
 }
@@ -995,6 +1067,7 @@ static void skip_cell(struct cell *c, const char *why)
     c->outcome = OUT_SKIPPED;
     c->failure = FAIL_NONE;
     c->err_code = -1;
+    c->edhoc_bytes = c->coap_bytes = -1;
     snprintf(c->reason, sizeof c->reason, "%s", why);
     compose_result(c);
 }
@@ -1046,8 +1119,18 @@ static void run_cell(const struct opts *o, struct matrix_state *st, struct cell 
     }
     struct child_result r;
     initiator_argv_run(o, &a, f == FR_AUTO, &r);
-    c->edhoc_bytes = c->coap_bytes = 0;
-    diagnose(o, st, c, &r);
+    c->edhoc_bytes = c->coap_bytes = -1;
+    if (!r.interrupted)
+        diagnose(o, st, c, &r);
+    if (r.interrupted || cli_interrupted()) {
+        /* Cut short (the initiator, or a probe of the diagnosis, was
+         * stopped): nothing of it is reported, and its capture goes. */
+        c->interrupted = true;
+        if (o->trace_dir)
+            unlink(pcap_path);
+        child_result_free(&r);
+        return;
+    }
     c->ms = r.ms;
     if (c->tolerated[0]) {
         /* The initiator accepted a known deviation of the device
@@ -1072,7 +1155,7 @@ static void run_cell(const struct opts *o, struct matrix_state *st, struct cell 
         if (lstat(pcap_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
             unlink(pcap_path);
     }
-    free(r.out);
+    child_result_free(&r);
 }
 
 /* A.2 cells the device could not parse, when the bare framing worked
@@ -1281,10 +1364,12 @@ static void print_framings(const struct support *s, const struct summary *ns)
 }
 
 static void print_table(const struct opts *o, const struct cell *cells, size_t n,
-                        const struct summary *s)
+                        const struct summary *s, size_t planned)
 {
-    printf("EDHOC interop matrix against %s (each cell bounded by %ld s)\n\n", o->uri,
-           o->timeout_s);
+    printf("EDHOC interop matrix against %s (each cell bounded by %g s)\n\n", o->uri,
+           (double)o->timeout_ms / 1000.0);
+    if (cli_interrupted())
+        printf("interrupted: partial results (%zu of %zu cells completed)\n\n", n, planned);
     printf("| # | method | suite | ID_CRED | message_4 | framing | outcome | EDHOC | OSCORE | "
            "reason | EDHOC bytes | CoAP bytes | ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -1297,7 +1382,12 @@ static void print_table(const struct opts *o, const struct cell *cells, size_t n
         md_cell(stdout, c->oscore[0] ? c->oscore : "-");
         printf(" | ");
         md_cell(stdout, c->reason[0] ? c->reason : "-");
-        printf(" | %ld | %ld | %ld |\n", c->edhoc_bytes, c->coap_bytes, c->ms);
+        char eb[24] = "-", cb[24] = "-";
+        if (c->edhoc_bytes >= 0)
+            snprintf(eb, sizeof eb, "%ld", c->edhoc_bytes);
+        if (c->coap_bytes >= 0)
+            snprintf(cb, sizeof cb, "%ld", c->coap_bytes);
+        printf(" | %s | %s | %ld |\n", eb, cb, c->ms);
     }
     printf("\nSummary: %zu ok, %zu failed, %zu not supported, %zu skipped of %zu cells\n", s->ok,
            s->failed, s->not_supported, s->skipped, n);
@@ -1325,185 +1415,272 @@ static void print_table(const struct opts *o, const struct cell *cells, size_t n
         printf("Traces: %s/<cell>.txt, datagrams: %s/<cell>.pcap\n", o->trace_dir, o->trace_dir);
 }
 
-static void json_support(FILE *f, const struct opts *o, const struct support *s)
+/* ---- JSON (docs/json/interop.schema.json) ---- */
+
+static json_t *json_int_list(const int *v, int n)
 {
-    fprintf(f, "\"cells\": %zu, \"methods\": [", s->cells);
-    int k2 = 0;
-    for (int m = 0; m < 4; m++)
-        if (s->method[m])
-            fprintf(f, "%s%d", k2++ ? ", " : "", m);
-    fprintf(f, "], \"suites\": [");
-    for (int k = 0; k < s->n_suites; k++)
-        fprintf(f, "%s%d", k ? ", " : "", s->suites[k]);
-    fprintf(f, "], \"id_creds\": [");
-    k2 = 0;
-    for (int k = 0; k < o->n_id_creds; k++)
-        if (s->id_cred[k])
-            fprintf(f, "%s\"%s\"", k2++ ? ", " : "", o->id_creds[k]);
-    fprintf(f, "], \"framings\": [%s%s%s]", s->a2 ? "\"A.2\"" : "",
-            s->a2 && s->bare ? ", " : "", s->bare ? "\"bare\"" : "");
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
 }
 
-static void print_json(FILE *f, const struct opts *o, const struct cell *cells, size_t n,
-                       const struct summary *s)
+static json_t *json_framings(bool a2, bool bare)
+{
+    json_t *a = json_array();
+    if (a2)
+        json_array_append_new(a, json_string("A.2"));
+    if (bare)
+        json_array_append_new(a, json_string("bare"));
+    return a;
+}
+
+static void json_support(json_t *obj, const struct opts *o, const struct support *s)
+{
+    cli_json_set(obj, "cells", json_integer((json_int_t)s->cells));
+    json_t *methods = json_array();
+    for (int m = 0; m < 4; m++)
+        if (s->method[m])
+            json_array_append_new(methods, json_integer(m));
+    cli_json_set(obj, "methods", methods);
+    cli_json_set(obj, "suites", json_int_list(s->suites, s->n_suites));
+    json_t *ids = json_array();
+    for (int k = 0; k < o->n_id_creds; k++)
+        if (s->id_cred[k])
+            json_array_append_new(ids, json_string(o->id_creds[k]));
+    cli_json_set(obj, "id_creds", ids);
+    cli_json_set(obj, "framings", json_framings(s->a2, s->bare));
+}
+
+static json_t *json_cell(const struct cell *c)
 {
     static const char *const unsupported_names[] = {"", "method", "suite", "message_4",
                                                     "combined", "framing"};
-    fprintf(f, "{\n  \"uri\": ");
-    cli_json_string(f, o->uri);
-    fprintf(f, ",\n  \"timeout_s\": %ld,\n  \"framing\": \"%s\",\n  \"request\": ", o->timeout_s,
-            o->framing == FR_BOTH ? "both" : o->framing == FR_A2 ? "a2" : framing_name(o->framing));
-    if (o->request_none)
-        fputs("null", f);
-    else
-        cli_json_string(f, request_name(o));
-    fprintf(f, ",\n  \"cells\": [");
-    for (size_t i = 0; i < n; i++) {
-        const struct cell *c = &cells[i];
-        fprintf(f, "%s\n    {\"cell\": \"%s\", \"method\": %d, \"suite\": %d, \"id_cred\": \"%s\", "
-                   "\"message_4\": %s, \"framing\": \"%s\", \"combined\": %s, \"outcome\": \"%s\", "
-                   "\"failure\": ",
-                i ? "," : "", c->name, c->method, c->suite, c->id_cred,
-                c->message_4 ? "true" : "false",
-                c->framing_used[0] ? c->framing_used : framing_name(c->framing),
-                c->combined ? "true" : "false", outcome_names[c->outcome]);
-        if (c->outcome == OUT_FAILED)
-            fprintf(f, "\"%s\"", failure_names[c->failure]);
-        else
-            fputs("null", f);
-        fputs(", \"unsupported\": ", f);
-        if (c->unsupported != NS_NONE)
-            fprintf(f, "\"%s\"", unsupported_names[c->unsupported]);
-        else
-            fputs("null", f);
-        fprintf(f, ", \"err_code\": %ld, \"edhoc_bytes\": %ld, \"coap_bytes\": %ld, \"ms\": %ld, "
-                   "\"tolerated\": [",
-                c->err_code, c->edhoc_bytes, c->coap_bytes, c->ms);
-        /* "a, b" back into a list. */
-        for (const char *p = c->tolerated; *p;) {
-            size_t len = strcspn(p, ",");
-            fprintf(f, "%s\"%.*s\"", p == c->tolerated ? "" : ", ", (int)len, p);
-            p += len;
-            while (*p == ',' || *p == ' ')
-                p++;
-        }
-        /* Free texts last: a reader that looks keys up never meets one
-         * inside a text. */
-        fputs("], \"edhoc\": ", f);
-        if (c->edhoc[0])
-            cli_json_string(f, c->edhoc);
-        else
-            fputs("null", f);
-        fputs(", \"oscore\": ", f);
-        if (c->oscore[0])
-            cli_json_string(f, c->oscore);
-        else
-            fputs("null", f);
-        fprintf(f, ", \"result\": ");
-        cli_json_string(f, c->result);
-        fprintf(f, ", \"reason\": ");
-        cli_json_string(f, c->reason);
-        fputc('}', f);
+    json_t *j = json_object();
+    cli_json_set(j, "cell", json_string(c->name));
+    cli_json_set(j, "method", json_integer(c->method));
+    cli_json_set(j, "suite", json_integer(c->suite));
+    cli_json_set(j, "id_cred", json_string(c->id_cred));
+    cli_json_set(j, "message_4", json_boolean(c->message_4));
+    cli_json_set(j, "framing",
+                 json_string(c->framing_used[0] ? c->framing_used : framing_name(c->framing)));
+    cli_json_set(j, "combined", json_boolean(c->combined));
+    cli_json_set(j, "outcome", json_string(outcome_names[c->outcome]));
+    cli_json_set(j, "failure", c->outcome == OUT_FAILED ? json_string(failure_names[c->failure])
+                                                        : json_null());
+    cli_json_set(j, "unsupported", c->unsupported != NS_NONE
+                                       ? json_string(unsupported_names[c->unsupported])
+                                       : json_null());
+    cli_json_set(j, "edhoc_completed", json_boolean(c->edhoc_ok));
+    cli_json_set(j, "err_code", cli_json_int_or_null(c->err_code >= 0, c->err_code));
+    cli_json_set(j, "edhoc_bytes", cli_json_int_or_null(c->edhoc_bytes >= 0, c->edhoc_bytes));
+    cli_json_set(j, "coap_bytes", cli_json_int_or_null(c->coap_bytes >= 0, c->coap_bytes));
+    cli_json_set(j, "ms", json_integer(c->ms));
+    /* "a, b" back into a list. */
+    json_t *tol = json_array();
+    for (const char *p = c->tolerated; *p;) {
+        size_t len = strcspn(p, ",");
+        json_array_append_new(tol, json_stringn(p, len));
+        p += len;
+        while (*p == ',' || *p == ' ')
+            p++;
     }
-    fprintf(f, "\n  ],\n  \"summary\": {\"ok\": %zu, \"failed\": %zu, \"not_supported\": %zu, "
-               "\"skipped\": %zu,\n    \"edhoc\": {",
-            s->ok, s->failed, s->not_supported, s->skipped);
-    json_support(f, o, &s->edhoc);
-    fprintf(f, ", \"message_4\": \"%s\", \"combined\": \"%s\",\n      \"not_supported\": "
-               "{\"methods\": [",
-            support(s->m4_ok, s->m4_ns, s->m4_tried),
-            support(s->comb_ok, s->comb_ns, s->comb_tried));
-    int k2 = 0;
+    cli_json_set(j, "tolerated", tol);
+    /* The explanations, for a person: how each stage ended and why. */
+    cli_json_set(j, "edhoc", cli_json_string_or_null(c->edhoc[0] ? c->edhoc : NULL));
+    cli_json_set(j, "oscore", cli_json_string_or_null(c->oscore[0] ? c->oscore : NULL));
+    cli_json_set(j, "result", json_string(c->result));
+    cli_json_set(j, "reason", cli_json_string_or_null(c->reason[0] ? c->reason : NULL));
+    return j;
+}
+
+static json_t *matrix_json(const struct opts *o, const struct cell *cells, size_t n,
+                           const struct summary *s, size_t planned)
+{
+    json_t *root = json_object();
+    cli_json_set(root, "uri", json_string(o->uri));
+    cli_json_set(root, "timeout_s", json_real((double)o->timeout_ms / 1000.0));
+    cli_json_set(root, "framing", json_string(o->framing == FR_BOTH ? "both"
+                                              : o->framing == FR_A2 ? "a2"
+                                                                    : framing_name(o->framing)));
+    cli_json_set(root, "request", o->request_none ? json_null() : json_string(request_name(o)));
+    cli_json_set(root, "partial", json_boolean(cli_interrupted() != 0));
+    cli_json_set(root, "cells_planned", json_integer((json_int_t)planned));
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, json_cell(&cells[i]));
+    cli_json_set(root, "cells", arr);
+    json_t *sum = json_object();
+    cli_json_set(sum, "ok", json_integer((json_int_t)s->ok));
+    cli_json_set(sum, "failed", json_integer((json_int_t)s->failed));
+    cli_json_set(sum, "not_supported", json_integer((json_int_t)s->not_supported));
+    cli_json_set(sum, "skipped", json_integer((json_int_t)s->skipped));
+    json_t *edhoc = json_object();
+    json_support(edhoc, o, &s->edhoc);
+    cli_json_set(edhoc, "message_4", json_string(support(s->m4_ok, s->m4_ns, s->m4_tried)));
+    cli_json_set(edhoc, "combined", json_string(support(s->comb_ok, s->comb_ns, s->comb_tried)));
+    json_t *ns = json_object();
+    json_t *ns_methods = json_array();
     for (int m = 0; m < 4; m++)
         if (s->ns_method[m])
-            fprintf(f, "%s%d", k2++ ? ", " : "", m);
-    fprintf(f, "], \"suites\": [");
-    for (int k = 0; k < s->n_ns_suites; k++)
-        fprintf(f, "%s%d", k ? ", " : "", s->ns_suites[k]);
-    fprintf(f, "], \"framings\": [%s%s%s]}},\n    \"oscore\": {\"tested\": %s, ",
-            s->ns_a2 ? "\"A.2\"" : "", s->ns_a2 && s->ns_bare ? ", " : "",
-            s->ns_bare ? "\"bare\"" : "", o->request_none ? "false" : "true");
-    json_support(f, o, &s->oscore);
-    fprintf(f, "}}\n}\n");
+            json_array_append_new(ns_methods, json_integer(m));
+    cli_json_set(ns, "methods", ns_methods);
+    cli_json_set(ns, "suites", json_int_list(s->ns_suites, s->n_ns_suites));
+    cli_json_set(ns, "framings", json_framings(s->ns_a2, s->ns_bare));
+    cli_json_set(edhoc, "not_supported", ns);
+    cli_json_set(sum, "edhoc", edhoc);
+    json_t *oscore = json_object();
+    cli_json_set(oscore, "tested", json_boolean(!o->request_none));
+    json_support(oscore, o, &s->oscore);
+    cli_json_set(sum, "oscore", oscore);
+    cli_json_set(root, "summary", sum);
+    return root;
 }
 
 /* ---- Command line ---- */
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: edhoc-cli interop URI [OPTIONS]\n"
-            "       edhoc-cli interop --report DIR [--json] [--json-out FILE]\n\n"
-            "Runs a test matrix against an EDHOC responder (the device) with us as the\n"
-            "initiator: methods x cipher suites x ID_CRED types, each with and without\n"
-            "message_4, plus the RFC 9668 combined request and the bare framing. Each cell\n"
-            "is one `edhoc-cli initiator` run (handshake, then one OSCORE request). Prints a\n"
-            "table with how EDHOC and the OSCORE request of every cell ended and the likely\n"
-            "causes, then a summary of what the device supports for EDHOC (even when OSCORE\n"
-            "fails) and what worked with OSCORE.\n\n"
-            "Options:\n"
-            "  --methods LIST          methods to try (default 0,1,2,3)\n"
-            "  --suites LIST           cipher suites to try (default 0,2)\n"
-            "  --id-creds LIST         ID_CRED types to try: kid, kccs, x5t, x5chain (default\n"
-            "                          kid,x5t; with --cred: kid,kccs for a CCS, x5t,x5chain\n"
-            "                          for a certificate)\n"
-            "  --framing a2|bare|auto  the framing of the cells: a2 (RFC 9528 Appendix A.2)\n"
-            "                          or bare only; auto: each cell tries A.2, then bare,\n"
-            "                          and once the device answered in one, the cells use\n"
-            "                          it. Default: A.2 cells, plus the bare framing once\n"
-            "  --full                  the combined request and the bare framing (with and\n"
-            "                          without message_4) for every cell; by default they run\n"
-            "                          once, for the first configuration that worked\n"
-            "  --timeout S             bound on each cell (default 5 s; a cell that does not\n"
-            "                          finish 2 s after it is a timeout; twice S while\n"
-            "                          --framing auto probes)\n"
-            "  --request 'METHOD PATH [PAYLOAD]'  the OSCORE request of every cell\n"
-            "                          (default 'GET /.well-known/core'); 'none': EDHOC only,\n"
-            "                          for devices without OSCORE resources\n"
-            "  --tolerate LIST         deviations of the device the initiator accepts (passed\n"
-            "                          to every cell as they are; see `initiator --help`)\n"
-            "  --cred FILE --key FILE --trust FILE  our credentials (as for the initiator)\n"
-            "  --trace-dir DIR         keep each cell's RFC 9529-style trace in DIR/<cell>.txt\n"
-            "                          and every datagram of the cell in DIR/<cell>.pcap\n"
-            "                          (secrets: DIR is made 0700, its files 0600; an existing\n"
-            "                          DIR that group or others can access is refused)\n"
-            "  --json                  machine-readable output (the same cells and summary)\n"
-            "  --json-out FILE         also write that JSON to FILE (with the table on stdout)\n"
-            "  -h, --help              this text\n\n"
-            "Every cell has an EDHOC result (ok, EDHOC error N from the peer, our\n"
-            "verification failed, timeout, ...) and, once the handshake completed, an OSCORE\n"
-            "result (ok, no answer to the request, an answer without OSCORE, whatever its\n"
-            "code, ...). Its outcome is one of:\n"
-            "  ok             EDHOC completed and the request got a protected answer (or\n"
-            "                 --request none)\n"
-            "  failed         EDHOC or the OSCORE request failed\n"
-            "  not supported  the device said it does not do it: a method it refuses (EDHOC\n"
-            "                 error 1), a suite it refuses (error 2 with SUITES_R), no\n"
-            "                 message_4 (an empty 2.04 to message_3), the combined request\n"
-            "                 refused (4.02 or an error saying so), a framing it cannot read\n"
-            "  skipped        not possible with our credentials (e.g. a key that does not\n"
-            "                 fit the suite's curve), or the combined request with\n"
-            "                 --request none\n"
-            "Exit codes: 0 no cell failed (not supported and skipped cells do not count);\n"
-            "1 some cell failed; 2 bad command line (also when the initiator refuses the\n"
-            "options every cell shares); 3 the trace directory or the --json-out file cannot\n"
-            "be used, or no cell could be run with our credentials; 10 internal error.\n\n"
-            "--report DIR: the other direction, the devices as initiators: the matrix of what\n"
-            "the devices that connected to `edhoc-cli responder --interop-log DIR` tried and\n"
-            "how each attempt ended (see `edhoc-cli interop --report DIR --help`).\n");
-}
+enum {
+    OPT_METHODS = 1,
+    OPT_SUITES,
+    OPT_ID_CREDS,
+    OPT_FRAMING,
+    OPT_FULL,
+    OPT_TIMEOUT,
+    OPT_REQUEST,
+    OPT_TOLERATE,
+    OPT_CRED,
+    OPT_KEY,
+    OPT_TRUST,
+    OPT_TRACE_DIR,
+    OPT_REPORT,
+    OPT_JSON,
+    OPT_JSON_OUT,
+};
 
-static bool parse_list(const char *name, const char *v, int *out, int *n, int lo, int hi)
+static const struct cli_opt matrix_opts[] = {
+    {OPT_METHODS, "methods", "LIST", "methods to try (default 0,1,2,3)"},
+    {OPT_SUITES, "suites", "LIST", "cipher suites to try (default 0,2)"},
+    {OPT_ID_CREDS, "id-creds", "LIST",
+     "ID_CRED types to try: kid, kccs, x5t, x5chain (default kid,x5t; with --cred: kid,kccs "
+     "for a CCS, x5t,x5chain for a certificate)"},
+    {OPT_FRAMING, "framing", "a2|bare|auto",
+     "the framing of the cells: a2 (RFC 9528 Appendix A.2) or bare only; auto: each cell tries "
+     "A.2, then bare, and once the device answered in one, the cells use it. Default: A.2 "
+     "cells, plus the bare framing once"},
+    {OPT_FULL, "full", NULL,
+     "the combined request and the bare framing (with and without message_4) for every cell; "
+     "by default they run once, for the first configuration that worked"},
+    {OPT_TIMEOUT, "timeout", "SECONDS",
+     "bound on each cell (decimals allowed; 0.1..600, default 5; a cell that does not finish 2 "
+     "s after it is a timeout; twice SECONDS while --framing auto probes)"},
+    {OPT_REQUEST, "request", "'METHOD PATH [PAYLOAD]'|none",
+     "the OSCORE request of every cell (default 'GET /.well-known/core'; repeatable); none: "
+     "EDHOC only, for devices without OSCORE resources"},
+    {OPT_TOLERATE, "tolerate", "LIST",
+     "deviations of the device the initiator accepts (passed to every cell as they are; see "
+     "edhoc-cli initiator --help)"},
+    {OPT_TRACE_DIR, "trace-dir", "DIR",
+     "keep each cell's RFC 9529-style trace in DIR/<cell>.txt and every datagram of the cell "
+     "in DIR/<cell>.pcap (session secrets: DIR is made 0700, its files 0600; an existing DIR "
+     "that group or others can access is refused)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt cred_opts[] = {
+    {OPT_CRED, "cred", "FILE", "our credential (as for the initiator; default: the demo ones)"},
+    {OPT_KEY, "key", "FILE", "the private key of --cred"},
+    {OPT_TRUST, "trust", "FILE", "the devices' credentials or trust anchors we accept"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt report_opts[] = {
+    {OPT_REPORT, "report", "DIR",
+     "instead of testing a device: the matrix of what the devices that connected to "
+     "edhoc-cli responder --interop-log DIR tried as initiators, read from "
+     "DIR/" INTEROP_LOG_FILE " (takes only --json and --json-out)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt output_opts[] = {
+    {OPT_JSON, "json", NULL,
+     "machine-readable output (docs/json/interop.schema.json; with --report "
+     "docs/json/interop-report.schema.json)"},
+    {OPT_JSON_OUT, "json-out", "FILE", "also write that JSON to FILE (with the table on stdout)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group interop_groups[] = {
+    {"Matrix (edhoc-cli interop URI)", matrix_opts},
+    {"Our credentials (passed to every cell)", cred_opts},
+    {"Report (the devices as initiators)", report_opts},
+    {"Output", output_opts},
+    {NULL, NULL},
+};
+
+static const struct cli_opt_renamed interop_renamed[] = {
+    {"timeout-ms", "--timeout SECONDS (decimals allowed, e.g. --timeout 0.5)"},
+    {"handshake-timeout", "--timeout SECONDS (each cell's bound; decimals allowed)"},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_interop = {
+    .name = "interop",
+    .synopsis = "URI [OPTIONS]\n       edhoc-cli interop --report DIR [--json] [--json-out FILE]",
+    .description =
+        "Runs a test matrix against an EDHOC responder (the device) with us as the\n"
+        "initiator: methods x cipher suites x ID_CRED types, each with and without\n"
+        "message_4, plus the RFC 9668 combined request and the bare framing. Each cell\n"
+        "is one `edhoc-cli initiator` run (handshake, then one OSCORE request). Prints a\n"
+        "table with how EDHOC and the OSCORE request of every cell ended and the likely\n"
+        "causes, then a summary of what the device supports for EDHOC (even when OSCORE\n"
+        "fails) and what worked with OSCORE.\n\n"
+        "Every cell has an EDHOC result (ok, EDHOC error N from the peer, our\n"
+        "verification failed, timeout, ...) and, once the handshake completed, an OSCORE\n"
+        "result (ok, no answer to the request, an answer without OSCORE, whatever its\n"
+        "code, ...). Its outcome is one of:\n"
+        "  ok             EDHOC completed and the request got a protected answer (or\n"
+        "                 --request none)\n"
+        "  failed         EDHOC or the OSCORE request failed\n"
+        "  not supported  the device said it does not do it: a method it refuses (EDHOC\n"
+        "                 error 1), a suite it refuses (error 2 with SUITES_R), no\n"
+        "                 message_4 (an empty 2.04 to message_3), the combined request\n"
+        "                 refused (4.02 or an error saying so), a framing it cannot read\n"
+        "  skipped        not possible with our credentials (e.g. a key that does not\n"
+        "                 fit the suite's curve), or the combined request with\n"
+        "                 --request none\n\n"
+        "--report DIR: the other direction, the devices as initiators. Reads\n"
+        "DIR/" INTEROP_LOG_FILE ", written by `edhoc-cli responder --interop-log DIR`, and\n"
+        "prints per device (peer host) the combinations it tried (method, SUITES_I\n"
+        "offered -> selected, ID_CRED_I type, message_4, framing / combined request),\n"
+        "with attempts, successes, how the last attempt ended and the likely causes, and\n"
+        "the trace / pcap of its last failure; then what the device supports. Unusable\n"
+        "lines (truncated, not a record) are named on stderr and skipped.\n\n"
+        "Progress: one line rewritten on a terminal; nothing when standard error is not\n"
+        "a terminal, unless -v. SIGINT or SIGTERM stops the matrix: the cell that was\n"
+        "running is stopped and left out, and what completed is printed, marked partial.",
+    .groups = interop_groups,
+    .renamed = interop_renamed,
+    .epilogue =
+        "Exit codes: 0 no cell failed (not supported and skipped cells do not count);\n"
+        "1 some cell failed; 2 bad command line (also when the initiator refuses the\n"
+        "options every cell shares); 3 the trace directory or the --json-out file cannot\n"
+        "be used, or no cell could be run with our credentials; 10 internal error;\n"
+        "130/143 interrupted by SIGINT/SIGTERM (the completed cells are printed).\n"
+        "With --report: 0 the last attempt of every combination ended well; 1 some did\n"
+        "not; 3 DIR or its log cannot be read, or --json-out not written.",
+};
+
+static bool parse_list(const struct cli_opt_parser *p, int *out, int *n, int lo, int hi)
 {
-    int k = cli_parse_int_list(v, out, MAX_LIST);
+    int k = cli_parse_int_list(p->value, out, MAX_LIST);
     if (k <= 0) {
-        fprintf(stderr, "edhoc-cli interop: %s: expected a comma-separated list\n", name);
+        cli_opt_error(p, "%s: expected a comma-separated list of integers, got '%s'", p->flag,
+                      p->value);
         return false;
     }
     for (int i = 0; i < k; i++) {
         if (out[i] < lo || out[i] > hi) {
-            fprintf(stderr, "edhoc-cli interop: %s: %d is out of range %d..%d\n", name, out[i],
-                    lo, hi);
+            cli_opt_error(p, "%s: %d is out of range %d..%d", p->flag, out[i], lo, hi);
             return false;
         }
     }
@@ -1569,123 +1746,158 @@ static bool fatal_cell(const struct matrix_state *st, const struct cell *c)
     return c->setup_exit && !st->any_ran && !setup_error_of_cell(c);
 }
 
-static void progress(const struct opts *o, const struct cell *c)
+/* Print (and write to --json-out) the matrix; returns the exit code. */
+static int report_matrix(const struct opts *o, struct cell *cells, size_t n, size_t planned,
+                         bool any_ran)
 {
-    if (!o->json)
-        fprintf(stderr, "edhoc-cli interop: %s: %s\n", c->name, c->result);
+    settle_framing(cells, n);
+    if (!any_ran && !cli_interrupted()) {
+        /* Every cell was refused by the initiator before it sent anything:
+         * nothing of the device was tested. */
+        fprintf(stderr, "edhoc-cli interop: no cell could be run with these credentials and "
+                        "options (see the reasons)\n");
+    }
+    struct summary sum;
+    summarize(o, cells, n, &sum);
+    json_t *root = o->json || o->json_out ? matrix_json(o, cells, n, &sum, planned) : NULL;
+    if (o->json) {
+        json_incref(root);
+        cli_json_print(root, stdout);
+    } else {
+        print_table(o, cells, n, &sum, planned);
+    }
+    int rc = sum.failed ? CLI_EXIT_FAILURE : any_ran ? CLI_EXIT_OK : CLI_EXIT_INPUT;
+    if (o->json_out) {
+        FILE *f = fopen(o->json_out, "w");
+        json_incref(root);
+        if (f) {
+            if (cli_json_print(root, f) || fclose(f))
+                f = NULL;
+        } else {
+            json_decref(root);
+        }
+        if (!f) {
+            fprintf(stderr, "edhoc-cli interop: --json-out %s: %s\n", o->json_out,
+                    strerror(errno));
+            rc = CLI_EXIT_INPUT;
+        }
+    }
+    json_decref(root);
+    if (cli_interrupted()) {
+        if (!o->quiet)
+            fprintf(stderr, "edhoc-cli interop: interrupted: partial results (%zu of %zu cells)\n",
+                    n, planned);
+        return cli_interrupt_exit_code();
+    }
+    return rc;
 }
 
 int cmd_interop(int argc, char **argv)
 {
     struct opts o;
     memset(&o, 0, sizeof o);
-    o.timeout_s = 5;
+    o.timeout_ms = 5000;
     o.framing = FR_BOTH;
     static const int def_methods[] = {0, 1, 2, 3}, def_suites[] = {0, 2};
+    static const char *const framings[] = {"a2", "A.2", "bare", "auto", NULL};
+    static const enum framing framing_of[] = {FR_A2, FR_A2, FR_BARE, FR_AUTO};
     bool have_methods = false, have_suites = false;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        if (!strcmp(arg, "--full")) {
-            o.full = true;
+    const char *report_dir = NULL;
+    /* An option of the matrix given with --report, named in the refusal. */
+    const char *matrix_only = NULL;
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_interop, argc, argv);
+    for (;;) {
+        enum cli_opt_status st = cli_opt_next(&p);
+        if (st == CLI_OPT_DONE)
+            break;
+        if (st == CLI_OPT_EXIT)
+            return p.exit_code;
+        if (st == CLI_OPT_POSITIONAL) {
+            if (o.uri)
+                return cli_opt_error(&p, "one device at a time (got '%s' and '%s')", o.uri,
+                                     p.value);
+            o.uri = p.value;
             continue;
         }
-        if (!strcmp(arg, "--json")) {
-            o.json = true;
-            continue;
-        }
-        if (!strcmp(arg, "--report"))
-            return interop_report_main(argc, argv);
-        if (strncmp(arg, "--", 2) != 0) {
-            if (o.uri) {
-                fprintf(stderr, "edhoc-cli interop: unexpected argument '%s'\n", arg);
-                return CLI_EXIT_USAGE;
-            }
-            o.uri = arg;
-            continue;
-        }
-        static const char *const with_value[] = {
-            "--methods", "--suites", "--id-creds", "--timeout",   "--request", "--cred",
-            "--key",     "--trust",  "--trace-dir", "--json-out", "--framing", "--tolerate"};
-        bool known = false;
-        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
-            known |= !strcmp(arg, with_value[k]);
-        if (!known) {
-            fprintf(stderr, "edhoc-cli interop: unknown option '%s' (see --help)\n", arg);
-            return CLI_EXIT_USAGE;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "edhoc-cli interop: %s needs a value\n", arg);
-            return CLI_EXIT_USAGE;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(arg, "--methods")) {
-            if (!parse_list(arg, v, o.methods, &o.n_methods, 0, 3))
+        int id = p.opt->id, idx = 0;
+        if (id != OPT_REPORT && id != OPT_JSON && id != OPT_JSON_OUT && !matrix_only)
+            matrix_only = p.opt->name;
+        switch (id) {
+        case OPT_METHODS:
+            if (!parse_list(&p, o.methods, &o.n_methods, 0, 3))
                 return CLI_EXIT_USAGE;
             have_methods = true;
-        } else if (!strcmp(arg, "--suites")) {
-            if (!parse_list(arg, v, o.suites, &o.n_suites, 0, 31))
+            break;
+        case OPT_SUITES:
+            if (!parse_list(&p, o.suites, &o.n_suites, 0, 31))
                 return CLI_EXIT_USAGE;
             have_suites = true;
-        } else if (!strcmp(arg, "--id-creds")) {
-            if (!parse_id_creds(v, &o))
+            break;
+        case OPT_ID_CREDS:
+            if (!parse_id_creds(p.value, &o))
                 return CLI_EXIT_USAGE;
-        } else if (!strcmp(arg, "--timeout")) {
-            char *end;
-            o.timeout_s = strtol(v, &end, 10);
-            if (*end || end == v || o.timeout_s < 1 || o.timeout_s > 600) {
-                fprintf(stderr, "edhoc-cli interop: --timeout: 1..600 seconds\n");
+            break;
+        case OPT_FRAMING:
+            if (cli_opt_choice(&p, framings, &idx))
                 return CLI_EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--framing")) {
-            if (!strcasecmp(v, "a2") || !strcasecmp(v, "a.2"))
-                o.framing = FR_A2;
-            else if (!strcasecmp(v, "bare"))
-                o.framing = FR_BARE;
-            else if (!strcasecmp(v, "auto"))
-                o.framing = FR_AUTO;
-            else {
-                fprintf(stderr, "edhoc-cli interop: --framing: a2, bare or auto\n");
+            o.framing = framing_of[idx];
+            break;
+        case OPT_FULL: o.full = true; break;
+        case OPT_TIMEOUT:
+            if (cli_opt_seconds(&p, 0.1, 600, &o.timeout_ms))
                 return CLI_EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--trace-dir")) {
-            o.trace_dir = v;
-        } else if (!strcmp(arg, "--json-out")) {
-            o.json_out = v;
-        } else {
-            /* The initiator's own options (--tolerate among them): passed
-             * to every cell as they are, checked by the initiator. */
-            if (o.n_pass + 2 > MAX_PASS) {
-                fprintf(stderr, "edhoc-cli interop: too many options\n");
-                return CLI_EXIT_USAGE;
-            }
-            o.pass[o.n_pass++] = arg;
-            o.pass[o.n_pass++] = v;
-            if (!strcmp(arg, "--cred"))
-                o.cred_path = v;
-            if (!strcmp(arg, "--request")) {
-                if (!strcmp(v, "none"))
+            break;
+        case OPT_TRACE_DIR: o.trace_dir = p.value; break;
+        case OPT_REPORT: report_dir = p.value; break;
+        case OPT_JSON: o.json = true; break;
+        case OPT_JSON_OUT: o.json_out = p.value; break;
+        case OPT_REQUEST:
+        case OPT_TOLERATE:
+        case OPT_CRED:
+        case OPT_KEY:
+        case OPT_TRUST:
+            /* The initiator's own options: passed to every cell as they
+             * are, checked by the initiator. */
+            if (o.n_pass + 2 > MAX_PASS)
+                return cli_opt_error(&p, "too many options");
+            o.pass[o.n_pass++] = id == OPT_REQUEST    ? "--request"
+                                 : id == OPT_TOLERATE ? "--tolerate"
+                                 : id == OPT_CRED     ? "--cred"
+                                 : id == OPT_KEY      ? "--key"
+                                                      : "--trust";
+            o.pass[o.n_pass++] = p.value;
+            if (id == OPT_CRED)
+                o.cred_path = p.value;
+            if (id == OPT_REQUEST) {
+                if (!strcmp(p.value, "none"))
                     o.request_none = true;
                 else if (!o.request)
-                    o.request = v;
+                    o.request = p.value;
             }
+            break;
         }
     }
-    if (!o.uri) {
-        fprintf(stderr, "edhoc-cli interop: which device? (edhoc-cli interop URI, see --help)\n");
-        return CLI_EXIT_USAGE;
+    if (report_dir) {
+        /* The other direction reads a log: nothing of the matrix applies. */
+        if (o.uri)
+            return cli_opt_error(&p, "--report reads the log of a responder and tests no device "
+                                     "(got '%s'; run them separately)", o.uri);
+        if (matrix_only)
+            return cli_opt_error(&p, "--%s applies to the matrix against a device (edhoc-cli "
+                                     "interop URI), not to --report", matrix_only);
+        struct interop_report_opts ro = {report_dir, o.json, o.json_out};
+        return interop_report_run(&ro);
     }
-    if (strncmp(o.uri, "coap://", 7) != 0) {
-        fprintf(stderr, "edhoc-cli interop: expected a coap:// URI\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (o.request_none && o.request) {
-        fprintf(stderr, "edhoc-cli interop: --request none cannot go with other requests\n");
-        return CLI_EXIT_USAGE;
-    }
+    if (!o.uri)
+        return cli_opt_usage_error(&cli_spec_interop, "which device? (a coap:// URI, or --report "
+                                                      "DIR)");
+    if (strncmp(o.uri, "coap://", 7) != 0)
+        return cli_opt_error(&p, "expected a coap:// URI, got '%s'", o.uri);
+    if (o.request_none && o.request)
+        return cli_opt_error(&p, "--request none cannot go with other requests");
+    o.verbose = p.verbose;
+    o.quiet = p.quiet;
     if (!have_methods) {
         memcpy(o.methods, def_methods, sizeof def_methods);
         o.n_methods = 4;
@@ -1728,12 +1940,16 @@ int cmd_interop(int argc, char **argv)
     } else {
         plain[0].framing = plain[1].framing = FR_BARE;
     }
-    size_t cap = (size_t)o.n_methods * (size_t)o.n_suites * (size_t)o.n_id_creds * per + 2;
-    if (cap > MAX_CELLS) {
-        fprintf(stderr, "edhoc-cli interop: at most %d cells; narrow the matrix\n", MAX_CELLS);
-        return CLI_EXIT_USAGE;
-    }
-    struct cell *cells = calloc(cap, sizeof *cells);
+    size_t grid = (size_t)o.n_methods * (size_t)o.n_suites * (size_t)o.n_id_creds * per;
+    /* The cells after the grid: the combined request and the bare framing
+     * for one configuration (not with --full). */
+    size_t extra = o.full ? 0 : (size_t)(o.framing != FR_BARE) + (size_t)(o.framing == FR_BOTH ||
+                                                                          o.framing == FR_AUTO);
+    size_t planned = grid + extra;
+    if (planned > MAX_CELLS)
+        return cli_opt_error(&p, "at most %d cells (this matrix has %zu); narrow it", MAX_CELLS,
+                             planned);
+    struct cell *cells = calloc(planned + 2, sizeof *cells);
     if (!cells)
         return CLI_EXIT_INTERNAL;
     struct matrix_state st;
@@ -1741,33 +1957,44 @@ int cmd_interop(int argc, char **argv)
     for (int i = 0; i < 32; i++)
         st.suites_r_cache[i] = -2;
     st.auto_known = FR_AUTO;
-    size_t n = 0;
-    for (int m = 0; m < o.n_methods; m++)
-        for (int s = 0; s < o.n_suites; s++)
-            for (int k = 0; k < o.n_id_creds; k++)
-                for (size_t v = 0; v < per; v++) {
-                    struct cell *c = &cells[n++];
-                    c->method = o.methods[m];
-                    c->suite = o.suites[s];
-                    snprintf(c->id_cred, sizeof c->id_cred, "%s", o.id_creds[k]);
-                    c->message_4 = variants[v].message_4;
-                    c->combined = variants[v].combined;
-                    c->framing = variants[v].framing;
-                    if (c->combined && o.framing == FR_AUTO && st.auto_known == FR_BARE)
-                        skip_cell(c, "the RFC 9668 combined request goes with the A.2 framing, "
-                                     "which the device does not take (--framing auto found "
-                                     "bare)");
-                    else
-                        run_cell(&o, &st, c);
-                    if (fatal_cell(&st, c)) {
-                        fprintf(stderr, "edhoc-cli interop: %s\n", c->setup_text);
-                        int rc = c->setup_exit;
-                        free(cells);
-                        return rc;
-                    }
-                    progress(&o, c);
-                }
-    if (!o.full) {
+    /* SIGINT/SIGTERM: the running cell is stopped and left out, and the
+     * matrix of the cells that completed is printed (issue 14, item 9). */
+    cli_interrupt_catch();
+    struct cli_progress pr;
+    cli_progress_begin(&pr, "interop", o.verbose, o.quiet);
+    size_t n = 0, failed = 0;
+    for (size_t g = 0; g < grid && !cli_interrupted(); g++) {
+        size_t v = g % per, k = g / per % (size_t)o.n_id_creds;
+        size_t s = g / per / (size_t)o.n_id_creds % (size_t)o.n_suites;
+        size_t m = g / per / (size_t)o.n_id_creds / (size_t)o.n_suites;
+        struct cell *c = &cells[n];
+        c->method = o.methods[m];
+        c->suite = o.suites[s];
+        snprintf(c->id_cred, sizeof c->id_cred, "%s", o.id_creds[k]);
+        c->message_4 = variants[v].message_4;
+        c->combined = variants[v].combined;
+        c->framing = variants[v].framing;
+        cell_name(c);
+        cli_progress_update(&pr, "cell %zu of %zu: %s (%zu failed so far)", n + 1, planned,
+                            c->name, failed);
+        if (c->combined && o.framing == FR_AUTO && st.auto_known == FR_BARE)
+            skip_cell(c, "the RFC 9668 combined request goes with the A.2 framing, which the "
+                         "device does not take (--framing auto found bare)");
+        else
+            run_cell(&o, &st, c);
+        if (c->interrupted)
+            break;
+        n++;
+        failed += c->outcome == OUT_FAILED;
+        if (fatal_cell(&st, c)) {
+            cli_progress_end(&pr);
+            fprintf(stderr, "edhoc-cli interop: %s\n", c->setup_text);
+            int rc = c->setup_exit;
+            free(cells);
+            return rc;
+        }
+    }
+    if (!o.full && !cli_interrupted() && n > 0) {
         /* The combined request and the bare framing for one configuration
          * the device accepts, so their failures mean what they say: the
          * first cell that was ok, else the first whose handshake
@@ -1799,50 +2026,34 @@ int cmd_interop(int argc, char **argv)
          * work (bare found by auto is covered by the cells already). */
         bool want_combined = o.framing != FR_BARE;
         bool want_bare = o.framing == FR_BOTH || (o.framing == FR_AUTO && st.auto_known != FR_BARE);
-        for (int v = 0; v < 2; v++) {
+        if (o.framing == FR_AUTO && !want_bare)
+            planned--;
+        for (int v = 0; v < 2 && !cli_interrupted(); v++) {
             if ((v == 0 && !want_combined) || (v == 1 && !want_bare))
                 continue;
-            struct cell *c = &cells[n++];
+            struct cell *c = &cells[n];
             memset(c, 0, sizeof *c);
             c->method = b.method;
             c->suite = b.suite;
             snprintf(c->id_cred, sizeof c->id_cred, "%s", b.id_cred);
             c->combined = v == 0;
             c->framing = v == 0 ? FR_A2 : FR_BARE;
+            cell_name(c);
+            cli_progress_update(&pr, "cell %zu of %zu: %s (%zu failed so far)", n + 1, planned,
+                                c->name, failed);
             if (c->combined && o.framing == FR_AUTO && st.auto_known == FR_BARE)
                 skip_cell(c, "the RFC 9668 combined request goes with the A.2 framing, which the "
                              "device does not take (--framing auto found bare)");
             else
                 run_cell(&o, &st, c);
-            progress(&o, c);
+            if (c->interrupted)
+                break;
+            n++;
+            failed += c->outcome == OUT_FAILED;
         }
     }
-    settle_framing(cells, n);
-    if (!st.any_ran) {
-        /* Every cell was refused by the initiator before it sent anything:
-         * nothing of the device was tested. */
-        fprintf(stderr, "edhoc-cli interop: no cell could be run with these credentials and "
-                        "options (see the reasons)\n");
-    }
-    struct summary sum;
-    summarize(&o, cells, n, &sum);
-    if (o.json)
-        print_json(stdout, &o, cells, n, &sum);
-    else
-        print_table(&o, cells, n, &sum);
-    int rc = sum.failed ? CLI_EXIT_FAILURE : st.any_ran ? CLI_EXIT_OK : CLI_EXIT_INPUT;
-    if (o.json_out) {
-        FILE *f = fopen(o.json_out, "w");
-        if (f) {
-            print_json(f, &o, cells, n, &sum);
-            if (fclose(f))
-                f = NULL;
-        }
-        if (!f) {
-            fprintf(stderr, "edhoc-cli interop: --json-out %s: %s\n", o.json_out, strerror(errno));
-            rc = CLI_EXIT_INPUT;
-        }
-    }
+    cli_progress_end(&pr);
+    int rc = report_matrix(&o, cells, n, planned, st.any_ran);
     free(cells);
     return rc;
 }

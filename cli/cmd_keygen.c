@@ -1,56 +1,106 @@
 /* edhoc-cli keygen: create a credential (CCS or X.509) and its private key. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "edhoc/cred.h"
 #include "commands.h"
+#include "json_out.h"
 #include "util.h"
 
-static void keygen_usage(FILE *out)
-{
-    fprintf(out,
-        "usage: edhoc-cli keygen --type ccs|x509 (--curve CURVE | --suite N --use sign|dh)\n"
-        "                        --out-cred FILE --out-key FILE [options]\n"
-        "\n"
+enum {
+    OPT_TYPE = 1,
+    OPT_CURVE,
+    OPT_SUITE,
+    OPT_USE,
+    OPT_KID,
+    OPT_SUBJECT,
+    OPT_CA_CERT,
+    OPT_CA_KEY,
+    OPT_CA,
+    OPT_NO_EXT,
+    OPT_DAYS,
+    OPT_NOT_BEFORE,
+    OPT_NOT_AFTER,
+    OPT_OUT_CRED,
+    OPT_OUT_KEY,
+    OPT_HEX,
+    OPT_FORCE,
+    OPT_JSON,
+};
+
+static const struct cli_opt key_opts[] = {
+    {OPT_TYPE, "type", "ccs|x509", "credential type (required)"},
+    {OPT_CURVE, "curve", "CURVE", "P-256, P-384, Ed25519, Ed448, X25519 or X448"},
+    {OPT_SUITE, "suite", "N",
+     "instead of --curve: the curve cipher suite N needs for signing or for static\n"
+     "Diffie-Hellman, as --use says"},
+    {OPT_USE, "use", "sign|dh", "with --suite: sign (methods 0 to 2) or dh (methods 1 to 3)"},
+    {OPT_KID, "kid", "HEX",
+     "CCS key identifier (default: one random byte that EDHOC sends as a one-byte\n"
+     "integer, never the kid of a built-in demo credential, which would collide\n"
+     "with it)"},
+    {OPT_SUBJECT, "subject", "NAME", "CCS 'sub' claim / certificate common name"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt x509_opts[] = {
+    {OPT_CA_CERT, "ca-cert", "FILE",
+     "sign the certificate with this CA (with --ca-key; default: self-signed).\n"
+     "X25519 and X448 keys cannot sign, so their certificates always need a CA"},
+    {OPT_CA_KEY, "ca-key", "FILE",
+     "the CA's private key (refused when group or others can read it)"},
+    {OPT_CA, "ca", NULL, "make a CA certificate, to sign others with"},
+    {OPT_NO_EXT, "no-extensions", NULL,
+     "a leaf certificate without X.509v3 extensions (smallest on the wire)"},
+    {OPT_DAYS, "days", "N", "validity from now, in days (1..36500, default 365)"},
+    {OPT_NOT_BEFORE, "not-before", "DATE", "start of validity, YYYY-MM-DD[THH:MM:SSZ] (UTC)"},
+    {OPT_NOT_AFTER, "not-after", "DATE", "end of validity, YYYY-MM-DD[THH:MM:SSZ] (UTC)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt output_opts[] = {
+    {OPT_OUT_CRED, "out-cred", "FILE",
+     "credential (required; - for standard output, the report then goes to\n"
+     "standard error): a CCS as CBOR (or --hex), certificates as PEM, leaf\n"
+     "first, then intermediate CAs"},
+    {OPT_OUT_KEY, "out-key", "FILE",
+     "private key (required), PKCS#8 PEM, in a new file of mode 0600"},
+    {OPT_HEX, "hex", NULL, "write a CCS as hex text instead of binary CBOR"},
+    {OPT_FORCE, "force", NULL, "replace existing output files"},
+    {OPT_JSON, "json", NULL,
+     "the report as one JSON object on standard output (docs/json/keygen.schema.json)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group keygen_groups[] = {
+    {"Key and credential", key_opts},
+    {"Certificates (--type x509)", x509_opts},
+    {"Output", output_opts},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_keygen = {
+    .name = "keygen",
+    .synopsis = "--type ccs|x509 (--curve CURVE | --suite N --use sign|dh)\n"
+                "                        --out-cred FILE --out-key FILE [OPTIONS]",
+    .description =
         "Creates a key pair and a credential for it: a CCS (CWT Claims Set with a\n"
         "COSE_Key, RFC 8392) or an X.509 certificate. The private key is written as\n"
-        "PKCS#8 PEM with mode 0600.\n"
-        "\n"
-        "  --type ccs|x509        credential type\n"
-        "  --curve CURVE          P-256, P-384, Ed25519, Ed448, X25519 or X448\n"
-        "  --suite N --use U      the curve a cipher suite needs for signing (sign)\n"
-        "                         or for static Diffie-Hellman (dh)\n"
-        "  --kid HEX              CCS key identifier (default: one random byte that\n"
-        "                         EDHOC sends as a one-byte integer, never the kid of a\n"
-        "                         built-in demo credential, which would collide with it)\n"
-        "  --subject NAME         CCS 'sub' claim / certificate CN\n"
-        "  --ca-cert FILE --ca-key FILE\n"
-        "                         sign the certificate with this CA (default:\n"
-        "                         self-signed). X25519 and X448 keys cannot sign, so\n"
-        "                         their certificates always need a CA.\n"
-        "  --ca                   make a CA certificate (to sign others)\n"
-        "  --no-extensions        a leaf certificate without X.509v3 extensions\n"
-        "                         (smallest size on the wire)\n"
-        "  --days N               validity from now (default 365)\n"
-        "  --not-before DATE --not-after DATE\n"
-        "                         explicit validity, YYYY-MM-DD[THH:MM:SSZ] (UTC)\n"
-        "  --out-cred FILE        credential (- for standard output; the report then goes to\n"
-        "                         standard error): CCS as CBOR (or --hex), certificate(s)\n"
-        "                         as PEM, leaf first, then intermediate CAs\n"
-        "  --out-key FILE         private key, PKCS#8 PEM, mode 0600\n"
-        "  --hex                  write a CCS as hex text instead of binary CBOR\n"
-        "  --force                replace existing output files\n"
-        "\n"
-        "Exit codes: 0 ok, 2 usage, 3 unusable input file (e.g. a CA key readable\n"
-        "by others), 1 failure.\n");
-}
+        "PKCS#8 PEM into a new file of mode 0600 (never through a symbolic link), and\n"
+        "not into a directory others can write, where the key would be refused when\n"
+        "loaded.",
+    .groups = keygen_groups,
+    .epilogue =
+        "Exit codes: 0 ok; 1 failure; 2 bad command line; 3 unusable input file or\n"
+        "output directory (e.g. a CA key readable by others).",
+};
 
 static int parse_curve(const char *s)
 {
@@ -123,151 +173,131 @@ static int write_public_file(const char *path, const void *data, size_t len, boo
     return ok ? 0 : -1;
 }
 
+/* A private key written where others can write could be replaced, and
+ * every loader refuses it there (the rules of src/cred/keyfile.c, as
+ * OpenSSH has them): say so before a key is made. Returns 0, or -1 after
+ * saying why. */
+static int key_directory_check(const char *key_path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", key_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        fprintf(stderr, "edhoc-cli keygen: --out-key %s: directory %s: %s\n", key_path, dir,
+                strerror(errno));
+        return -1;
+    }
+    if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
+        fprintf(stderr,
+                "edhoc-cli keygen: --out-key %s: the directory %s (mode %03o) can be written "
+                "by others, who could put another key in its place, and the key would be "
+                "refused when loaded; fix it with: chmod go-w %s\n",
+                key_path, dir, (unsigned)(st.st_mode & 0777), dir);
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_keygen(int argc, char **argv)
 {
-    enum { OPT_TYPE = 1, OPT_CURVE, OPT_SUITE, OPT_USE, OPT_KID, OPT_SUBJECT, OPT_CA_CERT,
-           OPT_CA_KEY, OPT_CA, OPT_DAYS, OPT_NOT_BEFORE, OPT_NOT_AFTER, OPT_OUT_CRED,
-           OPT_OUT_KEY, OPT_HEX, OPT_FORCE, OPT_NO_EXT, OPT_HELP };
-    static const struct option opts[] = {
-        {"type", required_argument, NULL, OPT_TYPE},
-        {"curve", required_argument, NULL, OPT_CURVE},
-        {"suite", required_argument, NULL, OPT_SUITE},
-        {"use", required_argument, NULL, OPT_USE},
-        {"kid", required_argument, NULL, OPT_KID},
-        {"subject", required_argument, NULL, OPT_SUBJECT},
-        {"ca-cert", required_argument, NULL, OPT_CA_CERT},
-        {"ca-key", required_argument, NULL, OPT_CA_KEY},
-        {"ca", no_argument, NULL, OPT_CA},
-        {"days", required_argument, NULL, OPT_DAYS},
-        {"not-before", required_argument, NULL, OPT_NOT_BEFORE},
-        {"not-after", required_argument, NULL, OPT_NOT_AFTER},
-        {"out-cred", required_argument, NULL, OPT_OUT_CRED},
-        {"out-key", required_argument, NULL, OPT_OUT_KEY},
-        {"hex", no_argument, NULL, OPT_HEX},
-        {"force", no_argument, NULL, OPT_FORCE},
-        {"no-extensions", no_argument, NULL, OPT_NO_EXT},
-        {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0},
-    };
-    const char *type = NULL, *use = NULL, *subject = NULL, *ca_cert = NULL, *ca_key = NULL;
+    static const char *const types[] = {"ccs", "x509", NULL};
+    static const char *const uses[] = {"sign", "dh", NULL};
+    const char *subject = NULL, *ca_cert = NULL, *ca_key = NULL;
     const char *out_cred = NULL, *out_key = NULL, *kid_hex = NULL;
     const char *not_before_s = NULL, *not_after_s = NULL;
-    int curve = 0, suite = -1;
-    long days = 365;
-    bool is_ca = false, hex = false, force = false, no_ext = false;
+    int curve = 0, type = -1, use = -1;
+    long suite = -1, days = 365;
+    bool is_ca = false, hex = false, force = false, no_ext = false, json = false;
+    bool days_given = false, suite_given = false;
 
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_TYPE: type = optarg; break;
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_keygen, argc, argv);
+    for (enum cli_opt_status st; (st = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+        if (st == CLI_OPT_EXIT)
+            return p.exit_code;
+        if (st == CLI_OPT_POSITIONAL)
+            return cli_opt_error(&p, "unexpected argument '%s' (keygen takes options only)",
+                                 p.value);
+        int bad = 0;
+        switch (p.opt->id) {
+        case OPT_TYPE: bad = cli_opt_choice(&p, types, &type); break;
         case OPT_CURVE:
-            curve = parse_curve(optarg);
-            if (!curve) {
-                fprintf(stderr, "edhoc-cli keygen: unknown curve '%s' (P-256, P-384, Ed25519, "
-                                "Ed448, X25519, X448)\n", optarg);
-                return CLI_EXIT_USAGE;
-            }
+            curve = parse_curve(p.value);
+            if (!curve)
+                return cli_opt_error(&p, "--curve: unknown curve '%s' (P-256, P-384, Ed25519, "
+                                         "Ed448, X25519, X448)", p.value);
             break;
-        case OPT_SUITE: {
-            char *end;
-            suite = (int)strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0') {
-                fprintf(stderr, "edhoc-cli keygen: --suite needs a number\n");
-                return CLI_EXIT_USAGE;
-            }
+        case OPT_SUITE:
+            bad = cli_opt_long(&p, -65536, 65535, &suite);
+            suite_given = true;
             break;
-        }
-        case OPT_USE: use = optarg; break;
-        case OPT_KID: kid_hex = optarg; break;
-        case OPT_SUBJECT: subject = optarg; break;
-        case OPT_CA_CERT: ca_cert = optarg; break;
-        case OPT_CA_KEY: ca_key = optarg; break;
+        case OPT_USE: bad = cli_opt_choice(&p, uses, &use); break;
+        case OPT_KID: kid_hex = p.value; break;
+        case OPT_SUBJECT: subject = p.value; break;
+        case OPT_CA_CERT: ca_cert = p.value; break;
+        case OPT_CA_KEY: ca_key = p.value; break;
         case OPT_CA: is_ca = true; break;
-        case OPT_DAYS: {
-            char *end;
-            days = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || days < 1 || days > 36500) {
-                fprintf(stderr, "edhoc-cli keygen: --days needs a number of days (1..36500)\n");
-                return CLI_EXIT_USAGE;
-            }
+        case OPT_NO_EXT: no_ext = true; break;
+        case OPT_DAYS:
+            bad = cli_opt_long(&p, 1, 36500, &days);
+            days_given = true;
             break;
-        }
-        case OPT_NOT_BEFORE: not_before_s = optarg; break;
-        case OPT_NOT_AFTER: not_after_s = optarg; break;
-        case OPT_OUT_CRED: out_cred = optarg; break;
-        case OPT_OUT_KEY: out_key = optarg; break;
+        case OPT_NOT_BEFORE: not_before_s = p.value; break;
+        case OPT_NOT_AFTER: not_after_s = p.value; break;
+        case OPT_OUT_CRED: out_cred = p.value; break;
+        case OPT_OUT_KEY: out_key = p.value; break;
         case OPT_HEX: hex = true; break;
         case OPT_FORCE: force = true; break;
-        case OPT_NO_EXT: no_ext = true; break;
-        case OPT_HELP: keygen_usage(stdout); return CLI_EXIT_OK;
-        default:
-            fprintf(stderr, "edhoc-cli keygen: unknown or incomplete option '%s'\n",
-                    argv[optind - 1]);
-            keygen_usage(stderr);
-            return CLI_EXIT_USAGE;
+        case OPT_JSON: json = true; break;
         }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "edhoc-cli keygen: unexpected argument '%s'\n", argv[optind]);
-        return CLI_EXIT_USAGE;
+        if (bad)
+            return CLI_EXIT_USAGE;
     }
 
-    bool x509;
-    if (type && !strcmp(type, "ccs")) {
-        x509 = false;
-    } else if (type && !strcmp(type, "x509")) {
-        x509 = true;
-    } else {
-        fprintf(stderr, "edhoc-cli keygen: --type ccs or --type x509 is required\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (suite >= 0) {
-        if (curve) {
-            fprintf(stderr, "edhoc-cli keygen: give --curve or --suite/--use, not both\n");
-            return CLI_EXIT_USAGE;
-        }
-        if (!use || (strcmp(use, "sign") && strcmp(use, "dh"))) {
-            fprintf(stderr, "edhoc-cli keygen: --suite needs --use sign or --use dh\n");
-            return CLI_EXIT_USAGE;
-        }
+    if (type < 0)
+        return cli_opt_usage_error(&cli_spec_keygen, "--type ccs or --type x509 is required");
+    bool x509 = type == 1;
+    if (suite_given) {
+        if (curve)
+            return cli_opt_error(&p, "give --curve or --suite/--use, not both");
+        if (use < 0)
+            return cli_opt_error(&p, "--suite needs --use sign or --use dh");
         /* Method 0 makes both sides sign, method 3 makes both use DH. */
-        curve = edhoc_cred_auth_curve(strcmp(use, "sign") ? 3 : 0, true, suite, NULL);
-        if (curve < 0) {
-            fprintf(stderr, "edhoc-cli keygen: unknown cipher suite %d (0-6, 24, 25)\n", suite);
-            return CLI_EXIT_USAGE;
-        }
-    } else if (use) {
-        fprintf(stderr, "edhoc-cli keygen: --use goes with --suite\n");
-        return CLI_EXIT_USAGE;
+        curve = edhoc_cred_auth_curve(use == 1 ? 3 : 0, true, (int)suite, NULL);
+        if (curve < 0)
+            return cli_opt_error(&p, "--suite: unknown cipher suite %ld (0-6, 24, 25)", suite);
+    } else if (use >= 0) {
+        return cli_opt_error(&p, "--use goes with --suite");
     }
-    if (!curve) {
-        fprintf(stderr, "edhoc-cli keygen: --curve (or --suite and --use) is required\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (!out_cred || !out_key) {
-        fprintf(stderr, "edhoc-cli keygen: --out-cred and --out-key are required\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (x509 && kid_hex) {
-        fprintf(stderr, "edhoc-cli keygen: a certificate has no place for a kid; X.509 peers "
-                        "are named by x5t or x5chain (--kid is for --type ccs)\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (no_ext && is_ca) {
-        fprintf(stderr, "edhoc-cli keygen: a CA certificate needs its extensions\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (!x509 && (ca_cert || ca_key || is_ca || no_ext || not_before_s || not_after_s)) {
-        fprintf(stderr, "edhoc-cli keygen: --ca, --ca-cert, --ca-key and validity options "
-                        "are for --type x509\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (!ca_cert != !ca_key) {
-        fprintf(stderr, "edhoc-cli keygen: --ca-cert and --ca-key go together\n");
-        return CLI_EXIT_USAGE;
-    }
+    if (!curve)
+        return cli_opt_usage_error(&cli_spec_keygen, "--curve (or --suite and --use) is required");
+    if (!out_cred || !out_key)
+        return cli_opt_usage_error(&cli_spec_keygen, "--out-cred and --out-key are required");
+    if (x509 && kid_hex)
+        return cli_opt_error(&p, "a certificate has no place for a kid; X.509 peers are named by "
+                                 "x5t or x5chain (--kid is for --type ccs)");
+    if (x509 && hex)
+        return cli_opt_error(&p, "--hex writes a CCS as hex; certificates are written as PEM");
+    if (no_ext && is_ca)
+        return cli_opt_error(&p, "a CA certificate needs its extensions");
+    if (days_given && not_after_s)
+        return cli_opt_error(&p, "give --days or --not-after, not both");
+    if (json && !strcmp(out_cred, "-"))
+        return cli_opt_error(&p, "--json and --out-cred -: both would go to standard output");
+    if (!x509 && (ca_cert || ca_key || is_ca || no_ext || days_given || not_before_s ||
+                  not_after_s))
+        return cli_opt_error(&p, "--ca, --ca-cert, --ca-key, --no-extensions and the validity "
+                                 "options (--days, --not-before, --not-after) are for --type "
+                                 "x509: a CCS has no validity or issuer here");
+    if (!ca_cert != !ca_key)
+        return cli_opt_error(&p, "--ca-cert and --ca-key go together");
     bool dh_only = curve == EDHOC_COSE_CRV_X25519 || curve == EDHOC_COSE_CRV_X448;
     if (x509 && dh_only && !ca_cert) {
         fprintf(stderr, "edhoc-cli keygen: an %s key cannot sign, so it cannot self-sign its "
@@ -291,6 +321,8 @@ int cmd_keygen(int argc, char **argv)
                 access(out_cred, F_OK) == 0 ? out_cred : out_key);
         return CLI_EXIT_USAGE;
     }
+    if (key_directory_check(out_key))
+        return CLI_EXIT_INPUT;
 
     uint8_t kid[EDHOC_CRED_MAX_KID];
     long kid_len = -1;
@@ -431,40 +463,78 @@ int cmd_keygen(int argc, char **argv)
         goto out;
     }
 
+    const char *usage = dh_only ? "static_dh"
+                        : (curve == EDHOC_COSE_CRV_ED25519 || curve == EDHOC_COSE_CRV_ED448)
+                            ? "signature"
+                            : "signature_or_static_dh";
+    const char *subject_used =
+        subject ? subject : (x509 && is_ca ? "edhoc-cli CA" : "edhoc-cli device");
+    const char *format = x509 ? "pem" : (hex ? "ccs_hex" : "ccs_cbor");
+    char nb[32] = "", na[32] = "";
+    if (x509) {
+        time_t tnb = (time_t)not_before, tna = (time_t)not_after;
+        strftime(nb, sizeof nb, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnb));
+        strftime(na, sizeof na, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tna));
+    }
+    if (json) {
+        json_t *root = json_object();
+        cli_json_set(root, "type", json_string(x509 ? "x509" : "ccs"));
+        cli_json_set(root, "ca", json_boolean(x509 && is_ca));
+        cli_json_set(root, "curve", json_string(curve_name(curve)));
+        cli_json_set(root, "key_use", json_string(usage));
+        cli_json_set(root, "kid_hex", x509 ? json_null() : cli_json_hex_value(kid, (size_t)kid_len));
+        cli_json_set(root, "subject", json_string(subject_used));
+        cli_json_set(root, "self_signed", x509 ? json_boolean(!ca_cert) : json_null());
+        cli_json_set(root, "issuer_file", x509 ? cli_json_string_or_null(ca_cert) : json_null());
+        cli_json_set(root, "not_before", x509 ? json_string(nb) : json_null());
+        cli_json_set(root, "not_after", x509 ? json_string(na) : json_null());
+        cli_json_set(root, "certificate_bytes",
+                     cli_json_int_or_null(x509, x509 ? (long long)cred->cert_lens[0] : 0));
+        cli_json_set(root, "intermediate_certificates",
+                     cli_json_int_or_null(x509, x509 ? (long long)cred->n_certs - 1 : 0));
+        cli_json_set(root, "public_key_hex", cli_json_hex_value(cred->pub, cred->pub_len));
+        cli_json_set(root, "credential_file", json_string(out_cred));
+        cli_json_set(root, "credential_format", json_string(format));
+        cli_json_set(root, "credential_bytes", json_integer((json_int_t)cred_out_len));
+        cli_json_set(root, "key_file", json_string(out_key));
+        if (cli_json_print(root, stdout)) {
+            fprintf(stderr, "edhoc-cli keygen: standard output: write error\n");
+            goto out;
+        }
+        rc = CLI_EXIT_OK;
+        goto out;
+    }
+
     /* With --out-cred - the credential is standard output: the report
      * goes to standard error. */
     FILE *report = to_stdout ? stderr : stdout;
     fprintf(report, "type:        %s%s\n", x509 ? "X.509 certificate" : "CCS (CWT Claims Set)",
-           x509 ? (is_ca ? " (CA)" : "") : "");
+            x509 ? (is_ca ? " (CA)" : "") : "");
     fprintf(report, "curve:       %s (%s)\n", curve_name(curve),
-           dh_only ? "static Diffie-Hellman" :
-           (curve == EDHOC_COSE_CRV_ED25519 || curve == EDHOC_COSE_CRV_ED448)
-               ? "signature" : "signature or static Diffie-Hellman");
+            dh_only ? "static Diffie-Hellman"
+            : (curve == EDHOC_COSE_CRV_ED25519 || curve == EDHOC_COSE_CRV_ED448)
+                ? "signature"
+                : "signature or static Diffie-Hellman");
     if (!x509) {
         fprintf(report, "kid:         ");
         cli_hex_print(report, kid, (size_t)kid_len);
         fprintf(report, "\n");
     }
-    fprintf(report, "subject:     %s\n", subject ? subject :
-           (x509 ? (is_ca ? "edhoc-cli CA" : "edhoc-cli device") : "edhoc-cli device"));
+    fprintf(report, "subject:     %s\n", subject_used);
     if (x509) {
         fprintf(report, "issuer:      %s\n", ca_cert ? ca_cert : "self-signed");
-        char nb[32], na[32];
-        time_t tnb = (time_t)not_before, tna = (time_t)not_after;
-        strftime(nb, sizeof nb, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnb));
-        strftime(na, sizeof na, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tna));
         fprintf(report, "validity:    %s .. %s\n", nb, na);
         fprintf(report, "certificate: %zu bytes DER", cred->cert_lens[0]);
         if (cred->n_certs > 1)
             fprintf(report, " (+%zu intermediate certificate%s in the file)", cred->n_certs - 1,
-                   cred->n_certs > 2 ? "s" : "");
+                    cred->n_certs > 2 ? "s" : "");
         fprintf(report, "\n");
     }
     fprintf(report, "public key:  ");
     cli_hex_print(report, cred->pub, cred->pub_len);
     fprintf(report, "\n");
     fprintf(report, "wrote %s (%s, %zu bytes)\n", out_cred,
-           x509 ? "PEM" : (hex ? "CCS as hex" : "CCS as CBOR"), cred_out_len);
+            x509 ? "PEM" : (hex ? "CCS as hex" : "CCS as CBOR"), cred_out_len);
     fprintf(report, "wrote %s (PKCS#8 PEM private key, mode 0600)\n", out_key);
     rc = CLI_EXIT_OK;
 out:

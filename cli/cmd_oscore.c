@@ -1,55 +1,94 @@
 /* edhoc-cli oscore: protect or unprotect one CoAP message by hand. */
 #include <errno.h>
-#include <getopt.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "edhoc/coap_msg.h"
 #include "edhoc/crypto.h"
 #include "edhoc/oscore.h"
 #include "commands.h"
 #include "edhoc_args.h"
+#include "json_out.h"
 #include "oscore_seq.h"
 #include "util.h"
 
 #define MAX_MSG 4096
+/* A context file is a few lines; anything larger is not one. */
 
-static void oscore_usage(FILE *out)
-{
-    fprintf(out,
-        "usage: edhoc-cli oscore protect   --context FILE [--role client|server]\n"
-        "                                  [--seq N | --state-dir DIR|none]\n"
-        "                                  [--request HEX] [--json] [-v] MESSAGE_HEX\n"
-        "       edhoc-cli oscore unprotect --context FILE [--role client|server]\n"
-        "                                  [--request HEX] [--json] [-v] MESSAGE_HEX\n"
-        "\n"
-        "Protects or verifies one CoAP (UDP) message with the OSCORE (RFC 8613)\n"
-        "context described by FILE, in libcoap's coap-oscore-conf(5) format\n"
+enum {
+    OPT_CONTEXT = 1,
+    OPT_ROLE,
+    OPT_SEQ,
+    OPT_STATE_DIR,
+    OPT_REQUEST,
+    OPT_JSON,
+};
+
+static const struct cli_opt context_opts[] = {
+    {OPT_CONTEXT, "context", "FILE",
+     "the security context as this endpoint sees it, in libcoap's OSCORE conf\n"
+     "format (required; it holds the master secret, so it is refused when group\n"
+     "or others can read it, when another user owns it, or when it lies in a\n"
+     "directory others can write)"},
+    {OPT_ROLE, "role", "client|server",
+     "client protects requests and unprotects responses, server the reverse\n"
+     "(default: from the message's code; a role that does not fit is refused)"},
+    {OPT_REQUEST, "request", "HEX",
+     "the protected request a response answers (needed to protect or unprotect\n"
+     "a response, refused with a request)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt seq_opts[] = {
+    {OPT_SEQ, "seq", "N",
+     "protect: the sender sequence number to use (0..2^40-1), taken as given and\n"
+     "recorded as used in the state directory. Without it a request gets the next\n"
+     "number of the context's record there (as coap does); a response protected\n"
+     "with --seq carries its own Partial IV, without it it reuses the request's\n"
+     "nonce"},
+    {OPT_STATE_DIR, "state-dir", "DIR|none",
+     "protect: where that record is kept (default $STATE_DIRECTORY, else\n"
+     "$XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli); none needs --seq"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt output_opts[] = {
+    {OPT_JSON, "json", NULL,
+     "one JSON object on standard output (docs/json/oscore.schema.json)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group oscore_groups[] = {
+    {"Context and message", context_opts},
+    {"Sequence numbers", seq_opts},
+    {"Output", output_opts},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_oscore = {
+    .name = "oscore",
+    .synopsis = "protect|unprotect --context FILE [OPTIONS] MESSAGE_HEX",
+    .description =
+        "Protects, or verifies and decrypts, one CoAP (UDP) message given as hex with\n"
+        "the OSCORE (RFC 8613) context in FILE, libcoap's OSCORE conf format\n"
         "(keyword,encoding,value lines: master_secret, master_salt, id_context,\n"
         "sender_id, recipient_id, aead_alg, hkdf_alg, replay_window, ...).\n"
-        "\n"
-        "  --context FILE      the security context (this endpoint's view)\n"
-        "  --role client|server\n"
-        "                      client protects requests and unprotects responses,\n"
-        "                      server the reverse (default: from the message code)\n"
-        "  --seq N             sender sequence number to use (protect), taken as given and\n"
-        "                      recorded as used in the state directory.\n"
-        "                      Without it a request gets the next number of the context's\n"
-        "                      record in the state directory (as `coap` does). A response\n"
-        "                      protected with --seq carries its own Partial IV;\n"
-        "                      without it, it reuses the request's nonce\n"
-        "  --state-dir DIR|none  where that record is kept (default $STATE_DIRECTORY, else\n"
-        "                      $XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli)\n"
-        "  --request HEX       the protected request a response answers (needed\n"
-        "                      to protect or unprotect a response)\n"
-        "  --json              one JSON object on stdout\n"
-        "  -v, --verbose       also decode the result (code, options, payload)\n"
-        "\n"
-        "Exit codes: 0 ok, 2 usage, 3 unusable context file or hex input,\n"
-        "7 OSCORE processing failed (the reason is printed).\n");
-}
+        "protect prints the protected message as hex, unprotect the inner message;\n"
+        "-v also decodes it (code, options, payload) on standard error.",
+    .groups = oscore_groups,
+    .epilogue =
+        "Exit codes: 0 ok; 2 bad command line; 3 unusable context file or hex input;\n"
+        "7 OSCORE processing failed (the reason is printed).",
+};
+
+/* ---- The context file: a secret ---- */
+
+/* ---- Decoding a message ---- */
 
 static const char *code_text(uint8_t code, char buf[8])
 {
@@ -82,7 +121,9 @@ static bool printable(const uint8_t *p, size_t n)
     return true;
 }
 
-/* Print a decoded CoAP message: one line per field. */
+static const char *const message_types[] = {"CON", "NON", "ACK", "RST"};
+
+/* A decoded CoAP message, one line per field (-v). */
 static void print_decoded(FILE *f, const uint8_t *msg, size_t len)
 {
     struct coap_msg m;
@@ -90,10 +131,9 @@ static void print_decoded(FILE *f, const uint8_t *msg, size_t len)
         fprintf(f, "  (does not parse as CoAP)\n");
         return;
     }
-    static const char *types[] = {"CON", "NON", "ACK", "RST"};
     char cb[8];
-    fprintf(f, "  type %s, code %s, message id %u, token ", types[m.type], code_text(m.code, cb),
-            m.mid);
+    fprintf(f, "  type %s, code %s, message id %u, token ", message_types[m.type],
+            code_text(m.code, cb), m.mid);
     cli_hex_print(f, m.token, m.token_len);
     fprintf(f, m.token_len ? "\n" : "(empty)\n");
     for (size_t i = 0; i < m.option_count; i++) {
@@ -148,135 +188,146 @@ static void print_decoded(FILE *f, const uint8_t *msg, size_t len)
     }
 }
 
-static void json_decoded(FILE *f, const uint8_t *msg, size_t len)
+/* The same as a JSON object, or null when it does not parse. */
+static json_t *json_decoded(const uint8_t *msg, size_t len)
 {
     struct coap_msg m;
     if (coap_msg_parse(msg, len, &m) != 0)
-        return;
+        return json_null();
     char cb[8];
-    fprintf(f, ",\"code\":");
-    cli_json_string(f, code_text(m.code, cb));
-    fprintf(f, ",\"type\":%u,\"message_id\":%u,\"token\":", m.type, m.mid);
-    cli_json_hex(f, m.token, m.token_len);
-    fprintf(f, ",\"options\":[");
+    json_t *d = json_object();
+    cli_json_set(d, "type", json_string(message_types[m.type]));
+    cli_json_set(d, "code", json_string(code_text(m.code, cb)));
+    cli_json_set(d, "message_id", json_integer(m.mid));
+    cli_json_set(d, "token_hex", cli_json_hex_value(m.token, m.token_len));
+    json_t *opts = json_array();
     for (size_t i = 0; i < m.option_count; i++) {
         const struct coap_option *o = &m.options[i];
-        const char *name = coap_option_name(o->number);
-        fprintf(f, "%s{\"number\":%u,\"name\":", i ? "," : "", o->number);
-        cli_json_string(f, name ? name : "");
-        fprintf(f, ",\"value\":");
-        cli_json_hex(f, o->value, o->len);
-        fprintf(f, "}");
+        json_t *jo = json_object();
+        cli_json_set(jo, "number", json_integer(o->number));
+        cli_json_set(jo, "name", cli_json_string_or_null(coap_option_name(o->number)));
+        cli_json_set(jo, "value_hex", cli_json_hex_value(o->value, o->len));
+        json_array_append_new(opts, jo);
     }
-    fprintf(f, "],\"payload\":");
-    cli_json_hex(f, m.payload, m.payload_len);
+    cli_json_set(d, "options", opts);
+    /* No payload: null, not "". */
+    if (m.payload && m.payload_len) {
+        cli_json_set_bytes(d, "payload", m.payload, m.payload_len);
+    } else {
+        cli_json_set(d, "payload_hex", json_null());
+        cli_json_set(d, "payload_text", json_null());
+    }
+    return d;
 }
 
+/* OSCORE_ERR_* as the word the schema lists. */
+static const char *error_word(int err)
+{
+    switch (err) {
+    case OSCORE_ERR_INVALID: return "invalid";
+    case OSCORE_ERR_UNSUPPORTED: return "unsupported";
+    case OSCORE_ERR_MALFORMED: return "malformed";
+    case OSCORE_ERR_NOT_OSCORE: return "not_oscore";
+    case OSCORE_ERR_BAD_OPTION: return "bad_option";
+    case OSCORE_ERR_CONTEXT_NOT_FOUND: return "context_not_found";
+    case OSCORE_ERR_REPLAY: return "replay";
+    case OSCORE_ERR_DECRYPT: return "decrypt";
+    case OSCORE_ERR_ECHO_REQUIRED: return "echo_required";
+    case OSCORE_ERR_SSN_EXHAUSTED: return "ssn_exhausted";
+    case OSCORE_ERR_PERSIST: return "persist";
+    case OSCORE_ERR_BUFFER: return "buffer";
+    case OSCORE_ERR_CRYPTO: return "crypto";
+    case OSCORE_ERR_TOO_LARGE: return "too_large";
+    case OSCORE_ERR_UNEXPECTED: return "unexpected";
+    case OSCORE_ERR_INNER: return "inner";
+    case OSCORE_ERR_CONFIG: return "config";
+    case OSCORE_ERR_NOMEM: return "nomem";
+    default: return "other";
+    }
+}
+
+/* ---- The command ---- */
+
 struct args {
-    const char *op;
+    bool protect;
+    const char *op;           /* "protect" / "unprotect" */
     const char *context_path;
-    const char *role; /* NULL: from the message */
+    int role;                 /* -1: from the message; 0 client, 1 server */
     const char *request_hex;
     const char *message_hex;
     bool have_seq;
     uint64_t seq;
     const char *state_dir;
     bool json;
-    bool verbose;
+    int verbose;
 };
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "edhoc-cli oscore: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see 'edhoc-cli oscore --help')\n");
-    return CLI_EXIT_USAGE;
-}
+static const char *const roles[] = {"client", "server", NULL};
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-    static const struct option longopts[] = {
-        {"context", required_argument, NULL, 'c'},
-        {"role", required_argument, NULL, 'r'},
-        {"seq", required_argument, NULL, 's'},
-        {"state-dir", required_argument, NULL, 'd'},
-        {"request", required_argument, NULL, 'q'},
-        {"json", no_argument, NULL, 'j'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    static const char *const ops[] = {"protect", "unprotect", NULL};
     memset(a, 0, sizeof *a);
-    if (argc < 2) {
-        oscore_usage(stderr);
-        return CLI_EXIT_USAGE;
-    }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        oscore_usage(stdout);
-        return -1;
-    }
-    a->op = argv[1];
-    if (strcmp(a->op, "protect") && strcmp(a->op, "unprotect"))
-        return usage_error("unknown operation '%s' (protect or unprotect)", a->op);
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc - 1, argv + 1, "vh", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'c':
-            a->context_path = optarg;
-            break;
-        case 'r':
-            if (strcmp(optarg, "client") && strcmp(optarg, "server"))
-                return usage_error("--role must be client or server, not '%s'", optarg);
-            a->role = optarg;
-            break;
-        case 's': {
-            char *end;
-            errno = 0;
-            if (optarg[0] == '-' || !optarg[0])
-                return usage_error("--seq needs a number from 0 to 2^40-1, not '%s'", optarg);
-            unsigned long long v = strtoull(optarg, &end, 0);
-            if (errno || *end || v > OSCORE_SSN_MAX)
-                return usage_error("--seq needs a number from 0 to 2^40-1, not '%s'", optarg);
+    a->role = -1;
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_oscore, argc, argv);
+    for (enum cli_opt_status st; (st = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+        if (st == CLI_OPT_EXIT)
+            return p.exit_code ? p.exit_code : -1;
+        if (st == CLI_OPT_POSITIONAL) {
+            if (!a->op) {
+                int k = -1;
+                for (int i = 0; ops[i]; i++) {
+                    if (!strcmp(p.value, ops[i]))
+                        k = i;
+                }
+                if (k < 0)
+                    return cli_opt_error(&p, "unknown operation '%s' (protect or unprotect)",
+                                         p.value);
+                a->op = ops[k];
+                a->protect = k == 0;
+            } else if (!a->message_hex) {
+                a->message_hex = p.value;
+            } else {
+                return cli_opt_error(&p, "unexpected argument '%s' (one MESSAGE_HEX)", p.value);
+            }
+            continue;
+        }
+        int bad = 0;
+        switch (p.opt->id) {
+        case OPT_CONTEXT: a->context_path = p.value; break;
+        case OPT_ROLE: bad = cli_opt_choice(&p, roles, &a->role); break;
+        case OPT_SEQ:
+            bad = cli_opt_u64(&p, 0, OSCORE_SSN_MAX, &a->seq);
             a->have_seq = true;
-            a->seq = v;
             break;
+        case OPT_STATE_DIR: a->state_dir = p.value; break;
+        case OPT_REQUEST: a->request_hex = p.value; break;
+        case OPT_JSON: a->json = true; break;
         }
-        case 'q':
-            a->request_hex = optarg;
-            break;
-        case 'd':
-            a->state_dir = optarg;
-            break;
-        case 'j':
-            a->json = true;
-            break;
-        case 'v':
-            a->verbose = true;
-            break;
-        case 'h':
-            oscore_usage(stdout);
-            return -1;
-        default:
-            return usage_error("unknown or incomplete option '%s'", (argv + 1)[optind - 1]);
-        }
+        if (bad)
+            return CLI_EXIT_USAGE;
     }
-    int rest = argc - 1 - optind;
-    if (rest != 1)
-        return usage_error("%s needs exactly one MESSAGE_HEX", a->op);
-    a->message_hex = argv[1 + optind];
+    a->verbose = p.verbose;
+    if (!a->op)
+        return cli_opt_usage_error(&cli_spec_oscore, "needs protect or unprotect");
+    if (!a->message_hex)
+        return cli_opt_usage_error(&cli_spec_oscore, "needs a MESSAGE_HEX");
     if (!a->context_path)
-        return usage_error("%s needs --context FILE", a->op);
-    if (a->have_seq && !strcmp(a->op, "unprotect"))
-        return usage_error("--seq only applies to %s", "protect");
+        return cli_opt_usage_error(&cli_spec_oscore, "needs --context FILE");
+    /* What unprotect does not use is refused, not ignored. */
+    if (!a->protect && a->have_seq)
+        return cli_opt_error(&p, "--seq only applies to protect");
+    if (!a->protect && a->state_dir)
+        return cli_opt_error(&p, "--state-dir only applies to protect (unprotect records "
+                                 "nothing)");
     return 0;
 }
 
 /* Attach the context to its sequence-number record in the state
  * directory (the next free number, reserved before use). */
-static int reserve_from_store(const struct args *a, struct oscore_context *ctx,
-                              struct cli_seq_store **store)
+static int reserve_from_store(const struct args *a, const struct oscore_config *cfg,
+                              struct oscore_context *ctx, struct cli_seq_store **store)
 {
     char dir[4096], why[512] = "";
     int sd = cli_state_dir(a->state_dir, dir, sizeof dir, why, sizeof why);
@@ -289,12 +340,7 @@ static int reserve_from_store(const struct args *a, struct oscore_context *ctx,
                         "(a number already used repeats a nonce, RFC 8613 Section 7.2)\n");
         return CLI_EXIT_USAGE;
     }
-    struct oscore_config cfg;
-    struct oscore_config_error err;
-    if (cli_oscore_config_read(a->context_path, &cfg, &err))
-        return CLI_EXIT_INPUT; /* load_context already read it once */
-    int rc = cli_seq_open(store, dir, NULL, &cfg, why, sizeof why);
-    edhoc_wipe(&cfg, sizeof cfg);
+    int rc = cli_seq_open(store, dir, NULL, cfg, why, sizeof why);
     if (!rc)
         rc = cli_seq_attach(*store, ctx, 1, 0, why, sizeof why);
     if (rc) {
@@ -309,45 +355,25 @@ static int reserve_from_store(const struct args *a, struct oscore_context *ctx,
 /* --seq N by hand: the bytes made are made to be sent, so N counts as
  * used in the context's record (never lowered), and a later run without
  * --seq continues above it. Best effort: said, not fatal. */
-static void note_explicit_seq(const struct args *a, uint64_t seq)
+static void note_explicit_seq(const struct args *a, const struct oscore_config *cfg, uint64_t seq)
 {
     char dir[4096], why[512] = "";
     int sd = cli_state_dir(a->state_dir, dir, sizeof dir, why, sizeof why);
     if (sd == 1)
         return;
-    struct oscore_config cfg;
-    struct oscore_config_error err;
-    if (sd == 0 && cli_oscore_config_read(a->context_path, &cfg, &err) == 0) {
-        if (cli_seq_note_used(dir, NULL, &cfg, seq + 1, why, sizeof why) == 0)
-            why[0] = '\0';
-        edhoc_wipe(&cfg, sizeof cfg);
-    }
+    if (sd == 0 && cli_seq_note_used(dir, NULL, cfg, seq + 1, why, sizeof why) == 0)
+        why[0] = '\0';
     if (why[0])
         fprintf(stderr, "edhoc-cli oscore: sequence number %llu not recorded: %s\n",
                 (unsigned long long)seq, why);
 }
 
-static int load_context(const char *path, struct oscore_context *c)
+static int init_context(const char *path, const struct oscore_config *cfg,
+                        struct oscore_context *c)
 {
-    struct oscore_config cfg;
-    struct oscore_config_error err;
-    int rc = cli_oscore_config_read(path, &cfg, &err);
-    if (rc == -1) {
-        fprintf(stderr, "edhoc-cli oscore: cannot read context file %s: %s\n", path,
-                strerror(errno));
-        return CLI_EXIT_INPUT;
-    }
-    if (rc) {
-        if (err.line)
-            fprintf(stderr, "edhoc-cli oscore: %s:%u: %s\n", path, err.line, err.message);
-        else
-            fprintf(stderr, "edhoc-cli oscore: %s: %s\n", path, err.message);
-        return CLI_EXIT_INPUT;
-    }
-    rc = oscore_context_init_config(c, edhoc_crypto_openssl(), &cfg);
-    size_t max_id = edhoc_crypto_aead_nonce_len(cfg.aead_alg) - 6;
-    edhoc_wipe(&cfg, sizeof cfg);
+    int rc = oscore_context_init_config(c, edhoc_crypto_openssl(), cfg);
     if (rc == OSCORE_ERR_INVALID) {
+        size_t max_id = edhoc_crypto_aead_nonce_len(cfg->aead_alg) - 6;
         fprintf(stderr, "edhoc-cli oscore: %s: sender_id and recipient_id must differ and be at "
                 "most %zu bytes for this AEAD\n", path, max_id);
         return CLI_EXIT_INPUT;
@@ -369,14 +395,23 @@ static long decode_hex_arg(const char *what, const char *hex, uint8_t *out)
     return n;
 }
 
+/* The JSON document: the same members whatever happened. */
+static json_t *json_result(const struct args *a, const char *role)
+{
+    json_t *root = json_object();
+    cli_json_set(root, "operation", json_string(a->op));
+    cli_json_set(root, "role", json_string(role));
+    return root;
+}
+
 /* A failure of the OSCORE processing itself: one line, and in JSON the
- * reason plus the error response a server would send. */
-static int report_failure(const struct args *a, const char *role, const char *step, int err,
-                          const uint8_t *msg, size_t len)
+ * error's name, the step, and the error response a server would send. */
+static int report_failure(const struct args *a, const char *role, const char *step,
+                          const char *step_word, int err, const uint8_t *msg, size_t len)
 {
     uint8_t resp[256];
     long rl = -1;
-    if (!strcmp(role, "server") && !strcmp(a->op, "unprotect"))
+    if (!strcmp(role, "server") && !a->protect)
         rl = oscore_error_response(err, msg, len, resp, sizeof resp);
     fprintf(stderr, "edhoc-cli oscore: %s failed: %s\n", step, oscore_strerror(err));
     if (a->verbose && rl > 0) {
@@ -386,18 +421,16 @@ static int report_failure(const struct args *a, const char *role, const char *st
         print_decoded(stderr, resp, (size_t)rl);
     }
     if (a->json) {
-        printf("{\"operation\":");
-        cli_json_string(stdout, a->op);
-        printf(",\"role\":");
-        cli_json_string(stdout, role);
-        printf(",\"ok\":false,\"error\":");
-        cli_json_string(stdout, oscore_strerror(err));
-        printf(",\"error_code\":%d", err);
-        if (rl > 0) {
-            printf(",\"error_response\":");
-            cli_json_hex(stdout, resp, (size_t)rl);
-        }
-        printf("}\n");
+        json_t *root = json_result(a, role);
+        cli_json_set(root, "ok", json_false());
+        cli_json_set(root, "message_hex", json_null());
+        cli_json_set(root, "decoded", json_null());
+        cli_json_set(root, "failed_step", json_string(step_word));
+        cli_json_set(root, "error", json_string(error_word(err)));
+        cli_json_set(root, "error_code", json_integer(err));
+        cli_json_set(root, "error_response_hex",
+                     rl > 0 ? cli_json_hex_value(resp, (size_t)rl) : json_null());
+        cli_json_print(root, stdout);
     }
     return CLI_EXIT_OSCORE;
 }
@@ -425,12 +458,12 @@ int cmd_oscore(int argc, char **argv)
         return CLI_EXIT_INPUT;
     }
     bool is_request = coap_code_is_request(m.code);
-    bool protect = !strcmp(a.op, "protect");
     /* Clients send requests and receive responses; servers the reverse. */
-    const char *role = (protect == is_request) ? "client" : "server";
-    if (a.role && strcmp(a.role, role)) {
-        fprintf(stderr, "edhoc-cli oscore: a %s cannot %s a %s (use --role %s)\n", a.role, a.op,
-                is_request ? "request" : "response", role);
+    int role_index = a.protect == is_request ? 0 : 1;
+    const char *role = roles[role_index];
+    if (a.role >= 0 && a.role != role_index) {
+        fprintf(stderr, "edhoc-cli oscore: a %s cannot %s a %s (use --role %s)\n", roles[a.role],
+                a.op, is_request ? "request" : "response", role);
         return CLI_EXIT_USAGE;
     }
     if (!is_request && !a.request_hex) {
@@ -442,33 +475,45 @@ int cmd_oscore(int argc, char **argv)
         fprintf(stderr, "edhoc-cli oscore: --request only applies to responses\n");
         return CLI_EXIT_USAGE;
     }
+    if (a.protect && !is_request && !a.have_seq && a.state_dir) {
+        fprintf(stderr, "edhoc-cli oscore: --state-dir: a response protected without --seq "
+                        "reuses the request's nonce and uses no sequence number to record\n");
+        return CLI_EXIT_USAGE;
+    }
 
-    struct oscore_context ctx;
-    rc = load_context(a.context_path, &ctx);
+    struct oscore_config cfg;
+    rc = cli_oscore_context_load("oscore", "--context", a.context_path, &cfg);
     if (rc)
         return rc;
+    struct oscore_context ctx;
+    rc = init_context(a.context_path, &cfg, &ctx);
+    if (rc) {
+        edhoc_wipe(&cfg, sizeof cfg);
+        return rc;
+    }
 
     struct oscore_binding b;
     long n;
-    const char *step = a.op;
-    if (protect && is_request) {
-        if (a.have_seq && (rc = oscore_context_set_ssn(&ctx, a.seq)) != 0) {
-            oscore_context_wipe(&ctx);
-            return report_failure(&a, role, "setting the sequence number", rc, msg, (size_t)msg_len);
-        }
+    const char *step = a.op, *step_word = a.op;
+    if (a.protect && a.have_seq && (rc = oscore_context_set_ssn(&ctx, a.seq)) != 0) {
+        oscore_context_wipe(&ctx);
+        edhoc_wipe(&cfg, sizeof cfg);
+        return report_failure(&a, role, "setting the sequence number", "set_sequence_number", rc,
+                              msg, (size_t)msg_len);
+    }
+    if (a.protect && is_request) {
         /* Without --seq the number comes from the context's durable record,
          * as for `coap`: bytes made here are made to be sent, and a second
          * run must not repeat the nonce (RFC 8613 Section 7.2). */
         struct cli_seq_store *store = NULL;
-        if (!a.have_seq && (rc = reserve_from_store(&a, &ctx, &store)) != 0) {
+        if (!a.have_seq && (rc = reserve_from_store(&a, &cfg, &ctx, &store)) != 0) {
             oscore_context_wipe(&ctx);
+            edhoc_wipe(&cfg, sizeof cfg);
             return rc;
         }
         n = oscore_protect_request(&ctx, msg, (size_t)msg_len, out, sizeof out, &b);
         cli_seq_close(store);
-        if (n >= 0 && a.have_seq)
-            note_explicit_seq(&a, a.seq);
-    } else if (protect) {
+    } else if (a.protect) {
         /* The server first verifies the request it answers: that binds the
          * response to the request's kid and Partial IV. */
         n = oscore_unprotect_request(&ctx, req, (size_t)req_len, inner_req, sizeof inner_req, &b);
@@ -476,12 +521,8 @@ int cmd_oscore(int argc, char **argv)
         edhoc_wipe(inner_req, sizeof inner_req);
         if (n < 0) {
             step = "verifying --request";
+            step_word = "verify_request";
         } else {
-            if (a.have_seq && (rc = oscore_context_set_ssn(&ctx, a.seq)) != 0) {
-                oscore_context_wipe(&ctx);
-                return report_failure(&a, role, "setting the sequence number", rc, msg,
-                                      (size_t)msg_len);
-            }
             n = oscore_protect_response(&ctx, &b, msg, (size_t)msg_len, a.have_seq, out,
                                         sizeof out);
         }
@@ -489,32 +530,45 @@ int cmd_oscore(int argc, char **argv)
         n = oscore_unprotect_request(&ctx, msg, (size_t)msg_len, out, sizeof out, &b);
     } else {
         n = oscore_binding_from_request(&b, req, (size_t)req_len);
-        if (n < 0)
+        if (n < 0) {
             step = "reading --request";
-        else
+            step_word = "read_request";
+        } else {
             n = oscore_unprotect_response(&ctx, &b, msg, (size_t)msg_len, out, sizeof out);
+        }
     }
+    /* A number given by hand was used by whatever was protected with it,
+     * request or response (its own Partial IV): recorded, so that a later
+     * run without --seq continues above it. */
+    if (n >= 0 && a.protect && a.have_seq)
+        note_explicit_seq(&a, &cfg, a.seq);
     oscore_context_wipe(&ctx);
+    edhoc_wipe(&cfg, sizeof cfg);
     if (n < 0)
-        return report_failure(&a, role, step, (int)n, msg, (size_t)msg_len);
+        return report_failure(&a, role, step, step_word, (int)n, msg, (size_t)msg_len);
 
     if (a.json) {
-        printf("{\"operation\":");
-        cli_json_string(stdout, a.op);
-        printf(",\"role\":");
-        cli_json_string(stdout, role);
-        printf(",\"ok\":true,\"message\":");
-        cli_json_hex(stdout, out, (size_t)n);
-        json_decoded(stdout, out, (size_t)n);
-        printf("}\n");
+        json_t *root = json_result(&a, role);
+        cli_json_set(root, "ok", json_true());
+        cli_json_set(root, "message_hex", cli_json_hex_value(out, (size_t)n));
+        cli_json_set(root, "decoded", json_decoded(out, (size_t)n));
+        cli_json_set(root, "failed_step", json_null());
+        cli_json_set(root, "error", json_null());
+        cli_json_set(root, "error_code", json_null());
+        cli_json_set(root, "error_response_hex", json_null());
+        if (cli_json_print(root, stdout)) {
+            fprintf(stderr, "edhoc-cli oscore: standard output: write error\n");
+            return CLI_EXIT_FAILURE;
+        }
     } else {
         cli_hex_print(stdout, out, (size_t)n);
         printf("\n");
-        if (a.verbose) {
-            printf("%s %s (%ld bytes):\n", protect ? "protected" : "inner",
-                   is_request ? "request" : "response", n);
-            print_decoded(stdout, out, (size_t)n);
-        }
+        fflush(stdout);
+    }
+    if (a.verbose) {
+        fprintf(stderr, "%s %s (%ld bytes):\n", a.protect ? "protected" : "inner",
+                is_request ? "request" : "response", n);
+        print_decoded(stderr, out, (size_t)n);
     }
     return CLI_EXIT_OK;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -543,105 +544,246 @@ static int send_notification(void *user, struct edhoc_transport_peer *peer, cons
     return edhoc_transport_peer_send(user, peer, msg, len, true);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: edhoc-cli responder [OPTIONS]\n\n"
-            "Serves EDHOC (RFC 9528, POST /.well-known/edhoc, Appendix A.2 framing, bare framing\n"
-            "of older devices, the RFC 9668 combined request) and the OSCORE-protected resources\n"
-            "/.well-known/core, /echo (POST), /time and /counter (observable).\n\n"
-            "Options:\n"
-            "  --listen ADDR:PORT      UDP address to serve (repeatable; IPv6 in brackets;\n"
-            "                          default [::]:5683)\n"
-            "  --cred FILE --key FILE  own credential and private key (repeatable pairs, e.g. a\n"
-            "                          signature key for methods 0/2 and a static DH key for 1/3);\n"
-            "                          default: the built-in demo credentials\n"
-            "  --trust FILE            CA certificates / peer credentials to accept (repeatable)\n"
-            "  --method LIST           methods accepted (default 0,1,2,3)\n"
-            "  --suites LIST           cipher suites supported (default: all)\n"
-            "  --id-cred TYPE          how ID_CRED_R names the credential: kid, kccs, x5t, x5chain\n"
-            "  --message-4             send message_4 after message_3\n"
-            "  --echo                  answer a message_1 without a valid Echo option with 4.01 +\n"
-            "                          Echo (RFC 9175): reachability first, crypto later\n"
-            "  --ead-2 / --ead-4 LABEL[:HEX], --ead-accept LABEL   EAD items\n"
-            "  --c-r-form int|bstr|any which one-byte C_R to choose (default int: 0x00-0x17,\n"
-            "                          0x20-0x37); bstr avoids the int form that some devices\n"
-            "                          encode wrongly in context_2 (RFC 9528 3.3.2)\n"
-            "  --c-r HEX               one fixed C_R for every handshake (a one-peer test)\n"
-            "  --framing a2|bare|both  the EDHOC framings accepted (default both); with one,\n"
-            "                          behave as a device that knows only that one\n"
-            "  --allow-unprotected     also serve the resources to requests without OSCORE\n"
-            "                          (CoAP-only tests, baselines); default: 4.01\n"
-            "  --oscore-context FILE   a static OSCORE context (libcoap format; repeatable)\n"
-            "  --state-dir DIR|none    keep contexts and sequence-number marks in DIR/%s\n"
-            "                          (default $STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli,\n"
-            "                          else ~/.local/state/edhoc-cli; created 0700, one responder\n"
-            "                          at a time); none: nothing survives a restart, which only\n"
-            "                          EDHOC-derived contexts can afford (fresh keys per\n"
-            "                          handshake): --oscore-context is then refused\n"
-            "  --max-pending N         handshakes in progress at once (1..65536, default 256; the\n"
-            "                          oldest is evicted when a new one needs room)\n"
-            "  --handshake-timeout S   drop a handshake after S seconds without message_3 (60)\n"
-            "  --block-size N          block-wise transfer above N bytes (16..1024, default 1024):\n"
-            "                          outer for EDHOC messages, inner (RFC 8613 4.1.3.4.1) for\n"
-            "                          OSCORE ones\n"
-            "  --max-body N            largest body reassembled or served, e.g. by /echo and\n"
-            "                          /bytes?n=N (16..1048576, default 65536); above it: 4.13\n"
-            "  --max-sessions N        CoAP sessions (source address and port) kept idle at once\n"
-            "                          (default 4096; idle ones go after 30 s)\n"
-            "  --transfer-timeout S    drop a block-wise transfer or a kept response after S\n"
-            "                          seconds without progress (default 247, EXCHANGE_LIFETIME)\n"
-            "  --interop-log DIR       record every incoming handshake for `edhoc-cli interop\n"
-            "                          --report DIR`: DIR/handshakes.jsonl (one line each),\n"
-            "                          DIR/<id>.txt (trace, holds session secrets) and\n"
-            "                          DIR/<id>.pcap; DIR is created 0700, files 0600\n"
-            "  --interop-log-max N     handshakes with trace and pcap files (default %d; later\n"
-            "                          ones get the jsonl line only)\n"
-            "  --ready-file FILE       write the bound ports (one per line) once serving\n"
-            "  --daemon                detach from the terminal\n"
-            "  --pidfile FILE          write the process id\n"
-            "  --syslog                log to syslog instead of stderr\n"
-            "  -v, -q                  more / less logging (default: one line per handshake,\n"
-            "                          with its datagrams and bytes per layer)\n",
-            EDHOC_STATE_FILE, INTEROP_LOG_MAX_FILES);
-    cli_net_print_options(f, false);
-    fprintf(f,
-            "  -h, --help              this text\n\n"
-            "Signals: SIGTERM/SIGINT store state and exit 0; SIGHUP reloads credentials and trust\n"
-            "(established OSCORE contexts stay, handshakes in progress are dropped).\n"
-            "Exit codes: 0 stopped by a signal; 2 bad command line; 3 unusable credential, trust\n"
-            "or state file (a corrupt or foreign state database is refused, never overwritten);\n"
-            "1 cannot listen; 10 internal error.\n");
-}
+/* ---- The command line ---- */
 
-static int parse_methods(const char *v, unsigned *mask)
+enum {
+    OPT_LISTEN = 1,
+    OPT_FRAMING,
+    OPT_C_R_FORM,
+    OPT_ECHO,
+    OPT_ALLOW_UNPROTECTED,
+    OPT_DEMO,
+    OPT_STATE_DIR,
+    OPT_OSCORE_CONTEXT,
+    OPT_MAX_PENDING,
+    OPT_HANDSHAKE_TIMEOUT,
+    OPT_BLOCK_SIZE,
+    OPT_MAX_BODY,
+    OPT_MAX_SESSIONS,
+    OPT_TRANSFER_TIMEOUT,
+    OPT_INTEROP_LOG,
+    OPT_INTEROP_LOG_MAX,
+    OPT_READY_FILE,
+    OPT_DAEMON,
+    OPT_PIDFILE,
+    OPT_SYSLOG,
+};
+
+static const struct cli_opt serve_opts[] = {
+    {OPT_LISTEN, "listen", "HOST[:PORT]",
+     "UDP address to serve (repeatable, at most 8): a host name, an IPv4\n"
+     "address or an IPv6 address in brackets, as in a URI (localhost:5683,\n"
+     "[::1]:0); a name is resolved once, to its first address; port 0 picks a\n"
+     "free port, no port means 5683 (default [::]:5683)"},
+    {OPT_FRAMING, "framing", "a2|bare|both",
+     "the EDHOC framings accepted (default both); with one, behave as a\n"
+     "device that knows only that one"},
+    {OPT_C_R_FORM, "c-r-form", "int|bstr|any",
+     "which one-byte C_R to choose (default int: 0x00-0x17, 0x20-0x37); bstr\n"
+     "avoids the int form that some devices encode wrongly in context_2\n"
+     "(RFC 9528 3.3.2)"},
+    {OPT_ECHO, "echo", NULL,
+     "answer a message_1 without a valid Echo option with 4.01 + Echo\n"
+     "(RFC 9175): reachability first, crypto later"},
+    {OPT_ALLOW_UNPROTECTED, "allow-unprotected", NULL,
+     "also serve the resources to requests without OSCORE (CoAP-only tests,\n"
+     "baselines); default: 4.01"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt demo_opts[] = {
+    {OPT_DEMO, "demo", NULL,
+     "serve the built-in demo credentials, for a test: their private keys are\n"
+     "published, so they authenticate nobody (refused with --cred; without\n"
+     "--trust the demo initiators are accepted). Without --demo the responder\n"
+     "needs --cred, --key and --trust"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt state_opts[] = {
+    {OPT_STATE_DIR, "state-dir", "DIR|none",
+     "keep contexts and sequence-number marks in DIR/" EDHOC_STATE_FILE " (default\n"
+     "$STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli, else\n"
+     "~/.local/state/edhoc-cli; created 0700, one responder at a time); none:\n"
+     "nothing survives a restart, which only EDHOC-derived contexts can afford:\n"
+     "--oscore-context is then refused"},
+    {OPT_OSCORE_CONTEXT, "oscore-context", "FILE",
+     "a static OSCORE context (libcoap format; repeatable, at most 16)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt limit_opts[] = {
+    {OPT_MAX_PENDING, "max-pending", "N",
+     "handshakes in progress at once (1..65536, default 256; the oldest is\n"
+     "evicted when a new one needs room)"},
+    {OPT_HANDSHAKE_TIMEOUT, "handshake-timeout", "SECONDS",
+     "drop a handshake without message_3 after SECONDS (1..86400, default 60;\n"
+     "counted in whole seconds, a fraction rounds up)"},
+    {OPT_BLOCK_SIZE, "block-size", "N",
+     "block-wise transfer above N bytes (16..1024, a power of two, default\n"
+     "1024): outer for EDHOC messages, inner (RFC 8613 4.1.3.4.1) for OSCORE\n"
+     "ones"},
+    {OPT_MAX_BODY, "max-body", "N",
+     "largest body reassembled or served, e.g. by /echo and /bytes?n=N\n"
+     "(16..1048576, default 65536); above it: 4.13"},
+    {OPT_MAX_SESSIONS, "max-sessions", "N",
+     "CoAP sessions (source address and port) kept idle at once (1..1000000,\n"
+     "default 4096; idle ones go after 30 s)"},
+    {OPT_TRANSFER_TIMEOUT, "transfer-timeout", "SECONDS",
+     "drop a block-wise transfer or a kept response after SECONDS without\n"
+     "progress (decimals allowed, 0.1..86400, default 247, EXCHANGE_LIFETIME)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt interop_opts[] = {
+    {OPT_INTEROP_LOG, "interop-log", "DIR",
+     "record every incoming handshake for `edhoc-cli interop --report DIR`:\n"
+     "DIR/handshakes.jsonl (one JSON line each, docs/json/interop-log.schema.json),\n"
+     "DIR/<id>.txt (trace, holds session secrets) and DIR/<id>.pcap; DIR is\n"
+     "created 0700, files 0600"},
+    {OPT_INTEROP_LOG_MAX, "interop-log-max", "N",
+     "handshakes with trace and pcap files (default 10000; later ones get the\n"
+     "jsonl line only)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt process_opts[] = {
+    {OPT_READY_FILE, "ready-file", "FILE", "write the bound ports (one per line) once serving"},
+    {OPT_DAEMON, "daemon", NULL, "detach from the terminal (not needed under systemd)"},
+    {OPT_PIDFILE, "pidfile", "FILE", "write the process id (removed on a clean exit)"},
+    {OPT_SYSLOG, "syslog", NULL, "log to syslog (facility daemon) instead of standard error"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group responder_groups[] = {
+    {"Serving", serve_opts},
+    {"EDHOC (credentials, trust, handshake)", cli_edhoc_opts_responder},
+    {"Demo credentials", demo_opts},
+    {"State and static OSCORE contexts", state_opts},
+    {"Limits", limit_opts},
+    {"Interop log", interop_opts},
+    {"Process", process_opts},
+    {"Bytes per layer (in the per-handshake log line)", cli_net_opts_link},
+    {NULL, NULL},
+};
+
+static const struct cli_opt_renamed responder_renamed[] = {
+    {"method", "--methods LIST (the methods accepted, e.g. --methods 0,3)"},
+    {"cred-r", "--cred FILE (the responder's own options have no -r suffix)"},
+    {"key-r", "--key FILE (the responder's own options have no -r suffix)"},
+    {"id-cred-r", "--id-cred TYPE (the responder's own options have no -r suffix)"},
+    {"suites-r", "--suites LIST (the responder's own options have no -r suffix)"},
+    {"tolerate-r", "--tolerate LIST (the responder's own options have no -r suffix)"},
+    {"emulate-r", "--emulate LIST (the responder's own options have no -r suffix)"},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_responder = {
+    .name = "responder",
+    .synopsis = "[OPTIONS]",
+    .description =
+        "Serves EDHOC (RFC 9528, POST /.well-known/edhoc, Appendix A.2 framing, bare framing\n"
+        "of older devices, the RFC 9668 combined request) and the OSCORE-protected resources\n"
+        "/.well-known/core, /echo (POST), /time, /bytes?n=N and /counter (observable).\n"
+        "It needs its credentials and the peers it accepts: --cred FILE --key FILE (one pair\n"
+        "per identity) and --trust FILE; --demo serves the built-in demo credentials instead,\n"
+        "for tests. Logging: one line per handshake, with its datagrams and bytes per layer;\n"
+        "-q: warnings and errors only; -v, -vv: more.",
+    .groups = responder_groups,
+    .renamed = responder_renamed,
+    .epilogue =
+        "Signals: SIGTERM/SIGINT store state and exit 0; SIGHUP reloads credentials and trust\n"
+        "(established OSCORE contexts stay, handshakes in progress are dropped).\n"
+        "Exit codes: 0 stopped by a signal; 2 bad command line (also: no credentials without\n"
+        "--demo, --cred without --trust, a --listen host that does not resolve); 3 unusable\n"
+        "credential, trust or state file (a corrupt or foreign state database is refused,\n"
+        "never overwritten); 1 cannot listen; 10 internal error.",
+};
+
+/* --listen HOST[:PORT], the host as a URI gives it (RFC 3986 Section
+ * 3.2.2): a name, an IPv4 address, or an IPv6 address in brackets; no port
+ * is CoAP's 5683 (RFC 7252 Section 6.1). A name is resolved once, here, to
+ * the first address getaddrinfo gives. out: the numeric ADDR:PORT or
+ * [ADDR]:PORT the transport binds. Returns 0, or -1 with why. */
+static int listen_resolve(const char *spec, char *out, size_t cap, char *why, size_t why_cap)
 {
-    int list[4];
-    int n = cli_parse_int_list(v, list, 4);
-    if (n <= 0)
-        return -1;
-    *mask = 0;
-    for (int i = 0; i < n; i++) {
-        if (list[i] < 0 || list[i] > 3)
+    char host[256];
+    const char *port = NULL;
+    size_t hl;
+    if (spec[0] == '[') {
+        const char *close = strchr(spec, ']');
+        if (!close || (close[1] && close[1] != ':')) {
+            snprintf(why, why_cap, "--listen %s: an IPv6 address goes in brackets, followed by "
+                                   "an optional :PORT (e.g. [::1]:5683)", spec);
             return -1;
-        *mask |= 1u << list[i];
+        }
+        hl = (size_t)(close - spec - 1);
+        if (hl >= sizeof host)
+            hl = sizeof host - 1;
+        memcpy(host, spec + 1, hl);
+        host[hl] = '\0';
+        if (close[1] == ':')
+            port = close + 2;
+    } else {
+        const char *colon = strchr(spec, ':');
+        if (colon && strchr(colon + 1, ':')) {
+            snprintf(why, why_cap, "--listen %s: an IPv6 address goes in brackets, as in a URI "
+                                   "(e.g. [%s] or [::1]:5683)", spec, spec);
+            return -1;
+        }
+        hl = colon ? (size_t)(colon - spec) : strlen(spec);
+        if (hl >= sizeof host)
+            hl = sizeof host - 1;
+        memcpy(host, spec, hl);
+        host[hl] = '\0';
+        if (colon)
+            port = colon + 1;
     }
+    if (!host[0]) {
+        snprintf(why, why_cap, "--listen %s: no host (every address: [::] or 0.0.0.0)", spec);
+        return -1;
+    }
+    long port_n = 5683;
+    if (port) {
+        char *end = NULL;
+        errno = 0;
+        port_n = strtol(port, &end, 10);
+        if (errno || end == port || *end || port_n < 0 || port_n > 65535) {
+            snprintf(why, why_cap, "--listen %s: the port must be 0..65535", spec);
+            return -1;
+        }
+    }
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    hints.ai_protocol = IPPROTO_UDP;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0 || !res) {
+        snprintf(why, why_cap, "--listen %s: cannot resolve '%s': %s", spec, host,
+                 rc ? gai_strerror(rc) : "no address");
+        if (res)
+            freeaddrinfo(res);
+        return -1;
+    }
+    char addr[NI_MAXHOST];
+    rc = getnameinfo(res->ai_addr, res->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+    bool v6 = res->ai_family == AF_INET6;
+    freeaddrinfo(res);
+    if (rc != 0) {
+        snprintf(why, why_cap, "--listen %s: %s", spec, gai_strerror(rc));
+        return -1;
+    }
+    snprintf(out, cap, v6 ? "[%s]:%ld" : "%s:%ld", addr, port_n);
     return 0;
 }
 
 static int load_static_context(struct edhoc_server *srv, const char *path)
 {
     struct oscore_config cfg;
-    struct oscore_config_error err;
-    int rc = cli_oscore_config_read(path, &cfg, &err);
-    if (rc == -1) {
-        cli_log(LOG_ERR, "--oscore-context %s: %s", path, strerror(errno));
-        return CLI_EXIT_INPUT;
-    }
-    if (rc) {
-        cli_log(LOG_ERR, "--oscore-context %s line %u: %s", path, err.line, err.message);
-        return CLI_EXIT_INPUT;
-    }
+    int rc = cli_oscore_context_load("responder", "--oscore-context", path, &cfg);
+    if (rc)
+        return rc;
     rc = edhoc_server_add_static_context(srv, &cfg, path);
     edhoc_wipe(&cfg, sizeof cfg);
     if (rc) {
@@ -666,6 +808,8 @@ int cmd_responder(int argc, char **argv)
     if (!r)
         return CLI_EXIT_INTERNAL;
     cli_edhoc_opts_init(&r->o);
+    const char *listen_spec[MAX_LISTEN];
+    char listen_addr[MAX_LISTEN][NI_MAXHOST + 16];
     const char *listen[MAX_LISTEN];
     size_t n_listen = 0;
     const char *static_paths[MAX_STATIC];
@@ -673,192 +817,162 @@ int cmd_responder(int argc, char **argv)
     const char *state_dir = NULL, *pidfile = NULL, *ready_file = NULL, *interop_dir = NULL;
     long interop_max = INTEROP_LOG_MAX_FILES;
     bool daemon = false, use_syslog = false, echo_m1 = false, allow_unprotected = false;
+    bool demo = false;
     unsigned framings = 0; /* both */
     int c_r_form = EDHOC_C_R_FORM_INT;
-    int verbosity = 0;
-    long max_pending = 256, hs_timeout = 60, block_size = 0, max_body = EDHOC_BW_DEFAULT_MAX_BODY,
-         max_sessions = 4096, transfer_timeout = EDHOC_BW_DEFAULT_LIFETIME_MS / 1000;
+    long max_pending = 256, hs_timeout_ms = 60000, block_size = 0,
+         max_body = EDHOC_BW_DEFAULT_MAX_BODY, max_sessions = 4096,
+         transfer_timeout_ms = EDHOC_BW_DEFAULT_LIFETIME_MS;
     int exit_code = CLI_EXIT_USAGE;
     struct cli_net_opts net;
     memset(&net, 0, sizeof net);
     struct responder_acct *acct = NULL;
 
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            usage(stdout);
-            free(r);
-            return 0;
-        }
-        if (!strcmp(arg, "-v")) {
-            verbosity++;
-            continue;
-        }
-        if (!strcmp(arg, "-vv")) {
-            verbosity += 2;
-            continue;
-        }
-        if (!strcmp(arg, "-q")) {
-            verbosity--;
-            continue;
-        }
-        if (strncmp(arg, "--", 2) != 0) {
-            fprintf(stderr, "edhoc-cli responder: unexpected argument '%s'\n", arg);
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_responder, argc, argv);
+    for (enum cli_opt_status st; (st = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+        if (st == CLI_OPT_EXIT) {
+            exit_code = p.exit_code;
             goto out;
         }
-        char name[64];
-        const char *value;
-        bool eq = cli_split_option(arg, i + 1 < argc ? argv[i + 1] : NULL, name, sizeof name,
-                                   &value);
-        bool flag = !strcmp(name, "--daemon") || !strcmp(name, "--syslog") ||
-                    !strcmp(name, "--echo") || !strcmp(name, "--allow-unprotected");
-        if (flag) {
-            if (!strcmp(name, "--daemon"))
-                daemon = true;
-            else if (!strcmp(name, "--echo"))
-                echo_m1 = true;
-            else if (!strcmp(name, "--allow-unprotected"))
-                allow_unprotected = true;
-            else
-                use_syslog = true;
-            continue;
+        if (st == CLI_OPT_POSITIONAL) {
+            cli_opt_error(&p, "unexpected argument '%s' (the responder takes options only)",
+                          p.value);
+            goto out;
         }
-        static const char *const ours[] = {"--listen", "--cred", "--key", "--oscore-context",
-                                           "--state-dir", "--max-pending", "--handshake-timeout",
-                                           "--block-size", "--pidfile", "--ready-file",
-                                           "--method", "--interop-log", "--interop-log-max",
-                                           "--framing", "--max-body", "--max-sessions",
-                                           "--c-r-form", "--transfer-timeout"};
-        bool mine = false;
-        for (size_t k = 0; k < sizeof ours / sizeof ours[0]; k++)
-            mine |= !strcmp(name, ours[k]);
-        if (mine) {
-            if (!value) {
-                fprintf(stderr, "edhoc-cli responder: %s needs a value\n", name);
+        int bad = 0;
+        switch (p.opt->id) {
+        case CLI_OPT_ID_EDHOC:
+            /* --cred and --key come in pairs, one identity each: the
+             * shared parser keeps one of each, so they are counted here. */
+            if (!strcmp(p.opt->name, "cred") || !strcmp(p.opt->name, "key")) {
+                bool cred = !strcmp(p.opt->name, "cred");
+                size_t *count = cred ? &r->n_cred_paths : &r->n_key_paths;
+                if (*count >= MAX_CREDS) {
+                    cli_opt_error(&p, "at most %d %s", MAX_CREDS, p.flag);
+                    goto out;
+                }
+                (cred ? r->cred_paths : r->key_paths)[(*count)++] = p.value;
+            } else {
+                bad = cli_edhoc_take(&r->o, CLI_SIDE_R, &p);
+            }
+            break;
+        case CLI_OPT_ID_NET: bad = cli_net_take(&net, &p); break;
+        case OPT_LISTEN:
+            if (n_listen >= MAX_LISTEN) {
+                cli_opt_error(&p, "at most %d --listen", MAX_LISTEN);
                 goto out;
             }
-            if (!eq)
-                i++;
-            char *end = NULL;
-            if (!strcmp(name, "--listen")) {
-                if (n_listen >= MAX_LISTEN) {
-                    fprintf(stderr, "edhoc-cli responder: at most %d --listen\n", MAX_LISTEN);
-                    goto out;
-                }
-                listen[n_listen++] = value;
-            } else if (!strcmp(name, "--cred") || !strcmp(name, "--key")) {
-                bool cred = !strcmp(name, "--cred");
-                size_t *n = cred ? &r->n_cred_paths : &r->n_key_paths;
-                if (*n >= MAX_CREDS) {
-                    fprintf(stderr, "edhoc-cli responder: at most %d %s\n", MAX_CREDS, name);
-                    goto out;
-                }
-                (cred ? r->cred_paths : r->key_paths)[(*n)++] = value;
-            } else if (!strcmp(name, "--oscore-context")) {
-                if (n_static >= MAX_STATIC) {
-                    fprintf(stderr, "edhoc-cli responder: at most %d --oscore-context\n",
-                            MAX_STATIC);
-                    goto out;
-                }
-                static_paths[n_static++] = value;
-            } else if (!strcmp(name, "--framing")) {
-                if (!strcmp(value, "a2") || !strcmp(value, "A.2"))
-                    framings = 1u << EDHOC_FRAMING_A2;
-                else if (!strcmp(value, "bare"))
-                    framings = 1u << EDHOC_FRAMING_BARE;
-                else if (!strcmp(value, "both"))
-                    framings = 0;
-                else {
-                    fprintf(stderr, "edhoc-cli responder: --framing: a2, bare or both\n");
-                    goto out;
-                }
-            } else if (!strcmp(name, "--c-r-form")) {
-                if (!strcmp(value, "int"))
-                    c_r_form = EDHOC_C_R_FORM_INT;
-                else if (!strcmp(value, "bstr"))
-                    c_r_form = EDHOC_C_R_FORM_BSTR;
-                else if (!strcmp(value, "any"))
-                    c_r_form = EDHOC_C_R_FORM_ANY;
-                else {
-                    fprintf(stderr, "edhoc-cli responder: --c-r-form: int, bstr or any\n");
-                    goto out;
-                }
-            } else if (!strcmp(name, "--state-dir")) {
-                state_dir = value;
-            } else if (!strcmp(name, "--pidfile")) {
-                pidfile = value;
-            } else if (!strcmp(name, "--ready-file")) {
-                ready_file = value;
-            } else if (!strcmp(name, "--interop-log")) {
-                interop_dir = value;
-            } else if (!strcmp(name, "--method")) {
-                if (parse_methods(value, &r->o.accept_methods)) {
-                    fprintf(stderr, "edhoc-cli responder: --method: expected a list of 0..3\n");
-                    goto out;
-                }
-            } else {
-                long v = strtol(value, &end, 10);
-                if (*end || end == value) {
-                    fprintf(stderr, "edhoc-cli responder: %s: expected a number\n", name);
-                    goto out;
-                }
-                if (!strcmp(name, "--max-pending"))
-                    max_pending = v;
-                else if (!strcmp(name, "--handshake-timeout"))
-                    hs_timeout = v;
-                else if (!strcmp(name, "--interop-log-max"))
-                    interop_max = v;
-                else if (!strcmp(name, "--max-body"))
-                    max_body = v;
-                else if (!strcmp(name, "--max-sessions"))
-                    max_sessions = v;
-                else if (!strcmp(name, "--transfer-timeout"))
-                    transfer_timeout = v;
-                else
-                    block_size = v;
-            }
-            continue;
+            listen_spec[n_listen++] = p.value;
+            break;
+        case OPT_FRAMING:
+            if (!strcmp(p.value, "a2") || !strcmp(p.value, "A.2"))
+                framings = 1u << EDHOC_FRAMING_A2;
+            else if (!strcmp(p.value, "bare"))
+                framings = 1u << EDHOC_FRAMING_BARE;
+            else if (!strcmp(p.value, "both"))
+                framings = 0;
+            else
+                bad = cli_opt_error(&p, "--framing: a2, bare or both, got '%s'", p.value);
+            break;
+        case OPT_C_R_FORM: {
+            static const char *const forms[] = {"int", "bstr", "any", NULL};
+            static const int form_ids[] = {EDHOC_C_R_FORM_INT, EDHOC_C_R_FORM_BSTR,
+                                           EDHOC_C_R_FORM_ANY};
+            int k = 0;
+            bad = cli_opt_choice(&p, forms, &k);
+            if (!bad)
+                c_r_form = form_ids[k];
+            break;
         }
-        int nrc = cli_net_take_option(&net, "responder", name, value, eq, &i);
-        if (nrc < 0)
+        case OPT_ECHO: echo_m1 = true; break;
+        case OPT_ALLOW_UNPROTECTED: allow_unprotected = true; break;
+        case OPT_DEMO: demo = true; break;
+        case OPT_STATE_DIR: state_dir = p.value; break;
+        case OPT_OSCORE_CONTEXT:
+            if (n_static >= MAX_STATIC) {
+                cli_opt_error(&p, "at most %d --oscore-context", MAX_STATIC);
+                goto out;
+            }
+            static_paths[n_static++] = p.value;
+            break;
+        case OPT_MAX_PENDING: bad = cli_opt_long(&p, 1, 65536, &max_pending); break;
+        case OPT_HANDSHAKE_TIMEOUT: bad = cli_opt_seconds(&p, 1, 86400, &hs_timeout_ms); break;
+        case OPT_BLOCK_SIZE:
+            bad = cli_opt_long(&p, 16, 1024, &block_size);
+            if (!bad && (block_size & (block_size - 1)))
+                bad = cli_opt_error(&p, "--block-size: a power of two (16, 32, ..., 1024), "
+                                        "got '%s'", p.value);
+            break;
+        case OPT_MAX_BODY:
+            bad = cli_opt_long(&p, 16, (long)EDHOC_BW_MAX_BODY_LIMIT, &max_body);
+            break;
+        case OPT_MAX_SESSIONS: bad = cli_opt_long(&p, 1, 1000000, &max_sessions); break;
+        case OPT_TRANSFER_TIMEOUT:
+            bad = cli_opt_seconds(&p, 0.1, 86400, &transfer_timeout_ms);
+            break;
+        case OPT_INTEROP_LOG: interop_dir = p.value; break;
+        case OPT_INTEROP_LOG_MAX: bad = cli_opt_long(&p, 0, LONG_MAX, &interop_max); break;
+        case OPT_READY_FILE: ready_file = p.value; break;
+        case OPT_DAEMON: daemon = true; break;
+        case OPT_PIDFILE: pidfile = p.value; break;
+        case OPT_SYSLOG: use_syslog = true; break;
+        default: break;
+        }
+        if (bad)
             goto out;
-        if (nrc == 0 && cli_edhoc_take_option(&r->o, CLI_SIDE_R, "responder", name, value, eq, &i))
-            goto out;
-    }
-    /* Options of the shared EDHOC set that a daemon cannot honour are
-     * refused rather than ignored. */
-    if (r->o.side[CLI_SIDE_R].ephemeral_path) {
-        fprintf(stderr, "edhoc-cli responder: --ephemeral: a responder draws a fresh ephemeral key "
-                        "per handshake; fixed ones are for simulate and initiator\n");
-        goto out;
     }
     if (r->o.side[CLI_SIDE_R].n_c_id > 1) {
-        fprintf(stderr, "edhoc-cli responder: --c-r: one value (every handshake uses it)\n");
+        cli_opt_error(&p, "--c-r: one value (every handshake uses it)");
         goto out;
     }
     if (r->n_cred_paths != r->n_key_paths) {
-        fprintf(stderr, "edhoc-cli responder: give --cred and --key in pairs\n");
+        cli_opt_error(&p, "give --cred and --key in pairs (%zu --cred, %zu --key)",
+                      r->n_cred_paths, r->n_key_paths);
         goto out;
     }
-    if (max_pending < 1 || max_pending > 65536 || hs_timeout < 1 ||
-        (block_size && (block_size < 16 || block_size > 1024 || (block_size & (block_size - 1))))) {
-        fprintf(stderr, "edhoc-cli responder: --max-pending 1..65536, --handshake-timeout >= 1, "
-                        "--block-size a power of two in 16..1024\n");
+    if (state_dir && !strcmp(state_dir, "none") && n_static) {
+        cli_opt_error(&p, "--oscore-context needs a state directory: a static OSCORE context "
+                          "restarted without its stored sequence-number mark repeats nonces and "
+                          "forgets its replay window (RFC 8613 Section 7.2 and Appendix B.1); "
+                          "drop --state-dir none");
         goto out;
     }
-    if (max_body < 16 || max_body > (long)EDHOC_BW_MAX_BODY_LIMIT || max_sessions < 1 ||
-        max_sessions > 1000000 || transfer_timeout < 1 || transfer_timeout > 86400) {
-        fprintf(stderr, "edhoc-cli responder: --max-body 16..%u, --max-sessions 1..1000000, "
-                        "--transfer-timeout 1..86400\n",
-                EDHOC_BW_MAX_BODY_LIMIT);
+    /* Safe defaults: the demo keys are published (RFC 9529 and this
+     * program), so serving them is a test, said with --demo; a responder
+     * with its own credentials accepts only the peers --trust names, and
+     * without any it would accept nobody. */
+    if (demo && r->n_cred_paths) {
+        cli_opt_error(&p, "--demo serves the built-in demo credentials: drop it to serve "
+                          "--cred/--key, or drop --cred/--key for a test on the demo keys");
         goto out;
     }
-    if (interop_max < 0) {
-        fprintf(stderr, "edhoc-cli responder: --interop-log-max: 0 or more handshakes\n");
+    if (!demo && r->n_cred_paths == 0) {
+        cli_opt_error(&p, "no credentials: give --cred FILE --key FILE (one pair per identity; "
+                          "edhoc-cli keygen makes them) and --trust FILE (the CA certificates or "
+                          "peer credentials to accept); the built-in demo credentials' private "
+                          "keys are published, so add --demo only to run a test on them");
         goto out;
     }
-    if (n_listen == 0)
-        listen[n_listen++] = "[::]:5683";
+    if (r->n_cred_paths && r->o.n_trust == 0) {
+        cli_opt_error(&p, "--cred without --trust: this responder would accept no initiator; add "
+                          "--trust FILE (repeatable) with the CA certificates or the peer "
+                          "credentials to accept");
+        goto out;
+    }
+    for (size_t i = 0; i < n_listen; i++) {
+        char why[NI_MAXHOST + 300];
+        if (listen_resolve(listen_spec[i], listen_addr[i], sizeof listen_addr[i], why,
+                           sizeof why)) {
+            cli_opt_error(&p, "%s", why);
+            goto out;
+        }
+        listen[i] = listen_addr[i];
+    }
+    if (n_listen == 0) {
+        listen_spec[0] = listen[0] = "[::]:5683";
+        n_listen = 1;
+    }
     if (r->o.n_suites_r) {
         memcpy(r->supported, r->o.suites_r, r->o.n_suites_r * sizeof(int));
         r->n_supported = r->o.n_suites_r;
@@ -867,9 +981,11 @@ int cmd_responder(int argc, char **argv)
         r->n_supported = N_SUITE_IDS;
     }
 
-    int threshold = LOG_INFO + verbosity;
-    if (threshold < LOG_ERR)
-        threshold = LOG_ERR;
+    /* Default: one line per handshake (info). -q: warnings and errors. */
+    int threshold = p.quiet ? LOG_WARNING : LOG_INFO + p.verbose;
+    if (threshold > LOG_DEBUG)
+        threshold = LOG_DEBUG;
+    int verbosity = p.quiet ? -1 : p.verbose;
     cli_log_open("edhoc-cli", use_syslog, threshold);
 
     /* Paths stay valid after --daemon changes directory. */
@@ -891,14 +1007,6 @@ int cmd_responder(int argc, char **argv)
             goto out;
         }
         state_dir = sd == 0 ? state_abs : NULL;
-        if (!state_dir && n_static) {
-            cli_log(LOG_ERR, "--oscore-context needs a state directory: a static OSCORE context "
-                             "restarted without its stored sequence-number mark repeats nonces "
-                             "and forgets its replay window (RFC 8613 Section 7.2 and "
-                             "Appendix B.1); drop --state-dir none");
-            exit_code = CLI_EXIT_USAGE;
-            goto out;
-        }
         if (!state_dir)
             cli_log(LOG_NOTICE, "--state-dir none: EDHOC-derived contexts end with this process");
     }
@@ -959,7 +1067,8 @@ int cmd_responder(int argc, char **argv)
         .select = select_config,
         .select_user = r,
         .max_pending = (size_t)max_pending,
-        .pending_timeout_s = (unsigned)hs_timeout,
+        /* Whole seconds in the server: a fraction rounds up. */
+        .pending_timeout_s = (unsigned)((hs_timeout_ms + 999) / 1000),
         .message_4 = r->o.message_4,
         .echo_message_1 = echo_m1,
         .serve_unprotected = allow_unprotected,
@@ -972,7 +1081,7 @@ int cmd_responder(int argc, char **argv)
         .record_user = r->ilog,
         .max_body = (size_t)max_body,
         .block_size = (unsigned)block_size,
-        .transfer_lifetime_ms = (uint32_t)transfer_timeout * 1000,
+        .transfer_lifetime_ms = (uint32_t)transfer_timeout_ms,
         .c_r_form = c_r_form,
     };
     if (r->o.side[CLI_SIDE_R].n_c_id == 1) {
@@ -1006,7 +1115,7 @@ int cmd_responder(int argc, char **argv)
         .block_size = (unsigned)block_size,
         .max_body = (size_t)max_body,
         .max_sessions = (unsigned)max_sessions,
-        .transfer_lifetime_ms = (uint32_t)transfer_timeout * 1000,
+        .transfer_lifetime_ms = (uint32_t)transfer_timeout_ms,
         /* libcoap warns for every datagram the guard refused: only at -vv. */
         .log_level = verbosity >= 2 ? LOG_DEBUG : LOG_EMERG,
     };
@@ -1021,16 +1130,25 @@ int cmd_responder(int argc, char **argv)
     struct edhoc_server_stats st;
     edhoc_server_get_stats(srv, &st);
     for (size_t i = 0; i < n_listen; i++) {
-        const char *spec = listen[i];
-        const char *colon = strrchr(spec, ':');
-        cli_log(LOG_NOTICE, "listening on %.*s:%u", (int)(colon - spec), spec,
-                edhoc_transport_server_port(t, i));
+        const char *addr = listen[i];
+        const char *colon = strrchr(addr, ':');
+        const char *spec = listen_spec[i];
+        /* The address bound, and the name it was resolved from. */
+        size_t spec_host = spec[0] == '[' ? strcspn(spec, "]") + 1 : strcspn(spec, ":");
+        bool named = spec_host != (size_t)(colon - addr) || strncmp(spec, addr, spec_host) != 0;
+        cli_log(LOG_NOTICE, "listening on %.*s:%u%s%.*s%s", (int)(colon - addr), addr,
+                edhoc_transport_server_port(t, i), named ? " (" : "", named ? (int)spec_host : 0,
+                spec, named ? ")" : "");
     }
     cli_log(LOG_NOTICE,
             "serving %s credentials, %zu stored context%s loaded, %zu static; %zu bytes per "
             "handshake in progress, %zu per OSCORE context",
             r->demo ? "built-in demo" : "configured", (size_t)loaded, loaded == 1 ? "" : "s",
             n_static, st.bytes_per_pending, st.bytes_per_context);
+    if (r->demo)
+        cli_log(LOG_WARNING, "--demo: the built-in demo credentials' private keys are published: "
+                             "anyone can pose as this responder%s; for tests only",
+                r->o.n_trust ? "" : " and as the demo initiators it accepts");
     if (allow_unprotected)
         cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
                              "too");

@@ -12,7 +12,9 @@
 #include "edhoc/netacct.h"
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
+#include "json_out.h"
 #include "net_report.h"
+#include "progress.h"
 #include "util.h"
 
 #define MAX_RECORDED 16
@@ -466,7 +468,8 @@ struct timing {
     double min_ms;
     double crypto_ms;    /* median run's time inside crypto calls */
     unsigned crypto_calls;
-    int runs;
+    int runs;             /* handshakes timed */
+    bool partial;         /* --repeat stopped by SIGINT/SIGTERM */
 };
 
 
@@ -611,91 +614,178 @@ static void print_framed_text(FILE *f, const struct run *run)
     fprintf(f, "  Link: %s\n", desc);
 }
 
-static void print_framed_json(FILE *f, const struct run *run)
+/* The per-layer table as JSON, or null when there is none (a failed
+ * handshake: C_R, and so the framing of message_3, is unknown). */
+static json_t *framed_json(const struct run *run)
 {
     struct framed fr[FRAMED_MAX];
     size_t n = frame_run(run, fr, FRAMED_MAX);
     if (!n)
-        return;
+        return json_null();
     bool link = sim_link.type != EDHOC_NETACCT_LINK_NONE;
-    char desc[512];
-    edhoc_netacct_link_describe(&sim_link, desc, sizeof desc);
-    fprintf(f, ",\n  \"framed\": {\"measured\": false, \"assumptions\": ");
-    cli_json_string(f, FRAMING_ASSUMPTIONS);
-    fprintf(f, ", \"link\": ");
-    cli_json_string(f, desc);
-    fprintf(f, ",\n    \"messages\": [");
+    json_t *o = json_object();
+    cli_json_set(o, "measured", json_false());
+    cli_json_set(o, "framing", json_string("rfc9528_appendix_a2"));
+    cli_json_set(o, "link", cli_net_link_json(&sim_link));
+    json_t *msgs = json_array();
     for (size_t i = 0; i < n; i++) {
         const struct edhoc_netacct_layers *l = &fr[i].l;
-        fprintf(f, "%s\n      {\"name\": \"%s\", \"from\": \"%s\", \"edhoc_bytes\": %ld, "
-                   "\"coap_bytes\": %zu, \"udp_bytes\": %zu, \"ip_bytes\": %zu",
-                i ? "," : "", fr[i].name, fr[i].from == 'I' ? "initiator" : "responder",
-                fr[i].edhoc, l->coap, l->udp, l->ip);
-        if (link)
-            fprintf(f, ", \"frames\": %u, \"link_bytes\": %zu", l->frames, l->link);
-        fputc('}', f);
+        json_t *m = json_object();
+        cli_json_set(m, "name", json_string(fr[i].edhoc >= 0 ? fr[i].name : "empty_2.04"));
+        cli_json_set(m, "from", json_string(fr[i].from == 'I' ? "initiator" : "responder"));
+        cli_json_set(m, "edhoc_bytes", cli_json_int_or_null(fr[i].edhoc >= 0, fr[i].edhoc));
+        cli_json_set(m, "coap_bytes", json_integer((json_int_t)l->coap));
+        cli_json_set(m, "udp_bytes", json_integer((json_int_t)l->udp));
+        cli_json_set(m, "ip_bytes", json_integer((json_int_t)l->ip));
+        cli_json_set(m, "frames", cli_json_int_or_null(link, l->frames));
+        cli_json_set(m, "link_bytes", cli_json_int_or_null(link, (long long)l->link));
+        json_array_append_new(msgs, m);
     }
+    cli_json_set(o, "messages", msgs);
     struct edhoc_netacct_total t;
     framed_totals(fr, n, &t);
-    fprintf(f, "],\n    \"total\": ");
-    cli_net_json_total(f, &t, link);
-    fputc('}', f);
+    cli_json_set(o, "total", cli_net_total_json(&t, link));
+    return o;
 }
 
-static void print_json(FILE *f, const struct cli_edhoc_opts *o, const struct cli_side *si,
-                       const struct cli_side *sr, const struct run *run, const struct timing *t,
-                       int suite)
+/* The library's error codes as the words the schema lists. */
+static const char *error_word(int err)
 {
-    fprintf(f, "{\n  \"outcome\": ");
-    cli_json_string(f, run->err ? "failed" : "ok");
-    if (run->err) {
-        fprintf(f, ",\n  \"error\": {\"side\": \"%s\", \"code\": %d, \"text\": ",
-                run->failed_side == 'I' ? "initiator" : "responder", run->err);
-        cli_json_string(f, run->why);
-        if (run->have_peer_error) {
-            fprintf(f, ", \"err_code\": %lld, \"diagnostic\": ", (long long)run->peer_error.code);
-            cli_json_string(f, run->peer_error_text);
-        }
-        fprintf(f, "}");
+    switch (err) {
+    case EDHOC_ERR_ARG: return "argument";
+    case EDHOC_ERR_STATE: return "state";
+    case EDHOC_ERR_CONN_ID_CONFLICT: return "conn_id_conflict";
+    case EDHOC_ERR_BUFFER: return "buffer";
+    case EDHOC_ERR_TOO_LARGE: return "too_large";
+    case EDHOC_ERR_CRYPTO: return "crypto";
+    case EDHOC_ERR_CREDENTIAL: return "credential";
+    case EDHOC_ERR_NO_COMMON_SUITE: return "no_common_suite";
+    case EDHOC_ERR_MALFORMED: return "malformed";
+    case EDHOC_ERR_NOT_DETERMINISTIC: return "not_deterministic";
+    case EDHOC_ERR_TRAILING: return "trailing";
+    case EDHOC_ERR_CONN_ID_ENCODING: return "conn_id_encoding";
+    case EDHOC_ERR_SUITES_ENCODING: return "suites_encoding";
+    case EDHOC_ERR_ID_CRED_ENCODING: return "id_cred_encoding";
+    case EDHOC_ERR_EPHEMERAL_LENGTH: return "ephemeral_length";
+    case EDHOC_ERR_INVALID_POINT: return "invalid_point";
+    case EDHOC_ERR_MAC_LENGTH: return "mac_length";
+    case EDHOC_ERR_METHOD: return "method";
+    case EDHOC_ERR_WRONG_SUITE: return "wrong_suite";
+    case EDHOC_ERR_CONN_ID_EQUAL: return "conn_id_equal";
+    case EDHOC_ERR_EAD_CRITICAL: return "ead_critical";
+    case EDHOC_ERR_EAD_REJECTED: return "ead_rejected";
+    case EDHOC_ERR_UNSUPPORTED: return "unsupported";
+    case EDHOC_ERR_MAC: return "mac";
+    case EDHOC_ERR_SIGNATURE: return "signature";
+    case EDHOC_ERR_DECRYPT: return "decrypt";
+    case EDHOC_ERR_UNKNOWN_CREDENTIAL: return "unknown_credential";
+    case EDHOC_ERR_PEER_ERROR: return "peer_error";
+    case EDHOC_CRED_ERR_FORMAT: return "credential_format";
+    case EDHOC_CRED_ERR_UNKNOWN: return "credential_unknown";
+    case EDHOC_CRED_ERR_UNTRUSTED: return "credential_untrusted";
+    case EDHOC_CRED_ERR_EXPIRED: return "credential_expired";
+    case EDHOC_CRED_ERR_KEY_TYPE: return "credential_key_type";
+    case EDHOC_CRED_ERR_FILE: return "credential_file";
+    case EDHOC_CRED_ERR_PERMISSIONS: return "credential_permissions";
+    case EDHOC_CRED_ERR_TOO_LARGE: return "credential_too_large";
+    default: return "other";
     }
-    fprintf(f, ",\n  \"method\": %d,\n  \"suite\": %d,\n  \"attempts\": %d,\n", o->method, suite,
-            run->attempts);
-    fprintf(f, "  \"id_cred_i\": \"%s\",\n  \"id_cred_r\": \"%s\",\n",
-            cli_id_cred_type_name(cli_id_cred_type_of(si->id_cred, si->id_cred_len)),
-            cli_id_cred_type_name(cli_id_cred_type_of(sr->id_cred, sr->id_cred_len)));
-    fprintf(f, "  \"messages\": [");
+}
+
+/* ID_CRED's type word, or null when it cannot be read. */
+static json_t *id_cred_json(const struct cli_side *s)
+{
+    int type = cli_id_cred_type_of(s->id_cred, s->id_cred_len);
+    return type ? json_string(cli_id_cred_type_name(type)) : json_null();
+}
+
+/* The derived OSCORE context in the terms libcoap's conf takes it, with
+ * the members initiator --json has: the master secret and salt only with
+ * --export-secrets (else null); libcoap says whether libcoap can take the
+ * hkdf_alg. Neither side has sent anything with it yet: both next sequence
+ * numbers are 0. */
+static json_t *oscore_json(const struct edhoc_oscore_params *p, bool secrets)
+{
+    json_t *o = json_object();
+    cli_json_set(o, "master_secret",
+                 secrets ? cli_json_hex_value(p->master_secret, p->master_secret_len) : json_null());
+    cli_json_set(o, "master_salt",
+                 secrets ? cli_json_hex_value(p->master_salt, p->master_salt_len) : json_null());
+    cli_json_set(o, "sender_id", cli_json_hex_value(p->sender_id, p->sender_id_len));
+    cli_json_set(o, "recipient_id", cli_json_hex_value(p->recipient_id, p->recipient_id_len));
+    bool libcoap;
+    int hkdf = cli_oscore_conf_hkdf(p->hash_alg, &libcoap);
+    cli_json_set(o, "aead_alg", json_integer(p->aead_alg));
+    cli_json_set(o, "hkdf_alg", json_integer(hkdf));
+    cli_json_set(o, "libcoap", json_boolean(libcoap));
+    cli_json_set(o, "sender_next_seq", json_integer(0));
+    cli_json_set(o, "recipient_next_seq", json_integer(0));
+    return o;
+}
+
+static int print_json(FILE *f, const struct cli_edhoc_opts *o, const struct cli_side *si,
+                      const struct cli_side *sr, const struct run *run, const struct timing *t,
+                      int suite)
+{
+    json_t *root = json_object();
+    cli_json_set(root, "outcome", json_string(run->err ? "failed" : "ok"));
+    json_t *err = json_null();
+    if (run->err) {
+        err = json_object();
+        cli_json_set(err, "side", json_string(run->failed_side == 'I' ? "initiator" : "responder"));
+        cli_json_set(err, "code", json_integer(run->err));
+        cli_json_set(err, "name", json_string(error_word(run->err)));
+        cli_json_set(err, "peer_err_code",
+                     cli_json_int_or_null(run->have_peer_error, (long long)run->peer_error.code));
+        cli_json_set(err, "peer_diagnostic",
+                     run->have_peer_error && run->peer_error_text[0]
+                         ? json_string(run->peer_error_text)
+                         : json_null());
+    }
+    cli_json_set(root, "error", err);
+    cli_json_set(root, "method", json_integer(o->method));
+    cli_json_set(root, "suite", cli_json_int_or_null(suite >= 0, suite));
+    cli_json_set(root, "attempts", json_integer(run->attempts));
+    cli_json_set(root, "id_cred_i", id_cred_json(si));
+    cli_json_set(root, "id_cred_r", id_cred_json(sr));
+    json_t *msgs = json_array();
     for (size_t i = 0; i < run->n_msgs; i++) {
         const struct recorded_message *m = &run->msgs[i];
-        fprintf(f, "%s\n    {\"name\": \"%s\", \"from\": \"%s\", \"bytes\": %zu, \"hex\": ",
-                i ? "," : "", m->name, m->sender == 'I' ? "initiator" : "responder", m->len);
-        cli_json_hex(f, m->bytes, m->len);
-        fprintf(f, "}");
+        json_t *jm = json_object();
+        cli_json_set(jm, "name", json_string(m->name));
+        cli_json_set(jm, "from", json_string(m->sender == 'I' ? "initiator" : "responder"));
+        cli_json_set(jm, "bytes", json_integer((json_int_t)m->len));
+        cli_json_set(jm, "hex", cli_json_hex_value(m->bytes, m->len));
+        json_array_append_new(msgs, jm);
     }
-    fprintf(f, "\n  ],\n  \"total_bytes\": %zu,\n  \"handshake_bytes\": %zu,\n", total_bytes(run),
-            handshake_bytes(run));
-    fprintf(f, "  \"time_ms\": %.4f,\n  \"min_time_ms\": %.4f,\n  \"crypto_ms\": %.4f,\n"
-               "  \"crypto_calls\": %u,\n  \"runs\": %d",
-            t->handshake_ms, t->min_ms, t->crypto_ms, t->crypto_calls, t->runs);
-    print_framed_json(f, run);
-    if (!run->err) {
-        fprintf(f, ",\n  \"oscore_contexts_match\": %s,\n  \"oscore\": ",
-                oscore_contexts_match(run) ? "true" : "false");
-        cli_print_oscore_json(f, &run->oscore_i, o->export_secrets);
-    }
+    cli_json_set(root, "messages", msgs);
+    cli_json_set(root, "total_bytes", json_integer((json_int_t)total_bytes(run)));
+    cli_json_set(root, "handshake_bytes", json_integer((json_int_t)handshake_bytes(run)));
+    cli_json_set(root, "time_ms", cli_json_real_or_null(t->handshake_ms));
+    cli_json_set(root, "min_time_ms", cli_json_real_or_null(t->min_ms));
+    cli_json_set(root, "crypto_ms", cli_json_real_or_null(t->crypto_ms));
+    cli_json_set(root, "crypto_calls", json_integer(t->crypto_calls));
+    cli_json_set(root, "runs", json_integer(t->runs));
+    cli_json_set(root, "partial", json_boolean(t->partial));
+    cli_json_set(root, "framed", framed_json(run));
+    cli_json_set(root, "oscore_contexts_match",
+                 run->err ? json_null() : json_boolean(oscore_contexts_match(run)));
+    cli_json_set(root, "oscore",
+                 run->err ? json_null() : oscore_json(&run->oscore_i, o->export_secrets));
+    json_t *trace = json_null();
     if (o->trace) {
-        fprintf(f, ",\n  \"trace\": [");
+        trace = json_array();
         for (size_t i = 0; i < run->n_trace; i++) {
             const struct trace_entry *e = &run->trace[i];
-            fprintf(f, "%s\n    {\"side\": \"%s\", \"name\": ", i ? "," : "",
-                    e->side == 'I' ? "initiator" : "responder");
-            cli_json_string(f, e->name);
-            fprintf(f, ", \"hex\": ");
-            cli_json_hex(f, e->value, e->len);
-            fprintf(f, "}");
+            json_t *je = json_object();
+            cli_json_set(je, "side", json_string(e->side == 'I' ? "initiator" : "responder"));
+            cli_json_set(je, "name", json_string(e->name));
+            cli_json_set(je, "hex", cli_json_hex_value(e->value, e->len));
+            json_array_append_new(trace, je);
         }
-        fprintf(f, "\n  ]");
     }
-    fprintf(f, "\n}\n");
+    cli_json_set(root, "trace", trace);
+    return cli_json_print(root, f);
 }
 
 static void print_text(FILE *f, const struct cli_edhoc_opts *o, const struct cli_side *si,
@@ -748,6 +838,8 @@ static void print_text(FILE *f, const struct cli_edhoc_opts *o, const struct cli
                "(%.0f%%, %u calls)\n",
             t->handshake_ms, t->runs, t->min_ms, t->crypto_ms,
             t->handshake_ms > 0 ? 100.0 * t->crypto_ms / t->handshake_ms : 0.0, t->crypto_calls);
+    if (t->partial)
+        fprintf(f, "interrupted: partial results (%d handshakes timed)\n", t->runs);
     const struct edhoc_oscore_params *p = &run->oscore_i;
     fprintf(f, "OSCORE (initiator = client): sender ID ");
     cli_hex_print(f, p->sender_id, p->sender_id_len);
@@ -764,28 +856,53 @@ static void print_text(FILE *f, const struct cli_edhoc_opts *o, const struct cli
     }
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: edhoc-cli simulate [OPTIONS]\n\n"
-               "Runs an EDHOC initiator and responder in one process (no network) and reports\n"
-               "each message, the outcome, the time per handshake and the OSCORE context.\n\n");
-    cli_edhoc_print_options(f, true);
-    fprintf(f, "Other options:\n"
-               "  --repeat N              run N handshakes and report the median time (default 1)\n"
-               "  --link 802.15.4         also count 802.15.4 frames (6LoWPAN) of each message as the\n"
-               "                          A.2 framing would send it over UDP/IPv6 (not measured)\n"
-               "  --link-mtu N            the same for a link carrying N bytes of IP per frame\n"
-               "  -h, --help              this text\n\n"
-               "Exit codes: 0 ok; 1 handshake failed; 2 bad command line; 3 unusable input file;\n"
-               "4 error message from the peer (e.g. no common cipher suite); 5 verification failed\n"
-               "(MAC, signature, unknown or untrusted credential); 10 internal error.\n");
-}
-
 static int compare_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
+
+enum { OPT_REPEAT = 1 };
+
+static const struct cli_opt run_opts[] = {
+    {OPT_REPEAT, "repeat", "N",
+     "run N handshakes (1..1000000) and report the median time (default 1); only\n"
+     "the first is printed in full. Ctrl-C stops early and reports the runs done"},
+    {0, NULL, NULL, NULL},
+};
+
+/* simulate has no datagrams: the link options without --pcap. */
+static const struct cli_opt link_opts[] = {
+    {CLI_OPT_ID_NET, "link", "802.15.4|none",
+     "also count IEEE 802.15.4 frames (6LoWPAN) of each message as the RFC 9528\n"
+     "Appendix A.2 framing would send it over UDP/IPv6 (computed, not measured)"},
+    {CLI_OPT_ID_NET, "link-mtu", "N", "the same for a link carrying N bytes of IP per frame"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt_group simulate_groups[] = {
+    {"EDHOC (-i: the initiator's, -r: the responder's)", cli_edhoc_opts_simulate},
+    {"Runs", run_opts},
+    {"Bytes per layer", link_opts},
+    {NULL, NULL},
+};
+
+const struct cli_cmd_spec cli_spec_simulate = {
+    .name = "simulate",
+    .synopsis = "[OPTIONS]",
+    .description =
+        "Runs an EDHOC initiator and responder in one process (no network) and reports\n"
+        "each message, the outcome, the time per handshake and the OSCORE context.\n"
+        "Without --trust each side trusts the other's credential. --json prints one\n"
+        "object (docs/json/simulate.schema.json).",
+    .groups = simulate_groups,
+    .epilogue =
+        "Exit codes: 0 ok; 1 handshake failed; 2 bad command line; 3 unusable input file;\n"
+        "4 error message from the peer (e.g. no common cipher suite); 5 verification failed\n"
+        "(MAC, signature, unknown or untrusted credential); 10 internal error; 130/143\n"
+        "--repeat interrupted (SIGINT/SIGTERM), the runs done reported.\n"
+        "\n" CLI_EDHOC_DEMO_NOTE,
+};
 
 int cmd_simulate(int argc, char **argv)
 {
@@ -793,39 +910,26 @@ int cmd_simulate(int argc, char **argv)
     cli_edhoc_opts_init(&o);
     long repeat = 1;
 
-    for (int i = 1; i < argc; i++) {
-        char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        if (strncmp(arg, "--", 2) != 0) {
-            fprintf(stderr, "edhoc-cli simulate: unexpected argument '%s'\n", arg);
-            return CLI_EXIT_USAGE;
-        }
-        char name[64];
-        const char *value = NULL;
-        bool eq = cli_split_option(arg, i + 1 < argc ? argv[i + 1] : NULL, name, sizeof name,
-                                   &value);
-        if (!strcmp(name, "--repeat")) {
-            char *end;
-            repeat = value ? strtol(value, &end, 10) : 0;
-            if (!value || *end || repeat < 1 || repeat > 1000000) {
-                fprintf(stderr, "edhoc-cli simulate: --repeat: expected a count from 1 to 1000000\n");
-                return CLI_EXIT_USAGE;
-            }
-            if (!eq)
-                i++;
-            continue;
-        }
-        if (!strcmp(name, "--link") || !strcmp(name, "--link-mtu")) {
+    struct cli_opt_parser p;
+    cli_opt_begin(&p, &cli_spec_simulate, argc, argv);
+    for (enum cli_opt_status st; (st = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+        if (st == CLI_OPT_EXIT)
+            return p.exit_code;
+        if (st == CLI_OPT_POSITIONAL)
+            return cli_opt_error(&p, "unexpected argument '%s' (simulate takes options only)",
+                                 p.value);
+        int bad = 0;
+        switch (p.opt->id) {
+        case CLI_OPT_ID_EDHOC: bad = cli_edhoc_take(&o, -1, &p); break;
+        case CLI_OPT_ID_NET: {
             struct cli_net_opts net = {.link = sim_link};
-            if (cli_net_take_option(&net, "simulate", name, value, eq, &i) < 0)
-                return CLI_EXIT_USAGE;
+            bad = cli_net_take(&net, &p);
             sim_link = net.link;
-            continue;
+            break;
         }
-        if (cli_edhoc_take_option(&o, -1, "simulate", name, value, eq, &i))
+        case OPT_REPEAT: bad = cli_opt_long(&p, 1, 1000000, &repeat); break;
+        }
+        if (bad)
             return CLI_EXIT_USAGE;
     }
 
@@ -865,7 +969,18 @@ int cmd_simulate(int argc, char **argv)
     struct run run;
     memset(&run, 0, sizeof run);
     unsigned calls = 0;
+    /* A long --repeat shows where it is and, stopped by Ctrl-C, still
+     * reports the runs it did. */
+    struct cli_progress pr;
+    cli_progress_begin(&pr, "simulate", p.verbose, p.quiet || repeat == 1);
+    if (repeat > 1)
+        cli_interrupt_catch();
+    long done_runs = 0;
+    int later_err = 0;
+    char later_why[256] = "";
     for (long r = 0; r < repeat; r++) {
+        if (r > 0 && cli_interrupted())
+            break;
         struct run scratch;
         struct run *target = r == 0 ? &run : &scratch;
         if (r)
@@ -878,13 +993,22 @@ int cmd_simulate(int argc, char **argv)
         ctimes[r] = crypto_ns;
         if (r == 0)
             calls = crypto_calls;
+        if (r && rc) {
+            /* The first run is the one reported; a later one failing is
+             * said on its own. */
+            later_err = rc;
+            snprintf(later_why, sizeof later_why, "%s", scratch.why);
+        }
         if (r)
             run_free(&scratch);
         if (rc)
             break;
+        done_runs++;
+        cli_progress_update(&pr, "%ld of %ld handshakes", done_runs, repeat);
     }
+    cli_progress_end(&pr);
     /* Median by total time, with the crypto time of that same run. */
-    long runs = run.err ? 1 : repeat;
+    long runs = run.err ? 1 : done_runs;
     uint64_t *pairs = calloc((size_t)runs * 2, sizeof *pairs);
     struct timing t = {0};
     if (pairs) {
@@ -898,6 +1022,7 @@ int cmd_simulate(int argc, char **argv)
         t.min_ms = (double)pairs[0] / 1e6;
         free(pairs);
     }
+    t.partial = cli_interrupted() != 0 && !run.err && !later_err && done_runs < repeat;
     t.crypto_calls = calls;
     t.runs = (int)runs;
     free(times);
@@ -912,11 +1037,19 @@ int cmd_simulate(int argc, char **argv)
             break;
         }
     }
-    if (o.json)
-        print_json(stdout, &o, si, sr, &run, &t, suite);
-    else
+    if (o.json) {
+        if (print_json(stdout, &o, si, sr, &run, &t, suite))
+            fprintf(stderr, "edhoc-cli simulate: standard output: write error\n");
+    } else {
         print_text(stdout, &o, si, sr, &run, &t, suite);
-    if (run.err) {
+    }
+    if (t.partial) {
+        exit_code = cli_interrupt_exit_code();
+    } else if (later_err) {
+        fprintf(stderr, "edhoc-cli simulate: handshake %ld of --repeat failed: %s\n",
+                done_runs + 1, later_why);
+        exit_code = cli_exit_for_edhoc_error(later_err);
+    } else if (run.err) {
         fprintf(stderr, "edhoc-cli simulate: handshake failed at the %s: %s\n",
                 run.failed_side == 'I' ? "initiator" : "responder", run.why);
         exit_code = cli_exit_for_edhoc_error(run.err);

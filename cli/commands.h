@@ -17,9 +17,9 @@ int cmd_load(int argc, char **argv);
 int cmd_interop(int argc, char **argv);
 int cmd_bytes(int argc, char **argv);
 
-/* The option tables (weak while commands move onto them: main falls back
- * to the command's own --help for one not yet declared). */
-#define CLI_SPEC_DECL extern const struct cli_cmd_spec __attribute__((weak))
+/* The option tables: parser, --help, `help CMD` and `help --options CMD`
+ * all read them. */
+#define CLI_SPEC_DECL extern const struct cli_cmd_spec
 CLI_SPEC_DECL cli_spec_simulate;
 CLI_SPEC_DECL cli_spec_keygen;
 CLI_SPEC_DECL cli_spec_oscore;

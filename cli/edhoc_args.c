@@ -2,8 +2,11 @@
 #include "options.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "edhoc/oscore.h"
 #include "util.h"
@@ -336,8 +339,8 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
 #define H_CRED "own credential: CCS (CBOR or hex) or X.509 (PEM/DER, chain leaf first)"
 #define H_KEY "private key: PEM (PKCS#8) or raw hex; refused if group/others can read it,\n" \
               "if another user owns it, or if its directory is writable by others"
-#define H_TRUST "CA certificates or credentials to accept (repeatable); searched\n" \
-                "before the built-in demo set"
+#define H_TRUST "CA certificates or credentials to accept (repeatable); when given,\n" \
+                "the built-in demo set is not trusted at all"
 #define H_ID_CRED "how ID_CRED names the credential: kid, kccs, x5t, x5chain\n" \
                   "(default: kid for a CCS, x5t for a certificate)"
 #define H_EPHEMERAL "raw ephemeral private keys, hex, one per line, one per attempt\n" \
@@ -450,60 +453,6 @@ int cli_edhoc_take(struct cli_edhoc_opts *o, int own_side, const struct cli_opt_
     if (rc == 0) /* a table entry this parser does not know: a bug, said as one */
         return cli_opt_error(p, "%s: not handled (internal error)", p->flag), -1;
     return rc < 0 ? -1 : 0;
-}
-
-static void print_option(FILE *f, const char *flag, const char *suffix, const char *arg,
-                         const char *text)
-{
-    char left[64];
-    snprintf(left, sizeof left, "%s%s%s%s", flag, suffix, arg[0] ? " " : "", arg);
-    fprintf(f, "  %-24s%s\n", left, text);
-}
-
-void cli_edhoc_print_options(FILE *f, bool two_sided)
-{
-    const char *s = two_sided ? "-i|-r" : "";
-    fprintf(f, "EDHOC options:\n");
-    print_option(f, "--method", "", "N", "authentication method 0..3 (default 3)");
-    print_option(f, "--suites", "", "LIST", "initiator's cipher suites, most preferred first (default 2)");
-    if (two_sided)
-        print_option(f, "--suites-r", "", "LIST", "responder's supported cipher suites (default: all)");
-    print_option(f, "--cred", s, "FILE",
-                 "own credential: CCS (CBOR or hex) or X.509 (PEM/DER, chain leaf first)");
-    print_option(f, "--key", s, "FILE",
-                 "private key: PEM (PKCS#8) or raw hex; refused if group/others can read it");
-    print_option(f, "--trust", "", "FILE", "CA certificates or credentials to accept (repeatable);");
-    fprintf(f, "  %-24sdefault: %s\n", "",
-            two_sided ? "each side trusts the other's credential" : "the built-in demo credentials");
-    print_option(f, "--id-cred", s, "TYPE", "how ID_CRED names the credential: kid, kccs, x5t, x5chain");
-    fprintf(f, "  %-24s(default: kid for a CCS, x5t for a certificate)\n", "");
-    print_option(f, "--c-i", "", "HEX[,HEX...]",
-                 "C_I byte string, one per message_1 attempt (2d is sent as the int -14)");
-    print_option(f, "--c-r", "", "HEX", "C_R byte string");
-    print_option(f, "--ephemeral", s, "FILE",
-                 "raw ephemeral private keys, hex, one per line, one per attempt");
-    print_option(f, "--message-4", "", "", "send / expect message_4");
-    print_option(f, "--tolerate", s, "LIST",
-                 "accept these deviations of the peer from RFC 9528 (named by the diagnosis");
-    fprintf(f, "  %-24sof a failed MAC/signature: c-bstr, kid-int, id-cred-compact, cred-wrap,\n"
-               "  %-24sead-omitted); the report says so on every handshake it affected\n",
-            "", "");
-    print_option(f, "--emulate", s, "LIST",
-                 "test aid: commit these deviations, as the devices that have them do");
-    print_option(f, "--ead-N", "", "LABEL[:HEX]",
-                 "EAD item in message_N (N = 1..4, repeatable; label < 0 is critical)");
-    print_option(f, "--ead-accept", "", "LABEL", "an EAD label the receiving side understands");
-    print_option(f, "--trace", "", "", "print every intermediate value with its RFC 9529 name");
-    print_option(f, "--json", "", "", "machine-readable output");
-    print_option(f, "--export-secrets", "", "",
-                 "include the derived OSCORE context (secrets!) in the output:");
-    fprintf(f, "  %-24shkdf_alg as libcoap's OSCORE conf takes it (-10 for SHA-256) and the\n"
-               "  %-24snext sender sequence numbers (null where the peer's is not known); the\n"
-               "  %-24sinitiator records the numbers it sent in the state directory\n",
-            "", "", "");
-    fprintf(f, "Without credential options the built-in demo credentials are used: the RFC 9529 trace 1\n"
-               "(method 0, suite 0, x5t) and trace 2 (method 3, suite 2, kid) credentials, and otherwise\n"
-               "certificates from a demo CA / CCS static-DH keys for the suite's curves.\n");
 }
 
 int cli_edhoc_expected_suite(const struct cli_edhoc_opts *o)
@@ -730,14 +679,35 @@ int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_si
 
 int cli_edhoc_side_trust_peer(struct cli_side *side, const struct edhoc_cred *peer)
 {
-    for (size_t i = 0; i < side->store->n_creds; i++) {
-        if (edhoc_cred_equal(&side->store->creds[i], peer))
+    const struct edhoc_cred_store *old = side->store;
+    for (size_t i = 0; i < old->n_creds; i++) {
+        if (edhoc_cred_equal(&old->creds[i], peer))
             return 0;
     }
-    int rc = edhoc_cred_store_add_cred(side->store, peer);
-    if (rc)
+    /* The first credential with a matching kid wins a lookup: the peer's
+     * goes before the demo set already there, so that a kid both have
+     * (a keygen --kid that a demo credential also uses) names the peer
+     * the command line gave. The store is rebuilt with it first. */
+    struct edhoc_cred_store *store = calloc(1, sizeof *store);
+    if (!store) {
+        fprintf(stderr, "edhoc-cli: out of memory\n");
+        return CLI_EXIT_INTERNAL;
+    }
+    edhoc_cred_store_init(store);
+    store->now = old->now;
+    int rc = edhoc_cred_store_add_cred(store, peer);
+    for (size_t i = 0; !rc && i < old->n_creds; i++)
+        rc = edhoc_cred_store_add_cred(store, &old->creds[i]);
+    for (size_t i = 0; !rc && i < old->n_anchors; i++)
+        rc = edhoc_cred_store_add_anchor(store, &old->anchors[i]);
+    if (rc) {
+        free(store);
         fprintf(stderr, "edhoc-cli: trust store full\n");
-    return rc ? CLI_EXIT_INTERNAL : 0;
+        return CLI_EXIT_INTERNAL;
+    }
+    free(side->store);
+    side->store = store;
+    return 0;
 }
 
 void cli_edhoc_side_free(struct cli_side *side)
@@ -858,75 +828,110 @@ void cli_write_oscore_conf(FILE *f, const struct edhoc_oscore_params *p, const c
             prefix, p->aead_alg, prefix, hkdf, prefix, OSCORE_DEFAULT_REPLAY_WINDOW);
 }
 
-/* Options of the shared EDHOC set that a one-sided command would take
- * and then ignore: refused, with what the command does take. NULL when
- * the option applies. */
-static const char *not_for(const char *prog, int own_side, const char *name)
+#define MAX_CONTEXT_FILE (64 * 1024)
+
+/* The directory part of path ("." when none), in a new string. */
+static char *parent_dir(const char *path)
 {
-    char base[64];
-    int side = flag_side(name, own_side, base, sizeof base);
-    bool suffixed = strcmp(base, name) != 0;
-    if (own_side >= 0 && suffixed && side != own_side)
-        return own_side == CLI_SIDE_R ? "is the initiator's: the responder's own options have no "
-                                        "-i/-r suffix (e.g. --cred, --key)"
-                                      : "is the responder's: the initiator's own options have no "
-                                        "-i/-r suffix (e.g. --cred, --key)";
-    if (own_side == CLI_SIDE_R) {
-        static const char *const unused[] = {"--json", "--trace", "--export-secrets", "--c-i",
-                                             "--ead-1", "--ead-3"};
-        for (size_t k = 0; k < sizeof unused / sizeof unused[0]; k++)
-            if (!strcmp(name, unused[k]))
-                return "does not apply to the responder (it logs per handshake; --interop-log "
-                       "keeps traces; C_I and EAD_1/EAD_3 come from the initiator)";
-    }
-    if (own_side == CLI_SIDE_I) {
-        static const char *const unused[] = {"--c-r", "--ead-2", "--ead-4", "--suites-r",
-                                             "--methods"};
-        for (size_t k = 0; k < sizeof unused / sizeof unused[0]; k++)
-            if (!strcmp(name, unused[k]))
-                return "does not apply to the initiator (C_R, EAD_2/EAD_4 and the responder's "
-                       "suites and methods are the responder's)";
-    }
-    if (!strcmp(prog, "load")) {
-        static const char *const unused[] = {"--c-i", "--ephemeral", "--trace",
-                                             "--export-secrets"};
-        for (size_t k = 0; k < sizeof unused / sizeof unused[0]; k++)
-            if (!strcmp(name, unused[k]))
-                return "does not apply to load: every peer and handshake has its own";
-    }
-    return NULL;
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
 }
 
-int cli_edhoc_take_option(struct cli_edhoc_opts *o, int own_side, const char *prog,
-                          const char *name, const char *value, bool eq, int *i)
+/* Read and parse an OSCORE context file (libcoap's format). It holds the
+ * master secret, so it gets the checks a private key file gets
+ * (src/cred/keyfile.c, as OpenSSH asks of its keys): a regular file, no
+ * permission for group or others, owned by the user running or root, and
+ * in a directory nobody else can write (unless sticky), where another
+ * file could be put in its place. The checks run on the descriptor that
+ * is read. prog and option name the command line in messages ("coap",
+ * "--oscore-context"). Returns 0 (the caller wipes *cfg), or
+ * CLI_EXIT_INPUT after printing why and the fix. */
+int cli_oscore_context_load(const char *prog, const char *option, const char *path,
+                            struct oscore_config *cfg)
 {
-    const char *why_not = not_for(prog, own_side, name);
-    if (why_not) {
-        fprintf(stderr, "edhoc-cli %s: %s %s\n", prog, name, why_not);
-        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "edhoc-cli %s: %s %s: cannot read: %s\n", prog, option, path,
+                strerror(errno));
+        return CLI_EXIT_INPUT;
     }
-    bool used = false;
-    int rc = cli_edhoc_parse_option(o, own_side, name, value, &used);
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
-        fprintf(stderr, "edhoc-cli %s: unknown option '%s' (see --help)\n", prog, name);
-        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "edhoc-cli %s: %s %s: not a regular file\n", prog, option, path);
+        close(fd);
+        return CLI_EXIT_INPUT;
     }
-    if (used && !eq)
-        (*i)++;
-    return 0;
-}
-
-int cli_oscore_config_read(const char *path, struct oscore_config *cfg,
-                           struct oscore_config_error *err)
-{
-    size_t len;
-    uint8_t *text = cli_read_file(path, &len);
-    if (!text)
-        return -1;
-    int rc = oscore_config_parse((const char *)text, len, cfg, err);
+    if (st.st_mode & 077) {
+        fprintf(stderr,
+                "edhoc-cli %s: %s %s: the context holds a master secret, and group or others "
+                "can access the file (mode %03o); fix it with: chmod 600 %s\n",
+                prog, option, path, (unsigned)(st.st_mode & 0777), path);
+        close(fd);
+        return CLI_EXIT_INPUT;
+    }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        fprintf(stderr,
+                "edhoc-cli %s: %s %s: the context holds a master secret, and the file is owned "
+                "by uid %u, not by the user running (uid %u) or root; fix it with: chown %u %s\n",
+                prog, option, path, (unsigned)st.st_uid, (unsigned)geteuid(),
+                (unsigned)geteuid(), path);
+        close(fd);
+        return CLI_EXIT_INPUT;
+    }
+    char *dir = parent_dir(path);
+    struct stat dst;
+    if (dir && stat(dir, &dst) == 0 && (dst.st_mode & 022) && !(dst.st_mode & S_ISVTX)) {
+        fprintf(stderr,
+                "edhoc-cli %s: %s %s: the context holds a master secret, and its directory %s "
+                "(mode %03o) can be written by others, who could put another context in its "
+                "place; fix it with: chmod go-w %s\n",
+                prog, option, path, dir, (unsigned)(dst.st_mode & 0777), dir);
+        free(dir);
+        close(fd);
+        return CLI_EXIT_INPUT;
+    }
+    free(dir);
+    char *text = malloc(MAX_CONTEXT_FILE + 1);
+    size_t len = 0;
+    bool failed = text == NULL;
+    while (!failed && len <= MAX_CONTEXT_FILE) {
+        ssize_t got = read(fd, text + len, MAX_CONTEXT_FILE + 1 - len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            failed = true;
+        if (got <= 0)
+            break;
+        len += (size_t)got;
+    }
+    int saved_errno = errno;
+    close(fd);
+    if (failed || len > MAX_CONTEXT_FILE) {
+        fprintf(stderr, "edhoc-cli %s: %s %s: %s\n", prog, option, path,
+                failed ? strerror(saved_errno) : "larger than 64 KiB: not a context file");
+        if (text) {
+            edhoc_wipe(text, len);
+            free(text);
+        }
+        return CLI_EXIT_INPUT;
+    }
+    struct oscore_config_error err;
+    memset(&err, 0, sizeof err);
+    int rc = oscore_config_parse(text, len, cfg, &err);
     edhoc_wipe(text, len);
     free(text);
-    return rc ? -2 : 0;
+    if (rc) {
+        if (err.line)
+            fprintf(stderr, "edhoc-cli %s: %s %s:%u: %s\n", prog, option, path, err.line,
+                    err.message);
+        else
+            fprintf(stderr, "edhoc-cli %s: %s %s: %s\n", prog, option, path, err.message);
+        edhoc_wipe(cfg, sizeof *cfg);
+        return CLI_EXIT_INPUT;
+    }
+    return 0;
 }

@@ -83,24 +83,19 @@ void cli_edhoc_opts_init(struct cli_edhoc_opts *o);
  * error. value may be NULL when the option is last. */
 int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *name,
                            const char *value, bool *used_value);
-/* The last step of a command's option loop: an EDHOC option, else an
- * unknown one ("edhoc-cli PROG: unknown option"). eq: the value came with
- * the name (--x=v); otherwise a value taken from argv[*i + 1] advances *i.
- * Returns 0, or -1 after printing why. */
-int cli_edhoc_take_option(struct cli_edhoc_opts *o, int own_side, const char *prog,
-                          const char *name, const char *value, bool eq, int *i);
 
 /* Read and parse an OSCORE context file (libcoap's keyword,encoding,value
- * format). The file text, which holds the master secret, is wiped; the
- * caller wipes *cfg. Returns 0, -1 when the file cannot be read (errno
- * says why), -2 when it does not parse (*err says where and why). */
+ * format). It holds the master secret, so it gets the checks of a private
+ * key file: a regular file, no permission for group or others, owned by
+ * the user running or root, in a directory others cannot write (unless
+ * sticky); checked on the descriptor that is read; the text is wiped.
+ * prog and option name the command line in messages ("coap",
+ * "--oscore-context"). Returns 0 (the caller wipes *cfg), or
+ * CLI_EXIT_INPUT after printing why and the fix. */
 struct oscore_config;
-struct oscore_config_error;
-int cli_oscore_config_read(const char *path, struct oscore_config *cfg,
-                           struct oscore_config_error *err);
+int cli_oscore_context_load(const char *prog, const char *option, const char *path,
+                            struct oscore_config *cfg);
 
-/* Help text of the shared options. */
-void cli_edhoc_print_options(FILE *f, bool two_sided);
 
 /* The shared EDHOC options each command declares (options.h tables; every
  * entry has the id CLI_OPT_ID_EDHOC): only what the command uses. */
@@ -127,13 +122,14 @@ int cli_edhoc_take(struct cli_edhoc_opts *o, int own_side, const struct cli_opt_
 int cli_edhoc_expected_suite(const struct cli_edhoc_opts *o);
 
 /* Build side `role`: load or pick the credential and key, ID_CRED, trust
- * store (trust files, else the peer's credential if known, plus demo trust
- * when demo credentials are in use), ephemeral keys, EAD, config.
- * peer_cred may be NULL. Prints a one-line error and returns a CLI exit
- * code on failure, 0 on success. */
+ * store (the --trust files; without any, the built-in demo set when this
+ * side uses demo credentials, which cli_edhoc_side_trust_peer puts behind
+ * the peer's credential), ephemeral keys, EAD, config. Prints a one-line
+ * error and returns a CLI exit code on failure, 0 on success. */
 int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_side *side);
 /* Add the peer's credential to side's trust store (simulate's default:
- * each side trusts the other's configured credential). */
+ * each side trusts the other's configured credential), ahead of the
+ * built-in demo set: a kid both have resolves to the peer's. */
 int cli_edhoc_side_trust_peer(struct cli_side *side, const struct edhoc_cred *peer);
 void cli_edhoc_side_free(struct cli_side *side);
 

@@ -18,7 +18,7 @@
 #include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/crypto.h"
-#include "json_read.h"
+#include "json_out.h"
 #include "util.h"
 
 #define SLOTS 32
@@ -301,16 +301,18 @@ static void scan_earlier_runs(struct interop_log *log, const char *path)
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0) {
-        char type[16];
-        long id = 0;
-        if (!json_read_string(line, NULL, "type", type, sizeof type) ||
-            strcmp(type, "handshake") || !json_read_long(line, NULL, "id", &id) || id <= 0)
-            continue;
-        if ((uint64_t)id > log->base)
-            log->base = (uint64_t)id;
-        const char *t = json_read_field(line, NULL, "trace");
-        if (t && *t == '"')
-            log->n_files++;
+        /* A line cut short by a crash, or not ours, counts for nothing. */
+        json_t *o = json_loads(line, 0, NULL);
+        const char *type = json_string_value(json_object_get(o, "type"));
+        json_t *id = json_object_get(o, "id");
+        if (type && !strcmp(type, "handshake") && json_is_integer(id) &&
+            json_integer_value(id) > 0) {
+            if ((uint64_t)json_integer_value(id) > log->base)
+                log->base = (uint64_t)json_integer_value(id);
+            if (json_is_string(json_object_get(o, "trace")))
+                log->n_files++;
+        }
+        json_decref(o);
     }
     free(line);
     fclose(f);
@@ -354,6 +356,23 @@ int interop_log_open(struct interop_log **out, const char *dir, long max_files, 
     struct stat st;
     if (stat(log->dir, &st) || !S_ISDIR(st.st_mode)) {
         snprintf(why, why_cap, "--interop-log %s: not a directory", dir);
+        free(log);
+        return -1;
+    }
+    /* The traces hold session secrets: a directory of someone else, or
+     * one others can enter, is no place for them (as interop --trace-dir). */
+    if (st.st_uid != geteuid()) {
+        snprintf(why, why_cap, "--interop-log %s: owned by another user (uid %u); the traces "
+                               "hold session secrets: give a directory of your own",
+                 dir, (unsigned)st.st_uid);
+        free(log);
+        return -1;
+    }
+    if (st.st_mode & 077) {
+        snprintf(why, why_cap, "--interop-log %s: group or others can access it (mode %04o) and "
+                               "the traces hold session secrets: chmod 700 %s, or give a new "
+                               "directory",
+                 dir, (unsigned)(st.st_mode & 07777), dir);
         free(log);
         return -1;
     }
@@ -467,12 +486,39 @@ static void result_text(const struct edhoc_server_handshake *hs, char *out, size
     snprintf(out, cap, "failed: %s", hs->error_text);
 }
 
-static void json_ints(FILE *f, const int *v, size_t n)
+static json_t *json_ints(const int *v, size_t n)
 {
-    fputc('[', f);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s%d", i ? ", " : "", v[i]);
-    fputc(']', f);
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+/* A text of the record, null when empty (absent, as the schema says). A
+ * text that is not UTF-8 (a peer's diagnostic can be anything) keeps its
+ * ASCII, the other bytes as '?'. */
+static json_t *json_text(const char *s)
+{
+    if (!s || !*s)
+        return json_null();
+    json_t *v = json_string(s);
+    if (v)
+        return v;
+    char *copy = strdup(s);
+    if (!copy)
+        return json_null();
+    for (char *c = copy; *c; c++) {
+        if ((unsigned char)*c >= 0x80)
+            *c = '?';
+    }
+    v = json_string(copy);
+    free(copy);
+    return v;
+}
+
+static json_t *json_hex_or_null(const uint8_t *p, size_t n, bool present)
+{
+    return present ? cli_json_hex_value(p, n) : json_null();
 }
 
 static void hex_text(FILE *f, const uint8_t *p, size_t n)
@@ -491,83 +537,73 @@ static void utc_now(char *out, size_t cap)
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* The jsonl line of a record. Free-text fields come last, so a reader
- * that looks fields up by key never meets a key inside a text. */
-static void record_json(FILE *f, const struct edhoc_server_handshake *hs, uint64_t id,
-                        const char *when, const char *host, const char *result, bool files)
+/* The jsonl line of a record (docs/json/interop-log.schema.json): every
+ * member always there, null when it does not apply. */
+static json_t *record_json(const struct edhoc_server_handshake *hs, uint64_t id,
+                           const char *when, const char *host, const char *result, bool files)
 {
     size_t edhoc = hs->error_bytes;
     for (int i = 1; i <= 4; i++)
         edhoc += hs->bytes[i];
-    fprintf(f, "{\"type\": \"handshake\", \"id\": %llu, \"time\": \"%s\", \"peer\": ",
-            (unsigned long long)id, when);
-    cli_json_string(f, hs->peer ? hs->peer : "");
-    fprintf(f, ", \"host\": ");
-    cli_json_string(f, host);
-    fprintf(f, ", \"method\": %d, \"suites_i\": ", hs->method);
-    json_ints(f, hs->suites_i, hs->n_suites_i);
-    fprintf(f, ", \"suite\": %d, \"c_i\": ", hs->suite);
-    if (hs->c_i_len)
-        cli_json_hex(f, hs->c_i, hs->c_i_len);
-    else
-        fputs("null", f);
-    fprintf(f, ", \"c_r\": ");
-    if (hs->c_r_len)
-        cli_json_hex(f, hs->c_r, hs->c_r_len);
-    else
-        fputs("null", f);
-    fprintf(f, ", \"framing\": \"%s\", \"combined\": %s, \"message_4\": %s, "
-               "\"message_4_sent\": %s, \"id_cred_i_type\": ",
-            hs->framing == EDHOC_FRAMING_BARE ? "bare" : "A.2", hs->combined ? "true" : "false",
-            hs->message_4 ? "true" : "false", hs->message_4_sent ? "true" : "false");
-    if (hs->id_cred_i_type)
-        fprintf(f, "\"%s\", \"id_cred_i\": ", hs->id_cred_i_type);
-    else
-        fputs("null, \"id_cred_i\": ", f);
-    if (hs->id_cred_i)
-        cli_json_hex(f, hs->id_cred_i, hs->id_cred_i_len);
-    else
-        fputs("null", f);
-    fputs(", \"id_cred_i_sent\": ", f);
-    if (hs->id_cred_i_sent)
-        cli_json_hex(f, hs->id_cred_i_sent, hs->id_cred_i_sent_len);
-    else
-        fputs("null", f);
-    if (hs->id_cred_r_type)
-        fprintf(f, ", \"id_cred_r_type\": \"%s\"", hs->id_cred_r_type);
-    else
-        fputs(", \"id_cred_r_type\": null", f);
-    fprintf(f, ", \"outcome\": \"%s\", \"ended\": \"%s\", \"err_code\": %d, \"suites_r\": ",
-            outcome_name(hs->outcome), ended_name(hs->outcome), hs->err_code);
-    json_ints(f, hs->suites_r, hs->n_suites_r);
-    fprintf(f, ", \"step\": \"%s\", \"bytes\": {\"message_1\": %zu, \"message_2\": %zu, "
-               "\"message_3\": %zu, \"message_4\": %zu, \"error\": %zu}, \"edhoc_bytes\": %zu, "
-               "\"ms\": %llu",
-            hs->step, hs->bytes[1], hs->bytes[2], hs->bytes[3], hs->bytes[4], hs->error_bytes,
-            edhoc, (unsigned long long)hs->duration_ms);
-    if (files)
-        fprintf(f, ", \"trace\": \"%llu.txt\", \"pcap\": \"%llu.pcap\"",
-                (unsigned long long)id, (unsigned long long)id);
-    else
-        fputs(", \"trace\": null, \"pcap\": null", f);
-    fputs(", \"error\": ", f);
-    cli_json_string(f, hs->error_text);
-    fputs(", \"peer_diagnostic\": ", f);
-    cli_json_string(f, hs->peer_diagnostic);
-    fputs(", \"result\": ", f);
-    cli_json_string(f, result);
-    fputs(", \"reason\": ", f);
-    cli_json_string(f, hs->causes);
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    cli_json_set(o, "type", json_string("handshake"));
+    cli_json_set(o, "id", json_integer((json_int_t)id));
+    cli_json_set(o, "time", json_string(when));
+    cli_json_set(o, "peer", json_text(hs->peer));
+    cli_json_set(o, "host", json_text(host));
+    cli_json_set(o, "method", cli_json_int_or_null(hs->method >= 0, hs->method));
+    cli_json_set(o, "suites_i", json_ints(hs->suites_i, hs->n_suites_i));
+    cli_json_set(o, "suite", cli_json_int_or_null(hs->suite >= 0, hs->suite));
+    cli_json_set(o, "c_i", json_hex_or_null(hs->c_i, hs->c_i_len, hs->c_i_len > 0));
+    cli_json_set(o, "c_r", json_hex_or_null(hs->c_r, hs->c_r_len, hs->c_r_len > 0));
+    cli_json_set(o, "framing", json_string(hs->framing == EDHOC_FRAMING_BARE ? "bare" : "A.2"));
+    cli_json_set(o, "combined", json_boolean(hs->combined));
+    cli_json_set(o, "message_4", json_boolean(hs->message_4));
+    cli_json_set(o, "message_4_sent", json_boolean(hs->message_4_sent));
+    cli_json_set(o, "id_cred_i_type", json_text(hs->id_cred_i_type));
+    cli_json_set(o, "id_cred_i", json_hex_or_null(hs->id_cred_i, hs->id_cred_i_len,
+                                                  hs->id_cred_i != NULL));
+    cli_json_set(o, "id_cred_i_sent", json_hex_or_null(hs->id_cred_i_sent,
+                                                       hs->id_cred_i_sent_len,
+                                                       hs->id_cred_i_sent != NULL));
+    cli_json_set(o, "id_cred_r_type", json_text(hs->id_cred_r_type));
+    cli_json_set(o, "outcome", json_string(outcome_name(hs->outcome)));
+    cli_json_set(o, "ended", json_string(ended_name(hs->outcome)));
+    cli_json_set(o, "err_code", cli_json_int_or_null(hs->err_code >= 0, hs->err_code));
+    cli_json_set(o, "suites_r", json_ints(hs->suites_r, hs->n_suites_r));
+    cli_json_set(o, "step", json_text(hs->step));
+    json_t *bytes = json_object();
+    if (bytes) {
+        static const char *const names[] = {NULL, "message_1", "message_2", "message_3",
+                                            "message_4"};
+        for (int i = 1; i <= 4; i++)
+            cli_json_set(bytes, names[i], json_integer((json_int_t)hs->bytes[i]));
+        cli_json_set(bytes, "error", json_integer((json_int_t)hs->error_bytes));
+    }
+    cli_json_set(o, "bytes", bytes);
+    cli_json_set(o, "edhoc_bytes", json_integer((json_int_t)edhoc));
+    cli_json_set(o, "ms", json_integer((json_int_t)hs->duration_ms));
+    char name[40];
+    snprintf(name, sizeof name, "%llu.txt", (unsigned long long)id);
+    cli_json_set(o, "trace", files ? json_string(name) : json_null());
+    snprintf(name, sizeof name, "%llu.pcap", (unsigned long long)id);
+    cli_json_set(o, "pcap", files ? json_string(name) : json_null());
+    cli_json_set(o, "error", json_text(hs->error_text));
+    cli_json_set(o, "peer_diagnostic", json_text(hs->peer_diagnostic));
+    cli_json_set(o, "result", json_text(result));
+    cli_json_set(o, "reason", json_text(hs->causes));
     /* Deviations of the device: the one that explains a failed MAC_3 or
      * signature, and those --tolerate accepted on this handshake. */
-    fputs(", \"diagnosis\": ", f);
-    cli_json_string(f, hs->diagnosis ? hs->diagnosis : "");
-    fputs(", \"tolerated\": [", f);
-    for (unsigned bit = 1, k = 0; bit <= EDHOC_DEV_ALL; bit <<= 1) {
+    cli_json_set(o, "diagnosis", json_text(hs->diagnosis));
+    json_t *tolerated = json_array();
+    for (unsigned bit = 1; tolerated && bit <= EDHOC_DEV_ALL; bit <<= 1) {
         if (hs->tolerated & bit)
-            fprintf(f, "%s\"%s\"", k++ ? ", " : "", edhoc_deviation_name(bit));
+            json_array_append_new(tolerated, json_string(edhoc_deviation_name(bit)));
     }
-    fputs("]}\n", f);
+    cli_json_set(o, "tolerated", tolerated);
+    return o;
 }
 
 /* The head of the trace file: the record in words, then the values of
@@ -664,8 +700,8 @@ void interop_log_record(void *user, const struct edhoc_server_handshake *hs)
     FILE *f = open_memstream(&line, &len);
     if (!f)
         return;
-    record_json(f, hs, id, when, host, result, files);
-    if (fclose(f) == 0)
+    int printed = cli_json_print_line(record_json(hs, id, when, host, result, files), f);
+    if (fclose(f) == 0 && printed == 0)
         jsonl_write(log, line, len);
     if (s && files) {
         char *head = NULL;
@@ -703,14 +739,18 @@ void interop_log_oscore(void *user, const struct edhoc_server_oscore_first *firs
     FILE *f = open_memstream(&line, &len);
     if (!f)
         return;
-    fprintf(f, "{\"type\": \"oscore\", \"id\": %llu, \"time\": \"%s\", \"peer\": ",
-            (unsigned long long)(log->base + first->handshake), when);
-    cli_json_string(f, first->peer ? first->peer : "");
-    fprintf(f, ", \"ok\": %s, \"error\": %d, \"text\": ", first->error ? "false" : "true",
-            first->error);
-    cli_json_string(f, first->text ? first->text : "");
-    fputs("}\n", f);
-    if (fclose(f) == 0)
+    json_t *o = json_object();
+    if (o) {
+        cli_json_set(o, "type", json_string("oscore"));
+        cli_json_set(o, "id", json_integer((json_int_t)(log->base + first->handshake)));
+        cli_json_set(o, "time", json_string(when));
+        cli_json_set(o, "peer", json_text(first->peer));
+        cli_json_set(o, "ok", json_boolean(first->error == 0));
+        cli_json_set(o, "error", cli_json_int_or_null(first->error != 0, first->error));
+        cli_json_set(o, "text", json_text(first->text));
+    }
+    int printed = cli_json_print_line(o, f);
+    if (fclose(f) == 0 && printed == 0)
         jsonl_write(log, line, len);
     free(line);
     struct slot *s = slot_by_id(log, log->base + first->handshake);

@@ -6,9 +6,11 @@
  *
  *   DIR/handshakes.jsonl  append-only, one JSON object per line, each line
  *                         written with a single write() (a crash loses at
- *                         most a partial last line): {"type": "handshake",
- *                         ...} when a handshake ends, {"type": "oscore",
- *                         ...} for the first OSCORE request on its context
+ *                         most a partial last line): {"type":"handshake",
+ *                         ...} when a handshake ends, {"type":"oscore",
+ *                         ...} for the first OSCORE request on its context;
+ *                         written through jansson, members as
+ *                         docs/json/interop-log.schema.json describes them
  *   DIR/<id>.txt          the record, then the RFC 9529-style trace of the
  *                         handshake (responder side; holds session secrets,
  *                         never a static private key)
@@ -68,10 +70,5 @@ void interop_log_tick(struct interop_log *log, uint64_t now_ms);
 /* Finish every handshake's files and close. NULL is accepted. */
 void interop_log_close(struct interop_log *log);
 
-/* `edhoc-cli interop --report DIR [--json] [--json-out FILE]`
- * (interop_report.c): argv as given to `interop`. Returns the exit code:
- * 0 the last attempt of every combination ended well, 1 some did not,
- * 2 bad command line, 3 DIR or its log unreadable, --json-out not written. */
-int interop_report_main(int argc, char **argv);
 
 #endif

@@ -7,6 +7,10 @@
  * successes, how the last attempt ended and why, and the trace and pcap
  * of the last failure; then what the device supports, in the words of the
  * initiator-side matrix (`edhoc-cli interop URI`).
+ *
+ * Each line is parsed as JSON and its members are taken from the record
+ * object itself: a member of a nested object, or a key name inside a
+ * string, is never read as one of the record's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,8 +20,8 @@
 #include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/edhoc.h"
-#include "interop_log.h"
-#include "json_read.h"
+#include "interop_report.h"
+#include "json_out.h"
 #include "util.h"
 
 #define MAX_LINE (1u << 20)   /* a longer line is not one we wrote */
@@ -25,10 +29,10 @@
 #define ID_CRED_HEX 64        /* hex digits of each shown */
 
 struct row {
-    int method;
+    int method;       /* -1: not known (null in the log) */
     int suites_i[EDHOC_MAX_SUITES];
     int n_suites_i;
-    int suite;
+    int suite;        /* -1: not known */
     char id_cred[12]; /* type, "-" when message_3 was not read */
     bool message_4;
     char framing[8];
@@ -37,19 +41,27 @@ struct row {
     /* The last attempt. */
     uint64_t last_id;
     char outcome[16];
-    long err_code;
+    long err_code;    /* -1: none */
     int suites_r[EDHOC_MAX_SUITES];
     int n_suites_r;
     char result[400];
     char reason[700];
-    long edhoc_bytes, ms;
+    long edhoc_bytes, ms; /* -1: not in the record */
     /* The files of the last failure. */
     char fail_trace[32], fail_pcap[32];
 };
 
+/* An ID_CRED_I a device used: its type and the first ID_CRED_HEX hex
+ * digits of its encoding. */
+struct id_cred_seen {
+    char type[16];
+    char hex[ID_CRED_HEX + 1];
+    bool truncated;
+};
+
 struct device {
     char host[80];
-    char id_creds[MAX_ID_CREDS][16 + ID_CRED_HEX + 4];
+    struct id_cred_seen id_creds[MAX_ID_CREDS];
     int n_id_creds;
     struct row *rows;
     size_t n_rows, cap_rows;
@@ -113,30 +125,71 @@ static bool same_combination(const struct row *a, const struct row *b)
 
 static void device_note_id_cred(struct device *d, const char *type, const char *hex)
 {
-    char entry[sizeof d->id_creds[0]];
-    size_t hl = strlen(hex);
-    snprintf(entry, sizeof entry, "%s %.*s%s", type, ID_CRED_HEX, hex,
-             hl > ID_CRED_HEX ? "..." : "");
+    struct id_cred_seen e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.type, sizeof e.type, "%s", type);
+    snprintf(e.hex, sizeof e.hex, "%.*s", ID_CRED_HEX, hex);
+    e.truncated = strlen(hex) > ID_CRED_HEX;
     for (int i = 0; i < d->n_id_creds; i++) {
-        if (!strcmp(d->id_creds[i], entry))
+        if (!strcmp(d->id_creds[i].type, e.type) && !strcmp(d->id_creds[i].hex, e.hex) &&
+            d->id_creds[i].truncated == e.truncated)
             return;
     }
     if (d->n_id_creds < MAX_ID_CREDS)
-        snprintf(d->id_creds[d->n_id_creds++], sizeof entry, "%s", entry);
+        d->id_creds[d->n_id_creds++] = e;
 }
 
-static bool bool_field(const char *line, const char *name, bool *out)
+/* ---- Members of a record ---- */
+
+/* A string member into out (truncated to cap - 1); false when absent,
+ * null or not a string (out is then ""). */
+static bool member_str(const json_t *obj, const char *key, char *out, size_t cap)
 {
-    const char *v = json_read_field(line, NULL, name);
-    if (!v)
+    const char *v = json_string_value(json_object_get(obj, key));
+    snprintf(out, cap, "%s", v ? v : "");
+    return v != NULL;
+}
+
+/* An integer member; null reads as -1 when null_ok. False when absent or
+ * of another type. */
+static bool member_long(const json_t *obj, const char *key, bool null_ok, long *out)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (json_is_integer(v)) {
+        *out = (long)json_integer_value(v);
+        return true;
+    }
+    if (null_ok && json_is_null(v)) {
+        *out = -1;
+        return true;
+    }
+    return false;
+}
+
+static bool member_bool(const json_t *obj, const char *key, bool *out)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!json_is_boolean(v))
         return false;
-    if (!strncmp(v, "true", 4))
-        *out = true;
-    else if (!strncmp(v, "false", 5))
-        *out = false;
-    else
-        return false;
+    *out = json_is_true(v);
     return true;
+}
+
+/* An array of integers into out. Returns the count, or -1 when absent,
+ * not an array of integers, or longer than cap. */
+static int member_ints(const json_t *obj, const char *key, int *out, size_t cap)
+{
+    const json_t *a = json_object_get(obj, key);
+    if (!json_is_array(a) || json_array_size(a) > cap)
+        return -1;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(a, i, v) {
+        if (!json_is_integer(v))
+            return -1;
+        out[i] = (int)json_integer_value(v);
+    }
+    return (int)json_array_size(a);
 }
 
 /* The first two bytes of the CoAP payload of the first datagram in
@@ -176,7 +229,7 @@ static bool first_payload_bytes(const struct report *r, const char *name, uint8_
  * kept, settles it: after
  * a C_R comes message_3, a byte string, after METHOD comes SUITES_I, an
  * int or an array. Returns the METHOD, or -1. */
-static int bare_message_1_read_as_c_r(const struct report *r, const char *line,
+static int bare_message_1_read_as_c_r(const struct report *r, const json_t *line,
                                       const struct row *in, bool *seen)
 {
     *seen = false;
@@ -184,12 +237,12 @@ static int bare_message_1_read_as_c_r(const struct report *r, const char *line,
         in->method != -1 || !strstr(in->result, "message_3: unknown C_R "))
         return -1;
     char c_r[8];
-    if (!json_read_string(line, NULL, "c_r", c_r, sizeof c_r) || strlen(c_r) != 2 ||
+    if (!member_str(line, "c_r", c_r, sizeof c_r) || strlen(c_r) != 2 ||
         c_r[0] != '0' || c_r[1] < '0' || c_r[1] > '3')
         return -1;
     uint8_t b[2];
     char pcap[32];
-    if (json_read_string(line, NULL, "pcap", pcap, sizeof pcap) &&
+    if (member_str(line, "pcap", pcap, sizeof pcap) &&
         first_payload_bytes(r, pcap, b)) {
         *seen = true;
         bool suites_i = (b[1] & 0xe0) != 0x40 && (b[1] & 0xe0) != 0x60 && b[1] != 0xf5;
@@ -201,38 +254,42 @@ static int bare_message_1_read_as_c_r(const struct report *r, const char *line,
 
 /* One "handshake" line into its device's row. Returns false when a field
  * the matrix needs is missing or of the wrong type. */
-static bool add_handshake(struct report *r, const char *line)
+static bool add_handshake(struct report *r, const json_t *line)
 {
     struct row in;
     memset(&in, 0, sizeof in);
     long id = 0, method = 0, suite = 0;
     char host[80], type[16];
-    if (!json_read_long(line, NULL, "id", &id) || id <= 0 ||
-        !json_read_string(line, NULL, "host", host, sizeof host) ||
-        !json_read_long(line, NULL, "method", &method) ||
-        !json_read_long(line, NULL, "suite", &suite) ||
-        !json_read_string(line, NULL, "framing", in.framing, sizeof in.framing) ||
-        !bool_field(line, "combined", &in.combined) ||
-        !bool_field(line, "message_4", &in.message_4) ||
-        !json_read_string(line, NULL, "outcome", in.outcome, sizeof in.outcome) ||
-        !json_read_long(line, NULL, "err_code", &in.err_code) ||
-        !json_read_string(line, NULL, "result", in.result, sizeof in.result))
+    /* Unknown values (a method not read, no error code) are null. */
+    if (!member_long(line, "id", false, &id) || id <= 0 ||
+        !member_str(line, "host", host, sizeof host) ||
+        !member_long(line, "method", true, &method) ||
+        !member_long(line, "suite", true, &suite) ||
+        !member_str(line, "framing", in.framing, sizeof in.framing) ||
+        !member_bool(line, "combined", &in.combined) ||
+        !member_bool(line, "message_4", &in.message_4) ||
+        !member_str(line, "outcome", in.outcome, sizeof in.outcome) ||
+        !member_long(line, "err_code", true, &in.err_code) ||
+        !json_object_get(line, "result"))
         return false;
-    in.n_suites_i = json_read_int_array(line, NULL, "suites_i", in.suites_i, EDHOC_MAX_SUITES);
+    member_str(line, "result", in.result, sizeof in.result);
+    in.n_suites_i = member_ints(line, "suites_i", in.suites_i, EDHOC_MAX_SUITES);
     if (in.n_suites_i < 0)
         return false;
-    in.n_suites_r = json_read_int_array(line, NULL, "suites_r", in.suites_r, EDHOC_MAX_SUITES);
+    in.n_suites_r = member_ints(line, "suites_r", in.suites_r, EDHOC_MAX_SUITES);
     if (in.n_suites_r < 0)
         in.n_suites_r = 0;
     in.method = (int)method;
     in.suite = (int)suite;
     in.last_id = (uint64_t)id;
-    if (!json_read_string(line, NULL, "id_cred_i_type", type, sizeof type))
+    if (!member_str(line, "id_cred_i_type", type, sizeof type) || !type[0])
         snprintf(type, sizeof type, "-");
     snprintf(in.id_cred, sizeof in.id_cred, "%.11s", type);
-    json_read_string(line, NULL, "reason", in.reason, sizeof in.reason);
-    json_read_long(line, NULL, "edhoc_bytes", &in.edhoc_bytes);
-    json_read_long(line, NULL, "ms", &in.ms);
+    member_str(line, "reason", in.reason, sizeof in.reason);
+    if (!member_long(line, "edhoc_bytes", true, &in.edhoc_bytes))
+        in.edhoc_bytes = -1;
+    if (!member_long(line, "ms", true, &in.ms))
+        in.ms = -1;
     bool seen;
     int bare_method = bare_message_1_read_as_c_r(r, line, &in, &seen);
     if (bare_method >= 0) {
@@ -252,8 +309,8 @@ static bool add_handshake(struct report *r, const char *line)
     }
     bool ok = !strcmp(in.outcome, "ok");
     if (!ok) {
-        json_read_string(line, NULL, "trace", in.fail_trace, sizeof in.fail_trace);
-        json_read_string(line, NULL, "pcap", in.fail_pcap, sizeof in.fail_pcap);
+        member_str(line, "trace", in.fail_trace, sizeof in.fail_trace);
+        member_str(line, "pcap", in.fail_pcap, sizeof in.fail_pcap);
     }
 
     struct device *d = device_get(r, host);
@@ -261,7 +318,7 @@ static bool add_handshake(struct report *r, const char *line)
         return false;
     if (strcmp(type, "-")) {
         char hex[ID_CRED_HEX + 2];
-        json_read_string(line, NULL, "id_cred_i", hex, sizeof hex);
+        member_str(line, "id_cred_i", hex, sizeof hex);
         device_note_id_cred(d, type, hex);
     }
     struct row *row = NULL;
@@ -299,16 +356,16 @@ static bool add_handshake(struct report *r, const char *line)
 
 /* The first OSCORE request after a handshake: a failure turns that
  * attempt into an "oscore" outcome, as on the initiator side. */
-static bool add_oscore(struct report *r, const char *line)
+static bool add_oscore(struct report *r, const json_t *line)
 {
     long id = 0;
     bool ok = false;
-    if (!json_read_long(line, NULL, "id", &id) || !bool_field(line, "ok", &ok))
+    if (!member_long(line, "id", false, &id) || !member_bool(line, "ok", &ok))
         return false;
     if (ok)
         return true;
     char text[400];
-    json_read_string(line, NULL, "text", text, sizeof text);
+    member_str(line, "text", text, sizeof text);
     for (size_t i = r->n_attempts; i-- > 0;) {
         struct attempt *a = &r->attempts[i];
         if (a->id != (uint64_t)id)
@@ -367,23 +424,25 @@ static int read_log(struct report *r, size_t *handshakes)
             continue;
         const char *why = NULL;
         char type[16] = "";
+        json_t *rec = (size_t)len > MAX_LINE ? NULL : json_loadb(line, (size_t)len, 0, NULL);
         if ((size_t)len > MAX_LINE)
             why = "longer than any record";
-        else if (line[0] != '{' || line[len - 1] != '}')
-            why = complete ? "not a JSON object" : "truncated (the writer stopped mid-line)";
-        else if (!json_read_string(line, NULL, "type", type, sizeof type))
+        else if (!json_is_object(rec))
+            why = complete || rec ? "not a JSON object" : "truncated (the writer stopped mid-line)";
+        else if (!member_str(rec, "type", type, sizeof type))
             why = "no \"type\"";
         else if (!strcmp(type, "handshake")) {
-            if (add_handshake(r, line))
+            if (add_handshake(r, rec))
                 ++*handshakes;
             else
                 why = "a handshake record without the fields of the matrix";
         } else if (!strcmp(type, "oscore")) {
-            if (!add_oscore(r, line))
+            if (!add_oscore(r, rec))
                 why = "an OSCORE record without \"id\" or \"ok\"";
         } else {
             why = "an unknown record type";
         }
+        json_decref(rec);
         if (why) {
             r->skipped++;
             fprintf(stderr, "edhoc-cli interop: %s line %lu: %s, skipped\n", path, no, why);
@@ -484,7 +543,8 @@ static void print_table(const struct report *r, size_t handshakes)
         const struct device *d = &r->devices[di];
         printf("\n## Device %s\n\nID_CRED_I used:", d->host);
         for (int k = 0; k < d->n_id_creds; k++)
-            printf("%s %s", k ? ";" : "", d->id_creds[k]);
+            printf("%s %s %s%s", k ? ";" : "", d->id_creds[k].type, d->id_creds[k].hex,
+                   d->id_creds[k].truncated ? "..." : "");
         printf("%s\n\n", d->n_id_creds ? "" : " none (no message_3 was read)");
         printf("| # | method | suites (offered -> selected) | ID_CRED_I | message_4 | framing | "
                "attempts | ok | outcome | reason | EDHOC bytes | ms | last failure |\n");
@@ -498,7 +558,12 @@ static void print_table(const struct report *r, size_t handshakes)
             md_cell(stdout, w->result);
             printf(" | ");
             md_cell(stdout, w->reason[0] ? w->reason : "-");
-            printf(" | %ld | %ld | ", w->edhoc_bytes, w->ms);
+            char eb[24] = "-", ms[24] = "-";
+            if (w->edhoc_bytes >= 0)
+                snprintf(eb, sizeof eb, "%ld", w->edhoc_bytes);
+            if (w->ms >= 0)
+                snprintf(ms, sizeof ms, "%ld", w->ms);
+            printf(" | %s | %s | ", eb, ms);
             if (w->fail_trace[0] || w->fail_pcap[0])
                 printf("%s%s%s |\n", w->fail_trace, w->fail_trace[0] && w->fail_pcap[0] ? ", " : "",
                        w->fail_pcap);
@@ -535,166 +600,144 @@ static void print_table(const struct report *r, size_t handshakes)
         printf("\nTraces: %s/<id>.txt, datagrams: %s/<id>.pcap\n", r->dir, r->dir);
 }
 
-static void json_ints(FILE *f, const int *v, int n)
+/* ---- JSON (docs/json/interop-report.schema.json) ---- */
+
+static json_t *json_ints(const int *v, int n)
 {
-    fputc('[', f);
+    json_t *a = json_array();
     for (int i = 0; i < n; i++)
-        fprintf(f, "%s%d", i ? ", " : "", v[i]);
-    fputc(']', f);
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
 }
 
-static void json_name_or_null(FILE *f, const char *s)
+static json_t *json_name_or_null(const char *s)
 {
-    if (s[0])
-        cli_json_string(f, s);
-    else
-        fputs("null", f);
+    return s[0] ? json_string(s) : json_null();
 }
 
-static void print_json(FILE *f, const struct report *r, size_t handshakes)
+static json_t *json_row(const struct row *w)
+{
+    json_t *o = json_object();
+    cli_json_set(o, "method", cli_json_int_or_null(w->method >= 0, w->method));
+    cli_json_set(o, "suites_i", json_ints(w->suites_i, w->n_suites_i));
+    cli_json_set(o, "suite", cli_json_int_or_null(w->suite >= 0, w->suite));
+    cli_json_set(o, "id_cred", strcmp(w->id_cred, "-") ? json_string(w->id_cred) : json_null());
+    cli_json_set(o, "message_4", json_boolean(w->message_4));
+    cli_json_set(o, "framing", json_string(w->framing));
+    cli_json_set(o, "combined", json_boolean(w->combined));
+    cli_json_set(o, "attempts", json_integer(w->attempts));
+    cli_json_set(o, "ok", json_integer(w->ok));
+    cli_json_set(o, "outcome", json_string(w->outcome));
+    cli_json_set(o, "err_code", cli_json_int_or_null(w->err_code >= 0, w->err_code));
+    cli_json_set(o, "suites_r", json_ints(w->suites_r, w->n_suites_r));
+    cli_json_set(o, "last_id", json_integer((json_int_t)w->last_id));
+    cli_json_set(o, "edhoc_bytes", cli_json_int_or_null(w->edhoc_bytes >= 0, w->edhoc_bytes));
+    cli_json_set(o, "ms", cli_json_int_or_null(w->ms >= 0, w->ms));
+    cli_json_set(o, "failure_trace", json_name_or_null(w->fail_trace));
+    cli_json_set(o, "failure_pcap", json_name_or_null(w->fail_pcap));
+    /* For a person: how the last attempt ended and why. */
+    cli_json_set(o, "result", json_string(w->result));
+    cli_json_set(o, "reason", json_name_or_null(w->reason));
+    return o;
+}
+
+static json_t *report_json(const struct report *r, size_t handshakes)
 {
     size_t ok = 0, failed = 0;
-    fprintf(f, "{\n  \"dir\": ");
-    cli_json_string(f, r->dir);
-    fprintf(f, ",\n  \"handshakes\": %zu,\n  \"skipped_lines\": %zu,\n  \"devices\": [",
-            handshakes, r->skipped);
+    json_t *root = json_object();
+    cli_json_set(root, "dir", json_string(r->dir));
+    cli_json_set(root, "handshakes", json_integer((json_int_t)handshakes));
+    cli_json_set(root, "skipped_lines", json_integer((json_int_t)r->skipped));
+    json_t *devs = json_array();
     for (size_t di = 0; di < r->n_devices; di++) {
         const struct device *d = &r->devices[di];
-        fprintf(f, "%s\n    {\"host\": ", di ? "," : "");
-        cli_json_string(f, d->host);
-        fprintf(f, ", \"id_creds_i\": [");
+        json_t *dev = json_object();
+        cli_json_set(dev, "host", json_string(d->host));
+        json_t *ids = json_array();
         for (int k = 0; k < d->n_id_creds; k++) {
-            fprintf(f, "%s", k ? ", " : "");
-            cli_json_string(f, d->id_creds[k]);
+            json_t *id = json_object();
+            cli_json_set(id, "type", json_string(d->id_creds[k].type));
+            cli_json_set(id, "hex", json_string(d->id_creds[k].hex));
+            cli_json_set(id, "truncated", json_boolean(d->id_creds[k].truncated));
+            json_array_append_new(ids, id);
         }
-        fprintf(f, "],\n     \"rows\": [");
-        for (size_t i = 0; i < d->n_rows; i++) {
-            const struct row *w = &d->rows[i];
-            fprintf(f, "%s\n      {\"method\": %d, \"suites_i\": ", i ? "," : "", w->method);
-            json_ints(f, w->suites_i, w->n_suites_i);
-            fprintf(f, ", \"suite\": %d, \"id_cred\": ", w->suite);
-            if (strcmp(w->id_cred, "-"))
-                cli_json_string(f, w->id_cred);
-            else
-                fputs("null", f);
-            fprintf(f, ", \"message_4\": %s, \"framing\": \"%s\", \"combined\": %s, "
-                       "\"attempts\": %ld, \"ok\": %ld, \"outcome\": \"%s\", \"err_code\": %ld, "
-                       "\"suites_r\": ",
-                    w->message_4 ? "true" : "false", w->framing, w->combined ? "true" : "false",
-                    w->attempts, w->ok, w->outcome, w->err_code);
-            json_ints(f, w->suites_r, w->n_suites_r);
-            fprintf(f, ", \"last_id\": %llu, \"edhoc_bytes\": %ld, \"ms\": %ld, "
-                       "\"failure_trace\": ",
-                    (unsigned long long)w->last_id, w->edhoc_bytes, w->ms);
-            json_name_or_null(f, w->fail_trace);
-            fputs(", \"failure_pcap\": ", f);
-            json_name_or_null(f, w->fail_pcap);
-            fputs(", \"result\": ", f);
-            cli_json_string(f, w->result);
-            fputs(", \"reason\": ", f);
-            cli_json_string(f, w->reason);
-            fputc('}', f);
-        }
+        cli_json_set(dev, "id_creds_i", ids);
+        json_t *rows = json_array();
+        for (size_t i = 0; i < d->n_rows; i++)
+            json_array_append_new(rows, json_row(&d->rows[i]));
+        cli_json_set(dev, "rows", rows);
         struct summary s;
         summarize(d, &s);
         ok += s.ok;
         failed += s.failed;
-        fprintf(f, "\n     ],\n     \"summary\": {\"ok\": %zu, \"failed\": %zu, \"methods\": [",
-                s.ok, s.failed);
-        int k2 = 0;
+        json_t *sum = json_object();
+        cli_json_set(sum, "ok", json_integer((json_int_t)s.ok));
+        cli_json_set(sum, "failed", json_integer((json_int_t)s.failed));
+        json_t *methods = json_array();
         for (int m = 0; m < 4; m++)
             if (s.method[m])
-                fprintf(f, "%s%d", k2++ ? ", " : "", m);
-        fprintf(f, "], \"suites\": ");
-        json_ints(f, s.suites, s.n_suites);
-        fprintf(f, ", \"id_creds\": [");
+                json_array_append_new(methods, json_integer(m));
+        cli_json_set(sum, "methods", methods);
+        cli_json_set(sum, "suites", json_ints(s.suites, s.n_suites));
+        json_t *types = json_array();
         for (int k = 0; k < s.n_id_creds; k++)
-            fprintf(f, "%s\"%s\"", k ? ", " : "", s.id_creds[k]);
-        fprintf(f, "], \"message_4\": \"%s\", \"combined\": \"%s\", \"framings\": [%s%s%s]}}",
-                support(s.m4_ok, s.m4_tried), support(s.comb_ok, s.comb_tried),
-                s.a2_ok ? "\"A.2\"" : "", s.a2_ok && s.bare_ok ? ", " : "",
-                s.bare_ok ? "\"bare\"" : "");
+            json_array_append_new(types, json_string(s.id_creds[k]));
+        cli_json_set(sum, "id_creds", types);
+        cli_json_set(sum, "message_4", json_string(support(s.m4_ok, s.m4_tried)));
+        cli_json_set(sum, "combined", json_string(support(s.comb_ok, s.comb_tried)));
+        json_t *fr = json_array();
+        if (s.a2_ok)
+            json_array_append_new(fr, json_string("A.2"));
+        if (s.bare_ok)
+            json_array_append_new(fr, json_string("bare"));
+        cli_json_set(sum, "framings", fr);
+        cli_json_set(dev, "summary", sum);
+        json_array_append_new(devs, dev);
     }
-    fprintf(f, "%s],\n  \"summary\": {\"ok\": %zu, \"failed\": %zu}\n}\n",
-            r->n_devices ? "\n  " : "", ok, failed);
+    cli_json_set(root, "devices", devs);
+    json_t *sum = json_object();
+    cli_json_set(sum, "ok", json_integer((json_int_t)ok));
+    cli_json_set(sum, "failed", json_integer((json_int_t)failed));
+    cli_json_set(root, "summary", sum);
+    return root;
 }
 
-static void report_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: edhoc-cli interop --report DIR [--json] [--json-out FILE]\n\n"
-            "Reads DIR/%s, written by `edhoc-cli responder --interop-log DIR`, and prints\n"
-            "per device (peer host) the combinations it tried as the initiator (method,\n"
-            "SUITES_I offered -> selected, ID_CRED_I type, message_4, framing / combined\n"
-            "request), with attempts, successes, how the last attempt ended and the likely\n"
-            "causes, and the trace / pcap of its last failure; then what the device\n"
-            "supports. Unusable lines (truncated, not a record) are named on stderr and\n"
-            "skipped.\n\n"
-            "  --json             machine-readable output\n"
-            "  --json-out FILE    also write that JSON to FILE\n\n"
-            "Exit codes: 0 the last attempt of every combination ended well; 1 some did not;\n"
-            "2 bad command line; 3 DIR or its log cannot be read, or FILE not written.\n",
-            INTEROP_LOG_FILE);
-}
-
-int interop_report_main(int argc, char **argv)
+int interop_report_run(const struct interop_report_opts *o)
 {
     struct report r;
     memset(&r, 0, sizeof r);
-    bool json = false;
-    const char *json_out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            report_usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "--report") || !strcmp(a, "--json-out")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "edhoc-cli interop: %s needs a value\n", a);
-                return CLI_EXIT_USAGE;
-            }
-            if (!strcmp(a, "--report"))
-                r.dir = argv[++i];
-            else
-                json_out = argv[++i];
-        } else {
-            fprintf(stderr, "edhoc-cli interop: --report takes only --json and --json-out, not "
-                            "'%s'\n", a);
-            return CLI_EXIT_USAGE;
-        }
-    }
-    if (!r.dir) {
-        fprintf(stderr, "edhoc-cli interop: --report needs a directory\n");
-        return CLI_EXIT_USAGE;
-    }
+    r.dir = o->dir;
     size_t handshakes = 0;
     int rc = read_log(&r, &handshakes);
     if (rc == 0) {
-        if (json)
-            print_json(stdout, &r, handshakes);
-        else
+        json_t *root = o->json || o->json_out ? report_json(&r, handshakes) : NULL;
+        if (o->json) {
+            json_incref(root);
+            cli_json_print(root, stdout);
+        } else {
             print_table(&r, handshakes);
+        }
         bool failed = false;
         for (size_t d = 0; d < r.n_devices; d++)
             for (size_t i = 0; i < r.devices[d].n_rows; i++)
                 failed |= strcmp(r.devices[d].rows[i].outcome, "ok") != 0;
         rc = failed ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
-        if (json_out) {
-            FILE *f = fopen(json_out, "w");
+        if (o->json_out) {
+            FILE *f = fopen(o->json_out, "w");
+            json_incref(root);
             if (f) {
-                print_json(f, &r, handshakes);
-                if (fclose(f))
+                if (cli_json_print(root, f) || fclose(f))
                     f = NULL;
+            } else {
+                json_decref(root);
             }
             if (!f) {
-                fprintf(stderr, "edhoc-cli interop: --json-out %s: %s\n", json_out,
+                fprintf(stderr, "edhoc-cli interop: --json-out %s: %s\n", o->json_out,
                         strerror(errno));
                 rc = CLI_EXIT_INPUT;
             }
         }
+        json_decref(root);
     }
     for (size_t d = 0; d < r.n_devices; d++)
         free(r.devices[d].rows);

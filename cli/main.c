@@ -31,7 +31,8 @@ static void usage(FILE *out)
     fprintf(out, "usage: edhoc-cli COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n'edhoc-cli COMMAND --help' lists a command's options.\n");
+    fprintf(out, "\n'edhoc-cli COMMAND --help' (or 'edhoc-cli help COMMAND') lists a command's "
+                 "options;\n'edhoc-cli --version' prints the version.\n");
 }
 
 int main(int argc, char **argv)
@@ -47,21 +48,11 @@ int main(int argc, char **argv)
         const char *name = list ? (argc >= 4 ? argv[3] : "") : argv[2];
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
             if (!strcmp(name, commands[i].name)) {
-                const struct cli_cmd_spec *spec = commands[i].spec;
-                if (list) {
-                    if (!spec) {
-                        fprintf(stderr, "edhoc-cli help: %s has no option table\n", name);
-                        return CLI_EXIT_INTERNAL;
-                    }
-                    cli_opt_print_list(spec, stdout);
-                    return 0;
-                }
-                if (spec) {
-                    cli_opt_print_help(spec, stdout);
-                    return 0;
-                }
-                char *args[] = {argv[2], "--help", NULL};
-                return commands[i].run(2, args);
+                if (list)
+                    cli_opt_print_list(commands[i].spec, stdout);
+                else
+                    cli_opt_print_help(commands[i].spec, stdout);
+                return 0;
             }
         }
         fprintf(stderr, "edhoc-cli help: unknown command '%s'\n", name);

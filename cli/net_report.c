@@ -12,6 +12,7 @@
 #include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/transport.h"
+#include "json_out.h"
 #include "util.h"
 
 int cli_uri_parse(const char *uri, struct cli_uri *u)
@@ -188,23 +189,6 @@ void cli_print_payload(FILE *f, const uint8_t *p, size_t len)
         cli_hex_print(f, p, len);
 }
 
-void cli_json_payload(FILE *f, const uint8_t *p, size_t len)
-{
-    if (printable(p, len)) {
-        char *s = malloc(len + 1);
-        if (!s) {
-            fputs("null", f);
-            return;
-        }
-        memcpy(s, p, len);
-        s[len] = '\0';
-        cli_json_string(f, s);
-        free(s);
-    } else {
-        cli_json_hex(f, p, len);
-    }
-}
-
 static uint16_t port_of(const struct sockaddr *a)
 {
     if (a->sa_family == AF_INET)
@@ -273,8 +257,10 @@ void cli_dgram_log_start(struct cli_dgram_log *log)
     edhoc_transport_set_datagram_hook2(on_datagram, log);
 }
 
-int cli_net_parse_option(struct cli_net_opts *o, const char *prog, const char *name,
-                         const char *value, bool *used)
+/* name/value as given on the command line. Returns 1 (ours; *used says
+ * whether value was taken), 0 (not ours) or -1 after printing why. */
+static int cli_net_parse_option(struct cli_net_opts *o, const char *prog, const char *name,
+                                const char *value, bool *used)
 {
     *used = false;
     bool link = !strcmp(name, "--link"), mtu = !strcmp(name, "--link-mtu"),
@@ -332,17 +318,6 @@ int cli_net_take(struct cli_net_opts *o, const struct cli_opt_parser *p)
     return rc > 0 ? 0 : -1;
 }
 
-void cli_net_print_options(FILE *f, bool pcap_only)
-{
-    if (!pcap_only)
-        fprintf(f,
-                "  --link 802.15.4         also count IEEE 802.15.4 frames and bytes (6LoWPAN IPHC,\n"
-                "                          RFC 4944 fragmentation; assumptions printed with the table)\n"
-                "  --link-mtu N            also count frames of a link carrying N bytes of IP each\n");
-    fprintf(f, "  --pcap FILE             write every datagram sent or received to FILE (pcap,\n"
-               "                          raw IP with the real addresses and ports)\n");
-}
-
 int cli_net_capture_open(const struct cli_net_opts *o, const char *prog,
                          struct edhoc_capture **cap)
 {
@@ -358,14 +333,46 @@ int cli_net_capture_open(const struct cli_net_opts *o, const char *prog,
     return 0;
 }
 
-void cli_net_json_total(FILE *f, const struct edhoc_netacct_total *t, bool link)
+json_t *cli_net_total_json(const struct edhoc_netacct_total *t, bool link)
 {
-    fprintf(f, "{\"messages\": %u, \"datagrams\": %u, \"edhoc_bytes\": %zu, \"coap_bytes\": %zu, "
-               "\"udp_bytes\": %zu, \"ip_bytes\": %zu",
-            t->messages, t->datagrams, t->edhoc, t->coap, t->udp, t->ip);
-    if (link)
-        fprintf(f, ", \"frames\": %u, \"link_bytes\": %zu", t->frames, t->link);
-    fputc('}', f);
+    json_t *o = json_object();
+    cli_json_set(o, "messages", json_integer(t->messages));
+    cli_json_set(o, "datagrams", json_integer(t->datagrams));
+    cli_json_set(o, "edhoc_bytes", json_integer((json_int_t)t->edhoc));
+    cli_json_set(o, "coap_bytes", json_integer((json_int_t)t->coap));
+    cli_json_set(o, "udp_bytes", json_integer((json_int_t)t->udp));
+    cli_json_set(o, "ip_bytes", json_integer((json_int_t)t->ip));
+    cli_json_set(o, "frames", cli_json_int_or_null(link, t->frames));
+    cli_json_set(o, "link_bytes", cli_json_int_or_null(link, (long long)t->link));
+    return o;
+}
+
+json_t *cli_net_link_json(const struct edhoc_netacct_link *link)
+{
+    if (link->type == EDHOC_NETACCT_LINK_NONE)
+        return json_null();
+    bool lowpan = link->type == EDHOC_NETACCT_LINK_802154;
+    json_t *o = json_object();
+    cli_json_set(o, "type", json_string(lowpan ? "802.15.4" : "mtu"));
+    cli_json_set(o, "mtu", cli_json_int_or_null(!lowpan, link->mtu));
+    cli_json_set(o, "frame_overhead", cli_json_int_or_null(!lowpan, link->frame_overhead));
+    cli_json_set(o, "frame_max", cli_json_int_or_null(lowpan, EDHOC_NETACCT_802154_FRAME_MAX));
+    cli_json_set(o, "mac_header", cli_json_int_or_null(lowpan, link->mac_header));
+    cli_json_set(o, "security", cli_json_int_or_null(lowpan, link->security));
+    cli_json_set(o, "fcs", cli_json_int_or_null(lowpan, link->fcs));
+    cli_json_set(o, "phy_header", cli_json_int_or_null(lowpan, link->phy_header));
+    cli_json_set(o, "hop_limit", cli_json_int_or_null(lowpan, link->hop_limit));
+    char desc[512];
+    edhoc_netacct_link_describe(link, desc, sizeof desc);
+    cli_json_set(o, "description", json_string(desc));
+    return o;
+}
+
+int cli_exit_for_client_open(int rc)
+{
+    return rc == EDHOC_TRANSPORT_ERR_RESOLVE || rc == EDHOC_TRANSPORT_ERR_UNREACHABLE
+               ? CLI_EXIT_TIMEOUT
+               : rc == EDHOC_TRANSPORT_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 }
 
 int cli_dgram_log_begin(struct cli_dgram_log *log, const char *name)
@@ -668,12 +675,3 @@ int cli_oscore_exchange(struct edhoc_transport *t, struct oscore_context *ctx, c
                                   r);
 }
 
-int cli_net_take_option(struct cli_net_opts *o, const char *prog, const char *name,
-                        const char *value, bool eq, int *i)
-{
-    bool used = false;
-    int rc = cli_net_parse_option(o, prog, name, value, &used);
-    if (rc > 0 && used && !eq)
-        (*i)++;
-    return rc;
-}

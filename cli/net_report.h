@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "edhoc/netacct.h"
 #include "options.h"
 
@@ -43,9 +45,9 @@ const char *cli_coap_code_name(uint8_t code, char *buf, size_t cap);
 int cli_coap_response_view(const uint8_t *msg, size_t len, uint8_t *code, int *cf,
                            const uint8_t **payload, size_t *payload_len);
 
-/* Print a payload as text when printable, else as hex. */
+/* Print a payload as text when printable, else as hex (text output; JSON
+ * has payload_hex and payload_text, cli_json_set_bytes). */
 void cli_print_payload(FILE *f, const uint8_t *p, size_t len);
-void cli_json_payload(FILE *f, const uint8_t *p, size_t len);
 
 /* ---- Datagram accounting: every UDP datagram the process sends or
  * receives is charged to the current exchange. ---- */
@@ -81,17 +83,6 @@ struct cli_net_opts {
     struct edhoc_netacct_link link; /* type NONE unless --link/--link-mtu */
     const char *pcap;
 };
-/* name/value as given on the command line. Returns 1 (ours; *used says
- * whether value was taken), 0 (not ours) or -1 after printing why. */
-int cli_net_parse_option(struct cli_net_opts *o, const char *prog, const char *name,
-                         const char *value, bool *used);
-/* The same in a command's option loop: a value taken from argv[*i + 1]
- * (not given with --x=v, eq false) advances *i. Returns 1, 0 or -1 as
- * above. */
-int cli_net_take_option(struct cli_net_opts *o, const char *prog, const char *name,
-                        const char *value, bool eq, int *i);
-/* Help text of those options. */
-void cli_net_print_options(FILE *f, bool pcap_only);
 /* The same as option tables (id CLI_OPT_ID_NET): all three, or --pcap only. */
 struct cli_opt;
 struct cli_opt_parser;
@@ -108,10 +99,20 @@ int cli_net_capture_open(const struct cli_net_opts *o, const char *prog,
  * Returns 0, or -1 when the link cannot carry it (frames 0). */
 int cli_net_layers(const struct edhoc_netacct_link *link, size_t len, bool ipv6,
                    uint16_t src_port, uint16_t dst_port, struct edhoc_netacct_layers *out);
-/* Print a total as JSON: {"messages": .., "datagrams": .., "edhoc_bytes":
- * .., "coap_bytes": .., "udp_bytes": .., "ip_bytes": ..[, "frames": ..,
- * "link_bytes": ..]}. */
-void cli_net_json_total(FILE *f, const struct edhoc_netacct_total *t, bool link);
+
+/* JSON values (cli/json_out.h): a total per layer ({"messages",
+ * "datagrams", "edhoc_bytes", "coap_bytes", "udp_bytes", "ip_bytes",
+ * "frames" and "link_bytes", null without a link}), and the link it was
+ * counted on (null for none; else {"type": "802.15.4"|"mtu", the
+ * parameters that apply, the rest null, "description": the assumptions in
+ * words}). */
+json_t *cli_net_total_json(const struct edhoc_netacct_total *t, bool link);
+json_t *cli_net_link_json(const struct edhoc_netacct_link *link);
+
+/* Exit code when edhoc_transport_client_open fails with rc: a host name
+ * that does not resolve is an unreachable peer (6, as a timeout), not a
+ * bad command line; a local failure (socket, memory) is 1. */
+int cli_exit_for_client_open(int rc);
 
 /* Install the hook (process-wide) feeding log. */
 void cli_dgram_log_start(struct cli_dgram_log *log);

@@ -44,10 +44,10 @@ def sections(man):
             after_tp = False
             if current is None:
                 continue
-            # The entry's long option (".B \-v \fR,\fB \-\-verbose" names --verbose).
-            names = re.findall(r'\\-\\-([a-z0-9][a-z0-9\\-]*)', line)
-            if names:
-                out[current].append(names[-1].replace("\\-", "-"))
+            # The entry's long options (".BR \-v ", " \-\-verbose" names
+            # --verbose; an entry may name several, as --ead-1 ... --ead-4).
+            for name in re.findall(r'\\-\\-([a-z0-9][a-z0-9\\-]*)', line):
+                out[current].append(name.replace("\\-", "-"))
     return out
 
 

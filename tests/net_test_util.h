@@ -114,8 +114,10 @@ static inline void net_write_file(const char *path, const char *text, mode_t mod
 }
 
 /* Start `edhoc-cli responder ARGS --ready-file ...` (ARGS must contain the
- * --listen options; use port 0). Waits until it serves (at most 10 s).
- * Returns 0, or -1 (it died; its log is printed). */
+ * --listen options; use port 0), with --demo when ARGS give no --cred (a
+ * responder serves the published demo keys only when told so). Waits
+ * until it serves (at most 10 s). Returns 0, or -1 (it died; its log is
+ * printed). */
 static inline int net_responder_start(struct net_proc *p, const char *name, const char *args)
 {
     const char *cli = getenv("EDHOC_CLI");
@@ -130,8 +132,9 @@ static inline int net_responder_start(struct net_proc *p, const char *name, cons
     char env[400] = "";
     if (!strstr(args, "--state-dir"))
         snprintf(env, sizeof env, "env STATE_DIRECTORY=%s/%s.state ", net_dir, name);
-    snprintf(cmd, sizeof cmd, "exec %s%s responder %s --ready-file %s 2>>%s", env,
-             cli ? cli : "edhoc-cli", args, p->ready, p->log);
+    const char *demo = strstr(args, "--cred") || strstr(args, "--demo") ? "" : "--demo ";
+    snprintf(cmd, sizeof cmd, "exec %s%s responder %s%s --ready-file %s 2>>%s", env,
+             cli ? cli : "edhoc-cli", demo, args, p->ready, p->log);
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -408,6 +411,34 @@ static inline void net_json_str(const char *out, const char *key, char *val, siz
         fail_msg("%s too long", key);
     memcpy(val, p, n);
     val[n] = '\0';
+}
+
+/* out without the whitespace between JSON tokens (strings kept as they
+ * are), so that a test can look for `"tolerated":["c-bstr"]` however the
+ * document is indented. Returns a malloc'd copy. */
+static inline char *net_json_compact(const char *out)
+{
+    char *c = malloc(strlen(out) + 1);
+    if (!c)
+        fail_msg("out of memory");
+    size_t n = 0;
+    bool in_string = false;
+    for (const char *p = out; *p; p++) {
+        if (in_string) {
+            c[n++] = *p;
+            if (*p == '\\' && p[1])
+                c[n++] = *++p;
+            else if (*p == '"')
+                in_string = false;
+        } else if (*p == '"') {
+            in_string = true;
+            c[n++] = *p;
+        } else if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r') {
+            c[n++] = *p;
+        }
+    }
+    c[n] = '\0';
+    return c;
 }
 
 /* ---- A UDP relay in front of a real responder, in a child process ---- */

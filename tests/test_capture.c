@@ -1174,6 +1174,43 @@ static void test_snaplen_cut_packet(void **state)
     free(a);
 }
 
+/* `edhoc-cli bytes --json` output: checked against its schema
+ * (docs/json/SCHEMA.schema.json, tests/json_check.py), then rewritten on
+ * one line with the separators given (",", ":" or ", ", ": ") so that the
+ * expectations below can name members in order. Fails the test when the
+ * output is not valid. */
+static void bytes_json_checked(char **out, const char *schema, bool spaced)
+{
+    const char *root = getenv("EDHOC_SOURCE_ROOT") ? getenv("EDHOC_SOURCE_ROOT") : ".";
+    char path[512], cmd[2048];
+    path_in_workdir("bytes-out.json", path, sizeof path);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(*out, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "python3 %s/tests/json_check.py %s/docs/json/%s.schema.json %s >&2",
+             root, root, schema, path);
+    if (system(cmd) != 0)
+        fail_msg("not valid against %s.schema.json:\n%s", schema, *out);
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])), "
+             "separators=(\"%s\", \"%s\")))' %s",
+             spaced ? ", " : ",", spaced ? ": " : ":", path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, len = 0, n;
+    char *buf = malloc(cap + 1);
+    while ((n = fread(buf + len, 1, cap - len, p)) > 0) {
+        len += n;
+        if (len == cap)
+            buf = realloc(buf, (cap *= 2) + 1);
+    }
+    buf[len] = '\0';
+    assert_int_equal(pclose(p), 0);
+    free(*out);
+    *out = buf;
+}
+
 /* The CLI: the same numbers through `edhoc-cli bytes`, and the exit code
  * for damaged files. Skipped when $EDHOC_CLI is not set. */
 static void test_cli(void **state)
@@ -1188,23 +1225,29 @@ static void test_cli(void **state)
     char *out = NULL;
     snprintf(args, sizeof args, "bytes --json '%s'", path);
     assert_int_equal(run_cli(args, false, &out), 0);
+    bytes_json_checked(&out, "bytes", false);
     assert_non_null(strstr(out, "\"method\":3,\"suite\":2,\"suites_i\":[6,2]"));
     assert_non_null(strstr(out, "\"method\":3,\"suite\":2,\"suites_i\":[2]"));
     assert_non_null(strstr(out, "\"name\":\"message_1\",\"packet\":1,\"from\":\"initiator\","
-                                "\"datagrams\":1,\"retransmissions\":0,\"edhoc\":39"));
+                                "\"datagrams\":1,\"retransmissions\":0,\"edhoc_bytes\":39"));
     assert_non_null(strstr(out, "\"name\":\"message_2\",\"packet\":2,\"from\":\"responder\","
-                                "\"datagrams\":1,\"retransmissions\":0,\"edhoc\":45"));
+                                "\"datagrams\":1,\"retransmissions\":0,\"edhoc_bytes\":45"));
     assert_non_null(strstr(out, "\"name\":\"message_3\",\"packet\":3,\"from\":\"initiator\","
-                                "\"datagrams\":1,\"retransmissions\":0,\"edhoc\":19"));
-    assert_non_null(strstr(out, "\"edhoc\":37,"));
-    assert_non_null(strstr(out, "\"c_r\":{\"hex\":\"27\",\"text\":\"-8 (0x27)\"}"));
-    assert_non_null(strstr(out, "\"id_cred_r\":\"kid (inferred"));
+                                "\"datagrams\":1,\"retransmissions\":0,\"edhoc_bytes\":19"));
+    assert_non_null(strstr(out, "\"edhoc_bytes\":37,"));
+    /* C_R 0x27: the one-byte integer form of -8 (RFC 9528 Section 3.3.2). */
+    assert_non_null(strstr(out, "\"c_r\":{\"hex\":\"27\",\"int\":-8}"));
+    /* Issue 14 item 7: the inference as values, its assumption in a list
+     * of its own, not "kid (inferred: 1 byte, assuming no EAD)". */
+    assert_non_null(strstr(out, "\"id_cred_r\":{\"type\":\"kid\",\"bytes\":1,"
+                                "\"assumptions\":[\"no_ead\"]}"));
+    assert_null(strstr(out, "inferred"));
     assert_non_null(strstr(out, "\"error\":null"));
     /* The OSCORE request (message 4) and its response (5): CoAP 24 + 21,
      * UDP + 16, IPv6 + 80. */
     assert_non_null(strstr(out, "\"oscore_exchanges\":[{\"request\":4,\"response\":5,"
-                                "\"totals\":{\"messages\":2,\"datagrams\":2,\"edhoc\":0,"
-                                "\"coap\":45,\"udp\":61,\"ip\":141,"));
+                                "\"totals\":{\"messages\":2,\"datagrams\":2,\"edhoc_bytes\":0,"
+                                "\"coap_bytes\":45,\"udp_bytes\":61,\"ip_bytes\":141,"));
     free(out);
 
     snprintf(args, sizeof args, "bytes --link 802.15.4 '%s'", path);
@@ -1241,10 +1284,12 @@ static void test_cli(void **state)
      * ceil(102 / 64) = 2 frames. */
     snprintf(args, sizeof args, "bytes --json --link-mtu 64 '%s'", path);
     assert_int_equal(run_cli(args, false, &out), 0);
+    bytes_json_checked(&out, "bytes", false);
     assert_non_null(strstr(out, "\"name\":\"message_2\",\"packet\":2,\"from\":\"responder\","
-                                "\"datagrams\":1,\"retransmissions\":0,\"edhoc\":45,\"coap\":54,"
-                                "\"udp\":62,\"ip\":102,\"frame\":118,\"link_frames\":2,"
-                                "\"link_bytes\":102,\"answers\":0}"));
+                                "\"datagrams\":1,\"retransmissions\":0,\"edhoc_bytes\":45,"
+                                "\"coap_bytes\":54,\"udp_bytes\":62,\"ip_bytes\":102,"
+                                "\"frame_bytes\":118,\"frames\":2,\"link_bytes\":102,"
+                                "\"answers\":0}"));
     free(out);
 }
 
@@ -1319,11 +1364,12 @@ static void check_edhoc_run(const char *json, const char *mode, long e1, long e2
             struct edhoc_netacct_layers lay;
             assert_int_equal(edhoc_netacct_datagram(&l, &d, &lay, NULL, 0), 0);
             assert_int_equal(json_number_in(m, me, "frames"), lay.frames);
-            assert_int_equal(json_number_in(m, me, "frame_bytes"), lay.link);
+            assert_int_equal(json_number_in(m, me, "link_bytes"), lay.link);
             frames_sum += lay.frames;
             fbytes_sum += (long)lay.link;
         } else {
-            assert_null(memmem(m, (size_t)(me - m), "\"frames\"", 8));
+            /* No link model: null, not a number (issue 14: null for absent). */
+            assert_non_null(memmem(m, (size_t)(me - m), "\"frames\": null", 14));
         }
     }
     /* The 2.04 response to message_3 completes the handshake over CoAP. */
@@ -1341,8 +1387,8 @@ static void check_edhoc_run(const char *json, const char *mode, long e1, long e2
         const char *m = compare_msg(r, end, "(2.04 Changed)", &me);
         assert_int_equal(json_number_in(hs, hse, "frames"),
                          frames_sum + json_number_in(m, me, "frames"));
-        assert_int_equal(json_number_in(hs, hse, "frame_bytes"),
-                         fbytes_sum + json_number_in(m, me, "frame_bytes"));
+        assert_int_equal(json_number_in(hs, hse, "link_bytes"),
+                         fbytes_sum + json_number_in(m, me, "link_bytes"));
     }
     assert_int_equal(json_number_in(r, end, "round_trips"), 2);
     /* One OSCORE GET and its response. */
@@ -1394,9 +1440,9 @@ static void check_dtls_run(const char *json, const char *mode, bool certs, bool 
     if (link) {
         long frames = json_number_in(hs, hse, "frames");
         assert_true(frames >= dgrams);
-        assert_true(json_number_in(hs, hse, "frame_bytes") > udp);
+        assert_true(json_number_in(hs, hse, "link_bytes") > udp);
     } else {
-        assert_null(memmem(hs, (size_t)(hse - hs), "\"frames\"", 8));
+        assert_non_null(memmem(hs, (size_t)(hse - hs), "\"frames\": null", 14));
     }
 }
 
@@ -1419,6 +1465,7 @@ static void test_compare(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     assert_int_equal(run_cli("bytes --compare --json", false, &out), 0);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    bytes_json_checked(&out, "bytes-compare", true);
     /* Bounded: the default global timeout is 60 s. */
     assert_true(t1.tv_sec - t0.tv_sec < 60);
     check_edhoc_run(out, "x5chain", 37, 401, 376, false);
@@ -1447,7 +1494,8 @@ static void test_compare(void **state)
     free(out);
 
     assert_int_equal(run_cli("bytes --compare --json --link 802.15.4", false, &out), 0);
-    assert_non_null(strstr(out, "\"link\": {\"type\": \"802.15.4\""));
+    bytes_json_checked(&out, "bytes-compare", true);
+    assert_non_null(strstr(out, "\"link\": {\"model\": \"802.15.4\""));
     check_edhoc_run(out, "x5chain", 37, 401, 376, true);
     check_edhoc_run(out, "x5t", 37, 115, 90, true);
     check_edhoc_run(out, "static_dh_kid", 37, 45, 19, true);
@@ -1500,7 +1548,7 @@ static void test_compare(void **state)
         free(out);
     }
     assert_int_equal(run_cli("bytes --compare --help", false, &out), 0);
-    assert_non_null(strstr(out, "usage: edhoc-cli bytes --compare"));
+    assert_non_null(strstr(out, "edhoc-cli bytes --compare [OPTIONS]"));
     free(out);
 }
 

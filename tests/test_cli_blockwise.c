@@ -595,7 +595,7 @@ static void transfer_ok(struct report *r, bool oscore, bool post, uint16_t port,
     if (ms > 1000)
         print_message("slow: %s took %llu ms\n", what, (unsigned long long)ms);
     uint8_t *want = post ? make_body(n) : make_pattern(n);
-    const char *code = post ? "\"code\": \"2.04 Changed\"" : "\"code\": \"2.05 Content\"";
+    const char *code = post ? "\"code\": \"2.04\"" : "\"code\": \"2.05\"";
     if (x.rc != 0 || !strstr(x.out, code)) {
         /* RFC 7959 Section 2.3/2.4: the whole body, block by block, ends
          * in the one final response of the request. */
@@ -849,7 +849,7 @@ static void server_limit(bool oscore)
          * returned at any time during a Block1 transfer to indicate that
          * the server does not currently have the resources to store
          * blocks"; the client's exit code for a 4.xx is 1 (coap --help). */
-        if (x.rc != 1 || !strstr(x.out, "\"code\": \"4.13 Request Entity Too Large\""))
+        if (x.rc != 1 || !strstr(x.out, "\"code\": \"4.13\""))
             report_add(&r, "%s: exit %d, expected 1 with 4.13:\n%.600s", what, x.rc, x.out);
         /* ... and the client never presents a part of the body as the
          * answer. */
@@ -895,7 +895,7 @@ static void server_limit(bool oscore)
     struct xfer x;
     uint8_t *pat = make_pattern(SMALL_MAX_BODY + 1);
     transfer(&x, false, p->port, SMALL_MAX_BODY + 1, 64, conf, NULL, NULL);
-    if (x.rc != 1 || !strstr(x.out, "\"code\": \"4.13 Request Entity Too Large\""))
+    if (x.rc != 1 || !strstr(x.out, "\"code\": \"4.13\""))
         report_add(&r, "GET /bytes?n=%d: exit %d, expected 1 with 4.13:\n%.600s",
                    SMALL_MAX_BODY + 1, x.rc, x.out);
     if (partial_body(&x, pat, SMALL_MAX_BODY + 1))
@@ -915,7 +915,7 @@ static void server_limit(bool oscore)
     for (int post = 0; post < 2; post++) {
         transfer(&x, post, bigr->port, BIG_MAX_BODY + 1, 1024, bigconf, NULL,
                  "--max-body 1048576");
-        if (x.rc != 1 || !strstr(x.out, "\"code\": \"4.13 Request Entity Too Large\"") ||
+        if (x.rc != 1 || !strstr(x.out, "\"code\": \"4.13\"") ||
             partial_body(&x, post ? body : pat, BIG_MAX_BODY + 1))
             report_add(&r, "%s of %d bytes to a responder with --max-body %d: exit %d, --output "
                            "%zu bytes (expected 1, 4.13, no body):\n%.600s",
@@ -1094,13 +1094,13 @@ static int keygen(const char *args)
 static char *trace_hex(const char *json, const char *name)
 {
     char pat[80];
-    snprintf(pat, sizeof pat, "{\"name\": \"%s\", \"hex\": \"", name);
-    const char *p = strstr(json, pat);
-    if (!p)
-        return NULL;
-    p += strlen(pat);
-    const char *e = strchr(p, '"');
-    return e ? strndup(p, (size_t)(e - p)) : NULL;
+    char *compact = net_json_compact(json);
+    snprintf(pat, sizeof pat, "{\"name\":\"%s\",\"hex\":\"", name);
+    const char *p = strstr(compact, pat);
+    const char *e = p ? strchr(p + strlen(pat), '"') : NULL;
+    char *hex = e ? strndup(p + strlen(pat), (size_t)(e - p - strlen(pat))) : NULL;
+    free(compact);
+    return hex;
 }
 
 static size_t unhex(const char *h, uint8_t *out, size_t cap)
@@ -1119,7 +1119,7 @@ static size_t unhex(const char *h, uint8_t *out, size_t cap)
 static long message_bytes(const char *json, const char *name)
 {
     char pat[80];
-    snprintf(pat, sizeof pat, "{\"name\": \"%s\", ", name);
+    snprintf(pat, sizeof pat, "\"name\": \"%s\",", name);
     const char *p = strstr(json, pat);
     return p ? json_num(p, "edhoc_bytes") : -1;
 }
@@ -1200,7 +1200,7 @@ static void test_edhoc_x5chain_64(void **state)
                 report_add(&rep, "method %d: ID_CRED_I is not a two-certificate x5chain: %.40s",
                            method, pt3);
         }
-        if (!strstr(out, "\"payload\": \"x5chain\""))
+        if (!strstr(out, "\"payload_text\": \"x5chain\""))
             report_add(&rep, "method %d: the OSCORE request after the handshake was not echoed",
                        method);
 

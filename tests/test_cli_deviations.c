@@ -87,7 +87,9 @@ static void test_c_bstr_responder(void **state)
     if (rc != 0)
         fail_msg("with --tolerate c-bstr: %d\n%s", rc, out);
     assert_non_null(strstr(out, "\"outcome\": \"ok\""));
-    assert_non_null(strstr(out, "\"tolerated\": [\"c-bstr\"]"));
+    char *compact = net_json_compact(out);
+    assert_non_null(strstr(compact, "\"tolerated\":[\"c-bstr\"]"));
+    free(compact);
     free(out);
     /* Text output says so on the handshake it affected. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --tolerate c-bstr",
@@ -192,8 +194,10 @@ static void test_kid_int_responder(void **state)
                  r.port, init);
     if (rc != 0)
         fail_msg("with --tolerate kid-int: %d\n%s", rc, out);
-    assert_non_null(strstr(out, "\"tolerated\": [\"kid-int\"]"));
-    assert_non_null(strstr(out, "\"code\": \"2.05 Content\""));
+    char *compact = net_json_compact(out);
+    assert_non_null(strstr(compact, "\"tolerated\":[\"kid-int\"]"));
+    free(compact);
+    assert_non_null(strstr(out, "\"code_name\": \"Content\""));
     free(out);
     free(stop_and_log(&r));
 }

@@ -1,5 +1,6 @@
 /* edhoc-cli keygen end to end: every curve, both credential types, CA
- * signing, file modes, and refusal of key files readable by others. */
+ * signing, file modes, refusal of key files readable by others, the
+ * option table's spellings and the --json report against its schema. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +11,62 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "net_test_util.h"
 #include "vectors.h"
 
 static char dir[256];
+
+/* The value at PATH ("kid_hex"; "#" at the end: a length) of the JSON
+ * text, read with Python's json module: a string as itself, anything else
+ * as JSON ("true", "12", "null"). Fails the test when the text is not
+ * JSON or PATH is not in it. Free the result. */
+static char *json_at(const char *text, const char *path)
+{
+    static const char script[] =
+        "import json, sys\n"
+        "d = json.load(open(sys.argv[1]))\n"
+        "for k in sys.argv[2].split('/'):\n"
+        "    d = len(d) if k == '#' else d[int(k)] if isinstance(d, list) else d[k]\n"
+        "sys.stdout.write(d if isinstance(d, str) else json.dumps(d))\n";
+    char doc[400], py[400], cmd[1200];
+    snprintf(doc, sizeof doc, "%s/json-at.json", dir);
+    snprintf(py, sizeof py, "%s/json-at.py", dir);
+    net_write_file(doc, text, 0600);
+    net_write_file(py, script, 0600);
+    snprintf(cmd, sizeof cmd, "python3 %s %s '%s' 2>&1", py, doc, path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *got = malloc(65536);
+    size_t n = fread(got, 1, 65535, p);
+    got[n] = '\0';
+    if (pclose(p) != 0)
+        fail_msg("%s: not in the output (%s):\n%s", path, got, text);
+    return got;
+}
+
+static void assert_json_eq(const char *text, const char *path, const char *want)
+{
+    char *got = json_at(text, path);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s is %s, expected %s, in:\n%s", path, got, want, text);
+    free(got);
+}
+
+/* Whitespace runs as one space: help text is wrapped by the table. */
+static void squeeze_spaces(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (*r == ' ' || *r == '\n') {
+            if (w > s && w[-1] == ' ')
+                continue;
+            *w++ = ' ';
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
 
 static int setup(void **state)
 {
@@ -41,6 +95,18 @@ static int cli(char **out, const char *fmt, ...)
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
     return run_cli(args, true, out);
+}
+
+/* The same with standard output only (JSON), stderr left to the log. */
+static int run_cli_fmt(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int run_cli_fmt(char **out, const char *fmt, ...)
+{
+    char args[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return run_cli(args, false, out);
 }
 
 static int run_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -415,8 +481,8 @@ static void test_default_kid_avoids_demo_kids(void **state)
     }
     char *out;
     assert_int_equal(cli(&out, "keygen --help"), 0);
-    assert_non_null(strstr(out, "never the kid of a\n"
-                                "                         built-in demo credential"));
+    squeeze_spaces(out);
+    assert_non_null(strstr(out, "never the kid of a built-in demo credential"));
     free(out);
 }
 
@@ -445,6 +511,190 @@ static void test_out_cred_stdout(void **state)
     free(out);
 }
 
+
+/* --json: the report as one object, valid against docs/json/keygen.schema.json
+ * (issue #14: "a test validates every command's --json output against
+ * its schema"), with null for what a credential type does not have. */
+static void test_json_report(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = run_cli_fmt(&out, "keygen --type ccs --curve X25519 --kid 2b --subject dev --json "
+                               "--out-cred %s/j.ccs --out-key %s/j.key", dir, dir);
+    if (rc != 0)
+        fail_msg("keygen --json: exit %d: %s", rc, out);
+    assert_int_equal(net_json_valid(out, "keygen", false), 0);
+    assert_json_eq(out, "type", "ccs");
+    assert_json_eq(out, "kid_hex", "2b");
+    assert_json_eq(out, "curve", "X25519");
+    assert_json_eq(out, "key_use", "static_dh");
+    assert_json_eq(out, "subject", "dev");
+    assert_json_eq(out, "self_signed", "null");
+    assert_json_eq(out, "not_after", "null");
+    assert_json_eq(out, "credential_format", "ccs_cbor");
+    char want[600];
+    snprintf(want, sizeof want, "%s/j.key", dir);
+    assert_json_eq(out, "key_file", want);
+    /* The check can fail: a required member renamed is refused. */
+    char *bad = strdup(out);
+    char *k = strstr(bad, "\"key_file\"");
+    assert_non_null(k);
+    memcpy(k, "\"key_path\"", 10);
+    assert_int_not_equal(net_json_valid(bad, "keygen", false), 0);
+    free(bad);
+    free(out);
+
+    /* A CA and a certificate it signs. */
+    rc = run_cli_fmt(&out, "keygen --type x509 --curve P-256 --ca --subject CA --json "
+                           "--out-cred %s/jca.pem --out-key %s/jca.key", dir, dir);
+    assert_int_equal(rc, 0);
+    assert_int_equal(net_json_valid(out, "keygen", false), 0);
+    assert_json_eq(out, "ca", "true");
+    assert_json_eq(out, "self_signed", "true");
+    assert_json_eq(out, "kid_hex", "null");
+    free(out);
+    rc = run_cli_fmt(&out, "keygen --type x509 --curve Ed25519 --json --not-before 2024-01-01 "
+                           "--not-after 2030-01-01 --ca-cert %s/jca.pem --ca-key %s/jca.key "
+                           "--out-cred %s/jl.pem --out-key %s/jl.key", dir, dir, dir, dir);
+    assert_int_equal(rc, 0);
+    assert_int_equal(net_json_valid(out, "keygen", false), 0);
+    assert_json_eq(out, "self_signed", "false");
+    snprintf(want, sizeof want, "%s/jca.pem", dir);
+    assert_json_eq(out, "issuer_file", want);
+    assert_json_eq(out, "not_before", "2024-01-01T00:00:00Z");
+    assert_json_eq(out, "intermediate_certificates", "0");
+    assert_json_eq(out, "credential_format", "pem");
+    free(out);
+
+    /* The credential and the report cannot both be standard output. */
+    rc = cli(&out, "keygen --type ccs --curve P-256 --json --out-cred - --out-key %s/x.key", dir);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "both would go to standard output"));
+    free(out);
+}
+
+/* The private key is a new file of mode 0600 whatever the umask, never
+ * written through a symbolic link, and never put where others could swap
+ * it (issue #14: "every file that holds a secret is created 0600"; "key
+ * files are refused when ... in a group/world-writable directory"). */
+static void test_private_key_file_safety(void **state)
+{
+    (void)state;
+    char path[600], victim[600], link_path[600];
+    /* umask 000: the key stays 0600 (the credential follows the umask). */
+    assert_int_equal(run_ok("umask 000; %s keygen --type ccs --curve P-256 --out-cred %s/u.ccs "
+                            "--out-key %s/u.key >/dev/null 2>&1", net_cli(), dir, dir), 0);
+    assert_int_equal(file_mode("u.key"), 0600);
+
+    /* A dangling symbolic link where the key goes: not followed. */
+    snprintf(victim, sizeof victim, "%s/ghost", dir);
+    snprintf(link_path, sizeof link_path, "%s/dangling.key", dir);
+    assert_int_equal(symlink(victim, link_path), 0);
+    char *out;
+    int rc = cli(&out, "keygen --type ccs --curve P-256 --out-cred %s/d.ccs --out-key %s", dir,
+                 link_path);
+    assert_int_not_equal(rc, 0);
+    free(out);
+    struct stat st;
+    assert_int_not_equal(lstat(victim, &st), 0); /* nothing created through the link */
+
+    /* A link to an existing file: refused without --force; with --force
+     * the link itself is replaced by a new file and its target is left. */
+    net_write_file(victim, "untouched\n", 0644);
+    rc = cli(&out, "keygen --type ccs --curve P-256 --out-cred %s/e.ccs --out-key %s", dir,
+             link_path);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--force"));
+    free(out);
+    rc = cli(&out, "keygen --type ccs --curve P-256 --force --out-cred %s/e.ccs --out-key %s", dir,
+             link_path);
+    assert_int_equal(rc, 0);
+    free(out);
+    assert_int_equal(lstat(link_path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0600);
+    char *text = net_read_file(victim);
+    assert_string_equal(text, "untouched\n");
+    free(text);
+
+    /* A directory others can write: refused before anything is written,
+     * with the fix; the same directory with the sticky bit (as /tmp) is
+     * fine. */
+    snprintf(path, sizeof path, "%s/open", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_int_equal(chmod(path, 0777), 0);
+    rc = cli(&out, "keygen --type ccs --curve P-256 --out-cred %s/c.ccs --out-key %s/k.key", path,
+             path);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "chmod go-w"));
+    free(out);
+    snprintf(victim, sizeof victim, "%s/c.ccs", path);
+    assert_int_not_equal(access(victim, F_OK), 0);
+    assert_int_equal(chmod(path, 01777), 0);
+    rc = cli(&out, "keygen --type ccs --curve P-256 --out-cred %s/c.ccs --out-key %s/k.key", path,
+             path);
+    assert_int_equal(rc, 0);
+    free(out);
+}
+
+/* The option table (issue #14: "One declaration per command"): unknown
+ * options named, --opt=value, the last of a value option given twice
+ * wins, help from the same table, and options keygen would ignore
+ * refused. */
+static void test_option_table(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = cli(&out, "keygen --type ccs --curve P-256 --bogus");
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "edhoc-cli keygen: unknown option '--bogus'"));
+    free(out);
+    rc = cli(&out, "keygen --type ccs --curv P-256");
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "did you mean --curve?"));
+    free(out);
+    rc = cli(&out, "keygen --type ccs --curve P-256 stray --out-cred %s/s.ccs --out-key %s/s.key",
+             dir, dir);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "unexpected argument 'stray'"));
+    free(out);
+
+    /* --name=value, and the last value wins (documented in the man page,
+     * COMMON OPTIONS). */
+    rc = run_cli_fmt(&out, "keygen --type=ccs --curve=P-256 --kid=01 --kid 0b --json "
+                           "--out-cred=%s/eq.ccs --out-key=%s/eq.key", dir, dir);
+    if (rc != 0)
+        fail_msg("keygen --opt=value: exit %d: %s", rc, out);
+    assert_json_eq(out, "kid_hex", "0b");
+    assert_json_eq(out, "curve", "P-256");
+    free(out);
+
+    /* edhoc-cli help keygen is keygen --help. */
+    char *help;
+    assert_int_equal(run_cli("keygen --help", false, &help), 0);
+    assert_int_equal(run_cli("help keygen", false, &out), 0);
+    assert_string_equal(out, help);
+    assert_non_null(strstr(help, "Exit codes"));
+    free(out);
+    free(help);
+
+    /* Options this credential type would not use are refused, not
+     * ignored. */
+    const char *ignored[][2] = {
+        {"--type x509 --curve P-256 --hex", "certificates are written as PEM"},
+        {"--type ccs --curve P-256 --days 10", "are for --type x509"},
+        {"--type x509 --curve P-256 --days 10 --not-after 2030-01-01", "not both"},
+        {"--type ccs --curve P-256 --no-extensions", "are for --type x509"},
+    };
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
+        rc = cli(&out, "keygen %s --out-cred %s/i.x --out-key %s/i.key", ignored[i][0], dir, dir);
+        if (rc != 2 || !strstr(out, ignored[i][1]))
+            fail_msg("keygen %s: exit %d, expected 2 and '%s': %s", ignored[i][0], rc,
+                     ignored[i][1], out);
+        free(out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -456,6 +706,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_simulate_with_keygen_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_kid_avoids_demo_kids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_cred_stdout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_private_key_file_safety, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_option_table, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

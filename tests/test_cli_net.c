@@ -44,38 +44,169 @@ static int check_alive(void **state)
 }
 
 
-static void expect_ok_json(const char *out, int rc)
+/* ---- Reading the JSON reports ----
+ *
+ * The output of a command run with --json (standard error may be mixed
+ * in: lines before the document and after it) is read with Python's json
+ * module and flattened into one line per value, "PATH=VALUE" with PATH the
+ * keys and array indexes joined by '.' and VALUE the value as JSON
+ * (objects and arrays too, on one line), e.g. "messages.0.edhoc_bytes=37",
+ * "suites_r=[2]". An assertion then names a value by its path, whatever
+ * the layout of the document. */
+
+static const char flat_py[] =
+    "import json, sys\n"
+    "lines = open(sys.argv[1]).read().split('\\n')\n"
+    "start = next(i for i, l in enumerate(lines) if l.startswith('{'))\n"
+    "doc, _ = json.JSONDecoder().raw_decode('\\n'.join(lines[start:]))\n"
+    "out = []\n"
+    "def walk(path, v):\n"
+    "    if path:\n"
+    "        out.append(path + '=' + json.dumps(v))\n"
+    "    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else []\n"
+    "    for k, x in items:\n"
+    "        walk(path + '.' + str(k) if path else str(k), x)\n"
+    "walk('', doc)\n"
+    "print('\\n' + '\\n'.join(out))\n";
+
+/* The flattened document (starts and ends with a newline); the test fails
+ * when the output holds no JSON document. */
+static char *flat(const char *out)
 {
-    if (rc != 0 || !strstr(out, "\"outcome\": \"ok\""))
+    char py[300], in[300], cmd[800];
+    net_path(py, sizeof py, "flat.py");
+    net_path(in, sizeof in, "flat.in");
+    net_write_file(py, flat_py, 0600);
+    net_write_file(in, out, 0600);
+    snprintf(cmd, sizeof cmd, "python3 %s %s", py, in);
+    char *f;
+    if (net_sh(cmd, &f, 30) != 0)
+        fail_msg("no JSON document in:\n%s\n%s", out, f);
+    return f;
+}
+
+/* Whether the flattened document has the line "PATH=VALUE". */
+static bool has(const char *f, const char *line)
+{
+    char pat[1024];
+    snprintf(pat, sizeof pat, "\n%s\n", line);
+    return strstr(f, pat) != NULL;
+}
+
+#define assert_has(f, line)                                                                       \
+    do {                                                                                          \
+        if (!has(f, line))                                                                        \
+            fail_msg("no line '%s' in:%s", line, f);                                              \
+    } while (0)
+
+/* The value at path (as JSON text) into val; false when absent. */
+static bool get(const char *f, const char *path, char *val, size_t cap)
+{
+    char pat[300];
+    snprintf(pat, sizeof pat, "\n%s=", path);
+    const char *p = strstr(f, pat);
+    if (!p)
+        return false;
+    p += strlen(pat);
+    size_t n = strcspn(p, "\n");
+    snprintf(val, cap, "%.*s", (int)n, p);
+    return true;
+}
+
+/* The index of the nth element of array whose member key is value (JSON
+ * text, e.g. "\"message_1\""), or -1. */
+static int index_of(const char *f, const char *array, const char *key, const char *value, int nth)
+{
+    for (int i = 0; i < 1000; i++) {
+        char path[200], v[600];
+        snprintf(path, sizeof path, "%s.%d.%s", array, i, key);
+        if (!get(f, path, v, sizeof v))
+            return -1;
+        if (!strcmp(v, value) && nth-- == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* A member of the first message named name: its number, -1 for null, -2
+ * when there is no such message or member. */
+static long msg_field(const char *f, const char *name, const char *field)
+{
+    char q[80], path[200], v[600];
+    snprintf(q, sizeof q, "\"%s\"", name);
+    int i = index_of(f, "messages", "name", q, 0);
+    snprintf(path, sizeof path, "messages.%d.%s", i, field);
+    if (i < 0 || !get(f, path, v, sizeof v))
+        return -2;
+    return strcmp(v, "null") ? strtol(v, NULL, 10) : -1;
+}
+
+static long json_edhoc_bytes(const char *f, const char *name)
+{
+    return msg_field(f, name, "edhoc_bytes");
+}
+
+/* The response to the --request given as request: its member field as
+ * JSON text into val; false when there is none. */
+static bool response_field(const char *f, const char *request, const char *field, char *val,
+                           size_t cap)
+{
+    char q[300], path[200];
+    snprintf(q, sizeof q, "\"%s\"", request);
+    int i = index_of(f, "responses", "request", q, 0);
+    snprintf(path, sizeof path, "responses.%d.%s", i, field);
+    return i >= 0 && get(f, path, val, cap);
+}
+
+/* code: "2.05 Content", the code and its name (members code and
+ * code_name of the report). */
+static void assert_response(const char *f, const char *request, const char *code)
+{
+    char v[200], want[200];
+    if (!response_field(f, request, "code", v, sizeof v))
+        fail_msg("no response to %s in:%s", request, f);
+    snprintf(want, sizeof want, "\"%.4s\"", code);
+    assert_string_equal(v, want);
+    assert_true(response_field(f, request, "code_name", v, sizeof v));
+    snprintf(want, sizeof want, "\"%s\"", code + 5);
+    assert_string_equal(v, want);
+}
+
+/* The JSON document of a command's output (standard error lines around
+ * it dropped), for the schema check. */
+static char *json_doc(const char *out)
+{
+    const char *start = out[0] == '{' ? out : strstr(out, "\n{");
+    if (!start)
+        fail_msg("no JSON document in:\n%s", out);
+    if (start != out)
+        start++;
+    const char *end = strstr(start, "\n}\n");
+    size_t n = end ? (size_t)(end - start) + 3 : strlen(start);
+    char *doc = malloc(n + 1);
+    memcpy(doc, start, n);
+    doc[n] = '\0';
+    return doc;
+}
+
+/* The output holds a document the schema of command accepts. */
+static void assert_valid(const char *out, const char *command)
+{
+    char *doc = json_doc(out);
+    if (net_json_valid(doc, command, false))
+        fail_msg("%s --json does not match docs/json/%s.schema.json", command, command);
+    free(doc);
+}
+
+/* A successful initiator run; its report, valid and flattened. */
+static char *expect_ok_json(const char *out, int rc)
+{
+    if (rc != 0)
         fail_msg("initiator failed (exit %d):\n%s", rc, out);
-}
-
-/* The EDHOC size of a message in the JSON report (-2 when absent). */
-static long json_edhoc_bytes(const char *out, const char *name)
-{
-    char pat[80];
-    snprintf(pat, sizeof pat, "{\"name\": \"%s\", ", name);
-    const char *p = strstr(out, pat);
-    if (!p)
-        return -2;
-    p = strstr(p, "\"edhoc_bytes\": ");
-    return p ? strtol(p + 15, NULL, 10) : -2;
-}
-
-static long json_field_after(const char *out, const char *name, const char *field)
-{
-    char pat[80];
-    snprintf(pat, sizeof pat, "{\"name\": \"%s\", ", name);
-    const char *p = strstr(out, pat);
-    if (!p)
-        return -2;
-    const char *end = strchr(p, '}');
-    char f[64];
-    snprintf(f, sizeof f, "\"%s\": ", field);
-    p = strstr(p, f);
-    if (!p || p > end)
-        return -2;
-    return strtol(p + strlen(f), NULL, 10);
+    assert_valid(out, "initiator");
+    char *f = flat(out);
+    assert_has(f, "outcome=\"ok\"");
+    return f;
 }
 
 static void test_method3_suite2_kid(void **state)
@@ -86,27 +217,47 @@ static void test_method3_suite2_kid(void **state)
                      "initiator coap://127.0.0.1:%u --method 3 --suites 2 --id-cred kid --json "
                      "--timeout 10",
                      main_responder.port);
-    expect_ok_json(out, rc);
-    assert_non_null(strstr(out, "\"suite\": 2"));
-    assert_non_null(strstr(out, "\"id_cred_i\": \"kid\""));
-    assert_non_null(strstr(out, "\"id_cred_r\": \"kid\""));
+    char *f = expect_ok_json(out, rc);
+    assert_has(f, "suite=2");
+    assert_has(f, "id_cred_i=\"kid\"");
+    assert_has(f, "id_cred_r=\"kid\"");
     /* RFC 9529 trace 2 sizes with one-byte connection identifiers. */
-    assert_int_equal(json_edhoc_bytes(out, "message_1"), 37);
-    assert_int_equal(json_edhoc_bytes(out, "message_2"), 45);
-    assert_int_equal(json_edhoc_bytes(out, "message_3"), 19);
+    assert_int_equal(json_edhoc_bytes(f, "message_1"), 37);
+    assert_int_equal(json_edhoc_bytes(f, "message_2"), 45);
+    assert_int_equal(json_edhoc_bytes(f, "message_3"), 19);
+    /* Each EDHOC message as hex (the man page promised it; issue 14 item
+     * 7): message_1 of method 3 suite 2 starts with METHOD 3, SUITES_I 2
+     * and the 32-byte G_X (RFC 9528 Section 5.2.1). */
+    char hex[200];
+    assert_true(get(f, "messages.0.hex", hex, sizeof hex));
+    assert_int_equal(strlen(hex), 2 + 2 * 37);
+    assert_true(strncmp(hex, "\"03025820", 9) == 0);
+    /* A row that carries no EDHOC message says so with null, not -1. */
+    assert_int_equal(json_edhoc_bytes(f, "OSCORE request 1"), -1);
+    assert_true(has(f, "messages.4.hex=null"));
     /* CoAP adds header, token, Uri-Path, Content-Format and the prefix. */
-    long m1_coap = json_field_after(out, "message_1", "coap_bytes");
+    long m1_coap = msg_field(f, "message_1", "coap_bytes");
     assert_true(m1_coap > 37 + 4 + 19);
-    assert_int_equal(json_field_after(out, "message_1", "datagrams"), 1);
-    /* The default request and its decrypted response. */
-    assert_non_null(strstr(out, "\"request\": \"GET /.well-known/core\", \"code\": \"2.05 Content\""));
-    assert_non_null(strstr(out, "core.edhoc"));
-    assert_non_null(strstr(out, "\"round_trips\": 3"));
+    assert_int_equal(msg_field(f, "message_1", "datagrams"), 1);
+    /* The default request and its decrypted response: payload_hex always,
+     * payload_text as the text is printable. */
+    assert_response(f, "GET /.well-known/core", "2.05 Content");
+    char text[600];
+    assert_true(response_field(f, "GET /.well-known/core", "payload_text", text, sizeof text));
+    assert_non_null(strstr(text, "core.edhoc"));
+    assert_true(response_field(f, "GET /.well-known/core", "payload_hex", text, sizeof text));
+    assert_has(f, "round_trips=3");
+    assert_has(f, "repeat=null");
+    assert_has(f, "partial=false");
+    free(f);
     free(out);
     /* --repeat: more handshakes on one socket, counted. */
     rc = CLI_RUN(&out, 60, "initiator coap://127.0.0.1:%u --repeat 20 --json", main_responder.port);
-    expect_ok_json(out, rc);
-    assert_non_null(strstr(out, "\"repeat\": {\"handshakes\": 20, \"ok\": 20, \"failed\": 0"));
+    f = expect_ok_json(out, rc);
+    assert_has(f, "repeat.handshakes=20");
+    assert_has(f, "repeat.ok=20");
+    assert_has(f, "repeat.failed=0");
+    free(f);
     free(out);
 }
 
@@ -119,13 +270,19 @@ static void test_method0_suite2_x5t_requests(void **state)
                      "--request \"GET /time\" --request \"POST /echo hello-oscore\" "
                      "--request \"GET /nothing\"",
                      main_responder.port);
-    expect_ok_json(out, rc);
-    assert_non_null(strstr(out, "\"id_cred_i\": \"x5t\""));
-    assert_non_null(strstr(out, "\"id_cred_r\": \"x5t\""));
-    assert_non_null(strstr(out, "\"request\": \"GET /time\", \"code\": \"2.05 Content\""));
-    assert_non_null(strstr(out, "\"request\": \"POST /echo hello-oscore\", \"code\": \"2.04 Changed\""));
-    assert_non_null(strstr(out, "\"payload\": \"hello-oscore\""));
-    assert_non_null(strstr(out, "\"request\": \"GET /nothing\", \"code\": \"4.04 Not Found\""));
+    char *f = expect_ok_json(out, rc);
+    assert_has(f, "id_cred_i=\"x5t\"");
+    assert_has(f, "id_cred_r=\"x5t\"");
+    assert_response(f, "GET /time", "2.05 Content");
+    assert_response(f, "POST /echo hello-oscore", "2.04 Changed");
+    char v[200];
+    assert_true(response_field(f, "POST /echo hello-oscore", "payload_text", v, sizeof v));
+    assert_string_equal(v, "\"hello-oscore\"");
+    /* The same bytes as hex: "hello-oscore". */
+    assert_true(response_field(f, "POST /echo hello-oscore", "payload_hex", v, sizeof v));
+    assert_string_equal(v, "\"68656c6c6f2d6f73636f7265\"");
+    assert_response(f, "GET /nothing", "4.04 Not Found");
+    free(f);
     free(out);
     /* The text report names every message with both sizes. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2",
@@ -157,16 +314,18 @@ static void test_matrix(void **state)
                                  "initiator coap://127.0.0.1:%u --method %d --suites %d "
                                  "--id-cred %s --json --request \"POST /echo m%ds%d%s\"",
                                  main_responder.port, m, suite, types[t], m, suite, types[t]);
-                if (rc != 0 || !strstr(out, "\"outcome\": \"ok\""))
+                if (rc != 0)
                     fail_msg("method %d suite %d %s: exit %d\n%s", m, suite, types[t], rc, out);
+                char *f = expect_ok_json(out, rc);
                 char want[96];
-                snprintf(want, sizeof want, "\"id_cred_i\": \"%s\"", types[t]);
-                assert_non_null(strstr(out, want));
-                snprintf(want, sizeof want, "\"suite\": %d", suite);
-                assert_non_null(strstr(out, want));
-                snprintf(want, sizeof want, "\"payload\": \"m%ds%d%s\"", m, suite, types[t]);
-                if (!strstr(out, want))
-                    fail_msg("no echo %s in\n%s", want, out);
+                snprintf(want, sizeof want, "id_cred_i=\"%s\"", types[t]);
+                assert_has(f, want);
+                snprintf(want, sizeof want, "suite=%d", suite);
+                assert_has(f, want);
+                snprintf(want, sizeof want, "responses.0.payload_text=\"m%ds%d%s\"", m, suite,
+                         types[t]);
+                assert_has(f, want);
+                free(f);
                 free(out);
                 runs++;
             }
@@ -182,8 +341,9 @@ static void test_message_4(void **state)
     assert_int_equal(net_responder_start(&r4, "m4", "--listen 127.0.0.1:0 --message-4"), 0);
     char *out;
     int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --message-4 --json", r4.port);
-    expect_ok_json(out, rc);
-    assert_true(json_edhoc_bytes(out, "message_4") >= 1);
+    char *f = expect_ok_json(out, rc);
+    assert_true(json_edhoc_bytes(f, "message_4") >= 1);
+    free(f);
     free(out);
     /* Expecting message_4 from a responder that sends none fails clearly. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --message-4", main_responder.port);
@@ -201,13 +361,14 @@ static void test_combined_request(void **state)
                      "initiator coap://127.0.0.1:%u --combined --json --request \"POST /echo comb\" "
                      "--request \"GET /time\"",
                      main_responder.port);
-    expect_ok_json(out, rc);
-    assert_non_null(strstr(out, "\"combined\": true"));
-    assert_non_null(strstr(out, "\"name\": \"message_3 + OSCORE request 1\""));
-    assert_non_null(strstr(out, "\"payload\": \"comb\""));
-    assert_non_null(strstr(out, "\"request\": \"GET /time\", \"code\": \"2.05 Content\""));
+    char *f = expect_ok_json(out, rc);
+    assert_has(f, "combined=true");
+    assert_true(msg_field(f, "message_3 + OSCORE request 1", "edhoc_bytes") > 0);
+    assert_has(f, "responses.0.payload_text=\"comb\"");
+    assert_response(f, "GET /time", "2.05 Content");
     /* Two round trips for EDHOC + the first request, one more for /time. */
-    assert_non_null(strstr(out, "\"round_trips\": 3"));
+    assert_has(f, "round_trips=3");
+    free(f);
     free(out);
     char *log = net_read_file(main_responder.log);
     assert_non_null(strstr(log, "outcome=ok: combined request"));
@@ -221,15 +382,17 @@ static void test_bare_framing(void **state)
     int rc = CLI_RUN(&out, 30,
                      "initiator coap://[::1]:%u --framing bare --json --request \"GET /time\"",
                      main_responder.port6);
-    expect_ok_json(out, rc);
-    assert_non_null(strstr(out, "\"framing\": \"bare\""));
+    char *f = expect_ok_json(out, rc);
+    assert_has(f, "framing=\"bare\"");
     /* No true prefix and no Content-Format: 3 bytes less than A.2. */
-    long bare = json_field_after(out, "message_1", "coap_bytes");
+    long bare = msg_field(f, "message_1", "coap_bytes");
+    free(f);
     free(out);
     rc = CLI_RUN(&out, 30, "initiator coap://[::1]:%u --json", main_responder.port6);
-    expect_ok_json(out, rc);
-    long a2 = json_field_after(out, "message_1", "coap_bytes");
+    f = expect_ok_json(out, rc);
+    long a2 = msg_field(f, "message_1", "coap_bytes");
     assert_int_equal(a2 - bare, 3);
+    free(f);
     free(out);
     /* One log line for the bare handshake (C_R may have grown to two bytes
      * by now, so the byte count is not fixed). */
@@ -245,8 +408,9 @@ static void test_bare_framing(void **state)
     assert_int_equal(net_responder_start(&r4, "bare4", "--listen 127.0.0.1:0 --message-4"), 0);
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --framing bare --message-4 --json",
                  r4.port);
-    expect_ok_json(out, rc);
-    assert_true(json_edhoc_bytes(out, "message_4") >= 1);
+    f = expect_ok_json(out, rc);
+    assert_true(json_edhoc_bytes(f, "message_4") >= 1);
+    free(f);
     free(out);
     net_proc_stop(&r4, SIGTERM, 5000);
 }
@@ -258,20 +422,24 @@ static void test_echo_before_message_1(void **state)
     assert_int_equal(net_responder_start(&r, "echo", "--listen 127.0.0.1:0 --echo"), 0);
     char *out;
     int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --json", r.port);
-    expect_ok_json(out, rc);
+    char *f = expect_ok_json(out, rc);
     /* RFC 9175 Section 2.3 / RFC 9528 Appendix A.2: the 4.01 carries an
      * Echo option and the initiator repeats message_1 with it as a new
      * request; each row is one datagram, the 4.01 has a row of its own. */
-    assert_int_equal(net_count(out, "\"name\": \"message_1\""), 2);
-    assert_int_equal(net_count(out, "\"name\": \"(4.01 Echo)\""), 1);
-    assert_int_equal(json_field_after(out, "message_1", "datagrams"), 1);
-    assert_int_equal(json_field_after(out, "(4.01 Echo)", "datagrams"), 1);
-    assert_int_equal(json_field_after(out, "message_2", "datagrams"), 1);
+    assert_true(index_of(f, "messages", "name", "\"message_1\"", 1) > 0);
+    assert_int_equal(index_of(f, "messages", "name", "\"message_1\"", 2), -1);
+    assert_true(index_of(f, "messages", "name", "\"(4.01 Echo)\"", 0) > 0);
+    assert_int_equal(index_of(f, "messages", "name", "\"(4.01 Echo)\"", 1), -1);
+    assert_int_equal(msg_field(f, "message_1", "datagrams"), 1);
+    assert_int_equal(msg_field(f, "(4.01 Echo)", "datagrams"), 1);
+    assert_int_equal(msg_field(f, "message_2", "datagrams"), 1);
+    free(f);
     free(out);
     /* Without --echo: one datagram each way. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --json", main_responder.port);
-    expect_ok_json(out, rc);
-    assert_int_equal(json_field_after(out, "message_1", "datagrams"), 1);
+    f = expect_ok_json(out, rc);
+    assert_int_equal(msg_field(f, "message_1", "datagrams"), 1);
+    free(f);
     free(out);
     /* A message_1 without Echo costs the responder no handshake state. */
     char *log = net_read_file(r.log);
@@ -289,11 +457,15 @@ static void test_suite_negotiation(void **state)
     /* Suite 6 first: the responder answers error code 2 with SUITES_R 2. */
     int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 6,2 --json",
                      r.port);
-    expect_ok_json(out, rc);
-    assert_non_null(strstr(out, "\"attempts\": 2"));
-    assert_non_null(strstr(out, "\"suite\": 2"));
-    assert_non_null(strstr(out, "\"suites_r\": [2],"));
-    assert_non_null(strstr(out, "{\"name\": \"error\", \"from\": \"responder\""));
+    char *f = expect_ok_json(out, rc);
+    assert_has(f, "attempts=2");
+    assert_has(f, "suite=2");
+    assert_has(f, "suites_r=[2]");
+    int e = index_of(f, "messages", "name", "\"error\"", 0);
+    char path[64];
+    snprintf(path, sizeof path, "messages.%d.from=\"responder\"", e);
+    assert_has(f, path);
+    free(f);
     free(out);
     /* No common suite at all: the peer's error, exit code 4. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 0", r.port);
@@ -303,13 +475,21 @@ static void test_suite_negotiation(void **state)
     free(out);
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 0 --json", r.port);
     assert_int_equal(rc, 4);
-    assert_non_null(strstr(out, "\"suites_r\": [2],"));
-    assert_non_null(strstr(out, "\"err_code\": 2"));
+    assert_valid(out, "initiator");
+    f = flat(out);
+    assert_has(f, "outcome=\"failed\"");
+    assert_has(f, "suites_r=[2]");
+    assert_has(f, "error.err_code=2");
+    assert_has(f, "error.exit_code=4");
+    /* No suite agreed: null, not -1 (issue 14 item 7). */
+    assert_has(f, "suite=null");
+    free(f);
     free(out);
     /* Agreement at the first attempt: no SUITES_R to report. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2 --json", r.port);
-    expect_ok_json(out, rc);
-    assert_null(strstr(out, "suites_r"));
+    f = expect_ok_json(out, rc);
+    assert_has(f, "suites_r=null");
+    free(f);
     free(out);
     net_proc_stop(&r, SIGTERM, 5000);
 }
@@ -369,15 +549,16 @@ static void test_blockwise_x5chain(void **state)
                      "initiator coap://127.0.0.1:%u --method 0 --suites 2 --cred %s/i.pem --key %s/i.key "
                      "--trust %s/root.pem --id-cred x5chain --block-size 64 --json",
                      r.port, pki, pki, pki);
-    expect_ok_json(out, rc);
-    assert_non_null(strstr(out, "\"id_cred_r\": \"x5chain\""));
+    char *f = expect_ok_json(out, rc);
+    assert_has(f, "id_cred_r=\"x5chain\"");
     /* Two certificates in each ID_CRED: far above one 64-byte block. */
-    long m2 = json_edhoc_bytes(out, "message_2");
-    long m3 = json_edhoc_bytes(out, "message_3");
+    long m2 = json_edhoc_bytes(f, "message_2");
+    long m3 = json_edhoc_bytes(f, "message_3");
     assert_true(m2 > 600 && m3 > 600);
-    assert_true(json_field_after(out, "message_2", "datagrams") >= m2 / 64);
-    assert_true(json_field_after(out, "message_1", "datagrams") >= m3 / 64 / 2);
-    assert_true(json_field_after(out, "message_3", "datagrams") >= m3 / 64);
+    assert_true(msg_field(f, "message_2", "datagrams") >= m2 / 64);
+    assert_true(msg_field(f, "message_1", "datagrams") >= m3 / 64 / 2);
+    assert_true(msg_field(f, "message_3", "datagrams") >= m3 / 64);
+    free(f);
     free(out);
     net_proc_stop(&r, SIGTERM, 5000);
 }
@@ -419,14 +600,15 @@ static void test_two_credentials(void **state)
                          "initiator coap://127.0.0.1:%u --method %d --suites 0 --cred %s/%s "
                          "--trust %s/root.pem --trust %s/rdh.ccs --json",
                          r.port, runs[i].method, pki, cred, pki, pki);
-        if (rc != 0 || !strstr(out, "\"outcome\": \"ok\""))
+        if (rc != 0)
             fail_msg("method %d: exit %d\n%s", runs[i].method, rc, out);
+        char *f = expect_ok_json(out, rc);
         /* The responder signs for methods 0 and 2 (its certificate chain)
          * and uses its static DH CCS (by kid: a CCS has no chain) for 1 and 3. */
-        const char *want =
-            runs[i].method % 2 ? "\"id_cred_r\": \"kid\"" : "\"id_cred_r\": \"x5chain\"";
-        if (!strstr(out, want))
+        const char *want = runs[i].method % 2 ? "id_cred_r=\"kid\"" : "id_cred_r=\"x5chain\"";
+        if (!has(f, want))
             fail_msg("method %d: expected %s\n%s", runs[i].method, want, out);
+        free(f);
         free(out);
     }
     net_proc_stop(&r, SIGTERM, 5000);
@@ -458,8 +640,12 @@ static void test_failures(void **state)
                  picky.port, pki, pki, pki);
     if (rc != 4)
         fail_msg("untrusted certificate: exit %d\n%s", rc, out);
-    assert_non_null(strstr(out, "\"err_code\": "));
-    assert_non_null(strstr(out, "EDHOC error"));
+    assert_valid(out, "initiator");
+    char *f = flat(out);
+    char v[400];
+    assert_true(get(f, "error.err_code", v, sizeof v) && strcmp(v, "null"));
+    assert_true(get(f, "error.text", v, sizeof v) && strstr(v, "EDHOC error"));
+    free(f);
     free(out);
     net_proc_stop(&picky, SIGTERM, 5000);
     /* Dead peer: nothing listens (ICMP), then a socket that never answers. */
@@ -486,7 +672,8 @@ static void test_failures(void **state)
     free(out);
     /* The responder kept serving through all of it. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --json", main_responder.port);
-    expect_ok_json(out, rc);
+    f = expect_ok_json(out, rc);
+    free(f);
     free(out);
     /* --help documents the exit codes. */
     rc = CLI_RUN(&out, 30, "initiator --help");
@@ -512,8 +699,8 @@ static void test_parallel_50(void **state)
     if (ok != 50)
         fail_msg("%d of 50 initiators succeeded:\n%s", ok, out);
     /* Each got its own answer back. */
-    assert_non_null(strstr(out, "\"payload\": \"p1\""));
-    assert_non_null(strstr(out, "\"payload\": \"p50\""));
+    assert_non_null(strstr(out, "\"payload_text\": \"p1\""));
+    assert_non_null(strstr(out, "\"payload_text\": \"p50\""));
     free(out);
 }
 
@@ -558,8 +745,8 @@ static void test_coap_static_context(void **state)
                  "coap POST coap://127.0.0.1:%u/echo --payload hi --oscore-context %s --seq 50 --json",
                  r.port, cl);
     assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "\"code\": \"2.04 Changed\", \"oscore\": true"));
-    assert_non_null(strstr(out, "\"payload\": \"hi\""));
+    assert_non_null(strstr(out, "\"code\": \"2.04\",\n      \"code_name\": \"Changed\",\n      \"oscore\": true"));
+    assert_non_null(strstr(out, "\"payload_text\": \"hi\""));
     free(out);
     /* Observe: three notifications of /counter, each with its own Partial IV. */
     rc = CLI_RUN(&out, 30,
@@ -568,7 +755,7 @@ static void test_coap_static_context(void **state)
                  r.port, cl);
     if (rc != 0)
         fail_msg("observe: %d\n%s", rc, out);
-    assert_int_equal(net_count(out, "\"code\": \"2.05 Content\", \"oscore\": true"), 3);
+    assert_int_equal(net_count(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"), 3);
     free(out);
     /* A wrong key: the server cannot decrypt, the client sees an OSCORE error. */
     char bad[300];
@@ -662,7 +849,7 @@ static void check_capture_run(const struct net_proc *r, bool v6, const char *pca
     int rc = CLI_RUN(&out, 30,
                      "initiator coap://%s:%u --json --pcap %s --link 802.15.4 --timeout 10",
                      v6 ? "[::1]" : "127.0.0.1", v6 ? r->port6 : r->port, pcap);
-    expect_ok_json(out, rc);
+    char *f = expect_ok_json(out, rc);
     long coap[LAYER_MSGS + 1], udp[LAYER_MSGS + 1], ip[LAYER_MSGS + 1], frames[LAYER_MSGS + 1],
         link[LAYER_MSGS + 1], dg[LAYER_MSGS + 1], ver[LAYER_MSGS + 1];
     assert_int_equal(json_series(out, "\"messages\": [", "coap_bytes", coap, 7), LAYER_MSGS);
@@ -684,7 +871,14 @@ static void check_capture_run(const struct net_proc *r, bool v6, const char *pca
     long all_ip[2];
     assert_int_equal(json_series(out, "\"all\": {", "ip_bytes", all_ip, 1), 1);
     assert_int_equal(all_ip[0], sum_ip);
-    assert_non_null(strstr(out, "\"link\": \"IEEE 802.15.4: 127-byte frames"));
+    /* The link as numbers, its assumptions in a member of their own. */
+    assert_has(f, "link.type=\"802.15.4\"");
+    assert_has(f, "link.frame_max=127");
+    assert_has(f, "link.mtu=null");
+    char desc[600];
+    assert_true(get(f, "link.description", desc, sizeof desc));
+    assert_true(strncmp(desc, "\"IEEE 802.15.4: 127-byte frames", 31) == 0);
+    free(f);
     /* 6LoWPAN by hand (defaults: 25 bytes of MAC header + FCS per frame,
      * 9 bytes IPHC + NHC UDP with CoAP's uncompressible ports, 102 bytes
      * for 6LoWPAN per frame): message_1 is 64 CoAP bytes -> one frame of
@@ -736,11 +930,12 @@ static void check_capture_run(const struct net_proc *r, bool v6, const char *pca
     rc = CLI_RUN(&b, 30, "bytes %s --json --link 802.15.4", pcap);
     assert_int_equal(rc, 0);
     long bc[8], bu[8], bi[8], bf[8], bl[8];
-    assert_int_equal(json_series(b, "\"messages\":[", "coap", bc, 8), LAYER_MSGS);
-    assert_int_equal(json_series(b, "\"messages\":[", "udp", bu, 8), LAYER_MSGS);
-    assert_int_equal(json_series(b, "\"messages\":[", "ip", bi, 8), LAYER_MSGS);
-    assert_int_equal(json_series(b, "\"messages\":[", "link_frames", bf, 8), LAYER_MSGS);
-    assert_int_equal(json_series(b, "\"messages\":[", "link_bytes", bl, 8), LAYER_MSGS);
+    assert_int_equal(net_json_valid(b, "bytes", false), 0);
+    assert_int_equal(json_series(b, "\"messages\": [", "coap_bytes", bc, 8), LAYER_MSGS);
+    assert_int_equal(json_series(b, "\"messages\": [", "udp_bytes", bu, 8), LAYER_MSGS);
+    assert_int_equal(json_series(b, "\"messages\": [", "ip_bytes", bi, 8), LAYER_MSGS);
+    assert_int_equal(json_series(b, "\"messages\": [", "frames", bf, 8), LAYER_MSGS);
+    assert_int_equal(json_series(b, "\"messages\": [", "link_bytes", bl, 8), LAYER_MSGS);
     for (int i = 0; i < LAYER_MSGS; i++) {
         assert_int_equal(bc[i], coap[i]);
         assert_int_equal(bu[i], udp[i]);
@@ -826,8 +1021,8 @@ static void test_allow_unprotected(void **state)
     int rc = CLI_RUN(&out, 30, "coap POST coap://127.0.0.1:%u/echo --payload hello --json",
                      r.port);
     assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "\"code\": \"2.04 Changed\", \"oscore\": false"));
-    assert_non_null(strstr(out, "\"payload\": \"hello\""));
+    assert_non_null(strstr(out, "\"code\": \"2.04\",\n      \"code_name\": \"Changed\",\n      \"oscore\": false"));
+    assert_non_null(strstr(out, "\"payload_text\": \"hello\""));
     free(out);
     rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/.well-known/core", r.port);
     assert_int_equal(rc, 0);
@@ -930,21 +1125,27 @@ static void test_simulate_framing_matches_live(void **state)
                      "--link 802.15.4",
                      r.port6);
     net_proc_stop(&r, SIGTERM, 5000);
-    expect_ok_json(live, rc);
+    char *lf = expect_ok_json(live, rc);
     rc = CLI_RUN(&sim, 30, "simulate --method 3 --suites 2 --id-cred-i kid --id-cred-r kid --json "
                            "--link 802.15.4");
     assert_int_equal(rc, 0);
-    assert_non_null(strstr(sim, "\"measured\": false"));
+    char *sf = flat(sim);
+    assert_has(sf, "framed.measured=false");
     const char *fields[] = {"edhoc_bytes", "coap_bytes", "udp_bytes", "ip_bytes", "frames",
                             "link_bytes"};
-    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
-        long a[8], b[8];
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
         /* message_1..3 and the 2.04: the first four rows of both. */
-        assert_true(json_series(live, "\"messages\": [", fields[f], a, 8) >= 4);
-        assert_int_equal(json_series(sim, "\"framed\": {", fields[f], b, 8), 4);
-        for (int i = 0; i < 4; i++)
-            assert_int_equal(a[i], b[i]);
+        for (int i = 0; i < 4; i++) {
+            char pa[80], pb[80], a[40], b[40];
+            snprintf(pa, sizeof pa, "messages.%d.%s", i, fields[k]);
+            snprintf(pb, sizeof pb, "framed.messages.%d.%s", i, fields[k]);
+            if (!get(lf, pa, a, sizeof a) || !get(sf, pb, b, sizeof b))
+                fail_msg("%s / %s missing:%s\n%s", pa, pb, lf, sf);
+            assert_string_equal(a, b);
+        }
     }
+    free(lf);
+    free(sf);
     free(live);
     free(sim);
     rc = CLI_RUN(&sim, 10, "simulate --pcap x.pcap");
@@ -1092,8 +1293,11 @@ static void test_unprotected_answer_refused(void **state)
                      relay.port);
     if (rc != 7 || !strstr(out, "the peer answered without OSCORE: 2.05 Content: fake"))
         fail_msg("forged 2.05 accepted or misreported (exit %d):\n%s", rc, out);
-    assert_non_null(strstr(out, "\"outcome\": \"failed\""));
-    assert_null(strstr(out, "\"responses\": [\n    {"));
+    assert_valid(out, "initiator");
+    char *f = flat(out);
+    assert_has(f, "outcome=\"failed\"");
+    assert_has(f, "responses=[]");
+    free(f);
     free(out);
     /* The RFC 9668 combined request: the same. */
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --combined --request \"GET /time\"",
@@ -1121,12 +1325,16 @@ static void test_unprotected_answer_refused(void **state)
                  "initiator coap://127.0.0.1:%u --request \"POST /echo one\" "
                  "--request \"POST /echo two\" --json",
                  relay.port);
-    if (rc != 7 || !strstr(out, "POST /echo two: OSCORE") ||
-        strstr(out, "{\"request\": \"POST /echo two\""))
+    if (rc != 7 || !strstr(out, "POST /echo two: OSCORE"))
         fail_msg("swapped answer: exit %d:\n%s", rc, out);
+    assert_valid(out, "initiator");
+    f = flat(out);
+    char v[200];
+    assert_false(response_field(f, "POST /echo two", "code", v, sizeof v));
     /* The first answer, where it belongs, was taken. */
-    assert_non_null(strstr(out, "{\"request\": \"POST /echo one\""));
-    assert_non_null(strstr(out, "\"payload\": \"one\""));
+    assert_true(response_field(f, "POST /echo one", "payload_text", v, sizeof v));
+    assert_string_equal(v, "\"one\"");
+    free(f);
     free(out);
     net_proc_stop(&relay, SIGKILL, 2000);
     net_proc_stop(&r, SIGTERM, 5000);
@@ -1148,17 +1356,27 @@ static void test_unprotected_answer_load_interop(void **state)
                      "load coap://127.0.0.1:%u --peers 2 --handshakes 4 --requests-per-peer 2 "
                      "--json",
                      relay.port);
-    if (!strstr(out, "answered without OSCORE"))
+    assert_valid(out, "load");
+    char *f = flat(out);
+    /* Every request was answered without OSCORE: none succeeded; the
+     * failures name the cause with a word, the answers table says what
+     * came back (2.04, unprotected) rather than claiming OSCORE. */
+    if (!strstr(f, ".cause=\"no_oscore\""))
         fail_msg("load (exit %d) did not report the unprotected answers:\n%s", rc, out);
-    /* Every request was answered without OSCORE: none succeeded. */
-    assert_non_null(strstr(out, "\"requests\": 0,"));
+    assert_has(f, "tables.0.rows.0.requests=0");
+    assert_has(f, "tables.2.name=\"load_answers\"");
+    assert_has(f, "tables.2.rows.0.requests=\"OSCORE\"");
+    assert_has(f, "tables.2.rows.0.response=\"unprotected\"");
+    assert_has(f, "tables.2.rows.0.code=\"2.04\"");
+    free(f);
     free(out);
     rc = CLI_RUN(&out, 60,
                  "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --json",
                  relay.port);
     if (rc != 1 || !strstr(out, "the peer answered without OSCORE: 2.04 Changed") ||
         !strstr(out, "\"failure\": \"oscore\"") ||
-        !strstr(out, "the peer answered without OSCORE with a success code"))
+        !strstr(out, "the peer answered without OSCORE with a success code") ||
+        net_json_valid(out, "interop", false))
         fail_msg("interop: exit %d:\n%s", rc, out);
     free(out);
     net_proc_stop(&relay, SIGKILL, 2000);
@@ -1225,23 +1443,31 @@ static void test_export_oscore_conf(void **state)
                      "initiator coap://127.0.0.1:%u --request \"GET /time\" --request \"POST /echo x\" "
                      "--export-secrets --export-oscore-conf %s --json",
                      r.port, conf);
-    expect_ok_json(out, rc);
+    char *f = expect_ok_json(out, rc);
     /* JSON in libcoap's terms, with our next sequence number and the
      * responder's stated as unknown. */
-    const char *o = strstr(out, "\"oscore\": {");
-    assert_non_null(o);
-    assert_non_null(strstr(o, "\"aead_alg\": 10, \"hkdf_alg\": -10, \"sender_next_seq\": 2, "
-                              "\"recipient_next_seq\": null"));
-    char ms[80], salt[40], sid[20], rid[20];
-    net_json_str(o, "master_secret", ms, sizeof ms);
-    net_json_str(o, "master_salt", salt, sizeof salt);
-    net_json_str(o, "sender_id", sid, sizeof sid);
-    net_json_str(o, "recipient_id", rid, sizeof rid);
+    assert_has(f, "oscore.aead_alg=10");
+    assert_has(f, "oscore.hkdf_alg=-10");
+    assert_has(f, "oscore.libcoap=true");
+    assert_has(f, "oscore.sender_next_seq=2");
+    assert_has(f, "oscore.recipient_next_seq=null");
+    char ms[80], salt[40], sid[20], rid[20], v[100];
+    assert_true(get(f, "oscore.master_secret", v, sizeof v));
+    snprintf(ms, sizeof ms, "%.*s", (int)strlen(v) - 2, v + 1);
+    assert_true(get(f, "oscore.master_salt", v, sizeof v));
+    snprintf(salt, sizeof salt, "%.*s", (int)strlen(v) - 2, v + 1);
+    assert_true(get(f, "oscore.sender_id", v, sizeof v));
+    snprintf(sid, sizeof sid, "%.*s", (int)strlen(v) - 2, v + 1);
+    assert_true(get(f, "oscore.recipient_id", v, sizeof v));
+    snprintf(rid, sizeof rid, "%.*s", (int)strlen(v) - 2, v + 1);
     char want[600];
-    snprintf(want, sizeof want, "\"oscore_conf\": {\"file\": \"%s\", \"seq_file\": \"%s\"", conf,
-             seq);
-    assert_non_null(strstr(out, want));
-    assert_non_null(strstr(out, "\"next_seq\": 2, \"libcoap\": true}"));
+    snprintf(want, sizeof want, "oscore_conf.file=\"%s\"", conf);
+    assert_has(f, want);
+    snprintf(want, sizeof want, "oscore_conf.seq_file=\"%s\"", seq);
+    assert_has(f, want);
+    assert_has(f, "oscore_conf.next_seq=2");
+    assert_has(f, "oscore_conf.libcoap=true");
+    free(f);
     free(out);
     /* The file: 0600, exactly libcoap's keywords and values, no id_context
      * (RFC 9528 Appendix A.1 derives none). */
@@ -1268,7 +1494,7 @@ static void test_export_oscore_conf(void **state)
      * "Replay detected"). */
     rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --json", r.port,
                  conf);
-    if (rc != 0 || !strstr(out, "\"code\": \"2.05 Content\", \"oscore\": true"))
+    if (rc != 0 || !strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
         fail_msg("coap --oscore-context %s: exit %d\n%s", conf, rc, out);
     long used[8];
     size_t n_used = json_numbers(out, "oscore_sequence_numbers", used, 8);
@@ -1278,7 +1504,7 @@ static void test_export_oscore_conf(void **state)
     /* libcoap's spelling, conf and seq_file: further up again. */
     rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s,%s --json",
                  r.port, conf, seq);
-    if (rc != 0 || !strstr(out, "\"code\": \"2.05 Content\", \"oscore\": true"))
+    if (rc != 0 || !strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
         fail_msg("coap --oscore-context %s,%s: exit %d\n%s", conf, seq, rc, out);
     long used2[8];
     assert_true(json_numbers(out, "oscore_sequence_numbers", used2, 8) >= 1);
@@ -1331,8 +1557,13 @@ static void test_export_oscore_conf(void **state)
                  "initiator coap://127.0.0.1:%u --export-oscore-conf %s --state-dir none --json "
                  "--request \"GET /time\" --request \"GET /time\" --request \"GET /time\"",
                  r.port, conf3);
-    expect_ok_json(out, rc);
-    assert_non_null(strstr(out, "\"state_dir\": null, \"next_seq\": 3"));
+    f = expect_ok_json(out, rc);
+    assert_has(f, "oscore_conf.state_dir=null");
+    assert_has(f, "oscore_conf.next_seq=3");
+    /* Without --export-secrets the secrets stay out of the report. */
+    assert_has(f, "oscore.master_secret=null");
+    assert_has(f, "oscore.master_salt=null");
+    free(f);
     free(out);
     assert_int_equal(read_seq_file(seq3), 3);
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --state-dir none", r.port);
@@ -1345,9 +1576,11 @@ static void test_export_oscore_conf(void **state)
     rc = CLI_RUN(&out, 30,
                  "initiator coap://127.0.0.1:%u --suites 24 --export-oscore-conf %s --json",
                  r.port, conf4);
-    expect_ok_json(out, rc);
-    assert_non_null(strstr(out, "\"hkdf_alg\": -43, \"hkdf_alg_note\": \"libcoap has no"));
-    assert_non_null(strstr(out, "\"libcoap\": false}"));
+    f = expect_ok_json(out, rc);
+    assert_has(f, "oscore.hkdf_alg=-43");
+    assert_has(f, "oscore.libcoap=false");
+    assert_has(f, "oscore_conf.libcoap=false");
+    free(f);
     free(out);
     text = net_read_file(conf4);
     assert_non_null(text);
@@ -1368,6 +1601,189 @@ static void test_export_oscore_conf(void **state)
     free(out);
     net_proc_stop(&r, SIGTERM, 5000);
     use_state_dir("client-state"); /* back to the run's own (net_make_dir) */
+}
+
+/* ---- The command-line contract of issue 14 ---- */
+
+/* `edhoc-cli ARGS` in the background, standard output and error into
+ * files; stopped by teardown if the test fails first. */
+static void spawn_cli(struct net_proc *p, const char *args, const char *out_path,
+                      const char *err_path)
+{
+    memset(p, 0, sizeof *p);
+    /* Nothing of an earlier run may be mistaken for this one's output. */
+    unlink(out_path);
+    unlink(err_path);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "exec %s %s >%s 2>%s", cli, args, out_path, err_path);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    p->pid = pid;
+    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
+        if (!net_procs[i]) {
+            net_procs[i] = p;
+            break;
+        }
+    }
+}
+
+/* Wait (at most timeout_ms) until path holds needle. */
+static bool wait_for_text(const char *path, const char *needle, unsigned timeout_ms)
+{
+    uint64_t end = net_now_ms() + timeout_ms;
+    do {
+        char *t = net_read_file(path);
+        bool found = t && strstr(t, needle);
+        free(t);
+        if (found)
+            return true;
+        net_sleep_ms(50);
+    } while (net_now_ms() < end);
+    return false;
+}
+
+/* Options the initiator does not use are refused, not ignored (issue 14
+ * item 1: it took --cred-r /nonexistent, --suites-r and an undocumented
+ * --methods); durations take decimals; an unresolvable host is the network
+ * exit code, not "bad command line". */
+static void test_initiator_options(void **state)
+{
+    (void)state;
+    char *out;
+    static const char *const refused[] = {"--cred-r /nonexistent", "--suites-r 2", "--methods 3",
+                                          "--key-r x", "--c-r 01", "--ead-2 5"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        int rc = CLI_RUN(&out, 10, "initiator coap://127.0.0.1:1 %s", refused[i]);
+        if (rc != 2 || !strstr(out, "unknown option"))
+            fail_msg("initiator %s: exit %d\n%s", refused[i], rc, out);
+        assert_null(strstr(out, "message_1"));
+        free(out);
+    }
+    /* The table is the help: what is refused is not offered. */
+    int rc = CLI_RUN(&out, 10, "initiator --help");
+    assert_int_equal(rc, 0);
+    assert_null(strstr(out, "--cred-r"));
+    assert_null(strstr(out, "--suites-r"));
+    assert_null(strstr(out, "--methods"));
+    assert_non_null(strstr(out, "--timeout SECONDS"));
+    assert_non_null(strstr(out, "docs/json/initiator.schema.json"));
+    free(out);
+    rc = CLI_RUN(&out, 10, "help initiator");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "usage: edhoc-cli initiator URI"));
+    free(out);
+    /* --timeout with decimals (it took whole seconds only: "0.5" was "expected a
+     * number", exit 2), and --opt=value. */
+    uint16_t silent = 0;
+    int fd = net_silent_socket(&silent);
+    assert_true(fd >= 0);
+    uint64_t t0 = net_now_ms();
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --timeout 0.5 --json", silent);
+    uint64_t took = net_now_ms() - t0;
+    if (rc != 6)
+        fail_msg("--timeout 0.5 against a silent peer: exit %d\n%s", rc, out);
+    assert_true(took < 5000);
+    assert_valid(out, "initiator");
+    char *f = flat(out);
+    assert_has(f, "outcome=\"failed\"");
+    assert_has(f, "error.exit_code=6");
+    /* Nothing agreed, nothing answered: null, not -1 or "?". */
+    assert_has(f, "suite=null");
+    assert_has(f, "id_cred_r=null");
+    assert_has(f, "handshake_ms=null");
+    assert_has(f, "oscore=null");
+    free(f);
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --timeout=0.3", silent);
+    assert_int_equal(rc, 6);
+    free(out);
+    close(fd);
+    rc = CLI_RUN(&out, 10, "initiator coap://127.0.0.1:1 --timeout 0");
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--timeout"));
+    free(out);
+    /* A host name that does not resolve is a peer that cannot be reached:
+     * exit 6 as documented ("timeout or peer unreachable"), it was 2. */
+    rc = CLI_RUN(&out, 30, "initiator coap://no-such-host.invalid/ --timeout 5");
+    if (rc != 6)
+        fail_msg("unresolvable host: exit %d\n%s", rc, out);
+    assert_non_null(strstr(out, "no-such-host.invalid"));
+    free(out);
+}
+
+/* The schema check can fail: a report without one of its required members,
+ * or with -1 where null belongs, is refused. */
+static void test_initiator_schema_refuses(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = net_cli_run(&out, 30, true, "initiator coap://127.0.0.1:%u --json",
+                         main_responder.port);
+    char *f = expect_ok_json(out, rc);
+    free(f);
+    char *doc = json_doc(out);
+    assert_int_equal(net_json_valid(doc, "initiator", false), 0);
+    char *cut = strstr(doc, "  \"round_trips\": ");
+    assert_non_null(cut);
+    char *eol = strchr(cut, '\n');
+    memmove(cut, eol + 1, strlen(eol + 1) + 1);
+    assert_int_not_equal(net_json_valid(doc, "initiator", false), 0);
+    free(doc);
+    /* The old sentinel: an EDHOC size of -1 for an OSCORE message. */
+    doc = json_doc(out);
+    char *null_bytes = strstr(doc, "\"edhoc_bytes\": null");
+    assert_non_null(null_bytes);
+    memcpy(null_bytes + strlen("\"edhoc_bytes\": "), "-1  ", 4);
+    assert_int_not_equal(net_json_valid(doc, "initiator", false), 0);
+    free(doc);
+    free(out);
+}
+
+/* SIGINT during --repeat: the report of what completed, marked partial,
+ * exit 130 (issue 14: "interrupted runs still report"); the progress line
+ * is on standard error with -v when it is not a terminal. */
+static void test_initiator_repeat_interrupted(void **state)
+{
+    (void)state;
+    char args[300], opath[300], epath[300];
+    net_path(opath, sizeof opath, "repeat.out");
+    net_path(epath, sizeof epath, "repeat.err");
+    snprintf(args, sizeof args, "initiator coap://127.0.0.1:%u --repeat 1000000 --json -v",
+             main_responder.port);
+    static struct net_proc p;
+    spawn_cli(&p, args, opath, epath);
+    /* The first progress line comes after a few seconds of handshakes. */
+    if (!wait_for_text(epath, "initiator: handshake ", 30000))
+        fail_msg("no progress line on standard error");
+    assert_int_equal(net_proc_stop(&p, SIGINT, 10000), 130);
+    char *out = net_read_file(opath);
+    assert_non_null(out);
+    assert_valid(out, "initiator");
+    char *f = flat(out);
+    assert_has(f, "partial=true");
+    assert_has(f, "outcome=\"ok\"");
+    char v[40];
+    assert_true(get(f, "repeat.ok", v, sizeof v));
+    assert_true(atol(v) > 1);
+    assert_has(f, "repeat.failed=0");
+    free(f);
+    free(out);
+    /* Text: the summary and the line saying it is partial. */
+    snprintf(args, sizeof args, "initiator coap://127.0.0.1:%u --repeat 1000000 -v",
+             main_responder.port);
+    spawn_cli(&p, args, opath, epath);
+    if (!wait_for_text(epath, "initiator: handshake ", 30000))
+        fail_msg("no progress line on standard error");
+    assert_int_equal(net_proc_stop(&p, SIGTERM, 10000), 143);
+    out = net_read_file(opath);
+    assert_non_null(strstr(out, "Outcome: ok"));
+    assert_non_null(strstr(out, "\nRepeat: "));
+    assert_non_null(strstr(out, "interrupted: partial results"));
+    free(out);
 }
 
 int main(void)
@@ -1394,6 +1810,12 @@ int main(void)
         cmocka_unit_test_setup(test_unprotected_answer_refused, check_alive),
         cmocka_unit_test_setup(test_unprotected_answer_load_interop, check_alive),
         cmocka_unit_test_setup(test_export_oscore_conf, check_alive),
+        cmocka_unit_test_setup(test_initiator_options, check_alive),
+        cmocka_unit_test_setup(test_initiator_schema_refuses, check_alive),
+        cmocka_unit_test_setup(test_initiator_repeat_interrupted, check_alive),
     };
+    /* One test by name (a glob): CMOCKA_TEST_FILTER=test_load_* */
+    if (getenv("CMOCKA_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("CMOCKA_TEST_FILTER"));
     return cmocka_run_group_tests_name("cli_net", tests, setup, net_group_teardown);
 }

@@ -456,8 +456,8 @@ static void test_inner_block1_by_hand(void **state)
     /* RFC 7959 Section 2.3: each block but the last is answered 2.31
      * Continue with its Block1; the last one gets the final response,
      * here /echo's 2.04 with the whole 48-byte body. */
-    static const char *const want[] = {"\"code\":\"2.31\"", "\"code\":\"2.31\"",
-                                       "\"code\":\"2.04\""};
+    static const char *const want[] = {"\"code\": \"2.31\"", "\"code\": \"2.31\"",
+                                       "\"code\": \"2.04\""};
     for (unsigned k = 0; k < 3; k++) {
         block1_hex(0x100 + k, k, k < 2, NULL, plain, sizeof plain);
         protect_hex(600000 + k, plain, req, sizeof req);
@@ -470,7 +470,7 @@ static void test_inner_block1_by_hand(void **state)
                 memcpy(body + 2 * i, "62", 2);
             body[96] = '\0';
             assert_non_null(strstr(o, body));
-            assert_non_null(strstr(o, "\"name\":\"Block1\",\"value\":\"20\"")); /* 2, M 0 */
+            assert_non_null(strstr(o, "\"name\": \"Block1\",\n        \"value_hex\": \"20\"")); /* 2, M 0 */
         }
         free(o);
     }
@@ -482,7 +482,7 @@ static void test_inner_block1_by_hand(void **state)
     block1_hex(0x110, 0, true, NULL, plain, sizeof plain);
     protect_hex(600010, plain, req, sizeof req);
     char *o = exchange_open(fd, r.port, req);
-    assert_non_null(strstr(o, "\"code\":\"2.31\""));
+    assert_non_null(strstr(o, "\"code\": \"2.31\""));
     free(o);
     assert_int_equal(net_proc_stop(&r, SIGKILL, 5000), 128 + SIGKILL);
     char args[600], pcap[300];
@@ -494,10 +494,10 @@ static void test_inner_block1_by_hand(void **state)
     block1_hex(0x111, 1, true, NULL, plain, sizeof plain);
     protect_hex(600011, plain, req, sizeof req);
     o = exchange_open(fd, r.port, req);
-    assert_non_null(strstr(o, "\"code\":\"4.01\""));
-    const char *e = strstr(o, "\"name\":\"Echo\",\"value\":\"");
+    assert_non_null(strstr(o, "\"code\": \"4.01\""));
+    const char *e = strstr(o, "\"name\": \"Echo\",\n        \"value_hex\": \"");
     assert_non_null(e);
-    e += strlen("\"name\":\"Echo\",\"value\":\"");
+    e += strlen("\"name\": \"Echo\",\n        \"value_hex\": \"");
     char echo[80];
     size_t el = strcspn(e, "\"");
     assert_true(el > 0 && el < sizeof echo && el <= 24);
@@ -507,7 +507,7 @@ static void test_inner_block1_by_hand(void **state)
     block1_hex(0x112, 1, true, echo, plain, sizeof plain);
     protect_hex(600012, plain, req, sizeof req);
     o = exchange_open(fd, r.port, req);
-    if (!strstr(o, "\"code\":\"4.08\""))
+    if (!strstr(o, "\"code\": \"4.08\""))
         fail_msg("continuation after the restart: %s", o);
     free(o);
     close(fd);

@@ -1,8 +1,10 @@
 /*
  * `edhoc-cli oscore protect|unprotect`: RFC 8613 Appendix C.4-C.8 byte-exact
  * in both roles through the binary, with context files in libcoap's format
- * written to a temporary directory; JSON and verbose output; the exit code
- * and the one-line reason of each kind of failure.
+ * written to a temporary directory; JSON (against docs/json/oscore.schema.json)
+ * and verbose output; the exit code and the one-line reason of each kind of
+ * failure; the context file kept as the secret it is; the option table; and
+ * every kind of `coap --json` output against docs/json/coap.schema.json.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,13 +13,77 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "net_test_util.h"
 #include "vectors.h"
 
 static struct vec_scope appc;
 static char tmpdir[256];
+
+/* The value at PATH ("decoded/options/1/value_hex"; "#" at the end: a
+ * length) of the JSON text, read with Python's json module: a string as
+ * itself, anything else as JSON ("true", "12", "null"). Fails the test
+ * when the text is not JSON or PATH is not in it. Free the result. */
+static char *json_at(const char *text, const char *path)
+{
+    static const char script[] =
+        "import json, sys\n"
+        "d = json.load(open(sys.argv[1]))\n"
+        "for k in sys.argv[2].split('/'):\n"
+        "    d = len(d) if k == '#' else d[int(k)] if isinstance(d, list) else d[k]\n"
+        "sys.stdout.write(d if isinstance(d, str) else json.dumps(d))\n";
+    char doc[400], py[400], cmd[1200];
+    snprintf(doc, sizeof doc, "%s/json-at.json", tmpdir);
+    snprintf(py, sizeof py, "%s/json-at.py", tmpdir);
+    net_write_file(doc, text, 0600);
+    net_write_file(py, script, 0600);
+    snprintf(cmd, sizeof cmd, "python3 %s %s '%s' 2>&1", py, doc, path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *got = malloc(65536);
+    size_t n = fread(got, 1, 65535, p);
+    got[n] = '\0';
+    if (pclose(p) != 0)
+        fail_msg("%s: not in the output (%s):\n%s", path, got, text);
+    return got;
+}
+
+static void assert_json_eq(const char *text, const char *path, const char *want)
+{
+    char *got = json_at(text, path);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s is %s, expected %s, in:\n%s", path, got, want, text);
+    free(got);
+}
+
+static long json_long(const char *text, const char *path)
+{
+    char *got = json_at(text, path);
+    long v = strtol(got, NULL, 10);
+    free(got);
+    return v;
+}
+
+/* The value (hex) of the first option numbered `number` of the decoded
+ * message in oscore --json output. */
+static char *decoded_option(const char *text, long number)
+{
+    long n = json_long(text, "decoded/options/#");
+    for (long i = 0; i < n; i++) {
+        char path[80];
+        snprintf(path, sizeof path, "decoded/options/%ld/number", i);
+        if (json_long(text, path) == number) {
+            snprintf(path, sizeof path, "decoded/options/%ld/value_hex", i);
+            return json_at(text, path);
+        }
+    }
+    fail_msg("no option %ld in:\n%s", number, text);
+    return NULL;
+}
 
 /* Write the context of key-derivation vector `name` as a libcoap file. */
 static const char *context_file(const char *name)
@@ -39,6 +105,8 @@ static const char *context_file(const char *name)
     }
     fprintf(f, "aead_alg,integer,10\nhkdf_alg,integer,-10\nreplay_window,integer,32\n");
     fclose(f);
+    /* It holds a master secret: only its owner may read it. */
+    assert_int_equal(chmod(path, 0600), 0);
     return path;
 }
 
@@ -127,18 +195,25 @@ static void test_cli_json_and_verbose(void **state)
 {
     (void)state;
     struct vec_scope v = vec_object(appc, "C.4");
-    char plain[512], prot[512], want[700];
+    char plain[512], prot[512];
     vec_str(v, "unprotected_request", plain, sizeof plain);
     vec_str(v, "protected_request", prot, sizeof prot);
     char *out;
     assert_int_equal(cli(&out, false, "oscore protect --json --context %s --seq 20 %s",
                          context_file("C.1.1"), plain), 0);
-    snprintf(want, sizeof want, "\"message\":\"%s\"", prot);
-    assert_non_null(strstr(out, want));
-    assert_non_null(strstr(out, "\"ok\":true"));
-    assert_int_equal(out[0], '{');
+    assert_int_equal(net_json_valid(out, "oscore", false), 0);
+    assert_json_eq(out, "message_hex", prot);
+    assert_json_eq(out, "ok", "true");
+    assert_json_eq(out, "role", "client");
+    assert_json_eq(out, "decoded/code", "0.02");
+    assert_json_eq(out, "error", "null");
     free(out);
+    /* -v decodes on standard error: standard output stays the hex alone. */
     assert_int_equal(cli(&out, false, "oscore unprotect -v --context %s %s",
+                         context_file("C.1.2"), prot), 0);
+    assert_string_equal(out, plain);
+    free(out);
+    assert_int_equal(cli(&out, true, "oscore unprotect -v --context %s %s",
                          context_file("C.1.2"), prot), 0);
     assert_non_null(strstr(out, plain));
     assert_non_null(strstr(out, "code 0.01"));
@@ -147,8 +222,33 @@ static void test_cli_json_and_verbose(void **state)
     free(out);
     assert_int_equal(cli(&out, false, "oscore unprotect --json --context %s %s",
                          context_file("C.1.2"), prot), 0);
-    assert_non_null(strstr(out, "\"code\":\"0.01\""));
-    assert_non_null(strstr(out, "\"name\":\"Uri-Path\",\"value\":\"747631\""));
+    assert_int_equal(net_json_valid(out, "oscore", false), 0);
+    assert_json_eq(out, "message_hex", plain);
+    assert_json_eq(out, "decoded/code", "0.01");
+    assert_json_eq(out, "decoded/type", "CON");
+    /* No payload: null, not "" (issue #14: "null for absent values"). */
+    assert_json_eq(out, "decoded/payload_hex", "null");
+    char *path = decoded_option(out, 11);
+    assert_string_equal(path, "747631"); /* Uri-Path "tv1" */
+    free(path);
+    assert_json_eq(out, "decoded/options/1/name", "Uri-Path");
+    /* The check can fail: a member the schema does not list is refused. */
+    assert_int_equal(out[0], '{');
+    char *bad = malloc(strlen(out) + 40);
+    sprintf(bad, "{\"note\": \"x\", %s", out + 1);
+    assert_int_not_equal(net_json_valid(bad, "oscore", false), 0);
+    free(bad);
+    free(out);
+    /* A response: protected with its own Partial IV (C.8), as JSON. */
+    char resp[512];
+    vec_str(vec_object(appc, "C.8"), "unprotected_response", resp, sizeof resp);
+    assert_int_equal(cli(&out, false, "oscore protect --json --context %s --seq 0 --request %s %s",
+                         context_file("C.1.2"), prot, resp), 0);
+    assert_int_equal(net_json_valid(out, "oscore", false), 0);
+    assert_json_eq(out, "role", "server");
+    char p8[512];
+    vec_str(vec_object(appc, "C.8"), "protected_response", p8, sizeof p8);
+    assert_json_eq(out, "message_hex", p8);
     free(out);
 }
 
@@ -170,9 +270,14 @@ static void test_cli_failures(void **state)
     free(out);
     assert_int_equal(cli(&out, false, "oscore unprotect --json --context %s %s",
                          context_file("C.1.2"), bad), 7);
-    assert_non_null(strstr(out, "\"ok\":false"));
-    /* 4.00, Max-Age 0, "Decryption failed" */
-    assert_non_null(strstr(out, "\"error_response\":\"64805d1f00003974d001ff44656372797074696f6e206661696c6564\""));
+    assert_int_equal(net_json_valid(out, "oscore", false), 0);
+    assert_json_eq(out, "ok", "false");
+    assert_json_eq(out, "error", "decrypt");
+    assert_json_eq(out, "failed_step", "unprotect");
+    assert_json_eq(out, "message_hex", "null");
+    /* 4.00, Max-Age 0, "Decryption failed" (RFC 8613 Section 8.2) */
+    assert_json_eq(out, "error_response_hex",
+                   "64805d1f00003974d001ff44656372797074696f6e206661696c6564");
     free(out);
     /* wrong context (the client's own): kid does not match */
     assert_int_equal(cli(&out, true, "oscore unprotect --context %s %s", context_file("C.1.1"), prot), 7);
@@ -195,6 +300,7 @@ static void test_cli_failures(void **state)
     assert_non_null(f);
     fprintf(f, "# comment\nmaster_secret,hex,\"0102\"\nsender_id,hex,0g\n");
     fclose(f);
+    assert_int_equal(chmod(path, 0600), 0);
     assert_int_equal(cli(&out, true, "oscore protect --context %s %s", path, plain), 3);
     assert_non_null(strstr(out, "bad.conf:3:"));
     assert_non_null(strstr(out, "not hex"));
@@ -208,7 +314,7 @@ static void test_cli_failures(void **state)
     assert_non_null(strstr(out, "at most 6 bytes"));
     free(out);
     assert_int_equal(cli(&out, true, "oscore protect --context %s/none.conf %s", tmpdir, plain), 3);
-    assert_non_null(strstr(out, "cannot read context file"));
+    assert_non_null(strstr(out, "none.conf: cannot read"));
     free(out);
     /* bad hex */
     assert_int_equal(cli(&out, true, "oscore protect --context %s 44zz", context_file("C.1.1")), 3);
@@ -234,7 +340,7 @@ static void test_cli_failures(void **state)
     assert_int_equal(cli(&out, true, "oscore frobnicate"), 2);
     free(out);
     assert_int_equal(cli(&out, false, "oscore --help"), 0);
-    assert_non_null(strstr(out, "usage: edhoc-cli oscore protect"));
+    assert_non_null(strstr(out, "usage: edhoc-cli oscore protect|unprotect"));
     free(out);
     /* the highest sequence number still works, with a 5-byte Partial IV */
     assert_int_equal(cli(&out, false, "oscore protect --context %s --seq 1099511627775 %s",
@@ -275,16 +381,401 @@ static void test_cli_durable_sequence_numbers(void **state)
     const char *req = "44015d1f00003974396c6f63616c686f737483747631";
     assert_int_equal(cli(&out, false, "oscore protect --json --context %s --state-dir %s %s", ctx,
                          sdir, req), 0);
-    assert_non_null(strstr(out, "\"value\":\"0900\"")); /* Partial IV 0 */
+    assert_int_equal(net_json_valid(out, "oscore", false), 0);
+    char *osc = decoded_option(out, 9);
+    assert_string_equal(osc, "0900"); /* Partial IV 0 */
+    free(osc);
     free(out);
     assert_int_equal(cli(&out, false, "oscore protect --json --context %s --state-dir %s %s", ctx,
                          sdir, req), 0);
-    assert_non_null(strstr(out, "\"value\":\"0901\"")); /* Partial IV 1, not 0 again */
+    osc = decoded_option(out, 9);
+    assert_string_equal(osc, "0901"); /* Partial IV 1, not 0 again */
+    free(osc);
     free(out);
     assert_int_equal(cli(&out, true, "oscore protect --context %s --state-dir none %s", ctx, req),
                      2);
     assert_non_null(strstr(out, "--seq N"));
     free(out);
+}
+
+
+/* A context file holds the master secret: it gets the rules of a private
+ * key file (issue #14: "key files are refused when owned by another user
+ * than the one running (root excepted) or in a group/world-writable
+ * directory, with the fix in the message"), in oscore --context and in
+ * coap --oscore-context, before anything is used or sent. */
+static void test_context_file_is_secret(void **state)
+{
+    (void)state;
+    const char plain[] = "44015d1f00003974396c6f63616c686f737483747631";
+    char conf[600];
+    snprintf(conf, sizeof conf, "%s", context_file("C.1.1"));
+    char *out;
+    assert_int_equal(chmod(conf, 0640), 0);
+    assert_int_equal(cli(&out, true, "oscore protect --context %s --seq 1 %s", conf, plain), 3);
+    assert_non_null(strstr(out, "mode 640"));
+    assert_non_null(strstr(out, "chmod 600"));
+    free(out);
+    /* coap refuses it the same way, before it sends anything (port 9:
+     * discard, nothing would answer). */
+    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --oscore-context %s --json",
+                         conf), 3);
+    assert_non_null(strstr(out, "edhoc-cli coap: --oscore-context"));
+    assert_non_null(strstr(out, "chmod 600"));
+    assert_null(strstr(out, "responses"));
+    free(out);
+    assert_int_equal(chmod(conf, 0600), 0);
+
+    /* In a directory others can write (no sticky bit): refused. */
+    char open_dir[400], moved[500];
+    snprintf(open_dir, sizeof open_dir, "%s/shared", tmpdir);
+    assert_int_equal(mkdir(open_dir, 0700), 0);
+    snprintf(moved, sizeof moved, "%s/c.conf", open_dir);
+    assert_int_equal(rename(conf, moved), 0);
+    assert_int_equal(chmod(open_dir, 0770), 0);
+    assert_int_equal(cli(&out, true, "oscore protect --context %s --seq 1 %s", moved, plain), 3);
+    assert_non_null(strstr(out, "chmod go-w"));
+    free(out);
+    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --oscore-context %s", moved),
+                     3);
+    assert_non_null(strstr(out, "chmod go-w"));
+    free(out);
+    /* With the sticky bit (as /tmp) the owner's file is fine. */
+    assert_int_equal(chmod(open_dir, 01777), 0);
+    assert_int_equal(cli(&out, false, "oscore protect --context %s --seq 1 %s", moved, plain), 0);
+    free(out);
+
+    /* Owned by another user: refused, root's own files excepted. Only
+     * root can give a file away; otherwise this part cannot run. */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(moved, 65534, 65534), 0); /* nobody */
+        assert_int_equal(cli(&out, true, "oscore protect --context %s --seq 1 %s", moved, plain),
+                         3);
+        assert_non_null(strstr(out, "owned by uid 65534"));
+        assert_non_null(strstr(out, "chown"));
+        free(out);
+        assert_int_equal(chown(moved, 0, 0), 0);
+    } else {
+        print_message("not root: the file owned by another user is not tried\n");
+    }
+}
+
+/* The option table (issue #14: "One declaration per command"). */
+static void test_cli_option_table(void **state)
+{
+    (void)state;
+    struct vec_scope v = vec_object(appc, "C.4");
+    char plain[512], prot[512];
+    vec_str(v, "unprotected_request", plain, sizeof plain);
+    vec_str(v, "protected_request", prot, sizeof prot);
+    char *out;
+    assert_int_equal(cli(&out, true, "oscore protect --context %s --bogus %s",
+                         context_file("C.1.1"), plain), 2);
+    assert_non_null(strstr(out, "edhoc-cli oscore: unknown option '--bogus'"));
+    free(out);
+    assert_int_equal(cli(&out, true, "oscore protect --contxt %s %s", context_file("C.1.1"),
+                         plain), 2);
+    assert_non_null(strstr(out, "did you mean --context?"));
+    free(out);
+    /* --name=value, and the last of a value option given twice wins (the
+     * vector's number is 20). */
+    assert_int_equal(cli(&out, false, "oscore protect --context=%s --seq=5 --seq 20 %s",
+                         context_file("C.1.1"), plain), 0);
+    expect_hex(v, "protected_request", out);
+    free(out);
+    /* edhoc-cli help oscore is oscore --help. */
+    char *help;
+    assert_int_equal(cli(&help, false, "oscore --help"), 0);
+    assert_int_equal(cli(&out, false, "help oscore"), 0);
+    assert_string_equal(out, help);
+    free(out);
+    free(help);
+    /* What unprotect would ignore is refused. */
+    assert_int_equal(cli(&out, true, "oscore unprotect --context %s --seq 3 %s",
+                         context_file("C.1.2"), prot), 2);
+    assert_non_null(strstr(out, "--seq only applies to protect"));
+    free(out);
+    assert_int_equal(cli(&out, true, "oscore unprotect --context %s --state-dir %s/s %s",
+                         context_file("C.1.2"), tmpdir, prot), 2);
+    assert_non_null(strstr(out, "--state-dir only applies to protect"));
+    free(out);
+    char resp[512];
+    vec_str(vec_object(appc, "C.7"), "unprotected_response", resp, sizeof resp);
+    assert_int_equal(cli(&out, true, "oscore protect --context %s --state-dir %s/s --request %s %s",
+                         context_file("C.1.2"), tmpdir, prot, resp), 2);
+    assert_non_null(strstr(out, "reuses the request's nonce"));
+    free(out);
+    assert_int_equal(cli(&out, true, "oscore protect --context %s %s %s", context_file("C.1.1"),
+                         plain, plain), 2);
+    assert_non_null(strstr(out, "unexpected argument"));
+    free(out);
+    assert_int_equal(cli(&out, true, "oscore protect --context %s --role nobody %s",
+                         context_file("C.1.1"), plain), 2);
+    assert_non_null(strstr(out, "expected one of client, server"));
+    free(out);
+}
+
+/* ---- coap --json: every kind of output against its schema ---- */
+
+/* coap --json, standard output only; fails on an unexpected exit code. */
+static char *coap_json(int want_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *coap_json(int want_rc, const char *fmt, ...)
+{
+    char args[2000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char *out;
+    int rc = net_cli_run(&out, 60, true, "coap %s --json", args);
+    if (rc != want_rc)
+        fail_msg("coap %s: exit %d, expected %d:\n%s", args, rc, want_rc, out);
+    if (net_json_valid(out, "coap", false))
+        fail_msg("coap %s: output not valid against docs/json/coap.schema.json", args);
+    return out;
+}
+
+/* The responder flags for a static-context responder: --demo where the
+ * responder asks for it to serve without credentials of its own. */
+static const char *responder_demo_flag(void)
+{
+    char *out;
+    net_cli_run(&out, 30, true, "help --options responder");
+    bool demo = strstr(out, "--demo\n") != NULL;
+    free(out);
+    return demo ? "--demo " : "";
+}
+
+static void test_coap_json_outputs(void **state)
+{
+    (void)state;
+    assert_int_equal(net_make_dir("oscore-coap"), 0);
+    char srv[300], cl[300], sdir[300], big[300], outp[300], args[1200];
+    net_path(srv, sizeof srv, "srv.conf");
+    net_path(cl, sizeof cl, "client.conf");
+    net_path(sdir, sizeof sdir, "srv.state");
+    net_write_file(srv,
+                   "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+                   "master_salt,hex,\"9e7ca92223786340\"\n"
+                   "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n",
+                   0600);
+    net_write_file(cl,
+                   "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+                   "master_salt,hex,\"9e7ca92223786340\"\n"
+                   "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n",
+                   0600);
+    static struct net_proc r;
+    snprintf(args, sizeof args,
+             "%s--listen 127.0.0.1:0 --oscore-context %s --state-dir %s --allow-unprotected",
+             responder_demo_flag(), srv, sdir);
+    assert_int_equal(net_responder_start(&r, "static", args), 0);
+
+    /* One plain response; a text payload twice (hex and text). --name=value
+     * works, and of a value option given twice the last counts. */
+    char *out = coap_json(0, "POST coap://127.0.0.1:%u/echo --payload first --payload=hello",
+                          r.port);
+    assert_json_eq(out, "responses/#", "1");
+    assert_json_eq(out, "responses/0/code", "2.04");
+    assert_json_eq(out, "responses/0/code_name", "Changed");
+    assert_json_eq(out, "responses/0/oscore", "false");
+    assert_json_eq(out, "responses/0/payload_text", "hello");
+    assert_json_eq(out, "responses/0/payload_hex", "68656c6c6f");
+    /* Absent is null (issue #14), never -1. */
+    assert_json_eq(out, "responses/0/piv", "null");
+    assert_json_eq(out, "oscore_sequence_numbers", "null");
+    assert_json_eq(out, "error", "null");
+    free(out);
+    /* Bytes that are not text: payload_text null. */
+    out = coap_json(0, "POST coap://127.0.0.1:%u/echo --payload-hex 00ff01", r.port);
+    assert_json_eq(out, "responses/0/payload_hex", "00ff01");
+    assert_json_eq(out, "responses/0/payload_text", "null");
+    free(out);
+    /* A 4.xx response: in responses, exit 1, no error word. */
+    out = coap_json(1, "GET coap://127.0.0.1:%u/nowhere", r.port);
+    assert_json_eq(out, "responses/0/code", "4.04");
+    assert_json_eq(out, "error", "null");
+    free(out);
+    /* --repeat. */
+    out = coap_json(0, "POST coap://127.0.0.1:%u/echo --payload x --repeat 4", r.port);
+    assert_json_eq(out, "repeat/requests", "3");
+    assert_json_eq(out, "repeat/ok", "3");
+    free(out);
+
+    /* Under OSCORE: sequence numbers, and --repeat. */
+    out = coap_json(0, "GET coap://127.0.0.1:%u/time --oscore-context %s --repeat 3", r.port, cl);
+    assert_json_eq(out, "responses/0/oscore", "true");
+    assert_json_eq(out, "oscore_requests_protected", "3");
+    assert_json_eq(out, "oscore_sequence_numbers/#", "3");
+    assert_json_eq(out, "repeat/ok", "2");
+    free(out);
+    /* --observe: the notifications, their own Partial IVs, and the
+     * deregistration (RFC 7641 Section 3.6). */
+    out = coap_json(0, "GET coap://127.0.0.1:%u/counter --observe 2 --oscore-context %s", r.port,
+                    cl);
+    assert_json_eq(out, "responses/#", "2");
+    assert_json_eq(out, "deregistered", "true");
+    assert_true(json_long(out, "responses/1/piv") >= 0);
+    free(out);
+    /* Standard error is not a terminal here: no progress on it without
+     * -v (issue #14), and nothing else either on a run that succeeds. */
+    char errp[300];
+    net_path(errp, sizeof errp, "observe.err");
+    char *plain_out;
+    int rc = net_cli_run(&plain_out, 60, false,
+                         "coap GET coap://127.0.0.1:%u/counter --observe 3 --oscore-context %s "
+                         "2>%s",
+                         r.port, cl, errp);
+    assert_int_equal(rc, 0);
+    free(plain_out);
+    char *err_text = net_read_file(errp);
+    assert_string_equal(err_text, "");
+    free(err_text);
+    /* SIGINT during --observe: the observation is deregistered and what
+     * came is printed, marked partial, exit 130 (cli/progress.h). -v
+     * shows progress lines although standard error is a file: the first
+     * says the notifications (and the signal handling) are running. */
+    char obs_out[300];
+    net_path(obs_out, sizeof obs_out, "observe.out");
+    unlink(errp);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char uri[100];
+        snprintf(uri, sizeof uri, "coap://127.0.0.1:%u/counter", r.port);
+        if (!freopen(obs_out, "w", stdout) || !freopen(errp, "w", stderr))
+            _exit(127);
+        execl(net_cli(), net_cli(), "coap", "GET", uri, "--observe", "1000", "--oscore-context", cl,
+              "--timeout", "120", "--json", "-v", (char *)NULL);
+        _exit(127);
+    }
+    bool running = false;
+    for (int i = 0; i < 1200 && !running; i++) {
+        char *e = net_read_file(errp);
+        running = e && strstr(e, "notifications") != NULL;
+        free(e);
+        if (!running)
+            net_sleep_ms(50);
+    }
+    kill(pid, SIGINT);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!running)
+        fail_msg("no progress line from coap --observe -v within a minute");
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 130);
+    out = net_read_file(obs_out);
+    if (net_json_valid(out, "coap", false))
+        fail_msg("interrupted --observe: not valid against the schema");
+    assert_json_eq(out, "partial", "true");
+    assert_json_eq(out, "deregistered", "true");
+    assert_true(json_long(out, "responses/#") >= 1);
+    free(out);
+
+    /* Block-wise both ways inside OSCORE, the body to --output. */
+    net_path(big, sizeof big, "big.txt");
+    net_path(outp, sizeof outp, "big.out");
+    char body[3001];
+    for (size_t i = 0; i < 3000; i++)
+        body[i] = (char)('a' + i % 26);
+    body[3000] = '\0';
+    net_write_file(big, body, 0600);
+    out = coap_json(0, "POST coap://127.0.0.1:%u/echo --payload-file %s --block-size 256 "
+                       "--oscore-context %s --output %s",
+                    r.port, big, cl, outp);
+    assert_true(json_long(out, "responses/0/block1_blocks") > 1);
+    assert_true(json_long(out, "responses/0/block2_blocks") > 1);
+    assert_json_eq(out, "responses/0/payload_bytes", "3000");
+    assert_json_eq(out, "responses/0/payload_hex", "null");
+    assert_json_eq(out, "responses/0/output", outp);
+    free(out);
+    char *copy = net_read_file(outp);
+    assert_string_equal(copy, body);
+    free(copy);
+
+    /* A restarted server has lost its replay window: the answer comes
+     * after an Echo challenge (RFC 8613 Appendix B.1.2). */
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    assert_int_equal(net_responder_start(&r, "static2", args), 0);
+    out = coap_json(0, "GET coap://127.0.0.1:%u/time --oscore-context %s", r.port, cl);
+    assert_json_eq(out, "responses/0/echo", "true");
+    assert_true(json_long(out, "responses/0/echo_challenge_piv") >= 0);
+    free(out);
+
+    /* The peer answers without OSCORE: no answer (RFC 8613 Section 8.4). */
+    static struct net_proc plain_r;
+    char sdir2[300];
+    net_path(sdir2, sizeof sdir2, "plain.state");
+    snprintf(args, sizeof args, "%s--listen 127.0.0.1:0 --state-dir %s", responder_demo_flag(),
+             sdir2);
+    assert_int_equal(net_responder_start(&plain_r, "plain", args), 0);
+    out = coap_json(7, "GET coap://127.0.0.1:%u/time --oscore-context %s", plain_r.port, cl);
+    assert_json_eq(out, "error", "unprotected_response");
+    assert_json_eq(out, "responses/0/oscore", "false");
+    free(out);
+
+    /* Nothing answers: error word, no responses. */
+    uint16_t silent = 0;
+    int fd = net_silent_socket(&silent);
+    assert_true(fd >= 0);
+    out = coap_json(6, "GET coap://127.0.0.1:%u/time --timeout 0.5", silent);
+    close(fd);
+    assert_json_eq(out, "error", "timeout");
+    assert_json_eq(out, "responses/#", "0");
+    assert_json_eq(out, "partial", "false");
+    free(out);
+
+    /* The check can fail: a required member missing is refused. */
+    out = coap_json(0, "POST coap://127.0.0.1:%u/echo --payload x", r.port);
+    char *cut = strstr(out, "\"partial\"");
+    assert_non_null(cut);
+    strcpy(cut, "\"extra\": 1\n}\n");
+    assert_int_not_equal(net_json_valid(out, "coap", false), 0);
+    free(out);
+    net_stop_all();
+    net_remove_dir();
+}
+
+/* coap options: the renamed --timeout-ms names --timeout, a value option
+ * takes --name=value, an unknown one is named (before, "--bogus needs a
+ * value"), help coap is coap --help. */
+static void test_coap_option_table(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --timeout-ms 500"), 2);
+    assert_non_null(strstr(out, "--timeout-ms is no longer an option: use --timeout SECONDS"));
+    free(out);
+    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --bogus"), 2);
+    assert_non_null(strstr(out, "edhoc-cli coap: unknown option '--bogus'"));
+    free(out);
+    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --timeout=abc"), 2);
+    assert_non_null(strstr(out, "--timeout: expected seconds"));
+    free(out);
+    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --json --output -"), 2);
+    assert_non_null(strstr(out, "both would go to standard output"));
+    free(out);
+    /* A host name that does not resolve: the network exit code (6), not
+     * "bad command line" (issue #14), and nothing on standard output. */
+    assert_int_equal(cli(&out, false, "coap GET coap://nonexistent.invalid/x --json"), 6);
+    assert_string_equal(out, "");
+    free(out);
+    /* Options this request would not use are refused, not ignored. */
+    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --seq 5"), 2);
+    assert_non_null(strstr(out, "--seq goes with --oscore-context"));
+    free(out);
+    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --state-dir none"), 2);
+    assert_non_null(strstr(out, "--state-dir goes with --oscore-context"));
+    free(out);
+    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --observe 2 --repeat 3"), 2);
+    assert_non_null(strstr(out, "do not go together"));
+    free(out);
+    char *help;
+    assert_int_equal(cli(&help, false, "coap --help"), 0);
+    assert_int_equal(cli(&out, false, "help coap"), 0);
+    assert_string_equal(out, help);
+    assert_non_null(strstr(help, "docs/json/coap.schema.json"));
+    free(out);
+    free(help);
 }
 
 int main(void)
@@ -295,6 +786,10 @@ int main(void)
         cmocka_unit_test(test_cli_json_and_verbose),
         cmocka_unit_test(test_cli_failures),
         cmocka_unit_test(test_cli_durable_sequence_numbers),
+        cmocka_unit_test(test_context_file_is_secret),
+        cmocka_unit_test(test_cli_option_table),
+        cmocka_unit_test(test_coap_option_table),
+        cmocka_unit_test_teardown(test_coap_json_outputs, net_test_teardown),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

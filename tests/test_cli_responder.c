@@ -3,7 +3,10 @@
  * graceful restart and a kill -9 (Echo recovery, replay refused, the
  * server's sequence numbers never repeat), a corrupt state file refused,
  * SIGHUP keeping contexts, --daemon/--pidfile, pending-handshake eviction
- * (tshark's independent decryption check is in tests/test_cli_tshark.c).
+ * (tshark's independent decryption check is in tests/test_cli_tshark.c);
+ * the command line (refused options, values, --listen host names), the
+ * safe defaults (--demo, --trust, key file owners, explicit trust before
+ * the demo set) and the interop log's schema and file modes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,7 +62,7 @@ static long max_piv(const char *out)
 {
     long m = -1;
     for (const char *p = out; (p = strstr(p, "piv\": ")); p += 6) {
-        long v = strtol(p + 6, NULL, 10);
+        long v = p[6] == 'n' ? -1 : strtol(p + 6, NULL, 10); /* null: none */
         if (v > m)
             m = v;
     }
@@ -139,7 +142,7 @@ static void test_restart_echo_replay_ssn(void **state)
                  r.port, conf);
     if (rc != 0)
         fail_msg("request after restart: %d\n%s", rc, out);
-    assert_non_null(strstr(out, "\"code\": \"2.05 Content\", \"oscore\": true"));
+    assert_non_null(strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"));
     assert_non_null(strstr(out, "\"echo\": true"));
     long echo_piv = first_long(out, "echo_challenge_piv");
     if (echo_piv <= piv_before)
@@ -207,7 +210,7 @@ static void test_corrupt_state_refused(void **state)
     const char junk[] = "this is not a database, and it must survive untouched\n";
     net_write_file(file, junk, 0600);
     char *out;
-    int rc = CLI_RUN(&out, 30, "responder --listen 127.0.0.1:0 --state-dir %s", sdir);
+    int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s", sdir);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "state"));
     free(out);
@@ -253,12 +256,14 @@ static void test_daemon_pidfile(void **state)
     net_path(log, sizeof log, "d.log");
     char *out;
     int rc = CLI_RUN(&out, 30,
-                     "responder --listen 127.0.0.1:0 --daemon --pidfile %s --ready-file %s "
+                     "responder --demo --listen 127.0.0.1:0 --daemon --pidfile %s --ready-file %s "
                      "--state-dir %s/d.state",
                      pidfile, ready, net_dir);
     assert_int_equal(rc, 0); /* the parent returns at once */
-    /* Said before the terminal goes away. */
-    assert_non_null(strstr(out, "--daemon without --syslog"));
+    /* Said before the terminal goes away, with the fix (issue #14,
+     * defect 9: log lines went to /dev/null without a word). */
+    assert_non_null(strstr(out, "--daemon without --syslog: once detached, log lines go nowhere "
+                                "(add --syslog to keep them)"));
     free(out);
     pid_t pid = 0;
     uint64_t end = net_now_ms() + 5000;
@@ -411,7 +416,7 @@ static void expect_content(uint16_t port, const char *ctx, bool echo)
 {
     char *out;
     int rc = static_get(port, ctx, "", &out);
-    if (rc != 0 || !strstr(out, "\"code\": \"2.05 Content\", \"oscore\": true"))
+    if (rc != 0 || !strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
         fail_msg("GET /time with %s: %d\n%s", ctx, rc, out);
     if (echo && !strstr(out, "\"echo\": true"))
         fail_msg("GET /time with %s: no Echo challenge after the restart\n%s", ctx, out);
@@ -471,7 +476,7 @@ static void test_static_contexts_share_recipient_id(void **state)
     write_static_ctx("srv_b2.conf", srv_b2, sizeof srv_b2, IDC_B, true,
                      "ff02030405060708090a0b0c0d0e0f10");
     rc = CLI_RUN(&out, 30,
-                 "responder --listen 127.0.0.1:0 --state-dir %s --oscore-context %s "
+                 "responder --demo --listen 127.0.0.1:0 --state-dir %s --oscore-context %s "
                  "--oscore-context %s",
                  sdir, srv_b, srv_b2);
     if (rc != 3 || !strstr(out, "already in use"))
@@ -575,34 +580,410 @@ static void test_demo_ead_items(void **state)
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 }
 
-/* Options of the shared EDHOC set that a command would take and then
- * ignore are refused (a responder given --cred-i started on the demo keys
- * before), each with what applies instead. */
+/* Run `edhoc-cli ARGS` expecting exit 2 and `says` in what it prints. */
+static void expect_usage_error(const char *args, const char *says)
+{
+    char *out;
+    int rc = CLI_RUN(&out, 30, "%s", args);
+    if (rc != 2 || !strstr(out, says))
+        fail_msg("%s: exit %d, expected 2 and '%s':\n%s", args, rc, says, out);
+    free(out);
+}
+
+/* Issue #14, defect 1: options of the shared EDHOC set that a command
+ * would take and then ignore are refused (a responder given --cred-i
+ * started on the demo keys before). The responder's table has none of
+ * them, so each is an unknown option (exit 2, named in the message). */
 static void test_ignored_options_refused(void **state)
 {
     (void)state;
     static const struct {
         const char *args, *says;
     } cases[] = {
-        {"responder --cred-i /nonexistent --key-i x", "--cred-i is the initiator's"},
-        {"responder --json", "--json does not apply to the responder"},
-        {"responder --c-i 01", "--c-i is the initiator's"},
-        {"responder --ead-1 7:01", "--ead-1 does not apply to the responder"},
-        {"responder --ephemeral /nonexistent", "a responder draws a fresh ephemeral key"},
-        {"initiator coap://127.0.0.1 --cred-r /nonexistent", "--cred-r is the responder's"},
-        {"initiator coap://127.0.0.1 --suites-r 2", "--suites-r is the responder's"},
-        {"initiator coap://127.0.0.1 --ead-2 5:01", "--ead-2 does not apply to the initiator"},
-        {"load coap://127.0.0.1 --c-i 01", "--c-i does not apply to load"},
-        {"load coap://127.0.0.1 --ephemeral /nonexistent", "--ephemeral does not apply to load"},
+        {"responder --demo --cred-i /nonexistent --key-i x", "unknown option '--cred-i'"},
+        {"responder --demo --json", "unknown option '--json'"},
+        {"responder --demo --trace", "unknown option '--trace'"},
+        {"responder --demo --export-secrets", "unknown option '--export-secrets'"},
+        {"responder --demo --c-i 01", "unknown option '--c-i'"},
+        {"responder --demo --ead-1 7:01", "unknown option '--ead-1'"},
+        {"responder --demo --ead-3 7:01", "unknown option '--ead-3'"},
+        {"responder --demo --ephemeral /nonexistent", "unknown option '--ephemeral'"},
+        {"responder --demo --ephemeral-r /nonexistent", "unknown option '--ephemeral-r'"},
+        /* Spellings it once took for its own side point at the one it takes. */
+        {"responder --cred-r r.ccs --key-r r.key", "use --cred FILE"},
+        /* The other one-sided commands: refused, the option named. */
+        {"initiator coap://127.0.0.1 --cred-r /nonexistent", "--cred-r"},
+        {"initiator coap://127.0.0.1 --suites-r 2", "--suites-r"},
+        {"initiator coap://127.0.0.1 --ead-2 5:01", "--ead-2"},
+        {"load coap://127.0.0.1 --c-i 01", "--c-i"},
+        {"load coap://127.0.0.1 --ephemeral /nonexistent", "--ephemeral"},
     };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        char *out;
-        int rc = CLI_RUN(&out, 10, "%s", cases[k].args);
-        if (rc != 2 || !strstr(out, cases[k].says))
-            fail_msg("%s: exit %d, expected 2 and '%s':\n%s", cases[k].args, rc, cases[k].says,
-                     out);
-        free(out);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        expect_usage_error(cases[k].args, cases[k].says);
+}
+
+/* One spelling per concept (issue #14, "One declaration per command"):
+ * values are checked by the table-driven parser, durations are SECONDS
+ * with decimals, --opt=value works, a renamed option names the new one. */
+static void test_option_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args, *says;
+    } cases[] = {
+        {"responder --demo --handshake-timeout 0.5", "--handshake-timeout: expected seconds from 1"},
+        {"responder --demo --handshake-timeout 2s", "--handshake-timeout: expected seconds"},
+        {"responder --demo --transfer-timeout=-1", "--transfer-timeout: expected seconds"},
+        {"responder --demo --block-size 100", "--block-size: a power of two"},
+        {"responder --demo --max-pending 0", "--max-pending: expected an integer from 1 to 65536"},
+        {"responder --demo --framing coap", "--framing: a2, bare or both"},
+        {"responder --demo --c-r-form long", "--c-r-form: expected one of int, bstr, any"},
+        {"responder --demo --method 3", "--method is no longer an option: use --methods LIST"},
+        {"responder --demo --methods 4", "--methods"},
+        {"responder --demo --c-r 01,02", "--c-r: one value"},
+        {"responder --demo --cred a --cred b --key k", "give --cred and --key in pairs"},
+        {"responder --demo extra", "unexpected argument 'extra'"},
+        {"responder --demo --oscore-context x.conf --state-dir none",
+         "--oscore-context needs a state directory"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        expect_usage_error(cases[k].args, cases[k].says);
+    /* Decimals and --opt=value: the responder starts. */
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "values",
+                                         "--listen=127.0.0.1:0 --state-dir=none "
+                                         "--handshake-timeout=1.5 --transfer-timeout 0.5 "
+                                         "--methods 0,3"),
+                     0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2 --request none",
+                     r.port);
+    if (rc != 0)
+        fail_msg("initiator: %d\n%s", rc, out);
+    free(out);
+    /* --methods 0,3: method 1 is not accepted (error, exit 4). */
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 1 --suites 2 --request none",
+                 r.port);
+    assert_int_not_equal(rc, 0);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
+/* Issue #14, "Safe defaults": the responder refuses to run on the built-in
+ * demo credentials unless --demo is given (their private keys are
+ * published), says how to fix it, and with --demo warns that the keys are
+ * public; --demo with --cred is refused. */
+static void test_demo_needs_saying(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = CLI_RUN(&out, 30, "responder --listen 127.0.0.1:0 --state-dir none");
+    if (rc != 2 || !strstr(out, "no credentials: give --cred FILE --key FILE") ||
+        !strstr(out, "--trust FILE") || !strstr(out, "published") || !strstr(out, "--demo"))
+        fail_msg("no credentials, no --demo: %d\n%s", rc, out);
+    free(out);
+    expect_usage_error("responder --demo --cred r.ccs --key r.key --trust t.ccs",
+                       "--demo serves the built-in demo credentials");
+    /* With --demo: a warning at start, even under -q (it is one). */
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "demo", "--demo -q --listen 127.0.0.1:0 "
+                                                     "--state-dir none"),
+                     0);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    if (!strstr(log, "warning: --demo: the built-in demo credentials' private keys are "
+                     "published"))
+        fail_msg("no --demo warning:\n%s", log);
+    free(log);
+}
+
+/* Credentials of its own (keygen) in the test directory: name.ccs,
+ * name.key; use "dh" or "sign", kid as hex. */
+static void own_cred(const char *name, const char *use, const char *kid)
+{
+    char *out;
+    int rc = CLI_RUN(&out, 30, "keygen --type ccs --suite 2 --use %s --kid %s --out-cred %s/%s.ccs "
+                               "--out-key %s/%s.key",
+                     use, kid, net_dir, name, net_dir, name);
+    if (rc != 0)
+        fail_msg("keygen %s: %d\n%s", name, rc, out);
+    free(out);
+}
+
+/* Issue #14, defect 5: a responder with --cred/--key and no --trust
+ * accepted nobody without a word. It is refused now, with the fix. */
+static void test_cred_needs_trust(void **state)
+{
+    (void)state;
+    own_cred("nt-r", "dh", "41");
+    char args[900];
+    snprintf(args, sizeof args,
+             "responder --listen 127.0.0.1:0 --state-dir none --cred %s/nt-r.ccs --key %s/nt-r.key",
+             net_dir, net_dir);
+    expect_usage_error(args, "--cred without --trust: this responder would accept no initiator; "
+                             "add --trust FILE");
+}
+
+/* Issue #14, defect 4 and "the explicit trust given on the command line is
+ * searched before the demo set": a kid both have names the credential the
+ * command line gave. RFC 9529 trace 2's initiator credential has kid 0x2b;
+ * an own credential with that kid once lost to it ("MAC_3 verification
+ * failed": the demo set, loaded first, won the lookup). */
+static void test_peer_trust_before_demo_set(void **state)
+{
+    (void)state;
+    own_cred("k2b", "dh", "2b");
+    char *out;
+    int rc = CLI_RUN(&out, 30, "simulate --method 3 --suites 2 --cred-i %s/k2b.ccs --key-i %s/k2b.key",
+                     net_dir, net_dir);
+    if (rc != 0)
+        fail_msg("simulate with an own kid 2b next to the demo set: %d\n%s", rc, out);
+    free(out);
+
+    /* Over the network: a --demo responder given --trust accepts what
+     * --trust names (the demo set is not added to it), so the initiator
+     * with its own kid 0x2b completes and a demo initiator does not. */
+    struct vec_scope v = vec_load("rfc9529-trace2.json");
+    uint8_t cred_r[256];
+    size_t n = vec_hex(v, "cred_r", cred_r, sizeof cred_r);
+    char hex[600] = "", path[300];
+    for (size_t i = 0; i < n; i++)
+        snprintf(hex + 2 * i, sizeof hex - 2 * i, "%02x", cred_r[i]);
+    net_path(path, sizeof path, "trace2-cred-r.hex");
+    net_write_file(path, hex, 0644);
+    char args[600];
+    snprintf(args, sizeof args, "--demo --listen 127.0.0.1:0 --state-dir none --trust %s/k2b.ccs",
+             net_dir);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "k2b", args), 0);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2 --cred %s/k2b.ccs "
+                           "--key %s/k2b.key --trust %s --request none",
+                 r.port, net_dir, net_dir, path);
+    if (rc != 0)
+        fail_msg("initiator with kid 2b: %d\n%s", rc, out);
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2 --request none",
+                 r.port);
+    if (rc == 0)
+        fail_msg("the demo initiator was accepted by a responder trusting only k2b:\n%s", out);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
+/* Issue #14, defect 9 and "Safe defaults": a private key file owned by
+ * another user than the one running (root excepted, as OpenSSH has it) is
+ * refused, with the fix in the message; the same file owned by the user
+ * running is accepted. The refusal needs a file owned by someone else,
+ * which only root can make here: run as another user, the case is skipped. */
+static void test_key_owned_by_another_user(void **state)
+{
+    (void)state;
+    if (geteuid() != 0) {
+        printf("# skipped: a key owned by nobody needs root to chown it\n");
+        return;
     }
+    own_cred("own-r", "dh", "42");
+    own_cred("own-i", "dh", "43");
+    char key[300], args[900];
+    snprintf(key, sizeof key, "%s/own-r.key", net_dir);
+    assert_int_equal(chown(key, 65534, 65534), 0); /* nobody */
+    char *out;
+    int rc = CLI_RUN(&out, 30,
+                     "responder --listen 127.0.0.1:0 --state-dir none --cred %s/own-r.ccs --key %s "
+                     "--trust %s/own-i.ccs",
+                     net_dir, key, net_dir);
+    char fix[400];
+    snprintf(fix, sizeof fix, "fix it with: chown 0 %s", key);
+    if (rc != 3 || !strstr(out, "private key file is owned by uid 65534") || !strstr(out, fix))
+        fail_msg("a key owned by nobody, run as root: %d\n%s", rc, out);
+    free(out);
+    /* Owned by the user running (root): accepted, and it serves. */
+    assert_int_equal(chown(key, 0, 0), 0);
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:0 --state-dir none --cred %s/own-r.ccs --key %s --trust "
+             "%s/own-i.ccs",
+             net_dir, key, net_dir);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "own", args), 0);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2 --cred %s/own-i.ccs "
+                           "--key %s/own-i.key --trust %s/own-r.ccs --request none",
+                 r.port, net_dir, net_dir, net_dir);
+    if (rc != 0)
+        fail_msg("initiator against the responder with its own key: %d\n%s", rc, out);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
+/* Issue #14, "--listen refuses host names that URIs accept": a host name
+ * is resolved (RFC 3986 Section 3.2.2 host, as in coap:// URIs), the log
+ * says which address it bound; a host that does not resolve is a bad
+ * command line (exit 2) that names it; a bare IPv6 address needs
+ * brackets, as in a URI. */
+static void test_listen_host_names(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "lhost", "--listen localhost:0 --state-dir none"), 0);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    const char *at = strstr(log, "listening on ");
+    if (!at || !strstr(at, " (localhost)"))
+        fail_msg("no 'listening on ADDR:PORT (localhost)':\n%s", log);
+    at += strlen("listening on ");
+    char addr[80];
+    size_t len = strcspn(at, " ");
+    assert_true(len < sizeof addr);
+    memcpy(addr, at, len);
+    addr[len] = '\0';
+    free(log);
+    /* addr is 127.0.0.1:PORT or [::1]:PORT, whichever localhost gave first. */
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://%s --method 3 --suites 2 --request none", addr);
+    if (rc != 0)
+        fail_msg("initiator to coap://%s: %d\n%s", addr, rc, out);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+
+    expect_usage_error("responder --demo --listen no-such-host.invalid:5683 --state-dir none",
+                       "--listen no-such-host.invalid:5683: cannot resolve 'no-such-host.invalid'");
+    expect_usage_error("responder --demo --listen ::1:5683 --state-dir none",
+                       "an IPv6 address goes in brackets");
+    expect_usage_error("responder --demo --listen 127.0.0.1:70000 --state-dir none",
+                       "the port must be 0..65535");
+}
+
+/* -v/--verbose and -q/--quiet come from the common parser (issue #14):
+ * by default one line per handshake; --quiet keeps warnings and errors
+ * only. */
+static void test_quiet_and_verbose(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    const char *modes[] = {"", "--quiet", "--verbose"};
+    for (size_t k = 0; k < 3; k++) {
+        char args[200], name[20];
+        snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir none %s", modes[k]);
+        snprintf(name, sizeof name, "verbosity%zu", k);
+        assert_int_equal(net_responder_start(&r, name, args), 0);
+        char *out;
+        int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none", r.port);
+        assert_int_equal(rc, 0);
+        free(out);
+        assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+        char *log = net_read_file(r.log);
+        assert_non_null(log);
+        bool quiet = k == 1;
+        if (!strstr(log, "handshake peer=") != quiet || !strstr(log, "listening on") != quiet ||
+            !strstr(log, "warning: --demo"))
+            fail_msg("responder %s: log\n%s", modes[k], log);
+        free(log);
+    }
+}
+
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        fail_msg("%s: %s", path, strerror(errno));
+    return st.st_mode & 07777;
+}
+
+/* The responder's --interop-log is JSON lines written through jansson and
+ * checked against docs/json/interop-log.schema.json (issue #14, "JSON as a
+ * contract": null for absent, never -1 or ""), its files hold session
+ * secrets (0600 in a 0700 directory, as the state directory and its
+ * database), and ids continue across a restart. */
+static void test_interop_log_schema_and_modes(void **state)
+{
+    (void)state;
+    own_cred("il-stranger", "dh", "44");
+    char dir[300], sdir[300], args[900], path[400];
+    net_path(dir, sizeof dir, "ilog");
+    net_path(sdir, sizeof sdir, "ilog-state");
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --interop-log %s", sdir, dir);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "ilog", args), 0);
+    char *out;
+    /* 1: ok, then an OSCORE request (an "oscore" line). */
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2", r.port);
+    if (rc != 0)
+        fail_msg("initiator: %d\n%s", rc, out);
+    free(out);
+    /* 2: an initiator that trusts only itself: it answers message_2 with
+     * EDHOC error code 3, unknown credential (an err_code, a reason). */
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2 --cred "
+                           "%s/il-stranger.ccs --key %s/il-stranger.key --trust %s/il-stranger.ccs "
+                           "--request none",
+                 r.port, net_dir, net_dir, net_dir);
+    assert_int_not_equal(rc, 0);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+
+    assert_int_equal(mode_of(dir), 0700);
+    assert_int_equal(mode_of(sdir), 0700);
+    snprintf(path, sizeof path, "%s/" "edhoc-cli-state.sqlite", sdir);
+    assert_int_equal(mode_of(path), 0600);
+    static const char *const files[] = {"handshakes.jsonl", "1.txt", "1.pcap", "2.txt", "2.pcap"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (mode_of(path) != 0600)
+            fail_msg("%s: mode %03o, expected 0600", path, (unsigned)mode_of(path));
+    }
+    snprintf(path, sizeof path, "%s/handshakes.jsonl", dir);
+    char *lines = net_read_file(path);
+    assert_non_null(lines);
+    assert_int_equal(net_json_valid(lines, "interop-log", true), 0);
+    /* Absent is null: the ok handshake exchanged no error message. */
+    assert_int_equal(net_count(lines, "{\"type\":\"handshake\""), 2);
+    assert_int_equal(net_count(lines, "{\"type\":\"oscore\""), 1);
+    assert_non_null(strstr(lines, "\"outcome\":\"ok\",\"ended\":\"ok\",\"err_code\":null"));
+    assert_non_null(
+        strstr(lines, "\"outcome\":\"peer-error\",\"ended\":\"peer-error\",\"err_code\":3"));
+    assert_non_null(strstr(lines, "\"ok\":true,\"error\":null,\"text\":null}"));
+    /* The check can fail: a member left out, and the old sentinel -1. */
+    char *bad = strdup(lines);
+    char *cut = strstr(bad, "\"ended\":\"ok\",");
+    assert_non_null(cut);
+    memmove(cut, cut + strlen("\"ended\":\"ok\","), strlen(cut + strlen("\"ended\":\"ok\",")) + 1);
+    assert_int_not_equal(net_json_valid(bad, "interop-log", true), 0);
+    free(bad);
+    bad = strdup(lines);
+    char *null_code = strstr(bad, "\"err_code\":null");
+    assert_non_null(null_code);
+    memcpy(null_code + strlen("\"err_code\":"), "-1  ", 4);
+    assert_int_not_equal(net_json_valid(bad, "interop-log", true), 0);
+    free(bad);
+    free(lines);
+
+    /* A restart continues the ids after those in the log. */
+    assert_int_equal(net_responder_start(&r, "ilog2", args), 0);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none", r.port);
+    assert_int_equal(rc, 0);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    lines = net_read_file(path);
+    assert_non_null(lines);
+    assert_non_null(strstr(lines, "{\"type\":\"handshake\",\"id\":3,"));
+    assert_int_equal(net_json_valid(lines, "interop-log", true), 0);
+    free(lines);
+    snprintf(path, sizeof path, "%s/3.txt", dir);
+    assert_int_equal(mode_of(path), 0600);
+
+    /* A directory others can enter is refused, with the fix (exit 3). */
+    char open_dir[300];
+    net_path(open_dir, sizeof open_dir, "ilog-open");
+    assert_int_equal(mkdir(open_dir, 0755), 0);
+    assert_int_equal(chmod(open_dir, 0755), 0);
+    rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir none "
+                           "--interop-log %s",
+                 open_dir);
+    char fix[400];
+    snprintf(fix, sizeof fix, "group or others can access it (mode 0755) and the traces hold "
+                              "session secrets: chmod 700 %s", open_dir);
+    if (rc != 3 || !strstr(out, fix))
+        fail_msg("--interop-log on a 0755 directory: %d\n%s", rc, out);
+    free(out);
 }
 
 int main(void)
@@ -617,6 +998,14 @@ int main(void)
         cmocka_unit_test_teardown(test_static_contexts_tried_in_turn, net_test_teardown),
         cmocka_unit_test_teardown(test_demo_ead_items, net_test_teardown),
         cmocka_unit_test_teardown(test_ignored_options_refused, net_test_teardown),
+        cmocka_unit_test_teardown(test_option_values, net_test_teardown),
+        cmocka_unit_test_teardown(test_demo_needs_saying, net_test_teardown),
+        cmocka_unit_test_teardown(test_cred_needs_trust, net_test_teardown),
+        cmocka_unit_test_teardown(test_peer_trust_before_demo_set, net_test_teardown),
+        cmocka_unit_test_teardown(test_key_owned_by_another_user, net_test_teardown),
+        cmocka_unit_test_teardown(test_listen_host_names, net_test_teardown),
+        cmocka_unit_test_teardown(test_quiet_and_verbose, net_test_teardown),
+        cmocka_unit_test_teardown(test_interop_log_schema_and_modes, net_test_teardown),
     };
     return cmocka_run_group_tests_name("cli_responder", tests, setup, net_group_teardown);
 }

@@ -1,9 +1,12 @@
 /*
  * End-to-end tests of `edhoc-cli simulate`: the RFC 9529 traces reproduced
- * through the command line from files, the three credential modes, and the
- * exit code and message of each failure.
+ * through the command line from files, the three credential modes, the
+ * exit code and message of each failure, the --json output against
+ * docs/json/simulate.schema.json, the option table, and --repeat's
+ * progress and interruption.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "net_test_util.h"
 #include "vectors.h"
 
 static char workdir[256];
@@ -49,40 +54,152 @@ static void write_der_file(struct vec_scope v, const char *key, const char *name
     write_file(name, buf, n, 0644, path, cap);
 }
 
+/* ---- Reading the JSON output: Python's json module, not string search ---- */
+
+/* The values at PATHS (space-separated; "messages/0/hex", "#" at the end:
+ * a length) of the JSON text, space-separated: a string as itself,
+ * anything else as JSON ("true", "12", "null"). Fails the test when the
+ * text is not JSON or a path is not in it. Free the result. */
+static char *json_at(const char *text, const char *paths)
+{
+    static const char script[] =
+        "import json, sys\n"
+        "doc = json.load(open(sys.argv[1]))\n"
+        "out = []\n"
+        "for path in sys.argv[2].split():\n"
+        "    d = doc\n"
+        "    for k in path.split('/'):\n"
+        "        d = len(d) if k == '#' else d[int(k)] if isinstance(d, list) else d[k]\n"
+        "    out.append(d if isinstance(d, str) else json.dumps(d))\n"
+        "sys.stdout.write(' '.join(out))\n";
+    char doc[400], py[400], cmd[2400];
+    snprintf(doc, sizeof doc, "%s/json-at.json", workdir);
+    snprintf(py, sizeof py, "%s/json-at.py", workdir);
+    net_write_file(doc, text, 0600);
+    net_write_file(py, script, 0600);
+    snprintf(cmd, sizeof cmd, "python3 %s %s '%s' 2>&1", py, doc, paths);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *got = malloc(1 << 20);
+    size_t n = fread(got, 1, (1 << 20) - 1, p);
+    got[n] = '\0';
+    if (pclose(p) != 0)
+        fail_msg("%s: not in the output (%s):\n%s", paths, got, text);
+    return got;
+}
+
+static void assert_json_eq(const char *text, const char *paths, const char *want)
+{
+    char *got = json_at(text, paths);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s is '%s', expected '%s', in:\n%s", paths, got, want, text);
+    free(got);
+}
+
+static long json_long(const char *text, const char *path)
+{
+    char *got = json_at(text, path);
+    long v = strtol(got, NULL, 10);
+    free(got);
+    return v;
+}
+
+/* `simulate ARGS` with --json among ARGS: the exit status; standard output
+ * in *out, validated against docs/json/simulate.schema.json (issue #14:
+ * "a test validates every command's --json output against its schema");
+ * standard error in *err when err is not NULL. */
+static int simulate_json(const char *args, char **out, char **err)
+{
+    char cmd[4600], errpath[300];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", workdir);
+    snprintf(cmd, sizeof cmd, "simulate %s 2>%s", args, errpath);
+    int rc = run_cli(cmd, false, out);
+    char *e = net_read_file(errpath);
+    if (net_json_valid(*out, "simulate", false))
+        fail_msg("simulate %s: exit %d, output not valid against the schema; stderr:\n%s", args,
+                 rc, e ? e : "");
+    if (err)
+        *err = e;
+    else
+        free(e);
+    return rc;
+}
+
+/* Index of the occurrence-th message named `name` in "messages", or -1. */
+static long message_index(const char *out, const char *name, int occurrence)
+{
+    long n = json_long(out, "messages/#");
+    char paths[4096] = "";
+    for (long i = 0; i < n; i++) {
+        size_t used = strlen(paths);
+        snprintf(paths + used, sizeof paths - used, "messages/%ld/name ", i);
+    }
+    char *names = json_at(out, paths);
+    long found = -1;
+    int seen = 0;
+    long i = 0;
+    for (char *tok = strtok(names, " "); tok; tok = strtok(NULL, " "), i++) {
+        if (!strcmp(tok, name) && seen++ == occurrence) {
+            found = i;
+            break;
+        }
+    }
+    free(names);
+    return found;
+}
+
 /* Assert that the JSON output lists message `name` (the occurrence-th one)
  * with exactly the bytes of vector key `key`. */
 static void assert_message(const char *out, const char *name, int occurrence, struct vec_scope v,
                            const char *key)
 {
     uint8_t buf[1024];
-    char hex[2049], pattern[2200];
+    char hex[2049], want[2200], paths[200];
     size_t n = vec_hex(v, key, buf, sizeof buf);
     hex_encode(buf, n, hex);
-    snprintf(pattern, sizeof pattern, "\"name\": \"%s\"", name);
-    const char *p = out;
-    for (int i = 0; i <= occurrence; i++) {
-        p = strstr(p, pattern);
-        if (!p)
-            fail_msg("%s #%d missing in output:\n%s", name, occurrence, out);
-        p += strlen(pattern);
-    }
-    const char *end = strchr(p, '}');
-    assert_non_null(end);
-    snprintf(pattern, sizeof pattern, "\"bytes\": %zu, \"hex\": \"%s\"", n, hex);
-    const char *hit = strstr(p, pattern);
-    if (!hit || hit > end)
-        fail_msg("%s #%d differs from %s; expected %s\noutput:\n%s", name, occurrence, key, hex, out);
+    long i = message_index(out, name, occurrence);
+    if (i < 0)
+        fail_msg("%s #%d missing in output:\n%s", name, occurrence, out);
+    snprintf(paths, sizeof paths, "messages/%ld/bytes messages/%ld/hex", i, i);
+    snprintf(want, sizeof want, "%zu %s", n, hex);
+    assert_json_eq(out, paths, want);
 }
 
-static void assert_json_hex(const char *out, const char *field, struct vec_scope v, const char *key)
+/* oscore.FIELD is the hex of vector key `key`. */
+static void assert_oscore_hex(const char *out, const char *field, struct vec_scope v,
+                              const char *key)
 {
     uint8_t buf[256];
-    char hex[513], pattern[600];
+    char hex[513], path[100];
     size_t n = vec_hex(v, key, buf, sizeof buf);
     hex_encode(buf, n, hex);
-    snprintf(pattern, sizeof pattern, "\"%s\": \"%s\"", field, hex);
-    if (!strstr(out, pattern))
-        fail_msg("expected %s in output:\n%s", pattern, out);
+    snprintf(path, sizeof path, "oscore/%s", field);
+    assert_json_eq(out, path, hex);
+}
+
+/* The trace entry of `side` named `name` has the hex of vector key `key`. */
+static void assert_trace(const char *out, const char *side, const char *name, struct vec_scope v,
+                         const char *key)
+{
+    uint8_t buf[256];
+    char hex[513];
+    hex_encode(buf, vec_hex(v, key, buf, sizeof buf), hex);
+    long n = json_long(out, "trace/#");
+    for (long i = 0; i < n; i++) {
+        char paths[100];
+        snprintf(paths, sizeof paths, "trace/%ld/side trace/%ld/name", i, i);
+        char *got = json_at(out, paths);
+        char want[100];
+        snprintf(want, sizeof want, "%s %s", side, name);
+        bool match = !strcmp(got, want);
+        free(got);
+        if (match) {
+            snprintf(paths, sizeof paths, "trace/%ld/hex", i);
+            assert_json_eq(out, paths, hex);
+            return;
+        }
+    }
+    fail_msg("no %s %s in the trace:\n%s", side, name, out);
 }
 
 static int setup(void **state)
@@ -135,41 +252,31 @@ static void test_trace2_through_cli(void **state)
              "--json --export-secrets --trace",
              f.cred_i, f.key_i, f.cred_r, f.key_r, f.eph_i, f.eph_r);
     char *out;
-    int rc = run_cli(args, false, &out);
+    int rc = simulate_json(args + strlen("simulate "), &out, NULL);
     if (rc != 0)
         fail_msg("exit %d, output:\n%s", rc, out);
     /* RFC 9529 prints the rejected first message_1 with a P-256 G_X although
      * its suite 6 uses X25519, so only its framing can match: METHOD 3,
      * SUITES_I 6, a 32-byte G_X, C_I 0e. */
-    const char *first = strstr(out, "\"name\": \"message_1\"");
-    assert_non_null(first);
-    assert_non_null(strstr(first, "\"bytes\": 37, \"hex\": \"03065820"));
-    const char *hex_start = strstr(first, "\"hex\": \"") + 8;
-    assert_memory_equal(hex_start + 72, "0e\"", 3);
+    assert_json_eq(out, "messages/0/name messages/0/bytes", "message_1 37");
+    char *first = json_at(out, "messages/0/hex");
+    assert_memory_equal(first, "03065820", 8);
+    assert_string_equal(first + 72, "0e");
+    free(first);
     assert_message(out, "error", 0, v, "error");
     assert_message(out, "message_1", 1, v, "message_1");
     assert_message(out, "message_2", 0, v, "message_2");
     assert_message(out, "message_3", 0, v, "message_3");
     assert_message(out, "message_4", 0, v, "message_4");
-    assert_json_hex(out, "master_secret", v, "oscore_master_secret");
-    assert_json_hex(out, "master_salt", v, "oscore_master_salt");
-    assert_json_hex(out, "sender_id", v, "oscore_client_sender_id");
-    assert_non_null(strstr(out, "\"oscore_contexts_match\": true"));
-    assert_non_null(strstr(out, "\"attempts\": 2"));
+    assert_oscore_hex(out, "master_secret", v, "oscore_master_secret");
+    assert_oscore_hex(out, "master_salt", v, "oscore_master_salt");
+    assert_oscore_hex(out, "sender_id", v, "oscore_client_sender_id");
+    assert_json_eq(out, "oscore_contexts_match attempts suite", "true 2 2");
     /* 37 + 2 (first message_1, error) + 39 + 45 + 19 + 9 */
-    assert_non_null(strstr(out, "\"total_bytes\": 151"));
-    assert_non_null(strstr(out, "\"handshake_bytes\": 103"));
+    assert_json_eq(out, "total_bytes handshake_bytes", "151 103");
     /* --trace: intermediate values under their RFC names, both sides. */
-    char pattern[256];
-    uint8_t th2[32];
-    char th2_hex[65];
-    hex_encode(th2, vec_hex(v, "th_2", th2, sizeof th2), th2_hex);
-    snprintf(pattern, sizeof pattern, "\"side\": \"initiator\", \"name\": \"TH_2\", \"hex\": \"%s\"",
-             th2_hex);
-    assert_non_null(strstr(out, pattern));
-    snprintf(pattern, sizeof pattern, "\"side\": \"responder\", \"name\": \"TH_2\", \"hex\": \"%s\"",
-             th2_hex);
-    assert_non_null(strstr(out, pattern));
+    assert_trace(out, "initiator", "TH_2", v, "th_2");
+    assert_trace(out, "responder", "TH_2", v, "th_2");
     free(out);
 
     /* Text output prints the same message bytes. */
@@ -205,16 +312,16 @@ static void test_trace1_through_cli(void **state)
              "--message-4 --json --export-secrets",
              cred_i, key_i, cred_r, key_r, eph_i, eph_r);
     char *out;
-    int rc = run_cli(args, false, &out);
+    int rc = simulate_json(args + strlen("simulate "), &out, NULL);
     if (rc != 0)
         fail_msg("exit %d, output:\n%s", rc, out);
     assert_message(out, "message_1", 0, v, "message_1");
     assert_message(out, "message_2", 0, v, "message_2");
     assert_message(out, "message_3", 0, v, "message_3");
     assert_message(out, "message_4", 0, v, "message_4");
-    assert_json_hex(out, "master_secret", v, "oscore_master_secret");
-    assert_json_hex(out, "master_salt", v, "oscore_master_salt");
-    assert_non_null(strstr(out, "\"handshake_bytes\": 243"));
+    assert_oscore_hex(out, "master_secret", v, "oscore_master_secret");
+    assert_oscore_hex(out, "master_salt", v, "oscore_master_salt");
+    assert_json_eq(out, "handshake_bytes id_cred_i id_cred_r", "243 x5t x5t");
     free(out);
 }
 
@@ -227,17 +334,17 @@ static void test_three_credential_modes(void **state)
         const char *args;
         const char *bytes;
     } modes[] = {
-        {"--method 3 --suites 2 --id-cred-i kid --id-cred-r kid", "\"handshake_bytes\": 101"},
-        {"--method 0 --suites 2 --id-cred-i x5t --id-cred-r x5t", "\"handshake_bytes\": 242"},
-        {"--method 0 --suites 2 --id-cred-i x5chain --id-cred-r x5chain", "\"handshake_bytes\": 814"},
+        {"--method 3 --suites 2 --id-cred-i kid --id-cred-r kid", "ok 101"},
+        {"--method 0 --suites 2 --id-cred-i x5t --id-cred-r x5t", "ok 242"},
+        {"--method 0 --suites 2 --id-cred-i x5chain --id-cred-r x5chain", "ok 814"},
     };
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         char args[512], *out;
-        snprintf(args, sizeof args, "simulate --json --c-i 37 --c-r 27 %s", modes[i].args);
-        int rc = run_cli(args, false, &out);
-        if (rc != 0 || !strstr(out, modes[i].bytes))
-            fail_msg("%s: exit %d, expected %s in:\n%s", modes[i].args, rc, modes[i].bytes, out);
-        assert_non_null(strstr(out, "\"outcome\": \"ok\""));
+        snprintf(args, sizeof args, "--json --c-i 37 --c-r 27 %s", modes[i].args);
+        int rc = simulate_json(args, &out, NULL);
+        if (rc != 0)
+            fail_msg("%s: exit %d:\n%s", modes[i].args, rc, out);
+        assert_json_eq(out, "outcome handshake_bytes", modes[i].bytes);
         free(out);
     }
 }
@@ -249,11 +356,13 @@ static void test_all_methods_and_suites_default_credentials(void **state)
     static const int suites[] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
     for (int m = 0; m <= 3; m++) {
         for (size_t s = 0; s < sizeof suites / sizeof suites[0]; s++) {
-            char args[256], *out;
-            snprintf(args, sizeof args, "simulate --json --method %d --suites %d", m, suites[s]);
-            int rc = run_cli(args, true, &out);
-            if (rc != 0 || !strstr(out, "\"oscore_contexts_match\": true"))
+            char args[256], *out, want[40];
+            snprintf(args, sizeof args, "--json --method %d --suites %d", m, suites[s]);
+            int rc = simulate_json(args, &out, NULL);
+            if (rc != 0)
                 fail_msg("method %d suite %d: exit %d:\n%s", m, suites[s], rc, out);
+            snprintf(want, sizeof want, "true %d %d", m, suites[s]);
+            assert_json_eq(out, "oscore_contexts_match method suite", want);
             free(out);
         }
     }
@@ -279,14 +388,14 @@ static void test_all_id_cred_types(void **state)
                 snprintf(args, sizeof args,
                          "simulate --json --method %d --suites %d --id-cred-i %s --id-cred-r %s", m,
                          suites[s], types[t], types[(t + 1) % 4]);
-                int rc = run_cli(args, true, &out);
-                if (rc != 0 || !strstr(out, "\"oscore_contexts_match\": true"))
+                /* Every method and suite once against the schema; the rest
+                 * read only. */
+                int rc = t == 0 ? simulate_json(args + 9, &out, NULL) : run_cli(args, false, &out);
+                if (rc != 0)
                     fail_msg("%s: exit %d:\n%s", args, rc, out);
                 char want[64];
-                snprintf(want, sizeof want, "\"id_cred_i\": \"%s\"", types[t]);
-                assert_non_null(strstr(out, want));
-                snprintf(want, sizeof want, "\"id_cred_r\": \"%s\"", types[(t + 1) % 4]);
-                assert_non_null(strstr(out, want));
+                snprintf(want, sizeof want, "true %s %s", types[t], types[(t + 1) % 4]);
+                assert_json_eq(out, "oscore_contexts_match id_cred_i id_cred_r", want);
                 free(out);
             }
         }
@@ -328,45 +437,58 @@ static void test_x5chain_two_certificates_trust_and_expiry(void **state)
        "--not-before 2020-01-01 --not-after 2021-01-01 --out-cred %s/old.pem --out-key %s/old.key",
        w, w, w, w);
 #undef KG
-    char args[4096], *out;
+    char args[4096], *out, *err, path[64];
     snprintf(args, sizeof args,
-             "simulate --json --method 0 --suites 2 --cred-i %s/i.pem --key-i %s/i.key "
+             "--json --method 0 --suites 2 --cred-i %s/i.pem --key-i %s/i.key "
              "--cred-r %s/r.pem --key-r %s/r.key --id-cred-i x5chain --id-cred-r x5chain "
              "--trust %s/root.pem",
              w, w, w, w, w);
-    int rc = run_cli(args, true, &out);
+    int rc = simulate_json(args, &out, NULL);
     if (rc != 0)
         fail_msg("chain: exit %d:\n%s", rc, out);
     /* Two DER certificates in each ID_CRED: message_2 well over 2 x 250. */
-    const char *m2 = strstr(out, "\"name\": \"message_2\"");
-    assert_non_null(m2);
-    long m2_bytes = strtol(strstr(m2, "\"bytes\": ") + 9, NULL, 10);
-    assert_true(m2_bytes > 600);
+    long m2 = message_index(out, "message_2", 0);
+    assert_true(m2 >= 0);
+    snprintf(path, sizeof path, "messages/%ld/bytes", m2);
+    assert_true(json_long(out, path) > 600);
     free(out);
 
     /* Trusting another root: the initiator cannot validate the responder's
      * chain, sends error code 1 and exits 5. */
     snprintf(args, sizeof args,
-             "simulate --json --method 0 --suites 2 --cred-i %s/i.pem --key-i %s/i.key "
+             "--json --method 0 --suites 2 --cred-i %s/i.pem --key-i %s/i.key "
              "--cred-r %s/r.pem --key-r %s/r.key --id-cred-i x5chain --id-cred-r x5chain "
              "--trust %s/other.pem",
              w, w, w, w, w);
-    rc = run_cli(args, true, &out);
+    rc = simulate_json(args, &out, NULL);
     assert_int_equal(rc, 5);
-    assert_non_null(strstr(out, "\"name\": \"error\", \"from\": \"initiator\", \"bytes\""));
-    assert_non_null(strstr(out, "\"hex\": \"01"));
+    long e = message_index(out, "error", 0);
+    assert_true(e >= 0);
+    snprintf(path, sizeof path, "messages/%ld/from", e);
+    assert_json_eq(out, path, "initiator");
+    snprintf(path, sizeof path, "messages/%ld/hex", e);
+    char *hex = json_at(out, path);
+    assert_memory_equal(hex, "01", 2); /* ERR_CODE 1 */
+    free(hex);
+    assert_json_eq(out, "outcome error/side error/name", "failed initiator credential_untrusted");
     free(out);
 
     /* An expired responder certificate. */
     snprintf(args, sizeof args,
-             "simulate --json --method 0 --suites 2 --cred-i %s/i.pem --key-i %s/i.key "
+             "--json --method 0 --suites 2 --cred-i %s/i.pem --key-i %s/i.key "
              "--cred-r %s/old.pem --key-r %s/old.key --id-cred-i x5chain --id-cred-r x5chain "
              "--trust %s/root.pem",
              w, w, w, w, w);
-    rc = run_cli(args, true, &out);
+    rc = simulate_json(args, &out, &err);
     assert_int_equal(rc, 5);
-    assert_non_null(strstr(out, "outside its validity period"));
-    assert_non_null(strstr(out, "\"name\": \"error\", \"from\": \"initiator\""));
+    /* The sentence goes to standard error; JSON names the error. */
+    assert_non_null(strstr(err, "outside its validity period"));
+    e = message_index(out, "error", 0);
+    assert_true(e >= 0);
+    snprintf(path, sizeof path, "messages/%ld/from", e);
+    assert_json_eq(out, path, "initiator");
+    assert_json_eq(out, "error/name", "credential_expired");
+    free(err);
     free(out);
 }
 
@@ -388,14 +510,22 @@ static void test_failures_exit_codes(void **state)
     /* Unknown credential: the responder trusts only its own credential, so
      * the initiator's kid is unknown -> error code 3, exit 5. */
     snprintf(args, sizeof args,
-             "simulate --method 3 --suites 2 --cred-i %s --key-i %s --cred-r %s --key-r %s "
+             "--method 3 --suites 2 --cred-i %s --key-i %s --cred-r %s --key-r %s "
              "--trust %s --json",
              f.cred_i, f.key_i, f.cred_r, f.key_r, f.cred_r);
-    rc = run_cli(args, true, &out);
+    rc = simulate_json(args, &out, NULL);
     assert_int_equal(rc, 5);
-    assert_non_null(strstr(out, "\"outcome\": \"failed\""));
-    /* error message 03 f5: ERR_CODE 3, ERR_INFO true */
-    assert_non_null(strstr(out, "\"name\": \"error\", \"from\": \"responder\", \"bytes\": 2, \"hex\": \"03f5\""));
+    assert_json_eq(out, "outcome error/side", "failed responder");
+    /* Absent is null (issue #14): no OSCORE context, no framing. */
+    assert_json_eq(out, "oscore framed oscore_contexts_match", "null null null");
+    /* error message 03 f5: ERR_CODE 3, ERR_INFO true (RFC 9528 Section 6.4) */
+    long e = message_index(out, "error", 0);
+    assert_true(e >= 0);
+    char paths[200];
+    snprintf(paths, sizeof paths, "messages/%ld/from messages/%ld/bytes messages/%ld/hex", e, e, e);
+    assert_json_eq(out, paths, "responder 2 03f5");
+    /* The responder sent the error; the initiator took it in. */
+    assert_json_eq(out, "error/name", "credential_unknown");
     free(out);
 
     /* A key readable by others is refused, naming the fix. */
@@ -441,22 +571,30 @@ static void test_failures_exit_codes(void **state)
 static void test_ead_items(void **state)
 {
     (void)state;
-    char *out;
-    int rc = run_cli("simulate --json --ead-1 -5:0102", true, &out);
+    char *out, *err;
+    int rc = simulate_json("--json --ead-1 -5:0102", &out, &err);
     assert_int_equal(rc, 1);
-    assert_non_null(strstr(out, "unrecognized critical EAD item"));
-    assert_non_null(strstr(out, "\"name\": \"error\", \"from\": \"responder\""));
-    assert_non_null(strstr(out, "\"hex\": \"0178"));
+    assert_non_null(strstr(err, "unrecognized critical EAD item"));
+    free(err);
+    /* The responder's error message: ERR_CODE 1 with the text (RFC 9528
+     * Section 3.8: an unrecognized critical item aborts). */
+    assert_json_eq(out, "messages/1/name messages/1/from", "error responder");
+    char *hex = json_at(out, "messages/1/hex");
+    assert_memory_equal(hex, "0178", 4);
+    free(hex);
+    assert_json_eq(out, "error/name error/peer_err_code", "ead_critical 1");
+    assert_json_eq(out, "error/peer_diagnostic", "message_1: unrecognized critical EAD item");
     free(out);
 
     /* ... 37 24 42 0102: label -5 (0x24) and its bstr value after C_I. */
-    rc = run_cli("simulate --json --c-i 37 --ead-1 -5:0102 --ead-accept -5 --ead-2 7:aa --ead-3 7",
-                 true, &out);
+    rc = simulate_json("--json --c-i 37 --ead-1 -5:0102 --ead-accept -5 --ead-2 7:aa --ead-3 7",
+                       &out, NULL);
     assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "\"name\": \"message_1\", \"from\": \"initiator\", \"bytes\": 41"));
-    assert_non_null(strstr(out, "3724420102\""));
-    assert_non_null(strstr(out, "\"name\": \"message_2\", \"from\": \"responder\", \"bytes\": 48"));
-    assert_non_null(strstr(out, "\"name\": \"message_3\", \"from\": \"initiator\", \"bytes\": 20"));
+    assert_json_eq(out, "messages/0/from messages/0/bytes messages/1/bytes messages/2/bytes",
+                   "initiator 41 48 20");
+    hex = json_at(out, "messages/0/hex");
+    assert_string_equal(hex + strlen(hex) - 10, "3724420102");
+    free(hex);
     free(out);
 
     rc = run_cli("simulate --ead-1 x:01", true, &out);
@@ -469,23 +607,184 @@ static void test_help_and_repeat(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(run_cli("simulate --help", false, &out), 0);
-    assert_non_null(strstr(out, "--ephemeral-i|-r"));
-    assert_non_null(strstr(out, "Exit codes"));
-    free(out);
+    char *help;
+    assert_int_equal(run_cli("simulate --help", false, &help), 0);
+    assert_non_null(strstr(help, "--ephemeral-i FILE"));
+    assert_non_null(strstr(help, "--ephemeral-r FILE"));
+    assert_non_null(strstr(help, "Exit codes"));
     /* edhoc-cli help CMD is the command's own help, not the general one. */
     assert_int_equal(run_cli("help simulate", false, &out), 0);
-    assert_non_null(strstr(out, "--ephemeral-i|-r"));
+    assert_string_equal(out, help);
     free(out);
+    free(help);
     assert_int_equal(run_cli("help nonexistent", true, &out), 2);
     assert_non_null(strstr(out, "unknown command 'nonexistent'"));
     free(out);
     assert_int_equal(run_cli("--version", false, &out), 0);
     assert_non_null(strstr(out, "edhoc-cli "));
     free(out);
-    assert_int_equal(run_cli("simulate --repeat 5 --json", false, &out), 0);
-    assert_non_null(strstr(out, "\"runs\": 5"));
+    assert_int_equal(simulate_json("--repeat 5 --json", &out, NULL), 0);
+    assert_json_eq(out, "runs partial", "5 false");
     free(out);
+}
+
+
+/* The JSON contract (issue #14, "JSON as a contract"): the per-layer table
+ * with and without a link, values null where absent, never NaN, and the
+ * validation itself able to fail. */
+static void test_json_contract(void **state)
+{
+    (void)state;
+    char *out;
+    /* Without a link: the layers up to IP, frames null. */
+    assert_int_equal(simulate_json("--json --c-i 37 --c-r 27", &out, NULL), 0);
+    assert_json_eq(out, "framed/link framed/total/frames framed/messages/#", "null null 4");
+    /* The empty 2.04 answering message_3 has no EDHOC message. */
+    assert_json_eq(out, "framed/messages/3/name framed/messages/3/edhoc_bytes", "empty_2.04 null");
+    assert_json_eq(out, "error trace oscore/master_secret", "null null null");
+    /* The check can fail: a NaN (not JSON, RFC 8259 Section 6) and a
+     * missing member are refused. */
+    char *bad = strdup(out);
+    char *t = strstr(bad, "\"time_ms\": ");
+    assert_non_null(t);
+    t += strlen("\"time_ms\": ");
+    size_t digits = strcspn(t, ",");
+    memset(t, ' ', digits);
+    memcpy(t, "NaN", 3);
+    assert_int_not_equal(net_json_valid(bad, "simulate", false), 0);
+    free(bad);
+    bad = strdup(out);
+    t = strstr(bad, "\"handshake_bytes\"");
+    assert_non_null(t);
+    memcpy(t, "\"handshake_byte\" ", 17);
+    assert_int_not_equal(net_json_valid(bad, "simulate", false), 0);
+    free(bad);
+    free(out);
+
+    /* 802.15.4 and a generic MTU: frames counted, the link described. */
+    assert_int_equal(simulate_json("--json --link 802.15.4", &out, NULL), 0);
+    assert_json_eq(out, "framed/link/type framed/link/mtu framed/measured", "802.15.4 null false");
+    assert_true(json_long(out, "framed/total/frames") >= 4);
+    free(out);
+    assert_int_equal(simulate_json("--json --link-mtu 40", &out, NULL), 0);
+    assert_json_eq(out, "framed/link/type framed/link/mtu", "mtu 40");
+    assert_true(json_long(out, "framed/messages/0/frames") > 1);
+    free(out);
+    /* Secrets only when asked. */
+    assert_int_equal(simulate_json("--json --export-secrets --trace", &out, NULL), 0);
+    char *ms = json_at(out, "oscore/master_secret");
+    assert_int_equal(strlen(ms), 32);
+    free(ms);
+    assert_true(json_long(out, "trace/#") > 10);
+    free(out);
+}
+
+/* The option table (issue #14: "One declaration per command ... an option
+ * a command does not use cannot be accepted"; "--opt=value and --opt value
+ * everywhere"; "edhoc-cli help CMD"). */
+static void test_option_table(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(run_cli("simulate --bogus", true, &out), 2);
+    assert_non_null(strstr(out, "edhoc-cli simulate: unknown option '--bogus'"));
+    free(out);
+    assert_int_equal(run_cli("simulate --repeet 2", true, &out), 2);
+    assert_non_null(strstr(out, "did you mean --repeat?"));
+    free(out);
+    assert_int_equal(run_cli("simulate stray", true, &out), 2);
+    assert_non_null(strstr(out, "unexpected argument 'stray'"));
+    free(out);
+    /* What simulate does not use is not accepted: it has no network
+     * (--pcap, --timeout), and its per-side options carry -i / -r. */
+    const char *refused[] = {"--pcap x.pcap", "--timeout 1", "--cred x", "--listen 127.0.0.1:0"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char args[100];
+        snprintf(args, sizeof args, "simulate %s", refused[i]);
+        assert_int_equal(run_cli(args, true, &out), 2);
+        assert_non_null(strstr(out, "unknown option"));
+        free(out);
+    }
+    /* --name=value, and a value option given twice takes the last
+     * (documented in the man page, COMMON OPTIONS). */
+    assert_int_equal(simulate_json("--json --method=0 --method 3 --suites=6 --suites 2 "
+                                   "--repeat=4 --repeat 2", &out, NULL), 0);
+    assert_json_eq(out, "method suite runs", "3 2 2");
+    free(out);
+    assert_int_equal(run_cli("simulate --repeat=0", true, &out), 2);
+    assert_non_null(strstr(out, "--repeat: expected an integer from 1 to 1000000, got '0'"));
+    free(out);
+}
+
+/* --repeat: no progress on standard error when it is not a terminal
+ * (issue #14: "nothing on stderr when not a terminal unless -v"), and
+ * SIGINT / SIGTERM end the run with the figures of the runs done, marked
+ * partial, exit 128 + the signal (the contract of cli/progress.h). */
+static void test_repeat_progress_and_interrupt(void **state)
+{
+    (void)state;
+    char *out, *err;
+    assert_int_equal(simulate_json("--json --repeat 300", &out, &err), 0);
+    assert_string_equal(err, "");
+    assert_json_eq(out, "runs partial", "300 false");
+    free(out);
+    free(err);
+    assert_int_equal(simulate_json("--json --repeat 50 -q", &out, &err), 0);
+    assert_string_equal(err, "");
+    free(out);
+    free(err);
+
+    static const struct {
+        int sig;
+        bool json;
+    } cases[] = {{SIGINT, true}, {SIGTERM, false}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char out_path[300], err_path[300];
+        snprintf(out_path, sizeof out_path, "%s/long.out", workdir);
+        snprintf(err_path, sizeof err_path, "%s/long.err", workdir);
+        /* No line of the previous run may be taken for this one's. */
+        unlink(out_path);
+        unlink(err_path);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            if (!freopen(out_path, "w", stdout) || !freopen(err_path, "w", stderr))
+                _exit(127);
+            /* -v: progress lines even though standard error is a file; the
+             * first one says the loop (and its signal handling) runs. */
+            execl(net_cli(), net_cli(), "simulate", "--repeat", "1000000", "-v",
+                  cases[c].json ? "--json" : "-v", (char *)NULL);
+            _exit(127);
+        }
+        bool running = false;
+        for (int i = 0; i < 1200 && !running; i++) {
+            char *e = net_read_file(err_path);
+            running = e && strstr(e, "simulate: ") != NULL;
+            free(e);
+            if (!running)
+                net_sleep_ms(50);
+        }
+        kill(pid, cases[c].sig);
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (!running)
+            fail_msg("no progress line from simulate --repeat -v within a minute");
+        if (!WIFEXITED(st))
+            fail_msg("simulate ended by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+        assert_int_equal(WEXITSTATUS(st), 128 + cases[c].sig);
+        out = net_read_file(out_path);
+        assert_non_null(out);
+        if (cases[c].json) {
+            assert_int_equal(net_json_valid(out, "simulate", false), 0);
+            assert_json_eq(out, "partial outcome", "true ok");
+            long runs = json_long(out, "runs");
+            assert_true(runs >= 1 && runs < 1000000);
+        } else {
+            assert_non_null(strstr(out, "interrupted: partial results"));
+            assert_non_null(strstr(out, "Outcome: ok"));
+        }
+        free(out);
+    }
 }
 
 int main(void)
@@ -500,6 +799,9 @@ int main(void)
         cmocka_unit_test(test_failures_exit_codes),
         cmocka_unit_test(test_ead_items),
         cmocka_unit_test(test_help_and_repeat),
+        cmocka_unit_test(test_json_contract),
+        cmocka_unit_test(test_option_table),
+        cmocka_unit_test(test_repeat_progress_and_interrupt),
     };
     return cmocka_run_group_tests_name("cli_simulate", tests, setup, teardown);
 }
