@@ -70,9 +70,14 @@ static void test_c_bstr_responder(void **state)
 {
     (void)state;
     static struct net_proc r;
+    /* C_R is fixed, so C_I is too: a random C_I equal to C_R would be
+     * refused ("own connection identifier equals the peer's"), as RFC 9528
+     * Section 3.3.3 says: "the Initiator and the Responder MUST NOT select
+     * connection identifiers such that it results in the same OSCORE
+     * Recipient ID". */
     start(&r, "cbstr-r", "--emulate c-bstr --c-r 27");
     char *out;
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --json", r.port);
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --json", r.port);
     /* RFC 9528 Section 5.3.2: MAC_2 over context_2 = << C_R, ... >>; the
      * verification fails (exit 5) and the diagnosis names the value. */
     assert_int_equal(rc, 5);
@@ -82,7 +87,7 @@ static void test_c_bstr_responder(void **state)
     assert_non_null(strstr(out, "--tolerate c-bstr accepts it"));
     assert_non_null(strstr(out, "\"tolerated\": []"));
     free(out);
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --json --tolerate c-bstr",
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --json --tolerate c-bstr",
                  r.port);
     if (rc != 0)
         fail_msg("with --tolerate c-bstr: %d\n%s", rc, out);
@@ -92,14 +97,14 @@ static void test_c_bstr_responder(void **state)
     free(compact);
     free(out);
     /* Text output says so on the handshake it affected. */
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --tolerate c-bstr",
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --tolerate c-bstr",
                  r.port);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "Tolerated (--tolerate): c-bstr"));
     free(out);
     /* Tolerating something else does not help: only the named deviation
      * is accepted. */
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --tolerate kid-int",
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --tolerate kid-int",
                  r.port);
     assert_int_equal(rc, 5);
     free(out);
@@ -115,7 +120,7 @@ static void test_c_bstr_initiator_avoided(void **state)
     static struct net_proc r;
     start(&r, "cbstr-i", "--c-r 27");
     char *out;
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --emulate c-bstr",
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --emulate c-bstr",
                      r.port);
     assert_int_equal(rc, 5);
     assert_non_null(strstr(out, "this side emulates c-bstr"));
@@ -126,7 +131,7 @@ static void test_c_bstr_initiator_avoided(void **state)
     free(log);
     start(&r, "cbstr-i2", "--c-r-form bstr");
     for (int k = 0; k < 3; k++) {
-        rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --emulate c-bstr",
+        rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --emulate c-bstr",
                      r.port);
         if (rc != 0)
             fail_msg("--c-r-form bstr, run %d: %d\n%s", k, rc, out);
@@ -259,11 +264,11 @@ static void test_simulate_and_names(void **state)
 {
     (void)state;
     char *out;
-    int rc = CLI_RUN(&out, 30, "simulate --emulate-r c-bstr --c-r 27");
+    int rc = CLI_RUN(&out, 30, "simulate --emulate-r c-bstr --c-i 0e --c-r 27");
     assert_int_not_equal(rc, 0);
     assert_non_null(strstr(out, "--tolerate c-bstr accepts it"));
     free(out);
-    rc = CLI_RUN(&out, 30, "simulate --emulate-r c-bstr --c-r 27 --tolerate-i c-bstr");
+    rc = CLI_RUN(&out, 30, "simulate --emulate-r c-bstr --c-i 0e --c-r 27 --tolerate-i c-bstr");
     if (rc != 0)
         fail_msg("simulate with --tolerate-i: %d\n%s", rc, out);
     free(out);
