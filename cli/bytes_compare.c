@@ -48,6 +48,7 @@ struct cmp_msg {
     bool from_client;
     bool handshake;
     long edhoc;                   /* EDHOC message bytes, -1 for none */
+    bool echo_challenged;         /* the same message_1 is sent again with an Echo value */
     size_t udp;                   /* UDP payload bytes */
     unsigned dgrams;
     unsigned frames;
@@ -117,7 +118,9 @@ static void totals(struct cmp_run *r)
     for (size_t i = 0; i < r->n; i++) {
         const struct cmp_msg *m = &r->msgs[i];
         struct cmp_total *t = m->handshake ? &r->hs : &r->req;
-        if (m->edhoc > 0)
+        /* A message_1 answered by 4.01 + Echo goes again unchanged (RFC
+         * 9175 address check): one EDHOC message, two datagrams. */
+        if (m->edhoc > 0 && !m->echo_challenged)
             t->edhoc += m->edhoc;
         t->udp += m->udp;
         t->dgrams += m->dgrams;
@@ -268,6 +271,7 @@ int bytes_initiator_report_parse(const char *text, struct bytes_initiator_report
         o->from_initiator = !strcmp(json_string_value(from), "initiator");
         /* null (or absent) for a message that is not EDHOC's. */
         o->edhoc_bytes = member_long(m, "edhoc_bytes", -1);
+        o->echo_challenged = json_is_true(json_object_get(m, "echo_challenged"));
         o->coap_bytes = member_long(m, "coap_bytes", -1);
         long d = member_long(m, "datagrams", 0);
         o->datagrams = d > 0 ? (unsigned)d : 0;
@@ -408,6 +412,7 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
         memcpy(m->name, im->name, sizeof m->name);
         m->from_client = im->from_initiator;
         m->edhoc = im->edhoc_bytes;
+        m->echo_challenged = im->echo_challenged;
         m->handshake = strncmp(im->name, "OSCORE", 6) != 0;
         for (unsigned j = 0; j < im->datagrams; j++) {
             if (k >= log->n || log->d[k].to_server != m->from_client) {

@@ -34,6 +34,7 @@ struct bytes_initiator_msg {
     char name[48];
     bool from_initiator;
     long edhoc_bytes; /* -1: not an EDHOC message (null) */
+    bool echo_challenged; /* sent again with an Echo value: its EDHOC bytes count once */
     long coap_bytes;
     unsigned datagrams;
 };

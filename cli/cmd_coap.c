@@ -815,6 +815,31 @@ int cmd_coap(int argc, char **argv)
             k--;
             continue;
         }
+        if (!ctx && k == 0 && !echo_done && !coap_msg_parse(shown, shown_len, &inner) &&
+            inner.code == COAP_CODE_UNAUTHORIZED &&
+            (echo = coap_msg_find_option(&inner, COAP_OPT_ECHO)) && echo->len <= 40) {
+            /* The server checks that we receive at our address before it
+             * answers with more than a few times what it got (RFC 9175
+             * Section 2.4 item 3); "the client SHOULD resend the original
+             * request with the addition of an Echo option" (Section 2.3). */
+            uint8_t ev[40];
+            size_t el = echo->len;
+            memcpy(ev, echo->value, el);
+            echo_done = true;
+            edhoc_transport_client_forget(t, tok, tl);
+            long an = cli_coap_with_echo(send_msg, (size_t)n, ev, el, prot, msg_cap);
+            rc = an < 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
+                        : edhoc_transport_client_send(t, prot, (size_t)an, true, tok, &tl);
+            if (rc) {
+                fprintf(stderr, "edhoc-cli coap: cannot send: %s\n", edhoc_transport_strerror(rc));
+                rep.error = "send";
+                exit_code = CLI_EXIT_FAILURE;
+                peer_lost = true;
+                break;
+            }
+            k--;
+            continue;
+        }
         struct response_info ri = {
             .oscore = ctx != NULL,
             .protected_resp = protected_resp,

@@ -37,6 +37,12 @@ struct row {
     char name[48];
     char dir; /* 'I': I -> R, 'R': R -> I */
     long edhoc_bytes; /* -1: not an EDHOC message */
+    /* A message_1 the responder answered with 4.01 + Echo before
+     * verifying our address (RFC 9175 Section 2.4 item 3, RFC 9528
+     * Section 9.7): sent again with the Echo value, so it is the same
+     * EDHOC message twice; the EDHOC totals count it once, as they count a
+     * retransmission once, and the CoAP/UDP totals count both. */
+    bool echo_challenged;
     uint8_t *edhoc;   /* the EDHOC message (edhoc_bytes long), NULL when none */
     size_t coap_bytes;
     unsigned datagrams;
@@ -445,7 +451,10 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
                              (size_t)n, deadline, 0);
         c->log.current = -1;
         if (rn > 0 && take_echo(c, c->resp, (size_t)rn)) {
+            size_t challenged = run->n_rows;
             add_exchange_rows(run, &c->log, "message_1", c->msg, n, "(4.01 Echo)", NULL, -1);
+            if (challenged < run->n_rows)
+                run->rows[challenged].echo_challenged = true;
             cli_dgram_log_begin(&c->log, "message_1 (Echo)");
             rn = edhoc_post(c, &true_prefix, c->framing == EDHOC_FRAMING_A2 ? 1 : 0, c->msg,
                             (size_t)n, deadline, 0);
@@ -902,7 +911,7 @@ static void totals(const struct run *run, size_t *edhoc, size_t *coap, size_t *d
     *edhoc = *coap = *dgrams = *hs_coap = 0;
     for (size_t i = 0; i < run->n_rows; i++) {
         const struct row *r = &run->rows[i];
-        if (r->edhoc_bytes > 0)
+        if (r->edhoc_bytes > 0 && !r->echo_challenged)
             *edhoc += (size_t)r->edhoc_bytes;
         *coap += r->coap_bytes;
         *dgrams += r->datagrams;
@@ -1126,6 +1135,7 @@ static json_t *message_json(const struct ctx *c, const struct row *r)
     cli_json_set(m, "edhoc_bytes", cli_json_int_or_null(r->edhoc_bytes >= 0, r->edhoc_bytes));
     cli_json_set(m, "hex", r->edhoc ? cli_json_hex_value(r->edhoc, (size_t)r->edhoc_bytes)
                                     : json_null());
+    cli_json_set(m, "echo_challenged", json_boolean(r->echo_challenged));
     cli_json_set(m, "coap_bytes", json_integer((json_int_t)r->coap_bytes));
     cli_json_set(m, "datagrams", json_integer(r->datagrams));
     cli_json_set(m, "ip_version", cli_json_int_or_null(r->datagrams > 0, r->ipv6 ? 6 : 4));
@@ -1281,6 +1291,7 @@ enum {
     OPT_TIMEOUT,
     OPT_BLOCK_SIZE,
     OPT_REPEAT,
+    OPT_PAD_MESSAGE_1,
     OPT_EXPORT_CONF,
     OPT_STATE_DIR,
 };
@@ -1309,6 +1320,11 @@ static const struct cli_opt request_opts[] = {
      "messages in outer blocks, request bodies in inner ones"},
     {OPT_REPEAT, "repeat", "N",
      "then run N-1 more handshakes (no requests) and print the handshakes per second"},
+    {OPT_PAD_MESSAGE_1, "pad-message-1", "N",
+     "pad message_1 to at least N bytes (0..1024) with EAD padding (RFC 9528 3.8.1), so that "
+     "a responder that sends an unverified address at most 3 times what it received (RFC 9175 "
+     "2.4) answers with message_2 at once instead of a 4.01 Echo round trip; for an edhoc-cli "
+     "responder N = (message_2's CoAP bytes + 8) / 3 - 27, rounded up"},
     {0, NULL, NULL, NULL},
 };
 
@@ -1376,6 +1392,7 @@ int cmd_initiator(int argc, char **argv)
     }
     cli_edhoc_opts_init(&c->o);
     c->timeout_ms = 10000;
+    long pad_message_1 = 0;
     const char *uri = NULL;
     int exit_code = CLI_EXIT_USAGE;
 
@@ -1434,6 +1451,7 @@ int cmd_initiator(int argc, char **argv)
                                     c->block_size);
             break;
         case OPT_REPEAT: bad = cli_opt_long(&p, 1, 1000000, &c->repeat); break;
+        case OPT_PAD_MESSAGE_1: bad = cli_opt_long(&p, 0, 1024, &pad_message_1); break;
         case OPT_EXPORT_CONF: c->export_conf = p.value; break;
         case OPT_STATE_DIR: c->state_dir_arg = p.value; break;
         }
@@ -1509,6 +1527,7 @@ int cmd_initiator(int argc, char **argv)
         c->side.cfg.trace = on_trace;
         c->side.cfg.trace_ctx = run;
     }
+    c->side.cfg.pad_message_1 = (size_t)pad_message_1;
     c->msg = malloc(EDHOC_MAX_MESSAGE);
     /* Requests and responses of --request may be large (inner block-wise). */
     c->req = malloc(REQUEST_CAP);

@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "daemon.h"
+#include "edhoc/amplification.h"
 #include "edhoc/blockwise.h"
 #include "edhoc/capture.h"
 #include "edhoc/datagram_guard.h"
@@ -68,12 +69,14 @@ struct responder {
     struct interop_log *ilog; /* --interop-log: every configuration traces into it */
 };
 
-static volatile sig_atomic_t stop_signal, reload_signal;
+static volatile sig_atomic_t stop_signal, reload_signal, stats_signal;
 
 static void on_signal(int sig)
 {
     if (sig == SIGHUP)
         reload_signal = 1;
+    else if (sig == SIGUSR1)
+        stats_signal = 1;
     else
         stop_signal = sig;
 }
@@ -551,12 +554,15 @@ enum {
     OPT_FRAMING,
     OPT_C_R_FORM,
     OPT_ECHO,
+    OPT_AMPLIFICATION_FACTOR,
     OPT_ALLOW_UNPROTECTED,
     OPT_DEMO,
     OPT_STATE_DIR,
     OPT_OSCORE_CONTEXT,
     OPT_MAX_PENDING,
     OPT_HANDSHAKE_TIMEOUT,
+    OPT_MAX_CONTEXTS,
+    OPT_CONTEXT_LIFETIME,
     OPT_BLOCK_SIZE,
     OPT_MAX_BODY,
     OPT_MAX_SESSIONS,
@@ -585,6 +591,11 @@ static const struct cli_opt serve_opts[] = {
     {OPT_ECHO, "echo", NULL,
      "answer a message_1 without a valid Echo option with 4.01 + Echo\n"
      "(RFC 9175): reachability first, crypto later"},
+    {OPT_AMPLIFICATION_FACTOR, "amplification-factor", "N",
+     "send an address not yet verified (by an Echo round trip or an OSCORE\n"
+     "request) at most N times the UDP payload bytes received from it; an\n"
+     "answer beyond that becomes a 4.01 with Echo (RFC 9175 2.4, RFC 9528\n"
+     "9.7). 0: no limit, for lab use (default 3, 0..1000)"},
     {OPT_ALLOW_UNPROTECTED, "allow-unprotected", NULL,
      "also serve the resources to requests without OSCORE (CoAP-only tests,\n"
      "baselines); default: 4.01"},
@@ -619,6 +630,16 @@ static const struct cli_opt limit_opts[] = {
     {OPT_HANDSHAKE_TIMEOUT, "handshake-timeout", "SECONDS",
      "drop a handshake without message_3 after SECONDS (1..86400, default 60;\n"
      "counted in whole seconds, a fraction rounds up)"},
+    {OPT_MAX_CONTEXTS, "max-contexts", "N",
+     "OSCORE contexts established by EDHOC kept at once (1..100000000,\n"
+     "default 1000000): the least recently used (by its last verified request)\n"
+     "gives way to a new one; its peer then gets 4.01 and runs EDHOC again.\n"
+     "The state directory keeps the same ones. Static --oscore-context\n"
+     "contexts are never evicted and not counted"},
+    {OPT_CONTEXT_LIFETIME, "context-lifetime", "SECONDS",
+     "drop an EDHOC-established context, and its stored row, after SECONDS\n"
+     "without a verified request (decimals allowed, 0.1..315360000, default\n"
+     "604800: a week)"},
     {OPT_BLOCK_SIZE, "block-size", "N",
      "block-wise transfer above N bytes (16..1024, a power of two, default\n"
      "1024): outer for EDHOC messages, inner (RFC 8613 4.1.3.4.1) for OSCORE\n"
@@ -693,12 +714,29 @@ const struct cli_cmd_spec cli_spec_responder = {
     .renamed = responder_renamed,
     .epilogue =
         "Signals: SIGTERM/SIGINT store state and exit 0; SIGHUP reloads credentials and trust\n"
-        "(established OSCORE contexts stay, handshakes in progress are dropped).\n"
+        "(established OSCORE contexts stay, handshakes in progress are dropped); SIGUSR1\n"
+        "logs the counts (contexts, evicted, expired, handshakes in progress; the\n"
+        "amplification limit's answers held back, Echo challenges, endpoints verified).\n"
         "Exit codes: 0 stopped by a signal; 2 bad command line (also: no credentials without\n"
         "--demo, --cred without --trust, a --listen host that does not resolve); 3 unusable\n"
         "credential, trust or state file (a corrupt or foreign state database is refused,\n"
         "never overwritten); 1 cannot listen; 10 internal error.",
 };
+
+/* The state the limits govern: contexts held against --max-contexts and
+ * those that went, handshakes in progress (SIGUSR1, and at the stop). */
+static void log_stats(const struct edhoc_server_stats *st, const char *when)
+{
+    cli_log(LOG_NOTICE,
+            "%s: contexts=%zu (max %zu) contexts_evicted=%llu contexts_expired=%llu pending=%zu "
+            "pending_evicted=%llu pending_expired=%llu handshakes_ok=%llu handshakes_failed=%llu "
+            "oscore_requests=%llu oscore_errors=%llu",
+            when, st->contexts, st->max_contexts, (unsigned long long)st->contexts_evicted,
+            (unsigned long long)st->contexts_expired, st->pending,
+            (unsigned long long)st->evicted, (unsigned long long)st->expired,
+            (unsigned long long)st->handshakes_ok, (unsigned long long)st->handshakes_failed,
+            (unsigned long long)st->oscore_requests, (unsigned long long)st->oscore_errors);
+}
 
 /* --listen HOST[:PORT], the host as a URI gives it (RFC 3986 Section
  * 3.2.2): a name, an IPv4 address, or an IPv6 address in brackets; no port
@@ -796,6 +834,28 @@ static int load_static_context(struct edhoc_server *srv, const char *path)
     return 0;
 }
 
+/* The amplification limit's counts, and the factor endpoints not yet
+ * verified got: UDP payload bytes sent to them over bytes received
+ * (SIGUSR1, and at the stop). */
+static void log_amplification(const struct edhoc_amp *amp, const struct edhoc_server_stats *st,
+                              const char *when)
+{
+    struct edhoc_amp_stats as;
+    edhoc_amp_get_stats(amp, &as);
+    cli_log(LOG_NOTICE,
+            "%s: amplification_factor=%u answers_held_back=%llu answers_withheld=%llu "
+            "echo_challenges=%llu endpoints_verified=%llu endpoints=%zu (verified %zu) "
+            "endpoints_evicted=%llu unverified_bytes_received=%llu unverified_bytes_sent=%llu "
+            "unverified_factor=%.2f",
+            when, edhoc_amp_factor(amp), (unsigned long long)as.limited,
+            (unsigned long long)as.withheld, (unsigned long long)st->echo_challenges,
+            (unsigned long long)as.verified, as.endpoints, as.endpoints_verified,
+            (unsigned long long)as.evicted, (unsigned long long)as.unverified_received,
+            (unsigned long long)as.unverified_sent,
+            as.unverified_received ? (double)as.unverified_sent / (double)as.unverified_received
+                                   : 0.0);
+}
+
 int cmd_responder(int argc, char **argv)
 {
     /* The daemon holds private keys and OSCORE master secrets: a crash
@@ -817,9 +877,13 @@ int cmd_responder(int argc, char **argv)
     const char *state_dir = NULL, *pidfile = NULL, *ready_file = NULL, *interop_dir = NULL;
     long interop_max = INTEROP_LOG_MAX_FILES;
     bool daemon = false, use_syslog = false, echo_m1 = false, allow_unprotected = false;
+    long amp_factor = EDHOC_AMP_DEFAULT_FACTOR;
+    struct edhoc_amp *amp = NULL;
     bool demo = false;
     unsigned framings = 0; /* both */
     int c_r_form = EDHOC_C_R_FORM_INT;
+    long max_contexts = (long)EDHOC_SERVER_DEFAULT_MAX_CONTEXTS,
+         context_lifetime_ms = (long)EDHOC_SERVER_DEFAULT_CONTEXT_LIFETIME_MS;
     long max_pending = 256, hs_timeout_ms = 60000, block_size = 0,
          max_body = EDHOC_BW_DEFAULT_MAX_BODY, max_sessions = 4096,
          transfer_timeout_ms = EDHOC_BW_DEFAULT_LIFETIME_MS;
@@ -886,6 +950,7 @@ int cmd_responder(int argc, char **argv)
             break;
         }
         case OPT_ECHO: echo_m1 = true; break;
+        case OPT_AMPLIFICATION_FACTOR: bad = cli_opt_long(&p, 0, 1000, &amp_factor); break;
         case OPT_ALLOW_UNPROTECTED: allow_unprotected = true; break;
         case OPT_DEMO: demo = true; break;
         case OPT_STATE_DIR: state_dir = p.value; break;
@@ -898,6 +963,10 @@ int cmd_responder(int argc, char **argv)
             break;
         case OPT_MAX_PENDING: bad = cli_opt_long(&p, 1, 65536, &max_pending); break;
         case OPT_HANDSHAKE_TIMEOUT: bad = cli_opt_seconds(&p, 1, 86400, &hs_timeout_ms); break;
+        case OPT_MAX_CONTEXTS: bad = cli_opt_long(&p, 1, 100000000, &max_contexts); break;
+        case OPT_CONTEXT_LIFETIME:
+            bad = cli_opt_seconds(&p, 0.1, 315360000, &context_lifetime_ms);
+            break;
         case OPT_BLOCK_SIZE:
             bad = cli_opt_long(&p, 16, 1024, &block_size);
             if (!bad && (block_size & (block_size - 1)))
@@ -1062,11 +1131,24 @@ int cmd_responder(int argc, char **argv)
         }
     }
 
+    if (amp_factor > 0) {
+        struct edhoc_amp_config acfg = {.factor = (unsigned)amp_factor};
+        const struct edhoc_crypto_ops *ops = edhoc_crypto_openssl();
+        if (ops->random(ops->rng_ctx, (uint8_t *)acfg.seed, sizeof acfg.seed) ||
+            !(amp = edhoc_amp_new(&acfg))) {
+            cli_log(LOG_ERR, "out of memory");
+            exit_code = CLI_EXIT_INTERNAL;
+            goto close_db;
+        }
+    }
     struct edhoc_server_config scfg = {
+        .amp = amp,
         .ops = edhoc_crypto_openssl(),
         .select = select_config,
         .select_user = r,
         .max_pending = (size_t)max_pending,
+        .max_contexts = (size_t)max_contexts,
+        .context_lifetime_ms = (uint64_t)context_lifetime_ms,
         /* Whole seconds in the server: a fraction rounds up. */
         .pending_timeout_s = (unsigned)((hs_timeout_ms + 999) / 1000),
         .message_4 = r->o.message_4,
@@ -1118,6 +1200,8 @@ int cmd_responder(int argc, char **argv)
         .transfer_lifetime_ms = (uint32_t)transfer_timeout_ms,
         /* libcoap warns for every datagram the guard refused: only at -vv. */
         .log_level = verbosity >= 2 ? LOG_DEBUG : LOG_EMERG,
+        .amp = amp,
+        .limited = amp ? edhoc_server_echo_challenge : NULL,
     };
     char why[256] = "";
     int rc = edhoc_transport_server_open(&t, listen, n_listen, &tcfg, edhoc_server_handle, srv,
@@ -1152,6 +1236,13 @@ int cmd_responder(int argc, char **argv)
     if (allow_unprotected)
         cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
                              "too");
+    if (amp)
+        cli_log(LOG_INFO, "amplification limit: an address not yet verified is sent at most %ld "
+                          "times the bytes received from it (--amplification-factor)",
+                amp_factor);
+    else
+        cli_log(LOG_WARNING, "--amplification-factor 0: no amplification limit; anyone can make "
+                             "this responder send large answers to a spoofed address");
 
     if (daemon && !use_syslog)
         cli_log(LOG_WARNING, "--daemon without --syslog: once detached, log lines go nowhere "
@@ -1189,6 +1280,7 @@ int cmd_responder(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGUSR1, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
     }
     edhoc_server_set_sender(srv, send_notification, t);
@@ -1205,6 +1297,12 @@ int cmd_responder(int argc, char **argv)
             break;
         }
         held_flush(acct);
+        if (stats_signal) {
+            stats_signal = 0;
+            edhoc_server_get_stats(srv, &st);
+            log_stats(&st, "SIGUSR1");
+            log_amplification(amp, &st, "SIGUSR1");
+        }
         if (reload_signal) {
             reload_signal = 0;
             if (load_identities(r) == 0) {
@@ -1215,7 +1313,10 @@ int cmd_responder(int argc, char **argv)
             }
         }
     }
+    /* The next start keeps the most recently used contexts. */
+    edhoc_server_save_state(srv);
     edhoc_server_get_stats(srv, &st);
+    log_stats(&st, "stopping");
     {
         struct edhoc_datagram_guard_stats gs;
         edhoc_datagram_guard_stats(&gs);
@@ -1229,6 +1330,7 @@ int cmd_responder(int argc, char **argv)
             (int)stop_signal, (unsigned long long)st.handshakes_ok,
             (unsigned long long)st.handshakes_failed, st.contexts,
             (unsigned long long)st.oscore_requests);
+    log_amplification(amp, &st, "stopping");
     exit_code = stop_signal ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 free_t:
 free_srv:
@@ -1246,6 +1348,7 @@ close_db:
 out:
     edhoc_transport_set_datagram_hook2(NULL, NULL);
     edhoc_transport_set_presend_hook(NULL, NULL);
+    edhoc_amp_free(amp);
     if (acct) {
         edhoc_capture_close(acct->cap);
         free(acct);

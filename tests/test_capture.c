@@ -1337,8 +1337,23 @@ static const char *compare_msg(const char *run, const char *end, const char *nam
 
 /* The EDHOC messages of one mode: their EDHOC sizes, each carried in a
  * bigger CoAP message, and the totals adding up. */
+/* The link model's frames and bytes of one datagram of udp bytes. */
+static void link_of(long udp, long *frames, long *bytes)
+{
+    struct edhoc_netacct_link l = edhoc_netacct_link_802154_default();
+    struct edhoc_netacct_dgram d = {.udp_payload = (size_t)udp, .ipv6 = false};
+    struct edhoc_netacct_layers lay;
+    assert_int_equal(edhoc_netacct_datagram(&l, &d, &lay, NULL, 0), 0);
+    *frames += lay.frames;
+    *bytes += (long)lay.link;
+}
+
+/* echo: the responder verifies the client's address before sending a
+ * message_2 over 3 times message_1 (RFC 9175 Section 2.4 item 3, RFC 9528
+ * Section 9.7): message_1 is answered by 4.01 + Echo and sent again, the
+ * same EDHOC message counted once in the EDHOC total and twice in UDP. */
 static void check_edhoc_run(const char *json, const char *mode, long e1, long e2, long e3,
-                            bool link)
+                            bool link, bool echo)
 {
     const char *end, *me;
     const char *r = compare_run(json, mode, &end);
@@ -1347,8 +1362,24 @@ static void check_edhoc_run(const char *json, const char *mode, long e1, long e2
     assert_true(strstr(r, "\"cross_checked\": true") < end);
     const char *names[3] = {"message_1", "message_2", "message_3"};
     long want[3] = {e1, e2, e3}, udp_sum = 0, frames_sum = 0, fbytes_sum = 0;
+    const char *from = r;
+    if (echo) {
+        const char *m = compare_msg(r, end, "message_1", &me);
+        assert_int_equal(json_number_in(m, me, "edhoc_bytes"), e1);
+        const char *e = compare_msg(me, end, "(4.01 Echo)", &from);
+        long udp1 = json_number_in(m, me, "udp_bytes"), udp_echo = json_number_in(e, from, "udp_bytes");
+        /* At most 3 times what the unverified address sent. */
+        assert_true(udp_echo <= 3 * udp1);
+        udp_sum += udp1 + udp_echo;
+        if (link) {
+            link_of(udp1, &frames_sum, &fbytes_sum);
+            link_of(udp_echo, &frames_sum, &fbytes_sum);
+        }
+    } else {
+        assert_null(memmem(r, (size_t)(end - r), "(4.01 Echo)", 11));
+    }
     for (int i = 0; i < 3; i++) {
-        const char *m = compare_msg(r, end, names[i], &me);
+        const char *m = compare_msg(i == 0 ? from : r, end, names[i], &me);
         assert_int_equal(json_number_in(m, me, "edhoc_bytes"), want[i]);
         long udp = json_number_in(m, me, "udp_bytes");
         /* A CoAP header (4) at least, and a POST to /.well-known/edhoc or
@@ -1382,7 +1413,7 @@ static void check_edhoc_run(const char *json, const char *mode, long e1, long e2
     const char *hse = strchr(hs, '}');
     assert_int_equal(json_number_in(hs, hse, "edhoc_bytes"), e1 + e2 + e3);
     assert_int_equal(json_number_in(hs, hse, "udp_bytes"), udp_sum + ack_udp);
-    assert_int_equal(json_number_in(hs, hse, "datagrams"), 4);
+    assert_int_equal(json_number_in(hs, hse, "datagrams"), echo ? 6 : 4);
     if (link) {
         const char *m = compare_msg(r, end, "(2.04 Changed)", &me);
         assert_int_equal(json_number_in(hs, hse, "frames"),
@@ -1390,7 +1421,7 @@ static void check_edhoc_run(const char *json, const char *mode, long e1, long e2
         assert_int_equal(json_number_in(hs, hse, "link_bytes"),
                          fbytes_sum + json_number_in(m, me, "link_bytes"));
     }
-    assert_int_equal(json_number_in(r, end, "round_trips"), 2);
+    assert_int_equal(json_number_in(r, end, "round_trips"), echo ? 3 : 2);
     /* One OSCORE GET and its response. */
     const char *rq = strstr(r, "\"request\": ");
     assert_non_null(rq);
@@ -1468,9 +1499,9 @@ static void test_compare(void **state)
     bytes_json_checked(&out, "bytes-compare", true);
     /* Bounded: the default global timeout is 60 s. */
     assert_true(t1.tv_sec - t0.tv_sec < 60);
-    check_edhoc_run(out, "x5chain", 37, 401, 376, false);
-    check_edhoc_run(out, "x5t", 37, 115, 90, false);
-    check_edhoc_run(out, "static_dh_kid", 37, 45, 19, false);
+    check_edhoc_run(out, "x5chain", 37, 401, 376, false, true);
+    check_edhoc_run(out, "x5t", 37, 115, 90, false, false);
+    check_edhoc_run(out, "static_dh_kid", 37, 45, 19, false, false);
     check_dtls_run(out, "x509", true, false);
     check_dtls_run(out, "psk", false, false);
     {
@@ -1496,9 +1527,9 @@ static void test_compare(void **state)
     assert_int_equal(run_cli("bytes --compare --json --link 802.15.4", false, &out), 0);
     bytes_json_checked(&out, "bytes-compare", true);
     assert_non_null(strstr(out, "\"link\": {\"model\": \"802.15.4\""));
-    check_edhoc_run(out, "x5chain", 37, 401, 376, true);
-    check_edhoc_run(out, "x5t", 37, 115, 90, true);
-    check_edhoc_run(out, "static_dh_kid", 37, 45, 19, true);
+    check_edhoc_run(out, "x5chain", 37, 401, 376, true, true);
+    check_edhoc_run(out, "x5t", 37, 115, 90, true, false);
+    check_edhoc_run(out, "static_dh_kid", 37, 45, 19, true, false);
     check_dtls_run(out, "x509", true, true);
     check_dtls_run(out, "psk", false, true);
     free(out);

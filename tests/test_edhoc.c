@@ -416,6 +416,8 @@ static void run_trace(int trace_no)
     n2 = edhoc_responder_prepare_message_2(&r, m2, sizeof m2);
     assert_true(n2 > 0);
     assert_vec(v, "message_2", m2, (size_t)n2);
+    /* The length known before any crypto is the trace's. */
+    assert_int_equal(edhoc_responder_message_2_len(&cr, method_b, suite, sr.cid, sr.cid_len), n2);
 
     static struct edhoc_received rx;
     assert_int_equal(edhoc_initiator_process_message_2(&i, m2, (size_t)n2, &rx), 0);
@@ -847,6 +849,114 @@ static void test_all_methods_suites(void **state)
                 free(p);
             }
     assert_int_equal(runs, 72);
+}
+
+/* edhoc_responder_message_2_len announces exactly what prepare_message_2
+ * then writes, in every method (signature or MAC_2, RFC 9528 Section
+ * 5.3.2), suite, credential type and with EAD_2, for one-byte C_R with and
+ * without an int form and a longer one (Section 3.3.2). */
+static void test_message_2_len(void **state)
+{
+    (void)state;
+    static const uint8_t val[40] = {1};
+    struct edhoc_ead_item ead2[] = {{.label = 5, .value = val, .value_len = sizeof val,
+                                     .has_value = true}};
+    static const uint8_t c_rs[][4] = {{0x18}, {0x05}, {0xa1, 0xb2, 0xc3, 0xd4}};
+    static const size_t c_r_lens[] = {1, 1, 4};
+    int runs = 0;
+    for (int kccs = 0; kccs < 2; kccs++)
+        for (int method = 0; method <= 3; method++)
+            for (size_t k = 0; k < sizeof all_suites / sizeof all_suites[0]; k++)
+                for (size_t c = 0; c < 3; c++) {
+                    struct pair *p = pair_new(method, all_suites[k], kccs);
+                    if (c == 2) {
+                        p->cr.ead[2] = ead2;
+                        p->cr.n_ead[2] = 1;
+                    }
+                    pair_start(p);
+                    assert_int_equal(edhoc_session_set_conn_id(&p->r, c_rs[c], c_r_lens[c]), 0);
+                    long want = edhoc_responder_message_2_len(&p->cr, method, all_suites[k],
+                                                              c_rs[c], c_r_lens[c]);
+                    p->n1 = edhoc_initiator_prepare_message_1(&p->i, p->m1, sizeof p->m1);
+                    assert_true(p->n1 > 0);
+                    assert_int_equal(
+                        edhoc_responder_process_message_1(&p->r, p->m1, (size_t)p->n1, NULL), 0);
+                    p->n2 = edhoc_responder_prepare_message_2(&p->r, p->m2, sizeof p->m2);
+                    assert_int_equal(want, p->n2);
+                    runs++;
+                    free(p);
+                }
+    assert_int_equal(runs, 216);
+    struct pair *p = pair_new(0, 0, false);
+    assert_int_equal(edhoc_responder_message_2_len(&p->cr, 0, 7, NULL, 0), EDHOC_ERR_ARG);
+    assert_int_equal(edhoc_responder_message_2_len(&p->cr, 4, 0, NULL, 0), EDHOC_ERR_ARG);
+    assert_int_equal(edhoc_responder_message_2_len(NULL, 0, 0, NULL, 0), EDHOC_ERR_ARG);
+    free(p);
+}
+
+/* pad_message_1: EAD_1 padding (RFC 9528 Section 3.8.1, ead_label 0 and a
+ * byte string) makes message_1 exactly the length asked for, including
+ * the lengths that need two items ("Certain padding lengths require the
+ * use of at least two such EAD items": 1 + 1 + 24 and 1 + 2 + 256 have no
+ * deterministic head); "Padding MUST be ignored and discarded by the
+ * receiving application": the responder's application sees no item and
+ * the handshake completes. */
+static void test_pad_message_1(void **state)
+{
+    (void)state;
+    struct pair *p = pair_new(3, 2, false);
+    pair_start(p);
+    int plain = edhoc_initiator_prepare_message_1(&p->i, p->m1, sizeof p->m1);
+    assert_true(plain > 0);
+    free(p);
+    for (size_t want = 0; want <= (size_t)plain + 600; want++) {
+        p = pair_new(3, 2, false);
+        p->ci.pad_message_1 = want;
+        pair_start(p);
+        p->n1 = edhoc_initiator_prepare_message_1(&p->i, p->m1, sizeof p->m1);
+        assert_int_equal(p->n1, want > (size_t)plain ? (int)want : plain);
+        /* What follows C_I: padding items only, each label 0. */
+        struct edhoc_message_1_fields f;
+        assert_int_equal(edhoc_message_1_parse(p->m1, (size_t)p->n1, &f), 0);
+        assert_int_equal(f.ead_len, (size_t)p->n1 - (size_t)plain);
+        struct edhoc_cbor_reader r;
+        edhoc_cbor_reader_init(&r, f.ead, f.ead_len);
+        size_t items = 0;
+        while (!edhoc_cbor_at_end(&r)) {
+            int64_t label = -1;
+            assert_int_equal(edhoc_cbor_get_int(&r, &label), 0);
+            assert_int_equal(label, 0);
+            const uint8_t *v;
+            size_t vl;
+            (void)edhoc_cbor_get_bstr(&r, &v, &vl);
+            items++;
+        }
+        size_t extra = f.ead_len;
+        assert_true(items == (extra == 0 ? 0u : extra == 26 || extra == 259 ? 2u : 1u));
+        assert_int_equal(edhoc_responder_process_message_1(&p->r, p->m1, (size_t)p->n1, NULL), 0);
+        if (want == (size_t)plain + 300) {
+            p->n2 = edhoc_responder_prepare_message_2(&p->r, p->m2, sizeof p->m2);
+            assert_true(p->n2 > 0);
+            pair_complete(p);
+            assert_same_keys(p);
+        }
+        assert_int_equal(p->log_r.calls, 0);
+        free(p);
+    }
+    /* Beyond the EAD_1 a responder takes (EDHOC_MAX_EAD_SIZE): refused
+     * here rather than by every responder. */
+    p = pair_new(3, 2, false);
+    p->ci.pad_message_1 = (size_t)plain + EDHOC_MAX_EAD_SIZE + 1;
+    pair_start(p);
+    assert_int_equal(edhoc_initiator_prepare_message_1(&p->i, p->m1, sizeof p->m1),
+                     EDHOC_ERR_TOO_LARGE);
+    free(p);
+    p = pair_new(3, 2, false);
+    p->ci.pad_message_1 = (size_t)plain + EDHOC_MAX_EAD_SIZE;
+    pair_start(p);
+    assert_int_equal(edhoc_initiator_prepare_message_1(&p->i, p->m1, sizeof p->m1),
+                     plain + EDHOC_MAX_EAD_SIZE);
+    free(p);
 }
 
 static void test_session_size(void **state)
@@ -2235,6 +2345,8 @@ int main(void)
         cmocka_unit_test(test_plaintext_2_valid),
         cmocka_unit_test(test_session_size),
         cmocka_unit_test(test_all_methods_suites),
+        cmocka_unit_test(test_message_2_len),
+        cmocka_unit_test(test_pad_message_1),
         cmocka_unit_test(test_bad_mac_2),
         cmocka_unit_test(test_bad_signature_2),
         cmocka_unit_test(test_bad_mac_and_signature_3),

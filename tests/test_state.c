@@ -2,7 +2,9 @@
  * Tests of the responder's durable state (edhoc/state.h): round trips,
  * the never-lower rule for sequence-number marks, refusal of files that
  * are not ours (left byte-identical), crash safety under kill -9, keys of
- * (ID Context, Recipient ID) and the migration of a version 1 file.
+ * (ID Context, Recipient ID), the migration of version 1 and 2 files, and
+ * the bounds the responder keeps (issue #15: least recently used first,
+ * idle ones expire, rows deleted with their marks, static ones kept).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1188,6 +1190,172 @@ static void test_failed_migration_leaves_version_1(void **state)
     edhoc_state_close(db);
 }
 
+/* ---- version 2 (no last_used) ---- */
+
+static const char v2_schema_sql[] =
+    "PRAGMA journal_mode = WAL;"
+    "BEGIN;"
+    "PRAGMA application_id = 1162102851;"
+    "PRAGMA user_version = 2;"
+    "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT;"
+    "CREATE TABLE peer ("
+    "  recipient_id BLOB NOT NULL,"
+    "  has_id_context INTEGER NOT NULL CHECK (has_id_context IN (0, 1)),"
+    "  id_context BLOB NOT NULL CHECK (has_id_context = 1 OR length(id_context) = 0),"
+    "  sender_id BLOB NOT NULL, master_secret BLOB NOT NULL, master_salt BLOB NOT NULL,"
+    "  aead_alg INTEGER NOT NULL, hkdf_alg INTEGER NOT NULL,"
+    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0), peer TEXT NOT NULL,"
+    "  created INTEGER NOT NULL, method INTEGER NOT NULL, suite INTEGER NOT NULL,"
+    "  PRIMARY KEY (recipient_id, has_id_context, id_context)"
+    ") STRICT, WITHOUT ROWID;"
+    "INSERT INTO meta (key, value) VALUES ('magic', 'edhoc-cli state');"
+    "INSERT INTO meta (key, value) VALUES ('schema_version', 2);"
+    "INSERT INTO peer VALUES (x'0a', 0, x'', x'0b', x'00112233445566778899aabbccddeeff',"
+    "  x'a1a2', 10, -16, 4242, '192.0.2.7:5683', 1700000001, 3, 2);"
+    "INSERT INTO peer VALUES (x'01', 1, x'37cb', x'', x'0102030405060708090a0b0c0d0e0f10',"
+    "  x'', 10, -16, 777, 'static', 1700000002, -1, -1);"
+    "COMMIT;";
+
+/* A version 2 file gains last_used in place (from each row's creation
+ * time, the oldest its last use can be), every other value kept. */
+static void test_migrates_version_2(void **state)
+{
+    struct fixture *f = *state;
+    make_state_dir(f);
+    sql_exec(f->file, v2_schema_sql);
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    static const uint8_t rid[] = {0x0a};
+    struct edhoc_state_peer got;
+    assert_int_equal(edhoc_state_get_peer(db, NULL, 0, rid, 1, &got), 0);
+    assert_true(got.ssn_mark == 4242);
+    assert_true(got.last_used == 1700000001000);
+    assert_int_equal(edhoc_state_count(db), 2);
+    edhoc_state_close(db);
+    assert_int_equal(sql_int(f->file, "PRAGMA user_version"), EDHOC_STATE_SCHEMA_VERSION);
+    assert_int_equal(sql_int(f->file, "SELECT value FROM meta WHERE key = 'schema_version'"),
+                     EDHOC_STATE_SCHEMA_VERSION);
+    assert_int_equal(
+        sql_int(f->file, "SELECT count(*) FROM sqlite_schema WHERE name = 'peer_last_used'"), 1);
+}
+
+/* ---- bounds: least recently used, idle expiry ---- */
+
+static int64_t get_used(struct edhoc_state_db *db, const struct edhoc_state_peer *key)
+{
+    struct edhoc_state_peer p;
+    assert_int_equal(edhoc_state_get_peer(db, KEY(*key), &p), 0);
+    return p.last_used;
+}
+
+/* Contexts last used at the same millisecond: keeping N of them keeps the
+ * highest keys (the lowest go first, as a restart loads ties oldest first
+ * in key order); a bound at or above the count deletes nothing. */
+static void test_prune_ties(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    struct edhoc_state_peer p[6];
+    for (uint32_t i = 0; i < 6; i++) {
+        make_peer(&p[i], 10 + i);
+        p[i].method = 0;
+        p[i].last_used = i < 4 ? 7000 : 8000 + i;
+        assert_int_equal(edhoc_state_put_peer(db, &p[i]), 0);
+    }
+    uint64_t expired = 9, evicted = 9;
+    assert_int_equal(edhoc_state_prune(db, 0, 6, &expired, &evicted), 0);
+    assert_true(expired == 0 && evicted == 0);
+    /* Keep 4: 8004, 8005, and two of the four at 7000 (keys 12, 13). */
+    assert_int_equal(edhoc_state_prune(db, 0, 4, &expired, &evicted), 0);
+    assert_true(evicted == 2);
+    struct edhoc_state_peer g;
+    for (uint32_t i = 0; i < 6; i++)
+        assert_int_equal(edhoc_state_get_peer(db, KEY(p[i]), &g),
+                         i < 2 ? EDHOC_STATE_ERR_NOT_FOUND : 0);
+    /* Keep 1: the most recent only. */
+    assert_int_equal(edhoc_state_prune(db, 0, 1, NULL, &evicted), 0);
+    assert_true(evicted == 3);
+    assert_int_equal(edhoc_state_get_peer(db, KEY(p[5]), &g), 0);
+    assert_int_equal(edhoc_state_count(db), 1);
+    edhoc_state_close(db);
+}
+
+static int prune_fn(void *ctx, const struct edhoc_state_peer *p)
+{
+    (void)p;
+    return edhoc_state_prune(ctx, 0, 0, NULL, NULL);
+}
+
+/* Issue #15: "--max-contexts N with least-recently-used eviction,
+ * --context-lifetime (idle expiry), both applied to the SQLite store as
+ * well (rows deleted with their marks; a restart loads at most N)".
+ * Contexts 1..6 (EDHOC runs) last used at 1000..6000 ms, context 1 used
+ * again at 10000; two static contexts (method -1) older than all. */
+static void test_prune_least_recently_used(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    struct edhoc_state_peer p[9];
+    for (uint32_t i = 1; i <= 8; i++) {
+        make_peer(&p[i], i);
+        p[i].method = i <= 6 ? 3 : -1;
+        p[i].last_used = i <= 6 ? (int64_t)i * 1000 : 1;
+        assert_int_equal(edhoc_state_put_peer(db, &p[i]), 0);
+        assert_true(get_used(db, &p[i]) == p[i].last_used);
+    }
+    /* put with no use time: its creation. */
+    struct edhoc_state_peer fresh;
+    make_peer(&fresh, 99);
+    assert_int_equal(edhoc_state_put_peer(db, &fresh), 0);
+    assert_true(get_used(db, &fresh) == fresh.created * 1000);
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(fresh)), 0);
+
+    assert_int_equal(edhoc_state_touch_peer(db, KEY(p[1]), 10000), 0);
+    /* The caller's time is the one stored, earlier or later. */
+    assert_int_equal(edhoc_state_touch_peer(db, KEY(p[2]), 500), 0);
+    assert_true(get_used(db, &p[2]) == 500);
+    assert_int_equal(edhoc_state_touch_peer(db, KEY(p[2]), 2000), 0);
+    assert_true(get_used(db, &p[2]) == 2000);
+    assert_int_equal(edhoc_state_touch_peer(db, KEY(fresh), 500), EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_touch_peer(db, KEY(p[2]), -1), EDHOC_STATE_ERR_ARG);
+
+    /* Pruning inside a transaction that is rolled back changes nothing:
+     * deletes share the transaction of the writes around them. */
+    assert_int_equal(edhoc_state_begin(db), 0);
+    uint64_t expired = 9, evicted = 9;
+    assert_int_equal(edhoc_state_prune(db, 2500, 3, &expired, &evicted), 0);
+    assert_true(expired == 1 && evicted == 2);
+    assert_int_equal(edhoc_state_rollback(db), 0);
+    assert_int_equal(edhoc_state_count(db), 8);
+
+    /* Idle before 2500 ms: context 2. Then the 3 most recently used stay
+     * (1, 6, 5): 3 and 4 go. Static contexts are never pruned. */
+    assert_int_equal(edhoc_state_prune(db, 2500, 3, &expired, &evicted), 0);
+    assert_true(expired == 1);
+    assert_true(evicted == 2);
+    assert_int_equal(edhoc_state_count(db), 5);
+    static const int kept[] = {1, 5, 6, 7, 8}, gone[] = {2, 3, 4};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        assert_true(get_mark(db, &p[kept[i]]) == p[kept[i]].ssn_mark);
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        struct edhoc_state_peer g;
+        /* The row and its mark are gone together. */
+        assert_int_equal(edhoc_state_get_peer(db, KEY(p[gone[i]]), &g), EDHOC_STATE_ERR_NOT_FOUND);
+        assert_int_equal(edhoc_state_store_ssn(db, KEY(p[gone[i]]), 1u << 30),
+                         EDHOC_STATE_ERR_NOT_FOUND);
+    }
+    /* No bound and no age: nothing goes; keep 0: every EDHOC one. */
+    assert_int_equal(edhoc_state_prune(db, 0, UINT64_MAX, &expired, &evicted), 0);
+    assert_true(expired == 0 && evicted == 0);
+    assert_int_equal(edhoc_state_prune(db, 0, 0, NULL, &evicted), 0);
+    assert_true(evicted == 3);
+    assert_int_equal(edhoc_state_count(db), 2);
+
+    /* Not while an iteration runs (it would delete rows under it). */
+    assert_int_equal(edhoc_state_for_each_peer(db, prune_fn, db), EDHOC_STATE_ERR_ARG);
+    assert_int_equal(edhoc_state_count(db), 2);
+    edhoc_state_close(db);
+}
+
 /* ---- crash safety ---- */
 
 static void child_store_loop(const char *dir, int fd)
@@ -1453,6 +1621,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrates_version_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_durable_on_return, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_migration_leaves_version_1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_version_2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_least_recently_used, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_ties, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_text_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_empty_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_foreign_sqlite, setup, teardown),

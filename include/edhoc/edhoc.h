@@ -301,6 +301,14 @@ struct edhoc_config {
      * What is sent (PLAINTEXT_x, C_R, ID_CRED_x) and the transcript hashes
      * stay as RFC 9528 says. 0 in production. */
     unsigned emulate;
+
+    /* Initiator: pad message_1 to at least this many bytes with EAD
+     * padding (RFC 9528 Section 3.8.1: ead_label 0 and a random byte
+     * string, two items where one cannot give the exact length), after
+     * the items of ead[1]. A larger message_1 lets a responder that
+     * limits what it sends to an unverified address (Section 9.7, RFC 9175
+     * Section 2.4 item 3) answer with message_2 at once. 0: no padding. */
+    size_t pad_message_1;
 };
 
 /* ---- Session ---- */
@@ -506,6 +514,18 @@ int edhoc_responder_process_message_1(struct edhoc_session *s, const uint8_t *ms
  * EDHOC_ERR_TOO_LARGE, EDHOC_ERR_CREDENTIAL, EDHOC_ERR_INVALID_POINT,
  * EDHOC_ERR_CRYPTO. */
 int edhoc_responder_prepare_message_2(struct edhoc_session *s, uint8_t *out, size_t cap);
+
+/* The length of the message_2 that edhoc_responder_prepare_message_2
+ * writes with this configuration for method and suite when C_R is c_r,
+ * worked out without any cryptographic operation: G_Y, PLAINTEXT_2 =
+ * ( C_R, ID_CRED_R, Signature_or_MAC_2, ? EAD_2 ) and their heads all have
+ * lengths known beforehand. For a server that must know how large its
+ * answer to a message_1 is before it spends work on it (an amplification
+ * limit, RFC 9528 Section 9.7). Returns the length, or EDHOC_ERR_ARG
+ * (unknown suite or method, no credential), EDHOC_ERR_CREDENTIAL (no
+ * usable ID_CRED_R), EDHOC_ERR_TOO_LARGE. */
+long edhoc_responder_message_2_len(const struct edhoc_config *cfg, int method, int suite,
+                                   const uint8_t *c_r, size_t c_r_len);
 
 /* Decrypt message_3 into rx and expose ID_CRED_I and EAD_3. Returns 0, or
  * EDHOC_ERR_STATE, EDHOC_ERR_MALFORMED, EDHOC_ERR_NOT_DETERMINISTIC,

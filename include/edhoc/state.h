@@ -51,10 +51,10 @@ extern "C" {
 #define EDHOC_STATE_ERR_NOT_FOUND (-5005)
 #define EDHOC_STATE_ERR_ARG (-5006)
 
-/* Version 2 keys contexts by (ID Context, Recipient ID); a version 1
- * database (keyed by recipient ID alone) is migrated when opened, see
- * edhoc_state_open(). */
-#define EDHOC_STATE_SCHEMA_VERSION 2
+/* Version 2 keys contexts by (ID Context, Recipient ID); version 3 adds
+ * when each was last used. Older databases (version 1 keyed by recipient
+ * ID alone, version 2) are migrated when opened, see edhoc_state_open(). */
+#define EDHOC_STATE_SCHEMA_VERSION 3
 #define EDHOC_STATE_FILE "edhoc-cli-state.sqlite"
 
 #define EDHOC_STATE_MAX_ID 8
@@ -89,6 +89,9 @@ struct edhoc_state_peer {
     char peer[64];         /* "addr:port" of the peer when established (informational) */
     int64_t created;       /* Unix seconds */
     int method, suite;     /* of the EDHOC run that produced it; -1 for static contexts */
+    /* Unix milliseconds of its last use (a request it verified, as the
+     * responder counts it); put with 0: created * 1000. */
+    int64_t last_used;
 };
 
 struct edhoc_state_db;
@@ -98,11 +101,12 @@ struct edhoc_state_db;
  * edhoc-cli database, or is corrupt, or has a newer schema, is refused and
  * left untouched. Returns 0, EDHOC_STATE_ERR_IO, _FOREIGN, _CORRUPT,
  * _VERSION. */
-/* A version 1 database is migrated in place, in one transaction that is
- * durable before open returns (a crash during it leaves version 1, which
- * the next open migrates again). Every row keeps all its values, ssn_mark
- * included. Version 1 stored an empty id_context both for "no ID Context"
- * and for an empty one, so:
+/* A version 1 or 2 database is migrated in place, in one transaction that
+ * is durable before open returns (a crash during it leaves the old
+ * version, which the next open migrates again). Every row keeps all its
+ * values, ssn_mark included; last_used, which they did not have, starts
+ * at each row's created time. Version 1 stored an empty id_context both
+ * for "no ID Context" and for an empty one, so:
  *   - id_context of 1 byte or more: that ID Context;
  *   - empty, EDHOC-derived row (method >= 0): no ID Context, which is what
  *     RFC 9528 Appendix A.1 establishes and what version 1 loaded it as;
@@ -171,6 +175,28 @@ int edhoc_state_for_each_peer(struct edhoc_state_db *db,
  * put/store/delete/get on the same handle but not edhoc_state_for_each_peer
  * (nested iteration returns EDHOC_STATE_ERR_ARG). The struct passed to fn
  * is wiped after fn returns: copy what you keep. */
+
+/* Record that the context was last used at last_used (Unix milliseconds;
+ * it replaces the stored time, earlier or later: the caller knows the
+ * order of use). Returns 0, EDHOC_STATE_ERR_NOT_FOUND,
+ * EDHOC_STATE_ERR_ARG (negative time, bad key), EDHOC_STATE_ERR_IO. */
+int edhoc_state_touch_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                           size_t id_context_len, const uint8_t *recipient_id,
+                           size_t recipient_id_len, int64_t last_used);
+
+/* Bound the stored contexts of EDHOC runs (method >= 0): delete those last
+ * used before used_before (Unix milliseconds; 0: none is too old), then
+ * every one but the `keep` most recently used (UINT64_MAX: no bound; of
+ * contexts last used at the same millisecond, the lowest keys go first).
+ * Cost: an index walk of `keep` entries, and the deletions.
+ * Static contexts (method < 0) are never deleted: their rows hold the
+ * marks that keep a configured context's nonces unique. A row goes with
+ * its mark (they are one row). *expired and *evicted (may be NULL) get
+ * the counts of each kind. Inside edhoc_state_begin/commit, one
+ * transaction with the other writes. Returns 0, EDHOC_STATE_ERR_IO,
+ * EDHOC_STATE_ERR_ARG (during an iteration). */
+int edhoc_state_prune(struct edhoc_state_db *db, int64_t used_before, uint64_t keep,
+                      uint64_t *expired, uint64_t *evicted);
 
 /* Number of stored contexts (or a negative error). */
 long edhoc_state_count(struct edhoc_state_db *db);

@@ -4,6 +4,7 @@
  * A.2), the OSCORE contexts it establishes, and the OSCORE-protected
  * resources. Works on CoAP message bytes; no sockets, no libcoap.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,10 @@
 #include "edhoc/oscore.h"
 #include "edhoc/state.h"
 #include "edhoc/blockwise.h"
+#include "edhoc/server_tables.h"
 #include "edhoc/transport.h"
+#include "edhoc/amplification.h"
 
-#define BUCKETS 16384u
 #define MAX_OBSERVERS 64
 #define MAX_PEER_NAME 64
 #define CF_TEXT 0
@@ -106,16 +108,24 @@ struct ctx_key {
     uint8_t idc[OSCORE_MAX_ID_CONTEXT];
 };
 
+/* In srv->ctx_pool, named by index: the links are 4 bytes each, and the
+ * whole stays within 256 bytes (a million contexts: `bench contexts`). */
 struct peer_ctx {
-    struct peer_ctx *next; /* bucket chain */
     struct oscore_context osc;
     struct edhoc_server *srv;
+    uint32_t self;           /* its index */
+    uint32_t chain;          /* next in its srv->contexts chain */
+    struct edhoc_ilink lru;  /* in srv->ctx_lru (EDHOC-derived only) */
+    uint32_t used_ds;        /* last verified request, tenths of a second (to_ds) */
     struct ctx_key key;
     bool is_static;
+    uint8_t use;             /* USE_DIRTY */
 };
+_Static_assert(sizeof(struct peer_ctx) <= 256, "a context within 256 bytes");
 
 struct pending {
     bool used;
+    bool indexed; /* in pending_by_c_r (and pending_by_peer when bare) */
     uint8_t framing;
     uint8_t c_r[EDHOC_MAX_CONN_ID];
     uint8_t c_r_len;
@@ -132,6 +142,9 @@ struct pending {
     int8_t suites_i[EDHOC_MAX_SUITES];
     uint8_t n_suites_i;
     uint16_t m1_bytes, m2_bytes;
+    uint32_t self;                  /* its index in srv->pending_pool */
+    uint32_t c_r_chain, peer_chain; /* in pending_by_c_r / pending_by_peer */
+    struct edhoc_ilink age;         /* in pending_age, oldest first out */
     struct edhoc_session s;
 };
 
@@ -155,10 +168,25 @@ struct observer {
 
 struct edhoc_server {
     struct edhoc_server_config cfg;
-    struct peer_ctx *buckets[BUCKETS];
+    /* Contexts by Recipient ID (every context a kid can name without
+     * 'kid context' is on one chain), the EDHOC-derived ones also in
+     * least-recently-used order. */
+    struct edhoc_pool ctx_pool;
+    struct edhoc_itab contexts;
+    struct edhoc_ilru ctx_lru;
     size_t n_contexts;
-    struct pending *pending;
+    struct edhoc_tab_seed seed; /* keys every table's hash */
+    uint64_t use_pass_ms;       /* last pass storing use times */
+    uint32_t start_ds;          /* when the server started (to_ds) */
+    bool state_txn;             /* a transaction of cfg.db is open (state_write_begin) */
+    /* Pending handshakes: by C_R, by bare peer address, and in age order
+     * (eviction and expiry take the oldest). */
+    struct edhoc_pool pending_pool;
     size_t n_pending;
+    struct edhoc_itab pending_by_c_r, pending_by_peer;
+    struct edhoc_ilru pending_age;
+    struct edhoc_cid_space cids; /* C_Rs of pending handshakes and contexts */
+    uint64_t c_r_one_allowed[4]; /* one-byte C_Rs of cfg.c_r_form */
     uint64_t pending_seq;
     uint64_t now_ms; /* last tick */
     uint64_t last_scan_ms;
@@ -190,7 +218,6 @@ struct edhoc_server {
     struct edhoc_bw_server *bw; /* inner block-wise transfers */
     uint8_t c_r_pool[128];    /* random bytes for C_R candidates (choose_c_r) */
     size_t c_r_pool_left;
-    unsigned c_r_skip_one_byte; /* handshakes left that skip the full one-byte space */
 };
 
 static void logf_(struct edhoc_server *srv, int level, const char *fmt, ...)
@@ -585,19 +612,113 @@ uint64_t edhoc_server_current_handshake(const struct edhoc_server *srv, const ch
     return srv->hs_current;
 }
 
-/* Buckets hash the Recipient ID alone: every context a kid can name
- * when the request carries no 'kid context' sits in one chain. */
-static uint32_t hash_id(const uint8_t *id, size_t len)
+/* A Recipient ID of a context that went (evicted or expired) is not given
+ * to a new handshake as C_R for this long, so that its peer's next
+ * request finds no context (4.01 "Security context not found", RFC 8613
+ * Section 8.2 step 2) instead of failing to decrypt under another peer's.
+ * Only one-byte values are held: longer ones are drawn from a space at
+ * most half full, where meeting a given value again is unlikely. */
+#define RID_HOLD_MS 60000u
+/* Last uses reach the state in a pass every USE_PASS_MS, a context when
+ * its last use moved into another minute (USE_DIRTY): after a crash its
+ * stored last use is at most a minute old. A clean stop stores the last
+ * use of every context used during the run, in recency order
+ * (edhoc_server_save_state). */
+#define USE_PASS_MS 1000u
+#define USE_DIRTY 1u
+/* Room for static contexts in the context pool, besides max_contexts. */
+#define STATIC_ROOM 1024u
+
+/* The server's clock: the last tick, or the monotonic clock before the
+ * first one (contexts loaded at start). */
+static uint64_t clock_ms(const struct edhoc_server *srv)
 {
-    uint32_t h = 2166136261u ^ (uint32_t)len;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ id[i]) * 16777619u;
-    return h % BUCKETS;
+    return srv->now_ms ? srv->now_ms : mono_ms();
+}
+
+/* A context's last use in tenths of a second of the monotonic clock (time
+ * since boot): 32 bits last 13 years of uptime, then the value stays at
+ * its maximum (the recency order, which the list keeps, is unaffected). */
+static uint32_t to_ds(uint64_t ms)
+{
+    uint64_t ds = ms / 100;
+    return ds > UINT32_MAX ? UINT32_MAX : (uint32_t)ds;
+}
+
+static uint64_t used_ms(const struct peer_ctx *p)
+{
+    return (uint64_t)p->used_ds * 100;
+}
+
+static int64_t wall_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The state keeps Unix time, which survives a restart; the server runs on
+ * the monotonic clock, which setting the date does not move. */
+static int64_t wall_ms_of(const struct edhoc_server *srv, uint64_t t_ms)
+{
+    uint64_t now = clock_ms(srv);
+    int64_t age = now > t_ms ? (int64_t)(now - t_ms) : 0;
+    int64_t wall = wall_now_ms();
+    return wall > age ? wall - age : 0;
+}
+
+static uint64_t server_ms_of(const struct edhoc_server *srv, int64_t wall_ms)
+{
+    int64_t age = wall_now_ms() - wall_ms;
+    uint64_t now = clock_ms(srv);
+    if (age <= 0)
+        return now;
+    return (uint64_t)age < now ? now - (uint64_t)age : 0;
+}
+
+/* The writes of one pass (a context established with the ones it evicts,
+ * a tick's expiries and use times) go in one transaction: one sync. */
+static void state_write_begin(struct edhoc_server *srv)
+{
+    if (srv->cfg.db && !srv->state_txn)
+        srv->state_txn = edhoc_state_begin(srv->cfg.db) == 0;
+}
+
+static int state_write_end(struct edhoc_server *srv)
+{
+    if (!srv->state_txn)
+        return 0;
+    srv->state_txn = false;
+    int rc = edhoc_state_commit(srv->cfg.db);
+    if (rc)
+        logf_(srv, EDHOC_LOG_ERR, "state: cannot commit: %s", edhoc_state_strerror(rc));
+    return rc;
+}
+
+static struct peer_ctx *ctx_at(const struct edhoc_server *srv, uint32_t i)
+{
+    return edhoc_pool_at(&srv->ctx_pool, i);
+}
+
+/* Chains hold every context with one Recipient ID, whatever its ID
+ * Context, so a request without 'kid context' finds all it may name. */
+static uint64_t rid_hash(const struct edhoc_server *srv, const uint8_t *rid, size_t len)
+{
+    return edhoc_tab_hash(&srv->seed, rid, len);
+}
+
+static uint64_t ctx_hash_of(const void *entry, void *user)
+{
+    const struct peer_ctx *p = entry;
+    return rid_hash(user, p->key.rid, p->key.rid_len);
 }
 
 static struct peer_ctx *ctx_find(struct edhoc_server *srv, const struct ctx_key *key)
 {
-    for (struct peer_ctx *p = srv->buckets[hash_id(key->rid, key->rid_len)]; p; p = p->next) {
+    uint64_t h = rid_hash(srv, key->rid, key->rid_len);
+    for (uint32_t i = edhoc_itab_first(&srv->contexts, h); i != EDHOC_NONE;
+         i = edhoc_itab_next(&srv->contexts, i)) {
+        struct peer_ctx *p = ctx_at(srv, i);
         if (key_equal(&p->key, key))
             return p;
     }
@@ -607,27 +728,33 @@ static struct peer_ctx *ctx_find(struct edhoc_server *srv, const struct ctx_key 
 /* Whether any context, whatever its ID Context, has this Recipient ID. */
 static bool rid_in_use(struct edhoc_server *srv, const uint8_t *rid, size_t len)
 {
-    for (struct peer_ctx *p = srv->buckets[hash_id(rid, len)]; p; p = p->next) {
-        if (key_rid_is(&p->key, rid, len))
+    uint64_t h = rid_hash(srv, rid, len);
+    for (uint32_t i = edhoc_itab_first(&srv->contexts, h); i != EDHOC_NONE;
+         i = edhoc_itab_next(&srv->contexts, i)) {
+        if (key_rid_is(&ctx_at(srv, i)->key, rid, len))
             return true;
     }
     return false;
 }
 
+/* Unlink p from every table and release it (its row is the caller's).
+ * hold_until_ms: its Recipient ID is not a new C_R before then. */
+static void ctx_free(struct edhoc_server *srv, struct peer_ctx *p, uint64_t hold_until_ms)
+{
+    uint32_t i = p->self;
+    edhoc_itab_remove(&srv->contexts, i, rid_hash(srv, p->key.rid, p->key.rid_len));
+    edhoc_ilru_remove(&srv->ctx_lru, i);
+    edhoc_cid_space_remove(&srv->cids, p->key.rid, p->key.rid_len, hold_until_ms);
+    oscore_context_wipe(&p->osc);
+    edhoc_pool_release(&srv->ctx_pool, i);
+    srv->n_contexts--;
+}
+
 static void ctx_remove(struct edhoc_server *srv, const struct ctx_key *key)
 {
-    struct peer_ctx **pp = &srv->buckets[hash_id(key->rid, key->rid_len)];
-    while (*pp) {
-        struct peer_ctx *p = *pp;
-        if (key_equal(&p->key, key)) {
-            *pp = p->next;
-            oscore_context_wipe(&p->osc);
-            free(p);
-            srv->n_contexts--;
-            return;
-        }
-        pp = &p->next;
-    }
+    struct peer_ctx *p = ctx_find(srv, key);
+    if (p)
+        ctx_free(srv, p, 0);
 }
 
 static int store_ssn(void *user, uint64_t mark)
@@ -643,18 +770,25 @@ static int store_ssn(void *user, uint64_t mark)
 
 /* A new context under key, replacing the one with exactly that key (and
  * no other: contexts with the same Recipient ID and another ID Context
- * stay). */
-static struct peer_ctx *ctx_insert(struct edhoc_server *srv, const struct ctx_key *key)
+ * stay). An EDHOC-derived one is the most recently used; a static one
+ * is outside the recency order (never evicted or expired). */
+static struct peer_ctx *ctx_insert(struct edhoc_server *srv, const struct ctx_key *key,
+                                   bool is_static)
 {
     ctx_remove(srv, key);
-    struct peer_ctx *p = calloc(1, sizeof *p);
-    if (!p)
+    uint32_t i = edhoc_pool_alloc(&srv->ctx_pool);
+    if (i == EDHOC_NONE)
         return NULL;
+    struct peer_ctx *p = ctx_at(srv, i);
+    p->self = i;
     p->srv = srv;
     p->key = *key;
-    uint32_t h = hash_id(key->rid, key->rid_len);
-    p->next = srv->buckets[h];
-    srv->buckets[h] = p;
+    p->is_static = is_static;
+    p->used_ds = to_ds(clock_ms(srv));
+    edhoc_itab_insert(&srv->contexts, i, rid_hash(srv, key->rid, key->rid_len));
+    if (!is_static)
+        edhoc_ilru_push(&srv->ctx_lru, i);
+    edhoc_cid_space_add(&srv->cids, key->rid, key->rid_len);
     srv->n_contexts++;
     return p;
 }
@@ -665,69 +799,233 @@ static void ctx_persist(struct peer_ctx *p)
         oscore_context_set_persistence(&p->osc, store_ssn, p, p->srv->cfg.ssn_freq);
 }
 
+static void observer_drop(struct observer *o);
+
+/* An EDHOC-derived context goes, with its row and mark (one row): the
+ * least recently used one for a new one (max_contexts), or one idle for
+ * longer than context_lifetime_ms. RFC 8613 Section 8.2 step 2: its
+ * peer's next request gets 4.01 "Security context not found", and the
+ * peer runs EDHOC again. */
+static void ctx_drop(struct edhoc_server *srv, struct peer_ctx *p, bool expired)
+{
+    char rid[2 * OSCORE_MAX_ID + 1];
+    hex(p->key.rid, p->key.rid_len, rid, sizeof rid);
+    uint64_t now = clock_ms(srv);
+    unsigned long long idle_s = now > used_ms(p) ? (now - used_ms(p)) / 1000 : 0;
+    if (expired) {
+        srv->st.contexts_expired++;
+        logf_(srv, EDHOC_LOG_INFO, "context kid=%s expired: no verified request for %llu s", rid,
+              idle_s);
+    } else {
+        srv->st.contexts_evicted++;
+        logf_(srv, EDHOC_LOG_INFO,
+              "context kid=%s evicted (max contexts %zu reached; idle %llu s, the longest)", rid,
+              srv->cfg.max_contexts, idle_s);
+    }
+    for (size_t i = 0; i < MAX_OBSERVERS; i++) {
+        if (srv->observers[i].used && key_equal(&srv->observers[i].key, &p->key))
+            observer_drop(&srv->observers[i]);
+    }
+    if (srv->cfg.db) {
+        state_write_begin(srv);
+        int rc = edhoc_state_delete_peer(srv->cfg.db, key_idc(&p->key), p->key.idc_len,
+                                         p->key.rid, p->key.rid_len);
+        if (rc && rc != EDHOC_STATE_ERR_NOT_FOUND)
+            logf_(srv, EDHOC_LOG_ERR, "state: cannot delete context kid=%s: %s", rid,
+                  edhoc_state_strerror(rc));
+    }
+    ctx_free(srv, p, now + RID_HOLD_MS);
+}
+
+/* Room for one more EDHOC-derived context: the least recently used go. */
+static void ctx_make_room(struct edhoc_server *srv)
+{
+    uint32_t i;
+    while (srv->ctx_lru.count >= srv->cfg.max_contexts &&
+           (i = edhoc_ilru_oldest(&srv->ctx_lru)) != EDHOC_NONE)
+        ctx_drop(srv, ctx_at(srv, i), false);
+}
+
+/* A request that verified under p (n: what unprotecting it returned; an
+ * Echo challenge follows a request that verified too) makes p the most
+ * recently used. A request that did not verify proves nothing: the kid
+ * is public, so anyone could keep a context alive with it otherwise. */
+static void ctx_verified(struct edhoc_server *srv, struct peer_ctx *p, long n)
+{
+    if (!p || (n < 0 && n != OSCORE_ERR_ECHO_REQUIRED))
+        return;
+    uint32_t now = to_ds(clock_ms(srv));
+    if (now / 600 != p->used_ds / 600)
+        p->use |= USE_DIRTY;
+    p->used_ds = now;
+    if (!p->is_static)
+        edhoc_ilru_touch(&srv->ctx_lru, p->self);
+}
+
+/* Store the last use of contexts used at or after since_ds (the recency
+ * order is the order of use, so the walk stops at the first older one)
+ * that are marked USE_DIRTY. */
+static void uses_store(struct edhoc_server *srv, uint32_t since_ds)
+{
+    for (uint32_t i = edhoc_ilru_newest(&srv->ctx_lru); i != EDHOC_NONE;
+         i = edhoc_ilru_older(&srv->ctx_lru, i)) {
+        struct peer_ctx *p = ctx_at(srv, i);
+        if (p->used_ds < since_ds)
+            break;
+        if (!(p->use & USE_DIRTY))
+            continue;
+        state_write_begin(srv);
+        int rc = edhoc_state_touch_peer(srv->cfg.db, key_idc(&p->key), p->key.idc_len,
+                                        p->key.rid, p->key.rid_len, wall_ms_of(srv, used_ms(p)));
+        if (rc && rc != EDHOC_STATE_ERR_NOT_FOUND) {
+            logf_(srv, EDHOC_LOG_ERR, "state: cannot store when a context was used: %s",
+                  edhoc_state_strerror(rc));
+            return;
+        }
+        p->use = 0;
+    }
+}
+
+/* Idle contexts go (oldest first, so the walk stops at the first that is
+ * not), and use times reach the state: one transaction. */
+static void contexts_tick(struct edhoc_server *srv, uint64_t now)
+{
+    if (!srv->use_pass_ms)
+        srv->use_pass_ms = now;
+    uint32_t i;
+    while ((i = edhoc_ilru_oldest(&srv->ctx_lru)) != EDHOC_NONE) {
+        struct peer_ctx *p = ctx_at(srv, i);
+        if (now <= used_ms(p) || now - used_ms(p) <= srv->cfg.context_lifetime_ms)
+            break;
+        ctx_drop(srv, p, true);
+    }
+    if (srv->cfg.db && now - srv->use_pass_ms >= USE_PASS_MS) {
+        uses_store(srv, to_ds(srv->use_pass_ms));
+        srv->use_pass_ms = now;
+    }
+    state_write_end(srv);
+}
+
+/* ---- Pending handshakes ---- */
+
+static struct pending *pending_at(const struct edhoc_server *srv, uint32_t i)
+{
+    return edhoc_pool_at(&srv->pending_pool, i);
+}
+
+static uint64_t c_r_hash_of(const void *entry, void *user)
+{
+    const struct pending *h = entry;
+    return edhoc_tab_hash(&((const struct edhoc_server *)user)->seed, h->c_r, h->c_r_len);
+}
+
+static uint64_t peer_hash(const struct edhoc_server *srv, const char *peer)
+{
+    return edhoc_tab_hash(&srv->seed, peer, strlen(peer));
+}
+
+static uint64_t peer_hash_of(const void *entry, void *user)
+{
+    return peer_hash(user, ((const struct pending *)entry)->peer);
+}
+
+/* The A.2 handshake whose C_R this is (a bare one is found by address). */
 static struct pending *pending_find(struct edhoc_server *srv, const uint8_t *c_r, size_t len)
 {
-    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
-        struct pending *h = &srv->pending[i];
-        if (h->used && h->framing == EDHOC_FRAMING_A2 && h->c_r_len == len &&
-            !memcmp(h->c_r, c_r, len))
+    uint64_t hash = edhoc_tab_hash(&srv->seed, c_r, len);
+    for (uint32_t i = edhoc_itab_first(&srv->pending_by_c_r, hash); i != EDHOC_NONE;
+         i = edhoc_itab_next(&srv->pending_by_c_r, i)) {
+        struct pending *h = pending_at(srv, i);
+        if (h->framing == EDHOC_FRAMING_A2 && h->c_r_len == len && !memcmp(h->c_r, c_r, len))
             return h;
     }
     return NULL;
 }
 
+/* Whether a handshake in progress, of either framing, has this C_R. */
+static bool pending_c_r_in_use(struct edhoc_server *srv, const uint8_t *c_r, size_t len)
+{
+    uint64_t hash = edhoc_tab_hash(&srv->seed, c_r, len);
+    for (uint32_t i = edhoc_itab_first(&srv->pending_by_c_r, hash); i != EDHOC_NONE;
+         i = edhoc_itab_next(&srv->pending_by_c_r, i)) {
+        struct pending *h = pending_at(srv, i);
+        if (h->c_r_len == len && !memcmp(h->c_r, c_r, len))
+            return true;
+    }
+    return false;
+}
+
+/* The bare handshake of a peer address (the newest if there were two). */
 static struct pending *pending_find_bare(struct edhoc_server *srv, const char *peer)
 {
     struct pending *best = NULL;
-    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
-        struct pending *h = &srv->pending[i];
-        if (h->used && h->framing == EDHOC_FRAMING_BARE && !strcmp(h->peer, peer) &&
-            (!best || h->seq > best->seq))
+    uint64_t hash = peer_hash(srv, peer);
+    for (uint32_t i = edhoc_itab_first(&srv->pending_by_peer, hash); i != EDHOC_NONE;
+         i = edhoc_itab_next(&srv->pending_by_peer, i)) {
+        struct pending *h = pending_at(srv, i);
+        if (!strcmp(h->peer, peer) && (!best || h->seq > best->seq))
             best = h;
     }
     return best;
+}
+
+/* Index a handshake once its C_R, framing and peer are set: by C_R, and a
+ * bare one by its peer's address too. */
+static void pending_index(struct edhoc_server *srv, struct pending *h)
+{
+    if (h->indexed)
+        return;
+    edhoc_itab_insert(&srv->pending_by_c_r, h->self, c_r_hash_of(h, srv));
+    if (h->framing == EDHOC_FRAMING_BARE)
+        edhoc_itab_insert(&srv->pending_by_peer, h->self, peer_hash(srv, h->peer));
+    edhoc_cid_space_add(&srv->cids, h->c_r, h->c_r_len);
+    h->indexed = true;
 }
 
 static void pending_free(struct edhoc_server *srv, struct pending *h)
 {
     if (!h->used)
         return;
+    if (h->indexed) {
+        edhoc_itab_remove(&srv->pending_by_c_r, h->self, c_r_hash_of(h, srv));
+        if (h->framing == EDHOC_FRAMING_BARE)
+            edhoc_itab_remove(&srv->pending_by_peer, h->self, peer_hash(srv, h->peer));
+        edhoc_cid_space_remove(&srv->cids, h->c_r, h->c_r_len, 0);
+    }
+    edhoc_ilru_remove(&srv->pending_age, h->self);
     edhoc_session_wipe(&h->s);
-    h->used = false;
+    edhoc_pool_release(&srv->pending_pool, h->self);
     srv->n_pending--;
 }
 
 static struct pending *pending_alloc(struct edhoc_server *srv)
 {
-    struct pending *oldest = NULL;
-    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
-        struct pending *h = &srv->pending[i];
-        if (!h->used) {
-            memset(h, 0, sizeof *h);
-            h->used = true;
-            h->seq = ++srv->pending_seq;
-            srv->n_pending++;
-            return h;
-        }
-        if (!oldest || h->seq < oldest->seq)
-            oldest = h;
+    uint32_t i = edhoc_pool_alloc(&srv->pending_pool);
+    if (i == EDHOC_NONE) {
+        /* Full: the oldest handshake makes room (its initiator may retry). */
+        struct pending *oldest = pending_at(srv, edhoc_ilru_oldest(&srv->pending_age));
+        logf_(srv, EDHOC_LOG_INFO, "handshake peer=%s evicted (max pending %zu reached)",
+              oldest->peer, srv->cfg.max_pending);
+        srv->st.evicted++;
+        char why[96];
+        snprintf(why, sizeof why, "evicted before message_3: max pending %zu reached",
+                 srv->cfg.max_pending);
+        hs_end_pending(srv, oldest, EDHOC_SERVER_EVICTED, "message_3", why);
+        pending_free(srv, oldest);
+        i = edhoc_pool_alloc(&srv->pending_pool);
+        if (i == EDHOC_NONE)
+            return NULL;
     }
-    /* Full: the oldest handshake makes room (its initiator may retry). */
-    logf_(srv, EDHOC_LOG_INFO, "handshake peer=%s evicted (max pending %zu reached)",
-          oldest->peer, srv->cfg.max_pending);
-    srv->st.evicted++;
-    char why[96];
-    snprintf(why, sizeof why, "evicted before message_3: max pending %zu reached",
-             srv->cfg.max_pending);
-    hs_end_pending(srv, oldest, EDHOC_SERVER_EVICTED, "message_3", why);
-    pending_free(srv, oldest);
-    memset(oldest, 0, sizeof *oldest);
-    oldest->used = true;
-    oldest->seq = ++srv->pending_seq;
+    struct pending *h = pending_at(srv, i);
+    h->self = i;
+    h->used = true;
+    h->seq = ++srv->pending_seq;
+    edhoc_ilru_push(&srv->pending_age, i);
     srv->n_pending++;
-    return oldest;
+    return h;
 }
 
+/* A longer C_R candidate: not C_I, no handshake's, no context's. */
 static bool c_r_in_use(struct edhoc_server *srv, const uint8_t *c, size_t len, const uint8_t *c_i,
                        size_t c_i_len)
 {
@@ -735,13 +1033,7 @@ static bool c_r_in_use(struct edhoc_server *srv, const uint8_t *c, size_t len, c
         return true;
     /* C_R becomes our Recipient ID: one shared with a static context of
      * any ID Context would make requests without 'kid context' try both. */
-    if (pending_find(srv, c, len) || rid_in_use(srv, c, len))
-        return true;
-    /* Bare message_1 starts with METHOD 0..3: a C_R that is one of those
-     * ints would make a C_R-prefixed message_3 ambiguous. */
-    if (len == 1 && c[0] <= 3)
-        return true;
-    return false;
+    return pending_c_r_in_use(srv, c, len) || rid_in_use(srv, c, len);
 }
 
 /* Random bytes for C_R candidates, drawn from the RNG in batches: C_R is
@@ -760,11 +1052,29 @@ static int c_r_random(struct edhoc_server *srv, uint8_t *out, size_t len)
     return 0;
 }
 
-/* C_R unique among live handshakes and contexts (RFC 9668 Section 4.2):
- * one byte while there is room, longer when the short space fills up.
- * Once the 40 usable one-byte values are all taken (a busy responder
- * keeps many contexts), the next handshakes go straight to two bytes
- * rather than retrying the full space each time. */
+/* The one-byte C_Rs a form allows. RFC 9528 Section 3.3.2: 0x00-0x17 and
+ * 0x20-0x37 have an int form (sent as that CBOR int). Never 0..3: a bare
+ * message_1 starts with METHOD 0..3, so such a C_R would make a
+ * C_R-prefixed message_3 ambiguous. */
+static void c_r_one_byte_allowed(int form, uint64_t out[4])
+{
+    memset(out, 0, 4 * sizeof *out);
+    for (unsigned b = 4; b < 256; b++) {
+        bool int_form = b <= 0x17 || (b >= 0x20 && b <= 0x37);
+        if (form == EDHOC_C_R_FORM_ANY || (form == EDHOC_C_R_FORM_BSTR) != int_form)
+            out[b / 64] |= (uint64_t)1 << (b % 64);
+    }
+}
+
+/* C_R distinct from C_I and unique among live handshakes and contexts
+ * (RFC 9528 Section 3.3, RFC 9668 Section 4.2): one byte while there is
+ * room, uniformly among the free values of the configured form; longer
+ * when the one-byte space is full. The counters of srv->cids make this
+ * constant work however many C_Rs are taken: the one-byte choice reads
+ * four bitmap words, and a longer C_R is drawn at the shortest length
+ * that is less than half full, so each try succeeds with probability
+ * above 1/2 (8 tries per length; all failing at every length: below
+ * 2^-8 per length). */
 static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_len, uint8_t *out,
                       size_t *out_len)
 {
@@ -774,29 +1084,28 @@ static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_l
         *out_len = srv->cfg.c_r_len;
         return 0;
     }
-    size_t first = 1;
-    if (srv->c_r_skip_one_byte) {
-        srv->c_r_skip_one_byte--;
-        first = 2;
+    uint8_t r[4];
+    if (c_r_random(srv, r, sizeof r))
+        return -1;
+    uint32_t rv = (uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 | (uint32_t)r[2] << 8 | r[3];
+    int one = edhoc_cid_space_pick_one(&srv->cids, srv->c_r_one_allowed,
+                                       c_i_len == 1 ? c_i[0] : -1, clock_ms(srv), rv);
+    if (one >= 0) {
+        out[0] = (uint8_t)one;
+        *out_len = 1;
+        return 0;
     }
-    for (size_t len = first; len <= 4; len++) {
-        for (int attempt = 0; attempt < 16; attempt++) {
+    for (size_t len = edhoc_cid_space_len(&srv->cids, 4); len <= 4; len++) {
+        for (int attempt = 0; attempt < 8; attempt++) {
             uint8_t c[4];
             if (c_r_random(srv, c, len))
                 return -1;
-            bool int_form = c[0] <= 0x17 || (c[0] >= 0x20 && c[0] <= 0x37);
-            if (len == 1 && srv->cfg.c_r_form == EDHOC_C_R_FORM_INT && !int_form)
-                c[0] = (uint8_t)(c[0] % 44 < 24 ? c[0] % 44 : 0x20 + c[0] % 44 - 24);
-            else if (len == 1 && srv->cfg.c_r_form == EDHOC_C_R_FORM_BSTR && int_form)
-                continue; /* 208 of 256 values have no int form */
             if (!c_r_in_use(srv, c, len, c_i, c_i_len)) {
                 memcpy(out, c, len);
                 *out_len = len;
                 return 0;
             }
         }
-        if (len == 1)
-            srv->c_r_skip_one_byte = 64;
     }
     return -1;
 }
@@ -821,22 +1130,59 @@ struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
         srv->cfg.max_body = EDHOC_BW_DEFAULT_MAX_BODY;
     if (!srv->cfg.block_size)
         srv->cfg.block_size = 1024;
+    if (!srv->cfg.max_contexts)
+        srv->cfg.max_contexts = EDHOC_SERVER_DEFAULT_MAX_CONTEXTS;
+    if (!srv->cfg.context_lifetime_ms)
+        srv->cfg.context_lifetime_ms = EDHOC_SERVER_DEFAULT_CONTEXT_LIFETIME_MS;
+    if (srv->cfg.max_contexts > UINT32_MAX - 2 * STATIC_ROOM)
+        srv->cfg.max_contexts = UINT32_MAX - 2 * STATIC_ROOM;
+    if (srv->cfg.max_pending > UINT32_MAX - 2)
+        srv->cfg.max_pending = UINT32_MAX - 2;
+    edhoc_cid_space_init(&srv->cids);
+    c_r_one_byte_allowed(srv->cfg.c_r_form, srv->c_r_one_allowed);
+    srv->start_ds = to_ds(clock_ms(srv));
+    /* Buckets for every context the cap allows (static ones on top): the
+     * chains stay short at a million, and the pages no context reached
+     * cost address space only. The handshakes' pool is all there from the
+     * start, so that one evicted always makes room. */
+    size_t n_ctx = srv->cfg.max_contexts + STATIC_ROOM;
+    bool tables_ok =
+        edhoc_pool_init(&srv->ctx_pool, sizeof(struct peer_ctx), (uint32_t)n_ctx) == 0 &&
+        edhoc_pool_init(&srv->pending_pool, sizeof(struct pending),
+                        (uint32_t)srv->cfg.max_pending) == 0 &&
+        edhoc_pool_prealloc(&srv->pending_pool) == 0 &&
+        edhoc_itab_init(&srv->contexts, &srv->ctx_pool, offsetof(struct peer_ctx, chain),
+                        ctx_hash_of, srv, n_ctx) == 0 &&
+        edhoc_itab_init(&srv->pending_by_c_r, &srv->pending_pool,
+                        offsetof(struct pending, c_r_chain), c_r_hash_of, srv,
+                        srv->cfg.max_pending) == 0 &&
+        edhoc_itab_init(&srv->pending_by_peer, &srv->pending_pool,
+                        offsetof(struct pending, peer_chain), peer_hash_of, srv,
+                        srv->cfg.max_pending) == 0;
+    edhoc_ilru_init(&srv->ctx_lru, &srv->ctx_pool, offsetof(struct peer_ctx, lru));
+    edhoc_ilru_init(&srv->pending_age, &srv->pending_pool, offsetof(struct pending, age));
     srv->inner_cap = srv->cfg.max_body + EDHOC_TRANSPORT_MAX_MESSAGE;
     struct edhoc_bw_limits limits = {.max_body = srv->cfg.max_body,
                                      .lifetime_ms = srv->cfg.transfer_lifetime_ms};
-    srv->pending = calloc(srv->cfg.max_pending, sizeof *srv->pending);
     srv->inner = malloc(srv->inner_cap);
     srv->inner_resp = malloc(srv->inner_cap);
     srv->inner_cut = malloc(srv->inner_cap);
     srv->bw = edhoc_bw_server_new(&limits);
-    if (!srv->pending || !srv->inner || !srv->inner_resp || !srv->inner_cut || !srv->bw) {
+    if (!srv->inner || !srv->inner_resp || !srv->inner_cut || !srv->bw || !tables_ok) {
         edhoc_server_free(srv);
         return NULL;
     }
-    if (srv->cfg.ops->random(srv->cfg.ops->rng_ctx, srv->echo_secret, sizeof srv->echo_secret)) {
+    uint8_t seed[16];
+    if (srv->cfg.ops->random(srv->cfg.ops->rng_ctx, srv->echo_secret, sizeof srv->echo_secret) ||
+        srv->cfg.ops->random(srv->cfg.ops->rng_ctx, seed, sizeof seed)) {
         edhoc_server_free(srv);
         return NULL;
     }
+    for (int i = 0; i < 8; i++) {
+        srv->seed.k0 = srv->seed.k0 << 8 | seed[i];
+        srv->seed.k1 = srv->seed.k1 << 8 | seed[8 + i];
+    }
+    edhoc_wipe(seed, sizeof seed);
     srv->st.bytes_per_context = sizeof(struct peer_ctx);
     srv->st.bytes_per_pending = sizeof(struct pending);
     return srv;
@@ -846,17 +1192,23 @@ void edhoc_server_free(struct edhoc_server *srv)
 {
     if (!srv)
         return;
-    for (size_t i = 0; srv->pending && i < srv->cfg.max_pending; i++)
-        pending_free(srv, &srv->pending[i]);
-    for (uint32_t b = 0; b < BUCKETS; b++) {
-        struct peer_ctx *p = srv->buckets[b];
-        while (p) {
-            struct peer_ctx *n = p->next;
-            oscore_context_wipe(&p->osc);
-            free(p);
-            p = n;
-        }
+    /* Every handshake in progress is in the age list, every context in
+     * the table: wiped (released entries were zeroed when released). */
+    for (uint32_t i = edhoc_ilru_oldest(&srv->pending_age); i != EDHOC_NONE;
+         i = edhoc_ilru_newer(&srv->pending_age, i))
+        edhoc_session_wipe(&pending_at(srv, i)->s);
+    for (size_t b = 0; srv->contexts.buckets && b <= srv->contexts.mask; b++) {
+        for (uint32_t i = srv->contexts.buckets[b]; i != EDHOC_NONE;
+             i = edhoc_itab_next(&srv->contexts, i))
+            oscore_context_wipe(&ctx_at(srv, i)->osc);
     }
+    edhoc_itab_free(&srv->contexts);
+    edhoc_itab_free(&srv->pending_by_c_r);
+    edhoc_itab_free(&srv->pending_by_peer);
+    edhoc_pool_free(&srv->ctx_pool);
+    edhoc_pool_free(&srv->pending_pool);
+    if (srv->state_txn)
+        edhoc_state_rollback(srv->cfg.db);
     for (size_t i = 0; i < MAX_OBSERVERS; i++) {
         if (srv->observers[i].used)
             edhoc_transport_peer_release(srv->observers[i].peer);
@@ -874,7 +1226,6 @@ void edhoc_server_free(struct edhoc_server *srv)
     free(srv->inner_cut);
     free(srv->bytes_body);
     edhoc_bw_server_free(srv->bw);
-    free(srv->pending);
     free(srv);
 }
 
@@ -883,6 +1234,7 @@ void edhoc_server_get_stats(const struct edhoc_server *srv, struct edhoc_server_
     *st = srv->st;
     st->pending = srv->n_pending;
     st->contexts = srv->n_contexts;
+    st->max_contexts = srv->cfg.max_contexts;
     size_t obs = 0;
     for (size_t i = 0; i < MAX_OBSERVERS; i++)
         obs += srv->observers[i].used;
@@ -900,11 +1252,11 @@ void edhoc_server_set_sender(struct edhoc_server *srv,
 
 void edhoc_server_drop_pending(struct edhoc_server *srv)
 {
-    for (size_t i = 0; i < srv->cfg.max_pending; i++) {
-        if (srv->pending[i].used)
-            hs_end_pending(srv, &srv->pending[i], EDHOC_SERVER_FAILED, "message_3",
-                           "dropped before message_3: the server's credentials were reloaded");
-        pending_free(srv, &srv->pending[i]);
+    for (uint32_t i; (i = edhoc_ilru_oldest(&srv->pending_age)) != EDHOC_NONE;) {
+        struct pending *h = pending_at(srv, i);
+        hs_end_pending(srv, h, EDHOC_SERVER_FAILED, "message_3",
+                       "dropped before message_3: the server's credentials were reloaded");
+        pending_free(srv, h);
     }
 }
 
@@ -933,9 +1285,11 @@ static int load_one(void *user, const struct edhoc_state_peer *sp)
         return 0; /* static contexts come back with their --oscore-context file */
     struct ctx_key key;
     key_set(&key, prm.id_context, sp->id_context_len, sp->recipient_id, sp->recipient_id_len);
-    struct peer_ctx *p = ctx_insert(srv, &key);
+    /* Loaded in key order; put in order of use once all are in. */
+    struct peer_ctx *p = ctx_insert(srv, &key, false);
     if (!p)
         return OSCORE_ERR_INVALID;
+    p->used_ds = to_ds(server_ms_of(srv, sp->last_used));
     int rc = oscore_context_init(&p->osc, srv->cfg.ops, &prm);
     if (!rc)
         rc = oscore_context_resume(&p->osc, sp->ssn_mark);
@@ -947,15 +1301,74 @@ static int load_one(void *user, const struct edhoc_state_peer *sp)
     return 0;
 }
 
+static int ctx_used_before(const void *a, const void *b)
+{
+    uint32_t x = ((const struct peer_ctx *)a)->used_ds, y = ((const struct peer_ctx *)b)->used_ds;
+    return x < y ? -1 : x > y;
+}
+
 long edhoc_server_load_state(struct edhoc_server *srv)
 {
     if (!srv->cfg.db)
         return 0;
+    /* The policy holds across restarts: rows idle for longer than the
+     * lifetime, then all but the max_contexts most recently used, are
+     * deleted (with their marks) before anything is loaded. */
+    uint64_t lifetime = srv->cfg.context_lifetime_ms;
+    int64_t now = wall_now_ms();
+    int64_t used_before = lifetime < (uint64_t)now ? now - (int64_t)lifetime : 0;
+    uint64_t expired = 0, evicted = 0;
+    state_write_begin(srv);
+    int rc = edhoc_state_prune(srv->cfg.db, used_before, srv->cfg.max_contexts, &expired,
+                               &evicted);
+    int crc = state_write_end(srv);
+    if (rc || crc)
+        return rc ? rc : crc;
+    srv->st.contexts_expired += expired;
+    srv->st.contexts_evicted += evicted;
+    if (expired || evicted)
+        logf_(srv, EDHOC_LOG_NOTICE,
+              "state: %llu stored context%s idle for longer than the context lifetime and %llu "
+              "beyond max contexts %zu deleted",
+              (unsigned long long)expired, expired == 1 ? "" : "s", (unsigned long long)evicted,
+              srv->cfg.max_contexts);
     size_t before = srv->n_contexts;
-    int rc = edhoc_state_for_each_peer(srv->cfg.db, load_one, srv);
+    rc = edhoc_state_for_each_peer(srv->cfg.db, load_one, srv);
+    /* A table scan in key order and a sort here cost a fifth of reading
+     * the rows in order of use through the index. */
+    edhoc_ilru_sort(&srv->ctx_lru, ctx_used_before);
     if (rc)
         return rc;
     return (long)(srv->n_contexts - before);
+}
+
+int edhoc_server_save_state(struct edhoc_server *srv)
+{
+    if (!srv->cfg.db)
+        return 0;
+    /* Oldest first, each stored use after the one before: uses within one
+     * tenth of a second keep their order too, which the next start's
+     * choice of the most recently used relies on. Contexts not used during
+     * the run keep the rows they were loaded from. */
+    int64_t floor = 0;
+    for (uint32_t i = edhoc_ilru_oldest(&srv->ctx_lru); i != EDHOC_NONE;
+         i = edhoc_ilru_newer(&srv->ctx_lru, i)) {
+        struct peer_ctx *p = ctx_at(srv, i);
+        if (p->used_ds < srv->start_ds)
+            continue;
+        int64_t stamp = wall_ms_of(srv, used_ms(p));
+        floor = stamp > floor ? stamp : floor + 1;
+        state_write_begin(srv);
+        int rc = edhoc_state_touch_peer(srv->cfg.db, key_idc(&p->key), p->key.idc_len,
+                                        p->key.rid, p->key.rid_len, floor);
+        if (rc && rc != EDHOC_STATE_ERR_NOT_FOUND) {
+            logf_(srv, EDHOC_LOG_ERR, "state: cannot store when a context was used: %s",
+                  edhoc_state_strerror(rc));
+            break;
+        }
+        p->use = 0;
+    }
+    return state_write_end(srv);
 }
 
 /* Every value a static context has fits a state row, so none is ever
@@ -1001,10 +1414,9 @@ int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscor
      * twice. */
     if (ctx_find(srv, &key))
         return OSCORE_ERR_INVALID;
-    struct peer_ctx *p = ctx_insert(srv, &key);
+    struct peer_ctx *p = ctx_insert(srv, &key, true);
     if (!p)
         return OSCORE_ERR_INVALID;
-    p->is_static = true;
     int rc = oscore_context_init_config(&p->osc, srv->cfg.ops, cfg);
     if (rc) {
         ctx_remove(srv, &key);
@@ -1202,14 +1614,11 @@ static long on_message_1(struct edhoc_server *srv, const struct coap_msg *req, c
     if (framing == EDHOC_FRAMING_BARE) {
         /* A bare peer is known by its address: a new message_1 from it
          * replaces its earlier handshake. */
-        for (size_t i = 0; i < srv->cfg.max_pending; i++) {
-            struct pending *o = &srv->pending[i];
-            if (o != h && o->used && o->framing == EDHOC_FRAMING_BARE && !strcmp(o->peer, peer)) {
-                hs_end_pending(srv, o, EDHOC_SERVER_EVICTED, "message_3",
-                               "replaced before message_3 by a new message_1 from the same "
-                               "address (bare framing)");
-                pending_free(srv, o);
-            }
+        for (struct pending *o; (o = pending_find_bare(srv, peer));) {
+            hs_end_pending(srv, o, EDHOC_SERVER_EVICTED, "message_3",
+                           "replaced before message_3 by a new message_1 from the same "
+                           "address (bare framing)");
+            pending_free(srv, o);
         }
     }
     edhoc_session_init(&h->s, EDHOC_RESPONDER, cfg);
@@ -1224,6 +1633,7 @@ static long on_message_1(struct edhoc_server *srv, const struct coap_msg *req, c
         return n;
     }
     h->c_r_len = (uint8_t)c_r_len;
+    pending_index(srv, h);
     edhoc_session_set_conn_id(&h->s, h->c_r, c_r_len);
     rc = edhoc_responder_process_message_1(&h->s, m1, m1_len, NULL);
     if (rc) {
@@ -1314,8 +1724,14 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
     /* RFC 9528 Appendix A.1 derives the context without an ID Context. */
     struct ctx_key key;
     key_set(&key, NULL, 0, op.recipient_id, op.recipient_id_len);
-    struct peer_ctx *p = ctx_insert(srv, &key);
+    /* The least recently used contexts make room, their rows deleted in
+     * the transaction that stores the new one. */
+    state_write_begin(srv);
+    if (!ctx_find(srv, &key))
+        ctx_make_room(srv);
+    struct peer_ctx *p = ctx_insert(srv, &key, false);
     if (!p) {
+        state_write_end(srv);
         edhoc_wipe(&op, sizeof op);
         return NULL;
     }
@@ -1344,11 +1760,16 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
             sp.ssn_mark = 0;
             snprintf(sp.peer, sizeof sp.peer, "%s", h->peer);
             sp.created = (int64_t)time(NULL);
+            sp.last_used = wall_ms_of(srv, used_ms(p));
             sp.method = h->s.method;
             sp.suite = h->s.suite;
             rc = edhoc_state_put_peer(srv->cfg.db, &sp);
         }
         edhoc_wipe(&sp, sizeof sp);
+        /* Durable here, or not served. */
+        int crc = state_write_end(srv);
+        if (!rc)
+            rc = crc;
         if (rc)
             logf_(srv, EDHOC_LOG_ERR, "cannot store the new context: %s",
                   edhoc_state_strerror(rc));
@@ -1356,6 +1777,8 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
             ctx_persist(p);
     }
     edhoc_wipe(&op, sizeof op);
+    /* The evictions stand whatever became of the new context. */
+    state_write_end(srv);
     if (rc) {
         ctx_remove(srv, &key);
         return NULL;
@@ -1576,9 +1999,10 @@ static void echo_value(const struct edhoc_server *srv, const char *peer, uint64_
     memcpy(out, h, OSCORE_ECHO_LEN);
 }
 
-/* True when message_1 may proceed; else out holds the 4.01 Echo challenge. */
-static bool echo_ok(struct edhoc_server *srv, const struct coap_msg *req, const char *peer,
-                    uint8_t *out, size_t cap, long *resp_len)
+/* Whether req carries an Echo value we gave peer in this 30 s slot or
+ * the one before (they are stateless: keyed by echo_secret). */
+static bool echo_valid(const struct edhoc_server *srv, const struct coap_msg *req,
+                       const char *peer)
 {
     uint64_t slot = (uint64_t)time(NULL) / 30;
     uint8_t v[OSCORE_ECHO_LEN];
@@ -1590,7 +2014,18 @@ static bool echo_ok(struct edhoc_server *srv, const struct coap_msg *req, const 
         if (s == 0)
             break;
     }
-    echo_value(srv, peer, slot, v);
+    return false;
+}
+
+/* A 4.01 with a fresh Echo value for peer, piggybacked on the ACK of a
+ * confirmable request, else Non-confirmable: RFC 9175 Section 2.4 item 3,
+ * "it MUST be sent as a piggybacked or Non-confirmable response, never as
+ * a separate one". Returns its length or -1. */
+static long echo_challenge(const struct edhoc_server *srv, const struct coap_msg *req,
+                           const char *peer, uint8_t *out, size_t cap)
+{
+    uint8_t v[OSCORE_ECHO_LEN];
+    echo_value(srv, peer, (uint64_t)time(NULL) / 30, v);
     struct coap_msg m;
     memset(&m, 0, sizeof m);
     m.type = req->type == COAP_TYPE_CON ? COAP_TYPE_ACK : COAP_TYPE_NON;
@@ -1600,8 +2035,154 @@ static bool echo_ok(struct edhoc_server *srv, const struct coap_msg *req, const 
     memcpy(m.token, req->token, req->token_len);
     coap_msg_add_option(&m, COAP_OPT_ECHO, v, sizeof v);
     long n = coap_msg_encode(&m, out, cap);
-    *resp_len = n < 0 ? -1 : n;
+    return n < 0 ? -1 : n;
+}
+
+/* True when message_1 may proceed; else out holds the 4.01 Echo challenge. */
+static bool echo_ok(struct edhoc_server *srv, const struct coap_msg *req, const char *peer,
+                    uint8_t *out, size_t cap, long *resp_len)
+{
+    if (echo_valid(srv, req, peer))
+        return true;
+    *resp_len = echo_challenge(srv, req, peer, out, cap);
+    if (*resp_len > 0) {
+        srv->st.echo_challenges++;
+        logf_(srv, EDHOC_LOG_DEBUG, "Echo challenge peer=%s: message_1 without a valid Echo "
+                                    "(--echo)", peer);
+    }
     return false;
+}
+
+/* ---- The amplification limit (edhoc/amplification.h) ----
+ * RFC 9528 Section 9.7: "by sending a number of new or replayed
+ * message_1 an attacker may cause the Responder to [...] amplify
+ * messages"; RFC 9175 Section 2.4 item 3: until the peer's address is
+ * confirmed, no more than three times the bytes received, confirmed by a
+ * 4.01 with Echo. The transport counts the bytes; here an address becomes
+ * verified, and a message_1 whose message_2 would not fit is answered with
+ * the 4.01 before any crypto is spent on it. */
+
+/* Header, token, Content-Format (2) and payload marker of a response. */
+#define AMP_RESPONSE_HEAD(req) (4u + (req)->token_len + 2u + 1u)
+/* What each block adds when a body goes block-wise (RFC 7959): Block2,
+ * ETag and the first block's Size2 at most. */
+#define AMP_BLOCK_OPTIONS 16u
+
+/* The bytes the answer carrying a message_2 of m2_len bytes takes, every
+ * block of it when it goes block-wise: so that the client's follow-up
+ * requests, which only add to the budget, never meet the limit. */
+static size_t amp_message_2_answer(const struct edhoc_server *srv, const struct coap_msg *req,
+                                   size_t m2_len)
+{
+    size_t bs = srv->cfg.block_size ? srv->cfg.block_size : 1024;
+    if (m2_len <= bs)
+        return AMP_RESPONSE_HEAD(req) + m2_len;
+    size_t blocks = (m2_len + bs - 1) / bs;
+    return blocks * (AMP_RESPONSE_HEAD(req) + AMP_BLOCK_OPTIONS) + m2_len;
+}
+
+/* An Echo value of ours came back from peer: its address is verified
+ * ("the client's retry with the Echo value", RFC 9175 Section 2.4 item
+ * 3: "This needs to be done only once per endpoint"). */
+static void amp_take_echo(struct edhoc_server *srv, const struct coap_msg *req, const char *peer)
+{
+    if (!srv->cfg.amp || !coap_msg_find_option(req, COAP_OPT_ECHO) ||
+        edhoc_amp_is_verified(srv->cfg.amp, peer) || !echo_valid(srv, req, peer))
+        return;
+    edhoc_amp_verify(srv->cfg.amp, peer);
+    logf_(srv, EDHOC_LOG_DEBUG, "amplification limit: peer=%s verified (Echo)", peer);
+}
+
+/* A request from peer verified under an OSCORE context: only a peer that
+ * receives at its address could have established it. */
+static void amp_oscore_verified(struct edhoc_server *srv, const char *peer)
+{
+    if (!srv->cfg.amp || edhoc_amp_is_verified(srv->cfg.amp, peer))
+        return;
+    edhoc_amp_verify(srv->cfg.amp, peer);
+    logf_(srv, EDHOC_LOG_DEBUG, "amplification limit: peer=%s verified (OSCORE)", peer);
+}
+
+/* True when the limit holds back the message_2 answering m1 (the EDHOC
+ * message of req): *resp is then the 4.01 with Echo, or 0 (nothing) when
+ * even that exceeds the budget. The size comes from the configuration
+ * that would answer (edhoc_responder_message_2_len) with the longest C_R
+ * choose_c_r may take, so no key is generated and no handshake is kept
+ * for an address that may be a victim's. Anything else (a malformed
+ * message_1, a method or suite not served) is answered by a short error
+ * message, which the transport's own check covers. */
+static bool amp_holds_back_message_1(struct edhoc_server *srv, const struct coap_msg *req,
+                                     const char *peer, const uint8_t *m1, size_t m1_len,
+                                     uint8_t *out, size_t cap, long *resp)
+{
+    struct edhoc_amp *a = srv->cfg.amp;
+    size_t budget = edhoc_amp_budget(a, peer);
+    if (budget == SIZE_MAX)
+        return false; /* verified */
+    struct edhoc_message_1_fields f;
+    if (edhoc_message_1_parse(m1, m1_len, &f))
+        return false;
+    int suite = f.suites[f.n_suites - 1];
+    edhoc_cred_resolver resolve = NULL;
+    void *resolve_ctx = NULL;
+    const struct edhoc_config *cfg =
+        srv->cfg.select(srv->cfg.select_user, f.method, suite, &resolve, &resolve_ctx);
+    if (!cfg || (cfg->accept_methods && !(cfg->accept_methods & (1u << f.method))))
+        return false;
+    bool served = false;
+    for (size_t i = 0; i < cfg->n_suites; i++)
+        served |= cfg->suites[i] == suite;
+    if (!served)
+        return false;
+    static const uint8_t longest_c_r[EDHOC_MAX_CONN_ID] = {
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    long m2 = srv->cfg.c_r_len
+                  ? edhoc_responder_message_2_len(cfg, f.method, suite, srv->cfg.c_r,
+                                                  srv->cfg.c_r_len)
+                  : edhoc_responder_message_2_len(cfg, f.method, suite, longest_c_r,
+                                                  sizeof longest_c_r);
+    if (m2 < 0)
+        return false;
+    size_t answer = amp_message_2_answer(srv, req, (size_t)m2);
+    if (answer <= budget)
+        return false;
+    long n = echo_challenge(srv, req, peer, out, cap);
+    bool fits = n > 0 && (size_t)n <= budget;
+    edhoc_amp_note_limited(a, !fits);
+    if (fits)
+        srv->st.echo_challenges++;
+    logf_(srv, EDHOC_LOG_DEBUG,
+          "amplification limit: peer=%s unverified, message_2 (method %d, %zu bytes to send) "
+          "exceeds what is left of %u x the bytes received (%zu): %s",
+          peer, f.method, answer, edhoc_amp_factor(a), budget,
+          fits ? "4.01 with Echo instead" : "nothing sent, even the 4.01 would exceed it");
+    *resp = fits ? n : 0;
+    return true;
+}
+
+long edhoc_server_echo_challenge(void *user, const char *peer, const uint8_t *req, size_t len,
+                                 size_t held_back, size_t budget, uint8_t *out, size_t cap)
+{
+    struct edhoc_server *srv = user;
+    struct coap_msg m;
+    if (coap_msg_parse(req, len, &m))
+        return 0;
+    /* A request the engine does not see (a Block2 follow-up answered from
+     * a kept body) may carry the Echo value of an earlier challenge: that
+     * verifies the endpoint, and what was held back can go. */
+    amp_take_echo(srv, &m, peer);
+    if (edhoc_amp_is_verified(srv->cfg.amp, peer))
+        return 0;
+    long n = echo_challenge(srv, &m, peer, out, cap);
+    bool fits = n > 0 && (size_t)n <= budget;
+    if (fits)
+        srv->st.echo_challenges++;
+    logf_(srv, EDHOC_LOG_DEBUG,
+          "amplification limit: peer=%s unverified, an answer of %zu bytes exceeds what is left "
+          "of %u x the bytes received (%zu): %s",
+          peer, held_back, edhoc_amp_factor(srv->cfg.amp), budget,
+          fits ? "4.01 with Echo instead" : "nothing sent, even the 4.01 would exceed it");
+    return fits ? n : 0;
 }
 
 /* A message_3 (or error) whose C_R names no handshake: recorded as a
@@ -1645,6 +2226,10 @@ static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, 
                    p[1] != 0xf5;
     if (srv->cfg.echo_message_1 && (p[0] == 0xf5 || bare_m1) &&
         !echo_ok(srv, req, peer, out, cap, &echo_resp))
+        return echo_resp;
+    if (srv->cfg.amp && (p[0] == 0xf5 || bare_m1) &&
+        amp_holds_back_message_1(srv, req, peer, p[0] == 0xf5 ? p + 1 : p,
+                                 p[0] == 0xf5 ? len - 1 : len, out, cap, &echo_resp))
         return echo_resp;
     unsigned framings = srv->cfg.framings ? srv->cfg.framings
                                           : (1u << EDHOC_FRAMING_A2) | (1u << EDHOC_FRAMING_BARE);
@@ -1956,16 +2541,21 @@ static long unprotect_request(struct edhoc_server *srv, const struct oscore_opti
         *ctx = ctx_find(srv, &key);
         if (!*ctx)
             return OSCORE_ERR_CONTEXT_NOT_FOUND;
-        return oscore_unprotect_request(&(*ctx)->osc, req, len, srv->inner, srv->inner_cap,
-                                        b);
+        long n = oscore_unprotect_request(&(*ctx)->osc, req, len, srv->inner, srv->inner_cap, b);
+        ctx_verified(srv, *ctx, n);
+        return n;
     }
     long verdict = OSCORE_ERR_CONTEXT_NOT_FOUND;
-    for (struct peer_ctx *p = srv->buckets[hash_id(oo->kid, oo->kid_len)]; p; p = p->next) {
+    uint64_t hash = rid_hash(srv, oo->kid, oo->kid_len);
+    for (uint32_t i = edhoc_itab_first(&srv->contexts, hash); i != EDHOC_NONE;
+         i = edhoc_itab_next(&srv->contexts, i)) {
+        struct peer_ctx *p = ctx_at(srv, i);
         if (!key_rid_is(&p->key, oo->kid, oo->kid_len))
             continue;
         long n = oscore_unprotect_request(&p->osc, req, len, srv->inner, srv->inner_cap, b);
         if (n != OSCORE_ERR_DECRYPT && n != OSCORE_ERR_REPLAY) {
             *ctx = p;
+            ctx_verified(srv, p, n);
             return n;
         }
         if (!*ctx || (n == OSCORE_ERR_REPLAY && verdict != OSCORE_ERR_REPLAY)) {
@@ -2016,6 +2606,7 @@ static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer
               oscore_strerror((int)n));
         return oscore_error((int)n, req, len, out, cap);
     }
+    amp_oscore_verified(srv, peer_name);
     struct coap_msg in;
     if (coap_msg_parse(srv->inner, (size_t)n, &in)) {
         srv->st.oscore_errors++;
@@ -2244,6 +2835,7 @@ static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
         return 0;
     if (!coap_code_is_request(m.code))
         return 0;
+    amp_take_echo(srv, &m, peer_name);
     const struct coap_option *osc = coap_msg_find_option(&m, COAP_OPT_OSCORE);
     if (osc) {
         if (coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
@@ -2344,18 +2936,20 @@ void edhoc_server_tick(struct edhoc_server *srv, uint64_t now_ms)
     bool scan = now_ms - srv->last_scan_ms >= 100;
     if (scan)
         srv->last_scan_ms = now_ms;
-    for (size_t i = 0; scan && i < srv->cfg.max_pending; i++) {
-        struct pending *h = &srv->pending[i];
-        if (h->used && now_ms - h->started_ms > limit) {
-            srv->st.expired++;
-            log_done(srv, h, 0, "timeout", "no message_3");
-            char why[96];
-            snprintf(why, sizeof why, "expired: no message_3 within %u s",
-                     srv->cfg.pending_timeout_s);
-            hs_end_pending(srv, h, EDHOC_SERVER_EXPIRED, "message_3", why);
-            pending_free(srv, h);
-        }
+    /* Oldest first: the walk stops at the first that is young enough. */
+    for (uint32_t i; scan && (i = edhoc_ilru_oldest(&srv->pending_age)) != EDHOC_NONE;) {
+        struct pending *h = pending_at(srv, i);
+        if (now_ms - h->started_ms <= limit)
+            break;
+        srv->st.expired++;
+        log_done(srv, h, 0, "timeout", "no message_3");
+        char why[96];
+        snprintf(why, sizeof why, "expired: no message_3 within %u s", srv->cfg.pending_timeout_s);
+        hs_end_pending(srv, h, EDHOC_SERVER_EXPIRED, "message_3", why);
+        pending_free(srv, h);
     }
+    if (scan)
+        contexts_tick(srv, now_ms);
     if (!srv->next_counter_ms)
         srv->next_counter_ms = now_ms + srv->cfg.counter_period_ms;
     if (now_ms >= srv->next_counter_ms) {

@@ -26,6 +26,7 @@
 
 #include <coap3/coap.h>
 
+#include "edhoc/amplification.h"
 #include "edhoc/blockwise.h"
 #include "edhoc/datagram_guard.h"
 #include "transport_io.h"
@@ -833,6 +834,86 @@ static void respond(coap_session_t *session, coap_pdu_t *response, const uint8_t
         coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
 }
 
+/* ---- The amplification limit (edhoc/amplification.h) ----
+ * Every answer the server sends to a request passes here, whoever wrote
+ * it: the engine, the block-wise engine (a Block2 follow-up) or the
+ * retransmission cache. Bytes are CoAP message bytes, the UDP payload. */
+
+/* Room for the 4.01 with Echo that replaces an answer held back. */
+#define AMP_ALT_CAP 128
+
+/* The answer to send for `answer` (len bytes, to the request req): itself
+ * when the endpoint's budget covers it, else what the `limited` callback
+ * writes into alt when that fits (*len updated), else NULL: nothing. */
+static const uint8_t *amp_gate(struct edhoc_transport *t, const char *name, const uint8_t *req,
+                               size_t req_len, const uint8_t *answer, size_t *len, uint8_t *alt)
+{
+    struct edhoc_amp *a = t->cfg.amp;
+    if (!a)
+        return answer;
+    size_t budget = edhoc_amp_budget(a, name);
+    if (*len <= budget) {
+        edhoc_amp_sent(a, name, *len);
+        return answer;
+    }
+    long n = t->cfg.limited
+                 ? t->cfg.limited(t->user, name, req, req_len, *len, budget, alt, AMP_ALT_CAP)
+                 : 0;
+    if (n <= 0 && *len <= edhoc_amp_budget(a, name)) {
+        /* The request carried the Echo value of an earlier challenge: the
+         * endpoint is verified now. */
+        edhoc_amp_sent(a, name, *len);
+        return answer;
+    }
+    /* RFC 9175 Section 2.4 item 3: "don't send more than three times the
+     * number of bytes received until the peer's address is confirmed" --
+     * the 4.01 too: when even it does not fit (a tiny request), nothing. */
+    bool fits = n > 0 && (size_t)n <= budget;
+    edhoc_amp_note_limited(a, !fits);
+    if (!fits)
+        return NULL;
+    edhoc_amp_sent(a, name, (size_t)n);
+    *len = (size_t)n;
+    return alt;
+}
+
+/* An answer of a code alone (header and token), or the empty ACK a
+ * confirmable request gets when nothing else is sent: never more than the
+ * request itself, counted all the same. */
+static void amp_count_bare(struct edhoc_transport *t, const char *name, const coap_pdu_t *request,
+                           bool with_token)
+{
+    if (t->cfg.amp)
+        edhoc_amp_sent(t->cfg.amp, name, 4 + (with_token ? coap_pdu_get_token(request).length : 0));
+}
+
+static void respond_code(struct edhoc_transport *t, const char *name, const coap_pdu_t *request,
+                         coap_pdu_t *response, coap_pdu_code_t code)
+{
+    coap_pdu_set_code(response, code);
+    amp_count_bare(t, name, request, true);
+}
+
+/* Send answer through the limit. */
+static void respond_limited(struct edhoc_transport *t, coap_session_t *session,
+                            const coap_pdu_t *request, coap_pdu_t *response, const char *name,
+                            const uint8_t *req, size_t req_len, const uint8_t *answer,
+                            size_t len, struct dedup *d)
+{
+    uint8_t alt[AMP_ALT_CAP];
+    const uint8_t *out = amp_gate(t, name, req, req_len, answer, &len, alt);
+    if (!out) {
+        if (coap_pdu_get_type(request) == COAP_MESSAGE_CON)
+            amp_count_bare(t, name, request, false);
+        return;
+    }
+    if (d && !d->len && len <= DEDUP_MAX_BYTES && (d->bytes = malloc(len))) {
+        memcpy(d->bytes, out, len);
+        d->len = len;
+    }
+    respond(session, response, out, len);
+}
+
 static bool has_option(const uint8_t *msg, size_t len, uint16_t number)
 {
     struct view v;
@@ -866,6 +947,10 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
     }
     char name[80];
     addr_name(coap_session_get_addr_remote(session), name, sizeof name);
+    /* Every request datagram adds to its endpoint's budget, a
+     * retransmission too (it is answered, or repeated, below). */
+    if (t->cfg.amp)
+        edhoc_amp_received(t->cfg.amp, name, (size_t)n);
     struct dedup *d = NULL;
     bool con = coap_pdu_get_type(request) == COAP_MESSAGE_CON;
     if (con && t->dedup && coap_pdu_get_mid(request) >= 0) {
@@ -878,7 +963,8 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
         coap_ticks(&now);
         if (d->len && d->mid == mid && !strcmp(d->peer, name) &&
             now - d->when < (coap_tick_t)DEDUP_SECONDS * COAP_TICKS_PER_SECOND) {
-            respond(session, response, d->bytes, d->len);
+            respond_limited(t, session, request, response, name, t->scratch, (size_t)n, d->bytes,
+                            d->len, NULL);
             return;
         }
         free(d->bytes);
@@ -894,7 +980,7 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
     int verdict = edhoc_bw_server_request(t->bw, name, t->scratch, (size_t)n, ms, &whole,
                                           &whole_len, t->blk, t->resp_cap, &out_len);
     if (verdict < 0) {
-        coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+        respond_code(t, name, request, response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
         return;
     }
     if (verdict != EDHOC_BW_REPLY) {
@@ -905,7 +991,9 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
         if (r <= 0) {
             free(whole);
             if (r < 0)
-                coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+                respond_code(t, name, request, response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+            else if (con)
+                amp_count_bare(t, name, request, false);
             return;
         }
         /* An OSCORE response is cut inside OSCORE (inner Block2, RFC 8613
@@ -924,16 +1012,13 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
         }
         free(whole);
         if (w < 0) {
-            coap_pdu_set_code(response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
+            respond_code(t, name, request, response, COAP_RESPONSE_CODE_INTERNAL_ERROR);
             return;
         }
         out_len = (size_t)w;
     }
-    if (d && out_len <= DEDUP_MAX_BYTES && (d->bytes = malloc(out_len))) {
-        memcpy(d->bytes, answer, out_len);
-        d->len = out_len;
-    }
-    respond(session, response, answer, out_len);
+    respond_limited(t, session, request, response, name, t->scratch, (size_t)n, answer, out_len,
+                    d);
 }
 
 static void on_server_nack(coap_session_t *session, const coap_pdu_t *sent,

@@ -7,11 +7,15 @@
  *   meta(key, value)      magic string and schema version, for humans and
  *                         for a second opinion on the two pragmas
  *   peer(...)             one row per OSCORE context, keyed by
- *                         (recipient ID, has ID Context, ID Context)
+ *                         (recipient ID, has ID Context, ID Context), with
+ *                         when it was last used (indexed: the responder
+ *                         keeps the most recently used and expires idle
+ *                         ones)
  *
  * Version 1 keyed peer by recipient ID alone; open_read_write() migrates
- * such a file to version 2 in one transaction (see migrate_v1 for the
- * rule, and edhoc/state.h).
+ * such a file to the current version in one transaction (see migrate_v1
+ * for the rule, and edhoc/state.h). Version 2 had no last_used column;
+ * migrate_v2 adds it, set from each row's creation time.
  *
  * Opening never writes to a file before it has been recognised: the header
  * is read by hand, then a read-only SQLite connection checks the ids and
@@ -52,6 +56,11 @@ struct edhoc_state_db {
     sqlite3_stmt *st_begin;
     sqlite3_stmt *st_commit;
     sqlite3_stmt *st_rollback;
+    sqlite3_stmt *st_touch;
+    sqlite3_stmt *st_count_edhoc;
+    sqlite3_stmt *st_nth_used;
+    sqlite3_stmt *st_prune_expired;
+    sqlite3_stmt *st_prune_ties;
     int dir_fd;  /* holds the flock that keeps a second process out */
     pid_t pid;   /* process that opened sql */
     char path[PATH_MAX];
@@ -211,11 +220,15 @@ static const char schema_sql[] =
     "BEGIN;"
     "PRAGMA application_id = " /* value appended at run time */;
 
-/* The context table of version 2. A primary key column cannot be NULL
+/* The context table of version 3. A primary key column cannot be NULL
  * in a WITHOUT ROWID table, so "no ID Context" is has_id_context = 0 with
  * an empty id_context, kept apart from an empty ID Context
  * (has_id_context = 1) by the key itself. The recipient ID leads the key:
- * the contexts a kid may name without 'kid context' are adjacent. */
+ * the contexts a kid may name without 'kid context' are adjacent.
+ * last_used (Unix milliseconds) is indexed for the contexts of EDHOC
+ * runs (method >= 0), the ones that are evicted and expire: counting
+ * them and finding the N-th most recently used read the index alone. */
+#define PEER_INDEX_SQL "CREATE INDEX peer_last_used ON peer (last_used) WHERE method >= 0;"
 #define PEER_TABLE_SQL                                                                 \
     "CREATE TABLE peer ("                                                              \
     "  recipient_id BLOB NOT NULL,"                                                    \
@@ -231,8 +244,10 @@ static const char schema_sql[] =
     "  created INTEGER NOT NULL,"                                                      \
     "  method INTEGER NOT NULL,"                                                       \
     "  suite INTEGER NOT NULL,"                                                        \
+    "  last_used INTEGER NOT NULL DEFAULT 0,"                                          \
     "  PRIMARY KEY (recipient_id, has_id_context, id_context)"                        \
-    ") STRICT, WITHOUT ROWID;"
+    ") STRICT, WITHOUT ROWID;"                                                         \
+    PEER_INDEX_SQL
 
 static const char schema_tables_sql[] =
     "CREATE TABLE meta ("
@@ -240,9 +255,13 @@ static const char schema_tables_sql[] =
     "  value ANY"
     ") STRICT;" PEER_TABLE_SQL;
 
-#define PEER_COLUMNS                                                                   \
+/* The columns of version 2 (the v1 migration fills these; last_used
+ * follows from created). */
+#define PEER_COLUMNS_V2                                                                \
     "recipient_id, has_id_context, id_context, sender_id, master_secret, master_salt, " \
     "aead_alg, hkdf_alg, ssn_mark, peer, created, method, suite"
+
+#define PEER_COLUMNS PEER_COLUMNS_V2 ", last_used"
 
 /* The columns of version 1's peer table (keyed by recipient_id alone). */
 #define PEER_COLUMNS_V1                                                                \
@@ -260,7 +279,7 @@ static const char schema_tables_sql[] =
  * SET expressions see the old row, so the CASE compares old with new. */
 static const char put_sql[] =
     "INSERT INTO peer (" PEER_COLUMNS ") "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
     "ON CONFLICT (recipient_id, has_id_context, id_context) DO UPDATE SET "
     "  ssn_mark = CASE WHEN sender_id = excluded.sender_id"
     "    AND master_secret = excluded.master_secret AND master_salt = excluded.master_salt"
@@ -269,7 +288,30 @@ static const char put_sql[] =
     "  sender_id = excluded.sender_id,"
     "  master_secret = excluded.master_secret, master_salt = excluded.master_salt,"
     "  aead_alg = excluded.aead_alg, hkdf_alg = excluded.hkdf_alg, peer = excluded.peer,"
-    "  created = excluded.created, method = excluded.method, suite = excluded.suite";
+    "  created = excluded.created, method = excluded.method, suite = excluded.suite,"
+    "  last_used = excluded.last_used";
+
+/* The responder's memory is what knows the order of use: it sets. */
+static const char touch_sql[] = "UPDATE peer SET last_used = ?4" WHERE_KEY;
+
+/* Contexts of EDHOC runs (method >= 0) only: a static one comes back
+ * with its --oscore-context file at every start, and its row holds the
+ * mark that keeps its nonces unique, so it is never evicted or expired.
+ * Keeping the N most recently used is: find the N-th most recent use T
+ * (index only), delete what is older, then as many of the rows used at T
+ * as are still too many, lowest key first (the order a tie is loaded in,
+ * oldest first). A NOT IN over the N kept keys took minutes for 10^5. */
+static const char count_edhoc_sql[] = "SELECT count(*) FROM peer WHERE method >= 0";
+static const char nth_used_sql[] =
+    "SELECT last_used FROM peer WHERE method >= 0 ORDER BY last_used DESC LIMIT 1 OFFSET ?1";
+static const char prune_expired_sql[] =
+    "DELETE FROM peer WHERE method >= 0 AND last_used < ?1";
+static const char prune_ties_sql[] =
+    "DELETE FROM peer WHERE method >= 0 AND last_used = ?1 AND"
+    " (recipient_id, has_id_context, id_context) IN"
+    " (SELECT recipient_id, has_id_context, id_context FROM peer"
+    "  WHERE method >= 0 AND last_used = ?1"
+    "  ORDER BY recipient_id, has_id_context, id_context LIMIT ?2)";
 
 /* The hot path: one indexed UPDATE, and the WHERE clause is what keeps a
  * mark from ever going down. */
@@ -289,17 +331,29 @@ static const char store_ssn_sql[] =
 static const char migrate_v1_sql[] =
     "BEGIN IMMEDIATE;"
     "ALTER TABLE peer RENAME TO peer_v1;" PEER_TABLE_SQL
-    "INSERT INTO peer (" PEER_COLUMNS ")"
+    "INSERT INTO peer (" PEER_COLUMNS_V2 ")"
     "  SELECT recipient_id, length(id_context) > 0, id_context, sender_id, master_secret,"
     "    master_salt, aead_alg, hkdf_alg, ssn_mark, peer, created, method, suite FROM peer_v1;"
-    "INSERT INTO peer (" PEER_COLUMNS ")"
+    "INSERT INTO peer (" PEER_COLUMNS_V2 ")"
     "  SELECT recipient_id, 1, id_context, sender_id, master_secret,"
     "    master_salt, aead_alg, hkdf_alg, ssn_mark, peer, created, method, suite FROM peer_v1"
     "  WHERE method < 0 AND length(id_context) = 0;"
+    "UPDATE peer SET last_used = created * 1000;"
     "DROP TABLE peer_v1;"
-    "UPDATE meta SET value = 2 WHERE key = 'schema_version';"
-    "PRAGMA user_version = 2;"
+    "UPDATE meta SET value = 3 WHERE key = 'schema_version';"
+    "PRAGMA user_version = 3;"
     "COMMIT;";
+
+/* Version 2 -> 3: when each context was last used, unknown for the rows
+ * already there, starts at its creation (the oldest a use can be). */
+static const char migrate_v2_sql[] =
+    "BEGIN IMMEDIATE;"
+    "ALTER TABLE peer ADD COLUMN last_used INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE peer SET last_used = created * 1000;" PEER_INDEX_SQL
+    "UPDATE meta SET value = 3 WHERE key = 'schema_version';"
+    "PRAGMA user_version = 3;"
+    "COMMIT;";
+_Static_assert(EDHOC_STATE_SCHEMA_VERSION == 3, "the migrations end at the current version");
 
 /* Build a fresh database next to the final name and rename it into place:
  * the final name never refers to a partly initialised file. */
@@ -533,8 +587,9 @@ static int check_existing(const char *path, char *why, size_t cap)
 
     st = NULL;
     rc = sqlite3_prepare_v2(sql,
-                            version == 1 ? "SELECT " PEER_COLUMNS_V1 " FROM peer LIMIT 0"
-                                         : "SELECT " PEER_COLUMNS " FROM peer LIMIT 0",
+                            version == 1   ? "SELECT " PEER_COLUMNS_V1 " FROM peer LIMIT 0"
+                            : version == 2 ? "SELECT " PEER_COLUMNS_V2 " FROM peer LIMIT 0"
+                                           : "SELECT " PEER_COLUMNS " FROM peer LIMIT 0",
                             -1, &st, NULL);
     sqlite3_finalize(st);
     if (rc != SQLITE_OK) {
@@ -557,16 +612,16 @@ static int prepare(struct edhoc_state_db *db, const char *text, sqlite3_stmt **s
     return 0;
 }
 
-/* Bring a version 1 database to version 2 (migrate_v1_sql). All or
- * nothing: on failure the transaction is rolled back and the file is
- * still version 1. */
-static int migrate_v1(sqlite3 *sql, const char *path, char *why, size_t cap)
+/* Bring an older database to the current version (migrate_v1_sql,
+ * migrate_v2_sql). All or nothing: on failure the transaction is rolled
+ * back and the file keeps its version. */
+static int migrate(sqlite3 *sql, int from, const char *path, char *why, size_t cap)
 {
     char *msg = NULL;
-    int rc = sqlite3_exec(sql, migrate_v1_sql, NULL, NULL, &msg);
+    int rc = sqlite3_exec(sql, from == 1 ? migrate_v1_sql : migrate_v2_sql, NULL, NULL, &msg);
     if (rc == SQLITE_OK)
         return 0;
-    set_why(why, cap, "%s: cannot migrate from schema version 1: %s", path,
+    set_why(why, cap, "%s: cannot migrate from schema version %d: %s", path, from,
             msg ? msg : sqlite_problem(rc));
     sqlite3_free(msg);
     if (!sqlite3_get_autocommit(sql))
@@ -611,10 +666,11 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
         set_why(why, cap, "%s: %s", path, sqlite_problem(rc));
         return map_sqlite_error(rc);
     }
-    if ((uint32_t)app == (uint32_t)EDHOC_STATE_APPLICATION_ID && version == 1) {
+    if ((uint32_t)app == (uint32_t)EDHOC_STATE_APPLICATION_ID &&
+        (version == 1 || version == 2)) {
         /* secure_delete is already on, so the old table's pages are zeroed
          * as they are freed. */
-        err = migrate_v1(db->sql, path, why, cap);
+        err = migrate(db->sql, (int)version, path, why, cap);
         if (err)
             return err;
         if (query_int(db->sql, "PRAGMA user_version", &version, &rc) != 0) {
@@ -641,7 +697,12 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
         (err = prepare(db, "SELECT count(*) FROM peer", &db->st_count, path, why, cap)) ||
         (err = prepare(db, "BEGIN IMMEDIATE", &db->st_begin, path, why, cap)) ||
         (err = prepare(db, "COMMIT", &db->st_commit, path, why, cap)) ||
-        (err = prepare(db, "ROLLBACK", &db->st_rollback, path, why, cap)))
+        (err = prepare(db, "ROLLBACK", &db->st_rollback, path, why, cap)) ||
+        (err = prepare(db, touch_sql, &db->st_touch, path, why, cap)) ||
+        (err = prepare(db, count_edhoc_sql, &db->st_count_edhoc, path, why, cap)) ||
+        (err = prepare(db, nth_used_sql, &db->st_nth_used, path, why, cap)) ||
+        (err = prepare(db, prune_expired_sql, &db->st_prune_expired, path, why, cap)) ||
+        (err = prepare(db, prune_ties_sql, &db->st_prune_ties, path, why, cap)))
         return err;
     return 0;
 }
@@ -725,10 +786,12 @@ fail:
 
 static void close_connection(struct edhoc_state_db *db)
 {
-    sqlite3_stmt **all[] = {&db->st_put,   &db->st_store_ssn, &db->st_exists,
-                            &db->st_get,   &db->st_all,       &db->st_delete,
-                            &db->st_count, &db->st_begin,     &db->st_commit,
-                            &db->st_rollback};
+    sqlite3_stmt **all[] = {&db->st_put,           &db->st_store_ssn, &db->st_exists,
+                            &db->st_get,           &db->st_all,       &db->st_delete,
+                            &db->st_count,         &db->st_begin,     &db->st_commit,
+                            &db->st_rollback,      &db->st_touch,     &db->st_count_edhoc,
+                            &db->st_nth_used,      &db->st_prune_expired,
+                            &db->st_prune_ties};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         sqlite3_finalize(*all[i]);
         *all[i] = NULL;
@@ -809,6 +872,16 @@ static int step_done(sqlite3_stmt *st)
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* A context never used yet was last used when it was created. */
+static int64_t put_last_used(const struct edhoc_state_peer *p)
+{
+    if (p->last_used > 0)
+        return p->last_used;
+    if (p->created <= 0)
+        return 0;
+    return p->created > INT64_MAX / 1000 ? INT64_MAX : p->created * 1000;
+}
+
 int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_peer *p)
 {
     if (db == NULL || p == NULL || !id_ok(p->recipient_id, p->recipient_id_len) ||
@@ -816,7 +889,7 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
         (!p->has_id_context && p->id_context_len != 0) ||
         p->master_secret_len > EDHOC_STATE_MAX_SECRET ||
         p->master_salt_len > EDHOC_STATE_MAX_SALT || p->ssn_mark > (uint64_t)INT64_MAX ||
-        strnlen(p->peer, sizeof p->peer) == sizeof p->peer)
+        strnlen(p->peer, sizeof p->peer) == sizeof p->peer || p->last_used < 0)
         return EDHOC_STATE_ERR_ARG;
     int unusable = usable(db);
     if (unusable)
@@ -835,7 +908,8 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
         (rc = sqlite3_bind_text(st, 10, p->peer, -1, SQLITE_STATIC)) ||
         (rc = sqlite3_bind_int64(st, 11, p->created)) ||
         (rc = sqlite3_bind_int(st, 12, p->method)) ||
-        (rc = sqlite3_bind_int(st, 13, p->suite))) {
+        (rc = sqlite3_bind_int(st, 13, p->suite)) ||
+        (rc = sqlite3_bind_int64(st, 14, put_last_used(p)))) {
         sqlite3_clear_bindings(st);
         return EDHOC_STATE_ERR_IO;
     }
@@ -968,6 +1042,9 @@ static int row_to_peer(sqlite3_stmt *st, struct edhoc_state_peer *p)
     memcpy(p->peer, text, (size_t)n);
     p->peer[n] = '\0';
     p->created = sqlite3_column_int64(st, 10);
+    p->last_used = sqlite3_column_int64(st, 13);
+    if (p->last_used < 0)
+        return EDHOC_STATE_ERR_CORRUPT;
     return 0;
 }
 
@@ -1002,15 +1079,9 @@ int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *id_context,
     return err;
 }
 
-int edhoc_state_for_each_peer(struct edhoc_state_db *db,
-                              int (*fn)(void *ctx, const struct edhoc_state_peer *p), void *ctx)
+static int for_each(sqlite3_stmt *st, int (*fn)(void *ctx, const struct edhoc_state_peer *p),
+                    void *ctx)
 {
-    if (db == NULL || fn == NULL)
-        return EDHOC_STATE_ERR_ARG;
-    int unusable = usable(db);
-    if (unusable)
-        return unusable;
-    sqlite3_stmt *st = db->st_all;
     /* The one iteration statement cannot be stepped by two loops at once. */
     if (sqlite3_stmt_busy(st))
         return EDHOC_STATE_ERR_ARG;
@@ -1033,6 +1104,124 @@ int edhoc_state_for_each_peer(struct edhoc_state_db *db,
     wipe(&p, sizeof p);
     sqlite3_reset(st);
     return result;
+}
+
+int edhoc_state_for_each_peer(struct edhoc_state_db *db,
+                              int (*fn)(void *ctx, const struct edhoc_state_peer *p), void *ctx)
+{
+    if (db == NULL || fn == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    return for_each(db->st_all, fn, ctx);
+}
+
+int edhoc_state_touch_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                           size_t id_context_len, const uint8_t *recipient_id,
+                           size_t recipient_id_len, int64_t last_used)
+{
+    if (db == NULL || !id_ok(recipient_id, recipient_id_len) ||
+        !id_context_ok(id_context, id_context_len) || last_used < 0)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    sqlite3_stmt *st = db->st_touch;
+    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 4, last_used);
+    if (rc != SQLITE_OK) {
+        sqlite3_clear_bindings(st);
+        return map_sqlite_error(rc);
+    }
+    rc = step_done(st);
+    if (rc != SQLITE_OK)
+        return map_sqlite_error(rc);
+    return sqlite3_changes(db->sql) > 0 ? 0 : EDHOC_STATE_ERR_NOT_FOUND;
+}
+
+/* Run one pruning DELETE with ?1 = v, ?2 = limit; *n: the rows it
+ * deleted. */
+static int prune_step(struct edhoc_state_db *db, sqlite3_stmt *st, int64_t v, int64_t limit,
+                      uint64_t *n)
+{
+    int rc = sqlite3_bind_int64(st, 1, v);
+    if (rc == SQLITE_OK && sqlite3_bind_parameter_count(st) >= 2)
+        rc = sqlite3_bind_int64(st, 2, limit);
+    if (rc == SQLITE_OK)
+        rc = step_done(st);
+    else
+        sqlite3_clear_bindings(st);
+    if (rc != SQLITE_OK)
+        return map_sqlite_error(rc);
+    *n = (uint64_t)sqlite3_changes64(db->sql);
+    return 0;
+}
+
+/* One integer from a query with ?1 = v (no row: *found false). */
+static int query_step(sqlite3_stmt *st, bool bind, int64_t v, int64_t *out, bool *found)
+{
+    int rc = bind ? sqlite3_bind_int64(st, 1, v) : SQLITE_OK;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    *found = rc == SQLITE_ROW;
+    if (*found)
+        *out = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : map_sqlite_error(rc);
+}
+
+/* Keep the `keep` most recently used EDHOC contexts; *n: rows deleted. */
+static int prune_excess(struct edhoc_state_db *db, uint64_t keep, uint64_t *n)
+{
+    *n = 0;
+    int64_t count = 0, t = INT64_MAX;
+    bool found = false;
+    int err = query_step(db->st_count_edhoc, false, 0, &count, &found);
+    if (err || !found || count < 0 || (uint64_t)count <= keep)
+        return err;
+    /* keep < count <= INT64_MAX: the keep-th most recent use exists. */
+    if (keep > 0) {
+        err = query_step(db->st_nth_used, true, (int64_t)keep - 1, &t, &found);
+        if (err || !found)
+            return err;
+    }
+    uint64_t older = 0, ties = 0;
+    err = prune_step(db, db->st_prune_expired, t, 0, &older);
+    if (!err && (uint64_t)count - older > keep)
+        err = prune_step(db, db->st_prune_ties, t, (int64_t)((uint64_t)count - older - keep),
+                         &ties);
+    *n = older + ties;
+    return err;
+}
+
+int edhoc_state_prune(struct edhoc_state_db *db, int64_t used_before, uint64_t keep,
+                      uint64_t *expired, uint64_t *evicted)
+{
+    uint64_t n_expired = 0, n_evicted = 0;
+    if (expired)
+        *expired = 0;
+    if (evicted)
+        *evicted = 0;
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = usable(db);
+    if (unusable)
+        return unusable;
+    if (sqlite3_stmt_busy(db->st_all))
+        return EDHOC_STATE_ERR_ARG;
+    int err = 0;
+    if (used_before > 0)
+        err = prune_step(db, db->st_prune_expired, used_before, 0, &n_expired);
+    if (!err && keep < (uint64_t)INT64_MAX)
+        err = prune_excess(db, keep, &n_evicted);
+    if (expired)
+        *expired = n_expired;
+    if (evicted)
+        *evicted = n_evicted;
+    return err;
 }
 
 long edhoc_state_count(struct edhoc_state_db *db)

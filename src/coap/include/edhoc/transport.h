@@ -45,6 +45,7 @@ extern "C" {
 const char *edhoc_transport_strerror(int err);
 
 struct edhoc_transport;
+struct edhoc_amp; /* edhoc/amplification.h */
 /* A server-side peer (a CoAP session: address, port and local endpoint),
  * valid while held. */
 struct edhoc_transport_peer;
@@ -76,6 +77,19 @@ struct edhoc_transport_config {
      * after this many ms without progress; 0: EDHOC_BW_DEFAULT_LIFETIME_MS
      * (RFC 7252 EXCHANGE_LIFETIME). */
     uint32_t transfer_lifetime_ms;
+    /* Server: the amplification limit (edhoc/amplification.h); NULL:
+     * none. Each request's UDP payload counts as received from its
+     * endpoint, each answer's (a block, a repeated answer to a
+     * retransmission, an empty ACK) as sent to it. An answer beyond the
+     * endpoint's budget goes to `limited` (user: the request callback's),
+     * which writes what goes instead -- a 4.01 with Echo, RFC 9175
+     * Section 2.4 item 3 -- and returns its length, or 0 for nothing; what
+     * it writes is sent only if it fits the budget too. When the request
+     * carried a valid Echo value, `limited` verifies the endpoint and
+     * returns 0: the answer held back then goes. */
+    struct edhoc_amp *amp;
+    long (*limited)(void *user, const char *peer, const uint8_t *req, size_t len,
+                    size_t held_back, size_t budget, uint8_t *out, size_t cap);
 };
 
 /* Called for every UDP datagram (payload bytes) as it is sent or
@@ -334,6 +348,18 @@ struct edhoc_server_config {
      * at its address before the responder spends any crypto on it. */
     bool echo_message_1;
     struct edhoc_state_db *db;  /* durable contexts and SSN marks; NULL: memory only */
+    /* Bounded contexts (RFC 8613 Section 8.2 step 2: a request for a
+     * context the server no longer has gets 4.01 "Security context not
+     * found", and the peer runs EDHOC again). EDHOC-derived contexts only:
+     * static ones (edhoc_server_add_static_context) are configured, never
+     * evicted or expired, and not counted. max_contexts (0:
+     * EDHOC_SERVER_DEFAULT_MAX_CONTEXTS): the least recently used one
+     * (by the last request it verified) gives way to a new one.
+     * context_lifetime_ms (0: EDHOC_SERVER_DEFAULT_CONTEXT_LIFETIME_MS):
+     * one without a verified request for that long is dropped. Both apply
+     * to db's rows as well, deleted with their marks. */
+    size_t max_contexts;
+    uint64_t context_lifetime_ms;
     uint32_t ssn_freq;          /* SSN persistence interval K (0: 32) */
     unsigned counter_period_ms; /* /counter notification period (0: 1000) */
     /* Inner (OSCORE) block-wise, RFC 8613 Section 4.1.3.4.1: the largest
@@ -380,15 +406,39 @@ struct edhoc_server_config {
      * only that one: an A.2 message_1 read as bare is malformed, a bare
      * one read as A.2 names an unknown C_R. For interop tests. */
     unsigned framings;
+    /* The amplification limit: the account the transport counts bytes in
+     * (edhoc_transport_config.amp, with `limited` =
+     * edhoc_server_echo_challenge); NULL: none. Until an endpoint's
+     * address is verified -- an
+     * Echo value of ours came back from it, or a request from it verified
+     * under an OSCORE context -- a message_1 whose message_2 (all its
+     * blocks) would exceed the endpoint's budget is answered with a 4.01
+     * and an Echo option instead, before any crypto (RFC 9528 Section 9.7,
+     * RFC 9175 Sections 2.4 item 3 and 2.6), whatever the credential. */
+    struct edhoc_amp *amp;
 };
+
+/* Sized for a million peers: about 280 bytes of memory each (`edhoc-cli
+ * bench contexts` measures it: 270 MiB at a million), and a week covers
+ * devices that report daily or weekly. */
+#define EDHOC_SERVER_DEFAULT_MAX_CONTEXTS ((size_t)1000000)
+#define EDHOC_SERVER_DEFAULT_CONTEXT_LIFETIME_MS ((uint64_t)7 * 24 * 3600 * 1000)
 
 struct edhoc_server;
 
-/* Counters of a server since it started. */
+/* Counters of a server since it started. evicted / expired: handshakes
+ * in progress dropped for max_pending / pending_timeout_s;
+ * contexts_evicted / contexts_expired: OSCORE contexts dropped for
+ * max_contexts / context_lifetime_ms (those pruned from the state
+ * database at start included). contexts: every context held, static ones
+ * included. */
 struct edhoc_server_stats {
     uint64_t handshakes_ok, handshakes_failed, evicted, expired;
     uint64_t oscore_requests, oscore_errors, plain_requests;
+    uint64_t contexts_evicted, contexts_expired;
+    uint64_t echo_challenges; /* 4.01 with Echo sent: echo_message_1, the limit */
     size_t pending, contexts, observers;
+    size_t max_contexts;
     size_t bytes_per_context, bytes_per_pending; /* memory of one entry */
 };
 
@@ -398,8 +448,16 @@ void edhoc_server_free(struct edhoc_server *srv);
 
 /* Load the contexts stored in cfg->db (each resumes above its stored SSN
  * mark and needs an Echo exchange before its first request is accepted).
+ * Stored contexts idle longer than context_lifetime_ms, then all but the
+ * max_contexts most recently used, are deleted first (one transaction).
  * Returns the number loaded or a negative EDHOC_STATE_ERR_* / OSCORE_ERR_*. */
 long edhoc_server_load_state(struct edhoc_server *srv);
+
+/* Store when each context was last used, for the next start's choice of
+ * the most recently used (one transaction). The server also stores them
+ * as it runs, each at most once a minute; call this before stopping.
+ * Returns 0 or a negative EDHOC_STATE_ERR_*. */
+int edhoc_server_save_state(struct edhoc_server *srv);
 
 /* A statically provisioned OSCORE context (libcoap format, parsed). It
  * comes back with the same keys after every restart, so its sender
@@ -451,6 +509,15 @@ uint64_t edhoc_server_current_handshake(const struct edhoc_server *srv, const ch
 
 /* Set (or replace) the config's send callback, e.g. once the transport
  * exists. */
+/* The answer to a request the amplification limit holds back (an
+ * edhoc_transport_config.limited; user = the server): a 4.01 with a
+ * fresh Echo value for peer when it fits budget, counted and logged.
+ * Returns its length, 0 for nothing (it does not fit, req does not
+ * parse, or req carries an Echo value of ours: peer is verified now and
+ * the answer may go), -1 when out is too small. */
+long edhoc_server_echo_challenge(void *srv, const char *peer, const uint8_t *req, size_t len,
+                                 size_t held_back, size_t budget, uint8_t *out, size_t cap);
+
 void edhoc_server_set_sender(struct edhoc_server *srv,
                              int (*send)(void *user, struct edhoc_transport_peer *peer,
                                          const uint8_t *msg, size_t len),

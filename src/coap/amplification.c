@@ -1,0 +1,335 @@
+/*
+ * The amplification account of a server (edhoc/amplification.h): per
+ * endpoint, the bytes received and sent and whether its address is
+ * verified, in a fixed pool of entries found through a keyed hash.
+ */
+#include "edhoc/amplification.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NIL UINT32_MAX
+
+struct entry {
+    uint32_t chain;      /* next entry in the same bucket */
+    uint32_t prev, next; /* neighbours in its list, least recently active first */
+    uint64_t received, sent;
+    bool used, verified;
+    uint8_t name_len;
+    char name[EDHOC_AMP_MAX_NAME];
+};
+
+/* Entries of one kind, least recently active at the head. */
+struct list {
+    uint32_t head, tail;
+};
+
+enum { UNVERIFIED = 0, VERIFIED = 1 };
+
+struct edhoc_amp {
+    unsigned factor;
+    uint32_t max;
+    uint64_t k0, k1;
+    struct entry *e;
+    uint32_t *buckets;
+    uint32_t mask;
+    uint32_t fresh;     /* entries never used yet start here */
+    uint32_t free_head; /* released entries, chained through .chain */
+    struct list lists[2];
+    struct edhoc_amp_stats st;
+};
+
+/* ---- SipHash-1-3 (Aumasson, Bernstein): the key keeps the buckets'
+ * spread out of reach of whoever chooses source addresses. ---- */
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                   \
+    do {                                                                                           \
+        v0 += v1;                                                                                  \
+        v1 = ROTL(v1, 13);                                                                         \
+        v1 ^= v0;                                                                                  \
+        v0 = ROTL(v0, 32);                                                                         \
+        v2 += v3;                                                                                  \
+        v3 = ROTL(v3, 16);                                                                         \
+        v3 ^= v2;                                                                                  \
+        v0 += v3;                                                                                  \
+        v3 = ROTL(v3, 21);                                                                         \
+        v3 ^= v0;                                                                                  \
+        v2 += v1;                                                                                  \
+        v1 = ROTL(v1, 17);                                                                         \
+        v1 ^= v2;                                                                                  \
+        v2 = ROTL(v2, 32);                                                                         \
+    } while (0)
+
+static uint64_t load_le(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t siphash13(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len)
+{
+    uint64_t v0 = 0x736f6d6570736575ULL ^ k0, v1 = 0x646f72616e646f6dULL ^ k1;
+    uint64_t v2 = 0x6c7967656e657261ULL ^ k0, v3 = 0x7465646279746573ULL ^ k1;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w = load_le(m + i, 8);
+        v3 ^= w;
+        SIPROUND;
+        v0 ^= w;
+    }
+    uint64_t b = (uint64_t)len << 56 | load_le(m + i, len - i);
+    v3 ^= b;
+    SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* ---- The table ---- */
+
+static size_t name_len_of(const char *endpoint)
+{
+    size_t n = strlen(endpoint);
+    return n < EDHOC_AMP_MAX_NAME ? n : EDHOC_AMP_MAX_NAME;
+}
+
+static uint32_t bucket_of(const struct edhoc_amp *a, const char *name, size_t len)
+{
+    return (uint32_t)siphash13(a->k0, a->k1, (const uint8_t *)name, len) & a->mask;
+}
+
+static uint32_t find(const struct edhoc_amp *a, const char *endpoint)
+{
+    size_t len = name_len_of(endpoint);
+    for (uint32_t i = a->buckets[bucket_of(a, endpoint, len)]; i != NIL; i = a->e[i].chain) {
+        const struct entry *x = &a->e[i];
+        if (x->name_len == len && !memcmp(x->name, endpoint, len))
+            return i;
+    }
+    return NIL;
+}
+
+static void list_unlink(struct edhoc_amp *a, uint32_t i)
+{
+    struct entry *x = &a->e[i];
+    struct list *l = &a->lists[x->verified ? VERIFIED : UNVERIFIED];
+    if (x->prev != NIL)
+        a->e[x->prev].next = x->next;
+    else
+        l->head = x->next;
+    if (x->next != NIL)
+        a->e[x->next].prev = x->prev;
+    else
+        l->tail = x->prev;
+    x->prev = x->next = NIL;
+}
+
+static void list_append(struct edhoc_amp *a, uint32_t i)
+{
+    struct entry *x = &a->e[i];
+    struct list *l = &a->lists[x->verified ? VERIFIED : UNVERIFIED];
+    x->prev = l->tail;
+    x->next = NIL;
+    if (l->tail != NIL)
+        a->e[l->tail].next = i;
+    else
+        l->head = i;
+    l->tail = i;
+}
+
+/* Most recently active now. */
+static void touch(struct edhoc_amp *a, uint32_t i)
+{
+    if (a->lists[a->e[i].verified ? VERIFIED : UNVERIFIED].tail == i)
+        return;
+    list_unlink(a, i);
+    list_append(a, i);
+}
+
+static void release(struct edhoc_amp *a, uint32_t i)
+{
+    struct entry *x = &a->e[i];
+    uint32_t *pp = &a->buckets[bucket_of(a, x->name, x->name_len)];
+    while (*pp != i)
+        pp = &a->e[*pp].chain;
+    *pp = x->chain;
+    list_unlink(a, i);
+    if (x->verified)
+        a->st.endpoints_verified--;
+    a->st.endpoints--;
+    memset(x, 0, sizeof *x);
+    x->chain = a->free_head;
+    a->free_head = i;
+}
+
+/* The entry of endpoint, made (unverified, nothing counted) when new. */
+static uint32_t find_or_add(struct edhoc_amp *a, const char *endpoint)
+{
+    uint32_t i = find(a, endpoint);
+    if (i != NIL)
+        return i;
+    if (a->st.endpoints == a->max) {
+        /* Full: the least recently active unverified endpoint goes, and a
+         * verified one only when no unverified one is left. */
+        uint32_t victim = a->lists[UNVERIFIED].head != NIL ? a->lists[UNVERIFIED].head
+                                                           : a->lists[VERIFIED].head;
+        release(a, victim);
+        a->st.evicted++;
+    }
+    if (a->free_head != NIL) {
+        i = a->free_head;
+        a->free_head = a->e[i].chain;
+    } else {
+        i = a->fresh++;
+    }
+    struct entry *x = &a->e[i];
+    memset(x, 0, sizeof *x);
+    x->used = true;
+    x->name_len = (uint8_t)name_len_of(endpoint);
+    memcpy(x->name, endpoint, x->name_len);
+    uint32_t b = bucket_of(a, x->name, x->name_len);
+    x->chain = a->buckets[b];
+    a->buckets[b] = i;
+    list_append(a, i);
+    a->st.endpoints++;
+    return i;
+}
+
+struct edhoc_amp *edhoc_amp_new(const struct edhoc_amp_config *cfg)
+{
+    if (!cfg || cfg->factor == 0)
+        return NULL;
+    size_t max = cfg->max_endpoints ? cfg->max_endpoints : EDHOC_AMP_DEFAULT_MAX_ENDPOINTS;
+    if (max >= NIL / 2)
+        return NULL;
+    struct edhoc_amp *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->factor = cfg->factor;
+    a->max = (uint32_t)max;
+    a->k0 = cfg->seed[0];
+    a->k1 = cfg->seed[1];
+    /* At least as many buckets as entries: chains stay short. */
+    uint32_t n_buckets = 16;
+    while (n_buckets < max)
+        n_buckets *= 2;
+    a->mask = n_buckets - 1;
+    a->e = calloc(max, sizeof *a->e);
+    a->buckets = malloc(n_buckets * sizeof *a->buckets);
+    if (!a->e || !a->buckets) {
+        edhoc_amp_free(a);
+        return NULL;
+    }
+    memset(a->buckets, 0xff, n_buckets * sizeof *a->buckets); /* NIL */
+    a->free_head = NIL;
+    a->lists[UNVERIFIED] = a->lists[VERIFIED] = (struct list){NIL, NIL};
+    a->st.bytes_per_endpoint = sizeof(struct entry) + sizeof(uint32_t);
+    return a;
+}
+
+void edhoc_amp_free(struct edhoc_amp *a)
+{
+    if (!a)
+        return;
+    free(a->e);
+    free(a->buckets);
+    free(a);
+}
+
+unsigned edhoc_amp_factor(const struct edhoc_amp *a)
+{
+    return a ? a->factor : 0;
+}
+
+static uint64_t add_sat(uint64_t x, uint64_t y)
+{
+    return x > UINT64_MAX - y ? UINT64_MAX : x + y;
+}
+
+void edhoc_amp_received(struct edhoc_amp *a, const char *endpoint, size_t bytes)
+{
+    if (!a || !endpoint)
+        return;
+    uint32_t i = find_or_add(a, endpoint);
+    struct entry *x = &a->e[i];
+    x->received = add_sat(x->received, bytes);
+    if (!x->verified)
+        a->st.unverified_received = add_sat(a->st.unverified_received, bytes);
+    touch(a, i);
+}
+
+size_t edhoc_amp_budget(const struct edhoc_amp *a, const char *endpoint)
+{
+    if (!a || !endpoint)
+        return SIZE_MAX;
+    uint32_t i = find(a, endpoint);
+    if (i == NIL)
+        return 0;
+    const struct entry *x = &a->e[i];
+    if (x->verified)
+        return SIZE_MAX;
+    uint64_t allowed = x->received > UINT64_MAX / a->factor ? UINT64_MAX : x->received * a->factor;
+    uint64_t left = allowed > x->sent ? allowed - x->sent : 0;
+    return left > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)left;
+}
+
+void edhoc_amp_sent(struct edhoc_amp *a, const char *endpoint, size_t bytes)
+{
+    if (!a || !endpoint)
+        return;
+    uint32_t i = find_or_add(a, endpoint);
+    struct entry *x = &a->e[i];
+    x->sent = add_sat(x->sent, bytes);
+    if (!x->verified)
+        a->st.unverified_sent = add_sat(a->st.unverified_sent, bytes);
+    touch(a, i);
+}
+
+void edhoc_amp_verify(struct edhoc_amp *a, const char *endpoint)
+{
+    if (!a || !endpoint)
+        return;
+    uint32_t i = find_or_add(a, endpoint);
+    struct entry *x = &a->e[i];
+    if (x->verified) {
+        touch(a, i);
+        return;
+    }
+    list_unlink(a, i);
+    x->verified = true;
+    list_append(a, i);
+    a->st.verified++;
+    a->st.endpoints_verified++;
+}
+
+bool edhoc_amp_is_verified(const struct edhoc_amp *a, const char *endpoint)
+{
+    if (!a || !endpoint)
+        return false;
+    uint32_t i = find(a, endpoint);
+    return i != NIL && a->e[i].verified;
+}
+
+void edhoc_amp_note_limited(struct edhoc_amp *a, bool withheld)
+{
+    if (!a)
+        return;
+    a->st.limited++;
+    if (withheld)
+        a->st.withheld++;
+}
+
+void edhoc_amp_get_stats(const struct edhoc_amp *a, struct edhoc_amp_stats *st)
+{
+    if (!a) {
+        memset(st, 0, sizeof *st);
+        return;
+    }
+    *st = a->st;
+}
