@@ -199,7 +199,7 @@ int bench_contexts_run(struct bench_report *r, long count)
         goto out;
     }
     struct edhoc_server_config cfg = {
-        .ops = edhoc_crypto_openssl(),
+        .ops = edhoc_crypto_default(),
         .select = no_config,
         .db = db,
         /* All of them, however many: the cap is what is measured for. */

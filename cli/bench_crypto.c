@@ -1,7 +1,10 @@
 /*
  * edhoc-cli bench crypto: the operations of the crypto ops table one by
  * one - signatures by message size, key generation and ECDH per curve,
- * AEADs by size, hashes and HKDF.
+ * AEADs by size, hashes and HKDF - each under every backend in turn
+ * (OpenSSL, libsodium, the composite `auto`), one row per backend, so the
+ * libraries compare side by side in one run on one host. The composite's
+ * choices (src/crypto/crypto_select.c) come from these figures.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,20 @@
 #include "util.h"
 
 #define MAX_MSG 1024
+
+/* The backends measured, in the order of their rows. */
+static const struct edhoc_crypto_ops *(*const backends[])(void) = {
+    edhoc_crypto_openssl, edhoc_crypto_sodium, edhoc_crypto_auto};
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
+
+/* Backend b for op on alg, or NULL when its row would repeat OpenSSL's:
+ * the libsodium backend hands what libsodium lacks to OpenSSL. */
+static const struct edhoc_crypto_ops *backend_for(size_t b, enum edhoc_crypto_op op, int alg)
+{
+    if (backends[b] == edhoc_crypto_sodium && !edhoc_crypto_sodium_implements(op, alg))
+        return NULL;
+    return backends[b]();
+}
 
 struct crypto_job {
     const struct edhoc_crypto_ops *ops;
@@ -151,6 +168,7 @@ static void chart_lines(struct bench_table *t, const char *group, const char *y1
     t->chart.kind = BENCH_CHART_LINES;
     t->chart.x_col = col_of(t, "message_size");
     t->chart.group_col = col_of(t, group);
+    t->chart.group_col2_plus1 = col_of(t, "implementation") + 1;
     t->chart.y_cols[0] = col_of(t, y1);
     t->chart.y_cols[1] = col_of(t, y2);
     t->chart.n_y = 2;
@@ -193,10 +211,14 @@ static int bench_signatures(struct bench_report *r, struct crypto_job *j)
     chart_lines(t, "algo", "sign", "verify");
     for (size_t c = 0; c < N_COLS(curves) && !cli_interrupted(); c++) {
         j->alg = curves[c];
-        int rc = j->ops->keygen(j->alg, false, j->priv, j->pub, &j->pub_len);
-        if (rc)
-            return failed("keygen", j->alg, rc);
-        for (size_t s = 0; s < N_COLS(sizes); s++) {
+        for (size_t s = 0; s < N_COLS(sizes); s++)
+        for (size_t b = 0; b < N_BACKENDS; b++) {
+            j->ops = backend_for(b, EDHOC_CRYPTO_OP_SIGN, curves[c]);
+            if (!j->ops)
+                continue;
+            int rc = j->ops->keygen(j->alg, false, j->priv, j->pub, &j->pub_len);
+            if (rc)
+                return failed("keygen", j->alg, rc);
             bench_progress(r, "crypto: %s, %zu bytes", names[c], sizes[s]);
             j->len = sizes[s];
             fill(j->msg, j->len, (uint8_t)s);
@@ -237,7 +259,11 @@ static int bench_ecdh(struct bench_report *r, struct crypto_job *j)
              "on-curve check.");
     static const char *const ys[] = {"keygen", "ecdh"};
     chart_bars(t, ys, 2);
-    for (size_t c = 0; c < N_COLS(curves) && !cli_interrupted(); c++) {
+    for (size_t c = 0; c < N_COLS(curves) && !cli_interrupted(); c++)
+    for (size_t b = 0; b < N_BACKENDS; b++) {
+        j->ops = backend_for(b, EDHOC_CRYPTO_OP_ECDH, curves[c]);
+        if (!j->ops)
+            continue;
         j->alg = curves[c];
         bench_progress(r, "crypto: %s", edhoc_crypto_curve_name(j->alg));
         int rc = edhoc_crypto_keygen(j->ops, j->alg, true, j->priv, j->pub, &j->pub_len);
@@ -285,7 +311,11 @@ static int bench_aeads(struct bench_report *r, struct crypto_job *j)
     fill(j->aad, sizeof j->aad, 11);
     for (size_t a = 0; a < N_COLS(algs) && !cli_interrupted(); a++) {
         j->alg = algs[a];
-        for (size_t s = 0; s < N_COLS(sizes); s++) {
+        for (size_t s = 0; s < N_COLS(sizes); s++)
+        for (size_t b = 0; b < N_BACKENDS; b++) {
+            j->ops = backend_for(b, EDHOC_CRYPTO_OP_AEAD, algs[a]);
+            if (!j->ops)
+                continue;
             bench_progress(r, "crypto: %s, %zu bytes", edhoc_crypto_alg_name(j->alg), sizes[s]);
             j->len = sizes[s];
             fill(j->msg, j->len, (uint8_t)s);
@@ -330,7 +360,11 @@ static int bench_kdfs(struct bench_report *r, struct crypto_job *j)
     chart_bars(t, ys, 3);
     fill(j->key, sizeof j->key, 3);
     fill(j->msg, 128, 5);
-    for (size_t a = 0; a < N_COLS(algs) && !cli_interrupted(); a++) {
+    for (size_t a = 0; a < N_COLS(algs) && !cli_interrupted(); a++)
+    for (size_t b = 0; b < N_BACKENDS; b++) {
+        j->ops = backend_for(b, EDHOC_CRYPTO_OP_HKDF, algs[a]);
+        if (!j->ops)
+            continue;
         j->alg = algs[a];
         j->len = 128;
         bench_progress(r, "crypto: %s", names[a]);
@@ -366,7 +400,7 @@ int bench_crypto_run(struct bench_report *r)
     struct crypto_job *j = calloc(1, sizeof *j);
     if (!j)
         return CLI_EXIT_INTERNAL;
-    j->ops = edhoc_crypto_openssl();
+    j->ops = backends[0]();
     int rc = bench_signatures(r, j);
     if (!rc && !cli_interrupted())
         rc = bench_ecdh(r, j);

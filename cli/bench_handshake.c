@@ -245,9 +245,15 @@ static int rec_verify(int crv, const uint8_t *pub, size_t pl, const uint8_t *m, 
 
 static struct edhoc_crypto_ops recording_ops;
 
-static const struct edhoc_crypto_ops *make_recording_ops(void)
+/* The backends every configuration is measured under, OpenSSL first. */
+static const struct edhoc_crypto_ops *(*const backends[])(void) = {
+    edhoc_crypto_openssl, edhoc_crypto_sodium, edhoc_crypto_auto};
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
+
+/* A table recording the calls that it passes on to `under`. */
+static const struct edhoc_crypto_ops *make_recording_ops(const struct edhoc_crypto_ops *under)
 {
-    backend = edhoc_crypto_openssl();
+    backend = under;
     recording_ops = *backend;
     recording_ops.random = rec_random;
     recording_ops.hash = rec_hash;
@@ -472,6 +478,8 @@ static const struct bench_column hs_cols[] = {
     {"method", "Method", BENCH_COL_INT, false},
     {"id_cred", "ID_CRED", BENCH_COL_TEXT, false},
     {"suite", "Suite", BENCH_COL_INT, false},
+    {"implementation", "Implementation", BENCH_COL_TEXT, false},
+    {"vs_openssl", "Total / OpenSSL's", BENCH_COL_RATIO, false},
     {"initiator_us", "Initiator", BENCH_COL_NUM, false},
     {"initiator_floor_us", "Initiator floor", BENCH_COL_NUM, false},
     {"responder_us", "Responder", BENCH_COL_NUM, false},
@@ -524,14 +532,17 @@ static double median_of(double *v, long n)
 #define NV 8
 
 /* Samples of one configuration: a handshake, then its floor, repeated. */
-static int hs_measure(const struct bench_effort *e, struct hs_config *c, struct bench_table *t)
+/* plain: the backend measured; openssl_total_us: the median total of the
+ * same configuration with OpenSSL alone (measured first), 0 when this is
+ * that row. */
+static int hs_measure(const struct bench_effort *e, struct hs_config *c, struct bench_table *t,
+                      const struct edhoc_crypto_ops *plain, double *openssl_total_us)
 {
-    const struct edhoc_crypto_ops *plain = edhoc_crypto_openssl();
-    const struct edhoc_crypto_ops *recording = make_recording_ops();
+    const struct edhoc_crypto_ops *recording = make_recording_ops(plain);
     struct hs_times ht;
-    char label[96];
-    snprintf(label, sizeof label, "method %d, %s, suite %d", c->method,
-             cli_id_cred_type_name(c->id_cred_type), c->suite);
+    char label[160];
+    snprintf(label, sizeof label, "method %d, %s, suite %d, %s", c->method,
+             cli_id_cred_type_name(c->id_cred_type), c->suite, plain->name);
 
     /* Warm-up, then the recorded handshake. */
     int rc = hs_run(c, plain, &ht);
@@ -624,6 +635,10 @@ static int hs_measure(const struct bench_effort *e, struct hs_config *c, struct 
     bench_row_num(t, row, "method", c->method);
     bench_row_text(t, row, "id_cred", cli_id_cred_type_name(c->id_cred_type));
     bench_row_num(t, row, "suite", c->suite);
+    bench_row_text(t, row, "implementation", plain->name);
+    if (*openssl_total_us <= 0)
+        *openssl_total_us = total.median_us;
+    bench_row_num(t, row, "vs_openssl", total.median_us / *openssl_total_us);
     bench_row_num(t, row, "initiator_us", i_us);
     bench_row_num(t, row, "responder_us", r_us);
     bench_row_num(t, row, "total_us", total.median_us);
@@ -667,7 +682,7 @@ int bench_handshake_floor(const struct bench_effort *e, int method, int suite, i
     int rc = hs_setup(c);
     if (!rc) {
         recording_clear(&rec);
-        rc = hs_run(c, make_recording_ops(), &ht);
+        rc = hs_run(c, make_recording_ops(edhoc_crypto_default()), &ht);
         if (!rc && rec.failed)
             rc = -1;
         if (rc)
@@ -802,7 +817,8 @@ int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opt
              "parameters on both sides, with built-in demo credentials, each side having the "
              "peer's credential configured. Crypto floor: the same crypto calls (same inputs) "
              "replayed alone on the backend, alternating with the handshakes. Each column "
-             "is its own median, so initiator + responder is close to, not exactly, the total.");
+             "is its own median, so initiator + responder is close to, not exactly, the total. "
+             "One row per crypto backend; Total / OpenSSL's compares with the OpenSSL row.");
     t->chart.kind = BENCH_CHART_BARS;
     t->chart.label_cols[0] = col("label");
     t->chart.label_cols[1] = -1;
@@ -824,8 +840,11 @@ int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opt
             c->id_cred_type = modes[m].id_cred_type;
             c->suite = suites[s];
             rc = hs_setup(c);
-            if (!rc)
-                rc = hs_measure(&r->effort, c, t);
+            /* Every backend on the same configuration, OpenSSL first: the
+             * others' totals are compared with its. */
+            double openssl_total_us = 0;
+            for (size_t b = 0; b < N_BACKENDS && !rc && !cli_interrupted(); b++)
+                rc = hs_measure(&r->effort, c, t, backends[b](), &openssl_total_us);
             cli_edhoc_side_free(&c->si);
             cli_edhoc_side_free(&c->sr);
             edhoc_wipe(c, sizeof *c);
@@ -835,16 +854,30 @@ int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opt
     if (rc)
         return rc;
 
-    /* The targets: method 3 suite 0 and method 0 suite 2. */
+    /* The targets: with OpenSSL, handshake over floor for method 3 suite 0
+     * and method 0 suite 2; the composite against OpenSSL alone for suite 0
+     * (issue #18: method 0 at most 0.75, method 3 at most 0.95). */
+    const char *openssl_name = edhoc_crypto_openssl()->name;
+    const char *auto_name = edhoc_crypto_auto()->name;
     for (size_t i = 0; i < t->n_rows; i++) {
         const struct bench_cell *row = &t->cells[i * t->n_cols];
         int method = (int)row[col("method")].num, suite = (int)row[col("suite")].num;
-        if ((method == 3 && suite == 0) || (method == 0 && suite == 2)) {
-            char name[160], id[64];
-            snprintf(name, sizeof name, "Handshake / crypto floor, %s", row[col("label")].text);
-            snprintf(id, sizeof id, "handshake_over_floor.m%d.%s.s%d", method,
-                     row[col("id_cred")].text, suite);
+        const char *impl = row[col("implementation")].text;
+        const char *id_cred = row[col("id_cred")].text;
+        char name[200], id[80];
+        if (!strcmp(impl, openssl_name) &&
+            ((method == 3 && suite == 0) || (method == 0 && suite == 2))) {
+            snprintf(name, sizeof name, "Handshake / crypto floor, method %d, %s, suite %d",
+                     method, id_cred, suite);
+            snprintf(id, sizeof id, "handshake_over_floor.m%d.%s.s%d", method, id_cred, suite);
             bench_report_target(r, id, name, row[col("ratio")].num, 1.15, "");
+        }
+        if (!strcmp(impl, auto_name) && suite == 0 && (method == 0 || method == 3)) {
+            snprintf(name, sizeof name, "Handshake with auto / with OpenSSL alone, method %d, %s, "
+                     "suite 0", method, id_cred);
+            snprintf(id, sizeof id, "auto_over_openssl.m%d.%s.s0", method, id_cred);
+            bench_report_target(r, id, name, row[col("vs_openssl")].num,
+                                method == 0 ? 0.75 : 0.95, "");
         }
     }
     return add_memory_table(r);

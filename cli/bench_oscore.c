@@ -327,7 +327,7 @@ int bench_oscore_run(struct bench_report *r)
     struct oscore_job *j = calloc(1, sizeof *j);
     if (!j)
         return CLI_EXIT_INTERNAL;
-    j->ops = edhoc_crypto_openssl();
+    j->ops = edhoc_crypto_default();
     for (size_t i = 0; i < sizeof j->key; i++)
         j->key[i] = (uint8_t)(i * 7 + 1);
     for (size_t i = 0; i < sizeof j->pt; i++)

@@ -779,6 +779,18 @@ static void svg_bars(FILE *f, const struct bench_table *t, int y0)
     fprintf(f, " (axis 0 to %g)</text>\n", max);
 }
 
+/* The line a row belongs to: its group value, and its second group value
+ * when the chart has one ("Ed25519 libsodium"). */
+static void line_group(const struct bench_table *t, const struct bench_chart *ch, size_t r,
+                       char *out, size_t cap)
+{
+    const char *g = t->cells[r * t->n_cols + (size_t)ch->group_col].text;
+    const char *g2 = ch->group_col2_plus1 > 0
+                         ? t->cells[r * t->n_cols + (size_t)(ch->group_col2_plus1 - 1)].text
+                         : NULL;
+    snprintf(out, cap, "%s%s%s", g ? g : "", g2 ? " " : "", g2 ? g2 : "");
+}
+
 static void svg_lines(FILE *f, const struct bench_table *t, int y0)
 {
     const struct bench_chart *ch = &t->chart;
@@ -843,16 +855,16 @@ static void svg_lines(FILE *f, const struct bench_table *t, int y0)
     fprintf(f, "</text>\n");
 
     /* one polyline per (group, series) */
-    const char *groups[32];
+    char groups[32][96];
     size_t n_groups = 0;
     for (size_t r = 0; r < t->n_rows && n_groups < 32; r++) {
-        const char *g = t->cells[r * t->n_cols + (size_t)ch->group_col].text;
-        g = g ? g : "";
+        char g[96];
+        line_group(t, ch, r, g, sizeof g);
         bool dup = false;
         for (size_t i = 0; i < n_groups; i++)
             dup = dup || !strcmp(groups[i], g);
         if (!dup)
-            groups[n_groups++] = g;
+            snprintf(groups[n_groups++], sizeof groups[0], "%s", g);
     }
     int ly = py + 4;
     for (size_t gi = 0; gi < n_groups; gi++) {
@@ -861,8 +873,9 @@ static void svg_lines(FILE *f, const struct bench_table *t, int y0)
                     palette[gi % PALETTE_N], dashes[k % 4][0] ? " stroke-dasharray=\"" : "",
                     dashes[k % 4], dashes[k % 4][0] ? "\"" : "");
             for (size_t r = 0; r < t->n_rows; r++) {
-                const char *g = t->cells[r * t->n_cols + (size_t)ch->group_col].text;
-                if (strcmp(g ? g : "", groups[gi]))
+                char g[96];
+                line_group(t, ch, r, g, sizeof g);
+                if (strcmp(g, groups[gi]))
                     continue;
                 double x = t->cells[r * t->n_cols + (size_t)ch->x_col].num;
                 fprintf(f, "%.1f,%.1f ", XPOS(x), YPOS(plot_value(t, r, ch->y_cols[k])));

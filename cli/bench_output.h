@@ -88,6 +88,10 @@ struct bench_chart {
     int label_cols[3]; /* BARS: text columns joined into the row label; -1 = unused */
     int x_col;         /* LINES */
     int group_col;     /* LINES: one colour per distinct value */
+    /* LINES: a second column that also splits the lines (the crypto
+     * implementation: one line per algorithm and library, not one line
+     * through both libraries' points); index + 1, 0 for none. */
+    int group_col2_plus1;
     int y_cols[BENCH_CHART_MAX_Y];
     size_t n_y;
     const char *y_title;

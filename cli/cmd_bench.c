@@ -12,6 +12,10 @@
 #include <inttypes.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include "edhoc/coap_msg.h"
@@ -211,7 +215,7 @@ int cmd_bench(int argc, char **argv)
             fclose(svg);
         return CLI_EXIT_INTERNAL;
     }
-    bench_report_init(report, edhoc_crypto_openssl()->name, &effort);
+    bench_report_init(report, edhoc_crypto_default()->name, &effort);
     report->command = "bench";
     report->mode = which;
     struct cli_progress progress;
@@ -291,6 +295,35 @@ struct load_peer {
     unsigned generation; /* handshakes started by this peer (part of C_I) */
     bool have_ctx;       /* an OSCORE context from this peer's last handshake */
     bool sent_plain;     /* the outstanding request is unprotected */
+    /* The current handshake's message_1 request, kept to be sent again
+     * with the Echo value of a 4.01 (RFC 9175 Section 2.3). */
+    uint8_t m1[512];
+    size_t m1_len;
+    bool echo_sent; /* this handshake's message_1 already carried an Echo */
+};
+
+/* --flood-sources: message_1s from many source addresses that never send
+ * message_3, while the peers run their handshakes beside them. One
+ * socket bound to the wildcard address chooses each datagram's source
+ * among 127.1.0.1 and up with IP_PKTINFO, so the number of sources is
+ * not limited by open files (127.0.0.0/8 is all loopback on Linux). */
+#define FLOOD_TEMPLATES 8
+#define FLOOD_BATCH 512 /* at most this many sends per turn of the loop */
+
+struct load_flood {
+    size_t sources;
+    double rate;        /* message_1s per second over all sources */
+    bool answer_echo;   /* prove each source's address, then still abandon */
+    int fd;
+    struct sockaddr_in dst;
+    uint8_t tmpl[FLOOD_TEMPLATES][256];
+    size_t tmpl_len[FLOOD_TEMPLATES];
+    uint16_t mid;
+    bool active;
+    uint64_t started_ns;
+    uint64_t sent, send_errors, echo_resent;
+    /* What the responder answered the flood, by kind. */
+    uint64_t answered_echo, answered_message_2, answered_other;
 };
 
 struct load_series {
@@ -314,7 +347,8 @@ struct load_run {
     bool plain;
     bool vs_plain;     /* alternate OSCORE and unprotected windows to compare them */
     /* --vs-plain: totals per kind of window, [0] OSCORE, [1] unprotected. */
-    double mode_seconds[2], mode_cpu[2];
+    double mode_seconds[2], mode_cpu[2], mode_generator_cpu[2];
+    long mode_echo[2];
     long mode_requests[2], mode_handshakes[2], mode_failures[2];
     struct load_series plain_lat;
     bool stopping;
@@ -322,6 +356,8 @@ struct load_run {
     bool pid_given;
     uint8_t plain_code; /* response code of the unprotected requests */
     long hs_started, hs_ok, req_ok, failures;
+    long echo_challenges; /* 4.01 + Echo answers to the peers' message_1s */
+    struct load_flood flood;
     long no_oscore; /* OSCORE requests answered without OSCORE (among failures) */
     /* Answers by the kind of request [OSCORE, unprotected], whether the
      * answer was protected [no, yes] and its code (the inner code of a
@@ -675,8 +711,175 @@ static void peer_start(struct load_run *r, size_t index)
         peer_fail(r, p, "internal", "cannot build the message_1 request");
         return;
     }
+    p->echo_sent = false;
+    p->m1_len = (size_t)cn <= sizeof p->m1 ? (size_t)cn : 0;
+    if (p->m1_len)
+        memcpy(p->m1, r->coap, p->m1_len);
     p->started_ns = cli_now_ns();
     peer_send(r, p, r->coap, (size_t)cn, PEER_WAIT_M2);
+}
+
+/* ---- The message_1 flood (--flood-sources) ---- */
+
+static struct in_addr flood_source(size_t i)
+{
+    struct in_addr a;
+    a.s_addr = htonl((127u << 24 | 1u << 16) + 1u + (uint32_t)i); /* 127.1.0.1 + i */
+    return a;
+}
+
+/* The socket and FLOOD_TEMPLATES message_1 requests (each its own C_I
+ * and ephemeral key) sent over and over with a new Message ID: the
+ * responder's cost per message_1 does not depend on its being new, and
+ * the generator's is a sendmsg. Returns 0 or a message on stderr and -1. */
+static int flood_open(struct load_run *r)
+{
+    struct load_flood *f = &r->flood;
+    f->fd = -1;
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *ai = NULL;
+    const char *host = strcmp(r->host, "localhost") ? r->host : "127.0.0.1";
+    if (getaddrinfo(host, NULL, &hints, &ai) || !ai) {
+        fprintf(stderr, "edhoc-cli load: --flood-sources: '%s' is not an IPv4 address of this "
+                        "host (the flood's sources are 127.1.0.1 and up)\n", r->host);
+        return -1;
+    }
+    memcpy(&f->dst, ai->ai_addr, sizeof f->dst);
+    freeaddrinfo(ai);
+    f->dst.sin_port = htons(r->port);
+    if ((ntohl(f->dst.sin_addr.s_addr) >> 24) != 127) {
+        fprintf(stderr, "edhoc-cli load: --flood-sources floods a loopback responder only "
+                        "(127.0.0.0/8 or localhost), not %s\n", r->host);
+        return -1;
+    }
+    f->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int on = 1;
+    struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    if (f->fd < 0 || setsockopt(f->fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof on) ||
+        bind(f->fd, (struct sockaddr *)&any, sizeof any)) {
+        fprintf(stderr, "edhoc-cli load: --flood-sources: cannot open the flood socket: %s\n",
+                strerror(errno));
+        return -1;
+    }
+    int buf = 4 << 20;
+    setsockopt(f->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    setsockopt(f->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    for (size_t k = 0; k < FLOOD_TEMPLATES; k++) {
+        struct edhoc_session s;
+        uint8_t c_i[3] = {0x7f, 0xf1, (uint8_t)k}; /* apart from the peers' 0x80.. */
+        int rc = edhoc_session_init(&s, EDHOC_INITIATOR, &r->side.cfg);
+        if (!rc)
+            rc = edhoc_session_set_conn_id(&s, c_i, sizeof c_i);
+        int n = rc ? rc : edhoc_initiator_prepare_message_1(&s, r->msg + 1, sizeof r->msg - 1);
+        edhoc_session_wipe(&s);
+        if (n < 0) {
+            fprintf(stderr, "edhoc-cli load: --flood-sources: message_1: %s\n", edhoc_strerror(n));
+            return -1;
+        }
+        r->msg[0] = 0xf5; /* CBOR true: message_1 follows (RFC 9528 A.2) */
+        long cn = load_request(COAP_CODE_POST, EDHOC_COAP_WELL_KNOWN, EDHOC_COAP_CF_CID_EDHOC,
+                               r->msg, (size_t)n + 1, f->tmpl[k], sizeof f->tmpl[k]);
+        if (cn < 5) {
+            fprintf(stderr, "edhoc-cli load: --flood-sources: cannot build message_1\n");
+            return -1;
+        }
+        f->tmpl_len[k] = (size_t)cn;
+    }
+    return 0;
+}
+
+static void flood_sendto(struct load_flood *f, const uint8_t *msg, size_t len, struct in_addr src)
+{
+    struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
+    union {
+        char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+        struct cmsghdr align;
+    } c;
+    memset(&c, 0, sizeof c);
+    struct msghdr mh = {.msg_name = &f->dst, .msg_namelen = sizeof f->dst, .msg_iov = &iov,
+                        .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = IPPROTO_IP;
+    cm->cmsg_type = IP_PKTINFO;
+    cm->cmsg_len = CMSG_LEN(sizeof(struct in_pktinfo));
+    struct in_pktinfo pi;
+    memset(&pi, 0, sizeof pi);
+    pi.ipi_spec_dst = src; /* the datagram's source address */
+    memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+    if (sendmsg(f->fd, &mh, 0) < 0)
+        f->send_errors++;
+}
+
+/* The message_1s due by now at --flood-rate, each from the next source
+ * in turn, with a fresh Message ID (a repeated one would be a
+ * retransmission to the responder's CoAP layer). */
+static void flood_send_due(struct load_flood *f, uint64_t now)
+{
+    if (!f->active)
+        return;
+    uint64_t due = (uint64_t)((double)(now - f->started_ns) / 1e9 * f->rate);
+    for (unsigned k = 0; f->sent < due && k < FLOOD_BATCH; k++) {
+        size_t t = (size_t)(f->sent % FLOOD_TEMPLATES);
+        uint8_t *m = f->tmpl[t];
+        f->mid++;
+        m[2] = (uint8_t)(f->mid >> 8);
+        m[3] = (uint8_t)f->mid;
+        flood_sendto(f, m, f->tmpl_len[t], flood_source((size_t)(f->sent % f->sources)));
+        f->sent++;
+    }
+}
+
+/* Count what the responder answered the flood; with --flood-answer-echo,
+ * resend a challenged message_1 with its Echo (the source proves its
+ * address, then abandons the handshake after message_2). */
+static void flood_receive(struct load_run *r)
+{
+    struct load_flood *f = &r->flood;
+    for (int k = 0; k < FLOOD_BATCH; k++) {
+        struct iovec iov = {.iov_base = r->resp, .iov_len = sizeof r->resp};
+        union {
+            char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+            struct cmsghdr align;
+        } c;
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+                            .msg_controllen = sizeof c.buf};
+        ssize_t n = recvmsg(f->fd, &mh, 0);
+        if (n < 0)
+            return;
+        struct coap_msg m;
+        if (coap_msg_parse(r->resp, (size_t)n, &m)) {
+            f->answered_other++;
+            continue;
+        }
+        const struct coap_option *echo =
+            m.code == COAP_CODE_UNAUTHORIZED ? coap_msg_find_option(&m, COAP_OPT_ECHO) : NULL;
+        if (m.code == COAP_CODE_CHANGED) {
+            f->answered_message_2++;
+        } else if (echo) {
+            f->answered_echo++;
+            struct in_addr src = {0};
+            for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+                if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
+                    struct in_pktinfo pi;
+                    memcpy(&pi, CMSG_DATA(cm), sizeof pi);
+                    src = pi.ipi_addr; /* the source this answer went to */
+                }
+            }
+            if (f->answer_echo && src.s_addr && f->active) {
+                size_t t = (size_t)(f->echo_resent % FLOOD_TEMPLATES);
+                long en = cli_coap_with_echo(f->tmpl[t], f->tmpl_len[t], echo->value, echo->len,
+                                             r->coap, sizeof r->coap);
+                if (en > 4) {
+                    f->mid++;
+                    r->coap[2] = (uint8_t)(f->mid >> 8);
+                    r->coap[3] = (uint8_t)f->mid;
+                    flood_sendto(f, r->coap, (size_t)en, src);
+                    f->echo_resent++;
+                }
+            }
+        } else {
+            f->answered_other++;
+        }
+    }
 }
 
 static const char *coap_code_text(uint8_t code, char buf[8])
@@ -715,6 +918,28 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
     char code[8];
     switch (p->state) {
     case PEER_WAIT_M2: {
+        const struct coap_option *echo =
+            m.code == COAP_CODE_UNAUTHORIZED ? coap_msg_find_option(&m, COAP_OPT_ECHO) : NULL;
+        if (echo && echo->len > 0 && !p->echo_sent && p->m1_len) {
+            /* The responder verifies our address before it answers with
+             * more than it may send to an unverified one (RFC 9175
+             * Section 2.4 item 3, RFC 9528 Section 9.7): "the client
+             * ... sends the request again ... including the Echo option
+             * with the value it received" (RFC 9175 Section 2.3). Once
+             * only: a second challenge is the responder's refusal. The
+             * handshake's clock keeps running: the round trip is part of
+             * its latency. */
+            long en = cli_coap_with_echo(p->m1, p->m1_len, echo->value, echo->len, r->coap,
+                                         sizeof r->coap);
+            if (en < 0) {
+                peer_fail(r, p, "internal", "cannot add the Echo option");
+                return;
+            }
+            r->echo_challenges++;
+            p->echo_sent = true;
+            peer_send(r, p, r->coap, (size_t)en, PEER_WAIT_M2);
+            return;
+        }
         if (m.code != COAP_CODE_CHANGED) {
             peer_edhoc_refused(r, p, &m);
             return;
@@ -860,7 +1085,49 @@ static const struct bench_column load_cols[] = {
     {"handshakes_per_cpu_s", "Handshakes per responder CPU-second", BENCH_COL_NUM, false},
     {"requests_per_cpu_s", "Requests per responder CPU-second", BENCH_COL_NUM, false},
     {"cpu_of_floor", "Per CPU-second / floor rate", BENCH_COL_RATIO, false},
+    {"generator_cpu_s", "Generator CPU (s)", BENCH_COL_NUM, false},
+    {"saturated", "Saturated", BENCH_COL_TEXT, false},
+    {"flood_sources", "Flood sources", BENCH_COL_INT, false},
+    /* New columns go last: the earlier ones keep their places for scripts. */
+    {"echo_challenges", "Echo challenges", BENCH_COL_INT, false},
 };
+
+/* --flood-sources: the flood and what it did to the peers' handshakes. */
+static const struct bench_column flood_cols[] = {
+    {"sources", "Sources", BENCH_COL_INT, false},
+    {"rate", "Rate asked (message_1/s)", BENCH_COL_NUM, false},
+    {"sent", "Sent", BENCH_COL_INT, false},
+    {"sent_per_s", "Sent/s", BENCH_COL_NUM, false},
+    {"send_errors", "Send errors", BENCH_COL_INT, false},
+    {"answered_echo", "Answered 4.01 Echo", BENCH_COL_INT, false},
+    {"answered_message_2", "Answered message_2", BENCH_COL_INT, false},
+    {"answered_other", "Answered otherwise", BENCH_COL_INT, false},
+    {"echo_resent", "Resent with Echo", BENCH_COL_INT, false},
+    {"success_unloaded", "Peers' success, unloaded", BENCH_COL_RATIO, false},
+    {"success_flood", "Peers' success, flood", BENCH_COL_RATIO, false},
+    {"p50_unloaded_ms", "p50 unloaded (ms)", BENCH_COL_NUM, false},
+    {"p99_unloaded_ms", "p99 unloaded (ms)", BENCH_COL_NUM, false},
+    {"p50_flood_ms", "p50 flood (ms)", BENCH_COL_NUM, false},
+    {"p99_flood_ms", "p99 flood (ms)", BENCH_COL_NUM, false},
+    {"p99_ratio", "p99 flood / unloaded", BENCH_COL_RATIO, false},
+};
+
+/* Which side was the bottleneck: a process that was on a CPU for nearly
+ * all of the wall-clock time had no more to give (each is one thread). */
+static const char *load_saturated(double seconds, double responder_cpu_s, double generator_cpu_s)
+{
+    if (!(seconds > 0))
+        return "unknown";
+    bool resp = !isnan(responder_cpu_s) && responder_cpu_s / seconds >= 0.9;
+    bool gen = !isnan(generator_cpu_s) && generator_cpu_s / seconds >= 0.9;
+    if (resp && gen)
+        return "both";
+    if (resp)
+        return "responder";
+    if (gen)
+        return "generator";
+    return isnan(responder_cpu_s) ? "unknown" : "neither";
+}
 
 /* What the responder answered, counted (never claimed: a run where
  * nothing answered has no row). */
@@ -875,7 +1142,9 @@ static const struct bench_column answer_cols[] = {
 struct load_phase_result {
     bool plain;
     double seconds, cpu_s; /* cpu_s: NAN when the responder is not local */
-    long handshakes, requests, failures;
+    double generator_cpu_s;
+    long handshakes, requests, failures, echo_challenges;
+    size_t flood_sources; /* 0: no flood in this phase */
     uint8_t plain_code;
 };
 
@@ -969,10 +1238,22 @@ static void load_progress(const struct load_run *r, struct cli_progress *pr, dou
                         elapsed > 0 ? r->req_ok / elapsed : 0.0, r->failures);
 }
 
+/* This process's CPU seconds (user + system): the generator's cost. */
+static double generator_cpu_seconds(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru))
+        return NAN;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* --vs-plain: what the window that ends now measured, added to its kind. */
 struct load_window {
     uint64_t started;
     struct load_cpu cpu;
+    double generator_cpu;
+    long echo_challenges;
     long requests, handshakes, failures; /* counters when it started */
 };
 
@@ -986,6 +1267,11 @@ static void load_window_close(struct load_run *r, struct load_window *w, uint64_
         r->mode_cpu[kind] += cpu.seconds - w->cpu.seconds;
     else
         r->mode_cpu[kind] = NAN;
+    double gen = generator_cpu_seconds();
+    r->mode_generator_cpu[kind] += gen - w->generator_cpu;
+    r->mode_echo[kind] += r->echo_challenges - w->echo_challenges;
+    w->generator_cpu = gen;
+    w->echo_challenges = r->echo_challenges;
     r->mode_requests[kind] += r->req_ok - w->requests;
     r->mode_handshakes[kind] += r->hs_ok - w->handshakes;
     r->mode_failures[kind] += r->failures - w->failures;
@@ -999,8 +1285,12 @@ static void load_window_close(struct load_run *r, struct load_window *w, uint64_
 /* One phase of the load: every peer loops until the duration or the
  * handshake budget is used up. Returns the seconds it took; the
  * responder's CPU seconds in that time (NAN when unknown). */
-static double load_phase(struct load_run *r, struct cli_progress *pr, double *responder_cpu_s)
+#define FLOOD_EVENT UINT64_MAX /* the epoll tag of the flood's socket */
+
+static double load_phase(struct load_run *r, struct cli_progress *pr, double *responder_cpu_s,
+                         double *generator_cpu_s)
 {
+    double gen_before = generator_cpu_seconds();
     /* One epoll set over every peer's transport: a peer is only run when
      * its socket or retransmission timer has work, so the generator spends
      * its CPU on the handshakes rather than on polling idle peers (that
@@ -1014,6 +1304,13 @@ static double load_phase(struct load_run *r, struct cli_progress *pr, double *re
             ep = -1; /* fall back to running every peer in turn */
         }
     }
+    if (ep >= 0 && r->flood.active) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = FLOOD_EVENT};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, r->flood.fd, &ev)) {
+            close(ep);
+            ep = -1;
+        }
+    }
     struct load_cpu cpu_before;
     load_cpu_sample(&cpu_before, r->responder_pid);
     uint64_t start = cli_now_ns(), last_sweep = start;
@@ -1023,8 +1320,10 @@ static double load_phase(struct load_run *r, struct cli_progress *pr, double *re
     uint64_t window_ns = (uint64_t)(r->duration_s / 8 * 1e9);
     if (window_ns < 250000000u)
         window_ns = 250000000u;
-    struct load_window w = {.started = start, .cpu = cpu_before};
+    struct load_window w = {.started = start, .cpu = cpu_before, .generator_cpu = gen_before,
+                            .echo_challenges = r->echo_challenges};
     uint64_t next_switch = start + window_ns;
+    r->flood.started_ns = start;
     for (size_t i = 0; i < r->n_peers; i++)
         peer_start(r, i);
     for (;;) {
@@ -1040,6 +1339,8 @@ static double load_phase(struct load_run *r, struct cli_progress *pr, double *re
         }
         if (!r->stopping && now >= deadline)
             r->stopping = true;
+        if (!r->stopping)
+            flood_send_due(&r->flood, now);
         bool busy = false, progress = false;
         for (size_t i = 0; i < r->n_peers; i++) {
             struct load_peer *p = &r->peers[i];
@@ -1052,8 +1353,12 @@ static double load_phase(struct load_run *r, struct cli_progress *pr, double *re
         if (ep >= 0) {
             struct epoll_event evs[64];
             int n = epoll_wait(ep, evs, 64, 2);
-            for (int k = 0; k < n; k++)
-                progress |= peer_service(r, (size_t)evs[k].data.u64);
+            for (int k = 0; k < n; k++) {
+                if (evs[k].data.u64 == FLOOD_EVENT)
+                    flood_receive(r);
+                else
+                    progress |= peer_service(r, (size_t)evs[k].data.u64);
+            }
             /* Timeouts and anything the events missed. */
             if (n <= 0 || now - last_sweep >= 50000000u) {
                 for (size_t i = 0; i < r->n_peers; i++)
@@ -1063,6 +1368,8 @@ static double load_phase(struct load_run *r, struct cli_progress *pr, double *re
         } else {
             for (size_t i = 0; i < r->n_peers; i++)
                 progress |= peer_service(r, i);
+            if (r->flood.active)
+                flood_receive(r);
             if (!progress)
                 usleep(50);
         }
@@ -1076,6 +1383,7 @@ static double load_phase(struct load_run *r, struct cli_progress *pr, double *re
     load_cpu_sample(&cpu_after, r->responder_pid);
     *responder_cpu_s = cpu_before.ok && cpu_after.ok ? cpu_after.seconds - cpu_before.seconds
                                                      : NAN;
+    *generator_cpu_s = generator_cpu_seconds() - gen_before;
     if (ep >= 0)
         close(ep);
     cli_progress_end(pr);
@@ -1093,6 +1401,9 @@ enum {
     LOPT_TIMEOUT,
     LOPT_JSON,
     LOPT_CSV,
+    LOPT_FLOOD_SOURCES,
+    LOPT_FLOOD_RATE,
+    LOPT_FLOOD_ANSWER_ECHO,
 };
 
 static const struct cli_opt load_run_opts[] = {
@@ -1115,6 +1426,18 @@ static const struct cli_opt load_run_opts[] = {
     {0, NULL, NULL, NULL},
 };
 
+static const struct cli_opt load_flood_opts[] = {
+    {LOPT_FLOOD_SOURCES, "flood-sources", "N",
+     "run twice: the peers alone, then beside message_1s from N source addresses (127.1.0.1 "
+     "and up, loopback responders only) that never send message_3; report both (1..1000000)"},
+    {LOPT_FLOOD_RATE, "flood-rate", "R",
+     "the flood's message_1s per second over all its sources (default 1000)"},
+    {LOPT_FLOOD_ANSWER_ECHO, "flood-answer-echo", NULL,
+     "the flood's sources answer a 4.01 Echo (they prove their address) and abandon the "
+     "handshake after message_2"},
+    {0, NULL, NULL, NULL},
+};
+
 static const struct cli_opt load_output_opts[] = {
     {LOPT_JSON, "json", NULL, "one JSON document on stdout (docs/json/load.schema.json)"},
     {LOPT_CSV, "csv", NULL, "CSV on stdout, one block per table"},
@@ -1123,6 +1446,7 @@ static const struct cli_opt load_output_opts[] = {
 
 static const struct cli_opt_group load_groups[] = {
     {"Load", load_run_opts},
+    {"Flood", load_flood_opts},
     {"EDHOC", cli_edhoc_opts_load},
     {"Output", load_output_opts},
     {NULL, NULL},
@@ -1162,7 +1486,9 @@ const struct cli_cmd_spec cli_spec_load = {
 
 static const char *load_latency_note =
     "Milliseconds. handshake: message_1 sent to the answer to message_3 received; "
-    "oscore_request / unprotected_request: a request sent to its response received.";
+    "oscore_request / unprotected_request: a request sent to its response received. "
+    "A 4.01 Echo round trip before message_2 is part of the handshake. With --flood-sources: "
+    "handshake_unloaded and handshake_flood, the two phases.";
 
 int cmd_load(int argc, char **argv)
 {
@@ -1170,6 +1496,7 @@ int cmd_load(int argc, char **argv)
     if (!r)
         return CLI_EXIT_INTERNAL;
     cli_edhoc_opts_init(&r->o);
+    r->flood.fd = -1;
     r->n_peers = 10;
     r->duration_s = 10;
     r->requests_per_peer = 10;
@@ -1215,6 +1542,15 @@ int cmd_load(int argc, char **argv)
             break;
         case LOPT_PLAIN: r->plain = true; break;
         case LOPT_VS_PLAIN: r->vs_plain = true; break;
+        case LOPT_FLOOD_SOURCES:
+            bad = cli_opt_long(&p, 1, 1000000, &v);
+            r->flood.sources = (size_t)v;
+            break;
+        case LOPT_FLOOD_RATE:
+            bad = cli_opt_long(&p, 1, 1000000, &v);
+            r->flood.rate = (double)v;
+            break;
+        case LOPT_FLOOD_ANSWER_ECHO: r->flood.answer_echo = true; break;
         case LOPT_RESPONDER_PID:
             bad = cli_opt_long(&p, 0, 4194304, &r->responder_pid);
             r->pid_given = true;
@@ -1261,6 +1597,18 @@ int cmd_load(int argc, char **argv)
                         "--requests-per-peer K > 0\n");
         goto out;
     }
+    if ((r->flood.rate > 0 || r->flood.answer_echo) && !r->flood.sources) {
+        fprintf(stderr, "edhoc-cli load: --flood-rate and --flood-answer-echo shape a flood: "
+                        "give --flood-sources N\n");
+        goto out;
+    }
+    if (r->flood.sources && (r->plain || r->vs_plain)) {
+        fprintf(stderr, "edhoc-cli load: --flood-sources measures handshakes; it does not "
+                        "combine with --plain or --vs-plain\n");
+        goto out;
+    }
+    if (r->flood.sources && r->flood.rate == 0)
+        r->flood.rate = 1000;
     if (r->plain && r->requests_per_peer == 0)
         r->requests_per_peer = 1;
     size_t fit = raise_fd_limit(r->n_peers);
@@ -1273,6 +1621,10 @@ int cmd_load(int argc, char **argv)
     exit_code = cli_edhoc_side_setup(&r->o, CLI_SIDE_I, &r->side);
     if (exit_code)
         goto out;
+    if (r->flood.sources && flood_open(r)) {
+        exit_code = CLI_EXIT_USAGE;
+        goto out;
+    }
     exit_code = CLI_EXIT_INTERNAL;
     r->peers = calloc(r->n_peers, sizeof *r->peers);
     if (!r->peers)
@@ -1298,17 +1650,49 @@ int cmd_load(int argc, char **argv)
     cli_progress_begin(&progress, "load", p.verbose, p.quiet);
     /* SIGINT/SIGTERM end the run with what completed. */
     cli_interrupt_catch();
-    double total_s = load_phase(r, &progress, &total_cpu);
+    double total_gen = NAN;
+    double total_s = load_phase(r, &progress, &total_cpu, &total_gen);
     bool partial = cli_interrupted() != 0;
+    /* --flood-sources: the peers' handshakes alone first, the same budget
+     * again beside the flood: what the flood costs them, in one run. */
+    struct load_series unloaded_lat = {0};
     if (!r->vs_plain) {
         phases[0].plain = r->plain;
         phases[0].seconds = total_s;
         phases[0].cpu_s = total_cpu;
+        phases[0].generator_cpu_s = total_gen;
         phases[0].handshakes = r->hs_ok;
         phases[0].requests = r->req_ok;
         phases[0].failures = r->failures;
+        phases[0].echo_challenges = r->echo_challenges;
         phases[0].plain_code = r->plain_code;
-    } else {
+    }
+    if (r->flood.sources && !partial) {
+        unloaded_lat = r->hs_lat;
+        memset(&r->hs_lat, 0, sizeof r->hs_lat);
+        r->stopping = false;
+        r->hs_started = 0;
+        for (size_t i = 0; i < r->n_peers; i++)
+            r->peers[i].state = PEER_IDLE;
+        r->flood.active = true;
+        cli_progress_begin(&progress, "load", p.verbose, p.quiet);
+        double s1 = load_phase(r, &progress, &total_cpu, &total_gen);
+        r->flood.active = false;
+        /* Answers still on their way are counted, not left unread. */
+        usleep(100000);
+        flood_receive(r);
+        partial = cli_interrupted() != 0;
+        n_phases = 2;
+        phases[1].seconds = s1;
+        phases[1].cpu_s = total_cpu;
+        phases[1].generator_cpu_s = total_gen;
+        phases[1].handshakes = r->hs_ok - phases[0].handshakes;
+        phases[1].requests = r->req_ok - phases[0].requests;
+        phases[1].failures = r->failures - phases[0].failures;
+        phases[1].echo_challenges = r->echo_challenges - phases[0].echo_challenges;
+        phases[1].flood_sources = r->flood.sources;
+    }
+    if (r->vs_plain) {
         /* The OSCORE windows and the unprotected windows, each summed. */
         n_phases = 2;
         for (int k = 0; k < 2; k++) {
@@ -1318,6 +1702,8 @@ int cmd_load(int argc, char **argv)
             phases[k].handshakes = r->mode_handshakes[k];
             phases[k].requests = r->mode_requests[k];
             phases[k].failures = r->mode_failures[k];
+            phases[k].generator_cpu_s = r->mode_generator_cpu[k];
+            phases[k].echo_challenges = r->mode_echo[k];
             phases[k].plain_code = r->plain_code;
         }
     }
@@ -1340,8 +1726,15 @@ int cmd_load(int argc, char **argv)
                                              sizeof answer_cols / sizeof answer_cols[0]);
     struct bench_table *ft = bench_table_new("load_failures", "Failures by cause", failure_cols,
                                              sizeof failure_cols / sizeof failure_cols[0]);
+    struct bench_table *flt = r->flood.sources ? bench_table_new("load_flood", "Flood",
+                                                                 flood_cols,
+                                                                 sizeof flood_cols /
+                                                                     sizeof flood_cols[0])
+                                               : NULL;
     if (!t || !lt || !at || !ft || !bench_report_add(report, t) || !bench_report_add(report, lt) ||
-        !bench_report_add(report, at) || !bench_report_add(report, ft)) {
+        !bench_report_add(report, at) || !bench_report_add(report, ft) ||
+        (r->flood.sources && (!flt || !bench_report_add(report, flt)))) {
+        free(unloaded_lat.v);
         free(report);
         goto out;
     }
@@ -1396,7 +1789,12 @@ int cmd_load(int argc, char **argv)
         bench_row_num(t, row, "requests", (double)ph->requests);
         bench_row_num(t, row, "requests_per_s", timed ? ph->requests / ph->seconds : NAN);
         bench_row_num(t, row, "failures", (double)ph->failures);
+        bench_row_num(t, row, "echo_challenges", (double)ph->echo_challenges);
         bench_row_text(t, row, "mode", ph->plain ? "unprotected" : "OSCORE");
+        bench_row_num(t, row, "flood_sources", (double)ph->flood_sources);
+        bench_row_num(t, row, "generator_cpu_s", ph->generator_cpu_s);
+        bench_row_text(t, row, "saturated",
+                       load_saturated(ph->seconds, ph->cpu_s, ph->generator_cpu_s));
         bool cpu = !isnan(ph->cpu_s) && ph->cpu_s > 0;
         /* An unknown process (a remote responder, --responder-pid 0): NaN,
          * which JSON prints as null and the tables as a dash (issue 14). */
@@ -1408,7 +1806,7 @@ int cmd_load(int argc, char **argv)
         double of_floor = NAN, cpu_of_floor = NAN;
         /* The handshake target is about handshakes alone: requests would
          * share the core. */
-        if (!ph->plain && floor_rate > 0 && r->requests_per_peer == 0 && timed) {
+        if (!ph->plain && floor_rate > 0 && r->requests_per_peer == 0 && timed && k == 0) {
             of_floor = (ph->handshakes / ph->seconds) / floor_rate;
             if (cpu)
                 cpu_of_floor = (ph->handshakes / ph->cpu_s) / floor_rate;
@@ -1451,7 +1849,60 @@ int cmd_load(int argc, char **argv)
                                          0.9, "");
         }
     }
-    latency_row(lt, "handshake", &r->hs_lat);
+    double p50_unloaded = NAN, p99_unloaded = NAN;
+    if (unloaded_lat.n) {
+        latency_row(lt, "handshake_unloaded", &unloaded_lat); /* sorts it */
+        p50_unloaded = unloaded_lat.v[load_percentile(unloaded_lat.n, 500)];
+        p99_unloaded = unloaded_lat.v[load_percentile(unloaded_lat.n, 990)];
+    }
+    latency_row(lt, r->flood.sources ? "handshake_flood" : "handshake", &r->hs_lat);
+    if (flt) {
+        struct load_flood *f = &r->flood;
+        struct bench_cell *fr = bench_table_add_row(flt);
+        double p50_flood = NAN, p99_flood = NAN;
+        if (r->hs_lat.n) {
+            p50_flood = r->hs_lat.v[load_percentile(r->hs_lat.n, 500)];
+            p99_flood = r->hs_lat.v[load_percentile(r->hs_lat.n, 990)];
+        }
+        double tries0 = (double)(phases[0].handshakes + phases[0].failures);
+        double tries1 = (double)(phases[1].handshakes + phases[1].failures);
+        double ok0 = tries0 > 0 ? phases[0].handshakes / tries0 : NAN;
+        double ok1 = tries1 > 0 ? phases[1].handshakes / tries1 : NAN;
+        double ratio = p99_unloaded > 0 ? p99_flood / p99_unloaded : NAN;
+        if (fr) {
+            bench_row_num(flt, fr, "sources", (double)f->sources);
+            bench_row_num(flt, fr, "rate", f->rate);
+            bench_row_num(flt, fr, "sent", (double)f->sent);
+            bench_row_num(flt, fr, "sent_per_s",
+                          phases[1].seconds > 0 ? (double)f->sent / phases[1].seconds : NAN);
+            bench_row_num(flt, fr, "send_errors", (double)f->send_errors);
+            bench_row_num(flt, fr, "answered_echo", (double)f->answered_echo);
+            bench_row_num(flt, fr, "answered_message_2", (double)f->answered_message_2);
+            bench_row_num(flt, fr, "answered_other", (double)f->answered_other);
+            bench_row_num(flt, fr, "echo_resent", (double)f->echo_resent);
+            bench_row_num(flt, fr, "success_unloaded", ok0);
+            bench_row_num(flt, fr, "success_flood", ok1);
+            bench_row_num(flt, fr, "p50_unloaded_ms", p50_unloaded);
+            bench_row_num(flt, fr, "p99_unloaded_ms", p99_unloaded);
+            bench_row_num(flt, fr, "p50_flood_ms", p50_flood);
+            bench_row_num(flt, fr, "p99_flood_ms", p99_flood);
+            bench_row_num(flt, fr, "p99_ratio", ratio);
+        }
+        snprintf(flt->note, sizeof flt->note,
+                 "The peers' handshakes alone (unloaded), then the same budget beside %zu "
+                 "message_1 sources (127.1.0.1 and up, one socket choosing each datagram's "
+                 "source address) at %.0f message_1/s that never send message_3%s. Success: "
+                 "handshakes / (handshakes + failures) of the peers.",
+                 f->sources, f->rate,
+                 f->answer_echo ? "; they answer a 4.01 Echo, so their addresses are verified"
+                                : "; they ignore a 4.01 Echo, as a spoofed source must");
+        bench_report_target(report, "flood_p99_over_unloaded",
+                            "Peers' p99 handshake latency under the flood / unloaded p99", ratio,
+                            5.0, "");
+        bench_report_target_at_least(report, "flood_success",
+                                     "Peers' handshake success rate under the flood", ok1, 1.0,
+                                     "");
+    }
     /* With --vs-plain, req_lat holds the OSCORE requests whatever the last
      * window was. */
     latency_row(lt, r->plain && !r->vs_plain ? "unprotected_request" : "oscore_request",
@@ -1510,6 +1961,7 @@ int cmd_load(int argc, char **argv)
     fflush(stdout);
     bench_report_free(report);
     free(report);
+    free(unloaded_lat.v);
     if (partial) {
         fprintf(stderr, "edhoc-cli load: interrupted: partial results\n");
         exit_code = cli_interrupt_exit_code();
@@ -1529,6 +1981,8 @@ out:
     }
     if (r->side.store)
         cli_edhoc_side_free(&r->side);
+    if (r->flood.fd >= 0)
+        close(r->flood.fd);
     free(r->hs_lat.v);
     free(r->req_lat.v);
     free(r->plain_lat.v);

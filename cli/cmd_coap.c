@@ -594,7 +594,7 @@ int cmd_coap(int argc, char **argv)
             return rc;
         }
         ctx = calloc(1, sizeof *ctx);
-        rc = ctx ? oscore_context_init_config(ctx, edhoc_crypto_openssl(), &cfg) : OSCORE_ERR_INVALID;
+        rc = ctx ? oscore_context_init_config(ctx, edhoc_crypto_default(), &cfg) : OSCORE_ERR_INVALID;
         int exit_rc = CLI_EXIT_INPUT;
         if (rc) {
             snprintf(why, sizeof why, "%s", oscore_strerror(rc));

@@ -542,7 +542,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
     }
     rc = edhoc_session_oscore(s, &run->osc);
     if (!rc)
-        rc = oscore_context_init_edhoc(osc, edhoc_crypto_openssl(), run->osc.master_secret,
+        rc = oscore_context_init_edhoc(osc, edhoc_crypto_default(), run->osc.master_secret,
                                        run->osc.master_secret_len, run->osc.master_salt,
                                        run->osc.master_salt_len, run->osc.sender_id,
                                        run->osc.sender_id_len, run->osc.recipient_id,

@@ -371,7 +371,7 @@ static void note_explicit_seq(const struct args *a, const struct oscore_config *
 static int init_context(const char *path, const struct oscore_config *cfg,
                         struct oscore_context *c)
 {
-    int rc = oscore_context_init_config(c, edhoc_crypto_openssl(), cfg);
+    int rc = oscore_context_init_config(c, edhoc_crypto_default(), cfg);
     if (rc == OSCORE_ERR_INVALID) {
         size_t max_id = edhoc_crypto_aead_nonce_len(cfg->aead_alg) - 6;
         fprintf(stderr, "edhoc-cli oscore: %s: sender_id and recipient_id must differ and be at "

@@ -425,7 +425,7 @@ static struct ident *explicit_ident(struct responder *r, size_t c, int m)
     side->store = r->trust;
     side->cred_origin = r->cred_paths[c];
     struct edhoc_config *cfg = &side->cfg;
-    cfg->ops = edhoc_crypto_openssl();
+    cfg->ops = edhoc_crypto_default();
     cfg->cred = &side->cred;
     cfg->key = &side->key;
     cfg->id_cred = side->id_cred;
@@ -555,6 +555,7 @@ enum {
     OPT_C_R_FORM,
     OPT_ECHO,
     OPT_AMPLIFICATION_FACTOR,
+    OPT_PRESSURE_RATE,
     OPT_ALLOW_UNPROTECTED,
     OPT_DEMO,
     OPT_STATE_DIR,
@@ -596,6 +597,14 @@ static const struct cli_opt serve_opts[] = {
      "request) at most N times the UDP payload bytes received from it; an\n"
      "answer beyond that becomes a 4.01 with Echo (RFC 9175 2.4, RFC 9528\n"
      "9.7). 0: no limit, for lab use (default 3, 0..1000)"},
+    {OPT_PRESSURE_RATE, "pressure-rate", "N",
+     "under pressure -- more than N message_1 a second from unverified\n"
+     "addresses, or --max-pending handshakes in progress -- answer every\n"
+     "message_1 of an unverified address with 4.01 + Echo before any crypto\n"
+     "(RFC 9528 9.7), whatever the credential type; addresses verified by\n"
+     "Echo alone then start at most N handshakes a second between them (5.03\n"
+     "beyond). 0: off (default 500, 0..10000000; needs the amplification\n"
+     "limit)"},
     {OPT_ALLOW_UNPROTECTED, "allow-unprotected", NULL,
      "also serve the resources to requests without OSCORE (CoAP-only tests,\n"
      "baselines); default: 4.01"},
@@ -625,8 +634,10 @@ static const struct cli_opt state_opts[] = {
 
 static const struct cli_opt limit_opts[] = {
     {OPT_MAX_PENDING, "max-pending", "N",
-     "handshakes in progress at once (1..65536, default 256; the oldest is\n"
-     "evicted when a new one needs room)"},
+     "handshakes in progress at once (1..65536, default 256); a new one takes\n"
+     "the place of the oldest of the lowest-ranked endpoint (unverified, then\n"
+     "verified by Echo alone, then authenticated), never of one ranked above\n"
+     "it (5.03 then)"},
     {OPT_HANDSHAKE_TIMEOUT, "handshake-timeout", "SECONDS",
      "drop a handshake without message_3 after SECONDS (1..86400, default 60;\n"
      "counted in whole seconds, a fraction rounds up)"},
@@ -846,14 +857,22 @@ static void log_amplification(const struct edhoc_amp *amp, const struct edhoc_se
             "%s: amplification_factor=%u answers_held_back=%llu answers_withheld=%llu "
             "echo_challenges=%llu endpoints_verified=%llu endpoints=%zu (verified %zu) "
             "endpoints_evicted=%llu unverified_bytes_received=%llu unverified_bytes_sent=%llu "
-            "unverified_factor=%.2f",
+            "unverified_factor=%.2f pressure_challenges=%llu pressure_periods=%llu "
+            "endpoints_authenticated=%zu pending_evicted_unverified=%llu "
+            "pending_evicted_reachable=%llu pending_evicted_authenticated=%llu "
+            "pending_refused=%llu pressure_refused=%llu",
             when, edhoc_amp_factor(amp), (unsigned long long)as.limited,
             (unsigned long long)as.withheld, (unsigned long long)st->echo_challenges,
             (unsigned long long)as.verified, as.endpoints, as.endpoints_verified,
             (unsigned long long)as.evicted, (unsigned long long)as.unverified_received,
             (unsigned long long)as.unverified_sent,
             as.unverified_received ? (double)as.unverified_sent / (double)as.unverified_received
-                                   : 0.0);
+                                   : 0.0,
+            (unsigned long long)as.pressure_challenges, (unsigned long long)as.pressure_periods,
+            as.endpoints_authenticated, (unsigned long long)as.pending_evicted[EDHOC_AMP_UNVERIFIED],
+            (unsigned long long)as.pending_evicted[EDHOC_AMP_REACHABLE],
+            (unsigned long long)as.pending_evicted[EDHOC_AMP_AUTHENTICATED],
+            (unsigned long long)as.pending_refused, (unsigned long long)as.pressure_refused);
 }
 
 int cmd_responder(int argc, char **argv)
@@ -878,6 +897,7 @@ int cmd_responder(int argc, char **argv)
     long interop_max = INTEROP_LOG_MAX_FILES;
     bool daemon = false, use_syslog = false, echo_m1 = false, allow_unprotected = false;
     long amp_factor = EDHOC_AMP_DEFAULT_FACTOR;
+    long pressure_rate = EDHOC_AMP_DEFAULT_PRESSURE_RATE;
     struct edhoc_amp *amp = NULL;
     bool demo = false;
     unsigned framings = 0; /* both */
@@ -951,6 +971,7 @@ int cmd_responder(int argc, char **argv)
         }
         case OPT_ECHO: echo_m1 = true; break;
         case OPT_AMPLIFICATION_FACTOR: bad = cli_opt_long(&p, 0, 1000, &amp_factor); break;
+        case OPT_PRESSURE_RATE: bad = cli_opt_long(&p, 0, 10000000, &pressure_rate); break;
         case OPT_ALLOW_UNPROTECTED: allow_unprotected = true; break;
         case OPT_DEMO: demo = true; break;
         case OPT_STATE_DIR: state_dir = p.value; break;
@@ -1132,8 +1153,9 @@ int cmd_responder(int argc, char **argv)
     }
 
     if (amp_factor > 0) {
-        struct edhoc_amp_config acfg = {.factor = (unsigned)amp_factor};
-        const struct edhoc_crypto_ops *ops = edhoc_crypto_openssl();
+        struct edhoc_amp_config acfg = {.factor = (unsigned)amp_factor,
+                                        .pressure_rate = (unsigned)pressure_rate};
+        const struct edhoc_crypto_ops *ops = edhoc_crypto_default();
         if (ops->random(ops->rng_ctx, (uint8_t *)acfg.seed, sizeof acfg.seed) ||
             !(amp = edhoc_amp_new(&acfg))) {
             cli_log(LOG_ERR, "out of memory");
@@ -1143,7 +1165,7 @@ int cmd_responder(int argc, char **argv)
     }
     struct edhoc_server_config scfg = {
         .amp = amp,
-        .ops = edhoc_crypto_openssl(),
+        .ops = edhoc_crypto_default(),
         .select = select_config,
         .select_user = r,
         .max_pending = (size_t)max_pending,
@@ -1238,8 +1260,10 @@ int cmd_responder(int argc, char **argv)
                              "too");
     if (amp)
         cli_log(LOG_INFO, "amplification limit: an address not yet verified is sent at most %ld "
-                          "times the bytes received from it (--amplification-factor)",
-                amp_factor);
+                          "times the bytes received from it (--amplification-factor); under "
+                          "pressure every message_1 of an unverified address gets 4.01 + Echo "
+                          "first (%s)",
+                amp_factor, pressure_rate ? "--pressure-rate" : "off: --pressure-rate 0");
     else
         cli_log(LOG_WARNING, "--amplification-factor 0: no amplification limit; anyone can make "
                              "this responder send large answers to a spoofed address");

@@ -111,7 +111,7 @@ static struct edhoc_crypto_ops timed_ops;
 
 static const struct edhoc_crypto_ops *make_timed_ops(void)
 {
-    backend = edhoc_crypto_openssl();
+    backend = edhoc_crypto_default();
     timed_ops = *backend;
     timed_ops.random = timed_random;
     timed_ops.hash = timed_hash;

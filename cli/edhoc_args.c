@@ -645,7 +645,7 @@ int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_si
     }
 
     struct edhoc_config *cfg = &side->cfg;
-    cfg->ops = edhoc_crypto_openssl();
+    cfg->ops = edhoc_crypto_default();
     cfg->tolerate = so->tolerate;
     cfg->emulate = so->emulate;
     cfg->method = o->method;

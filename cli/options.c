@@ -10,13 +10,26 @@
 #include "util.h"
 
 /* The options every command takes; the parser handles them itself. */
-enum { COMMON_HELP = -1, COMMON_VERSION = -2, COMMON_VERBOSE = -3, COMMON_QUIET = -4 };
+enum {
+    COMMON_HELP = -1,
+    COMMON_VERSION = -2,
+    COMMON_VERBOSE = -3,
+    COMMON_QUIET = -4,
+    COMMON_CRYPTO = -5,
+};
+
+/* The values of --crypto and of EDHOC_CRYPTO (edhoc_crypto_by_name). */
+static const char *const crypto_choices[] = {"openssl", "sodium", "auto", NULL};
 
 static const struct cli_opt common_opts[] = {
     {COMMON_VERBOSE, "verbose", NULL, "more detail on standard error (repeatable: -vv)"},
     {COMMON_QUIET, "quiet", NULL, "only errors on standard error (no progress, no notes)"},
     {COMMON_HELP, "help", NULL, "this text"},
     {COMMON_VERSION, "version", NULL, "print the version and exit"},
+    {COMMON_CRYPTO, "crypto", "openssl|sodium|auto",
+     "the crypto library: OpenSSL alone, libsodium (with OpenSSL for what it lacks), or "
+     "each operation from the faster of the two (default: the EDHOC_CRYPTO environment "
+     "variable, else auto); no wire byte depends on it"},
     {0, NULL, NULL, NULL},
 };
 
@@ -140,6 +153,42 @@ static enum cli_opt_status take_common(struct cli_opt_parser *p, const struct cl
     }
 }
 
+static bool crypto_name_known(const char *name)
+{
+    for (size_t i = 0; crypto_choices[i]; i++)
+        if (!strcmp(name, crypto_choices[i]))
+            return true;
+    return false;
+}
+
+/* --crypto NAME: the process's choice goes into EDHOC_CRYPTO, which
+ * edhoc_crypto_default() reads wherever a command builds its ops table
+ * (and which the processes a command starts inherit). */
+static enum cli_opt_status take_crypto(struct cli_opt_parser *p)
+{
+    if (!crypto_name_known(p->value)) {
+        cli_opt_error(p, "%s: expected openssl, sodium or auto, got '%s'", p->flag, p->value);
+        return fail(p);
+    }
+    if (setenv("EDHOC_CRYPTO", p->value, 1) != 0) {
+        cli_opt_error(p, "%s: cannot set EDHOC_CRYPTO", p->flag);
+        return fail(p);
+    }
+    return cli_opt_next(p);
+}
+
+/* At the end of the command line: a set EDHOC_CRYPTO must name a backend,
+ * rather than silently meaning the default. */
+static enum cli_opt_status check_crypto_env(struct cli_opt_parser *p)
+{
+    const char *env = getenv("EDHOC_CRYPTO");
+    if (env && *env && !crypto_name_known(env)) {
+        cli_opt_error(p, "EDHOC_CRYPTO: expected openssl, sodium or auto, got '%s'", env);
+        return fail(p);
+    }
+    return CLI_OPT_DONE;
+}
+
 static enum cli_opt_status next_short(struct cli_opt_parser *p)
 {
     char c = *p->short_rest++;
@@ -165,7 +214,7 @@ enum cli_opt_status cli_opt_next(struct cli_opt_parser *p)
     if (p->short_rest)
         return next_short(p);
     if (p->next >= p->argc)
-        return CLI_OPT_DONE;
+        return check_crypto_env(p);
     const char *a = p->argv[p->next++];
     if (p->options_ended || a[0] != '-' || !a[1]) {
         /* "-" alone is a positional argument (standard input). */
@@ -229,6 +278,8 @@ enum cli_opt_status cli_opt_next(struct cli_opt_parser *p)
         p->value = p->argv[p->next++];
     }
     p->opt = o;
+    if (o->id == COMMON_CRYPTO)
+        return take_crypto(p);
     return CLI_OPT_OPTION;
 }
 
@@ -374,5 +425,5 @@ void cli_opt_print_list(const struct cli_cmd_spec *spec, FILE *f)
             fprintf(f, "--%s%s%s\n", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
     }
     for (const struct cli_opt *o = common_opts; o->id; o++)
-        fprintf(f, "--%s\n", o->name);
+        fprintf(f, "--%s%s%s\n", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 }

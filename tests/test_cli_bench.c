@@ -190,15 +190,18 @@ static void test_crypto_rows(void **state)
             assert_positive_cell(cells[4], algos[a]);
         }
     }
-    assert_int_equal(md_count_rows(out, "Signatures"), 16);
+    /* issue #18: one row per backend, OpenSSL's first; libsodium's only
+     * where libsodium implements the operation (Ed25519: 4 sizes x 3,
+     * Ed448, ES256, ES384: 4 sizes x 2). */
+    assert_int_equal(md_count_rows(out, "Signatures"), 36);
 
     static const char *const curves[] = {"X25519", "X448", "P-256", "P-384"};
     for (int c = 0; c < 4; c++) {
         const char *key[1] = {curves[c]};
         check_row(out, "Key generation and ECDH", key, 1, 4, 2, 3);
     }
-    assert_int_equal(md_count_rows(out, "Key generation and ECDH"), 4);
-    assert_int_equal(md_count_rows(out, "AEAD"), 25);
+    assert_int_equal(md_count_rows(out, "Key generation and ECDH"), 3 + 3 * 2);
+    assert_int_equal(md_count_rows(out, "AEAD"), 5 * 3 + 4 * 5 * 2);
     static const char *const aeads[] = {"AES-CCM-16-64-128", "AES-CCM-16-128-128", "A128GCM",
                                         "A256GCM", "ChaCha20/Poly1305"};
     for (int a = 0; a < 5; a++) {
@@ -228,11 +231,12 @@ static void test_handshake_rows_and_memory(void **state)
         {"0", "x5chain", "0"}, {"0", "x5chain", "2"}, {"0", "x5t", "0"},
         {"0", "x5t", "2"},     {"3", "kid", "0"},     {"3", "kid", "2"},
     };
-    /* | Method | ID_CRED | Suite | I | I floor | R | R floor | Total | Floor | Ratio |
-     *   Lookup | Without lookup | Calls | Bytes | */
+    /* | Method | ID_CRED | Suite | Implementation | Total / OpenSSL's | I | I floor | R |
+     *   R floor | Total | Floor | Ratio | Lookup | Without lookup | Calls | Bytes |
+     * (issue #18: each configuration under OpenSSL, libsodium and auto) */
     for (size_t i = 0; i < 6; i++)
-        check_row(out, "EDHOC handshake (in process)", rows[i], 3, 14, 3, 13);
-    assert_int_equal(md_count_rows(out, "EDHOC handshake (in process)"), 6);
+        check_row(out, "EDHOC handshake (in process)", rows[i], 3, 16, 4, 15);
+    assert_int_equal(md_count_rows(out, "EDHOC handshake (in process)"), 18);
 
     /* The state sizes are those of this build's structs. */
     char buf[2048];
@@ -257,6 +261,11 @@ static void test_handshake_rows_and_memory(void **state)
     check_row(out, "Targets", t2, 1, 4, 1, 1);
     const char *t3[1] = {"Handshake / crypto floor, method 0, x5chain, suite 2"};
     check_row(out, "Targets", t3, 1, 4, 1, 1);
+    /* issue #18: the composite against OpenSSL alone, suite 0. */
+    const char *t4[1] = {"Handshake with auto / with OpenSSL alone, method 0, x5t, suite 0"};
+    check_row(out, "Targets", t4, 1, 4, 1, 1);
+    const char *t5[1] = {"Handshake with auto / with OpenSSL alone, method 3, kid, suite 0"};
+    check_row(out, "Targets", t5, 1, 4, 1, 1);
     free(out);
 }
 
@@ -269,8 +278,8 @@ static void test_handshake_other_suites(void **state)
         {"0", "x5chain", "6"}, {"0", "x5t", "6"}, {"3", "kid", "6"},
     };
     for (size_t i = 0; i < 6; i++)
-        check_row(out, "EDHOC handshake (in process)", rows[i], 3, 14, 3, 13);
-    assert_int_equal(md_count_rows(out, "EDHOC handshake (in process)"), 6);
+        check_row(out, "EDHOC handshake (in process)", rows[i], 3, 16, 4, 15);
+    assert_int_equal(md_count_rows(out, "EDHOC handshake (in process)"), 18);
     free(out);
 }
 
@@ -373,7 +382,7 @@ static void test_json_and_svg(void **state)
              "import json, math, sys\n"
              "d = json.load(open(sys.argv[1]))\n"
              "t = {x['name']: x for x in d['tables']}\n"
-             "want = {'signatures': 16, 'ecdh': 4, 'aead': 25, 'hkdf': 3, 'handshake': 6,\n"
+             "want = {'signatures': 36, 'ecdh': 9, 'aead': 55, 'hkdf': 7, 'handshake': 18,\n"
              "        'memory': 6, 'oscore': 35}\n"
              "assert set(t) == set(want), sorted(t)\n"
              "for name, n in want.items():\n"
@@ -395,17 +404,23 @@ static void test_json_and_svg(void **state)
              "assert len(d['targets']) >= 5\n"
              "for g in d['targets']:\n"
              "    assert math.isfinite(g['value']) and g['value'] > 0 and g['met'] in (True, False)\n"
-             "assert d['implementation'].startswith('OpenSSL')\n"
+             /* The backend the command ran on: EDHOC_CRYPTO's, auto by default. */
+             "import os\n"
+             "want_impl = {'openssl': 'OpenSSL', 'sodium': 'libsodium'}.get(\n"
+             "    os.environ.get('EDHOC_CRYPTO', 'auto'), 'auto (')\n"
+             "assert d['implementation'].startswith(want_impl), d['implementation']\n"
              "assert d['command'] == 'bench' and d['mode'] == 'all' and d['partial'] is False\n"
              "EOF",
              json_path);
     assert_int_equal(system(cmd), 0);
 
     /* The SVG parses as XML and holds every chart: bars for key generation
-     * and ECDH (4 curves x 2), hash and HKDF (3 x 3) and the handshakes (6
-     * x 2); lines for the signatures (4 algorithms x 2, over 4 sizes), the
-     * AEADs (5 x 2, over 5 sizes) and OSCORE (5 AEADs x 2, over 7 sizes). */
-    assert_int_equal(svg_counts(svg_path, 8 + 9 + 12, "8x4 10x5 10x7"), 0);
+     * and ECDH (9 rows x 2), hash and HKDF (7 x 3) and the handshakes (18
+     * x 2); lines for the signatures (4 algorithms x 2, over 4 sizes, one
+     * point per backend: 3 for Ed25519, 2 for the others), the AEADs (5 x 2,
+     * over 5 sizes; 3 backends for ChaCha20/Poly1305, 2 for the others) and
+     * OSCORE (5 AEADs x 2, over 7 sizes). */
+    assert_int_equal(svg_counts(svg_path, 18 + 21 + 36, "18x4 22x5 10x7"), 0);
 }
 
 /* issue 14: "bench crypto --svg writes an empty chart and exits 0". The
@@ -421,8 +436,14 @@ static void test_crypto_svg(void **state)
     snprintf(args, sizeof args, "bench crypto --quick --svg %s", svg_path);
     char *out = run_ok(args);
     free(out);
-    assert_int_equal(svg_counts(svg_path, 8 + 9, "8x4 10x5"), 0);
+    /* One line per algorithm and implementation (signing and verifying,
+     * encrypting and decrypting): Ed25519 under OpenSSL, libsodium and
+     * auto, the other three signatures under OpenSSL and auto, 4 message
+     * sizes each; ChaCha20-Poly1305 under three, four AEADs under two, 5
+     * sizes each. A line through both libraries' points zigzagged. */
+    assert_int_equal(svg_counts(svg_path, 18 + 21, "18x4 22x5"), 0);
     char *svg = net_read_file(svg_path);
+    assert_non_null(strstr(svg, ">Ed25519 libsodium"));
     assert_non_null(strstr(svg, "Signatures"));
     assert_non_null(strstr(svg, "Hash and HKDF"));
     free(svg);
@@ -718,7 +739,7 @@ static void test_load_against_responder(void **state)
     char uri[64];
     snprintf(uri, sizeof uri, "coap://127.0.0.1:%d", port);
     const char *key[1] = {uri};
-    assert_int_equal(md_find_row(out, "Load", key, 1, buf, sizeof buf, cells), 17);
+    assert_int_equal(md_find_row(out, "Load", key, 1, buf, sizeof buf, cells), 21);
     assert_string_equal(cells[1], "2");
     assert_string_equal(cells[5], "6");
     assert_string_equal(cells[7], "0");
@@ -790,6 +811,119 @@ static void test_load_against_responder(void **state)
              "    assert 0 < r['p50_ms'] <= r['p90_ms'] <= r['p99_ms'] <= r['max_ms'] < 4000, r\n"
              "EOF",
              json_path, hs_path, vs_path, pid);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* issue 15: a responder with --id-cred x5chain answers an unverified
+ * address's message_1 with 4.01 + Echo (its message_2 is over 3 times
+ * the message_1: RFC 9528 Section 9.7, RFC 9175 Section 2.4 item 3).
+ * load answers as a client must, "the client ... sends the request
+ * again ... including the Echo option with the value it received"
+ * (RFC 9175 Section 2.3): every handshake succeeds, and the challenges
+ * are counted. Then a message_1 flood from 200 sources beside the peers
+ * ("legitimate initiators' ... success rate 100%", issue 15 Targets),
+ * against a small --max-pending: counts, never times. */
+static void test_load_echo_and_flood(void **state)
+{
+    (void)state;
+    char *out;
+    /* A flood needs its sources; a loopback responder; handshakes. */
+    assert_int_equal(run_cli("load coap://127.0.0.1:5683 --flood-rate 10", true, &out), 2);
+    assert_non_null(strstr(out, "--flood-sources"));
+    free(out);
+    assert_int_equal(run_cli("load coap://127.0.0.1:5683 --flood-sources 5 --plain", true, &out),
+                     2);
+    free(out);
+    assert_int_equal(run_cli("load coap://192.0.2.1:5683 --flood-sources 5 --handshakes 1", true,
+                             &out),
+                     2);
+    assert_non_null(strstr(out, "loopback"));
+    free(out);
+    assert_int_equal(run_cli("load coap://127.0.0.1:5683 --flood-sources 0", true, &out), 2);
+    free(out);
+
+    int port = 0;
+    long pid = start_responder(&port, "--id-cred x5chain --max-pending 4");
+    if (!pid)
+        fail_msg("the test responder did not start");
+    char args[1024], echo_path[512], flood_path[512];
+    snprintf(echo_path, sizeof echo_path, "%s/load-echo.json", workdir);
+    snprintf(flood_path, sizeof flood_path, "%s/load-flood.json", workdir);
+    snprintf(args, sizeof args,
+             "load coap://127.0.0.1:%d --peers 3 --handshakes 9 --requests-per-peer 1 --method 0 "
+             "--suites 2 --id-cred x5chain --timeout 4 --json > %s",
+             port, echo_path);
+    int rc = run_cli(args, true, &out);
+    if (rc != 0)
+        fail_msg("load with Echo: exit %d\n%s", rc, out);
+    free(out);
+    snprintf(args, sizeof args,
+             "load coap://127.0.0.1:%d --peers 2 --handshakes 20 --requests-per-peer 0 --method 0 "
+             "--suites 2 --id-cred x5chain --timeout 4 --flood-sources 200 --flood-rate 5000 "
+             "--json > %s",
+             port, flood_path);
+    rc = run_cli(args, true, &out);
+    if (rc != 0)
+        fail_msg("load with a flood: exit %d\n%s", rc, out);
+    free(out);
+    /* The Markdown report names the challenges and the flood too. */
+    snprintf(args, sizeof args,
+             "load coap://127.0.0.1:%d --peers 1 --handshakes 2 --requests-per-peer 0 --method 0 "
+             "--suites 2 --id-cred x5chain --timeout 4 --flood-sources 3",
+             port);
+    out = run_ok(args);
+    assert_non_null(strstr(out, "| Echo challenges |"));
+    assert_non_null(strstr(out, "### Flood"));
+    assert_non_null(strstr(out, "| handshake_unloaded |"));
+    free(out);
+    stop_responder(pid);
+    char *doc = net_read_file(echo_path);
+    assert_non_null(doc);
+    assert_int_equal(net_json_valid(doc, "load", false), 0);
+    free(doc);
+    doc = net_read_file(flood_path);
+    assert_non_null(doc);
+    assert_int_equal(net_json_valid(doc, "load", false), 0);
+    free(doc);
+
+    if (!have_python())
+        skip();
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "python3 - '%s' '%s' <<'EOF'\n"
+             "import json, sys\n"
+             "d = json.load(open(sys.argv[1]))\n"
+             "t = {x['name']: x['rows'] for x in d['tables']}\n"
+             "row = t['load'][0]\n"
+             "# every handshake and request succeeded after the Echo round trip\n"
+             "assert row['handshakes'] == 9 and row['requests'] == 9, row\n"
+             "assert row['failures'] == 0 and t['load_failures'] == [], t['load_failures']\n"
+             "# the responder verified each peer's address once (RFC 9175 2.4 item 3:\n"
+             "# a verified address is not challenged again); each peer ran a handshake\n"
+             "assert row['echo_challenges'] == 3, row\n"
+             "assert row['flood_sources'] == 0, row\n"
+             "assert row['saturated'] in ('responder', 'generator', 'both', 'neither'), row\n"
+             "f = json.load(open(sys.argv[2]))\n"
+             "t = {x['name']: x['rows'] for x in f['tables']}\n"
+             "assert [r['flood_sources'] for r in t['load']] == [0, 200], t['load']\n"
+             "# the peers: all 20 handshakes of each phase, no failure\n"
+             "assert [(r['handshakes'], r['failures']) for r in t['load']] == [(20, 0), (20, 0)]\n"
+             "assert [r['what'] for r in t['load_latency']] == \\\n"
+             "    ['handshake_unloaded', 'handshake_flood'], t['load_latency']\n"
+             "assert [r['samples'] for r in t['load_latency']] == [20, 20]\n"
+             "fl = t['load_flood'][0]\n"
+             "assert fl['sources'] == 200 and fl['sent'] > 0 and fl['send_errors'] == 0, fl\n"
+             "assert fl['success_unloaded'] == 1 and fl['success_flood'] == 1, fl\n"
+             "# sources that ignore the Echo never get a message_2 (RFC 9175 2.4 item 3)\n"
+             "assert fl['answered_echo'] > 0 and fl['answered_message_2'] == 0, fl\n"
+             "assert fl['answered_echo'] + fl['answered_other'] <= fl['sent'], fl\n"
+             "assert fl['echo_resent'] == 0 and fl['p99_ratio'] > 0, fl\n"
+             "g = {x['id']: x for x in f['targets']}\n"
+             "assert g['flood_success']['met'] and g['flood_success']['value'] == 1, g\n"
+             "assert g['flood_p99_over_unloaded']['kind'] == 'at_most', g\n"
+             "assert g['flood_p99_over_unloaded']['limit'] == 5, g\n"
+             "EOF",
+             echo_path, flood_path);
     assert_int_equal(system(cmd), 0);
 }
 
@@ -1079,6 +1213,7 @@ int main(void)
         cmocka_unit_test(test_json_and_svg),
         cmocka_unit_test(test_csv),
         cmocka_unit_test(test_load_against_responder),
+        cmocka_unit_test(test_load_echo_and_flood),
         cmocka_unit_test(test_crypto_svg),
         cmocka_unit_test(test_bench_interrupted),
         cmocka_unit_test(test_contexts_interrupted),

@@ -194,6 +194,36 @@ static void test_values(void **state)
     assert_string_equal(err_text, "edhoc-cli demo: --mode: expected one of fast, slow, got 'fastest'\n");
 }
 
+/* issue #18: `--crypto openssl|sodium|auto` on every command, with the
+ * EDHOC_CRYPTO environment variable as its default; the option sets the
+ * variable (which edhoc_crypto_default() reads), a bad name is refused. */
+static void test_crypto_option(void **state)
+{
+    (void)state;
+    struct cli_opt_parser p;
+    unsetenv("EDHOC_CRYPTO");
+    assert_int_equal(parse(&p, (char *[]){"--crypto", "sodium", "--json", NULL}), CLI_OPT_OPTION);
+    assert_int_equal(p.opt->id, OPT_JSON);
+    assert_string_equal(getenv("EDHOC_CRYPTO"), "sodium");
+    assert_int_equal(parse(&p, (char *[]){"--crypto=openssl", NULL}), CLI_OPT_DONE);
+    assert_string_equal(getenv("EDHOC_CRYPTO"), "openssl");
+    assert_int_equal(parse(&p, (char *[]){"--crypto", "gnutls", NULL}), CLI_OPT_EXIT);
+    assert_int_equal(p.exit_code, 2);
+    assert_string_equal(err_text,
+                        "edhoc-cli demo: --crypto: expected openssl, sodium or auto, got 'gnutls'\n");
+    assert_string_equal(getenv("EDHOC_CRYPTO"), "openssl");
+    /* A set variable naming no backend is refused at the end of the line. */
+    setenv("EDHOC_CRYPTO", "fastest", 1);
+    assert_int_equal(parse(&p, (char *[]){NULL}), CLI_OPT_EXIT);
+    assert_int_equal(p.exit_code, 2);
+    assert_non_null(strstr(err_text, "EDHOC_CRYPTO: expected openssl, sodium or auto"));
+    /* ... unless the option overrides it. */
+    assert_int_equal(parse(&p, (char *[]){"--crypto", "auto", NULL}), CLI_OPT_DONE);
+    assert_string_equal(getenv("EDHOC_CRYPTO"), "auto");
+    unsetenv("EDHOC_CRYPTO");
+    assert_int_equal(parse(&p, (char *[]){NULL}), CLI_OPT_DONE);
+}
+
 static void test_help_from_table(void **state)
 {
     (void)state;
@@ -213,6 +243,7 @@ static void test_help_from_table(void **state)
     cli_opt_print_list(&spec, f);
     fclose(f);
     assert_non_null(strstr(buf, "--timeout SECONDS\n--json\n--count N\n"));
+    assert_non_null(strstr(buf, "--crypto openssl|sodium|auto\n"));
 }
 
 int main(void)
@@ -221,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_both_spellings),      cmocka_unit_test(test_positional_and_double_dash),
         cmocka_unit_test(test_common_options),      cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_values),              cmocka_unit_test(test_help_from_table),
+        cmocka_unit_test(test_crypto_option),
     };
     return cmocka_run_group_tests_name("cli_options", tests, NULL, NULL);
 }

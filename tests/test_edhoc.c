@@ -21,6 +21,11 @@
 #include "edhoc/edhoc.h"
 #include "vectors.h"
 
+/* The crypto backend of the tests. main runs everything with OpenSSL, then
+ * the RFC vector tests again with libsodium and with the composite (issue
+ * #18: every backend gives the same bytes). */
+static const struct edhoc_crypto_ops *(*test_backend)(void) = edhoc_crypto_openssl;
+
 /* ---- helpers ---- */
 
 /* vec_load keeps each text allocated; load every file once and keep it
@@ -136,7 +141,7 @@ static int pinned_random(void *ctx, uint8_t *out, size_t len)
 
 static struct edhoc_crypto_ops pinned_ops(struct pinned *p)
 {
-    struct edhoc_crypto_ops ops = *edhoc_crypto_openssl();
+    struct edhoc_crypto_ops ops = *test_backend();
     ops.random = pinned_random;
     ops.rng_ctx = p;
     return ops;
@@ -366,7 +371,7 @@ static void run_trace(int trace_no)
         assert_memory_equal(m1, want1, 4);
         assert_memory_equal(m1 + 36, want1 + 36, 1);
         size_t gxl = 0;
-        assert_int_equal(edhoc_crypto_openssl()->public_key(EDHOC_COSE_CRV_X25519, true, x_first,
+        assert_int_equal(test_backend()->public_key(EDHOC_COSE_CRV_X25519, true, x_first,
                                                             gx, &gxl),
                          0);
         assert_memory_equal(m1 + 4, gx, 32);
@@ -503,7 +508,7 @@ static void trace2_initiator(struct vec_scope v, struct side *si, struct edhoc_c
 {
     static int suites[] = {6, 2};
     load_side(v, true, 2, si);
-    *ops = *edhoc_crypto_openssl();
+    *ops = *test_backend();
     config_side(ci, ops, si, 3, suites, 2, NULL);
     ci->trace = NULL;
     assert_int_equal(edhoc_session_init(i, EDHOC_INITIATOR, ci), 0);
@@ -546,7 +551,7 @@ static void test_invalid_messages(void **state)
             load_side(t2, false, 2, &sr);
             int suites_r[] = {2, 0};
             struct edhoc_config cr;
-            config_side(&cr, edhoc_crypto_openssl(), &sr, 0, suites_r, 2, NULL);
+            config_side(&cr, test_backend(), &sr, 0, suites_r, 2, NULL);
             cr.trace = NULL;
             struct edhoc_session r;
             assert_int_equal(edhoc_session_init(&r, EDHOC_RESPONDER, &cr), 0);
@@ -641,7 +646,7 @@ static bool is_okp(int curve)
 /* A CCS {2: "test", 8: {1: COSE_Key}} for a fresh key on curve. */
 static void make_peer(struct peer *p, int curve, uint8_t kid, bool kccs)
 {
-    const struct edhoc_crypto_ops *ops = edhoc_crypto_openssl();
+    const struct edhoc_crypto_ops *ops = test_backend();
     uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
     size_t pub_len = 0;
     memset(p, 0, sizeof *p);
@@ -747,7 +752,7 @@ static struct pair *pair_new(int method, int suite, bool kccs)
     make_peer(&p->pr, auth_curve(method, false, su), 0x32, kccs);
     p->suites_i[0] = p->suites_r[0] = suite;
     struct edhoc_config *c = &p->ci;
-    c->ops = edhoc_crypto_openssl();
+    c->ops = test_backend();
     c->method = method;
     c->suites = p->suites_i;
     c->n_suites = 1;
@@ -1839,7 +1844,7 @@ static struct trace2_pair *trace2_pair_new(void)
     t->v = load_vectors("rfc9529-trace2.json");
     load_side(t->v, true, 2, &t->si);
     load_side(t->v, false, 2, &t->sr);
-    t->ops = *edhoc_crypto_openssl();
+    t->ops = *test_backend();
     t->suites_i[0] = 6;
     t->suites_i[1] = 2;
     t->suites_r[0] = 2;
@@ -2256,7 +2261,7 @@ static void test_deviation_cred_unwrapped(void **state)
     load_side(v, true, 1, &si);
     load_side(v, false, 1, &sr);
     static struct edhoc_crypto_ops ops;
-    ops = *edhoc_crypto_openssl();
+    ops = *test_backend();
     int suites[] = {0};
     struct edhoc_config ci, cr;
     config_side(&ci, &ops, &si, 0, suites, 1, NULL);
@@ -2370,5 +2375,16 @@ int main(void)
         cmocka_unit_test(test_deviation_cred_unwrapped),
         cmocka_unit_test(test_deviation_not_explained),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("openssl", tests, NULL, NULL);
+    const struct CMUnitTest vector_tests[] = {
+        cmocka_unit_test(test_trace_1),
+        cmocka_unit_test(test_trace_2),
+        cmocka_unit_test(test_invalid_messages),
+        cmocka_unit_test(test_all_methods_suites),
+    };
+    test_backend = edhoc_crypto_sodium;
+    failed += cmocka_run_group_tests_name("sodium", vector_tests, NULL, NULL);
+    test_backend = edhoc_crypto_auto;
+    failed += cmocka_run_group_tests_name("auto", vector_tests, NULL, NULL);
+    return failed;
 }

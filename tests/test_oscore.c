@@ -22,6 +22,11 @@
 #include "edhoc/oscore.h"
 #include "vectors.h"
 
+/* The crypto backend of the tests. main runs everything with OpenSSL, then
+ * the RFC vector tests again with libsodium and with the composite (issue
+ * #18: every backend gives the same bytes). */
+static const struct edhoc_crypto_ops *(*test_backend)(void) = edhoc_crypto_openssl;
+
 static struct vec_scope appc, trace2;
 
 #define BUF 2600
@@ -52,7 +57,7 @@ static void ctx_from_vector(struct oscore_context *c, const char *name)
         .recipient_id = rid,
         .recipient_id_len = rid_len,
     };
-    assert_int_equal(oscore_context_init(c, edhoc_crypto_openssl(), &p), 0);
+    assert_int_equal(oscore_context_init(c, test_backend(), &p), 0);
 }
 
 static void assert_vec_bytes(struct vec_scope v, const char *key, const uint8_t *got,
@@ -79,12 +84,12 @@ static void make_pair(struct oscore_context *cli, struct oscore_context *srv, in
         .master_salt = salt, .master_salt_len = sizeof salt,
         .sender_id = a, .sender_id_len = 1, .recipient_id = b, .recipient_id_len = 2,
     };
-    assert_int_equal(oscore_context_init(cli, edhoc_crypto_openssl(), &p), 0);
+    assert_int_equal(oscore_context_init(cli, test_backend(), &p), 0);
     p.sender_id = b;
     p.sender_id_len = 2;
     p.recipient_id = a;
     p.recipient_id_len = 1;
-    assert_int_equal(oscore_context_init(srv, edhoc_crypto_openssl(), &p), 0);
+    assert_int_equal(oscore_context_init(srv, test_backend(), &p), 0);
 }
 
 /* GET coap://[::1]/sensor/temp?unit=c with token 0xa1b2, MID 0x1234 */
@@ -354,10 +359,10 @@ static void test_trace2_context(void **state)
     int hash = (int)vec_int(t, "oscore_hkdf_hash_algorithm");
     struct oscore_context cli, srv;
     /* Initiator = client: sender ID C_R, recipient ID C_I (RFC 9528 A.1). */
-    assert_int_equal(oscore_context_init_edhoc(&cli, edhoc_crypto_openssl(), ms, ms_len, salt,
+    assert_int_equal(oscore_context_init_edhoc(&cli, test_backend(), ms, ms_len, salt,
                                                salt_len, c_r, cr_len, c_i, ci_len, aead, hash),
                      0);
-    assert_int_equal(oscore_context_init_edhoc(&srv, edhoc_crypto_openssl(), ms, ms_len, salt,
+    assert_int_equal(oscore_context_init_edhoc(&srv, test_backend(), ms, ms_len, salt,
                                                salt_len, c_i, ci_len, c_r, cr_len, aead, hash),
                      0);
     static const uint8_t cli_key[16] = {0x91, 0xe8, 0xf9, 0x19, 0x57, 0x2d, 0xf7, 0x6e,
@@ -379,7 +384,7 @@ static void test_trace2_context(void **state)
     assert_memory_equal(p, iv, 13);
     /* an algorithm left at 0 is refused, not defaulted */
     struct oscore_context bad;
-    assert_int_equal(oscore_context_init_edhoc(&bad, edhoc_crypto_openssl(), ms, ms_len, salt,
+    assert_int_equal(oscore_context_init_edhoc(&bad, test_backend(), ms, ms_len, salt,
                                                salt_len, c_i, ci_len, c_r, cr_len, 0, hash),
                      OSCORE_ERR_UNSUPPORTED);
 }
@@ -454,20 +459,20 @@ static void test_key_lengths(void **state)
     struct oscore_params prm = {.aead_alg = EDHOC_COSE_A128GCM, .master_secret = ms,
                                 .master_secret_len = 16, .sender_id = id7,
                                 .sender_id_len = 7, .recipient_id = id7, .recipient_id_len = 0};
-    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_INVALID);
+    assert_int_equal(oscore_context_init(&cli, test_backend(), &prm), OSCORE_ERR_INVALID);
     prm.aead_alg = EDHOC_COSE_AES_CCM_16_64_128;
-    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), 0);
+    assert_int_equal(oscore_context_init(&cli, test_backend(), &prm), 0);
     prm.aead_alg = 12345;
-    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_UNSUPPORTED);
+    assert_int_equal(oscore_context_init(&cli, test_backend(), &prm), OSCORE_ERR_UNSUPPORTED);
     prm.aead_alg = 10;
     prm.hkdf_alg = -45;
-    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_UNSUPPORTED);
+    assert_int_equal(oscore_context_init(&cli, test_backend(), &prm), OSCORE_ERR_UNSUPPORTED);
     prm.hkdf_alg = 0;
     prm.recipient_id_len = 7; /* same as sender ID */
-    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_INVALID);
+    assert_int_equal(oscore_context_init(&cli, test_backend(), &prm), OSCORE_ERR_INVALID);
     prm.recipient_id_len = 0;
     prm.replay_window = 65;
-    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &prm), OSCORE_ERR_INVALID);
+    assert_int_equal(oscore_context_init(&cli, test_backend(), &prm), OSCORE_ERR_INVALID);
 }
 
 /* ---- messages of any size up to OSCORE_MAX_MESSAGE ---- */
@@ -1120,10 +1125,10 @@ static void test_window_slides(void **state)
     struct oscore_params p = {.master_secret = ms, .master_secret_len = 16, .sender_id = a,
                               .sender_id_len = 1, .recipient_id = bb, .recipient_id_len = 1,
                               .replay_window = 4};
-    assert_int_equal(oscore_context_init(&cli, edhoc_crypto_openssl(), &p), 0);
+    assert_int_equal(oscore_context_init(&cli, test_backend(), &p), 0);
     p.sender_id = bb;
     p.recipient_id = a;
-    assert_int_equal(oscore_context_init(&srv, edhoc_crypto_openssl(), &p), 0);
+    assert_int_equal(oscore_context_init(&srv, test_backend(), &p), 0);
     for (int i = 0; i < 10; i++)
         plen[i] = oscore_protect_request(&cli, req, req_len, preq[i], sizeof preq[i], &b);
     assert_true(oscore_unprotect_request(&srv, preq[9], (size_t)plen[9], out, sizeof out, &b) > 0);
@@ -1738,7 +1743,7 @@ static void test_config_parse(void **state)
     assert_int_equal(cfg.aead_alg, 10);
     assert_int_equal(cfg.hkdf_alg, EDHOC_COSE_SHA256);
     struct oscore_context c;
-    assert_int_equal(oscore_context_init_config(&c, edhoc_crypto_openssl(), &cfg), 0);
+    assert_int_equal(oscore_context_init_config(&c, test_backend(), &cfg), 0);
     const uint8_t *p;
     oscore_context_sender_key(&c, &p);
     uint8_t want[16];
@@ -1822,8 +1827,13 @@ static void test_config_failure_leaves_no_secret(void **state)
 static int setup(void **state)
 {
     (void)state;
-    appc = vec_load("rfc8613-appendix-c.json");
-    trace2 = vec_load("rfc9529-trace2.json");
+    /* Once: main runs the group once per backend. */
+    static bool loaded;
+    if (!loaded) {
+        appc = vec_load("rfc8613-appendix-c.json");
+        trace2 = vec_load("rfc9529-trace2.json");
+        loaded = true;
+    }
     return 0;
 }
 
@@ -1861,5 +1871,17 @@ int main(void)
         cmocka_unit_test(test_resume_past_limit_leaves_context_exhausted),
         cmocka_unit_test(test_config_failure_leaves_no_secret),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    int failed = cmocka_run_group_tests_name("openssl", tests, setup, NULL);
+    const struct CMUnitTest vector_tests[] = {
+        cmocka_unit_test(test_derivation_appendix_c),
+        cmocka_unit_test(test_request_c4),
+        cmocka_unit_test(test_request_c5),
+        cmocka_unit_test(test_request_c6),
+        cmocka_unit_test(test_trace2_context),
+    };
+    test_backend = edhoc_crypto_sodium;
+    failed += cmocka_run_group_tests_name("sodium", vector_tests, setup, NULL);
+    test_backend = edhoc_crypto_auto;
+    failed += cmocka_run_group_tests_name("auto", vector_tests, setup, NULL);
+    return failed;
 }

@@ -149,6 +149,53 @@ struct edhoc_crypto_ops {
 /* The OpenSSL 3 backend (static table; never NULL). */
 const struct edhoc_crypto_ops *edhoc_crypto_openssl(void);
 
+/* The libsodium backend (static table; never NULL): X25519, Ed25519,
+ * ChaCha20-Poly1305, SHA-256, HMAC-SHA-256 (HKDF) and the random source are
+ * libsodium's; what libsodium lacks (P-256, P-384, X448, Ed448, AES-CCM/GCM,
+ * SHA-384, SHAKE256) is handed to the OpenSSL backend, so it serves every
+ * cipher suite. Ed25519 verification follows the same rule in both
+ * backends: small-order and non-canonical public keys are
+ * EDHOC_CRYPTO_ERR_INVALID, small-order R and S >= L are
+ * EDHOC_CRYPTO_ERR_AUTH. */
+const struct edhoc_crypto_ops *edhoc_crypto_sodium(void);
+
+/* The composite backend (static table; never NULL): each operation on each
+ * algorithm from whichever of the two backends is faster on it, by a table
+ * measured with `edhoc-cli bench crypto` (edhoc_crypto_auto_source). Wire
+ * bytes are those of either backend. */
+const struct edhoc_crypto_ops *edhoc_crypto_auto(void);
+
+/* The operations of the table, for edhoc_crypto_auto_source. */
+enum edhoc_crypto_op {
+    EDHOC_CRYPTO_OP_RANDOM = 0,
+    EDHOC_CRYPTO_OP_HASH,   /* hash */
+    EDHOC_CRYPTO_OP_HKDF,   /* hkdf_extract, hkdf_expand */
+    EDHOC_CRYPTO_OP_AEAD,   /* aead_encrypt, aead_decrypt */
+    EDHOC_CRYPTO_OP_KEYGEN, /* keygen, public_key */
+    EDHOC_CRYPTO_OP_ECDH,
+    EDHOC_CRYPTO_OP_SIGN,
+    EDHOC_CRYPTO_OP_VERIFY,
+};
+
+/* Whether libsodium itself implements op on alg (a COSE algorithm or
+ * curve; ignored for EDHOC_CRYPTO_OP_RANDOM); otherwise
+ * edhoc_crypto_sodium() hands the operation to OpenSSL. */
+bool edhoc_crypto_sodium_implements(enum edhoc_crypto_op op, int alg);
+
+/* The backend edhoc_crypto_auto() uses for op on alg (a COSE algorithm or
+ * curve; ignored for EDHOC_CRYPTO_OP_RANDOM): edhoc_crypto_openssl() or
+ * edhoc_crypto_sodium(). */
+const struct edhoc_crypto_ops *edhoc_crypto_auto_source(enum edhoc_crypto_op op, int alg);
+
+/* A backend by name: "openssl", "sodium" or "auto"; NULL for any other
+ * name. */
+const struct edhoc_crypto_ops *edhoc_crypto_by_name(const char *name);
+
+/* The process's backend: the one the EDHOC_CRYPTO environment variable
+ * names ("openssl", "sodium", "auto"), edhoc_crypto_auto() when it is unset,
+ * empty or names none of them. Read at each call. */
+const struct edhoc_crypto_ops *edhoc_crypto_default(void);
+
 /* Key pair for `curve` whose private key is drawn through ops->random (with
  * ops->rng_ctx) and whose public key comes from ops->public_key, in the forms
  * of the keygen entry. This is how the cores create ephemeral keys: the

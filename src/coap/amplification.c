@@ -14,17 +14,23 @@ struct entry {
     uint32_t chain;      /* next entry in the same bucket */
     uint32_t prev, next; /* neighbours in its list, least recently active first */
     uint64_t received, sent;
-    bool used, verified;
+    bool used, verified, authenticated;
     uint8_t name_len;
     char name[EDHOC_AMP_MAX_NAME];
 };
 
-/* Entries of one kind, least recently active at the head. */
+/* Entries of one trust level, least recently active at the head. */
 struct list {
     uint32_t head, tail;
 };
 
-enum { UNVERIFIED = 0, VERIFIED = 1 };
+/* The sliding second of message_1s from unverified endpoints: the count
+ * of the current whole second and of the one before. */
+struct meter {
+    uint64_t second;
+    uint64_t now_count, before_count;
+    bool pressed; /* the last message_1 found pressure (for pressure_periods) */
+};
 
 struct edhoc_amp {
     unsigned factor;
@@ -35,7 +41,10 @@ struct edhoc_amp {
     uint32_t mask;
     uint32_t fresh;     /* entries never used yet start here */
     uint32_t free_head; /* released entries, chained through .chain */
-    struct list lists[2];
+    struct list lists[EDHOC_AMP_TRUST_LEVELS];
+    unsigned pressure_rate;
+    struct meter meter;    /* message_1s of unverified endpoints */
+    struct meter admitted; /* handshakes started under pressure for reachable ones */
     struct edhoc_amp_stats st;
 };
 
@@ -115,10 +124,16 @@ static uint32_t find(const struct edhoc_amp *a, const char *endpoint)
     return NIL;
 }
 
+static enum edhoc_amp_trust trust_of(const struct entry *x)
+{
+    return x->authenticated ? EDHOC_AMP_AUTHENTICATED
+                            : x->verified ? EDHOC_AMP_REACHABLE : EDHOC_AMP_UNVERIFIED;
+}
+
 static void list_unlink(struct edhoc_amp *a, uint32_t i)
 {
     struct entry *x = &a->e[i];
-    struct list *l = &a->lists[x->verified ? VERIFIED : UNVERIFIED];
+    struct list *l = &a->lists[trust_of(x)];
     if (x->prev != NIL)
         a->e[x->prev].next = x->next;
     else
@@ -133,7 +148,7 @@ static void list_unlink(struct edhoc_amp *a, uint32_t i)
 static void list_append(struct edhoc_amp *a, uint32_t i)
 {
     struct entry *x = &a->e[i];
-    struct list *l = &a->lists[x->verified ? VERIFIED : UNVERIFIED];
+    struct list *l = &a->lists[trust_of(x)];
     x->prev = l->tail;
     x->next = NIL;
     if (l->tail != NIL)
@@ -146,7 +161,7 @@ static void list_append(struct edhoc_amp *a, uint32_t i)
 /* Most recently active now. */
 static void touch(struct edhoc_amp *a, uint32_t i)
 {
-    if (a->lists[a->e[i].verified ? VERIFIED : UNVERIFIED].tail == i)
+    if (a->lists[trust_of(&a->e[i])].tail == i)
         return;
     list_unlink(a, i);
     list_append(a, i);
@@ -162,6 +177,8 @@ static void release(struct edhoc_amp *a, uint32_t i)
     list_unlink(a, i);
     if (x->verified)
         a->st.endpoints_verified--;
+    if (x->authenticated)
+        a->st.endpoints_authenticated--;
     a->st.endpoints--;
     memset(x, 0, sizeof *x);
     x->chain = a->free_head;
@@ -175,10 +192,11 @@ static uint32_t find_or_add(struct edhoc_amp *a, const char *endpoint)
     if (i != NIL)
         return i;
     if (a->st.endpoints == a->max) {
-        /* Full: the least recently active unverified endpoint goes, and a
-         * verified one only when no unverified one is left. */
-        uint32_t victim = a->lists[UNVERIFIED].head != NIL ? a->lists[UNVERIFIED].head
-                                                           : a->lists[VERIFIED].head;
+        /* Full: the least recently active endpoint of the lowest trust
+         * present goes (unverified, then reachable, then authenticated). */
+        uint32_t victim = NIL;
+        for (int t = 0; victim == NIL && t < EDHOC_AMP_TRUST_LEVELS; t++)
+            victim = a->lists[t].head;
         release(a, victim);
         a->st.evicted++;
     }
@@ -228,7 +246,9 @@ struct edhoc_amp *edhoc_amp_new(const struct edhoc_amp_config *cfg)
     }
     memset(a->buckets, 0xff, n_buckets * sizeof *a->buckets); /* NIL */
     a->free_head = NIL;
-    a->lists[UNVERIFIED] = a->lists[VERIFIED] = (struct list){NIL, NIL};
+    for (int t = 0; t < EDHOC_AMP_TRUST_LEVELS; t++)
+        a->lists[t] = (struct list){NIL, NIL};
+    a->pressure_rate = cfg->pressure_rate;
     a->st.bytes_per_endpoint = sizeof(struct entry) + sizeof(uint32_t);
     return a;
 }
@@ -314,6 +334,102 @@ bool edhoc_amp_is_verified(const struct edhoc_amp *a, const char *endpoint)
         return false;
     uint32_t i = find(a, endpoint);
     return i != NIL && a->e[i].verified;
+}
+
+void edhoc_amp_authenticate(struct edhoc_amp *a, const char *endpoint)
+{
+    if (!a || !endpoint)
+        return;
+    uint32_t i = find_or_add(a, endpoint);
+    struct entry *x = &a->e[i];
+    if (x->authenticated) {
+        touch(a, i);
+        return;
+    }
+    list_unlink(a, i);
+    if (!x->verified) {
+        x->verified = true;
+        a->st.verified++;
+        a->st.endpoints_verified++;
+    }
+    x->authenticated = true;
+    list_append(a, i);
+    a->st.authenticated++;
+    a->st.endpoints_authenticated++;
+}
+
+enum edhoc_amp_trust edhoc_amp_trust(const struct edhoc_amp *a, const char *endpoint)
+{
+    if (!a || !endpoint)
+        return EDHOC_AMP_UNVERIFIED;
+    uint32_t i = find(a, endpoint);
+    return i == NIL ? EDHOC_AMP_UNVERIFIED : trust_of(&a->e[i]);
+}
+
+static void meter_roll(struct meter *m, uint64_t now_ms)
+{
+    uint64_t second = now_ms / 1000;
+    if (second != m->second) {
+        m->before_count = second == m->second + 1 ? m->now_count : 0;
+        m->now_count = 0;
+        m->second = second;
+    }
+}
+
+/* Events over the last 1000 ms, times 1000: this second so far, and the
+ * part of the one before that the window still covers. */
+static uint64_t meter_rate_x1000(struct meter *m, uint64_t now_ms)
+{
+    meter_roll(m, now_ms);
+    return m->now_count * 1000 + m->before_count * (1000 - now_ms % 1000);
+}
+
+static bool pressed_now(struct edhoc_amp *a, uint64_t now_ms, size_t pending, size_t max_pending)
+{
+    return meter_rate_x1000(&a->meter, now_ms) > (uint64_t)a->pressure_rate * 1000 ||
+           (max_pending && pending >= max_pending);
+}
+
+bool edhoc_amp_message_1_pressure(struct edhoc_amp *a, uint64_t now_ms, size_t pending,
+                                  size_t max_pending)
+{
+    if (!a || !a->pressure_rate)
+        return false;
+    struct meter *m = &a->meter;
+    meter_roll(m, now_ms);
+    m->now_count++;
+    bool pressed = pressed_now(a, now_ms, pending, max_pending);
+    if (pressed && !m->pressed)
+        a->st.pressure_periods++;
+    m->pressed = pressed;
+    if (pressed)
+        a->st.pressure_challenges++;
+    return pressed;
+}
+
+bool edhoc_amp_admit_reachable(struct edhoc_amp *a, uint64_t now_ms, size_t pending,
+                               size_t max_pending)
+{
+    if (!a || !a->pressure_rate || !pressed_now(a, now_ms, pending, max_pending))
+        return true;
+    if (meter_rate_x1000(&a->admitted, now_ms) >= (uint64_t)a->pressure_rate * 1000) {
+        a->st.pressure_refused++;
+        return false;
+    }
+    a->admitted.now_count++;
+    return true;
+}
+
+void edhoc_amp_note_pending_evicted(struct edhoc_amp *a, enum edhoc_amp_trust trust)
+{
+    if (a && (unsigned)trust < EDHOC_AMP_TRUST_LEVELS)
+        a->st.pending_evicted[trust]++;
+}
+
+void edhoc_amp_note_pending_refused(struct edhoc_amp *a)
+{
+    if (a)
+        a->st.pending_refused++;
 }
 
 void edhoc_amp_note_limited(struct edhoc_amp *a, bool withheld)

@@ -145,6 +145,10 @@ struct pending {
     uint32_t self;                  /* its index in srv->pending_pool */
     uint32_t c_r_chain, peer_chain; /* in pending_by_c_r / pending_by_peer */
     struct edhoc_ilink age;         /* in pending_age, oldest first out */
+    /* Its endpoint's trust at message_1 (enum edhoc_amp_trust), and its
+     * place in pending_by_trust[trust]: eviction takes the lowest first. */
+    uint8_t trust;
+    struct edhoc_ilink trust_age;
     struct edhoc_session s;
 };
 
@@ -185,6 +189,7 @@ struct edhoc_server {
     size_t n_pending;
     struct edhoc_itab pending_by_c_r, pending_by_peer;
     struct edhoc_ilru pending_age;
+    struct edhoc_ilru pending_by_trust[EDHOC_AMP_TRUST_LEVELS];
     struct edhoc_cid_space cids; /* C_Rs of pending handshakes and contexts */
     uint64_t c_r_one_allowed[4]; /* one-byte C_Rs of cfg.c_r_form */
     uint64_t pending_seq;
@@ -993,20 +998,36 @@ static void pending_free(struct edhoc_server *srv, struct pending *h)
         edhoc_cid_space_remove(&srv->cids, h->c_r, h->c_r_len, 0);
     }
     edhoc_ilru_remove(&srv->pending_age, h->self);
+    edhoc_ilru_remove(&srv->pending_by_trust[h->trust], h->self);
     edhoc_session_wipe(&h->s);
     edhoc_pool_release(&srv->pending_pool, h->self);
     srv->n_pending--;
 }
 
-static struct pending *pending_alloc(struct edhoc_server *srv)
+/* A slot for a handshake of an endpoint of this trust, or NULL: the table
+ * is full and every handshake in it is of an endpoint ranked above. Full:
+ * the oldest handshake of the lowest trust present makes room (its
+ * initiator may retry), so that addresses that only answered an Echo --
+ * which a distributed flood of real hosts can (RFC 9528 Section 9.7) --
+ * push out each other and unverified ones, never a peer that completed
+ * EDHOC or OSCORE; a new endpoint is refused rather than evict one ranked
+ * above it. O(1): one recency list per trust level. */
+static struct pending *pending_alloc(struct edhoc_server *srv, enum edhoc_amp_trust trust)
 {
     uint32_t i = edhoc_pool_alloc(&srv->pending_pool);
     if (i == EDHOC_NONE) {
-        /* Full: the oldest handshake makes room (its initiator may retry). */
-        struct pending *oldest = pending_at(srv, edhoc_ilru_oldest(&srv->pending_age));
+        uint32_t victim = EDHOC_NONE;
+        for (int t = 0; victim == EDHOC_NONE && t <= (int)trust; t++)
+            victim = edhoc_ilru_oldest(&srv->pending_by_trust[t]);
+        if (victim == EDHOC_NONE) {
+            edhoc_amp_note_pending_refused(srv->cfg.amp);
+            return NULL;
+        }
+        struct pending *oldest = pending_at(srv, victim);
         logf_(srv, EDHOC_LOG_INFO, "handshake peer=%s evicted (max pending %zu reached)",
               oldest->peer, srv->cfg.max_pending);
         srv->st.evicted++;
+        edhoc_amp_note_pending_evicted(srv->cfg.amp, (enum edhoc_amp_trust)oldest->trust);
         char why[96];
         snprintf(why, sizeof why, "evicted before message_3: max pending %zu reached",
                  srv->cfg.max_pending);
@@ -1020,7 +1041,9 @@ static struct pending *pending_alloc(struct edhoc_server *srv)
     h->self = i;
     h->used = true;
     h->seq = ++srv->pending_seq;
+    h->trust = (uint8_t)trust;
     edhoc_ilru_push(&srv->pending_age, i);
+    edhoc_ilru_push(&srv->pending_by_trust[trust], i);
     srv->n_pending++;
     return h;
 }
@@ -1161,6 +1184,9 @@ struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
                         srv->cfg.max_pending) == 0;
     edhoc_ilru_init(&srv->ctx_lru, &srv->ctx_pool, offsetof(struct peer_ctx, lru));
     edhoc_ilru_init(&srv->pending_age, &srv->pending_pool, offsetof(struct pending, age));
+    for (int t = 0; t < EDHOC_AMP_TRUST_LEVELS; t++)
+        edhoc_ilru_init(&srv->pending_by_trust[t], &srv->pending_pool,
+                        offsetof(struct pending, trust_age));
     srv->inner_cap = srv->cfg.max_body + EDHOC_TRANSPORT_MAX_MESSAGE;
     struct edhoc_bw_limits limits = {.max_body = srv->cfg.max_body,
                                      .lifetime_ms = srv->cfg.transfer_lifetime_ms};
@@ -1491,6 +1517,24 @@ static long build(const struct coap_msg *req, uint8_t code, int cf, const uint8_
     return n < 0 ? -1 : n;
 }
 
+/* 5.03 Service Unavailable with Max-Age: "after how many seconds to
+ * retry" (RFC 7252 Section 5.9.3.4). */
+static long service_unavailable(const struct coap_msg *req, unsigned max_age_s, uint8_t *out,
+                                size_t cap)
+{
+    struct coap_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = req->type == COAP_TYPE_CON ? COAP_TYPE_ACK : COAP_TYPE_NON;
+    m.code = COAP_CODE(5, 3);
+    m.mid = req->mid;
+    m.token_len = req->token_len;
+    memcpy(m.token, req->token, req->token_len);
+    uint8_t v[4];
+    coap_msg_add_option(&m, COAP_OPT_MAX_AGE, v, coap_uint_encode(max_age_s, v));
+    long n = coap_msg_encode(&m, out, cap);
+    return n < 0 ? -1 : n;
+}
+
 /* An EDHOC error message in a 4.00 (the peer's fault) or 5.00 response. */
 static long edhoc_error_response(const struct coap_msg *req, const uint8_t *err, size_t err_len,
                                  bool ours, uint8_t *out, size_t cap)
@@ -1598,7 +1642,20 @@ static long on_message_1(struct edhoc_server *srv, const struct coap_msg *req, c
         hs_emit(srv, &rec);
         return n;
     }
-    struct pending *h = pending_alloc(srv);
+    struct pending *h = pending_alloc(srv, edhoc_amp_trust(srv->cfg.amp, peer));
+    if (!h) {
+        /* RFC 7252 Section 5.9.3.4: 5.03 with Max-Age, when to retry. */
+        srv->st.handshakes_failed++;
+        logf_(srv, EDHOC_LOG_INFO,
+              "handshake peer=%s refused: max pending %zu reached, every handshake in progress "
+              "is of a peer ranked above this endpoint",
+              peer, srv->cfg.max_pending);
+        rec.error_text = "message_1: refused, the handshakes in progress fill --max-pending and "
+                         "are all of peers ranked above this endpoint";
+        rec.duration_ms = mono_ms() - srv->req_t0_ms;
+        hs_emit(srv, &rec);
+        return service_unavailable(req, 1, out, cap);
+    }
     h->framing = (uint8_t)framing;
     snprintf(h->peer, sizeof h->peer, "%s", peer);
     h->started_ms = srv->now_ms;
@@ -1812,6 +1869,8 @@ static int record_resolve(void *ctx, const uint8_t *id_cred, size_t len,
     return rc;
 }
 
+static void amp_handshake_completed(struct edhoc_server *srv, const struct pending *h);
+
 static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, struct pending *h,
                           const uint8_t *m3, size_t m3_len, bool combined, struct peer_ctx **ctx,
                           uint8_t *out, size_t cap)
@@ -1856,6 +1915,8 @@ static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, 
         return n;
     }
     *ctx = establish(srv, h);
+    if (*ctx)
+        amp_handshake_completed(srv, h);
     if (!*ctx) {
         srv->st.handshakes_failed++;
         log_done(srv, h, m3_len, "failed", "cannot set up the OSCORE context");
@@ -2097,10 +2158,76 @@ static void amp_take_echo(struct edhoc_server *srv, const struct coap_msg *req, 
  * receives at its address could have established it. */
 static void amp_oscore_verified(struct edhoc_server *srv, const char *peer)
 {
-    if (!srv->cfg.amp || edhoc_amp_is_verified(srv->cfg.amp, peer))
+    if (!srv->cfg.amp || edhoc_amp_trust(srv->cfg.amp, peer) == EDHOC_AMP_AUTHENTICATED)
         return;
-    edhoc_amp_verify(srv->cfg.amp, peer);
-    logf_(srv, EDHOC_LOG_DEBUG, "amplification limit: peer=%s verified (OSCORE)", peer);
+    bool was_verified = edhoc_amp_is_verified(srv->cfg.amp, peer);
+    edhoc_amp_authenticate(srv->cfg.amp, peer);
+    if (!was_verified)
+        logf_(srv, EDHOC_LOG_DEBUG, "amplification limit: peer=%s verified (OSCORE)", peer);
+}
+
+/* A message_3 completed handshake h: its sender received message_2 and
+ * holds a credential we accept, which a flood that only answers Echo does
+ * not (pending_alloc ranks it above those). Only when it came from the
+ * address message_2 went to: from anywhere else it proves nothing about
+ * that address (whoever received message_2 elsewhere could put it in the
+ * source of message_3). */
+static void amp_handshake_completed(struct edhoc_server *srv, const struct pending *h)
+{
+    const char *peer = srv->hs_peer;
+    if (!srv->cfg.amp || !peer || strcmp(peer, h->peer) ||
+        edhoc_amp_trust(srv->cfg.amp, peer) == EDHOC_AMP_AUTHENTICATED)
+        return;
+    bool was_verified = edhoc_amp_is_verified(srv->cfg.amp, peer);
+    edhoc_amp_authenticate(srv->cfg.amp, peer);
+    logf_(srv, EDHOC_LOG_DEBUG, "amplification limit: peer=%s %s (handshake completed)", peer,
+          was_verified ? "authenticated" : "verified");
+}
+
+/* RFC 9528 Section 9.7: "by sending a number of new or replayed message_1
+ * an attacker may cause the Responder to allocate state, perform
+ * cryptographic operations, and amplify messages. [...] the CoAP server
+ * can use the Echo option defined in [RFC9175] which forces the CoAP
+ * client to demonstrate reachability at its apparent network address";
+ * Appendix A.2: "the CoAP server MAY respond to the first POST request
+ * with a 4.01 (Unauthorized) containing an Echo option". Under pressure
+ * (edhoc_amp_message_1_pressure: message_1s from unverified endpoints
+ * above --pressure-rate a second, or the pending table full) every
+ * message_1 of an unverified endpoint gets the stateless 4.01 + Echo
+ * before any crypto or slot, whatever the credential type; verified
+ * endpoints go on as normal, except that those verified by Echo alone
+ * start at most --pressure-rate handshakes a second between them
+ * (edhoc_amp_admit_reachable: 5.03 beyond). True when *resp holds that
+ * answer (or 0: even the 4.01 exceeds the amplification budget). */
+static bool pressure_holds_back_message_1(struct edhoc_server *srv, const struct coap_msg *req,
+                                          const char *peer, uint8_t *out, size_t cap, long *resp)
+{
+    struct edhoc_amp *a = srv->cfg.amp;
+    enum edhoc_amp_trust trust = edhoc_amp_trust(a, peer);
+    if (trust == EDHOC_AMP_REACHABLE &&
+        !edhoc_amp_admit_reachable(a, clock_ms(srv), srv->n_pending, srv->cfg.max_pending)) {
+        logf_(srv, EDHOC_LOG_DEBUG,
+              "under pressure (%zu of %zu handshakes pending): message_1 from peer=%s (verified "
+              "by Echo only) refused with 5.03: --pressure-rate handshakes a second already "
+              "started for such peers",
+              srv->n_pending, srv->cfg.max_pending, peer);
+        *resp = service_unavailable(req, 1, out, cap);
+        return true;
+    }
+    if (trust != EDHOC_AMP_UNVERIFIED ||
+        !edhoc_amp_message_1_pressure(a, clock_ms(srv), srv->n_pending, srv->cfg.max_pending))
+        return false;
+    long n = echo_challenge(srv, req, peer, out, cap);
+    bool fits = n > 0 && (size_t)n <= edhoc_amp_budget(a, peer);
+    if (fits)
+        srv->st.echo_challenges++;
+    logf_(srv, EDHOC_LOG_DEBUG,
+          "under pressure (%zu of %zu handshakes pending): message_1 from unverified peer=%s "
+          "answered with %s",
+          srv->n_pending, srv->cfg.max_pending, peer,
+          fits ? "4.01 with Echo" : "nothing (even the 4.01 would exceed the amplification limit)");
+    *resp = fits ? n : 0;
+    return true;
 }
 
 /* True when the limit holds back the message_2 answering m1 (the EDHOC
@@ -2226,6 +2353,9 @@ static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, 
                    p[1] != 0xf5;
     if (srv->cfg.echo_message_1 && (p[0] == 0xf5 || bare_m1) &&
         !echo_ok(srv, req, peer, out, cap, &echo_resp))
+        return echo_resp;
+    if (srv->cfg.amp && (p[0] == 0xf5 || bare_m1) &&
+        pressure_holds_back_message_1(srv, req, peer, out, cap, &echo_resp))
         return echo_resp;
     if (srv->cfg.amp && (p[0] == 0xf5 || bare_m1) &&
         amp_holds_back_message_1(srv, req, peer, p[0] == 0xf5 ? p + 1 : p,

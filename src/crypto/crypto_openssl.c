@@ -22,6 +22,7 @@
  * goes through EVP_PKEY_sign/verify on a digest computed here.
  */
 #include "edhoc/crypto.h"
+#include "crypto_internal.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -1405,6 +1406,13 @@ static int eddsa_verify(int curve, const uint8_t *pub, size_t pub_len, const uin
 
     if (pub_len != okp_pub_len(curve))
         return EDHOC_CRYPTO_ERR_INVALID;
+    /* OpenSSL 3.0 accepts small-order and non-canonical Ed25519 keys that
+     * libsodium refuses: both backends apply the stricter rule. */
+    if (curve == EDHOC_COSE_CRV_ED25519) {
+        ret = edhoc_ed25519_strict_reject(pub, sig);
+        if (ret != 0)
+            return ret;
+    }
     pkey = EVP_PKEY_new_raw_public_key_ex(NULL, okp_name(curve), NULL, pub, pub_len);
     if (pkey == NULL)
         return EDHOC_CRYPTO_ERR_INVALID;
