@@ -660,7 +660,8 @@ static const struct cli_opt limit_opts[] = {
      "(16..1048576, default 65536); above it: 4.13"},
     {OPT_MAX_SESSIONS, "max-sessions", "N",
      "CoAP sessions (source address and port) kept idle at once (1..1000000,\n"
-     "default 4096; idle ones go after 30 s)"},
+     "default 512; idle ones go after 30 s; libcoap walks every session on\n"
+     "each datagram, so a flood from many sources costs O(N) per datagram)"},
     {OPT_TRANSFER_TIMEOUT, "transfer-timeout", "SECONDS",
      "drop a block-wise transfer or a kept response after SECONDS without\n"
      "progress (decimals allowed, 0.1..86400, default 247, EXCHANGE_LIFETIME)"},
@@ -905,7 +906,7 @@ int cmd_responder(int argc, char **argv)
     long max_contexts = (long)EDHOC_SERVER_DEFAULT_MAX_CONTEXTS,
          context_lifetime_ms = (long)EDHOC_SERVER_DEFAULT_CONTEXT_LIFETIME_MS;
     long max_pending = 256, hs_timeout_ms = 60000, block_size = 0,
-         max_body = EDHOC_BW_DEFAULT_MAX_BODY, max_sessions = 4096,
+         max_body = EDHOC_BW_DEFAULT_MAX_BODY, max_sessions = 512,
          transfer_timeout_ms = EDHOC_BW_DEFAULT_LIFETIME_MS;
     int exit_code = CLI_EXIT_USAGE;
     struct cli_net_opts net;

@@ -893,7 +893,7 @@ static void test_abandoned_transfer(void **state)
  *   transfers   256 at most (edhoc_bw_limits.max_transfers), their bytes
  *               4 MiB at most (max_bytes), plus a record each (key, peer
  *               name, timestamps): counted at 1 KiB;
- *   sessions    4096 idle libcoap sessions at most (--max-sessions); a
+ *   sessions    512 idle libcoap sessions at most (--max-sessions); a
  *               coap_session_t of libcoap 4.3.1 with its buffers costs
  *               about 540 bytes of RSS (measured: 10,000 sessions without
  *               the cap grew RSS by 5.4 MB), counted at 1 KiB;
@@ -901,7 +901,7 @@ static void test_abandoned_transfer(void **state)
  *               responses in flight).
  * Under ASan every allocation carries redzones and shadow memory: twice
  * the per-item costs, 4 MiB of slack and the 1 MiB quarantine the
- * responder is given here. Once the caps are reached (4,096 sources),
+ * responder is given here. Once the caps are reached (a few hundred sources),
  * further sources cost nothing lasting: between 5,000 and 10,000 sources
  * RSS may grow by 1 MiB (1.5 MiB sanitized) at most, where 5,000 more
  * uncapped sessions would take 2.6 MiB (3.5 MiB sanitized, measured). */
@@ -912,7 +912,7 @@ static long flood_bound_kib(void)
 {
     long per = sanitized() ? 2 : 1;
     long transfers = 4 * MiB + 256 * 1 * KiB;
-    long sessions = 4096L * 1 * KiB;
+    long sessions = 512L * 1 * KiB;
     long slack = sanitized() ? 5 * MiB : 2 * MiB;
     return (per * (transfers + sessions) + slack) / KiB;
 }

@@ -31,6 +31,12 @@
 #include <sodium.h>
 
 static int sodium_random(void *rng_ctx, uint8_t *out, size_t len);
+/* A non-NULL pointer for empty inputs: libsodium declares its pointer
+ * parameters nonnull even where the length may be zero (an empty salt, an
+ * empty info, an empty message), and passing NULL there is undefined. */
+static const uint8_t empty_input[1];
+#define NONNULL_INPUT(p, len) ((len) > 0 ? (p) : empty_input)
+
 static int sodium_hash(int hash_alg, const uint8_t *msg, size_t len, uint8_t *out);
 static int sodium_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_len,
                                const uint8_t *ikm, size_t ikm_len, uint8_t *prk);
@@ -137,7 +143,7 @@ static int sodium_hash(int hash_alg, const uint8_t *msg, size_t len, uint8_t *ou
 {
     if (hash_alg != EDHOC_COSE_SHA256)
         return fallback()->hash(hash_alg, msg, len, out);
-    return crypto_hash_sha256(out, msg, len) == 0 ? 0 : EDHOC_CRYPTO_ERR_BACKEND;
+    return crypto_hash_sha256(out, NONNULL_INPUT(msg, len), len) == 0 ? 0 : EDHOC_CRYPTO_ERR_BACKEND;
 }
 
 static int sodium_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_len,
@@ -149,8 +155,8 @@ static int sodium_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_le
         return fallback()->hkdf_extract(hash_alg, salt, salt_len, ikm, ikm_len, prk);
     /* An empty salt is an HMAC key of zero length, which HMAC pads to the
      * same block as RFC 5869's HashLen zero bytes. */
-    crypto_auth_hmacsha256_init(&st, salt, salt_len);
-    crypto_auth_hmacsha256_update(&st, ikm, ikm_len);
+    crypto_auth_hmacsha256_init(&st, NONNULL_INPUT(salt, salt_len), salt_len);
+    crypto_auth_hmacsha256_update(&st, NONNULL_INPUT(ikm, ikm_len), ikm_len);
     crypto_auth_hmacsha256_final(&st, prk);
     sodium_memzero(&st, sizeof st);
     return 0;
@@ -176,7 +182,7 @@ static int sodium_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
         return EDHOC_CRYPTO_ERR_INVALID;
     if (out_len == 0)
         return 0;
-    crypto_auth_hmacsha256_init(&keyed, prk, prk_len);
+    crypto_auth_hmacsha256_init(&keyed, NONNULL_INPUT(prk, prk_len), prk_len);
     while (done < out_len) {
         size_t take = out_len - done < sizeof block ? out_len - done : sizeof block;
 
@@ -184,7 +190,7 @@ static int sodium_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
         st = keyed;
         if (counter > 1)
             crypto_auth_hmacsha256_update(&st, block, sizeof block);
-        crypto_auth_hmacsha256_update(&st, info, info_len);
+        crypto_auth_hmacsha256_update(&st, NONNULL_INPUT(info, info_len), info_len);
         crypto_auth_hmacsha256_update(&st, &counter, 1);
         crypto_auth_hmacsha256_final(&st, block);
         memcpy(out + done, block, take);
@@ -200,8 +206,6 @@ static int sodium_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
  * AEAD: ChaCha20-Poly1305 (RFC 8439), libsodium's "IETF" variant
  */
 
-/* A non-NULL pointer for empty inputs. */
-static const uint8_t empty_input[1];
 
 /* ct and pt may be the same buffer (in-place). */
 static int sodium_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
