@@ -10,6 +10,8 @@
 #include <string.h>
 #include <dirent.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -555,12 +557,48 @@ static bool schedstat_seconds(long pid, double *seconds)
     return any;
 }
 
+/* The responder's workers are its child processes (responder
+ * --workers): their CPU counts as the responder's. Children are found by
+ * their parent in /proc/PID/stat (the "children" file needs a kernel
+ * option). */
+static double children_schedstat_seconds(long pid)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    double total = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        long child = strtol(e->d_name, &end, 10);
+        if (*end || child <= 0 || child == pid)
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", child);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        long ppid = 0;
+        double s = 0;
+        if (p && sscanf(p + 1, " %*c %ld", &ppid) == 1 && ppid == pid &&
+            schedstat_seconds(child, &s))
+            total += s;
+    }
+    closedir(d);
+    return total;
+}
+
 static void load_cpu_sample(struct load_cpu *c, long pid)
 {
     c->ok = false;
     if (pid <= 0)
         return;
     if (schedstat_seconds(pid, &c->seconds)) {
+        c->seconds += children_schedstat_seconds(pid);
         c->ok = true;
         return;
     }
@@ -644,6 +682,45 @@ static long socket_owner(unsigned long inode)
     return owner;
 }
 
+/* A worker of `responder --workers N` owns a socket of the port; the
+ * responder is its parent, which runs the same program (its CPU then
+ * counts all the workers'). Any other owner is the responder itself. */
+static long responder_of_worker(long pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return pid;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    long ppid = 0;
+    if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1 || ppid <= 1)
+        return pid;
+    char exe[2][PATH_MAX];
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "/proc/%ld/exe", k ? ppid : pid);
+        ssize_t l = readlink(path, exe[k], sizeof exe[k] - 1);
+        if (l <= 0)
+            return pid;
+        exe[k][l] = '\0';
+    }
+    if (strcmp(exe[0], exe[1]))
+        return pid;
+    /* The same program: a worker only if the parent is a responder too. */
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", ppid);
+    f = fopen(path, "r");
+    if (!f)
+        return pid;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    size_t first = strlen(buf);
+    return first + 1 < n && !strcmp(buf + first + 1, "responder") ? ppid : pid;
+}
+
 /* The local process serving the load's port, or 0. Only a host name
  * that is one of this host's loopback addresses is looked up: a remote
  * responder on the same port number is not ours to measure. */
@@ -652,7 +729,8 @@ static long socket_owner_of_port(const struct load_run *r)
     if (strcmp(r->host, "localhost") && strncmp(r->host, "127.", 4) && strcmp(r->host, "::1"))
         return 0;
     unsigned long inode = udp_port_inode(r->port);
-    return inode ? socket_owner(inode) : 0;
+    long pid = inode ? socket_owner(inode) : 0;
+    return pid > 0 ? responder_of_worker(pid) : 0;
 }
 
 /* Run peer index's transport and handle its response, if any. Returns

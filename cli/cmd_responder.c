@@ -31,6 +31,7 @@
 #include "edhoc_args.h"
 #include "interop_log.h"
 #include "oscore_seq.h"
+#include "responder_workers.h"
 #include "util.h"
 
 #define MAX_LISTEN 8
@@ -540,11 +541,18 @@ fail:
     return CLI_EXIT_INPUT;
 }
 
+/* Among several workers a notification goes non-confirmable: the
+ * observer's empty ACK carries nothing that names a context, so the
+ * kernel hashes it to a worker by address, which for a static context
+ * need not be the one that sent the notification (RFC 7641 Section 4.5
+ * lets a server send notifications as NON). */
+static bool notify_confirmable = true;
+
 static int send_notification(void *user, struct edhoc_transport_peer *peer, const uint8_t *msg,
                              size_t len)
 {
     /* Confirmable, so that an observer that went away is noticed. */
-    return edhoc_transport_peer_send(user, peer, msg, len, true);
+    return edhoc_transport_peer_send(user, peer, msg, len, notify_confirmable);
 }
 
 /* ---- The command line ---- */
@@ -567,6 +575,7 @@ enum {
     OPT_BLOCK_SIZE,
     OPT_MAX_BODY,
     OPT_MAX_SESSIONS,
+    OPT_WORKERS,
     OPT_TRANSFER_TIMEOUT,
     OPT_INTEROP_LOG,
     OPT_INTEROP_LOG_MAX,
@@ -662,6 +671,11 @@ static const struct cli_opt limit_opts[] = {
      "CoAP sessions (source address and port) kept idle at once (1..1000000,\n"
      "default 512; idle ones go after 30 s; libcoap walks every session on\n"
      "each datagram, so a flood from many sources costs O(N) per datagram)"},
+    {OPT_WORKERS, "workers", "N",
+     "serve with N processes sharing the listen ports (1..64; default: the\n"
+     "CPUs this process may run on; 1 with --pcap, --interop-log or --c-r).\n"
+     "Each OSCORE request is steered to the worker owning its context, the\n"
+     "rest by address; one process writes the state for all"},
     {OPT_TRANSFER_TIMEOUT, "transfer-timeout", "SECONDS",
      "drop a block-wise transfer or a kept response after SECONDS without\n"
      "progress (decimals allowed, 0.1..86400, default 247, EXCHANGE_LIFETIME)"},
@@ -828,7 +842,7 @@ static int listen_resolve(const char *spec, char *out, size_t cap, char *why, si
     return 0;
 }
 
-static int load_static_context(struct edhoc_server *srv, const char *path)
+static int load_static_context(struct edhoc_server *srv, const char *path, size_t *served)
 {
     struct oscore_config cfg;
     int rc = cli_oscore_context_load("responder", "--oscore-context", path, &cfg);
@@ -836,6 +850,10 @@ static int load_static_context(struct edhoc_server *srv, const char *path)
         return rc;
     rc = edhoc_server_add_static_context(srv, &cfg, path);
     edhoc_wipe(&cfg, sizeof cfg);
+    if (rc == EDHOC_SERVER_NOT_OWNED)
+        return 0; /* another worker serves it */
+    if (rc == 0)
+        (*served)++;
     if (rc) {
         cli_log(LOG_ERR, "--oscore-context %s: %s", path,
                 rc == OSCORE_ERR_INVALID ? "recipient ID already in use or invalid"
@@ -908,6 +926,8 @@ int cmd_responder(int argc, char **argv)
     long max_pending = 256, hs_timeout_ms = 60000, block_size = 0,
          max_body = EDHOC_BW_DEFAULT_MAX_BODY, max_sessions = 512,
          transfer_timeout_ms = EDHOC_BW_DEFAULT_LIFETIME_MS;
+    long workers = 0; /* 0: the CPUs */
+    struct cli_worker_role role = {.count = 1, .state_fd = -1, .ready_fd = -1};
     int exit_code = CLI_EXIT_USAGE;
     struct cli_net_opts net;
     memset(&net, 0, sizeof net);
@@ -999,6 +1019,7 @@ int cmd_responder(int argc, char **argv)
             bad = cli_opt_long(&p, 16, (long)EDHOC_BW_MAX_BODY_LIMIT, &max_body);
             break;
         case OPT_MAX_SESSIONS: bad = cli_opt_long(&p, 1, 1000000, &max_sessions); break;
+        case OPT_WORKERS: bad = cli_opt_long(&p, 1, 64, &workers); break;
         case OPT_TRANSFER_TIMEOUT:
             bad = cli_opt_seconds(&p, 0.1, 86400, &transfer_timeout_ms);
             break;
@@ -1016,6 +1037,21 @@ int cmd_responder(int argc, char **argv)
     if (r->o.side[CLI_SIDE_R].n_c_id > 1) {
         cli_opt_error(&p, "--c-r: one value (every handshake uses it)");
         goto out;
+    }
+    {
+        /* One capture file, one interop log and one fixed C_R belong to
+         * one process. */
+        const char *single = net.pcap ? "--pcap" : interop_dir ? "--interop-log"
+                             : r->o.side[CLI_SIDE_R].n_c_id ? "--c-r" : NULL;
+        if (single && workers > 1) {
+            cli_opt_error(&p, "--workers %ld with %s: one process writes it; use --workers 1",
+                          workers, single);
+            goto out;
+        }
+        if (workers == 0) {
+            unsigned cpus = cli_workers_cpus();
+            workers = single ? 1 : cpus > 64 ? 64 : (long)cpus;
+        }
     }
     if (r->n_cred_paths != r->n_key_paths) {
         cli_opt_error(&p, "give --cred and --key in pairs (%zu --cred, %zu --key)",
@@ -1153,6 +1189,82 @@ int cmd_responder(int argc, char **argv)
         }
     }
 
+    if (workers > 1) {
+        /* The stored rows are pruned once, here, to the whole responder's
+         * bounds; each worker then loads the rows it owns. */
+        if (db) {
+            uint64_t lifetime = (uint64_t)context_lifetime_ms, expired = 0, evicted = 0;
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+            int64_t used_before = lifetime < (uint64_t)now_ms ? now_ms - (int64_t)lifetime : 0;
+            int rc = edhoc_state_begin(db);
+            if (!rc)
+                rc = edhoc_state_prune(db, used_before, (uint64_t)max_contexts, &expired,
+                                       &evicted);
+            int crc = rc ? edhoc_state_rollback(db) : edhoc_state_commit(db);
+            if (rc || crc) {
+                cli_log(LOG_ERR, "state: cannot prune %s/%s: %s", state_dir, EDHOC_STATE_FILE,
+                        edhoc_state_strerror(rc ? rc : crc));
+                exit_code = CLI_EXIT_INPUT;
+                goto close_db;
+            }
+            if (expired || evicted)
+                cli_log(LOG_NOTICE, "state: %llu stored contexts idle for longer than the "
+                                    "context lifetime and %llu beyond max contexts %ld deleted",
+                        (unsigned long long)expired, (unsigned long long)evicted, max_contexts);
+        }
+        if (daemon && !use_syslog)
+            cli_log(LOG_WARNING, "--daemon without --syslog: once detached, log lines go "
+                                 "nowhere (add --syslog to keep them)");
+        if (daemon && cli_daemonize()) {
+            cli_log(LOG_ERR, "cannot detach: %s", strerror(errno));
+            exit_code = CLI_EXIT_INTERNAL;
+            goto close_db;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGUSR1, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        struct cli_workers_config wcfg = {
+            .count = (unsigned)workers,
+            .db = db,
+            .listen = listen_addr,
+            .n_listen = n_listen,
+            .ready_file = ready_file,
+            .pidfile = pidfile,
+            .stop_signal = &stop_signal,
+            .stats_signal = &stats_signal,
+            .reload_signal = &reload_signal,
+        };
+        for (size_t i = 0; i < n_listen; i++) {
+            if (listen[i] != listen_addr[i])
+                snprintf(listen_addr[i], sizeof listen_addr[i], "%s", listen[i]);
+            listen[i] = listen_addr[i];
+        }
+        int code = CLI_EXIT_INTERNAL;
+        if (cli_workers_start(&wcfg, &role, &code)) {
+            exit_code = code;
+            goto close_db;
+        }
+        /* A worker from here on: the supervisor holds the database, the
+         * pid file and the ready file. */
+        notify_confirmable = false;
+        db = NULL;
+        if (role.state_fd >= 0 && edhoc_state_connect(role.state_fd, &db)) {
+            exit_code = CLI_EXIT_INTERNAL;
+            goto out;
+        }
+        daemon = false;
+        pidfile = NULL;
+        ready_file = NULL;
+    }
+
     if (amp_factor > 0) {
         struct edhoc_amp_config acfg = {.factor = (unsigned)amp_factor,
                                         .pressure_rate = (unsigned)pressure_rate};
@@ -1170,7 +1282,10 @@ int cmd_responder(int argc, char **argv)
         .select = select_config,
         .select_user = r,
         .max_pending = (size_t)max_pending,
-        .max_contexts = (size_t)max_contexts,
+        /* Each worker holds its share of the bound. */
+        .max_contexts = (size_t)((max_contexts + (long)role.count - 1) / (long)role.count),
+        .workers = role.count,
+        .worker_index = role.index,
         .context_lifetime_ms = (uint64_t)context_lifetime_ms,
         /* Whole seconds in the server: a fraction rounds up. */
         .pending_timeout_s = (unsigned)((hs_timeout_ms + 999) / 1000),
@@ -1210,8 +1325,9 @@ int cmd_responder(int argc, char **argv)
         exit_code = CLI_EXIT_INPUT;
         goto free_srv;
     }
+    size_t n_static_served = 0;
     for (size_t i = 0; i < n_static; i++) {
-        exit_code = load_static_context(srv, static_paths[i]);
+        exit_code = load_static_context(srv, static_paths[i], &n_static_served);
         if (exit_code)
             goto free_srv;
     }
@@ -1225,6 +1341,8 @@ int cmd_responder(int argc, char **argv)
         .log_level = verbosity >= 2 ? LOG_DEBUG : LOG_EMERG,
         .amp = amp,
         .limited = amp ? edhoc_server_echo_challenge : NULL,
+        .workers = role.count,
+        .worker_index = role.index,
     };
     char why[256] = "";
     int rc = edhoc_transport_server_open(&t, listen, n_listen, &tcfg, edhoc_server_handle, srv,
@@ -1236,7 +1354,13 @@ int cmd_responder(int argc, char **argv)
     }
     struct edhoc_server_stats st;
     edhoc_server_get_stats(srv, &st);
-    for (size_t i = 0; i < n_listen; i++) {
+    if (role.count > 1) {
+        uint16_t ports[MAX_LISTEN];
+        for (size_t i = 0; i < n_listen; i++)
+            ports[i] = edhoc_transport_server_port(t, i);
+        cli_worker_ready(&role, ports, n_listen, 0);
+    }
+    for (size_t i = 0; i < n_listen && role.count <= 1; i++) {
         const char *addr = listen[i];
         const char *colon = strrchr(addr, ':');
         const char *spec = listen_spec[i];
@@ -1251,7 +1375,7 @@ int cmd_responder(int argc, char **argv)
             "serving %s credentials, %zu stored context%s loaded, %zu static; %zu bytes per "
             "handshake in progress, %zu per OSCORE context",
             r->demo ? "built-in demo" : "configured", (size_t)loaded, loaded == 1 ? "" : "s",
-            n_static, st.bytes_per_pending, st.bytes_per_context);
+            n_static_served, st.bytes_per_pending, st.bytes_per_context);
     if (r->demo)
         cli_log(LOG_WARNING, "--demo: the built-in demo credentials' private keys are published: "
                              "anyone can pose as this responder%s; for tests only",

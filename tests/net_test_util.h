@@ -133,8 +133,11 @@ static inline int net_responder_start(struct net_proc *p, const char *name, cons
     if (!strstr(args, "--state-dir"))
         snprintf(env, sizeof env, "env STATE_DIRECTORY=%s/%s.state ", net_dir, name);
     const char *demo = strstr(args, "--cred") || strstr(args, "--demo") ? "" : "--demo ";
-    snprintf(cmd, sizeof cmd, "exec %s%s responder %s%s --ready-file %s 2>>%s", env,
-             cli ? cli : "edhoc-cli", demo, args, p->ready, p->log);
+    /* One process unless the test asks for workers: counts in the log
+     * (contexts, evictions, handshakes) are then the whole responder's. */
+    const char *workers = strstr(args, "--workers") ? "" : "--workers 1 ";
+    snprintf(cmd, sizeof cmd, "exec %s%s responder %s%s%s --ready-file %s 2>>%s", env,
+             cli ? cli : "edhoc-cli", demo, workers, args, p->ready, p->log);
     pid_t pid = fork();
     if (pid < 0)
         return -1;

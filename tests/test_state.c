@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1602,6 +1603,125 @@ static void test_ten_thousand_contexts(void **state)
     edhoc_state_close(db);
 }
 
+/* ---- One writer for several processes (edhoc_state_connect) ----
+ * Two worker processes write through socketpairs to the test process,
+ * which serves them: every row arrives with every field, a mark is
+ * readable back as soon as the storing call returned (it waits for the
+ * commit, RFC 8613 Appendix B.1.1), the writes of both join groups (fewer
+ * commits than requests), each worker reads only the rows it owns, and
+ * errors travel back (a mark for an unknown context: NOT_FOUND). */
+static int remote_worker(int fd, unsigned index)
+{
+    struct edhoc_state_db *db = NULL;
+    if (edhoc_state_connect(fd, &db))
+        return 2;
+    /* A batch: puts without waiting, then one commit for all. */
+    if (edhoc_state_begin(db))
+        return 3;
+    for (uint32_t i = 0; i < 40; i++) {
+        struct edhoc_state_peer p;
+        make_peer(&p, index * 1000 + i);
+        if (edhoc_state_put_peer(db, &p))
+            return 4;
+    }
+    if (edhoc_state_commit(db))
+        return 5;
+    /* Marks one by one: each call returns after its commit. */
+    for (uint32_t i = 0; i < 40; i++) {
+        struct edhoc_state_peer p;
+        make_peer(&p, index * 1000 + i);
+        if (edhoc_state_store_ssn(db, p.has_id_context ? p.id_context : NULL, p.id_context_len,
+                                  p.recipient_id, p.recipient_id_len, p.ssn_mark + 77))
+            return 6;
+        struct edhoc_state_peer back;
+        if (edhoc_state_get_peer(db, p.has_id_context ? p.id_context : NULL, p.id_context_len,
+                                 p.recipient_id, p.recipient_id_len, &back) ||
+            back.ssn_mark != p.ssn_mark + 77 || memcmp(back.master_secret, p.master_secret,
+                                                       p.master_secret_len))
+            return 7;
+    }
+    uint8_t nobody[1] = {0xee};
+    if (edhoc_state_store_ssn(db, NULL, 0, nobody, 1, 5) != EDHOC_STATE_ERR_NOT_FOUND)
+        return 8;
+    edhoc_state_close(db);
+    return 0;
+}
+
+static int count_owned(void *ctx, const struct edhoc_state_peer *p)
+{
+    unsigned *n = ctx;
+    n[0]++;
+    n[1] += edhoc_state_owner(p->recipient_id, p->recipient_id_len, 2) == 1;
+    return 0;
+}
+
+static void test_one_writer_for_workers(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = NULL;
+    assert_int_equal(edhoc_state_open(f->sdir, &db, NULL, 0), 0);
+    struct edhoc_state_server *srv = edhoc_state_server_new(db);
+    assert_non_null(srv);
+    pid_t pid[2];
+    for (unsigned w = 0; w < 2; w++) {
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+        pid[w] = fork();
+        assert_true(pid[w] >= 0);
+        if (pid[w] == 0) {
+            close(sv[0]);
+            _exit(remote_worker(sv[1], w + 1));
+        }
+        close(sv[1]);
+        assert_int_equal(edhoc_state_server_add(srv, sv[0]), 0);
+    }
+    while (edhoc_state_server_clients(srv) > 0)
+        assert_true(edhoc_state_server_run(srv, 100) >= 0);
+    for (unsigned w = 0; w < 2; w++) {
+        int st = 0;
+        assert_int_equal(waitpid(pid[w], &st, 0), pid[w]);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);
+    }
+    struct edhoc_state_server_stats st;
+    edhoc_state_server_get_stats(srv, &st);
+    /* 80 puts, 80 marks, 80 reads, 2 commits, 2 refused marks. */
+    assert_int_equal(st.requests, 244);
+    edhoc_state_server_free(srv);
+
+    /* Group commit, deterministically: two handles queue batched writes
+     * (which do not wait) before the writer runs once: one pass takes all
+     * twenty in one transaction, one commit. */
+    srv = edhoc_state_server_new(db);
+    struct edhoc_state_db *h[2];
+    for (unsigned w = 0; w < 2; w++) {
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+        assert_int_equal(edhoc_state_connect(sv[1], &h[w]), 0);
+        assert_int_equal(edhoc_state_server_add(srv, sv[0]), 0);
+        assert_int_equal(edhoc_state_begin(h[w]), 0);
+        for (uint32_t i = 0; i < 10; i++) {
+            struct edhoc_state_peer p;
+            make_peer(&p, 5000 + w * 100 + i);
+            assert_int_equal(edhoc_state_put_peer(h[w], &p), 0);
+        }
+    }
+    assert_int_equal(edhoc_state_server_run(srv, 1000), 20);
+    edhoc_state_server_get_stats(srv, &st);
+    assert_int_equal(st.commits, 1);
+    assert_int_equal(st.largest_group, 20);
+    edhoc_state_close(h[0]);
+    edhoc_state_close(h[1]);
+    edhoc_state_server_free(srv);
+    assert_int_equal(edhoc_state_count(db), 100);
+    unsigned n[2] = {0, 0};
+    assert_int_equal(edhoc_state_for_each_owned_peer(db, 2, 1, count_owned, n), 0);
+    assert_true(n[0] > 0 && n[0] < 100);
+    assert_int_equal(n[0], n[1]);
+    edhoc_state_close(db);
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1636,6 +1756,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crash_safety_kill9, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handle_survives_daemonizing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ten_thousand_contexts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_writer_for_workers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

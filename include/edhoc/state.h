@@ -239,6 +239,54 @@ int edhoc_state_begin(struct edhoc_state_db *db);
 int edhoc_state_commit(struct edhoc_state_db *db);
 int edhoc_state_rollback(struct edhoc_state_db *db);
 
+/* ---- One writer for several processes ----
+ * A responder with several workers keeps one database, written by the
+ * process that opened it; each worker reaches it through a connected
+ * SOCK_SEQPACKET socket (socketpair). The writer applies every request
+ * waiting from every worker in one transaction and answers each after the
+ * commit (group commit), so a call that stores a mark returns once the
+ * mark is durable, as with a local database, and N workers storing marks
+ * at once cost one sync. Between edhoc_state_begin and edhoc_state_commit
+ * a worker's writes do not wait; the commit waits for all of them;
+ * edhoc_state_rollback ends such a batch like a commit (what was sent is
+ * kept: marks only ever move up). */
+
+/* The worker (of count) owning a context by its Recipient ID: the last
+ * byte modulo count; an empty ID belongs to worker 0. The responder's
+ * steering program (src/coap reuseport) sends each OSCORE request by its
+ * 'kid' to this worker. */
+unsigned edhoc_state_owner(const uint8_t *recipient_id, size_t len, unsigned count);
+
+/* A handle whose calls go to the writer at the other end of fd (taken
+ * over: edhoc_state_close closes it). Returns 0 or EDHOC_STATE_ERR_ARG. */
+int edhoc_state_connect(int fd, struct edhoc_state_db **db);
+
+/* As edhoc_state_for_each_peer, only the rows owner count/index owns
+ * (edhoc_state_owner); count <= 1: all. */
+int edhoc_state_for_each_owned_peer(struct edhoc_state_db *db, unsigned count, unsigned index,
+                                    int (*fn)(void *ctx, const struct edhoc_state_peer *p),
+                                    void *ctx);
+
+struct edhoc_state_server;
+struct edhoc_state_server_stats {
+    uint64_t requests;      /* requests served */
+    uint64_t groups;        /* transactions opened */
+    uint64_t commits;       /* commits (one sync each) */
+    uint64_t largest_group; /* most requests in one commit */
+};
+/* The writer's end, on an opened (local) database. */
+struct edhoc_state_server *edhoc_state_server_new(struct edhoc_state_db *db);
+void edhoc_state_server_free(struct edhoc_state_server *s);
+/* Serve a worker's end of a socketpair (taken over). */
+int edhoc_state_server_add(struct edhoc_state_server *s, int fd);
+/* Wait up to timeout_ms for requests, then serve every request waiting as
+ * one group. Returns the number served (0: none or a signal), or
+ * EDHOC_STATE_ERR_IO. A worker whose socket closes is dropped. */
+int edhoc_state_server_run(struct edhoc_state_server *s, int timeout_ms);
+size_t edhoc_state_server_clients(const struct edhoc_state_server *s);
+void edhoc_state_server_get_stats(const struct edhoc_state_server *s,
+                                  struct edhoc_state_server_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

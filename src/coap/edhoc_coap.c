@@ -18,6 +18,7 @@
 #include "edhoc/server_tables.h"
 #include "edhoc/transport.h"
 #include "edhoc/amplification.h"
+#include "edhoc/reuseport.h"
 
 #define MAX_OBSERVERS 64
 #define MAX_PEER_NAME 64
@@ -1107,6 +1108,7 @@ static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_l
         *out_len = srv->cfg.c_r_len;
         return 0;
     }
+    unsigned workers = srv->cfg.workers > 1 ? srv->cfg.workers : 1;
     uint8_t r[4];
     if (c_r_random(srv, r, sizeof r))
         return -1;
@@ -1123,6 +1125,12 @@ static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_l
             uint8_t c[4];
             if (c_r_random(srv, c, len))
                 return -1;
+            /* Among several workers, one whose last byte names this one
+             * (edhoc_state_owner): its OSCORE requests are steered here. */
+            if (workers > 1) {
+                unsigned b = c[len - 1] - c[len - 1] % workers + srv->cfg.worker_index;
+                c[len - 1] = (uint8_t)(b > 255 ? b - workers : b);
+            }
             if (!c_r_in_use(srv, c, len, c_i, c_i_len)) {
                 memcpy(out, c, len);
                 *out_len = len;
@@ -1135,7 +1143,9 @@ static int choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_l
 
 struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
 {
-    if (!cfg || !cfg->ops || !cfg->select)
+    if (!cfg || !cfg->ops || !cfg->select ||
+        (cfg->workers > 1 &&
+         (cfg->workers > EDHOC_REUSEPORT_MAX_WORKERS || cfg->worker_index >= cfg->workers)))
         return NULL;
     struct edhoc_server *srv = calloc(1, sizeof *srv);
     if (!srv)
@@ -1163,6 +1173,12 @@ struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
         srv->cfg.max_pending = UINT32_MAX - 2;
     edhoc_cid_space_init(&srv->cids);
     c_r_one_byte_allowed(srv->cfg.c_r_form, srv->c_r_one_allowed);
+    if (srv->cfg.workers > 1) {
+        for (unsigned b = 0; b < 256; b++) {
+            if (b % srv->cfg.workers != srv->cfg.worker_index)
+                srv->c_r_one_allowed[b / 64] &= ~((uint64_t)1 << (b % 64));
+        }
+    }
     srv->start_ds = to_ds(clock_ms(srv));
     /* Buckets for every context the cap allows (static ones on top): the
      * chains stay short at a million, and the pages no context reached
@@ -1344,10 +1360,13 @@ long edhoc_server_load_state(struct edhoc_server *srv)
     int64_t now = wall_now_ms();
     int64_t used_before = lifetime < (uint64_t)now ? now - (int64_t)lifetime : 0;
     uint64_t expired = 0, evicted = 0;
-    state_write_begin(srv);
-    int rc = edhoc_state_prune(srv->cfg.db, used_before, srv->cfg.max_contexts, &expired,
+    int rc = 0, crc = 0;
+    if (srv->cfg.workers <= 1) {
+        state_write_begin(srv);
+        rc = edhoc_state_prune(srv->cfg.db, used_before, srv->cfg.max_contexts, &expired,
                                &evicted);
-    int crc = state_write_end(srv);
+        crc = state_write_end(srv);
+    }
     if (rc || crc)
         return rc ? rc : crc;
     srv->st.contexts_expired += expired;
@@ -1359,7 +1378,8 @@ long edhoc_server_load_state(struct edhoc_server *srv)
               (unsigned long long)expired, expired == 1 ? "" : "s", (unsigned long long)evicted,
               srv->cfg.max_contexts);
     size_t before = srv->n_contexts;
-    rc = edhoc_state_for_each_peer(srv->cfg.db, load_one, srv);
+    rc = edhoc_state_for_each_owned_peer(srv->cfg.db, srv->cfg.workers, srv->cfg.worker_index,
+                                         load_one, srv);
     /* A table scan in key order and a sort here cost a fifth of reading
      * the rows in order of use through the index. */
     edhoc_ilru_sort(&srv->ctx_lru, ctx_used_before);
@@ -1440,6 +1460,9 @@ int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscor
      * twice. */
     if (ctx_find(srv, &key))
         return OSCORE_ERR_INVALID;
+    if (edhoc_state_owner(cfg->recipient_id, cfg->recipient_id_len, srv->cfg.workers) !=
+        srv->cfg.worker_index)
+        return EDHOC_SERVER_NOT_OWNED;
     struct peer_ctx *p = ctx_insert(srv, &key, true);
     if (!p)
         return OSCORE_ERR_INVALID;

@@ -33,7 +33,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/filter.h>
+
 #include "edhoc/datagram_guard.h"
+#include "edhoc/reuseport.h"
 #include "edhoc/transport.h"
 #include "transport_io.h"
 
@@ -207,14 +210,52 @@ int dup3(int oldfd, int newfd, int flags)
     return f(oldfd, newfd, flags);
 }
 
+/* While a worker opens its endpoints (transport_io_reuseport), every IP
+ * datagram socket joins its port's reuseport group, and the first worker
+ * attaches the steering program to the group (edhoc/reuseport.h). libcoap
+ * creates and binds the socket in one call, so this is the one place the
+ * option can be set before bind(). */
+static unsigned reuseport_count;
+static bool reuseport_attach;
+static int reuseport_error;
+
 int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
     static bind_fn f;
     if (!f)
         f = (bind_fn)real("bind");
+    int type = 0;
+    socklen_t tl = sizeof type;
+    bool join = reuseport_count > 1 && addr &&
+                (addr->sa_family == AF_INET || addr->sa_family == AF_INET6) &&
+                getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_DGRAM;
+    if (join) {
+        int one = 1;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one))
+            reuseport_error = errno;
+    }
     int rc = f(fd, addr, len);
     fd_forget(fd);
+    if (rc == 0 && join && reuseport_attach) {
+        struct sock_filter prog[EDHOC_REUSEPORT_MAX_INSNS];
+        int n = edhoc_reuseport_program(reuseport_count, prog, EDHOC_REUSEPORT_MAX_INSNS);
+        struct sock_fprog fp = {.len = (unsigned short)(n > 0 ? n : 0), .filter = prog};
+        if (n <= 0 || setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof fp))
+            reuseport_error = n <= 0 ? EINVAL : errno;
+    }
     return rc;
+}
+
+void transport_io_reuseport(unsigned count, bool attach)
+{
+    reuseport_count = count;
+    reuseport_attach = attach;
+    reuseport_error = 0;
+}
+
+int transport_io_reuseport_error(void)
+{
+    return reuseport_error;
 }
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len)

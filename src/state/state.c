@@ -25,6 +25,7 @@
  * database -- an empty or half-written file is never ours.
  */
 #include "edhoc/state.h"
+#include "state_remote.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +62,7 @@ struct edhoc_state_db {
     sqlite3_stmt *st_nth_used;
     sqlite3_stmt *st_prune_expired;
     sqlite3_stmt *st_prune_ties;
+    struct state_remote *remote; /* calls go to a writer process (edhoc_state_connect) */
     int dir_fd;  /* holds the flock that keeps a second process out */
     pid_t pid;   /* process that opened sql */
     char path[PATH_MAX];
@@ -826,6 +828,11 @@ void edhoc_state_close(struct edhoc_state_db *db)
 {
     if (db == NULL)
         return;
+    if (db->remote) {
+        state_remote_free(db->remote);
+        free(db);
+        return;
+    }
     close_connection(db);
     if (db->dir_fd >= 0)
         close(db->dir_fd);  /* releases the flock */
@@ -891,6 +898,8 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
         p->master_salt_len > EDHOC_STATE_MAX_SALT || p->ssn_mark > (uint64_t)INT64_MAX ||
         strnlen(p->peer, sizeof p->peer) == sizeof p->peer || p->last_used < 0)
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_put_peer(db->remote, p);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -941,6 +950,9 @@ int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
     if (db == NULL || !id_ok(recipient_id, recipient_id_len) ||
         !id_context_ok(id_context, id_context_len) || mark > (uint64_t)INT64_MAX)
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_store_ssn(db->remote, id_context, id_context_len, recipient_id,
+                                      recipient_id_len, mark);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -978,6 +990,9 @@ int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *id_context
     if (db == NULL || !id_ok(recipient_id, recipient_id_len) ||
         !id_context_ok(id_context, id_context_len))
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_delete_peer(db->remote, id_context, id_context_len, recipient_id,
+                                        recipient_id_len);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -1055,6 +1070,9 @@ int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *id_context,
     if (db == NULL || out == NULL || !id_ok(recipient_id, recipient_id_len) ||
         !id_context_ok(id_context, id_context_len))
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_get_peer(db->remote, id_context, id_context_len, recipient_id,
+                                     recipient_id_len, out);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -1111,6 +1129,8 @@ int edhoc_state_for_each_peer(struct edhoc_state_db *db,
 {
     if (db == NULL || fn == NULL)
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_for_each_peer(db->remote, 0, 0, fn, ctx);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -1124,6 +1144,9 @@ int edhoc_state_touch_peer(struct edhoc_state_db *db, const uint8_t *id_context,
     if (db == NULL || !id_ok(recipient_id, recipient_id_len) ||
         !id_context_ok(id_context, id_context_len) || last_used < 0)
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_touch_peer(db->remote, id_context, id_context_len, recipient_id,
+                                       recipient_id_len, last_used);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -1207,6 +1230,8 @@ int edhoc_state_prune(struct edhoc_state_db *db, int64_t used_before, uint64_t k
         *evicted = 0;
     if (db == NULL)
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_prune(db->remote, used_before, keep, expired, evicted);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -1228,6 +1253,8 @@ long edhoc_state_count(struct edhoc_state_db *db)
 {
     if (db == NULL)
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_count(db->remote);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -1242,6 +1269,8 @@ int edhoc_state_begin(struct edhoc_state_db *db)
 {
     if (db == NULL)
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_begin(db->remote);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -1255,6 +1284,8 @@ int edhoc_state_commit(struct edhoc_state_db *db)
 {
     if (db == NULL)
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_commit(db->remote);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -1274,6 +1305,8 @@ int edhoc_state_rollback(struct edhoc_state_db *db)
 {
     if (db == NULL)
         return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_commit(db->remote);
     int unusable = usable(db);
     if (unusable)
         return unusable;
@@ -1281,6 +1314,62 @@ int edhoc_state_rollback(struct edhoc_state_db *db)
         return EDHOC_STATE_ERR_ARG;
     int rc = step_done(db->st_rollback);
     return rc == SQLITE_OK ? 0 : map_sqlite_error(rc);
+}
+
+unsigned edhoc_state_owner(const uint8_t *recipient_id, size_t len, unsigned count)
+{
+    if (count <= 1 || len == 0 || recipient_id == NULL)
+        return 0;
+    return recipient_id[len - 1] % count;
+}
+
+struct state_remote *state_remote_new(int fd);
+
+int edhoc_state_connect(int fd, struct edhoc_state_db **out)
+{
+    if (fd < 0 || out == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    *out = NULL;
+    struct edhoc_state_db *db = calloc(1, sizeof *db);
+    if (db == NULL)
+        return EDHOC_STATE_ERR_IO;
+    db->dir_fd = -1;
+    db->remote = state_remote_new(fd);
+    if (db->remote == NULL) {
+        free(db);
+        return EDHOC_STATE_ERR_IO;
+    }
+    *out = db;
+    return 0;
+}
+
+struct owned_filter {
+    unsigned count, index;
+    int (*fn)(void *ctx, const struct edhoc_state_peer *p);
+    void *ctx;
+};
+
+static int owned_only(void *user, const struct edhoc_state_peer *p)
+{
+    const struct owned_filter *f = user;
+    if (edhoc_state_owner(p->recipient_id, p->recipient_id_len, f->count) != f->index)
+        return 0;
+    return f->fn(f->ctx, p);
+}
+
+int edhoc_state_for_each_owned_peer(struct edhoc_state_db *db, unsigned count, unsigned index,
+                                    int (*fn)(void *ctx, const struct edhoc_state_peer *p),
+                                    void *ctx)
+{
+    if (db == NULL || fn == NULL || (count > 1 && index >= count))
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        /* Filtered by the writer: a worker reads only its own rows. */
+        return state_remote_for_each_peer(db->remote, count, index, fn, ctx);
+    if (count <= 1)
+        return edhoc_state_for_each_peer(db, fn, ctx);
+    struct owned_filter f = {count, index, fn, ctx};
+    return edhoc_state_for_each_peer(db, owned_only, &f);
 }
 
 const char *edhoc_state_strerror(int err)

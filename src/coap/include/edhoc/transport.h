@@ -90,6 +90,13 @@ struct edhoc_transport_config {
     struct edhoc_amp *amp;
     long (*limited)(void *user, const char *peer, const uint8_t *req, size_t len,
                     size_t held_back, size_t budget, uint8_t *out, size_t cap);
+    /* Server, one of `workers` processes sharing the listen ports
+     * (SO_REUSEPORT; 0 or 1: alone). Workers open their endpoints in the
+     * order of worker_index, so that index i is the i-th socket of each
+     * port's group, which the steering program (edhoc/reuseport.h) names;
+     * worker 0 attaches the program. */
+    unsigned workers;
+    unsigned worker_index;
 };
 
 /* Called for every UDP datagram (payload bytes) as it is sent or
@@ -416,6 +423,16 @@ struct edhoc_server_config {
      * and an Echo option instead, before any crypto (RFC 9528 Section 9.7,
      * RFC 9175 Sections 2.4 item 3 and 2.6), whatever the credential. */
     struct edhoc_amp *amp;
+    /* One of `workers` processes sharing the listen ports (0 or 1: alone;
+     * edhoc/reuseport.h). This one owns the contexts whose Recipient ID
+     * edhoc_state_owner() gives to worker_index: it picks only such C_Rs,
+     * loads only such rows from db, and serves only such static contexts
+     * (edhoc_server_add_static_context returns EDHOC_SERVER_NOT_OWNED for
+     * the others); the steering program brings their requests here. db is
+     * then a handle on the writer process (edhoc_state_connect), and the
+     * stored rows are pruned there once, not by each worker. */
+    unsigned workers;
+    unsigned worker_index;
 };
 
 /* Sized for a million peers: about 280 bytes of memory each (`edhoc-cli
@@ -479,6 +496,9 @@ int edhoc_server_save_state(struct edhoc_server *srv);
  * EDHOC-derived context has no ID Context) or a length is out of range. */
 int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscore_config *cfg,
                                     const char *origin);
+/* edhoc_server_add_static_context's answer for a context another worker
+ * serves (edhoc_server_config.workers): nothing was done. */
+#define EDHOC_SERVER_NOT_OWNED 1
 
 /* Handle one request (an edhoc_transport_request_fn; user = the server). */
 long edhoc_server_handle(void *srv, struct edhoc_transport_peer *peer, const char *peer_name,

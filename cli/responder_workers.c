@@ -1,0 +1,363 @@
+/*
+ * `edhoc-cli responder --workers N`: N processes serve one set of ports
+ * (SO_REUSEPORT), and the one that started them -- the supervisor --
+ * holds the state database and is its only writer (group commit,
+ * edhoc/state.h), forwards signals, and stops every worker when one dies.
+ *
+ * Why processes and not threads: libcoap 4.3.1 is not thread-safe, and
+ * the datagram guard, the descriptor cache and the amplification account
+ * below it are per process. Each worker is a whole single-threaded
+ * responder owning a share of the contexts (edhoc_state_owner), and the
+ * kernel steers each datagram to the worker that holds what it needs
+ * (edhoc/reuseport.h).
+ *
+ * Why one dead worker stops them all: the steering program names sockets
+ * by their index in the port's group, and a closed socket's slot is taken
+ * by the last one (net/core/sock_reuseport.c), so a worker restarted alone
+ * would shift the indexes and send requests to workers without their
+ * contexts. The service manager restarts the whole responder instead;
+ * every sequence-number mark is durable, so nothing is lost.
+ */
+#include "responder_workers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "edhoc/state.h"
+#include "util.h"
+
+#define MAX_WORKERS 64
+#define MAX_PORTS 8
+
+unsigned cli_workers_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return (unsigned)n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+/* The ready report: exit code, then the ports. */
+struct ready_msg {
+    int32_t exit_code;
+    uint32_t n;
+    uint16_t ports[MAX_PORTS];
+};
+
+void cli_worker_ready(const struct cli_worker_role *role, const uint16_t *ports, size_t n,
+                      int exit_code)
+{
+    if (!role || role->ready_fd < 0)
+        return;
+    struct ready_msg m = {.exit_code = exit_code, .n = (uint32_t)(n > MAX_PORTS ? MAX_PORTS : n)};
+    for (size_t i = 0; i < m.n; i++)
+        m.ports[i] = ports[i];
+    ssize_t w = write(role->ready_fd, &m, sizeof m);
+    (void)w;
+    close(role->ready_fd);
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct supervisor {
+    const struct cli_workers_config *cfg;
+    struct edhoc_state_server *writer;
+    pid_t pid[MAX_WORKERS];
+    int status[MAX_WORKERS];
+    bool exited[MAX_WORKERS];
+    unsigned started;
+};
+
+static void serve_state(struct supervisor *s, int timeout_ms)
+{
+    if (s->writer && edhoc_state_server_clients(s->writer)) {
+        int rc = edhoc_state_server_run(s->writer, timeout_ms);
+        if (rc < 0)
+            cli_log(LOG_ERR, "state writer: %s", edhoc_state_strerror(rc));
+    } else {
+        poll(NULL, 0, timeout_ms);
+    }
+}
+
+/* Reap exited workers; returns the index of one that exited now, or -1. */
+static int reap(struct supervisor *s)
+{
+    int found = -1;
+    for (unsigned i = 0; i < s->started; i++) {
+        if (s->exited[i])
+            continue;
+        int st;
+        pid_t r = waitpid(s->pid[i], &st, WNOHANG);
+        if (r == s->pid[i]) {
+            s->exited[i] = true;
+            s->status[i] = st;
+            if (found < 0)
+                found = (int)i;
+        }
+    }
+    return found;
+}
+
+static unsigned running(const struct supervisor *s)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < s->started; i++)
+        n += !s->exited[i];
+    return n;
+}
+
+static void signal_all(struct supervisor *s, int sig)
+{
+    for (unsigned i = 0; i < s->started; i++) {
+        if (!s->exited[i])
+            kill(s->pid[i], sig);
+    }
+}
+
+/* Stop every worker (SIGTERM: each stores its use times through the
+ * writer, which keeps serving), SIGKILL after 10 s. */
+static void stop_all(struct supervisor *s)
+{
+    signal_all(s, SIGTERM);
+    uint64_t deadline = mono_ms() + 10000;
+    while (running(s)) {
+        serve_state(s, 20);
+        reap(s);
+        if (mono_ms() > deadline) {
+            cli_log(LOG_ERR, "workers did not stop within 10 s: killing them");
+            signal_all(s, SIGKILL);
+            deadline = UINT64_MAX;
+        }
+    }
+}
+
+static int exit_code_of(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status) ? WEXITSTATUS(status) : CLI_EXIT_FAILURE;
+    return CLI_EXIT_INTERNAL;
+}
+
+static void describe(int status, char *buf, size_t cap)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, cap, "exit code %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, cap, "signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, cap, "status %d", status);
+}
+
+/* Fork worker i; in the child fill *role and return 1. */
+static int fork_worker(struct supervisor *s, unsigned i, struct cli_worker_role *role,
+                       int *ready_read)
+{
+    int sv[2] = {-1, -1}, rp[2];
+    if (s->cfg->db && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+        return -1;
+    if (pipe2(rp, O_CLOEXEC)) {
+        if (sv[0] >= 0) {
+            close(sv[0]);
+            close(sv[1]);
+        }
+        return -1;
+    }
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        /* A worker does not outlive its supervisor: without the writer
+         * its marks could not be stored, and a new supervisor could not
+         * take the port with it still in the group. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(CLI_EXIT_INTERNAL);
+        close(rp[0]);
+        if (sv[0] >= 0)
+            close(sv[0]);
+        *role = (struct cli_worker_role){.count = s->cfg->count, .index = i,
+                                         .state_fd = sv[1], .ready_fd = rp[1]};
+        return 1;
+    }
+    close(rp[1]);
+    if (sv[1] >= 0)
+        close(sv[1]);
+    s->pid[i] = pid;
+    s->started = i + 1;
+    if (sv[0] >= 0 && edhoc_state_server_add(s->writer, sv[0])) {
+        close(sv[0]);
+        close(rp[0]);
+        return -1;
+    }
+    *ready_read = rp[0];
+    return 0;
+}
+
+/* Wait for worker i's ready report, serving the state meanwhile (it
+ * loads its contexts through the writer before it listens). */
+static int wait_ready(struct supervisor *s, unsigned i, int fd, struct ready_msg *m)
+{
+    for (;;) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int r = poll(&pf, 1, 0);
+        if (r > 0) {
+            ssize_t n = read(fd, m, sizeof *m);
+            close(fd);
+            if (n != (ssize_t)sizeof *m) {
+                /* Exited before it could say: its status tells. */
+                int st = 0;
+                waitpid(s->pid[i], &st, 0);
+                s->exited[i] = true;
+                s->status[i] = st;
+                return exit_code_of(st);
+            }
+            return m->exit_code;
+        }
+        if (*s->cfg->stop_signal) {
+            close(fd);
+            return -1;
+        }
+        serve_state(s, 20);
+    }
+}
+
+static void set_port(char *addr, size_t cap, uint16_t port)
+{
+    char *colon = strrchr(addr, ':');
+    if (!colon)
+        return;
+    snprintf(colon + 1, cap - (size_t)(colon + 1 - addr), "%u", port);
+}
+
+int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_role *role,
+                      int *exit_code)
+{
+    static struct supervisor s;
+    memset(&s, 0, sizeof s);
+    s.cfg = cfg;
+    if (cfg->count < 2 || cfg->count > MAX_WORKERS || cfg->n_listen > MAX_PORTS) {
+        *exit_code = CLI_EXIT_USAGE;
+        return 1;
+    }
+    if (cfg->db && !(s.writer = edhoc_state_server_new(cfg->db))) {
+        cli_log(LOG_ERR, "out of memory");
+        *exit_code = CLI_EXIT_INTERNAL;
+        return 1;
+    }
+    uint16_t ports[MAX_PORTS] = {0};
+    for (unsigned i = 0; i < cfg->count; i++) {
+        int ready_fd = -1;
+        int f = fork_worker(&s, i, role, &ready_fd);
+        if (f == 1)
+            return 0;
+        if (f < 0) {
+            cli_log(LOG_ERR, "cannot start worker %u: %s", i, strerror(errno));
+            *exit_code = CLI_EXIT_INTERNAL;
+            goto stop;
+        }
+        struct ready_msg m;
+        int rc = wait_ready(&s, i, ready_fd, &m);
+        if (rc < 0) {
+            *exit_code = CLI_EXIT_OK;
+            goto stop;
+        }
+        if (rc) {
+            cli_log(LOG_ERR, "worker %u of %u could not start (exit code %d): stopping", i,
+                    cfg->count, rc);
+            *exit_code = rc;
+            goto stop;
+        }
+        if (i == 0) {
+            /* Port 0: the others join the port worker 0 was given. */
+            for (size_t k = 0; k < cfg->n_listen && k < m.n; k++) {
+                ports[k] = m.ports[k];
+                set_port(cfg->listen[k], sizeof cfg->listen[k], m.ports[k]);
+            }
+        }
+    }
+    for (size_t k = 0; k < cfg->n_listen; k++)
+        cli_log(LOG_NOTICE, "listening on %s with %u workers", cfg->listen[k], cfg->count);
+    if (cfg->pidfile && cli_pidfile_write(cfg->pidfile)) {
+        cli_log(LOG_ERR, "--pidfile %s: %s", cfg->pidfile, strerror(errno));
+        *exit_code = CLI_EXIT_INPUT;
+        goto stop;
+    }
+    if (cfg->ready_file) {
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", cfg->ready_file);
+        FILE *f = fopen(tmp, "w");
+        if (f) {
+            for (size_t k = 0; k < cfg->n_listen; k++)
+                fprintf(f, "%u\n", ports[k]);
+            fclose(f);
+            rename(tmp, cfg->ready_file);
+        }
+    }
+    *exit_code = CLI_EXIT_OK;
+    while (!*cfg->stop_signal) {
+        serve_state(&s, 100);
+        int dead = reap(&s);
+        if (dead >= 0) {
+            char how[96];
+            describe(s.status[dead], how, sizeof how);
+            cli_log(LOG_ERR, "worker %d (pid %d) ended with %s: stopping the other workers "
+                             "(the port's steering needs every worker in place; restart the "
+                             "responder)",
+                    dead, (int)s.pid[dead], how);
+            *exit_code = exit_code_of(s.status[dead]);
+            break;
+        }
+        if (*cfg->stats_signal) {
+            *cfg->stats_signal = 0;
+            signal_all(&s, SIGUSR1);
+            struct edhoc_state_server_stats st = {0};
+            edhoc_state_server_get_stats(s.writer, &st);
+            cli_log(LOG_NOTICE, "SIGUSR1: %u workers running; state writer: %llu requests, "
+                                "%llu commits, largest group %llu",
+                    running(&s), (unsigned long long)st.requests,
+                    (unsigned long long)st.commits, (unsigned long long)st.largest_group);
+        }
+        if (*cfg->reload_signal) {
+            *cfg->reload_signal = 0;
+            signal_all(&s, SIGHUP);
+        }
+    }
+stop:
+    stop_all(&s);
+    {
+        struct edhoc_state_server_stats st = {0};
+        edhoc_state_server_get_stats(s.writer, &st);
+        cli_log(LOG_NOTICE, "stopping %u workers%s%d: state writer served %llu requests in %llu "
+                            "commits (largest group %llu)",
+                s.started, *cfg->stop_signal ? " on signal " : ", exit code ",
+                *cfg->stop_signal ? *cfg->stop_signal : *exit_code,
+                (unsigned long long)st.requests, (unsigned long long)st.commits,
+                (unsigned long long)st.largest_group);
+    }
+    edhoc_state_server_free(s.writer);
+    return 1;
+}

@@ -1,0 +1,47 @@
+/* The responder's worker processes and the supervisor that starts them,
+ * writes their state and forwards signals (docs/DESIGN.md, "Workers"). */
+#ifndef CLI_RESPONDER_WORKERS_H
+#define CLI_RESPONDER_WORKERS_H
+
+#include <netdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct edhoc_state_db;
+
+/* What a worker process is told by the supervisor. */
+struct cli_worker_role {
+    unsigned count, index;
+    int state_fd; /* its end of the state socket (-1: no database) */
+    int ready_fd; /* where it reports its ports once it listens */
+};
+
+struct cli_workers_config {
+    unsigned count;
+    struct edhoc_state_db *db; /* NULL: --state-dir none */
+    /* The listen addresses "ADDR:PORT"; the supervisor writes the ports
+     * worker 0 bound in place of port 0 before starting the others. */
+    char (*listen)[NI_MAXHOST + 16];
+    size_t n_listen;
+    const char *ready_file, *pidfile;
+    volatile int *stop_signal, *stats_signal, *reload_signal;
+};
+
+/* The CPUs this process may run on (at least 1). */
+unsigned cli_workers_cpus(void);
+
+/* Start config->count workers one after the other (each opens its
+ * sockets after the one before, so worker i is the i-th socket of each
+ * port's reuseport group). Returns 0 in a worker, with *role filled: it
+ * goes on as a responder and reports with cli_worker_ready(). In the
+ * supervisor it returns only when all is over, with 1 and *exit_code set
+ * (0 after a stop signal, the failing worker's code otherwise). */
+int cli_workers_start(const struct cli_workers_config *config, struct cli_worker_role *role,
+                      int *exit_code);
+
+/* A worker listens: send its ports (n of them), or failed with exit_code. */
+void cli_worker_ready(const struct cli_worker_role *role, const uint16_t *ports, size_t n,
+                      int exit_code);
+
+#endif

@@ -1,0 +1,465 @@
+/*
+ * The state database written by one process for several: the responder's
+ * workers send their writes over a SOCK_SEQPACKET socket to the process
+ * holding the database, which applies every request waiting from every
+ * worker in one transaction and answers each once that transaction is on
+ * disk (group commit). A sequence-number mark is durable when the call
+ * that stores it returns, as with a local database: a worker never uses a
+ * sequence number above a mark the writer has not synced (RFC 8613
+ * Appendix B.1.1). With many workers storing marks at once, one sync
+ * covers them all instead of one each.
+ *
+ * Between edhoc_state_begin and edhoc_state_commit a worker's writes go
+ * without waiting for an answer; the commit waits for all of them, so one
+ * pass of the engine (a context and the ones it evicts) still costs one
+ * round trip and at most one sync. Reads are answered at once, from the
+ * writer's connection (they see the writes of the open group).
+ *
+ * Both ends run the same binary, so a record is the struct as it is in
+ * memory; it may hold a master secret and is wiped after use.
+ */
+#include "state_remote.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+enum rpc_op {
+    OP_PUT = 1,
+    OP_SSN,
+    OP_DELETE,
+    OP_TOUCH,
+    OP_GET,
+    OP_EACH,
+    OP_PRUNE,
+    OP_COUNT,
+    OP_COMMIT,
+    /* Answers. */
+    OP_DONE,
+    OP_ROW,
+};
+
+struct rpc {
+    uint32_t op;
+    int32_t status;
+    uint32_t flags;
+    uint8_t has_idc, idc_len, rid_len;
+    uint8_t idc[EDHOC_STATE_MAX_ID_CONTEXT];
+    uint8_t rid[EDHOC_STATE_MAX_ID];
+    int64_t i64;
+    uint64_t u64;
+    uint64_t out1, out2;
+    uint32_t owner_count, owner_index;
+    struct edhoc_state_peer peer;
+};
+
+#define RPC_NO_ANSWER 1u /* a write inside begin/commit: answered by the commit */
+
+static void rpc_wipe(struct rpc *m)
+{
+    volatile uint8_t *p = (volatile uint8_t *)m;
+    for (size_t i = 0; i < sizeof *m; i++)
+        p[i] = 0;
+}
+
+static int send_rpc(int fd, const struct rpc *m)
+{
+    for (;;) {
+        ssize_t n = send(fd, m, sizeof *m, MSG_NOSIGNAL);
+        if (n == (ssize_t)sizeof *m)
+            return 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        return EDHOC_STATE_ERR_IO;
+    }
+}
+
+static int recv_rpc(int fd, struct rpc *m)
+{
+    for (;;) {
+        ssize_t n = recv(fd, m, sizeof *m, 0);
+        if (n == (ssize_t)sizeof *m)
+            return 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        return EDHOC_STATE_ERR_IO;
+    }
+}
+
+/* ---- The worker's end ---- */
+
+struct state_remote {
+    int fd;
+    bool batching;
+};
+
+struct state_remote *state_remote_new(int fd);
+
+struct state_remote *state_remote_new(int fd)
+{
+    struct state_remote *r = calloc(1, sizeof *r);
+    if (r)
+        r->fd = fd;
+    return r;
+}
+
+void state_remote_free(struct state_remote *r)
+{
+    if (!r)
+        return;
+    close(r->fd);
+    free(r);
+}
+
+static void set_key(struct rpc *m, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                    size_t rid_len)
+{
+    m->has_idc = idc != NULL;
+    m->idc_len = (uint8_t)idc_len;
+    if (idc && idc_len)
+        memcpy(m->idc, idc, idc_len);
+    m->rid_len = (uint8_t)rid_len;
+    if (rid_len)
+        memcpy(m->rid, rid, rid_len);
+}
+
+/* Send m; unless it is a batched write, wait for its answer (left in m). */
+static int call(struct state_remote *r, struct rpc *m, bool write)
+{
+    if (write && r->batching)
+        m->flags |= RPC_NO_ANSWER;
+    int rc = send_rpc(r->fd, m);
+    if (rc || (m->flags & RPC_NO_ANSWER)) {
+        rpc_wipe(m);
+        return rc;
+    }
+    rc = recv_rpc(r->fd, m);
+    int status = rc ? rc : m->status;
+    return status;
+}
+
+int state_remote_put_peer(struct state_remote *r, const struct edhoc_state_peer *p)
+{
+    struct rpc m = {.op = OP_PUT, .peer = *p};
+    int rc = call(r, &m, true);
+    rpc_wipe(&m);
+    return rc;
+}
+
+int state_remote_store_ssn(struct state_remote *r, const uint8_t *idc, size_t idc_len,
+                           const uint8_t *rid, size_t rid_len, uint64_t mark)
+{
+    struct rpc m = {.op = OP_SSN, .u64 = mark};
+    set_key(&m, idc, idc_len, rid, rid_len);
+    return call(r, &m, true);
+}
+
+int state_remote_delete_peer(struct state_remote *r, const uint8_t *idc, size_t idc_len,
+                             const uint8_t *rid, size_t rid_len)
+{
+    struct rpc m = {.op = OP_DELETE};
+    set_key(&m, idc, idc_len, rid, rid_len);
+    return call(r, &m, true);
+}
+
+int state_remote_touch_peer(struct state_remote *r, const uint8_t *idc, size_t idc_len,
+                            const uint8_t *rid, size_t rid_len, int64_t last_used)
+{
+    struct rpc m = {.op = OP_TOUCH, .i64 = last_used};
+    set_key(&m, idc, idc_len, rid, rid_len);
+    return call(r, &m, true);
+}
+
+int state_remote_get_peer(struct state_remote *r, const uint8_t *idc, size_t idc_len,
+                          const uint8_t *rid, size_t rid_len, struct edhoc_state_peer *out)
+{
+    struct rpc m = {.op = OP_GET};
+    set_key(&m, idc, idc_len, rid, rid_len);
+    int rc = call(r, &m, false);
+    if (rc == 0 && out)
+        *out = m.peer;
+    rpc_wipe(&m);
+    return rc;
+}
+
+int state_remote_for_each_peer(struct state_remote *r, unsigned owner_count, unsigned owner_index,
+                               int (*fn)(void *ctx, const struct edhoc_state_peer *p), void *ctx)
+{
+    struct rpc m = {.op = OP_EACH, .owner_count = owner_count, .owner_index = owner_index};
+    int rc = send_rpc(r->fd, &m);
+    int result = 0;
+    /* Read every row even after fn stops, to keep the stream in step. */
+    while (rc == 0 && (rc = recv_rpc(r->fd, &m)) == 0 && m.op == OP_ROW) {
+        if (result == 0)
+            result = fn(ctx, &m.peer);
+    }
+    int status = rc ? rc : m.status;
+    rpc_wipe(&m);
+    return result ? result : status;
+}
+
+int state_remote_prune(struct state_remote *r, int64_t used_before, uint64_t keep,
+                       uint64_t *expired, uint64_t *evicted)
+{
+    struct rpc m = {.op = OP_PRUNE, .i64 = used_before, .u64 = keep};
+    int rc = call(r, &m, false);
+    if (expired)
+        *expired = rc ? 0 : m.out1;
+    if (evicted)
+        *evicted = rc ? 0 : m.out2;
+    return rc;
+}
+
+long state_remote_count(struct state_remote *r)
+{
+    struct rpc m = {.op = OP_COUNT};
+    int rc = call(r, &m, false);
+    return rc ? rc : (long)m.i64;
+}
+
+int state_remote_begin(struct state_remote *r)
+{
+    if (r->batching)
+        return EDHOC_STATE_ERR_ARG;
+    r->batching = true;
+    return 0;
+}
+
+int state_remote_commit(struct state_remote *r)
+{
+    if (!r->batching)
+        return EDHOC_STATE_ERR_ARG;
+    r->batching = false;
+    struct rpc m = {.op = OP_COMMIT};
+    return call(r, &m, false);
+}
+
+/* ---- The writer's end ---- */
+
+#define MAX_CLIENTS 256
+
+struct client {
+    int fd;
+    int batch_status; /* first failure among its unanswered writes */
+    bool owes_answer;  /* an answer waits for the group's commit */
+    struct rpc answer;
+};
+
+struct edhoc_state_server {
+    struct edhoc_state_db *db;
+    struct client c[MAX_CLIENTS];
+    size_t n;
+    struct edhoc_state_server_stats st;
+};
+
+struct edhoc_state_server *edhoc_state_server_new(struct edhoc_state_db *db)
+{
+    if (!db)
+        return NULL;
+    struct edhoc_state_server *s = calloc(1, sizeof *s);
+    if (s)
+        s->db = db;
+    return s;
+}
+
+void edhoc_state_server_free(struct edhoc_state_server *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        close(s->c[i].fd);
+        rpc_wipe(&s->c[i].answer);
+    }
+    free(s);
+}
+
+int edhoc_state_server_add(struct edhoc_state_server *s, int fd)
+{
+    if (!s || fd < 0 || s->n >= MAX_CLIENTS)
+        return EDHOC_STATE_ERR_ARG;
+    s->c[s->n++] = (struct client){.fd = fd};
+    return 0;
+}
+
+size_t edhoc_state_server_clients(const struct edhoc_state_server *s)
+{
+    return s ? s->n : 0;
+}
+
+void edhoc_state_server_get_stats(const struct edhoc_state_server *s,
+                                  struct edhoc_state_server_stats *out)
+{
+    if (s && out)
+        *out = s->st;
+}
+
+struct each_ctx {
+    int fd;
+    unsigned count, index;
+    int status;
+};
+
+static int send_row(void *user, const struct edhoc_state_peer *p)
+{
+    struct each_ctx *e = user;
+    if (e->count > 1 && edhoc_state_owner(p->recipient_id, p->recipient_id_len, e->count) !=
+                            e->index)
+        return 0;
+    struct rpc m = {.op = OP_ROW, .peer = *p};
+    e->status = send_rpc(e->fd, &m);
+    rpc_wipe(&m);
+    return e->status;
+}
+
+static const uint8_t *idc_of(const struct rpc *m)
+{
+    return m->has_idc ? m->idc : NULL;
+}
+
+/* Apply one request inside the open group. Writes owe their answer until
+ * the commit; reads are answered now. Returns -1 when the client's socket
+ * failed. */
+static int apply(struct edhoc_state_server *s, struct client *c, struct rpc *m, bool *in_group)
+{
+    bool write = m->op == OP_PUT || m->op == OP_SSN || m->op == OP_DELETE ||
+                 m->op == OP_TOUCH || m->op == OP_PRUNE;
+    if (m->idc_len > EDHOC_STATE_MAX_ID_CONTEXT || m->rid_len > EDHOC_STATE_MAX_ID)
+        m->op = 0; /* answered with ERR_ARG below */
+    if ((write || m->op == OP_COMMIT) && !*in_group) {
+        *in_group = edhoc_state_begin(s->db) == 0;
+        s->st.groups += *in_group;
+    }
+    int rc = EDHOC_STATE_ERR_ARG;
+    struct rpc a = {.op = OP_DONE};
+    switch (m->op) {
+    case OP_PUT:
+        rc = edhoc_state_put_peer(s->db, &m->peer);
+        break;
+    case OP_SSN:
+        rc = edhoc_state_store_ssn(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len, m->u64);
+        break;
+    case OP_DELETE:
+        rc = edhoc_state_delete_peer(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len);
+        break;
+    case OP_TOUCH:
+        rc = edhoc_state_touch_peer(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len, m->i64);
+        break;
+    case OP_PRUNE:
+        rc = edhoc_state_prune(s->db, m->i64, m->u64, &a.out1, &a.out2);
+        break;
+    case OP_COMMIT:
+        rc = c->batch_status;
+        c->batch_status = 0;
+        break;
+    case OP_GET:
+        rc = edhoc_state_get_peer(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len, &a.peer);
+        break;
+    case OP_COUNT: {
+        long n = edhoc_state_count(s->db);
+        rc = n < 0 ? (int)n : 0;
+        a.i64 = n < 0 ? 0 : n;
+        break;
+    }
+    case OP_EACH: {
+        struct each_ctx e = {c->fd, m->owner_count, m->owner_index, 0};
+        rc = edhoc_state_for_each_peer(s->db, send_row, &e);
+        if (e.status)
+            return -1;
+        break;
+    }
+    default:
+        break;
+    }
+    s->st.requests++;
+    a.status = rc;
+    if (m->flags & RPC_NO_ANSWER) {
+        /* NOT_FOUND is an answer, not a failure of the batch (a touch or
+         * delete of a row another step removed). */
+        if (rc && rc != EDHOC_STATE_ERR_NOT_FOUND && !c->batch_status)
+            c->batch_status = rc;
+        rpc_wipe(&a);
+        return 0;
+    }
+    if (write || m->op == OP_COMMIT) {
+        c->answer = a;
+        c->owes_answer = true;
+        rpc_wipe(&a);
+        return 0;
+    }
+    int sent = send_rpc(c->fd, &a);
+    rpc_wipe(&a);
+    return sent ? -1 : 0;
+}
+
+static void drop_client(struct edhoc_state_server *s, size_t i)
+{
+    close(s->c[i].fd);
+    rpc_wipe(&s->c[i].answer);
+    s->c[i] = s->c[--s->n];
+}
+
+int edhoc_state_server_run(struct edhoc_state_server *s, int timeout_ms)
+{
+    if (!s)
+        return EDHOC_STATE_ERR_ARG;
+    struct pollfd pf[MAX_CLIENTS];
+    for (size_t i = 0; i < s->n; i++)
+        pf[i] = (struct pollfd){.fd = s->c[i].fd, .events = POLLIN};
+    int ready = poll(pf, (nfds_t)s->n, timeout_ms);
+    if (ready < 0)
+        return errno == EINTR ? 0 : EDHOC_STATE_ERR_IO;
+    if (ready == 0)
+        return 0;
+    bool in_group = false;
+    int served = 0;
+    bool failed[MAX_CLIENTS] = {false};
+    /* Drain: every request waiting from every worker joins the group,
+     * including those that arrive while it is being applied. */
+    for (bool more = true; more;) {
+        more = false;
+        for (size_t i = 0; i < s->n; i++) {
+            if (failed[i] || s->c[i].owes_answer)
+                continue; /* its next request waits for this answer anyway */
+            struct rpc m;
+            ssize_t n = recv(s->c[i].fd, &m, sizeof m, MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+                continue;
+            if (n != (ssize_t)sizeof m) {
+                failed[i] = true; /* closed (0) or broken */
+                continue;
+            }
+            more = true;
+            served++;
+            if (apply(s, &s->c[i], &m, &in_group))
+                failed[i] = true;
+            rpc_wipe(&m);
+        }
+    }
+    int crc = 0;
+    if (in_group) {
+        crc = edhoc_state_commit(s->db);
+        s->st.commits++;
+        if ((uint64_t)served > s->st.largest_group)
+            s->st.largest_group = (uint64_t)served;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        struct client *c = &s->c[i];
+        if (!c->owes_answer)
+            continue;
+        c->owes_answer = false;
+        if (crc && c->answer.status == 0)
+            c->answer.status = crc;
+        if (!failed[i] && send_rpc(c->fd, &c->answer))
+            failed[i] = true;
+        rpc_wipe(&c->answer);
+    }
+    for (size_t i = s->n; i-- > 0;) {
+        if (failed[i])
+            drop_client(s, i);
+    }
+    return served;
+}

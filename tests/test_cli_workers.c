@@ -1,0 +1,250 @@
+/*
+ * `edhoc-cli responder --workers N`: several processes on one port.
+ *
+ * What must hold whichever worker the kernel hands a datagram to:
+ *   - an OSCORE request finds its context from any source address and
+ *     port (RFC 8613 Section 8.2 step 2 looks the context up by 'kid' and
+ *     'kid context', never by address; a NAT rebinding or a client's new
+ *     socket must not turn into "Security context not found");
+ *   - a handshake's messages reach the worker holding it (RFC 9528
+ *     Section 3.4.1: message_3 is matched to the state of message_2 by
+ *     C_R), and the C_R it picks names that worker, so the context's
+ *     requests are steered to it later;
+ *   - contexts and sequence-number marks survive a restart, each loaded
+ *     by the worker that owns it (RFC 8613 Appendix B.1.1).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "net_test_util.h"
+
+#define CLI_RUN(out, timeout_s, ...) net_cli_run(out, timeout_s, false, __VA_ARGS__)
+
+static const char *cli;
+
+/* A static context in libcoap's format: the RFC 8613 Appendix C.1 keying
+ * material with the server's Recipient ID rid (the client's Sender ID). */
+static void write_ctx(const char *name, char *path, size_t cap, const char *rid, bool server)
+{
+    net_path(path, cap, name);
+    char conf[600];
+    snprintf(conf, sizeof conf,
+             "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+             "master_salt,hex,\"9e7ca92223786340\"\n"
+             "sender_id,hex,\"%s\"\nrecipient_id,hex,\"%s\"\n",
+             server ? "5a" : rid, server ? rid : "5a");
+    net_write_file(path, conf, 0600);
+}
+
+/* GET /time under a client context, from a new socket (a new source
+ * port) each time. Returns the exit code; *code the CoAP code seen. */
+static int get_time(uint16_t port, const char *ctx, char **out)
+{
+    char cstate[300], line[1400];
+    net_path(cstate, sizeof cstate, "client-state");
+    snprintf(line, sizeof line,
+             "STATE_DIRECTORY=%s %s coap GET coap://127.0.0.1:%u/time --oscore-context %s --json",
+             cstate, cli, port, ctx);
+    return net_sh(line, out, 30);
+}
+
+/* SIGTERM: every worker and the supervisor end with 0 (its log shown
+ * otherwise). */
+static void stop_ok(struct net_proc *r)
+{
+    int rc = net_proc_stop(r, SIGTERM, 10000);
+    if (rc != 0) {
+        char *log = net_read_file(r->log);
+        fail_msg("responder exit %d:\n%s", rc, log ? log : "");
+    }
+}
+
+static void expect_time(uint16_t port, const char *ctx, int tries)
+{
+    for (int i = 0; i < tries; i++) {
+        char *out = NULL;
+        int rc = get_time(port, ctx, &out);
+        if (rc != 0 || !strstr(out, "\"code\": \"2.05\""))
+            fail_msg("GET /time with %s, try %d (a new source port each): exit %d\n%s", ctx, i,
+                     rc, out ? out : "");
+        free(out);
+    }
+}
+
+/* Static contexts owned by worker 0 (Recipient ID 02) and worker 1 (01):
+ * every request, from a new port each time, verifies. With the kernel's
+ * address hash alone about half of them would reach the other worker
+ * and get 4.01. */
+static void test_static_contexts_from_any_port(void **state)
+{
+    (void)state;
+    char s1[300], s2[300], c1[300], c2[300], sdir[300], args[1400];
+    write_ctx("srv01.conf", s1, sizeof s1, "01", true);
+    write_ctx("srv02.conf", s2, sizeof s2, "02", true);
+    write_ctx("cl01.conf", c1, sizeof c1, "01", false);
+    write_ctx("cl02.conf", c2, sizeof c2, "02", false);
+    net_path(sdir, sizeof sdir, "static-state");
+    snprintf(args, sizeof args,
+             "--workers 2 --listen 127.0.0.1:0 --state-dir %s --oscore-context %s "
+             "--oscore-context %s",
+             sdir, s1, s2);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "static", args), 0);
+    expect_time(r.port, c1, 8);
+    expect_time(r.port, c2, 8);
+    stop_ok(&r);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    /* Each worker served the context it owns, and only that one. */
+    assert_int_equal(net_count(log, "1 static;"), 2);
+    assert_int_equal(net_count(log, "with 2 workers"), 1);
+    assert_non_null(strstr(log, "stopping 2 workers on signal 15"));
+    free(log);
+}
+
+/* C_R of every handshake a worker ran, by process: each process's C_Rs
+ * end in the same residue modulo 2, and the two processes' differ. */
+static void check_c_r_partition(const char *log)
+{
+    int pid_of[2] = {0, 0}, parity_of[2] = {-1, -1}, seen = 0;
+    for (const char *p = log; (p = strstr(p, "edhoc-cli[")); p++) {
+        int pid = atoi(p + 10);
+        const char *eol = strchr(p, '\n');
+        const char *c = strstr(p, " C_R=");
+        if (!c || (eol && c > eol) || !strstr(p, "outcome=ok"))
+            continue;
+        unsigned cr = 0;
+        /* The last byte of C_R names the owner. */
+        const char *end = c + 5;
+        while ((end[0] >= '0' && end[0] <= '9') || (end[0] >= 'a' && end[0] <= 'f'))
+            end++;
+        assert_true(end - (c + 5) >= 2);
+        sscanf(end - 2, "%2x", &cr);
+        int k = pid == pid_of[0] ? 0 : pid == pid_of[1] ? 1 : seen < 2 ? seen : -1;
+        assert_true(k >= 0);
+        if (k == seen) {
+            pid_of[k] = pid;
+            seen++;
+        }
+        if (parity_of[k] < 0)
+            parity_of[k] = (int)(cr % 2);
+        if (parity_of[k] != (int)(cr % 2))
+            fail_msg("worker pid %d chose C_R %.*s, not of its residue %d", pid,
+                     (int)(end - (c + 5)), c + 5, parity_of[k]);
+    }
+    if (seen == 2)
+        assert_int_not_equal(parity_of[0], parity_of[1]);
+}
+
+/* EDHOC through both workers, then the derived context from a new port
+ * (a rebinding), then the same after a restart: each worker loads the
+ * rows it owns and the context answers again (with an Echo round trip,
+ * RFC 8613 Appendix B.1.2). */
+static void test_handshakes_rebinding_and_restart(void **state)
+{
+    (void)state;
+    char sdir[300], args[600], conf[300], cstate[300];
+    net_path(sdir, sizeof sdir, "edhoc-state");
+    net_path(conf, sizeof conf, "derived.conf");
+    net_path(cstate, sizeof cstate, "client-state");
+    snprintf(args, sizeof args, "--workers 2 --listen 127.0.0.1:0 --state-dir %s", sdir);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "edhoc", args), 0);
+    for (int i = 0; i < 10; i++) {
+        char *out = NULL;
+        char line[1400];
+        snprintf(line, sizeof line,
+                 "STATE_DIRECTORY=%s %s initiator coap://127.0.0.1:%u --request \"GET /time\" "
+                 "--export-oscore-conf %s -q",
+                 cstate, cli, r.port, conf);
+        int rc = net_sh(line, &out, 30);
+        if (rc != 0)
+            fail_msg("handshake %d: exit %d\n%s", i, rc, out ? out : "");
+        free(out);
+    }
+    /* The last context, used from other ports. */
+    expect_time(r.port, conf, 6);
+    stop_ok(&r);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    check_c_r_partition(log);
+    free(log);
+
+    static struct net_proc r2;
+    assert_int_equal(net_responder_start(&r2, "edhoc2", args), 0);
+    expect_time(r2.port, conf, 4);
+    stop_ok(&r2);
+    log = net_read_file(r2.log);
+    assert_non_null(log);
+    /* 10 contexts stored, each loaded by exactly one of the two. */
+    int loaded = 0;
+    for (const char *p = log; (p = strstr(p, "serving built-in demo credentials, ")); p++)
+        loaded += atoi(p + strlen("serving built-in demo credentials, "));
+    assert_int_equal(loaded, 10);
+    free(log);
+}
+
+/* A worker that dies takes the responder down (its socket's slot in the
+ * group would be taken by another: docs/DESIGN.md), with the reason. */
+static void test_dead_worker_stops_all(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "dies", "--workers 2 --listen 127.0.0.1:0 "
+                                                     "--state-dir none"),
+                     0);
+    char line[300], *out = NULL;
+    /* The supervisor's children: kill one. */
+    snprintf(line, sizeof line, "pkill -KILL -P %d -n", (int)r.pid);
+    assert_int_equal(net_sh(line, &out, 10), 0);
+    free(out);
+    uint64_t end = net_now_ms() + 10000;
+    int st = 0;
+    pid_t got = 0;
+    while (net_now_ms() < end && (got = waitpid(r.pid, &st, WNOHANG)) == 0)
+        net_sleep_ms(20);
+    assert_int_equal(got, r.pid);
+    r.pid = 0;
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 10); /* killed: an internal failure */
+    char *log = net_read_file(r.log);
+    assert_non_null(strstr(log, "ended with signal 9"));
+    assert_non_null(strstr(log, "stopping the other workers"));
+    free(log);
+}
+
+/* Options that belong to one process refuse --workers above 1. */
+static void test_single_process_options(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 10, "responder --demo --listen 127.0.0.1:0 --workers 2 --pcap x.pcap");
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--workers 2 with --pcap: one process writes it; use --workers 1"));
+    free(out);
+    rc = CLI_RUN(&out, 10, "responder --demo --listen 127.0.0.1:0 --workers 65");
+    assert_int_equal(rc, 2);
+    free(out);
+}
+
+int main(void)
+{
+    cli = net_cli();
+    if (net_make_dir("workers"))
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_static_contexts_from_any_port, net_test_teardown),
+        cmocka_unit_test_teardown(test_handshakes_rebinding_and_restart, net_test_teardown),
+        cmocka_unit_test_teardown(test_dead_worker_stops_all, net_test_teardown),
+        cmocka_unit_test_teardown(test_single_process_options, net_test_teardown),
+    };
+    int rc = cmocka_run_group_tests_name("cli_workers", tests, NULL, net_group_teardown);
+    return rc;
+}
