@@ -27,6 +27,7 @@
 
 #include "edhoc/dtls_compare.h"
 #include "edhoc/netacct.h"
+#include "net_report.h"
 #include "progress.h"
 #include "util.h"
 
@@ -53,6 +54,7 @@ struct cmp_msg {
     unsigned dgrams;
     unsigned frames;
     size_t frame_bytes;
+    struct edhoc_netacct_air air;  /* on the modelled link, its datagrams summed */
 };
 
 struct cmp_total {
@@ -84,30 +86,64 @@ struct cmp_run {
     uint16_t cipher_suite;
     unsigned response_code;
     double handshake_ms;
+    struct cli_air_summary air;   /* the handshake on the modelled link */
 };
 
 struct cmp_ctx {
     bool json;
     bool has_link;
+    bool has_air;                 /* a link with a time model (802.15.4, BLE, LoRaWAN) */
     struct edhoc_netacct_link link;
+    struct edhoc_netacct_radio radio;
     uint64_t deadline_ns;
     char tmpdir[64];
 };
 
 /* ---- Accounting ---- */
 
+/* The relay records sizes, not bytes: on LoRaWAN the CoAP message (or
+ * DTLS record) is carried whole after SCHC's IPv6 + UDP compression. */
 static void account(const struct cmp_ctx *c, struct cmp_msg *m, size_t len)
 {
     m->udp += len;
     m->dgrams++;
     if (!c->has_link)
         return;
-    struct edhoc_netacct_dgram d = {.udp_payload = len, .ipv6 = false};
+    struct edhoc_netacct_dgram d = {
+        .udp_payload = len, .ipv6 = false,
+        .dir = m->from_client ? EDHOC_NETACCT_DIR_UP : EDHOC_NETACCT_DIR_DOWN};
     struct edhoc_netacct_layers l;
     if (edhoc_netacct_datagram(&c->link, &d, &l, NULL, 0) == 0) {
         m->frames += l.frames;
         m->frame_bytes += l.link;
+        edhoc_netacct_air_add(&m->air, &l.air);
     }
+}
+
+/* The handshake's messages on the link, one after another, then the host
+ * time measured on loopback (both sides' processing) on top. */
+static void air_totals(const struct cmp_ctx *c, struct cmp_run *r)
+{
+    memset(&r->air, 0, sizeof r->air);
+    r->air.host_ms = r->handshake_ms;
+    if (!c->has_air)
+        return;
+    struct edhoc_netacct_step steps[CMP_MAX_MSGS];
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct cmp_msg *m = &r->msgs[i];
+        if (!m->handshake)
+            continue;
+        cli_air_summary_add(&r->air, &c->radio, &m->air, m->frames, m->from_client);
+        r->air.link_us += m->air.link_us;
+        steps[n].air = &m->air;
+        steps[n].from_initiator = m->from_client;
+        steps[n].host_us = 0;
+        n++;
+    }
+    uint64_t seq = edhoc_netacct_air_sequence(&c->link, steps, n);
+    uint64_t host = r->handshake_ms > 0 ? (uint64_t)(r->handshake_ms * 1000) : 0;
+    r->air.e2e_us = seq + host;
 }
 
 static void totals(struct cmp_run *r)
@@ -428,6 +464,7 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
         r->cross_checked = false;
     totals(r);
     r->handshake_ms = rep->handshake_ms;
+    air_totals(c, r);
     if (!r->cross_checked)
         snprintf(r->detail, sizeof r->detail, "the relay saw %zu datagrams that do not match the "
                  "initiator's own count; relay numbers shown", log->n);
@@ -507,6 +544,7 @@ static void run_dtls(const struct cmp_ctx *c, struct cmp_run *r, enum edhoc_dtls
         account(c, m, d->len);
     }
     totals(r);
+    air_totals(c, r);
     free(res);
 }
 
@@ -552,6 +590,8 @@ static void print_text(const struct cmp_ctx *c, const struct cmp_run *runs, size
         printf("  %-26s %-5s %6s %6s %6s", "message / flight", "dir", "EDHOC", "UDP", "dgrams");
         if (c->has_link)
             printf(" %6s %6s", "frames", "bytes");
+        if (c->has_air)
+            printf(" %11s %11s %11s %9s", "on air", "link time", "duty wait", "mJ (S+R)");
         printf("%s\n", strcmp(r->protocol, "EDHOC") ? "  records" : "");
         for (size_t j = 0; j < r->n; j++) {
             const struct cmp_msg *m = &r->msgs[j];
@@ -562,6 +602,17 @@ static void print_text(const struct cmp_ctx *c, const struct cmp_run *runs, size
                    m->udp, m->dgrams);
             if (c->has_link)
                 printf(" %6u %6zu", m->frames, m->frame_bytes);
+            if (c->has_air) {
+                char t1[24], t2[24], t3[24];
+                struct edhoc_netacct_energy es = edhoc_netacct_energy_of(&c->radio, &m->air, true);
+                struct edhoc_netacct_energy er = edhoc_netacct_energy_of(&c->radio, &m->air, false);
+                printf(" %11s %11s %11s %9.3f", cli_air_time(m->air.tx_us, t1, sizeof t1),
+                       cli_air_time(m->air.link_us, t2, sizeof t2),
+                       cli_air_time(m->air.wait_us, t3, sizeof t3),
+                       (es.tx_j + es.rx_j + er.tx_j + er.rx_j) * 1e3);
+            }
+            if (m->air.fragments)
+                printf("  %u SCHC fragments", m->air.fragments);
             if (m->records[0])
                 printf("  %s", m->records);
             printf("\n");
@@ -639,6 +690,34 @@ static void print_text(const struct cmp_ctx *c, const struct cmp_run *runs, size
            "HelloVerifyRequest cookie exchange; EDHOC's include the CoAP response to message_3.\n",
            PUBLISHED_X5CHAIN, PUBLISHED_BY_REF, PUBLISHED_STATIC_DH, PUBLISHED_TLS13,
            PUBLISHED_DTLS13);
+    if (!c->has_air)
+        return;
+    printf("\nOn the link (handshake; docs/airtime.md): frames, time on air, duty-cycle wait,\n"
+           "end-to-end = messages one after another on the link + host (the handshake time\n"
+           "measured on loopback, both sides' processing); energy per role, radio %s\n",
+           c->radio.name);
+    printf("  (%s)\n", c->radio.source);
+    if (c->link.type == EDHOC_NETACCT_LINK_LORAWAN)
+        printf("  LoRaWAN: the relay records sizes only, so SCHC compresses IPv6 + UDP and the\n"
+               "  CoAP message travels whole (bytes --link lorawan on a capture compresses the\n"
+               "  CoAP header too).\n");
+    printf("%-24s %6s %5s %11s %11s %11s %11s %11s %9s %9s\n", "mode", "frames", "frags",
+           "on air", "duty wait", "link time", "host", "end-to-end", "I mJ", "R mJ");
+    for (size_t i = 0; i < nruns; i++) {
+        const struct cmp_run *r = &runs[i];
+        if (r->status != CMP_OK)
+            continue;
+        char name[64], t1[24], t2[24], t3[24], t4[24], t5[24];
+        snprintf(name, sizeof name, "%s %s", r->protocol, r->mode);
+        printf("%-24s %6u %5u %11s %11s %11s %11s %11s %9.3f %9.3f\n", name, r->air.frames,
+               r->air.fragments, cli_air_time(r->air.air_us, t1, sizeof t1),
+               cli_air_time(r->air.wait_us, t2, sizeof t2),
+               cli_air_time(r->air.link_us, t3, sizeof t3),
+               r->air.host_ms >= 0 ? cli_air_time((uint64_t)(r->air.host_ms * 1000), t4, sizeof t4)
+                                   : "-",
+               cli_air_time(r->air.e2e_us, t5, sizeof t5), r->air.initiator_mj,
+               r->air.responder_mj);
+    }
 }
 
 /* ---- JSON (docs/json/bytes-compare.schema.json) ---- */
@@ -684,6 +763,7 @@ static json_t *json_run(const struct cmp_ctx *c, const struct cmp_run *r)
         cli_json_set(jm, "frames", cli_json_int_or_null(c->has_link, m->frames));
         cli_json_set(jm, "link_bytes", cli_json_int_or_null(c->has_link, (long long)m->frame_bytes));
         cli_json_set(jm, "records", cli_json_string_or_null(m->records[0] ? m->records : NULL));
+        cli_json_set(jm, "air", c->has_air ? cli_net_air_json(&c->radio, &m->air) : json_null());
         json_array_append_new(msgs, jm);
     }
     cli_json_set(o, "messages", msgs);
@@ -693,6 +773,7 @@ static json_t *json_run(const struct cmp_ctx *c, const struct cmp_run *r)
                                         ? cli_json_real_or_null(r->handshake_ms)
                                         : json_null());
     cli_json_set(o, "request", measured ? json_total(c, &r->req, false) : json_null());
+    cli_json_set(o, "air", measured && c->has_air ? cli_air_summary_json(&r->air) : json_null());
     cli_json_set(o, "published_edhoc_bytes", cli_json_int_or_null(r->published >= 0, r->published));
     return o;
 }
@@ -713,6 +794,7 @@ static int print_json(const struct cmp_ctx *c, const struct cmp_run *runs, size_
     json_t *root = json_object();
     cli_json_set(root, "library", json_string(lib));
     cli_json_set(root, "link", c->has_link ? bytes_link_json(&c->link) : json_null());
+    cli_json_set(root, "radio", c->has_air ? cli_net_radio_json(&c->radio) : json_null());
     cli_json_set(root, "partial", json_boolean(partial));
     json_t *arr = json_array();
     for (size_t i = 0; i < nruns; i++)
@@ -763,7 +845,9 @@ int bytes_compare_run(const struct bytes_compare_opts *o)
     struct cmp_ctx c = {0};
     c.json = o->json;
     c.has_link = o->link.type != EDHOC_NETACCT_LINK_NONE;
+    c.has_air = c.has_link && o->link.type != EDHOC_NETACCT_LINK_MTU;
     c.link = o->link;
+    c.radio = cli_net_radio(&o->link, &o->radio, o->radio_set);
     c.deadline_ns = now_ns() + (uint64_t)o->timeout_ms * 1000000u;
     const char *tmp = getenv("TMPDIR");
     snprintf(c.tmpdir, sizeof c.tmpdir, "%s/edhoc-compare-XXXXXX",

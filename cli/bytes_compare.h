@@ -13,6 +13,8 @@
 struct bytes_compare_opts {
     bool json;
     struct edhoc_netacct_link link; /* type NONE: no link model */
+    struct edhoc_netacct_radio radio; /* energy profile (--radio-profile) */
+    bool radio_set;                   /* else the link's built-in one */
     long timeout_ms;                /* bound on the whole run */
     int verbose;                    /* -v count: progress lines when not a terminal */
     bool quiet;                     /* -q: no progress */

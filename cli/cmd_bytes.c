@@ -13,6 +13,7 @@
 #include "edhoc/capture.h"
 #include "edhoc/netacct.h"
 #include "json_out.h"
+#include "net_report.h"
 #include "util.h"
 
 enum {
@@ -40,9 +41,10 @@ static const struct cli_opt compare_opts[] = {
 };
 
 static const struct cli_opt link_opts[] = {
-    {OPT_LINK, "link", "802.15.4|none",
-     "also count IEEE 802.15.4 frames and bytes (6LoWPAN IPHC, RFC 4944 fragmentation); the "
-     "assumptions are printed with the table"},
+    {OPT_LINK, "link", "802.15.4|ble|lorawan|none",
+     "also count frames, bytes, time on air and energy on IEEE 802.15.4 (6LoWPAN IPHC, RFC 4944 "
+     "fragmentation), Bluetooth LE (RFC 7668) or LoRaWAN (SCHC, RFC 8724/8824/9011); the "
+     "assumptions are printed with the table (docs/airtime.md)"},
     {OPT_LINK_MTU, "link-mtu", "N", "also count frames of a generic link carrying at most N bytes "
                                     "of IP each"},
     {OPT_FRAME_OVERHEAD, "frame-overhead", "N", "bytes each frame adds on a --link-mtu link "
@@ -78,6 +80,7 @@ static const struct cli_opt output_opts[] = {
 static const struct cli_opt_group bytes_groups[] = {
     {"Comparison", compare_opts},
     {"Link model (a capture, or --compare)", link_opts},
+    {"Time and energy on the air (after --link)", cli_net_opts_air},
     {"Capture", capture_opts},
     {"Output", output_opts},
     {NULL, NULL},
@@ -119,6 +122,10 @@ const struct cli_cmd_spec cli_spec_bytes = {
         "marked partial).",
 };
 
+/* --radio-profile of a capture run (the comparison takes its own). */
+static struct edhoc_netacct_radio capture_radio;
+static bool capture_radio_set;
+
 static const char *const addr_names[] = {"ll", "ctx", "ctx16", "ctx64", "inline", "auto", NULL};
 static const enum edhoc_netacct_addr_mode addr_modes[] = {
     EDHOC_NETACCT_ADDR_LINK_LOCAL_MAC, EDHOC_NETACCT_ADDR_CONTEXT_MAC,
@@ -137,8 +144,13 @@ static const char *addr_name(enum edhoc_netacct_addr_mode m)
 json_t *bytes_link_json(const struct edhoc_netacct_link *l)
 {
     bool mtu = l->type == EDHOC_NETACCT_LINK_MTU, f154 = l->type == EDHOC_NETACCT_LINK_802154;
+    const char *model = f154                                      ? "802.15.4"
+                        : mtu                                     ? "mtu"
+                        : l->type == EDHOC_NETACCT_LINK_BLE       ? "ble"
+                        : l->type == EDHOC_NETACCT_LINK_LORAWAN   ? "lorawan"
+                                                                  : "none";
     json_t *o = json_object();
-    cli_json_set(o, "model", json_string(f154 ? "802.15.4" : mtu ? "mtu" : "none"));
+    cli_json_set(o, "model", json_string(model));
     cli_json_set(o, "mtu", cli_json_int_or_null(mtu, l->mtu));
     cli_json_set(o, "frame_overhead", cli_json_int_or_null(mtu, l->frame_overhead));
     cli_json_set(o, "mac_header", cli_json_int_or_null(f154, l->mac_header));
@@ -147,7 +159,8 @@ json_t *bytes_link_json(const struct edhoc_netacct_link *l)
     cli_json_set(o, "phy_header", cli_json_int_or_null(f154, l->phy_header));
     cli_json_set(o, "hop_limit", cli_json_int_or_null(f154, l->hop_limit));
     cli_json_set(o, "addr", cli_json_string_or_null(f154 ? addr_name(l->src_addr) : NULL));
-    char desc[512];
+    cli_json_set(o, "air", cli_net_air_params_json(l));
+    char desc[1024];
     edhoc_netacct_link_describe(l, desc, sizeof desc);
     cli_json_set(o, "description", json_string(desc));
     return o;
@@ -200,6 +213,39 @@ static void suites_text(const struct edhoc_capture_exchange *ex, char *buf, size
     buf[0] = '\0';
     for (size_t i = 0; i < ex->n_suites && w < cap; i++)
         w += (size_t)snprintf(buf + w, cap - w, "%s%d", i ? ", " : "", ex->suites[i]);
+}
+
+/* The handshake of an exchange on the link's air, from its totals: the
+ * initiator (client) sends uplink. Link time is the messages' link times
+ * summed; nothing is measured on a host here. */
+static bool handshake_air(const struct edhoc_netacct_link *link,
+                          const struct edhoc_netacct_total *t, struct cli_air_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    s->host_ms = -1;
+    if (link->type == EDHOC_NETACCT_LINK_NONE || link->type == EDHOC_NETACCT_LINK_MTU)
+        return false;
+    struct edhoc_netacct_radio r = cli_net_radio(link, &capture_radio, capture_radio_set);
+    cli_air_summary_add(s, &r, &t->up, 0, true);
+    cli_air_summary_add(s, &r, &t->down, 0, false);
+    s->frames = t->frames;
+    s->link_us = t->up.link_us + t->down.link_us;
+    s->e2e_us = s->link_us;
+    return true;
+}
+
+static void print_air_line(const struct edhoc_netacct_link *link,
+                           const struct edhoc_netacct_total *t)
+{
+    struct cli_air_summary s;
+    if (!handshake_air(link, t, &s))
+        return;
+    char a[24], w[24], l[24];
+    printf("  handshake on the link: %u frames%s, %s on air, link time %s, duty-cycle wait %s, "
+           "energy initiator %.3f mJ, responder %.3f mJ\n",
+           s.frames, s.fragments ? " (SCHC fragments among them)" : "",
+           cli_air_time(s.air_us, a, sizeof a), cli_air_time(s.link_us, l, sizeof l),
+           cli_air_time(s.wait_us, w, sizeof w), s.initiator_mj, s.responder_mj);
 }
 
 /* ---- Text ---- */
@@ -326,6 +372,7 @@ static void print_text(const char *path, int dlt, const struct edhoc_capture_ana
         if (ex->totals.other.datagrams)
             print_total("other (ACK/RST)", &ex->totals.other, link, false);
         print_total("exchange total", &ex->totals.all, link, true);
+        print_air_line(&a->link, &ex->totals.handshake);
     }
     size_t total = a->n_ex + a->ex_evicted;
     done += a->ex_evicted_completed;
@@ -440,7 +487,8 @@ static bool is_edhoc_msg(enum edhoc_capture_msg_type t)
     return t <= EDHOC_CAPTURE_MSG_ERROR || t == EDHOC_CAPTURE_MSG_3_OSCORE;
 }
 
-static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link)
+static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link,
+                             const struct edhoc_netacct_link *link_model)
 {
     json_t *o = json_object();
     char cl[64], sv[64];
@@ -506,6 +554,10 @@ static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link)
     cli_json_set(tot, "other", json_total(&ex->totals.other, link));
     cli_json_set(tot, "all", json_total(&ex->totals.all, link));
     cli_json_set(o, "totals", tot);
+    struct cli_air_summary air;
+    cli_json_set(o, "air", handshake_air(link_model, &ex->totals.handshake, &air)
+                               ? cli_air_summary_json(&air)
+                               : json_null());
     return o;
 }
 
@@ -524,7 +576,7 @@ static int print_json(const char *path, int dlt, const struct edhoc_capture_anal
     json_t *exs = json_array();
     unsigned done = a->ex_evicted_completed, failed = a->ex_evicted_failed;
     for (size_t i = 0; i < a->n_ex; i++) {
-        json_array_append_new(exs, json_exchange(&a->ex[i], link));
+        json_array_append_new(exs, json_exchange(&a->ex[i], link, &a->link));
         const char *oc = outcome(&a->ex[i]);
         done += !strcmp(oc, "completed");
         failed += !strcmp(oc, "failed");
@@ -580,7 +632,12 @@ int cmd_bytes(int argc, char **argv)
     unsigned mtu = 0, overhead = 0;
     const char *path = NULL;
     struct mode_use used = {0};
-    static const char *const link_names[] = {"none", "802.15.4", "802154", NULL};
+    static const char *const link_names[] = {"none", "802.15.4", "802154", "ble", "lorawan",
+                                             NULL};
+    struct edhoc_netacct_link air_link = {.type = EDHOC_NETACCT_LINK_NONE};
+    struct edhoc_netacct_radio radio;
+    bool radio_set = false;
+    memset(&radio, 0, sizeof radio);
     for (;;) {
         enum cli_opt_status st = cli_opt_next(&p);
         if (st == CLI_OPT_DONE)
@@ -607,7 +664,15 @@ int cmd_bytes(int argc, char **argv)
         case OPT_LINK:
             if (cli_opt_choice(&p, link_names, &idx))
                 return CLI_EXIT_USAGE;
-            use_154 = idx != 0;
+            use_154 = idx == 1 || idx == 2;
+            air_link = idx == 3   ? edhoc_netacct_link_ble_default()
+                       : idx == 4 ? edhoc_netacct_link_lorawan_default()
+                                  : (struct edhoc_netacct_link){.type = EDHOC_NETACCT_LINK_NONE};
+            break;
+        case CLI_OPT_ID_NET:
+            if (cli_net_air_option("bytes", p.flag, p.value, use_154 ? &l154 : &air_link, &radio,
+                                   &radio_set) < 0)
+                return CLI_EXIT_USAGE;
             break;
         case OPT_LINK_MTU:
             if (cli_opt_long(&p, 1, 65535, &v))
@@ -657,8 +722,8 @@ int cmd_bytes(int argc, char **argv)
                              used.compare_only);
     if (!compare && !path)
         return cli_opt_usage_error(&cli_spec_bytes, "which capture file? (or --compare)");
-    if (use_154 && mtu)
-        return cli_opt_error(&p, "--link 802.15.4 and --link-mtu exclude each other");
+    if ((use_154 || air_link.type != EDHOC_NETACCT_LINK_NONE) && mtu)
+        return cli_opt_error(&p, "--link and --link-mtu exclude each other");
     if (used.needs_154 && !use_154)
         return cli_opt_error(&p, "--%s describes 802.15.4 frames: add --link 802.15.4",
                              used.needs_154);
@@ -671,12 +736,20 @@ int cmd_bytes(int argc, char **argv)
         if (link.mac_header + link.fcs + link.security + 24 > EDHOC_NETACCT_802154_FRAME_MAX)
             return cli_opt_error(&p, "802.15.4 per-frame overhead %u leaves no room in 127-byte "
                                      "frames", link.mac_header + link.fcs + link.security);
+    } else if (air_link.type != EDHOC_NETACCT_LINK_NONE) {
+        link = air_link;
     } else if (mtu) {
         link = edhoc_netacct_link_mtu(mtu, overhead);
     }
     if (compare) {
         cmp.json = json;
         cmp.link = link;
+        cmp.radio = radio;
+        cmp.radio_set = radio_set;
+    }
+    capture_radio = radio;
+    capture_radio_set = radio_set;
+    if (compare) {
         cmp.verbose = p.verbose;
         cmp.quiet = p.quiet;
         return bytes_compare_run(&cmp);

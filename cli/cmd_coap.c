@@ -395,11 +395,130 @@ static int transport_failure(struct report *rep, long err)
 
 static void log_sent(void *user, const struct oscore_binding *b);
 
+/* RFC 8613 Appendix B.2 as the client, when the server starts it: the
+ * server has no valid context (it lost its replay window or sequence
+ * number, or does not know our ID Context), answers request #1 with a
+ * protected 4.01 carrying R2 as 'kid context', and request #2 goes under
+ * the ID Context R2 || R3. The configured context stays what the state
+ * directory continues; the new one (fresh keys, sequence numbers from 0)
+ * lives for this run only, so the next run starts from the file again. */
+struct b2_follow {
+    const struct oscore_config *cfg; /* the context file's inputs */
+    const struct cli_uri *uri;
+    struct oscore_context *active;   /* the context requests go under now */
+    struct oscore_context *next;     /* room for the new one */
+    struct oscore_b2_client st;
+    bool started, completed;
+    uint8_t id1[OSCORE_MAX_ID_CONTEXT];
+    size_t id1_len;
+    bool has_id1;
+    bool verbose;
+};
+
+static void hex_to(const uint8_t *p, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        sprintf(out + 2 * i, "%02x", p[i]);
+    out[2 * n] = '\0';
+}
+
+/* Step 3 on response #1 (resp) to the request bound in b. Returns 0 (f->active
+ * is then the new context) or an OSCORE_ERR_* (printed). */
+static int b2_step3(struct b2_follow *f, struct oscore_binding *b, const uint8_t *resp, size_t rn,
+                    uint8_t *plain, size_t cap)
+{
+    size_t id1_len = 0;
+    const uint8_t *id1 = oscore_context_id_context(f->active, &id1_len);
+    long n = oscore_b2_client_response1(&f->st, edhoc_crypto_default(), f->cfg, f->active, b, resp,
+                                        rn, plain, cap, f->next);
+    if (n < 0) {
+        fprintf(stderr, "edhoc-cli coap: OSCORE: the server's RFC 8613 Appendix B.2 response #1 "
+                        "was refused: %s\n",
+                oscore_strerror((int)n));
+        return (int)n;
+    }
+    edhoc_wipe(plain, (size_t)n);
+    f->has_id1 = id1 != NULL;
+    f->id1_len = id1_len;
+    if (id1_len)
+        memcpy(f->id1, id1, id1_len);
+    f->started = true;
+    f->active = f->next;
+    if (f->verbose) {
+        char r2[2 * OSCORE_MAX_ID_CONTEXT + 1], i1[2 * OSCORE_MAX_ID_CONTEXT + 1],
+            i3[2 * OSCORE_MAX_ID_CONTEXT + 1];
+        hex_to(f->st.r2, f->st.r2_len, r2);
+        hex_to(f->id1, f->id1_len, i1);
+        hex_to(f->st.id_context, f->st.id_context_len, i3);
+        fprintf(stderr,
+                "edhoc-cli coap: the server has no valid context and starts RFC 8613 Appendix "
+                "B.2: its 4.01 carries R2 = %s and verified under ID Context R2 || ID1 = %s%s; "
+                "the request goes again under ID Context R2 || R3 = %s (new keys, for this run "
+                "only)\n",
+                r2, r2, f->has_id1 ? i1 : "", i3);
+    }
+    return 0;
+}
+
+/* After the server answered with a response #1 that the exchange could
+ * not keep: a GET of the same URI (no body, so nothing happens if the
+ * server does perform it) as request #1 of a new run, and step 3 on its
+ * answer. Returns 0 (f->active is the new context), 1 (the answer was no
+ * response #1: the server has a valid context after all) or an exit
+ * code (printed). */
+static int b2_probe(struct edhoc_transport *t, struct b2_follow *f, struct seq_log *seqs,
+                    uint64_t deadline, struct report *rep)
+{
+    size_t cap = EDHOC_TRANSPORT_MAX_MESSAGE;
+    uint8_t *req = malloc(cap), *prot = malloc(cap), *resp = malloc(cap), *plain = malloc(cap);
+    int rc = CLI_EXIT_INTERNAL;
+    if (!req || !prot || !resp || !plain)
+        goto out;
+    long n = cli_coap_build_request(COAP_CODE_GET, f->uri->path, f->uri->query, -1, NULL, 0, -1,
+                                    req, cap);
+    struct oscore_binding b;
+    long pn = n < 0 ? OSCORE_ERR_MALFORMED
+                    : protect_logged(f->active, seqs, req, (size_t)n, prot, cap, &b);
+    if (pn < 0) {
+        fprintf(stderr, "edhoc-cli coap: OSCORE: cannot protect request #1 of RFC 8613 Appendix "
+                        "B.2: %s\n",
+                oscore_strerror((int)pn));
+        rep->error = "oscore";
+        rc = CLI_EXIT_OSCORE;
+        goto out;
+    }
+    uint64_t now = cli_now_ns();
+    int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+    long rn = edhoc_transport_client_request(t, prot, (size_t)pn, resp, cap, left);
+    if (rn < 0) {
+        rc = transport_failure(rep, rn);
+        goto out;
+    }
+    if (!oscore_b2_is_response1(resp, (size_t)rn)) {
+        rc = 1;
+        goto out;
+    }
+    if (b2_step3(f, &b, resp, (size_t)rn, plain, cap)) {
+        rep->error = "oscore";
+        rc = CLI_EXIT_OSCORE;
+        goto out;
+    }
+    rc = 0;
+out:
+    free(req);
+    free(prot);
+    free(resp);
+    if (plain)
+        edhoc_wipe(plain, cap);
+    free(plain);
+    return rc;
+}
+
 /* A request under OSCORE with a body of any size (inner block-wise) and
  * its response, printed. Returns the exit code. */
-static int oscore_request(struct edhoc_transport *t, struct oscore_context *ctx,
-                          struct seq_log *seqs, const uint8_t *req, size_t req_len, uint8_t *out,
-                          size_t cap, unsigned block_size, size_t max_body, long timeout_ms,
+static int oscore_request(struct edhoc_transport *t, struct b2_follow *f, struct seq_log *seqs,
+                          const uint8_t *req, size_t req_len, uint8_t *out, size_t cap,
+                          unsigned block_size, size_t max_body, long timeout_ms,
                           struct report *rep, const char *output_path)
 {
     struct cli_oscore_xfer x = {
@@ -409,8 +528,29 @@ static int oscore_request(struct edhoc_transport *t, struct oscore_context *ctx,
         .user = seqs,
     };
     struct cli_oscore_result r;
-    int xr = cli_oscore_exchange_bw(t, ctx, req, req_len, out, cap, (int)timeout_ms, NULL,
+    uint64_t deadline = cli_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    int xr = cli_oscore_exchange_bw(t, f->active, req, req_len, out, cap, (int)timeout_ms, NULL,
                                     NULL, &x, &r);
+    if (xr && r.oscore_err == OSCORE_ERR_KID_CONTEXT && !f->started) {
+        /* The answer was response #1 of Appendix B.2 (oscore.h): start a
+         * run of our own, then the request again as request #2. */
+        int pr = b2_probe(t, f, seqs, deadline, rep);
+        if (pr > 1)
+            return pr;
+        uint64_t now = cli_now_ns();
+        int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+        xr = cli_oscore_exchange_bw(t, f->active, req, req_len, out, cap, left, NULL, NULL, &x,
+                                    &r);
+        if (xr == 0 && f->started)
+            f->completed = true;
+    }
+    if (xr && r.oscore_err == OSCORE_ERR_KID_CONTEXT && f->started) {
+        /* Appendix B.2.1: runs that do not converge are not followed. */
+        fprintf(stderr, "edhoc-cli coap: the server started RFC 8613 Appendix B.2 again after "
+                        "request #2; not following it twice\n");
+        rep->error = "oscore";
+        return CLI_EXIT_OSCORE;
+    }
     struct response_info ri = {
         .oscore = true,
         .bytes = (long)r.response_bytes,
@@ -564,6 +704,12 @@ int cmd_coap(int argc, char **argv)
         return prc;
 
     struct oscore_context *ctx = NULL;
+    struct b2_follow follow;
+    memset(&follow, 0, sizeof follow);
+    oscore_b2_client_init(&follow.st, 0);
+    follow.uri = &u;
+    follow.verbose = p.verbose > 0;
+    struct oscore_config *kept_cfg = NULL;
     if (ctx_path) {
         char conf_path[4096], seq_path[4096], why[512] = "";
         if (cli_oscore_context_arg(ctx_path, conf_path, sizeof conf_path, seq_path,
@@ -633,18 +779,34 @@ int cmd_coap(int argc, char **argv)
                 }
             }
         }
+        /* The inputs stay for Appendix B.2, which derives new contexts from
+         * them. */
+        if (rc == 0) {
+            kept_cfg = malloc(sizeof *kept_cfg);
+            follow.next = calloc(1, sizeof *follow.next);
+            if (!kept_cfg || !follow.next) {
+                snprintf(why, sizeof why, "out of memory");
+                rc = -1;
+            } else {
+                *kept_cfg = cfg;
+            }
+        }
         edhoc_wipe(&cfg, sizeof cfg);
         if (rc) {
             fprintf(stderr, "edhoc-cli coap: --oscore-context %s: %s\n", conf_path, why);
             if (ctx)
                 oscore_context_wipe(ctx);
             free(ctx);
+            free(kept_cfg);
+            free(follow.next);
             cli_seq_close(seq_store);
             free(body);
             return exit_rc;
         }
     }
 
+    follow.cfg = kept_cfg;
+    follow.active = ctx;
     /* Every datagram of the run goes to --pcap FILE. */
     static struct cli_dgram_log log;
     struct edhoc_capture *capture = NULL;
@@ -653,6 +815,10 @@ int cmd_coap(int argc, char **argv)
             oscore_context_wipe(ctx);
             free(ctx);
         }
+        if (kept_cfg)
+            edhoc_wipe(kept_cfg, sizeof *kept_cfg);
+        free(kept_cfg);
+        free(follow.next);
         cli_seq_close(seq_store);
         free(body);
         return CLI_EXIT_INPUT;
@@ -722,7 +888,7 @@ int cmd_coap(int argc, char **argv)
     size_t tl = 0;
     long dereg = 1; /* 1: no observation; 0 confirmed; -1 not confirmed */
     if (bw_path) {
-        exit_code = oscore_request(t, ctx, &seqs, req, (size_t)n_req, plain, msg_cap,
+        exit_code = oscore_request(t, &follow, &seqs, req, (size_t)n_req, plain, msg_cap,
                                    (unsigned)block_size, (size_t)max_body, timeout_ms, &rep,
                                    output_path);
         goto after_responses;
@@ -764,8 +930,34 @@ int cmd_coap(int argc, char **argv)
             struct coap_msg outer;
             if (!coap_msg_parse(resp, (size_t)rn, &outer) &&
                 coap_msg_find_option(&outer, COAP_OPT_OSCORE)) {
-                long un = oscore_unprotect_response(ctx, &b, resp, (size_t)rn, plain,
+                long un = oscore_unprotect_response(follow.active, &b, resp, (size_t)rn, plain,
                                                     msg_cap);
+                if (un == OSCORE_ERR_KID_CONTEXT && k == 0 && !follow.started) {
+                    /* Response #1 of RFC 8613 Appendix B.2: the request
+                     * again, as request #2 under the new ID Context. */
+                    if (b2_step3(&follow, &b, resp, (size_t)rn, plain, msg_cap)) {
+                        rep.error = "oscore";
+                        exit_code = CLI_EXIT_OSCORE;
+                        peer_lost = true;
+                        break;
+                    }
+                    edhoc_transport_client_forget(t, tok, tl);
+                    long pn = protect_logged(follow.active, &seqs, req, (size_t)n_plain, prot,
+                                             msg_cap, &b);
+                    rc = pn < 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
+                                : edhoc_transport_client_send(t, prot, (size_t)pn, true, tok, &tl);
+                    if (rc) {
+                        fprintf(stderr, "edhoc-cli coap: cannot send request #2 of RFC 8613 "
+                                        "Appendix B.2: %s\n",
+                                pn < 0 ? oscore_strerror((int)pn) : edhoc_transport_strerror(rc));
+                        rep.error = pn < 0 ? "oscore" : "send";
+                        exit_code = pn < 0 ? CLI_EXIT_OSCORE : CLI_EXIT_FAILURE;
+                        peer_lost = true;
+                        break;
+                    }
+                    k--;
+                    continue;
+                }
                 if (un < 0) {
                     fprintf(stderr, "edhoc-cli coap: OSCORE: response rejected: %s\n",
                             oscore_strerror((int)un));
@@ -777,6 +969,8 @@ int cmd_coap(int argc, char **argv)
                 shown = plain;
                 shown_len = (size_t)un;
                 protected_resp = true;
+                if (follow.started)
+                    follow.completed = true;
             }
         }
         struct coap_msg inner;
@@ -794,7 +988,7 @@ int cmd_coap(int argc, char **argv)
             edhoc_transport_client_forget(t, tok, tl);
             long an = cli_coap_with_echo(req, (size_t)n_plain, ev, el, plain, msg_cap);
             long pn = an < 0 ? OSCORE_ERR_TOO_LARGE
-                             : protect_logged(ctx, &seqs, plain, (size_t)an, prot,
+                             : protect_logged(follow.active, &seqs, plain, (size_t)an, prot,
                                               msg_cap, &b);
             if (pn < 0) {
                 fprintf(stderr, "edhoc-cli coap: OSCORE: cannot protect the retry: %s\n",
@@ -882,8 +1076,8 @@ int cmd_coap(int argc, char **argv)
     /* An observation ends with a deregistration (RFC 7641 Section 3.6),
      * Ctrl-C included, unless the server is gone or cannot be talked to. */
     if (observe && !peer_lost)
-        dereg = deregister(t, ctx, &seqs, code, &u, (int)cf, tok, tl, deadline, req, prot, resp,
-                           plain, p.quiet);
+        dereg = deregister(t, follow.active, &seqs, code, &u, (int)cf, tok, tl, deadline, req,
+                           prot, resp, plain, p.quiet);
     edhoc_transport_client_forget(t, tok, tl);
 after_responses:
     /* Any answer counts (an unprotected request may well get 4.01). */
@@ -902,8 +1096,8 @@ after_responses:
                                             .sent = log_sent,
                                             .user = &seqs};
                 struct cli_oscore_result rr;
-                if (cli_oscore_exchange_bw(t, ctx, req, (size_t)n_req, plain, msg_cap, left, NULL,
-                                           NULL, &x, &rr))
+                if (cli_oscore_exchange_bw(t, follow.active, req, (size_t)n_req, plain, msg_cap,
+                                           left, NULL, NULL, &x, &rr))
                     break;
             } else if (edhoc_transport_client_request(t, req, (size_t)n_req, resp, msg_cap,
                                                       left) < 0) {
@@ -953,6 +1147,18 @@ after_responses:
         cli_json_set(rep.root, "next_sequence_number",
                      cli_json_int_or_null(ctx != NULL,
                                           ctx ? (long long)oscore_context_ssn(ctx) : 0));
+        json_t *b2 = json_null();
+        if (follow.started) {
+            b2 = json_object();
+            cli_json_set(b2, "r2_hex", cli_json_hex_value(follow.st.r2, follow.st.r2_len));
+            cli_json_set(b2, "previous_id_context_hex",
+                         follow.has_id1 ? cli_json_hex_value(follow.id1, follow.id1_len)
+                                        : json_null());
+            cli_json_set(b2, "id_context_hex",
+                         cli_json_hex_value(follow.st.id_context, follow.st.id_context_len));
+            cli_json_set(b2, "completed", json_boolean(follow.completed));
+        }
+        cli_json_set(rep.root, "oscore_b2", b2);
         cli_json_set(rep.root, "error", cli_json_string_or_null(rep.error));
         cli_json_set(rep.root, "partial", json_boolean(partial));
         if (cli_json_print(rep.root, stdout))
@@ -971,6 +1177,15 @@ out:
         oscore_context_wipe(ctx);
         free(ctx);
     }
+    if (follow.next) {
+        oscore_context_wipe(follow.next);
+        free(follow.next);
+    }
+    if (kept_cfg) {
+        edhoc_wipe(kept_cfg, sizeof *kept_cfg);
+        free(kept_cfg);
+    }
+    edhoc_wipe(&follow.st, sizeof follow.st);
     cli_seq_close(seq_store);
     free(body);
     free(req);

@@ -23,6 +23,7 @@
 #include "edhoc/oscore.h"
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
+#include "exporter.h"
 #include "json_out.h"
 #include "net_report.h"
 #include "oscore_seq.h"
@@ -89,6 +90,9 @@ struct run {
     size_t n_suites_r;
     struct edhoc_oscore_params osc;
     bool have_osc;
+    char no_oscore[320];    /* why the suite has no OSCORE context ("": it has one) */
+    struct cli_exports exports; /* --export values, computed after the handshake */
+    bool have_exports;
     int suite;
     char id_cred_r[16];
     uint64_t t0, t_handshake, t_end;
@@ -244,6 +248,7 @@ struct ctx {
     const char *state_dir_arg;    /* --state-dir */
     char seq_file[PATH_MAX];      /* FILE.seq */
     char state_dir[PATH_MAX];     /* "" with --state-dir none */
+    struct cli_exports exports;   /* --export requests (values stay NULL here) */
 };
 
 /* Room for a --request and its response: the largest body and headers. */
@@ -540,6 +545,15 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         fail(run, cli_exit_for_edhoc_error(n3), "message_3: %s", edhoc_strerror(n3));
         return -1;
     }
+    if (cli_oscore_unavailable(s->suite, run->no_oscore, sizeof run->no_oscore)) {
+        /* Refused before message_1 when OSCORE was to follow; this is an
+         * EDHOC-only handshake (--request none) and goes on without it. */
+        if (c->n_requests || c->combined) {
+            fail(run, CLI_EXIT_OSCORE, "%s", run->no_oscore);
+            return -1;
+        }
+        goto no_oscore;
+    }
     rc = edhoc_session_oscore(s, &run->osc);
     if (!rc)
         rc = oscore_context_init_edhoc(osc, edhoc_crypto_default(), run->osc.master_secret,
@@ -555,6 +569,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
     }
     run->have_osc = true;
 
+no_oscore:
     if (c->combined) {
         /* RFC 9668: message_3 rides in front of the first OSCORE request. */
         char err[200];
@@ -1049,6 +1064,14 @@ static void print_text(const struct ctx *c, const struct run *run)
     }
     fprintf(f, "Round trips: %zu; handshake %.3f ms, wall time %.3f ms\n", run->exchanges, hs_ms,
             all_ms);
+    if (run->have_exports)
+        cli_exports_print(f, &run->exports, "PRK_exporter");
+    if (!run->have_osc) {
+        if (run->no_oscore[0])
+            fprintf(f, "OSCORE: not available: %s\n", run->no_oscore);
+        fprintf(f, "\nResponses: none asked (--request none)\n");
+        return;
+    }
     const struct edhoc_oscore_params *p = &run->osc;
     fprintf(f, "OSCORE: sender ID ");
     cli_hex_print(f, p->sender_id, p->sender_id_len);
@@ -1220,6 +1243,10 @@ static void print_json(const struct ctx *c, const struct run *run)
                                   : json_null());
     cli_json_set(root, "wall_ms", json_real((double)(run->t_end - run->t0) / 1e6));
     cli_json_set(root, "oscore", run->have_osc ? oscore_json(c, run) : json_null());
+    cli_json_set(root, "oscore_unavailable",
+                 run->no_oscore[0] ? json_string(run->no_oscore) : json_null());
+    cli_json_set(root, "exports",
+                 run->have_exports ? cli_exports_json(&run->exports, false) : json_null());
     json_t *conf = json_null();
     if (run->conf_written) {
         bool libcoap;
@@ -1294,6 +1321,7 @@ enum {
     OPT_PAD_MESSAGE_1,
     OPT_EXPORT_CONF,
     OPT_STATE_DIR,
+    OPT_EXPORT,
 };
 
 static const struct cli_opt request_opts[] = {
@@ -1342,10 +1370,16 @@ static const struct cli_opt export_opts[] = {
     {0, NULL, NULL, NULL},
 };
 
+static const struct cli_opt app_key_opts[] = {
+    {OPT_EXPORT, "export", "LABEL,CONTEXT_HEX,LENGTH", CLI_EXPORT_HELP},
+    {0, NULL, NULL, NULL},
+};
+
 static const struct cli_opt_group initiator_groups[] = {
     {"Requests and transport", request_opts},
     {"EDHOC", cli_edhoc_opts_initiator},
     {"OSCORE context for other tools", export_opts},
+    {"Keys for applications", app_key_opts},
     {"Link and capture", cli_net_opts_link},
     {NULL, NULL},
 };
@@ -1454,6 +1488,16 @@ int cmd_initiator(int argc, char **argv)
         case OPT_PAD_MESSAGE_1: bad = cli_opt_long(&p, 0, 1024, &pad_message_1); break;
         case OPT_EXPORT_CONF: c->export_conf = p.value; break;
         case OPT_STATE_DIR: c->state_dir_arg = p.value; break;
+        case OPT_EXPORT: {
+            char why[400];
+            if (c->exports.n >= CLI_MAX_EXPORTS)
+                bad = cli_opt_error(&p, "at most %d --export", CLI_MAX_EXPORTS);
+            else if (cli_export_parse(p.value, &c->exports.item[c->exports.n], why, sizeof why))
+                bad = cli_opt_error(&p, "--export: %s", why);
+            else
+                c->exports.n++;
+            break;
+        }
         }
         if (bad)
             goto out;
@@ -1470,6 +1514,10 @@ int cmd_initiator(int argc, char **argv)
     }
     if (c->combined && c->framing == EDHOC_FRAMING_BARE) {
         fprintf(stderr, "edhoc-cli initiator: --combined needs the A.2 framing\n");
+        goto out;
+    }
+    if (c->exports.n && !c->o.export_secrets) {
+        cli_opt_error(&p, CLI_EXPORT_NEEDS_SECRETS);
         goto out;
     }
     if (c->state_dir_arg && !c->export_conf) {
@@ -1504,6 +1552,26 @@ int cmd_initiator(int argc, char **argv)
         c->n_requests = 0;
     else if (c->n_requests == 0)
         c->requests[c->n_requests++] = "GET /.well-known/core";
+    /* A suite the responder may settle on (any of SUITES_I, after its
+     * error code 2) must give the OSCORE context that is to follow: found
+     * out after message_3, the responder would already hold its side. */
+    if (!handshake_only || c->export_conf) {
+        for (size_t i = 0; i < c->o.n_suites; i++) {
+            char why[320];
+            if (cli_oscore_unavailable(c->o.suites[i], why, sizeof why)) {
+                fprintf(stderr,
+                        "edhoc-cli initiator: suite %d may be selected and %s is to follow, but "
+                        "%s; for an EDHOC-only handshake give --request none%s, or leave suite "
+                        "%d out of --suites\n",
+                        c->o.suites[i],
+                        handshake_only ? "an OSCORE context (--export-oscore-conf)"
+                                       : "OSCORE (--request)",
+                        why, c->export_conf ? " without --export-oscore-conf" : "",
+                        c->o.suites[i]);
+                goto out;
+            }
+        }
+    }
     /* Requests are checked before anything is sent. */
     {
         uint8_t *scratch = malloc(REQUEST_CAP);
@@ -1578,7 +1646,18 @@ int cmd_initiator(int argc, char **argv)
         run->suite = -1;
         hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
     }
-    if (hs_ok) {
+    if (hs_ok && c->exports.n) {
+        /* EDHOC_Exporter from this session's PRK_exporter, before any
+         * request: the values do not depend on them. */
+        run->exports = c->exports;
+        run->have_exports = true;
+        int erc = cli_exports_compute(s, &run->exports);
+        if (erc)
+            fail(run, cli_exit_for_edhoc_error(erc), "--export: %s", edhoc_strerror(erc));
+    }
+    /* A failed --export leaves the handshake's context standing (it is
+     * still recorded below) but sends no request. */
+    if (hs_ok && !run->exit_code) {
         run->t_handshake = cli_now_ns();
         for (size_t i = combined_done ? 1 : 0; i < c->n_requests; i++) {
             char err[200], name[40];
@@ -1651,7 +1730,7 @@ int cmd_initiator(int argc, char **argv)
                         c->export_conf, why);
         }
     }
-    if (c->o.export_secrets && !c->export_conf && hs_ok) {
+    if (c->o.export_secrets && !c->export_conf && hs_ok && run->have_osc) {
         /* The printed context may be pasted into a conf file and used
          * again: the numbers this run sent are recorded as for
          * --export-oscore-conf, so edhoc-cli coap continues above them. */
@@ -1772,6 +1851,7 @@ free_all:
 out:
     run_clear_rows(run);
     edhoc_wipe(&run->osc, sizeof run->osc);
+    cli_exports_wipe(&run->exports);
     for (size_t i = 0; i < run->n_answers; i++)
         free(run->answers[i].payload);
     for (size_t i = 0; i < run->n_trace; i++) {

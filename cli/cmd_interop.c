@@ -1561,8 +1561,8 @@ static const struct cli_opt matrix_opts[] = {
     {OPT_METHODS, "methods", "LIST", "methods to try (default 0,1,2,3)"},
     {OPT_SUITES, "suites", "LIST", "cipher suites to try (default 0,2)"},
     {OPT_ID_CREDS, "id-creds", "LIST",
-     "ID_CRED types to try: kid, kccs, x5t, x5chain (default kid,x5t; with --cred: kid,kccs "
-     "for a CCS, x5t,x5chain for a certificate)"},
+     "ID_CRED types to try: kid, kccs, kcwt, x5t, x5chain, x5bag (default kid,x5t; with\n"
+     "--cred: kid,kccs for a CCS, kcwt,kid for a CWT, x5t,x5chain,x5bag for a certificate)"},
     {OPT_FRAMING, "framing", "a2|bare|auto",
      "the framing of the cells: a2 (RFC 9528 Appendix A.2) or bare only; auto: each cell tries "
      "A.2, then bare, and once the device answered in one, the cells use it. Default: A.2 "
@@ -1694,13 +1694,14 @@ static bool parse_id_creds(const char *v, struct opts *o)
     const char *p = v;
     while (*p) {
         size_t len = strcspn(p, ",");
-        static const char *const types[] = {"kid", "kccs", "x5t", "x5chain"};
+        static const char *const types[] = {"kid", "kccs", "kcwt", "x5t", "x5chain", "x5bag"};
         bool known = false;
-        for (size_t i = 0; i < 4; i++)
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
             if (len == strlen(types[i]) && !strncmp(p, types[i], len))
                 known = true;
         if (!known || o->n_id_creds >= MAX_LIST) {
-            fprintf(stderr, "edhoc-cli interop: --id-creds: expected kid, kccs, x5t or x5chain\n");
+            fprintf(stderr, "edhoc-cli interop: --id-creds: expected kid, kccs, kcwt, x5t, x5chain "
+                            "or x5bag\n");
             return false;
         }
         snprintf(o->id_creds[o->n_id_creds++], sizeof o->id_creds[0], "%.*s", (int)len, p);
@@ -1714,13 +1715,17 @@ static bool parse_id_creds(const char *v, struct opts *o)
 /* With our own credential file, the ID_CRED types it can be named by. */
 static void default_id_creds(struct opts *o)
 {
-    bool cert = false;
+    bool cert = false, cwt = false;
     if (o->cred_path) {
         size_t len = 0;
         uint8_t *d = cli_read_file(o->cred_path, &len);
-        cert = d && ((len > 10 && !memcmp(d, "-----BEGIN", 10)) || (len > 0 && d[0] == 0x30));
+        /* PEM (perhaps after an "EDHOC-kid:" line) or DER: a certificate;
+         * a CBOR array of four: a CWT. */
+        cert = d && ((len > 10 && (!memcmp(d, "-----BEGIN", 10) || !memcmp(d, "EDHOC-kid:", 10))) ||
+                     (len > 0 && d[0] == 0x30));
+        cwt = d && len > 0 && d[0] == 0x84;
         free(d);
-        parse_id_creds(cert ? "x5t,x5chain" : "kid,kccs", o);
+        parse_id_creds(cert ? "x5t,x5chain,x5bag" : cwt ? "kcwt,kid" : "kid,kccs", o);
     } else {
         parse_id_creds("kid,x5t", o);
     }

@@ -28,6 +28,9 @@ enum {
     OPT_DAYS,
     OPT_NOT_BEFORE,
     OPT_NOT_AFTER,
+    OPT_ISSUER_KEY,
+    OPT_ISSUER_KID,
+    OPT_ISSUER_NAME,
     OPT_OUT_CRED,
     OPT_OUT_KEY,
     OPT_HEX,
@@ -36,16 +39,20 @@ enum {
 };
 
 static const struct cli_opt key_opts[] = {
-    {OPT_TYPE, "type", "ccs|x509", "credential type (required)"},
+    {OPT_TYPE, "type", "ccs|x509|cwt",
+     "credential type (required): a CCS, an X.509 certificate, or a CWT (a CCS\n"
+     "signed by an issuer, RFC 8392)"},
     {OPT_CURVE, "curve", "CURVE", "P-256, P-384, Ed25519, Ed448, X25519 or X448"},
     {OPT_SUITE, "suite", "N",
      "instead of --curve: the curve cipher suite N needs for signing or for static\n"
      "Diffie-Hellman, as --use says"},
     {OPT_USE, "use", "sign|dh", "with --suite: sign (methods 0 to 2) or dh (methods 1 to 3)"},
     {OPT_KID, "kid", "HEX",
-     "CCS key identifier (default: one random byte that EDHOC sends as a one-byte\n"
-     "integer, never the kid of a built-in demo credential, which would collide\n"
-     "with it)"},
+     "key identifier. CCS and CWT: the COSE_Key kid (default: one random byte\n"
+     "that EDHOC sends as a one-byte integer, never the kid of a built-in demo\n"
+     "credential, which would collide with it). Certificate: written as an\n"
+     "\"EDHOC-kid: HEX\" line before the PEM block, which --cred and --trust read\n"
+     "(default: none)"},
     {OPT_SUBJECT, "subject", "NAME", "CCS 'sub' claim / certificate common name"},
     {0, NULL, NULL, NULL},
 };
@@ -59,20 +66,33 @@ static const struct cli_opt x509_opts[] = {
     {OPT_CA, "ca", NULL, "make a CA certificate, to sign others with"},
     {OPT_NO_EXT, "no-extensions", NULL,
      "a leaf certificate without X.509v3 extensions (smallest on the wire)"},
-    {OPT_DAYS, "days", "N", "validity from now, in days (1..36500, default 365)"},
+    {OPT_DAYS, "days", "N", "validity from now, in days (1..36500, default 365; also\n"
+                            "for --type cwt)"},
     {OPT_NOT_BEFORE, "not-before", "DATE", "start of validity, YYYY-MM-DD[THH:MM:SSZ] (UTC)"},
     {OPT_NOT_AFTER, "not-after", "DATE", "end of validity, YYYY-MM-DD[THH:MM:SSZ] (UTC)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct cli_opt cwt_opts[] = {
+    {OPT_ISSUER_KEY, "issuer-key", "FILE",
+     "the issuer's private key (required for --type cwt; a keygen-made key file,\n"
+     "Ed25519, Ed448, P-256 or P-384), which signs the CWT; peers verify it with\n"
+     "the issuer's credential in their --trust"},
+    {OPT_ISSUER_KID, "issuer-kid", "HEX",
+     "kid of the issuer key, put in the CWT's protected header: peers look the\n"
+     "issuer up by it (default: none, every trusted key of the curve is tried)"},
+    {OPT_ISSUER_NAME, "issuer", "NAME", "the CWT 'iss' claim (default: none)"},
     {0, NULL, NULL, NULL},
 };
 
 static const struct cli_opt output_opts[] = {
     {OPT_OUT_CRED, "out-cred", "FILE",
      "credential (required; - for standard output, the report then goes to\n"
-     "standard error): a CCS as CBOR (or --hex), certificates as PEM, leaf\n"
-     "first, then intermediate CAs"},
+     "standard error): a CCS or CWT as CBOR (or --hex), certificates as PEM,\n"
+     "leaf first, then intermediate CAs"},
     {OPT_OUT_KEY, "out-key", "FILE",
      "private key (required), PKCS#8 PEM, in a new file of mode 0600"},
-    {OPT_HEX, "hex", NULL, "write a CCS as hex text instead of binary CBOR"},
+    {OPT_HEX, "hex", NULL, "write a CCS or CWT as hex text instead of binary CBOR"},
     {OPT_FORCE, "force", NULL, "replace existing output files"},
     {OPT_JSON, "json", NULL,
      "the report as one JSON object on standard output (docs/json/keygen.schema.json)"},
@@ -82,17 +102,19 @@ static const struct cli_opt output_opts[] = {
 static const struct cli_opt_group keygen_groups[] = {
     {"Key and credential", key_opts},
     {"Certificates (--type x509)", x509_opts},
+    {"CWT (--type cwt; validity with --days, --not-before, --not-after)", cwt_opts},
     {"Output", output_opts},
     {NULL, NULL},
 };
 
 const struct cli_cmd_spec cli_spec_keygen = {
     .name = "keygen",
-    .synopsis = "--type ccs|x509 (--curve CURVE | --suite N --use sign|dh)\n"
+    .synopsis = "--type ccs|x509|cwt (--curve CURVE | --suite N --use sign|dh)\n"
                 "                        --out-cred FILE --out-key FILE [OPTIONS]",
     .description =
         "Creates a key pair and a credential for it: a CCS (CWT Claims Set with a\n"
-        "COSE_Key, RFC 8392) or an X.509 certificate. The private key is written as\n"
+        "COSE_Key, RFC 8392), an X.509 certificate, or a CWT (the claims set signed\n"
+        "by an issuer key as a COSE_Sign1). The private key is written as\n"
         "PKCS#8 PEM into a new file of mode 0600 (never through a symbolic link), and\n"
         "not into a directory others can write, where the key would be refused when\n"
         "loaded.",
@@ -207,11 +229,12 @@ static int key_directory_check(const char *key_path)
 
 int cmd_keygen(int argc, char **argv)
 {
-    static const char *const types[] = {"ccs", "x509", NULL};
+    static const char *const types[] = {"ccs", "x509", "cwt", NULL};
     static const char *const uses[] = {"sign", "dh", NULL};
     const char *subject = NULL, *ca_cert = NULL, *ca_key = NULL;
     const char *out_cred = NULL, *out_key = NULL, *kid_hex = NULL;
     const char *not_before_s = NULL, *not_after_s = NULL;
+    const char *issuer_key_path = NULL, *issuer_kid_hex = NULL, *issuer_name = NULL;
     int curve = 0, type = -1, use = -1;
     long suite = -1, days = 365;
     bool is_ca = false, hex = false, force = false, no_ext = false, json = false;
@@ -251,6 +274,9 @@ int cmd_keygen(int argc, char **argv)
             break;
         case OPT_NOT_BEFORE: not_before_s = p.value; break;
         case OPT_NOT_AFTER: not_after_s = p.value; break;
+        case OPT_ISSUER_KEY: issuer_key_path = p.value; break;
+        case OPT_ISSUER_KID: issuer_kid_hex = p.value; break;
+        case OPT_ISSUER_NAME: issuer_name = p.value; break;
         case OPT_OUT_CRED: out_cred = p.value; break;
         case OPT_OUT_KEY: out_key = p.value; break;
         case OPT_HEX: hex = true; break;
@@ -262,8 +288,9 @@ int cmd_keygen(int argc, char **argv)
     }
 
     if (type < 0)
-        return cli_opt_usage_error(&cli_spec_keygen, "--type ccs or --type x509 is required");
-    bool x509 = type == 1;
+        return cli_opt_usage_error(&cli_spec_keygen,
+                                   "--type ccs, --type x509 or --type cwt is required");
+    bool x509 = type == 1, cwt = type == 2;
     if (suite_given) {
         if (curve)
             return cli_opt_error(&p, "give --curve or --suite/--use, not both");
@@ -280,22 +307,25 @@ int cmd_keygen(int argc, char **argv)
         return cli_opt_usage_error(&cli_spec_keygen, "--curve (or --suite and --use) is required");
     if (!out_cred || !out_key)
         return cli_opt_usage_error(&cli_spec_keygen, "--out-cred and --out-key are required");
-    if (x509 && kid_hex)
-        return cli_opt_error(&p, "a certificate has no place for a kid; X.509 peers are named by "
-                                 "x5t or x5chain (--kid is for --type ccs)");
+    if (cwt && !issuer_key_path)
+        return cli_opt_error(&p, "--type cwt needs --issuer-key FILE: a CWT is signed by its "
+                                 "issuer");
+    if (!cwt && (issuer_key_path || issuer_kid_hex || issuer_name))
+        return cli_opt_error(&p, "--issuer-key, --issuer-kid and --issuer are for --type cwt");
     if (x509 && hex)
-        return cli_opt_error(&p, "--hex writes a CCS as hex; certificates are written as PEM");
+        return cli_opt_error(&p, "--hex writes a CCS or CWT as hex; certificates are written as PEM");
     if (no_ext && is_ca)
         return cli_opt_error(&p, "a CA certificate needs its extensions");
     if (days_given && not_after_s)
         return cli_opt_error(&p, "give --days or --not-after, not both");
     if (json && !strcmp(out_cred, "-"))
         return cli_opt_error(&p, "--json and --out-cred -: both would go to standard output");
-    if (!x509 && (ca_cert || ca_key || is_ca || no_ext || days_given || not_before_s ||
-                  not_after_s))
-        return cli_opt_error(&p, "--ca, --ca-cert, --ca-key, --no-extensions and the validity "
-                                 "options (--days, --not-before, --not-after) are for --type "
-                                 "x509: a CCS has no validity or issuer here");
+    if (!x509 && (ca_cert || ca_key || is_ca || no_ext))
+        return cli_opt_error(&p, "--ca, --ca-cert, --ca-key and --no-extensions are for --type "
+                                 "x509");
+    if (!x509 && !cwt && (days_given || not_before_s || not_after_s))
+        return cli_opt_error(&p, "the validity options (--days, --not-before, --not-after) are "
+                                 "for --type x509 and --type cwt: a CCS has no validity");
     if (!ca_cert != !ca_key)
         return cli_opt_error(&p, "--ca-cert and --ca-key go together");
     bool dh_only = curve == EDHOC_COSE_CRV_X25519 || curve == EDHOC_COSE_CRV_X448;
@@ -324,12 +354,20 @@ int cmd_keygen(int argc, char **argv)
     if (key_directory_check(out_key))
         return CLI_EXIT_INPUT;
 
-    uint8_t kid[EDHOC_CRED_MAX_KID];
-    long kid_len = -1;
+    uint8_t kid[EDHOC_CRED_MAX_KID], issuer_kid[EDHOC_CRED_MAX_KID];
+    long kid_len = -1, issuer_kid_len = 0;
     if (kid_hex) {
         kid_len = cli_hex_decode(kid_hex, kid, sizeof kid);
         if (kid_len < 1) {
             fprintf(stderr, "edhoc-cli keygen: --kid needs 1 to %d bytes of hex\n",
+                    EDHOC_CRED_MAX_KID);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (issuer_kid_hex) {
+        issuer_kid_len = cli_hex_decode(issuer_kid_hex, issuer_kid, sizeof issuer_kid);
+        if (issuer_kid_len < 1) {
+            fprintf(stderr, "edhoc-cli keygen: --issuer-kid needs 1 to %d bytes of hex\n",
                     EDHOC_CRED_MAX_KID);
             return CLI_EXIT_USAGE;
         }
@@ -355,6 +393,21 @@ int cmd_keygen(int argc, char **argv)
     if (!cred || !issuer || !text)
         goto out;
 
+    if (cwt) {
+        /* The issuer key's file names its curve (PKCS#8 PEM), so no hint. */
+        int e = edhoc_key_load_file(&issuer_key, issuer_key_path, 0, why, sizeof why);
+        if (e == 0 && (issuer_key.curve == EDHOC_COSE_CRV_X25519 ||
+                       issuer_key.curve == EDHOC_COSE_CRV_X448)) {
+            e = EDHOC_CRED_ERR_KEY_TYPE;
+            snprintf(why, sizeof why, "%s: an %s key cannot sign a CWT (Ed25519, Ed448, P-256 "
+                     "or P-384)", issuer_key_path, curve_name(issuer_key.curve));
+        }
+        if (e != 0) {
+            fprintf(stderr, "edhoc-cli keygen: %s\n", why);
+            rc = CLI_EXIT_INPUT;
+            goto out;
+        }
+    }
     if (ca_cert) {
         int e = edhoc_cred_load_file(issuer, ca_cert, why, sizeof why);
         if (e == 0 && issuer->type != EDHOC_CRED_X509) {
@@ -378,7 +431,7 @@ int cmd_keygen(int argc, char **argv)
         fprintf(stderr, "edhoc-cli keygen: key generation failed\n");
         goto out;
     }
-    if (kid_len < 0) {
+    if (kid_len < 0 && !x509) {
         /* One byte that EDHOC can send as a one-byte CBOR integer
          * (0x00..0x17 and 0x20..0x37), none of the built-in demo
          * credentials' kids (kid collisions): the demo trust is loaded
@@ -422,6 +475,29 @@ int cmd_keygen(int argc, char **argv)
             .no_extensions = no_ext,
         };
         e = edhoc_x509_create(cred, &key, &p);
+        if (e == 0 && kid_len > 0)
+            e = edhoc_cred_set_kid(cred, kid, (size_t)kid_len);
+    } else if (cwt) {
+        uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
+        size_t pub_len;
+        e = edhoc_key_public(&key, pub, &pub_len);
+        struct edhoc_cwt_params cp = {
+            .curve = curve,
+            .pub = pub,
+            .pub_len = pub_len,
+            .kid = kid,
+            .kid_len = (size_t)kid_len,
+            .subject = subject ? subject : "edhoc-cli device",
+            .issuer_name = issuer_name,
+            .not_before = not_before,
+            .not_after = not_after,
+            .issued_at = now,
+            .issuer_key = &issuer_key,
+            .issuer_kid = issuer_kid,
+            .issuer_kid_len = (size_t)issuer_kid_len,
+        };
+        if (e == 0)
+            e = edhoc_cwt_create(cred, &cp);
     } else {
         uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
         size_t pub_len;
@@ -440,10 +516,19 @@ int cmd_keygen(int argc, char **argv)
     const void *cred_out;
     size_t cred_out_len;
     if (x509) {
-        if (edhoc_x509_to_pem(cred, text, 4 * EDHOC_CRED_MAX_DATA, &text_len) != 0)
+        /* A kid goes before the leaf's block as PEM explanatory text (RFC
+         * 7468 Section 5.2), where other PEM readers skip it. */
+        size_t head = 0;
+        if (kid_len > 0) {
+            head = (size_t)snprintf(text, 64, "EDHOC-kid: ");
+            for (long i = 0; i < kid_len; i++)
+                head += (size_t)snprintf(text + head, 4, "%02x", kid[i]);
+            text[head++] = '\n';
+        }
+        if (edhoc_x509_to_pem(cred, text + head, 4 * EDHOC_CRED_MAX_DATA - head, &text_len) != 0)
             goto out;
         cred_out = text;
-        cred_out_len = text_len;
+        cred_out_len = head + text_len;
     } else if (hex) {
         for (size_t i = 0; i < cred->cred_len; i++)
             sprintf(text + 2 * i, "%02x", cred->cred[i]);
@@ -469,25 +554,33 @@ int cmd_keygen(int argc, char **argv)
                             : "signature_or_static_dh";
     const char *subject_used =
         subject ? subject : (x509 && is_ca ? "edhoc-cli CA" : "edhoc-cli device");
-    const char *format = x509 ? "pem" : (hex ? "ccs_hex" : "ccs_cbor");
+    const char *format = x509 ? "pem" : cwt ? (hex ? "cwt_hex" : "cwt_cbor")
+                                            : (hex ? "ccs_hex" : "ccs_cbor");
+    const char *type_word = x509 ? "x509" : cwt ? "cwt" : "ccs";
     char nb[32] = "", na[32] = "";
-    if (x509) {
+    if (x509 || cwt) {
         time_t tnb = (time_t)not_before, tna = (time_t)not_after;
         strftime(nb, sizeof nb, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tnb));
         strftime(na, sizeof na, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tna));
     }
     if (json) {
         json_t *root = json_object();
-        cli_json_set(root, "type", json_string(x509 ? "x509" : "ccs"));
+        cli_json_set(root, "type", json_string(type_word));
         cli_json_set(root, "ca", json_boolean(x509 && is_ca));
         cli_json_set(root, "curve", json_string(curve_name(curve)));
         cli_json_set(root, "key_use", json_string(usage));
-        cli_json_set(root, "kid_hex", x509 ? json_null() : cli_json_hex_value(kid, (size_t)kid_len));
+        cli_json_set(root, "kid_hex", kid_len > 0 ? cli_json_hex_value(kid, (size_t)kid_len)
+                                                  : json_null());
         cli_json_set(root, "subject", json_string(subject_used));
         cli_json_set(root, "self_signed", x509 ? json_boolean(!ca_cert) : json_null());
-        cli_json_set(root, "issuer_file", x509 ? cli_json_string_or_null(ca_cert) : json_null());
-        cli_json_set(root, "not_before", x509 ? json_string(nb) : json_null());
-        cli_json_set(root, "not_after", x509 ? json_string(na) : json_null());
+        cli_json_set(root, "issuer_file", x509 ? cli_json_string_or_null(ca_cert)
+                                          : cwt ? json_string(issuer_key_path)
+                                                : json_null());
+        cli_json_set(root, "issuer_kid_hex",
+                     issuer_kid_len > 0 ? cli_json_hex_value(issuer_kid, (size_t)issuer_kid_len)
+                                        : json_null());
+        cli_json_set(root, "not_before", x509 || cwt ? json_string(nb) : json_null());
+        cli_json_set(root, "not_after", x509 || cwt ? json_string(na) : json_null());
         cli_json_set(root, "certificate_bytes",
                      cli_json_int_or_null(x509, x509 ? (long long)cred->cert_lens[0] : 0));
         cli_json_set(root, "intermediate_certificates",
@@ -508,19 +601,29 @@ int cmd_keygen(int argc, char **argv)
     /* With --out-cred - the credential is standard output: the report
      * goes to standard error. */
     FILE *report = to_stdout ? stderr : stdout;
-    fprintf(report, "type:        %s%s\n", x509 ? "X.509 certificate" : "CCS (CWT Claims Set)",
+    fprintf(report, "type:        %s%s\n",
+            x509 ? "X.509 certificate" : cwt ? "CWT (signed claims set)" : "CCS (CWT Claims Set)",
             x509 ? (is_ca ? " (CA)" : "") : "");
     fprintf(report, "curve:       %s (%s)\n", curve_name(curve),
             dh_only ? "static Diffie-Hellman"
             : (curve == EDHOC_COSE_CRV_ED25519 || curve == EDHOC_COSE_CRV_ED448)
                 ? "signature"
                 : "signature or static Diffie-Hellman");
-    if (!x509) {
+    if (kid_len > 0) {
         fprintf(report, "kid:         ");
         cli_hex_print(report, kid, (size_t)kid_len);
         fprintf(report, "\n");
     }
     fprintf(report, "subject:     %s\n", subject_used);
+    if (cwt) {
+        fprintf(report, "issuer:      %s", issuer_key_path);
+        if (issuer_kid_len > 0) {
+            fprintf(report, " (kid ");
+            cli_hex_print(report, issuer_kid, (size_t)issuer_kid_len);
+            fprintf(report, ")");
+        }
+        fprintf(report, "\nvalidity:    %s .. %s\n", nb, na);
+    }
     if (x509) {
         fprintf(report, "issuer:      %s\n", ca_cert ? ca_cert : "self-signed");
         fprintf(report, "validity:    %s .. %s\n", nb, na);
@@ -534,7 +637,10 @@ int cmd_keygen(int argc, char **argv)
     cli_hex_print(report, cred->pub, cred->pub_len);
     fprintf(report, "\n");
     fprintf(report, "wrote %s (%s, %zu bytes)\n", out_cred,
-            x509 ? "PEM" : (hex ? "CCS as hex" : "CCS as CBOR"), cred_out_len);
+            x509  ? "PEM"
+            : cwt ? (hex ? "CWT as hex" : "CWT as CBOR")
+                  : (hex ? "CCS as hex" : "CCS as CBOR"),
+            cred_out_len);
     fprintf(report, "wrote %s (PKCS#8 PEM private key, mode 0600)\n", out_key);
     rc = CLI_EXIT_OK;
 out:

@@ -498,6 +498,11 @@ static int load_identities(struct responder *r)
                      r->cred_paths[i]);
             rc = -1;
         }
+        /* --kid names the one credential (a certificate included): the
+         * responder's ID_CRED_R can then be a kid (RFC 9528 Section 3.5.3). */
+        if (!rc && r->o.side[CLI_SIDE_R].kid_len)
+            rc = edhoc_cred_set_kid(&creds[i], r->o.side[CLI_SIDE_R].kid,
+                                    r->o.side[CLI_SIDE_R].kid_len);
         if (rc) {
             cli_log(LOG_ERR, "credential: %s", why[0] ? why : edhoc_cred_strerror(rc));
             goto fail;
@@ -1081,6 +1086,11 @@ int cmd_responder(int argc, char **argv)
                           "keys are published, so add --demo only to run a test on them");
         goto out;
     }
+    if (r->o.side[CLI_SIDE_R].kid_len && r->n_cred_paths != 1) {
+        cli_opt_error(&p, "--kid names one credential: give exactly one --cred with it (or put "
+                          "an 'EDHOC-kid: HEX' line before each certificate)");
+        goto out;
+    }
     if (r->n_cred_paths && r->o.n_trust == 0) {
         cli_opt_error(&p, "--cred without --trust: this responder would accept no initiator; add "
                           "--trust FILE (repeatable) with the CA certificates or the peer "
@@ -1104,9 +1114,19 @@ int cmd_responder(int argc, char **argv)
         memcpy(r->supported, r->o.suites_r, r->o.n_suites_r * sizeof(int));
         r->n_supported = r->o.n_suites_r;
     } else {
-        memcpy(r->supported, known_suites, sizeof known_suites);
-        r->n_supported = N_SUITE_IDS;
+        /* Suite 25 only when asked for: with it no OSCORE context can
+         * follow (RFC 8613 Section 3.2.1 has no HKDF for SHAKE256), so an
+         * initiator offering it is told the suites that can (error code
+         * 2, RFC 9528 Section 6.3) instead of ending up without one. */
+        r->n_supported = 0;
+        for (int i = 0; i < N_SUITE_IDS; i++) {
+            if (known_suites[i] != 25)
+                r->supported[r->n_supported++] = known_suites[i];
+        }
     }
+    bool edhoc_only_suite = false;
+    for (size_t i = 0; i < r->n_supported; i++)
+        edhoc_only_suite |= r->supported[i] == 25;
 
     /* Default: one line per handshake (info). -q: warnings and errors. */
     int threshold = p.quiet ? LOG_WARNING : LOG_INFO + p.verbose;
@@ -1383,6 +1403,10 @@ int cmd_responder(int argc, char **argv)
     if (allow_unprotected)
         cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
                              "too");
+    if (edhoc_only_suite)
+        cli_log(LOG_NOTICE, "--suites 25: EDHOC only for suite 25, no OSCORE context follows "
+                            "(RFC 8613 Section 3.2.1 derives keys with an HMAC-based HKDF, which "
+                            "SHAKE256 has not; RFC 9528 Section 3.6)");
     if (amp)
         cli_log(LOG_INFO, "amplification limit: an address not yet verified is sent at most %ld "
                           "times the bytes received from it (--amplification-factor); under "

@@ -12,6 +12,7 @@
 #include "edhoc/netacct.h"
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
+#include "exporter.h"
 #include "json_out.h"
 #include "net_report.h"
 #include "progress.h"
@@ -33,6 +34,27 @@ struct trace_entry {
     size_t len;
 };
 
+/* What runs after the handshake, on the reported run only: EDHOC_KeyUpdate
+ * (RFC 9528 Appendix H) and EDHOC_Exporter (Section 4.2.1), on both sides. */
+struct post_handshake {
+    bool key_update;
+    uint8_t ku_context[CLI_EXPORT_MAX_CONTEXT];
+    size_t ku_context_len;
+    struct cli_exports exports; /* the requests; values stay NULL here */
+};
+
+struct key_update_result {
+    bool done;
+    bool sides_agree; /* PRK_out before and after, PRK_exporter and OSCORE after */
+    uint8_t context[CLI_EXPORT_MAX_CONTEXT];
+    size_t context_len;
+    uint8_t prk_out_before[EDHOC_CRYPTO_MAX_HASH];
+    uint8_t prk_out_after[EDHOC_CRYPTO_MAX_HASH];
+    uint8_t prk_exporter_after[EDHOC_CRYPTO_MAX_HASH];
+    size_t prk_len;
+    struct edhoc_oscore_params oscore_i, oscore_r; /* from the new PRK_out */
+};
+
 struct run {
     struct recorded_message msgs[MAX_RECORDED];
     size_t n_msgs;
@@ -46,7 +68,15 @@ struct run {
     bool have_peer_error;
     char peer_error_text[128];
     struct edhoc_oscore_params oscore_i, oscore_r;
+    uint8_t c_r[EDHOC_MAX_CONN_ID]; /* for the A.2 framing of message_3 */
+    size_t c_r_len;
+    bool have_oscore;     /* false: the suite has no OSCORE context, why in no_oscore */
+    char no_oscore[320];
     size_t rx_ead_count[5];
+    struct key_update_result ku;
+    struct cli_exports exports_i, exports_r;
+    bool have_exports;
+    bool exports_match;
 };
 
 /* ---- Timing of the crypto operations: a wrapping ops table ---- */
@@ -182,6 +212,9 @@ static void run_free(struct run *run)
     free(run->trace);
     edhoc_wipe(&run->oscore_i, sizeof run->oscore_i);
     edhoc_wipe(&run->oscore_r, sizeof run->oscore_r);
+    edhoc_wipe(&run->ku, sizeof run->ku);
+    cli_exports_wipe(&run->exports_i);
+    cli_exports_wipe(&run->exports_r);
 }
 
 static const char *suite_list(const int *s, size_t n, char *buf, size_t cap);
@@ -238,8 +271,124 @@ static void note_peer_error(struct run *run, const struct edhoc_error_info *info
     run->peer_error.text = NULL;
 }
 
+/* The initiator's context a and the responder's b are two sides of one. */
+static bool oscore_params_match(const struct edhoc_oscore_params *a,
+                                const struct edhoc_oscore_params *b)
+{
+    return a->master_secret_len == b->master_secret_len &&
+           edhoc_ct_equal(a->master_secret, b->master_secret, a->master_secret_len) &&
+           a->master_salt_len == b->master_salt_len &&
+           !memcmp(a->master_salt, b->master_salt, a->master_salt_len) &&
+           a->sender_id_len == b->recipient_id_len &&
+           !memcmp(a->sender_id, b->recipient_id, a->sender_id_len) &&
+           a->recipient_id_len == b->sender_id_len &&
+           !memcmp(a->recipient_id, b->sender_id, a->recipient_id_len) &&
+           a->aead_alg == b->aead_alg && a->hash_alg == b->hash_alg;
+}
+
+/* A value read from both sessions: the initiator's copy in out, whether the
+ * responder's equals it in *agree. */
+static int both_sides(int (*get)(const struct edhoc_session *, uint8_t *, size_t),
+                      const struct edhoc_session *s_i, const struct edhoc_session *s_r,
+                      uint8_t *out, size_t *len, bool *agree)
+{
+    uint8_t other[EDHOC_CRYPTO_MAX_HASH];
+    int n = get(s_i, out, EDHOC_CRYPTO_MAX_HASH);
+    int m = n < 0 ? n : get(s_r, other, sizeof other);
+    if (m < 0) {
+        edhoc_wipe(other, sizeof other);
+        return m;
+    }
+    *len = (size_t)n;
+    *agree &= m == n && edhoc_ct_equal(out, other, (size_t)n);
+    edhoc_wipe(other, sizeof other);
+    return 0;
+}
+
+/* EDHOC_KeyUpdate(context) on both sides (RFC 9528 Appendix H): PRK_out
+ * before and after, PRK_exporter after and, when the suite has one, the
+ * OSCORE context the new PRK_out gives (Appendix A.1 applied to it).
+ * Trace lines carry RFC 9529's names for these values. */
+static int key_update(const struct post_handshake *post, struct cli_side *si, struct cli_side *sr,
+                      struct edhoc_session *s_i, struct edhoc_session *s_r, struct run *run)
+{
+    struct key_update_result *ku = &run->ku;
+    ku->sides_agree = true;
+    memcpy(ku->context, post->ku_context, post->ku_context_len);
+    ku->context_len = post->ku_context_len;
+    int rc = both_sides(edhoc_session_prk_out, s_i, s_r, ku->prk_out_before, &ku->prk_len,
+                        &ku->sides_agree);
+    if (rc)
+        return rc;
+    if (si->cfg.trace) {
+        si->cfg.trace(si->cfg.trace_ctx, "context for KeyUpdate", ku->context, ku->context_len);
+        sr->cfg.trace(sr->cfg.trace_ctx, "context for KeyUpdate", ku->context, ku->context_len);
+    }
+    rc = edhoc_session_key_update(s_i, ku->context, ku->context_len);
+    if (!rc)
+        rc = edhoc_session_key_update(s_r, ku->context, ku->context_len);
+    if (!rc)
+        rc = both_sides(edhoc_session_prk_out, s_i, s_r, ku->prk_out_after, &ku->prk_len,
+                        &ku->sides_agree);
+    if (!rc)
+        rc = both_sides(edhoc_session_prk_exporter, s_i, s_r, ku->prk_exporter_after,
+                        &ku->prk_len, &ku->sides_agree);
+    if (rc)
+        return rc;
+    ku->done = true;
+    if (!run->have_oscore)
+        return 0;
+    /* The library would trace these under the handshake's names; they are
+     * traced here under the names RFC 9529 gives them after a KeyUpdate. */
+    edhoc_trace_fn trace = si->cfg.trace;
+    si->cfg.trace = sr->cfg.trace = NULL;
+    rc = edhoc_session_oscore(s_i, &ku->oscore_i);
+    if (!rc)
+        rc = edhoc_session_oscore(s_r, &ku->oscore_r);
+    si->cfg.trace = sr->cfg.trace = trace;
+    if (rc)
+        return rc;
+    ku->sides_agree &= oscore_params_match(&ku->oscore_i, &ku->oscore_r);
+    if (trace) {
+        const struct edhoc_oscore_params *p[2] = {&ku->oscore_i, &ku->oscore_r};
+        struct cli_side *side[2] = {si, sr};
+        for (int k = 0; k < 2; k++) {
+            trace(side[k]->cfg.trace_ctx, "OSCORE Master Secret after KeyUpdate",
+                  p[k]->master_secret, p[k]->master_secret_len);
+            trace(side[k]->cfg.trace_ctx, "OSCORE Master Salt after KeyUpdate", p[k]->master_salt,
+                  p[k]->master_salt_len);
+        }
+    }
+    return 0;
+}
+
+/* After a completed handshake: the KeyUpdate, then the exporter values from
+ * the PRK_exporter then current, on both sides. */
+static int after_handshake(const struct post_handshake *post, struct cli_side *si,
+                           struct cli_side *sr, struct edhoc_session *s_i,
+                           struct edhoc_session *s_r, struct run *run)
+{
+    if (post->key_update) {
+        int rc = key_update(post, si, sr, s_i, s_r, run);
+        if (rc)
+            return rc;
+    }
+    if (post->exports.n) {
+        run->exports_i = post->exports;
+        run->exports_r = post->exports;
+        run->have_exports = true;
+        int rc = cli_exports_compute(s_i, &run->exports_i);
+        if (!rc)
+            rc = cli_exports_compute(s_r, &run->exports_r);
+        if (rc)
+            return rc;
+        run->exports_match = cli_exports_equal(&run->exports_i, &run->exports_r);
+    }
+    return 0;
+}
+
 static int handshake(const struct cli_edhoc_opts *o, struct cli_side *si, struct cli_side *sr,
-                     struct run *run, bool tracing)
+                     struct run *run, bool tracing, const struct post_handshake *post)
 {
     struct edhoc_session s_i, s_r;
     struct edhoc_received *rx = malloc(sizeof *rx);
@@ -384,9 +533,19 @@ static int handshake(const struct cli_edhoc_opts *o, struct cli_side *si, struct
         run->rx_ead_count[4] = rx->n_ead;
     }
 
-    rc = edhoc_session_oscore(&s_i, &run->oscore_i);
-    if (!rc)
-        rc = edhoc_session_oscore(&s_r, &run->oscore_r);
+    /* A suite without an OSCORE context still completes EDHOC: the
+     * handshake, KeyUpdate and the exporter stand without it. */
+    memcpy(run->c_r, s_i.peer_cid, s_i.peer_cid_len);
+    run->c_r_len = s_i.peer_cid_len;
+    run->have_oscore = !cli_oscore_unavailable(s_i.suite, run->no_oscore, sizeof run->no_oscore);
+    rc = 0;
+    if (run->have_oscore) {
+        rc = edhoc_session_oscore(&s_i, &run->oscore_i);
+        if (!rc)
+            rc = edhoc_session_oscore(&s_r, &run->oscore_r);
+    }
+    if (!rc && post)
+        rc = after_handshake(post, si, sr, &s_i, &s_r, run);
     if (rc) {
         fail(run, NULL, 'I', rc);
         goto out;
@@ -404,16 +563,13 @@ out:
 
 static bool oscore_contexts_match(const struct run *run)
 {
-    const struct edhoc_oscore_params *a = &run->oscore_i, *b = &run->oscore_r;
-    return a->master_secret_len == b->master_secret_len &&
-           edhoc_ct_equal(a->master_secret, b->master_secret, a->master_secret_len) &&
-           a->master_salt_len == b->master_salt_len &&
-           !memcmp(a->master_salt, b->master_salt, a->master_salt_len) &&
-           a->sender_id_len == b->recipient_id_len &&
-           !memcmp(a->sender_id, b->recipient_id, a->sender_id_len) &&
-           a->recipient_id_len == b->sender_id_len &&
-           !memcmp(a->recipient_id, b->sender_id, a->recipient_id_len) &&
-           a->aead_alg == b->aead_alg && a->hash_alg == b->hash_alg;
+    return oscore_params_match(&run->oscore_i, &run->oscore_r);
+}
+
+/* Everything both sides derived after the handshake agrees. */
+static bool post_values_match(const struct run *run)
+{
+    return (!run->ku.done || run->ku.sides_agree) && (!run->have_exports || run->exports_match);
 }
 
 /* ---- Output ---- */
@@ -521,8 +677,7 @@ static long frame_message(const struct recorded_message *m, const struct run *ru
         if (!strcmp(m->name, "message_1")) {
             payload[pl++] = 0xf5;
         } else {
-            long n = edhoc_coap_cid_encode(run->oscore_i.sender_id, run->oscore_i.sender_id_len,
-                                           payload, sizeof payload);
+            long n = edhoc_coap_cid_encode(run->c_r, run->c_r_len, payload, sizeof payload);
             if (n < 0)
                 return -1;
             pl = (size_t)n;
@@ -723,6 +878,27 @@ static json_t *oscore_json(const struct edhoc_oscore_params *p, bool secrets)
     return o;
 }
 
+/* Secret values only with --export-secrets (else null). */
+static json_t *secret_hex(const uint8_t *p, size_t len, bool secrets)
+{
+    return secrets ? cli_json_hex_value(p, len) : json_null();
+}
+
+static json_t *key_update_json(const struct run *run, bool secrets)
+{
+    const struct key_update_result *ku = &run->ku;
+    if (run->err || !ku->done)
+        return json_null();
+    json_t *o = json_object();
+    cli_json_set(o, "context", cli_json_hex_value(ku->context, ku->context_len));
+    cli_json_set(o, "sides_agree", json_boolean(ku->sides_agree));
+    cli_json_set(o, "prk_out_before", secret_hex(ku->prk_out_before, ku->prk_len, secrets));
+    cli_json_set(o, "prk_out_after", secret_hex(ku->prk_out_after, ku->prk_len, secrets));
+    cli_json_set(o, "prk_exporter_after", secret_hex(ku->prk_exporter_after, ku->prk_len, secrets));
+    cli_json_set(o, "oscore", run->have_oscore ? oscore_json(&ku->oscore_i, secrets) : json_null());
+    return o;
+}
+
 static int print_json(FILE *f, const struct cli_edhoc_opts *o, const struct cli_side *si,
                       const struct cli_side *sr, const struct run *run, const struct timing *t,
                       int suite)
@@ -768,10 +944,20 @@ static int print_json(FILE *f, const struct cli_edhoc_opts *o, const struct cli_
     cli_json_set(root, "runs", json_integer(t->runs));
     cli_json_set(root, "partial", json_boolean(t->partial));
     cli_json_set(root, "framed", framed_json(run));
+    bool osc = !run->err && run->have_oscore;
     cli_json_set(root, "oscore_contexts_match",
-                 run->err ? json_null() : json_boolean(oscore_contexts_match(run)));
+                 osc ? json_boolean(oscore_contexts_match(run)) : json_null());
     cli_json_set(root, "oscore",
-                 run->err ? json_null() : oscore_json(&run->oscore_i, o->export_secrets));
+                 osc ? oscore_json(&run->oscore_i, o->export_secrets) : json_null());
+    cli_json_set(root, "oscore_unavailable",
+                 !run->err && !run->have_oscore ? json_string(run->no_oscore) : json_null());
+    cli_json_set(root, "key_update", key_update_json(run, o->export_secrets));
+    cli_json_set(root, "exports",
+                 !run->err && run->have_exports
+                     ? cli_exports_json(&run->exports_i, run->ku.done)
+                     : json_null());
+    cli_json_set(root, "exports_match",
+                 !run->err && run->have_exports ? json_boolean(run->exports_match) : json_null());
     json_t *trace = json_null();
     if (o->trace) {
         trace = json_array();
@@ -786,6 +972,24 @@ static int print_json(FILE *f, const struct cli_edhoc_opts *o, const struct cli_
     }
     cli_json_set(root, "trace", trace);
     return cli_json_print(root, f);
+}
+
+static void print_oscore_text(FILE *f, const char *title, const struct edhoc_oscore_params *p,
+                              bool secrets)
+{
+    fprintf(f, "%s: sender ID ", title);
+    cli_hex_print(f, p->sender_id, p->sender_id_len);
+    fprintf(f, " (C_R), recipient ID ");
+    cli_hex_print(f, p->recipient_id, p->recipient_id_len);
+    fprintf(f, " (C_I), AEAD %s, HKDF %s\n", edhoc_crypto_alg_name(p->aead_alg),
+            edhoc_crypto_alg_name(p->hash_alg));
+    if (secrets) {
+        fprintf(f, "  master secret ");
+        cli_hex_print(f, p->master_secret, p->master_secret_len);
+        fprintf(f, "\n  master salt   ");
+        cli_hex_print(f, p->master_salt, p->master_salt_len);
+        fputc('\n', f);
+    }
 }
 
 static void print_text(FILE *f, const struct cli_edhoc_opts *o, const struct cli_side *si,
@@ -831,28 +1035,47 @@ static void print_text(FILE *f, const struct cli_edhoc_opts *o, const struct cli
                     run->peer_error_text[0] ? ": " : "", run->peer_error_text);
         return;
     }
-    fprintf(f, "\nOutcome: ok, suite %d, %d attempt%s; both sides derived %s OSCORE context\n", suite,
-            run->attempts, run->attempts == 1 ? "" : "s",
-            oscore_contexts_match(run) ? "the same" : "DIFFERENT");
+    if (run->have_oscore)
+        fprintf(f, "\nOutcome: ok, suite %d, %d attempt%s; both sides derived %s OSCORE context\n",
+                suite, run->attempts, run->attempts == 1 ? "" : "s",
+                oscore_contexts_match(run) ? "the same" : "DIFFERENT");
+    else
+        fprintf(f, "\nOutcome: ok, suite %d, %d attempt%s; EDHOC only\n", suite, run->attempts,
+                run->attempts == 1 ? "" : "s");
     fprintf(f, "Time: %.3f ms per handshake (median of %d; min %.3f ms), of which crypto %.3f ms "
                "(%.0f%%, %u calls)\n",
             t->handshake_ms, t->runs, t->min_ms, t->crypto_ms,
             t->handshake_ms > 0 ? 100.0 * t->crypto_ms / t->handshake_ms : 0.0, t->crypto_calls);
     if (t->partial)
         fprintf(f, "interrupted: partial results (%d handshakes timed)\n", t->runs);
-    const struct edhoc_oscore_params *p = &run->oscore_i;
-    fprintf(f, "OSCORE (initiator = client): sender ID ");
-    cli_hex_print(f, p->sender_id, p->sender_id_len);
-    fprintf(f, " (C_R), recipient ID ");
-    cli_hex_print(f, p->recipient_id, p->recipient_id_len);
-    fprintf(f, " (C_I), AEAD %s, HKDF %s\n", edhoc_crypto_alg_name(p->aead_alg),
-            edhoc_crypto_alg_name(p->hash_alg));
-    if (o->export_secrets) {
-        fprintf(f, "  master secret ");
-        cli_hex_print(f, p->master_secret, p->master_secret_len);
-        fprintf(f, "\n  master salt   ");
-        cli_hex_print(f, p->master_salt, p->master_salt_len);
+    if (run->have_oscore)
+        print_oscore_text(f, "OSCORE (initiator = client)", &run->oscore_i, o->export_secrets);
+    else
+        fprintf(f, "OSCORE: not available: %s\n", run->no_oscore);
+    const struct key_update_result *ku = &run->ku;
+    if (ku->done) {
+        fprintf(f, "\nKeyUpdate (RFC 9528 Appendix H), context h'");
+        cli_hex_print(f, ku->context, ku->context_len);
+        fprintf(f, "': both sides derived %s PRK_out\n",
+                ku->sides_agree ? "the same" : "DIFFERENT");
+        if (o->export_secrets) {
+            fprintf(f, "  PRK_out before      ");
+            cli_hex_print(f, ku->prk_out_before, ku->prk_len);
+            fprintf(f, "\n  PRK_out after       ");
+            cli_hex_print(f, ku->prk_out_after, ku->prk_len);
+            fprintf(f, "\n  PRK_exporter after  ");
+            cli_hex_print(f, ku->prk_exporter_after, ku->prk_len);
+            fputc('\n', f);
+        }
+        if (run->have_oscore)
+            print_oscore_text(f, "OSCORE after KeyUpdate", &ku->oscore_i, o->export_secrets);
+    }
+    if (run->have_exports) {
         fputc('\n', f);
+        cli_exports_print(f, &run->exports_i,
+                          ku->done ? "PRK_exporter after the KeyUpdate" : "PRK_exporter");
+        if (!run->exports_match)
+            fprintf(f, "  the responder derived DIFFERENT values\n");
     }
 }
 
@@ -862,7 +1085,7 @@ static int compare_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-enum { OPT_REPEAT = 1 };
+enum { OPT_REPEAT = 1, OPT_KEY_UPDATE, OPT_EXPORT };
 
 static const struct cli_opt run_opts[] = {
     {OPT_REPEAT, "repeat", "N",
@@ -880,8 +1103,20 @@ static const struct cli_opt link_opts[] = {
     {0, NULL, NULL, NULL},
 };
 
+static const struct cli_opt app_key_opts[] = {
+    {OPT_KEY_UPDATE, "key-update", "NONCE_HEX",
+     "after the handshake, both sides run EDHOC_KeyUpdate with this context (RFC 9528 Appendix "
+     "H; hex, empty for h''), as two applications that agreed on it would; reported: whether "
+     "they agree and the OSCORE context from the new PRK_out (with --export-secrets also "
+     "PRK_out before and after, PRK_exporter after, master secret and salt); --export values "
+     "then come from the new PRK_exporter"},
+    {OPT_EXPORT, "export", "LABEL,CONTEXT_HEX,LENGTH", CLI_EXPORT_HELP},
+    {0, NULL, NULL, NULL},
+};
+
 static const struct cli_opt_group simulate_groups[] = {
     {"EDHOC (-i: the initiator's, -r: the responder's)", cli_edhoc_opts_simulate},
+    {"Keys for applications", app_key_opts},
     {"Runs", run_opts},
     {"Bytes per layer", link_opts},
     {NULL, NULL},
@@ -892,7 +1127,9 @@ const struct cli_cmd_spec cli_spec_simulate = {
     .synopsis = "[OPTIONS]",
     .description =
         "Runs an EDHOC initiator and responder in one process (no network) and reports\n"
-        "each message, the outcome, the time per handshake and the OSCORE context.\n"
+        "each message, the outcome, the time per handshake and the OSCORE context (none\n"
+        "for suite 25: RFC 8613 Section 3.2.1 has no HKDF for SHAKE256; the run is then\n"
+        "EDHOC only and still succeeds).\n"
         "Without --trust each side trusts the other's credential. --json prints one\n"
         "object (docs/json/simulate.schema.json).",
     .groups = simulate_groups,
@@ -909,6 +1146,8 @@ int cmd_simulate(int argc, char **argv)
     struct cli_edhoc_opts o;
     cli_edhoc_opts_init(&o);
     long repeat = 1;
+    static struct post_handshake post; /* large: not on the stack */
+    memset(&post, 0, sizeof post);
 
     struct cli_opt_parser p;
     cli_opt_begin(&p, &cli_spec_simulate, argc, argv);
@@ -928,10 +1167,33 @@ int cmd_simulate(int argc, char **argv)
             break;
         }
         case OPT_REPEAT: bad = cli_opt_long(&p, 1, 1000000, &repeat); break;
+        case OPT_KEY_UPDATE: {
+            long n = p.value[0] ? cli_hex_decode(p.value, post.ku_context, sizeof post.ku_context)
+                                : 0;
+            if (n < 0)
+                bad = cli_opt_error(&p,
+                                    "--key-update: expected hex of at most %d bytes, got '%.80s'",
+                                    CLI_EXPORT_MAX_CONTEXT, p.value);
+            post.ku_context_len = n < 0 ? 0 : (size_t)n;
+            post.key_update = true;
+            break;
+        }
+        case OPT_EXPORT: {
+            char why[400];
+            if (post.exports.n >= CLI_MAX_EXPORTS)
+                bad = cli_opt_error(&p, "at most %d --export", CLI_MAX_EXPORTS);
+            else if (cli_export_parse(p.value, &post.exports.item[post.exports.n], why, sizeof why))
+                bad = cli_opt_error(&p, "--export: %s", why);
+            else
+                post.exports.n++;
+            break;
+        }
         }
         if (bad)
             return CLI_EXIT_USAGE;
     }
+    if (post.exports.n && !o.export_secrets)
+        return cli_opt_error(&p, CLI_EXPORT_NEEDS_SECRETS);
 
     struct cli_side *si = calloc(1, sizeof *si), *sr = calloc(1, sizeof *sr);
     int exit_code = CLI_EXIT_INTERNAL;
@@ -988,7 +1250,7 @@ int cmd_simulate(int argc, char **argv)
         crypto_ns = 0;
         crypto_calls = 0;
         uint64_t t0 = cli_now_ns();
-        int rc = handshake(&o, si, sr, target, r == 0 && o.trace);
+        int rc = handshake(&o, si, sr, target, r == 0 && o.trace, r == 0 ? &post : NULL);
         times[r] = cli_now_ns() - t0;
         ctimes[r] = crypto_ns;
         if (r == 0)
@@ -1053,8 +1315,12 @@ int cmd_simulate(int argc, char **argv)
         fprintf(stderr, "edhoc-cli simulate: handshake failed at the %s: %s\n",
                 run.failed_side == 'I' ? "initiator" : "responder", run.why);
         exit_code = cli_exit_for_edhoc_error(run.err);
-    } else if (!oscore_contexts_match(&run)) {
+    } else if (run.have_oscore && !oscore_contexts_match(&run)) {
         fprintf(stderr, "edhoc-cli simulate: initiator and responder derived different OSCORE contexts\n");
+        exit_code = CLI_EXIT_INTERNAL;
+    } else if (!post_values_match(&run)) {
+        fprintf(stderr, "edhoc-cli simulate: initiator and responder derived different keys after "
+                        "the handshake (KeyUpdate or EDHOC_Exporter)\n");
         exit_code = CLI_EXIT_INTERNAL;
     } else {
         exit_code = CLI_EXIT_OK;

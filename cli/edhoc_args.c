@@ -32,6 +32,10 @@ const char *cli_id_cred_type_name(int type)
         return "x5t";
     case EDHOC_ID_CRED_X5CHAIN:
         return "x5chain";
+    case EDHOC_ID_CRED_X5BAG:
+        return "x5bag";
+    case EDHOC_ID_CRED_KCWT:
+        return "kcwt";
     default:
         return "?";
     }
@@ -62,6 +66,10 @@ static int parse_id_cred_type(const char *s)
         return EDHOC_ID_CRED_X5T;
     if (!strcmp(s, "x5chain"))
         return EDHOC_ID_CRED_X5CHAIN;
+    if (!strcmp(s, "x5bag"))
+        return EDHOC_ID_CRED_X5BAG;
+    if (!strcmp(s, "kcwt"))
+        return EDHOC_ID_CRED_KCWT;
     return -1;
 }
 
@@ -207,7 +215,7 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
     static const char *const valued[] = {"--method", "--suites", "--suites-r", "--trust", "--cred",
                                          "--key", "--id-cred", "--c-i", "--c-r", "--ephemeral",
                                          "--ead-1", "--ead-2", "--ead-3", "--ead-4", "--ead-accept",
-                                         "--methods", "--tolerate", "--emulate"};
+                                         "--methods", "--tolerate", "--emulate", "--kid"};
     bool known = false;
     for (size_t i = 0; i < sizeof valued / sizeof valued[0]; i++) {
         if (!strcmp(name, valued[i]) || !strcmp(base, valued[i]))
@@ -320,11 +328,22 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
     if (!strcmp(base, "--id-cred")) {
         int t = parse_id_cred_type(value);
         if (t < 0) {
-            fprintf(stderr, "edhoc-cli: %s: expected kid, kccs, x5t or x5chain, got '%s'\n", name,
-                    value);
+            fprintf(stderr,
+                    "edhoc-cli: %s: expected kid, kccs, kcwt, x5t, x5chain or x5bag, got '%s'\n",
+                    name, value);
             return -1;
         }
         so->id_cred_type = t;
+        return 1;
+    }
+    if (!strcmp(base, "--kid")) {
+        long n = cli_hex_decode(value, so->kid, sizeof so->kid);
+        if (n < 1) {
+            fprintf(stderr, "edhoc-cli: %s: expected 1 to %d bytes of hex, got '%s'\n", name,
+                    EDHOC_CRED_MAX_KID, value);
+            return -1;
+        }
+        so->kid_len = (size_t)n;
         return 1;
     }
     *used_value = false;
@@ -336,13 +355,16 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
 #define E CLI_OPT_ID_EDHOC
 #define H_METHOD "authentication method 0..3 (default 3)"
 #define H_SUITES "cipher suites, most preferred first (default 2)"
-#define H_CRED "own credential: CCS (CBOR or hex) or X.509 (PEM/DER, chain leaf first)"
+#define H_CRED "own credential: CCS or CWT (CBOR or hex), or X.509 (PEM/DER, chain\n" \
+               "leaf first)"
+#define H_KID "key identifier of the own credential, hex (any type: replaces a CCS's or\n" \
+              "CWT's, names a certificate); sent as a one-byte integer when it has one"
 #define H_KEY "private key: PEM (PKCS#8) or raw hex; refused if group/others can read it,\n" \
               "if another user owns it, or if its directory is writable by others"
 #define H_TRUST "CA certificates or credentials to accept (repeatable); when given,\n" \
                 "the built-in demo set is not trusted at all"
-#define H_ID_CRED "how ID_CRED names the credential: kid, kccs, x5t, x5chain\n" \
-                  "(default: kid for a CCS, x5t for a certificate)"
+#define H_ID_CRED "how ID_CRED names the credential: kid, kccs, kcwt, x5t, x5chain,\n" \
+                  "x5bag (default: kid for a CCS or CWT, x5t for a certificate)"
 #define H_EPHEMERAL "raw ephemeral private keys, hex, one per line, one per attempt\n" \
                     "(a test aid: reproduces a trace)"
 #define H_TOLERATE "accept these deviations of the peer from RFC 9528 (named by the\n" \
@@ -368,6 +390,8 @@ const struct cli_opt cli_edhoc_opts_simulate[] = {
     {E, "cred-r", "FILE", "responder's " H_CRED},
     {E, "key-i", "FILE", "initiator's " H_KEY},
     {E, "key-r", "FILE", "responder's " H_KEY},
+    {E, "kid-i", "HEX", "initiator's " H_KID},
+    {E, "kid-r", "HEX", "responder's " H_KID},
     {E, "trust", "FILE", H_TRUST "; default: each side trusts the other's\ncredential"},
     {E, "id-cred-i", "TYPE", "initiator: " H_ID_CRED},
     {E, "id-cred-r", "TYPE", "responder: " H_ID_CRED},
@@ -396,6 +420,7 @@ const struct cli_opt cli_edhoc_opts_initiator[] = {
     {E, "suites", "LIST", H_SUITES},
     {E, "cred", "FILE", H_CRED},
     {E, "key", "FILE", H_KEY},
+    {E, "kid", "HEX", H_KID},
     {E, "trust", "FILE", H_TRUST "; default: the built-in demo credentials"},
     {E, "id-cred", "TYPE", H_ID_CRED},
     {E, "c-i", "HEX[,HEX...]", "C_I byte string, one per message_1 attempt (2d is sent as -14)"},
@@ -417,6 +442,7 @@ const struct cli_opt cli_edhoc_opts_responder[] = {
     {E, "methods", "LIST", "methods accepted, e.g. 0,3 (default: all)"},
     {E, "cred", "FILE", H_CRED " (repeatable with\n--key: one identity per credential)"},
     {E, "key", "FILE", H_KEY},
+    {E, "kid", "HEX", H_KID " (with one --cred)"},
     {E, "trust", "FILE", H_TRUST},
     {E, "id-cred", "TYPE", H_ID_CRED},
     {E, "c-r", "HEX", "C_R byte string (default: chosen per handshake)"},
@@ -434,6 +460,7 @@ const struct cli_opt cli_edhoc_opts_load[] = {
     {E, "suites", "LIST", H_SUITES},
     {E, "cred", "FILE", H_CRED},
     {E, "key", "FILE", H_KEY},
+    {E, "kid", "HEX", H_KID},
     {E, "trust", "FILE", H_TRUST "; default: the built-in demo credentials"},
     {E, "id-cred", "TYPE", H_ID_CRED},
     {E, "message-4", NULL, "expect message_4"},
@@ -482,6 +509,12 @@ static int pick_demo_cred(const struct cli_edhoc_opts *o, int role, int suite,
     }
     int idt = o->side[role].id_cred_type;
     int rc;
+    if (idt == EDHOC_ID_CRED_KCWT) {
+        fprintf(stderr, "edhoc-cli: --id-cred kcwt: there is no built-in CWT; make one with "
+                        "keygen --type cwt and give it with --cred%s and --key%s\n",
+                initiator ? "-i" : "-r", initiator ? "-i" : "-r");
+        return CLI_EXIT_USAGE;
+    }
     if (for_dh && suite == 2 && (idt == 0 || idt == EDHOC_ID_CRED_KID || idt == EDHOC_ID_CRED_KCCS)) {
         rc = edhoc_demo_trace_cred(2, r, &side->cred, &side->key);
         side->cred_origin = "built-in RFC 9529 trace 2 CCS";
@@ -495,7 +528,8 @@ static int pick_demo_cred(const struct cli_edhoc_opts *o, int role, int suite,
         /* Certificates for x5t/x5chain, a CCS for kccs, else the usual kind
          * (certificates for signature keys, CCS for static DH keys). */
         enum edhoc_cred_type type = 0;
-        if (idt == EDHOC_ID_CRED_X5T || idt == EDHOC_ID_CRED_X5CHAIN)
+        if (idt == EDHOC_ID_CRED_X5T || idt == EDHOC_ID_CRED_X5CHAIN ||
+            idt == EDHOC_ID_CRED_X5BAG)
             type = EDHOC_CRED_X509;
         else if (idt == EDHOC_ID_CRED_KCCS)
             type = EDHOC_CRED_CCS;
@@ -616,15 +650,25 @@ int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_si
         return CLI_EXIT_INPUT;
     }
 
+    /* --kid names any credential, a certificate too (RFC 9528 Section
+     * 3.5.3: a kid may identify any authentication credential). */
+    if (so->kid_len)
+        edhoc_cred_set_kid(&side->cred, so->kid, so->kid_len);
     int idt = so->id_cred_type;
     if (idt == 0)
         idt = side->cred.type == EDHOC_CRED_X509 ? EDHOC_ID_CRED_X5T : EDHOC_ID_CRED_KID;
     rc = edhoc_id_cred_encode(&side->cred, (enum edhoc_id_cred_type)idt, 0, side->id_cred,
                               sizeof side->id_cred, &side->id_cred_len);
     if (rc) {
-        fprintf(stderr, "edhoc-cli: %s: cannot name this %s credential by %s: %s\n", who,
-                side->cred.type == EDHOC_CRED_X509 ? "X.509" : "CCS", cli_id_cred_type_name(idt),
-                idt == EDHOC_ID_CRED_KID ? "it has no kid" : edhoc_cred_strerror(rc));
+        const char *kind = side->cred.type == EDHOC_CRED_X509 ? "X.509"
+                           : side->cred.type == EDHOC_CRED_CWT ? "CWT"
+                                                                : "CCS";
+        fprintf(stderr, "edhoc-cli: %s: cannot name this %s credential by %s: %s\n", who, kind,
+                cli_id_cred_type_name(idt),
+                idt == EDHOC_ID_CRED_KID
+                    ? (role == CLI_SIDE_I ? "it has no kid (give one with --kid or --kid-i)"
+                                          : "it has no kid (give one with --kid or --kid-r)")
+                    : edhoc_cred_strerror(rc));
         return CLI_EXIT_INPUT;
     }
 
@@ -752,6 +796,9 @@ int cli_exit_for_edhoc_error(int err)
     case EDHOC_CRED_ERR_UNTRUSTED:
     case EDHOC_CRED_ERR_EXPIRED:
     case EDHOC_CRED_ERR_KEY_TYPE:
+    case EDHOC_CRED_ERR_CHAIN_LOOP:
+    case EDHOC_CRED_ERR_CHAIN_DEPTH:
+    case EDHOC_CRED_ERR_AMBIGUOUS:
         return CLI_EXIT_VERIFY;
     case EDHOC_ERR_PEER_ERROR:
     case EDHOC_ERR_NO_COMMON_SUITE:

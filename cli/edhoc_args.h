@@ -26,6 +26,8 @@ struct cli_side_opts {
     const char *cred_path;
     const char *key_path;
     int id_cred_type;                /* enum edhoc_id_cred_type; 0 = default */
+    uint8_t kid[EDHOC_CRED_MAX_KID]; /* --kid: names the own credential (kid_len 0: none) */
+    size_t kid_len;
     uint8_t c_id[CLI_MAX_ATTEMPTS][EDHOC_MAX_CONN_ID];
     size_t c_id_len[CLI_MAX_ATTEMPTS];
     size_t n_c_id;                   /* 0 = chosen by the library */

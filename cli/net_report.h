@@ -78,11 +78,58 @@ struct cli_dgram_log {
     unsigned link_errors;    /* datagrams too large for the link */
 };
 
-/* --link, --link-mtu, --pcap shared by initiator, coap and responder. */
+/* --link, --link-mtu, --pcap shared by initiator, coap and responder,
+ * with the air-model options (--phy, --region, ...) that describe the
+ * link chosen. */
 struct cli_net_opts {
     struct edhoc_netacct_link link; /* type NONE unless --link/--link-mtu */
     const char *pcap;
+    struct edhoc_netacct_radio radio; /* --radio-profile; else the link's built-in one */
+    bool radio_set;
 };
+/* The air-model options alone (id CLI_OPT_ID_NET): --csma-be, --retries,
+ * --phy, --ble-data-length, --ble-interval, --ble-unencrypted, --region,
+ * --data-rate, --duty-cycle, --radio-profile. */
+extern const struct cli_opt cli_net_opts_air[];
+/* --link and --link-mtu, then the air-model options, without --pcap (for
+ * a command that sends no datagrams, such as simulate). */
+extern const struct cli_opt cli_net_opts_link_air[];
+/* Apply one air-model option (flag "--phy" ...) to link (its type chosen
+ * already) or radio. Returns 1 when it is one, 0 when flag is not an
+ * air-model option, -1 after printing "edhoc-cli PROG: ..." (exit 2). */
+int cli_net_air_option(const char *prog, const char *flag, const char *value,
+                       struct edhoc_netacct_link *link, struct edhoc_netacct_radio *radio,
+                       bool *radio_set);
+/* The radio profile in force: *radio when set, else the link's built-in. */
+struct edhoc_netacct_radio cli_net_radio(const struct edhoc_netacct_link *link,
+                                         const struct edhoc_netacct_radio *radio, bool set);
+/* "12.345 ms", "2.466 s", "4.1 min": a duration in microseconds. */
+const char *cli_air_time(uint64_t us, char *buf, size_t cap);
+/* The air-model parameters of link as JSON (null members where they do not
+ * apply; docs/airtime.md): csma_be, retries, ble_phy, ble_data_length,
+ * ble_encrypted, ble_interval_ms, region, data_rate, duty_cycle_percent,
+ * rx1_delay_ms, rx2_delay_ms, preamble. */
+json_t *cli_net_air_params_json(const struct edhoc_netacct_link *link);
+/* The radio profile as JSON: name, volts, tx_ma, rx_ma, tx_startup_us,
+ * rx_startup_us, source. */
+json_t *cli_net_radio_json(const struct edhoc_netacct_radio *r);
+/* One message's (or a total's) air figures as JSON: air_ms, link_ms,
+ * wait_ms, fragments, schc_residue_bits (null unless known), and the
+ * energy of its sender and receiver in millijoules. */
+json_t *cli_net_air_json(const struct edhoc_netacct_radio *r, const struct edhoc_netacct_air *a);
+/* An exchange's air figures (the messages in order, from_initiator each):
+ * time on air, duty-cycle wait, end-to-end time on the link (plus host_ms
+ * of measured processing when >= 0), and the energy per role. */
+struct cli_air_summary {
+    uint64_t air_us, wait_us, link_us, e2e_us;
+    double host_ms;       /* < 0: not measured */
+    unsigned frames, fragments;
+    double initiator_mj, responder_mj;
+};
+void cli_air_summary_add(struct cli_air_summary *s, const struct edhoc_netacct_radio *r,
+                         const struct edhoc_netacct_air *a, unsigned frames,
+                         bool from_initiator);
+json_t *cli_air_summary_json(const struct cli_air_summary *s);
 /* The same as option tables (id CLI_OPT_ID_NET): all three, or --pcap only. */
 struct cli_opt;
 struct cli_opt_parser;
@@ -99,6 +146,11 @@ int cli_net_capture_open(const struct cli_net_opts *o, const char *prog,
  * Returns 0, or -1 when the link cannot carry it (frames 0). */
 int cli_net_layers(const struct edhoc_netacct_link *link, size_t len, bool ipv6,
                    uint16_t src_port, uint16_t dst_port, struct edhoc_netacct_layers *out);
+/* The same with the CoAP message's bytes (SCHC on LoRaWAN compresses its
+ * header) and its direction (client -> server: uplink). */
+int cli_net_layers_msg(const struct edhoc_netacct_link *link, const uint8_t *msg, size_t len,
+                       bool ipv6, uint16_t src_port, uint16_t dst_port, bool from_client,
+                       struct edhoc_netacct_layers *out);
 
 /* JSON values (cli/json_out.h): a total per layer ({"messages",
  * "datagrams", "edhoc_bytes", "coap_bytes", "udp_bytes", "ip_bytes",

@@ -2051,10 +2051,183 @@ static void test_bytes_compare_interrupted(void **state)
     free(out);
 }
 
+/* `keygen ARGS` with every "@" in ARGS replaced by the test directory. */
+static void keygen_at(const char *args)
+{
+    char path[300], cmd[2000];
+    net_path(path, sizeof path, "");
+    size_t used = 0;
+    for (const char *p = args; *p && used + 300 < sizeof cmd; p++) {
+        if (*p == '@')
+            used += (size_t)snprintf(cmd + used, sizeof cmd - used, "%s", path);
+        else
+            cmd[used++] = *p;
+    }
+    cmd[used] = '\0';
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 30, "keygen --force %s", cmd);
+    if (rc != 0)
+        fail_msg("keygen %s: exit %d: %s", cmd, rc, out ? out : "");
+    free(out);
+}
+
+/* The credential forms of RFC 9528 Section 3.5.3 beyond kid/kccs/x5t/
+ * x5chain between a real responder and initiator over CoAP: a certificate
+ * named by kid, an x5bag, a CWT by value (kcwt, Section 3.5.3.1) and by
+ * kid; then x5bag as a column of the interop matrix. */
+static void test_new_credential_forms_over_coap(void **state)
+{
+    (void)state;
+    keygen_at("--type x509 --curve Ed25519 --ca --subject Root --out-cred @ca.pem "
+              "--out-key @ca.key");
+    keygen_at("--type x509 --curve Ed25519 --ca --subject Sub --ca-cert @ca.pem --ca-key @ca.key "
+              "--out-cred @sub.pem --out-key @sub.key");
+    keygen_at("--type x509 --curve Ed25519 --kid 2c --ca-cert @sub.pem --ca-key @sub.key "
+              "--out-cred @i.pem --out-key @i.key");
+    keygen_at("--type x509 --curve Ed25519 --kid 2d --ca-cert @sub.pem --ca-key @sub.key "
+              "--out-cred @r.pem --out-key @r.key");
+    keygen_at("--type ccs --curve Ed25519 --kid 0a --out-cred @iss.ccs --out-key @iss.key");
+    keygen_at("--type cwt --curve Ed25519 --kid 2a --issuer-key @iss.key --issuer-kid 0a "
+              "--out-cred @ci.cwt --out-key @ci.key");
+    keygen_at("--type cwt --curve Ed25519 --kid 2b --issuer-key @iss.key --issuer-kid 0a "
+              "--out-cred @cr.cwt --out-key @cr.key");
+    char d[300];
+    net_path(d, sizeof d, "");
+    /* Trust for certificates named by kid: the peers' own files (their
+     * "EDHOC-kid:" lines name them) and the root for chains and bags. */
+    static const struct {
+        const char *form, *cred_i, *cred_r, *id_cred, *trust_r, *trust_i;
+    } forms[] = {
+        {"x5 by kid", "i.pem", "r.pem", "kid", "i.pem", "r.pem"},
+        {"x5bag", "i.pem", "r.pem", "x5bag", "ca.pem", "ca.pem"},
+        {"kcwt", "ci.cwt", "cr.cwt", "kcwt", "iss.ccs", "iss.ccs"},
+        {"kcwt by kid", "ci.cwt", "cr.cwt", "kid", "ci.cwt", "cr.cwt"},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        struct net_proc r;
+        char args[1500], name[32];
+        snprintf(name, sizeof name, "forms%zu", i);
+        /* --key: same base name as the credential. */
+        snprintf(args, sizeof args,
+                 "--listen 127.0.0.1:0 --state-dir none --methods 0 --suites 0 --cred %s%s "
+                 "--key %s%.*s.key --trust %s%s --id-cred %s",
+                 d, forms[i].cred_r, d, (int)(strchr(forms[i].cred_r, '.') - forms[i].cred_r),
+                 forms[i].cred_r, d, forms[i].trust_r, forms[i].id_cred);
+        assert_int_equal(net_responder_start(&r, name, args), 0);
+        char *out = NULL;
+        int rc = CLI_RUN(&out, 30,
+                         "initiator coap://127.0.0.1:%u --request none --method 0 --suites 0 "
+                         "--cred %s%s --key %s%.*s.key --trust %s%s --id-cred %s --json",
+                         r.port, d, forms[i].cred_i, d,
+                         (int)(strchr(forms[i].cred_i, '.') - forms[i].cred_i), forms[i].cred_i, d,
+                         forms[i].trust_i, forms[i].id_cred);
+        if (rc != 0)
+            fail_msg("%s over CoAP: exit %d: %s", forms[i].form, rc, out ? out : "");
+        char want[64];
+        snprintf(want, sizeof want, "\"id_cred_i\": \"%s\"", forms[i].id_cred);
+        if (!strstr(out, want))
+            fail_msg("%s: %s not in:\n%s", forms[i].form, want, out);
+        free(out);
+        net_proc_stop(&r, SIGTERM, 5000);
+    }
+
+    /* The matrix: x5bag, x5chain and kid as ID_CRED columns against a
+     * responder that trusts our root and knows our kid, and names itself
+     * by x5bag. */
+    struct net_proc r;
+    char args[1500];
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:0 --state-dir none --cred %sr.pem --key %sr.key --trust %sca.pem "
+             "--trust %si.pem --id-cred x5bag",
+             d, d, d, d);
+    assert_int_equal(net_responder_start(&r, "forms-matrix", args), 0);
+    char json_path[300];
+    net_path(json_path, sizeof json_path, "forms.json");
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 60,
+                     "interop coap://127.0.0.1:%u --methods 0 --suites 0 --cred %si.pem --key "
+                     "%si.key --trust %sca.pem --id-creds x5bag,x5chain,kid --json-out %s",
+                     r.port, d, d, d, json_path);
+    if (rc != 0)
+        fail_msg("interop with x5bag: exit %d: %s", rc, out ? out : "");
+    free(out);
+    char *json = net_read_file(json_path);
+    assert_non_null(json);
+    json_checked(&json, "interop");
+    struct cell cells[MAX_CELLS];
+    size_t n = json_cells(json, cells, MAX_CELLS);
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!cells[i].m4 && !strcmp(cells[i].outcome, "ok"))
+            ok++;
+    }
+    assert_non_null(strstr(json, "m0-s0-x5bag"));
+    assert_true(ok >= 3); /* x5bag, x5chain and kid without message_4 */
+    free(json);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
+/* responder --kid HEX names its one certificate (RFC 9528 Section 3.5.3: a
+ * kid may reference any credential the peer has): a certificate file
+ * without an "EDHOC-kid:" line, served with --id-cred kid --kid 2e, is
+ * found by an initiator whose trust file names it 2e. Without --kid the
+ * responder cannot send a kid for it; --kid with two --cred is refused. */
+static void test_responder_kid_for_certificate(void **state)
+{
+    (void)state;
+    keygen_at("--type x509 --curve Ed25519 --subject Responder --out-cred @rk.pem "
+              "--out-key @rk.key");
+    keygen_at("--type x509 --curve Ed25519 --kid 2c --subject Initiator --out-cred @ik.pem "
+              "--out-key @ik.key");
+    char d[300], named[400];
+    net_path(d, sizeof d, "");
+    /* The initiator's trust: the responder's certificate under kid 2e. */
+    char *pem = NULL;
+    snprintf(named, sizeof named, "%srk.pem", d);
+    pem = net_read_file(named);
+    assert_non_null(pem);
+    assert_null(strstr(pem, "EDHOC-kid:"));
+    char *text = malloc(strlen(pem) + 32);
+    sprintf(text, "EDHOC-kid: 2e\n%s", pem);
+    snprintf(named, sizeof named, "%srk-2e.pem", d);
+    net_write_file(named, text, 0644);
+    free(text);
+    free(pem);
+    struct net_proc r;
+    char args[1500];
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:0 --state-dir none --methods 0 --suites 0 --cred %srk.pem "
+             "--key %srk.key --kid 2e --trust %sik.pem --id-cred kid",
+             d, d, d);
+    assert_int_equal(net_responder_start(&r, "kid-cert", args), 0);
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --request none --method 0 --suites 0 "
+                     "--cred %sik.pem --key %sik.key --trust %srk-2e.pem --id-cred kid --json",
+                     r.port, d, d, d);
+    if (rc != 0)
+        fail_msg("responder --kid over CoAP: exit %d: %s", rc, out ? out : "");
+    /* ID_CRED_R travels as the compact kid 2e (one byte, not an int form:
+     * 0x2e is the CBOR int -15, sent as that int, RFC 9528 Section 3.5.3.2). */
+    assert_non_null(strstr(out, "\"id_cred_r\": \"kid\""));
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+
+    rc = net_cli_run(&out, 30, false,
+                     "responder --listen 127.0.0.1:0 --state-dir none --cred %srk.pem --key "
+                     "%srk.key --cred %sik.pem --key %sik.key --kid 2e --trust %sik.pem",
+                     d, d, d, d, d);
+    if (rc != 2 || !strstr(out, "--kid names one credential: give exactly one --cred with it"))
+        fail_msg("responder --kid with two --cred: exit %d: %s", rc, out);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_usage, net_test_teardown),
+        cmocka_unit_test_teardown(test_new_credential_forms_over_coap, net_test_teardown),
+        cmocka_unit_test_teardown(test_responder_kid_for_certificate, net_test_teardown),
         cmocka_unit_test_teardown(test_own_responder_matrix, net_test_teardown),
         cmocka_unit_test_teardown(test_message_4_responder, net_test_teardown),
         cmocka_unit_test_teardown(test_suite_2_only, net_test_teardown),

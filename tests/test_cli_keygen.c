@@ -374,7 +374,9 @@ static void test_refusals(void **state)
         "keygen --type x509 --curve P-256 --not-before 2030-01-01 --not-after 2029-01-01 "
         "--out-cred /tmp/x --out-key /tmp/y",
         "keygen --type x509 --curve P-256 --bogus",
-        "keygen --type x509 --curve P-256 --kid 01 --out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type cwt --curve P-256 --out-cred /tmp/x --out-key /tmp/y", /* no issuer */
+        "keygen --type ccs --curve P-256 --issuer-key /tmp/k --out-cred /tmp/x --out-key /tmp/y",
+        "keygen --type ccs --curve P-256 --days 3 --out-cred /tmp/x --out-key /tmp/y",
         "keygen --type x509 --curve P-256 --ca --no-extensions --out-cred /tmp/x --out-key /tmp/y",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -695,6 +697,105 @@ static void test_option_table(void **state)
     }
 }
 
+/* keygen --kid for a certificate: the kid goes before the PEM block as an
+ * "EDHOC-kid:" line, which --cred and --trust read back, so a peer can be
+ * named by kid (RFC 9528 Section 3.5.3: a kid may identify any
+ * credential; Section 3.5.3.2: a one-byte kid travels as a CBOR int). */
+static void test_x509_kid(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = run_cli_fmt(&out, "keygen --type x509 --curve P-256 --kid 2c --json "
+                               "--out-cred %s/k.pem --out-key %s/k.key", dir, dir);
+    if (rc != 0)
+        fail_msg("keygen x509 --kid: exit %d: %s", rc, out);
+    assert_int_equal(net_json_valid(out, "keygen", false), 0);
+    assert_json_eq(out, "kid_hex", "2c");
+    assert_json_eq(out, "type", "x509");
+    free(out);
+    char path[400];
+    snprintf(path, sizeof path, "%s/k.pem", dir);
+    char *pem = net_read_file(path);
+    assert_non_null(pem);
+    assert_true(strncmp(pem, "EDHOC-kid: 2c\n-----BEGIN CERTIFICATE-----\n", 42) == 0);
+    free(pem);
+    /* Without --kid a certificate has none, and naming it by kid says how
+     * to give one. */
+    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --out-cred %s/n.pem "
+                               "--out-key %s/n.key", dir, dir), 0);
+    assert_null(strstr(out, "kid:"));
+    free(out);
+    rc = cli(&out, "simulate --method 0 --suites 2 --cred-i %s/n.pem --key-i %s/n.key "
+                   "--id-cred-i kid", dir, dir);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "cannot name this X.509 credential by kid: it has no kid "
+                                "(give one with --kid or --kid-i)"));
+    free(out);
+    /* Named by kid end to end: the one-byte kid 2c is sent as the CBOR
+     * int 0x2c alone (Section 3.5.3.2), and --kid-r names the other. */
+    rc = cli(&out, "simulate --method 0 --suites 2 --cred-i %s/k.pem --key-i %s/k.key "
+                   "--cred-r %s/n.pem --key-r %s/n.key --kid-r 4711 --id-cred-i kid "
+                   "--id-cred-r kid --json", dir, dir, dir, dir);
+    if (rc != 0)
+        fail_msg("simulate with certificates named by kid: exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "\"id_cred_i\": \"kid\""));
+    free(out);
+}
+
+/* keygen --type cwt: a CWT (RFC 8392) for the new key, signed by the
+ * issuer key of an earlier keygen, that peers trusting the issuer accept
+ * (RFC 9528 Section 3.5.3.1, kcwt). */
+static void test_cwt(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(cli(&out, "keygen --type ccs --curve Ed25519 --kid 0a --subject issuer "
+                               "--out-cred %s/iss.ccs --out-key %s/iss.key", dir, dir), 0);
+    free(out);
+    int rc = run_cli_fmt(&out, "keygen --type cwt --curve Ed25519 --kid 2a --issuer-key "
+                               "%s/iss.key --issuer-kid 0a --issuer me --days 2 --json "
+                               "--out-cred %s/d.cwt --out-key %s/d.key", dir, dir, dir);
+    if (rc != 0)
+        fail_msg("keygen --type cwt: exit %d: %s", rc, out);
+    assert_int_equal(net_json_valid(out, "keygen", false), 0);
+    assert_json_eq(out, "type", "cwt");
+    assert_json_eq(out, "kid_hex", "2a");
+    assert_json_eq(out, "issuer_kid_hex", "0a");
+    assert_json_eq(out, "credential_format", "cwt_cbor");
+    assert_json_eq(out, "certificate_bytes", "null");
+    char *nb = json_at(out, "not_before"), *na = json_at(out, "not_after");
+    assert_int_equal(strlen(nb), 20);
+    assert_int_equal(strlen(na), 20);
+    free(nb);
+    free(na);
+    free(out);
+    /* The file is an untagged COSE_Sign1: 84, << {1: -8, 4: h'0a'} >>, {}. */
+    char path[400];
+    snprintf(path, sizeof path, "%s/d.cwt", dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    uint8_t head[9];
+    assert_int_equal(fread(head, 1, sizeof head, f), sizeof head);
+    fclose(f);
+    static const uint8_t want[] = {0x84, 0x46, 0xa2, 0x01, 0x27, 0x04, 0x41, 0x0a, 0xa0};
+    assert_memory_equal(head, want, sizeof want);
+
+    /* An X25519 issuer key cannot sign: exit 3, said so. */
+    assert_int_equal(cli(&out, "keygen --type ccs --curve X25519 --out-cred %s/x.ccs "
+                               "--out-key %s/x.key", dir, dir), 0);
+    free(out);
+    rc = cli(&out, "keygen --type cwt --curve Ed25519 --issuer-key %s/x.key --out-cred "
+                   "%s/e.cwt --out-key %s/e.key", dir, dir, dir);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "an X25519 key cannot sign a CWT"));
+    free(out);
+    rc = cli(&out, "keygen --type cwt --curve Ed25519 --out-cred %s/e.cwt --out-key %s/e.key",
+             dir, dir);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--type cwt needs --issuer-key FILE"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -709,6 +810,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_json_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_private_key_file_safety, setup, teardown),
         cmocka_unit_test_setup_teardown(test_option_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_x509_kid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cwt, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1796,6 +1796,132 @@ static void test_initiator_repeat_interrupted(void **state)
     free(out);
 }
 
+/* The air-model options: each bad value is refused with its own message
+ * and exit status 2 (a bad command line), and an option for another link
+ * than the one chosen names the link it needs. */
+static void test_air_options_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args, *message;
+    } cases[] = {
+        {"bytes --compare --link lorawan --data-rate 6",
+         "edhoc-cli bytes: --data-rate: expected 0..5 for eu868, got '6'"},
+        {"bytes --compare --link lorawan --region us915 --data-rate 5",
+         "edhoc-cli bytes: --data-rate: expected 0..4 for us915, got '5'"},
+        {"bytes --compare --link lorawan --region eu433",
+         "edhoc-cli bytes: --region: expected eu868 or us915, got 'eu433'"},
+        {"bytes --compare --link lorawan --duty-cycle 0",
+         "edhoc-cli bytes: --duty-cycle: expected 0.001..100 percent, got '0'"},
+        {"bytes --compare --link ble --phy 3m",
+         "edhoc-cli bytes: --phy: expected 1m or 2m, got '3m'"},
+        {"bytes --compare --link ble --ble-data-length 26",
+         "edhoc-cli bytes: --ble-data-length: expected 27..251 bytes, got '26'"},
+        {"bytes --compare --link ble --ble-interval 8",
+         "edhoc-cli bytes: --ble-interval: expected 7.5..4000 ms in steps of 1.25, got '8'"},
+        {"bytes --compare --link 802.15.4 --csma-be 9",
+         "edhoc-cli bytes: --csma-be: expected 0..8, got '9'"},
+        {"bytes --compare --link 802.15.4 --retries 8",
+         "edhoc-cli bytes: --retries: expected 0..7 (macMaxFrameRetries), got '8'"},
+        {"bytes --compare --link ble --data-rate 3",
+         "edhoc-cli bytes: --data-rate describes a lorawan link: give --link lorawan before it"},
+        {"bytes --compare --phy 2m",
+         "edhoc-cli bytes: --phy describes a ble link: give --link ble before it"},
+        {"bytes --compare --link wifi",
+         "edhoc-cli bytes: --link: expected one of none, 802.15.4, 802154, ble, lorawan, got "
+         "'wifi'"},
+        {"bytes --compare --link lorawan --radio-profile /nonexistent/radio",
+         "edhoc-cli bytes: --radio-profile: '/nonexistent/radio' is neither a built-in profile "
+         "(cc2538, nrf52840, sx1276) nor a readable file"},
+        {"initiator coap://127.0.0.1:9 --link ble --region eu868",
+         "edhoc-cli initiator: --region describes a lorawan link: give --link lorawan before it"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out;
+        int rc = CLI_RUN(&out, 30, "%s", cases[i].args);
+        if (rc != 2 || !strstr(out, cases[i].message))
+            fail_msg("%s: exit %d, expected 2 and \"%s\":\n%s", cases[i].args, rc,
+                     cases[i].message, out);
+        free(out);
+    }
+}
+
+/* bytes --compare on LoRaWAN EU868 DR0 (SF12, at most 51 bytes of
+ * FRMPayload, RP002): the x5chain message_2 does not fit one frame and is
+ * reported as SCHC fragments. The relay records sizes only, so the CoAP
+ * message of u bytes travels whole: RFC 9011 tiles of 10 bytes, ceil(u /
+ * 10) of them, the last (at most 10 bytes) in the All-1 beside the 4-byte
+ * RCS (1 + 4 + 10 <= 51), the others 5 to a fragment ((51 - 1) / 10):
+ * ceil((tiles - 1) / 5) + 1 fragments; a message of at most 51 bytes
+ * is one frame. */
+static void test_compare_lorawan(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = CLI_RUN(&out, 120, "bytes --compare --link lorawan --data-rate 0 --json -q");
+    assert_int_equal(rc, 0);
+    assert_valid(out, "bytes-compare");
+    char *f = flat(out);
+    char v[400];
+    assert_true(get(f, "link.model", v, sizeof v));
+    assert_string_equal(v, "\"lorawan\"");
+    assert_true(get(f, "radio.name", v, sizeof v));
+    assert_string_equal(v, "\"sx1276\"");
+    assert_true(get(f, "runs.0.mode", v, sizeof v));
+    assert_string_equal(v, "\"x5chain\"");
+    /* message_2 comes after message_1 and, when the responder's
+     * amplification limit asks for it, its 4.01 Echo challenge. */
+    int k = 0;
+    char path[80];
+    for (; k < 8; k++) {
+        snprintf(path, sizeof path, "runs.0.messages.%d.name", k);
+        if (get(f, path, v, sizeof v) && !strcmp(v, "\"message_2\""))
+            break;
+    }
+    assert_true(k < 8);
+    snprintf(path, sizeof path, "runs.0.messages.%d.udp_bytes", k);
+    assert_true(get(f, path, v, sizeof v));
+    long u = atol(v);
+    assert_true(u > 51);
+    long tiles = (u + 9) / 10;
+    long expect = (tiles - 1 + 4) / 5 + 1;
+    snprintf(path, sizeof path, "runs.0.messages.%d.air.fragments", k);
+    assert_true(get(f, path, v, sizeof v));
+    assert_int_equal(atol(v), expect);
+    snprintf(path, sizeof path, "runs.0.messages.%d.frames", k);
+    assert_true(get(f, path, v, sizeof v));
+    assert_int_equal(atol(v), expect);
+    /* static DH (kid): every message of one datagram, by the same rule:
+     * one frame when it fits 51 bytes, else the fragments above. */
+    assert_true(get(f, "runs.2.mode", v, sizeof v));
+    assert_string_equal(v, "\"static_dh_kid\"");
+    int checked = 0, whole = 0;
+    for (k = 0; k < 8; k++) {
+        snprintf(path, sizeof path, "runs.2.messages.%d.datagrams", k);
+        if (!get(f, path, v, sizeof v))
+            break;
+        if (strcmp(v, "1"))
+            continue;
+        snprintf(path, sizeof path, "runs.2.messages.%d.udp_bytes", k);
+        assert_true(get(f, path, v, sizeof v));
+        u = atol(v);
+        tiles = (u + 9) / 10;
+        long frags = u <= 51 ? 0 : (tiles - 1 + 4) / 5 + 1;
+        snprintf(path, sizeof path, "runs.2.messages.%d.air.fragments", k);
+        assert_true(get(f, path, v, sizeof v));
+        assert_int_equal(atol(v), frags);
+        snprintf(path, sizeof path, "runs.2.messages.%d.frames", k);
+        assert_true(get(f, path, v, sizeof v));
+        assert_int_equal(atol(v), frags ? frags : 1);
+        checked++;
+        whole += frags == 0;
+    }
+    assert_true(checked >= 4);
+    assert_true(whole >= 1); /* the 2.04 answering message_3 */
+    free(f);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1810,6 +1936,8 @@ int main(void)
         cmocka_unit_test_setup(test_blockwise_x5chain, check_alive),
         cmocka_unit_test_setup(test_two_credentials, check_alive),
         cmocka_unit_test_setup(test_failures, check_alive),
+        cmocka_unit_test_setup(test_air_options_refused, check_alive),
+        cmocka_unit_test_setup(test_compare_lorawan, check_alive),
         cmocka_unit_test_setup(test_parallel_50, check_alive),
         cmocka_unit_test_setup(test_coap_static_context, check_alive),
         cmocka_unit_test_setup(test_layers_and_pcap, check_alive),

@@ -1484,6 +1484,474 @@ static void test_strerror(void **state)
     assert_string_equal(edhoc_cred_strerror(-1), "unknown error");
 }
 
+/* ---- kid for certificates, multi-entry ID_CRED, x5bag, CWT ---- */
+
+/* A certificate with a kid in PEM: "EDHOC-kid: HEX" before its block.
+ * RFC 9528 Section 3.5.3: a kid may name any credential, so a kid lookup
+ * finds certificates too, and their validity still counts. */
+static void test_pem_kid(void **state)
+{
+    (void)state;
+    struct edhoc_cred *c = new_cred(), *d = new_cred(), *out = new_cred();
+    char *pem = malloc(3 * EDHOC_CRED_MAX_DATA), *text = malloc(4 * EDHOC_CRED_MAX_DATA);
+    size_t pl, tl;
+    assert_int_equal(edhoc_demo_cred_293('I', c, NULL), 0);
+    assert_int_equal(edhoc_x509_to_pem(c, pem, 3 * EDHOC_CRED_MAX_DATA, &pl), 0);
+
+    tl = (size_t)snprintf(text, 4 * EDHOC_CRED_MAX_DATA, "EDHOC-kid: 2c\n%s", pem);
+    assert_int_equal(edhoc_cred_parse(d, (const uint8_t *)text, tl), 0);
+    assert_int_equal(d->type, EDHOC_CRED_X509);
+    assert_int_equal(d->kid_len, 1);
+    assert_int_equal(d->kid[0], 0x2c);
+    assert_true(edhoc_cred_equal(c, d));
+    /* Without the line: no kid (the demo credential's own is not in PEM). */
+    assert_int_equal(edhoc_cred_parse(d, (const uint8_t *)pem, pl), 0);
+    assert_int_equal(d->kid_len, 0);
+
+    static const char *const bad_lines[] = {
+        "EDHOC-kid: zz\n",                               /* not hex */
+        "EDHOC-kid: \n",                                 /* empty */
+        "EDHOC-kid: 00112233445566778899aabbccddeeff00\n", /* 17 bytes */
+        "EDHOC-kid: 01\nEDHOC-kid: 02\n",                 /* two for one certificate */
+    };
+    for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
+        tl = (size_t)snprintf(text, 4 * EDHOC_CRED_MAX_DATA, "%s%s", bad_lines[i], pem);
+        if (edhoc_cred_parse(d, (const uint8_t *)text, tl) != EDHOC_CRED_ERR_FORMAT)
+            fail_msg("kid line #%zu accepted", i);
+    }
+    /* A kid after the last certificate names nothing. */
+    tl = (size_t)snprintf(text, 4 * EDHOC_CRED_MAX_DATA, "%sEDHOC-kid: 01\n", pem);
+    assert_int_equal(edhoc_cred_parse(d, (const uint8_t *)text, tl), EDHOC_CRED_ERR_FORMAT);
+
+    /* A trust file naming two certificates by kid: each lookup finds its
+     * own, in the compact-encoding's full form {4: h'2c'} (Section 3.5.3.2). */
+    struct edhoc_cred *e = new_cred();
+    char *pem2 = malloc(3 * EDHOC_CRED_MAX_DATA);
+    size_t pl2;
+    assert_int_equal(edhoc_demo_cred_293('R', e, NULL), 0);
+    assert_int_equal(edhoc_x509_to_pem(e, pem2, 3 * EDHOC_CRED_MAX_DATA, &pl2), 0);
+    tl = (size_t)snprintf(text, 4 * EDHOC_CRED_MAX_DATA, "EDHOC-kid: 2c\n%sEDHOC-kid: 4711\n%s",
+                          pem, pem2);
+    char path[300];
+    snprintf(path, sizeof path, "%s/trust.pem", tmpdir);
+    write_text(path, text, tl, 0644);
+    struct edhoc_cred_store *s = new_store();
+    assert_int_equal(edhoc_cred_store_add_file(s, path, NULL, 0), 0);
+    const uint8_t kid_2c[] = {0xa1, 0x04, 0x41, 0x2c};
+    const uint8_t kid_4711[] = {0xa1, 0x04, 0x42, 0x47, 0x11};
+    const uint8_t kid_99[] = {0xa1, 0x04, 0x41, 0x99};
+    assert_int_equal(edhoc_cred_store_resolve(s, kid_2c, sizeof kid_2c, out), 0);
+    assert_true(edhoc_cred_equal(out, c));
+    assert_int_equal(edhoc_cred_store_resolve(s, kid_4711, sizeof kid_4711, out), 0);
+    assert_true(edhoc_cred_equal(out, e));
+    assert_int_equal(edhoc_cred_store_resolve(s, kid_99, sizeof kid_99, out),
+                     EDHOC_CRED_ERR_UNKNOWN);
+    /* The window of a certificate found by kid is checked (demo
+     * certificates start in 2024). */
+    edhoc_cred_store_set_time(s, T_2023);
+    assert_int_equal(edhoc_cred_store_resolve(s, kid_2c, sizeof kid_2c, out),
+                     EDHOC_CRED_ERR_EXPIRED);
+    free(s);
+    free(pem2);
+    free(e);
+    free(pem);
+    free(text);
+    free(out);
+    free(d);
+    free(c);
+}
+
+/* RFC 9528 Section 3.5.3: ID_CRED_x "contains one or more COSE header
+ * parameters", labels not necessarily sorted. */
+static void test_id_cred_multi(void **state)
+{
+    (void)state;
+    struct edhoc_id_cred id;
+    uint8_t buf[64];
+    long n;
+    /* {4: h'32', 33: h'3001'}: the x5chain carries the credential. */
+    n = hex_decode("a2044132182142300a", buf, sizeof buf);
+    assert_int_equal(edhoc_id_cred_parse(buf, (size_t)n, &id), 0);
+    assert_int_equal(id.type, EDHOC_ID_CRED_X5CHAIN);
+    assert_int_equal(id.labels, EDHOC_ID_CRED_LABEL_BIT(4) | EDHOC_ID_CRED_LABEL_BIT(33));
+    assert_int_equal(id.kid_len, 1);
+    assert_int_equal(id.n_certs, 1);
+    /* {34: [-15, h'..8..'], 4: h'32'} (unsorted): x5t before kid. */
+    n = hex_decode("a21822822e480102030405060708044132", buf, sizeof buf);
+    assert_int_equal(edhoc_id_cred_parse(buf, (size_t)n, &id), 0);
+    assert_int_equal(id.type, EDHOC_ID_CRED_X5T);
+    /* {4: h'32', "x": 1}: an unknown parameter is skipped. */
+    n = hex_decode("a2044132617801", buf, sizeof buf);
+    assert_int_equal(edhoc_id_cred_parse(buf, (size_t)n, &id), 0);
+    assert_int_equal(id.type, EDHOC_ID_CRED_KID);
+    /* {32: bstr}: an x5bag of one certificate. */
+    n = hex_decode("a11820423001", buf, sizeof buf);
+    assert_int_equal(edhoc_id_cred_parse(buf, (size_t)n, &id), 0);
+    assert_int_equal(id.type, EDHOC_ID_CRED_X5BAG);
+    assert_int_equal(id.n_certs, 1);
+    /* {13: [...]}: a kcwt value is an array (checked further by the CWT
+     * parser). */
+    n = hex_decode("a10d8440a04040", buf, sizeof buf);
+    assert_int_equal(edhoc_id_cred_parse(buf, (size_t)n, &id), 0);
+    assert_int_equal(id.type, EDHOC_ID_CRED_KCWT);
+    assert_int_equal(id.cwt_len, 5);
+    /* x5bag of eight certificates; nine are too many. */
+    n = hex_decode("a1182088" "4101410141014101" "4101410141014101", buf, sizeof buf);
+    assert_int_equal(edhoc_id_cred_parse(buf, (size_t)n, &id), 0);
+    assert_int_equal(id.n_certs, 8);
+
+    static const char *const bad[] = {
+        "a20ea018214101",          /* kccs and x5chain: two credentials */
+        "a21820410118214101",      /* x5bag and x5chain */
+        "a10da0",                  /* kcwt that is not an array */
+        "a1182089" "4101410141014101" "4101410141014101" "4101", /* nine in a bag */
+        "a2044132044133",          /* kid twice */
+        "a2617801617902",          /* nothing we know */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = hex_decode(bad[i], buf, sizeof buf);
+        assert_true(n > 0);
+        if (edhoc_id_cred_parse(buf, (size_t)n, &id) != EDHOC_CRED_ERR_FORMAT)
+            fail_msg("ID_CRED #%zu (%s) accepted", i, bad[i]);
+    }
+}
+
+/* A fresh certificate: CA or leaf, signed by issuer (single certificate,
+ * so that a deep chain does not grow the issuer's own list). */
+static struct edhoc_cred *make_cert(const char *cn, bool ca, const struct edhoc_cred *issuer,
+                                    const struct edhoc_key *issuer_key, struct edhoc_key *key,
+                                    int64_t not_after)
+{
+    struct edhoc_cred *c = new_cred(), *single = NULL;
+    if (key->priv_len == 0)
+        assert_int_equal(edhoc_key_generate(key, EDHOC_COSE_CRV_P256), 0);
+    if (issuer) {
+        single = new_cred();
+        assert_int_equal(edhoc_cred_from_der_chain(single, &issuer->certs[0],
+                                                   &issuer->cert_lens[0], 1), 0);
+    }
+    struct edhoc_x509_params p = {.subject_cn = cn, .not_before = T_2023,
+                                  .not_after = not_after, .is_ca = ca, .issuer = single,
+                                  .issuer_key = issuer_key};
+    assert_int_equal(edhoc_x509_create(c, key, &p), 0);
+    free(single);
+    return c;
+}
+
+/* {32: [+ bstr]} of the leaf certificates of the given credentials, in
+ * that order, optionally with an x5t of one of them beside it. */
+static size_t bag_map(uint8_t *out, const struct edhoc_cred *const *certs, size_t n,
+                      const struct edhoc_cred *x5t_of)
+{
+    struct edhoc_cbor_writer w;
+    edhoc_cbor_writer_init(&w, out, EDHOC_CRED_MAX_ID_CRED);
+    edhoc_cbor_put_map(&w, x5t_of ? 2 : 1);
+    edhoc_cbor_put_uint(&w, 32);
+    edhoc_cbor_put_array(&w, n);
+    for (size_t i = 0; i < n; i++)
+        edhoc_cbor_put_bstr(&w, certs[i]->certs[0], certs[i]->cert_lens[0]);
+    if (x5t_of) {
+        uint8_t h[32];
+        size_t hl;
+        assert_int_equal(edhoc_cred_cert_hash(-16, x5t_of->certs[0], x5t_of->cert_lens[0], h,
+                                              &hl), 0);
+        edhoc_cbor_put_uint(&w, 34);
+        edhoc_cbor_put_array(&w, 2);
+        edhoc_cbor_put_int(&w, -16);
+        edhoc_cbor_put_bstr(&w, h, hl);
+    }
+    long len = edhoc_cbor_writer_finish(&w);
+    assert_true(len > 0);
+    return (size_t)len;
+}
+
+static bool same_leaf(const struct edhoc_cred *a, const struct edhoc_cred *b)
+{
+    return a->n_certs && b->n_certs && a->cert_lens[0] == b->cert_lens[0] &&
+           memcmp(a->certs[0], b->certs[0], a->cert_lens[0]) == 0;
+}
+
+/* x5bag (RFC 9360 Section 2): "unordered and may contain self-signed and
+ * extraneous certificates" (RFC 9528 Section 3.5.2); CRED_x is the
+ * end-entity certificate, found here by building its chain. */
+static void test_resolve_x5bag(void **state)
+{
+    (void)state;
+    const int64_t until = T_2025 + 86400;
+    struct edhoc_key k_root = {0}, k_int = {0}, k_leaf = {0}, k_leaf2 = {0}, k_other = {0};
+    struct edhoc_cred *root = make_cert("Bag Root", true, NULL, NULL, &k_root, until);
+    struct edhoc_cred *inter = make_cert("Bag Int", true, root, &k_root, &k_int, until);
+    struct edhoc_cred *leaf = make_cert("leaf", false, inter, &k_int, &k_leaf, until);
+    struct edhoc_cred *leaf2 = make_cert("leaf 2", false, inter, &k_int, &k_leaf2, until);
+    struct edhoc_cred *other = make_cert("Other Root", true, NULL, NULL, &k_other, until);
+    struct edhoc_cred *out = new_cred();
+    struct edhoc_cred_store *s = new_store();
+    assert_int_equal(edhoc_cred_store_add_anchor(s, root), 0);
+    uint8_t *map = malloc(EDHOC_CRED_MAX_ID_CRED);
+    size_t ml;
+
+    /* What we send: the leaf and its intermediates, leaf first. */
+    assert_int_equal(edhoc_id_cred_encode(leaf, EDHOC_ID_CRED_X5BAG, 0, map,
+                                          EDHOC_CRED_MAX_ID_CRED, &ml), 0);
+    assert_int_equal(map[0], 0xa1);
+    assert_int_equal(map[1], 0x18);
+    assert_int_equal(map[2], 0x20);
+    assert_int_equal(map[3], 0x82); /* leaf + intermediate */
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
+    assert_true(same_leaf(out, leaf));
+    assert_int_equal(out->n_certs, 2);
+
+    /* Any order, duplicates, an unrelated self-signed CA: same result. */
+    const struct edhoc_cred *orders[][5] = {
+        {inter, leaf},
+        {other, inter, leaf, inter},
+        {leaf, leaf, root, inter, other},
+    };
+    const size_t counts[] = {2, 4, 5};
+    for (size_t i = 0; i < 3; i++) {
+        ml = bag_map(map, orders[i], counts[i], NULL);
+        int rc = edhoc_cred_store_resolve(s, map, ml, out);
+        if (rc != 0 || !same_leaf(out, leaf) || out->n_certs != 2 ||
+            out->cert_lens[1] != inter->cert_lens[0])
+            fail_msg("bag order #%zu: rc %d", i, rc);
+        assert_int_equal(out->curve, EDHOC_COSE_CRV_P256);
+    }
+    /* The leaf alone does not reach the anchor. */
+    const struct edhoc_cred *alone[] = {leaf};
+    ml = bag_map(map, alone, 1, NULL);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_UNTRUSTED);
+    /* ... unless configured: trusted by its bytes, as for x5chain. */
+    struct edhoc_cred_store *s2 = new_store();
+    assert_int_equal(edhoc_cred_store_add_cred(s2, leaf), 0);
+    assert_int_equal(edhoc_cred_store_resolve(s2, map, ml, out), 0);
+    assert_true(same_leaf(out, leaf));
+
+    /* Two end-entity certificates that both verify: refused, unless an
+     * x5t beside the bag says which is the sender's. */
+    const struct edhoc_cred *two[] = {leaf, leaf2, inter};
+    ml = bag_map(map, two, 3, NULL);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_AMBIGUOUS);
+    ml = bag_map(map, two, 3, leaf2);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
+    assert_true(same_leaf(out, leaf2));
+    /* An x5t that names no certificate of the bag. */
+    ml = bag_map(map, two, 3, other);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_UNKNOWN);
+
+    /* Validity: the store's time after the leaf's notAfter. */
+    const struct edhoc_cred *ok_bag[] = {inter, leaf};
+    ml = bag_map(map, ok_bag, 2, NULL);
+    edhoc_cred_store_set_time(s, until + 86400);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_EXPIRED);
+    edhoc_cred_store_set_time(s, T_2025);
+
+    /* A loop: X2 (subject "Bag Root", root's key) issued by Y, Y issued
+     * by "Bag Root": walking up from the leaf comes back to X2. */
+    struct edhoc_key k_y = {0};
+    struct edhoc_cred *y = make_cert("Loop Y", true, root, &k_root, &k_y, until);
+    struct edhoc_cred *x2 = make_cert("Bag Root", true, y, &k_y, &k_root, until);
+    struct edhoc_key k_ll = {0};
+    struct edhoc_cred *ll = make_cert("loop leaf", false, x2, &k_root, &k_ll, until);
+    struct edhoc_cred_store *other_store = new_store();
+    assert_int_equal(edhoc_cred_store_add_anchor(other_store, other), 0);
+    const struct edhoc_cred *loop[] = {y, ll, x2};
+    ml = bag_map(map, loop, 3, NULL);
+    assert_int_equal(edhoc_cred_store_resolve(other_store, map, ml, out),
+                     EDHOC_CRED_ERR_CHAIN_LOOP);
+
+    /* Depth: root -> c1 -> c2 -> c3 -> c4 -> leaf is 5 certificates before
+     * the anchor, one more than EDHOC_CRED_MAX_CHAIN. */
+    struct edhoc_key kc[4] = {{0}}, k_deep = {0};
+    struct edhoc_cred *c[4];
+    c[0] = make_cert("C1", true, root, &k_root, &kc[0], until);
+    for (int i = 1; i < 4; i++)
+        c[i] = make_cert(i == 1 ? "C2" : i == 2 ? "C3" : "C4", true, c[i - 1], &kc[i - 1],
+                         &kc[i], until);
+    struct edhoc_cred *deep = make_cert("deep leaf", false, c[3], &kc[3], &k_deep, until);
+    const struct edhoc_cred *deep_bag[] = {c[0], c[2], deep, c[1], c[3]};
+    ml = bag_map(map, deep_bag, 5, NULL);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_CHAIN_DEPTH);
+    /* One level less fits: c2 trusted as an anchor (partial chain). */
+    assert_int_equal(edhoc_cred_store_add_anchor(s, c[1]), 0);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
+    assert_int_equal(out->n_certs, 3);
+
+    /* Garbage among the certificates is a format error, not ignored. */
+    const uint8_t junk[] = {0xa1, 0x18, 0x20, 0x82, 0x41, 0x30, 0x43, 0x30, 0x01, 0x00};
+    assert_int_equal(edhoc_cred_store_resolve(s, junk, sizeof junk, out), EDHOC_CRED_ERR_FORMAT);
+
+    for (int i = 0; i < 4; i++)
+        free(c[i]);
+    free(deep);
+    free(y);
+    free(x2);
+    free(ll);
+    free(other_store);
+    free(s2);
+    free(s);
+    free(map);
+    free(out);
+    free(root);
+    free(inter);
+    free(leaf);
+    free(leaf2);
+    free(other);
+}
+
+/* A CWT for the subject key, signed by issuer (kid 0a in the header). */
+static void make_cwt(struct edhoc_cred *out, const struct edhoc_key *issuer, const uint8_t *ikid,
+                     size_t ikid_len, const struct edhoc_key *subject, int64_t nbf, int64_t exp)
+{
+    uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
+    size_t pub_len;
+    assert_int_equal(edhoc_key_public(subject, pub, &pub_len), 0);
+    const uint8_t kid[] = {0x2a};
+    struct edhoc_cwt_params p = {.curve = subject->curve, .pub = pub, .pub_len = pub_len,
+                                 .kid = kid, .kid_len = 1, .subject = "device",
+                                 .not_before = nbf, .not_after = exp, .issuer_key = issuer,
+                                 .issuer_kid = ikid, .issuer_kid_len = ikid_len};
+    assert_int_equal(edhoc_cwt_create(out, &p), 0);
+}
+
+/* RFC 8392 CWT, RFC 9528 Section 3.5.3.1 kcwt, Section 3.5.2 CRED_x. */
+static void test_cwt(void **state)
+{
+    (void)state;
+    struct edhoc_key ik, sk, other_k;
+    assert_int_equal(edhoc_key_generate(&ik, EDHOC_COSE_CRV_ED25519), 0);
+    assert_int_equal(edhoc_key_generate(&sk, EDHOC_COSE_CRV_X25519), 0);
+    assert_int_equal(edhoc_key_generate(&other_k, EDHOC_COSE_CRV_ED25519), 0);
+    const uint8_t ikid[] = {0x0a};
+    struct edhoc_cred *cwt = new_cred(), *out = new_cred(), *issuer = new_cred();
+    make_cwt(cwt, &ik, ikid, 1, &sk, T_2023, T_2025 + 86400);
+
+    /* Untagged COSE_Sign1: 84, protected << {1: -8, 4: h'0a'} >>, {}. */
+    static const uint8_t head[] = {0x84, 0x46, 0xa2, 0x01, 0x27, 0x04, 0x41, 0x0a, 0xa0};
+    assert_int_equal(cwt->type, EDHOC_CRED_CWT);
+    assert_memory_equal(cwt->cred, head, sizeof head);
+    /* CRED_x is the CWT itself ("CRED_x SHALL be the untagged CWT"). */
+    assert_ptr_equal(cwt->cred, cwt->data);
+    assert_int_equal(cwt->cred_len, cwt->data_len);
+    assert_int_equal(cwt->curve, EDHOC_COSE_CRV_X25519);
+    assert_int_equal(cwt->kid_len, 1);
+    assert_int_equal(cwt->kid[0], 0x2a);
+    assert_true(cwt->has_validity);
+    assert_int_equal(cwt->not_before, T_2023);
+    assert_int_equal(cwt->not_after, T_2025 + 86400);
+    /* Round trip through the auto-detecting parser. */
+    assert_int_equal(edhoc_cred_parse(out, cwt->cred, cwt->cred_len), 0);
+    assert_true(edhoc_cred_equal(out, cwt));
+
+    /* Signature: the issuer's key verifies, another does not, nor a
+     * changed signature byte. */
+    uint8_t ipub[EDHOC_CRYPTO_MAX_PUB], opub[EDHOC_CRYPTO_MAX_PUB];
+    size_t ipl, opl;
+    assert_int_equal(edhoc_key_public(&ik, ipub, &ipl), 0);
+    assert_int_equal(edhoc_key_public(&other_k, opub, &opl), 0);
+    assert_int_equal(edhoc_cwt_verify(cwt, EDHOC_COSE_CRV_ED25519, ipub, ipl), 0);
+    assert_int_equal(edhoc_cwt_verify(cwt, EDHOC_COSE_CRV_ED25519, opub, opl),
+                     EDHOC_CRED_ERR_UNTRUSTED);
+    assert_int_equal(edhoc_cwt_verify(cwt, EDHOC_COSE_CRV_P256, ipub, ipl),
+                     EDHOC_CRED_ERR_UNTRUSTED);
+    edhoc_cred_copy(out, cwt);
+    out->data[out->data_len - 1] ^= 1;
+    assert_int_equal(edhoc_cwt_verify(out, EDHOC_COSE_CRV_ED25519, ipub, ipl),
+                     EDHOC_CRED_ERR_UNTRUSTED);
+
+    /* The store: the issuer's CCS (kid 0a) is trusted. */
+    assert_int_equal(edhoc_cred_build_ccs(issuer, EDHOC_COSE_CRV_ED25519, ipub, ipl, ikid, 1,
+                                          "issuer"), 0);
+    struct edhoc_cred_store *s = new_store();
+    assert_int_equal(edhoc_cred_store_add_cred(s, issuer), 0);
+    uint8_t *map = malloc(EDHOC_CRED_MAX_ID_CRED);
+    size_t ml;
+    assert_int_equal(edhoc_id_cred_encode(cwt, EDHOC_ID_CRED_KCWT, 0, map,
+                                          EDHOC_CRED_MAX_ID_CRED, &ml), 0);
+    assert_int_equal(map[0], 0xa1);
+    assert_int_equal(map[1], 0x0d);
+    assert_memory_equal(map + 2, cwt->cred, cwt->cred_len);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
+    assert_true(edhoc_cred_equal(out, cwt));
+    /* exp / nbf (RFC 8392 Sections 3.1.4, 3.1.5) against the store's time. */
+    edhoc_cred_store_set_time(s, T_2025 + 2 * 86400);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_EXPIRED);
+    edhoc_cred_store_set_time(s, T_2023 - 1);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_EXPIRED);
+    edhoc_cred_store_set_time(s, T_2025);
+    /* Signed by a key nobody trusts. */
+    struct edhoc_cred *forged = new_cred();
+    make_cwt(forged, &other_k, ikid, 1, &sk, T_2023, T_2025 + 86400);
+    assert_int_equal(edhoc_id_cred_encode(forged, EDHOC_ID_CRED_KCWT, 0, map,
+                                          EDHOC_CRED_MAX_ID_CRED, &ml), 0);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_UNTRUSTED);
+    /* No issuer kid: every trusted key of the curve is tried. */
+    make_cwt(forged, &ik, NULL, 0, &sk, T_2023, T_2025 + 86400);
+    assert_int_equal(edhoc_id_cred_encode(forged, EDHOC_ID_CRED_KCWT, 0, map,
+                                          EDHOC_CRED_MAX_ID_CRED, &ml), 0);
+    assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
+    /* By kid: a configured CWT, its window still checked. */
+    const uint8_t kid_2a[] = {0xa1, 0x04, 0x41, 0x2a};
+    assert_int_equal(edhoc_cred_store_resolve(s, kid_2a, sizeof kid_2a, out),
+                     EDHOC_CRED_ERR_UNKNOWN);
+    assert_int_equal(edhoc_cred_store_add_cred(s, cwt), 0);
+    assert_int_equal(edhoc_cred_store_resolve(s, kid_2a, sizeof kid_2a, out), 0);
+    assert_true(edhoc_cred_equal(out, cwt));
+    edhoc_cred_store_set_time(s, T_2025 + 2 * 86400);
+    assert_int_equal(edhoc_cred_store_resolve(s, kid_2a, sizeof kid_2a, out),
+                     EDHOC_CRED_ERR_EXPIRED);
+
+    /* An issuer that cannot sign. */
+    struct edhoc_cwt_params bad_issuer = {.curve = sk.curve, .issuer_key = &sk};
+    assert_int_equal(edhoc_cwt_create(out, &bad_issuer), EDHOC_CRED_ERR_KEY_TYPE);
+
+    /* The strict parser: each of these is EDHOC_CRED_ERR_FORMAT. P is the
+     * protected header << {1: -8} >>, C the claims
+     * {8: {1: {1: 1, -1: 4, -2: h'09 00..00'}}} (an X25519 COSE_Key, the
+     * base point), S a 64-byte signature of zeros. */
+#define P "43a10127"
+#define C "582ca108a101a30101200421582009" "00000000000000000000000000000000" \
+          "000000000000000000000000000000"
+#define S "5840" "0000000000000000000000000000000000000000000000000000000000000000" \
+          "0000000000000000000000000000000000000000000000000000000000000000"
+    static const char *const bad[] = {
+        "d284" P "a0" C S,          /* tagged (18): CRED_x is the untagged CWT */
+        "83" P "a0" C,              /* three elements */
+        "8446a20127028101a0" C S,   /* crit (2) in the protected header */
+        "8440a10127" C S,           /* alg in the unprotected header */
+        "84" P "a0f6" S,            /* detached payload */
+        "8443a10126a0" C "583f" "00000000000000000000000000000000000000000000000000000000"
+        "0000000000000000000000000000000000000000000000000000000000000000000000", /* ES256, 63 bytes */
+        "8446a20127044101a1044101" C S, /* kid in both headers */
+        "8446a204410a0127a0" C S,   /* header labels out of order */
+        "84" P "a0582fa204617808a101a30101200421582009" "00000000000000000000000000000000"
+        "000000000000000000000000000000" S, /* exp as text */
+        "84" P "a047a1041a00010000" S, /* no cnf */
+        "84" P "a1" C S,            /* unprotected header not a map */
+    };
+    uint8_t bytes[300];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        long n = hex_decode(bad[i], bytes, sizeof bytes);
+        assert_true(n > 0);
+        if (edhoc_cred_from_cwt(out, bytes, (size_t)n) != EDHOC_CRED_ERR_FORMAT)
+            fail_msg("CWT #%zu accepted", i);
+    }
+    /* The same shape done right parses (only the signature is wrong), so
+     * each case above fails for the reason it names. */
+    long n = hex_decode("84" P "a0" C S, bytes, sizeof bytes);
+    assert_int_equal(edhoc_cred_from_cwt(out, bytes, (size_t)n), 0);
+    assert_int_equal(out->not_before, INT64_MIN); /* no nbf, no exp */
+    assert_int_equal(out->not_after, INT64_MAX);
+#undef P
+#undef C
+#undef S
+    free(forged);
+    free(map);
+    free(s);
+    free(issuer);
+    free(out);
+    free(cwt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1513,6 +1981,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_keygen_output_through_store, setup_tmpdir,
                                         teardown_tmpdir),
         cmocka_unit_test(test_strerror),
+        cmocka_unit_test_setup_teardown(test_pem_kid, setup_tmpdir, teardown_tmpdir),
+        cmocka_unit_test(test_id_cred_multi),
+        cmocka_unit_test(test_resolve_x5bag),
+        cmocka_unit_test(test_cwt),
     };
     return cmocka_run_group_tests(tests, setup_vectors, NULL);
 }

@@ -23,7 +23,8 @@ extern "C" {
 #endif
 
 #define EDHOC_CRED_MAX_DATA 4096  /* CCS, or DER certificates of one chain */
-#define EDHOC_CRED_MAX_CHAIN 4    /* certificates in an x5chain */
+#define EDHOC_CRED_MAX_CHAIN 4    /* certificates in an x5chain, or a chain built from a bag */
+#define EDHOC_CRED_MAX_BAG 8      /* certificates in a received x5bag */
 #define EDHOC_CRED_MAX_KID 16
 #define EDHOC_CRED_MAX_ID_CRED (EDHOC_CRED_MAX_DATA + 32)
 
@@ -35,15 +36,21 @@ extern "C" {
 #define EDHOC_CRED_ERR_FILE (-3006)      /* cannot read a file */
 #define EDHOC_CRED_ERR_PERMISSIONS (-3007) /* private key file readable by others */
 #define EDHOC_CRED_ERR_TOO_LARGE (-3008)
+#define EDHOC_CRED_ERR_CHAIN_LOOP (-3009)  /* x5bag: the issuers found form a loop */
+#define EDHOC_CRED_ERR_CHAIN_DEPTH (-3010) /* x5bag: no anchor within EDHOC_CRED_MAX_CHAIN */
+#define EDHOC_CRED_ERR_AMBIGUOUS (-3011)   /* x5bag: several end-entity certificates verify */
 
 enum edhoc_cred_type {
     EDHOC_CRED_CCS = 1,  /* CWT Claims Set with a COSE_Key in 'cnf' */
     EDHOC_CRED_X509 = 2, /* X.509 certificate (leaf first when a chain) */
+    EDHOC_CRED_CWT = 3,  /* CWT (COSE_Sign1 over a claims set with 'cnf') */
 };
 
 enum edhoc_id_cred_type {
     EDHOC_ID_CRED_KID = 4,     /* {4: kid} */
+    EDHOC_ID_CRED_KCWT = 13,   /* {13: CWT} (RFC 9528 Section 3.5.3.1) */
     EDHOC_ID_CRED_KCCS = 14,   /* {14: CCS} */
+    EDHOC_ID_CRED_X5BAG = 32,  /* {32: bstr / [+ bstr]}, unordered (RFC 9360) */
     EDHOC_ID_CRED_X5CHAIN = 33,/* {33: bstr / [+ bstr]} */
     EDHOC_ID_CRED_X5T = 34,    /* {34: COSE_CertHash [alg, hash]} */
 };
@@ -51,11 +58,14 @@ enum edhoc_id_cred_type {
 struct edhoc_cred {
     enum edhoc_cred_type type;
     /* CRED_x exactly as it enters context_2/3 and TH_3/TH_4 (RFC 9528
-     * Section 3.5.2): the CCS map bytes as provisioned, or the DER of the
-     * leaf certificate wrapped in a CBOR byte string. Points into data[]. */
+     * Section 3.5.2): the CCS map bytes as provisioned, the DER of the
+     * leaf certificate wrapped in a CBOR byte string, or the untagged CWT
+     * (the COSE_Sign1 array). Points into data[]. */
     const uint8_t *cred;
     size_t cred_len;
-    /* kid: the CCS COSE_Key 'kid', or one given at load time (any type). */
+    /* kid: the CCS / CWT COSE_Key 'kid', or one given at load time (any
+     * type: an "EDHOC-kid: HEX" line before a PEM certificate, or
+     * edhoc_cred_set_kid). */
     uint8_t kid[EDHOC_CRED_MAX_KID];
     size_t kid_len;
     /* X.509: DER certificates, leaf first; point into data[]. */
@@ -74,7 +84,8 @@ struct edhoc_cred {
      * the certificate is parsed so that checking it at every lookup costs
      * no decoding. has_validity is false for a CCS, and for a certificate
      * whose times could not be read (edhoc_cred_x509_validity then decodes
-     * the leaf and reports the error). */
+     * the leaf and reports the error). CWT: nbf / exp (INT64_MIN /
+     * INT64_MAX when the claim is absent), has_validity always true. */
     bool has_validity;
     int64_t not_before;
     int64_t not_after;
@@ -135,8 +146,65 @@ int edhoc_cred_from_x509(struct edhoc_cred *cred, const uint8_t *data, size_t le
 int edhoc_cred_from_der_chain(struct edhoc_cred *cred, const uint8_t *const *certs,
                               const size_t *lens, size_t n);
 
-/* Auto-detect: PEM certificate(s), DER certificate(s), CCS as CBOR binary,
- * or CCS / DER as hex text (whitespace ignored). Same returns. */
+/* CWT (RFC 8392) as a credential: an untagged COSE_Sign1 (RFC 9052
+ * Section 4.2) [protected: bstr .cbor {1: alg, ?4: issuer kid},
+ * unprotected: {?4: issuer kid}, payload: bstr .cbor claims, signature:
+ * bstr], alg -8 (EdDSA), -7 (ES256) or -35 (ES384) and a signature of that
+ * algorithm's length. The claims are a CCS as edhoc_cred_from_ccs reads
+ * it (cnf with a COSE_Key required), where iss (1) and sub (2) must be
+ * text and exp (4), nbf (5), iat (6) integers (NumericDate without
+ * fraction). Other header parameters (crit among them) are refused.
+ * cred->cred is the CWT itself (RFC 9528 Section 3.5.2: "CRED_x SHALL be
+ * the untagged CWT"); curve, pub and kid come from the COSE_Key, the
+ * validity window from nbf / exp. The signature is not checked here (see
+ * edhoc_cwt_verify and the store). Returns 0, EDHOC_CRED_ERR_FORMAT,
+ * EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_cred_from_cwt(struct edhoc_cred *cred, const uint8_t *cwt, size_t len);
+
+/* The issuer's part of a CWT credential (one edhoc_cred_from_cwt accepted):
+ * COSE algorithm and the issuer kid of its headers (NULL / 0 when none;
+ * the protected one when both carry one). Returns 0 or
+ * EDHOC_CRED_ERR_FORMAT. */
+int edhoc_cwt_issuer(const struct edhoc_cred *cwt, int *alg, const uint8_t **issuer_kid,
+                     size_t *issuer_kid_len);
+
+/* Check a CWT credential's COSE_Sign1 signature with an issuer public key
+ * (curve and pub in the edhoc_cred forms; the curve must be that of the
+ * CWT's alg). Returns 0, EDHOC_CRED_ERR_UNTRUSTED (does not verify, or a
+ * key of another curve), EDHOC_CRED_ERR_FORMAT. */
+int edhoc_cwt_verify(const struct edhoc_cred *cwt, int issuer_curve, const uint8_t *issuer_pub,
+                     size_t issuer_pub_len);
+
+struct edhoc_cwt_params {
+    /* The subject's public key (edhoc_cred.pub form) and the COSE_Key kid
+     * (kid_len 0: none). */
+    int curve;
+    const uint8_t *pub;
+    size_t pub_len;
+    const uint8_t *kid;
+    size_t kid_len;
+    const char *subject;     /* sub; NULL: none */
+    const char *issuer_name; /* iss; NULL: none */
+    int64_t not_before;      /* nbf */
+    int64_t not_after;       /* exp */
+    int64_t issued_at;       /* iat; 0: none */
+    /* Signing key (Ed25519, Ed448, P-256, P-384) and the kid that names it
+     * in the protected header (issuer_kid_len 0: none). */
+    const struct edhoc_key *issuer_key;
+    const uint8_t *issuer_kid;
+    size_t issuer_kid_len;
+};
+
+/* Make a CWT: claims {?1: iss, ?2: sub, 4: exp, 5: nbf, ?6: iat, 8: {1:
+ * COSE_Key}} (deterministic order) signed as an untagged COSE_Sign1 with
+ * the issuer key, parsed into cred. Returns 0, EDHOC_CRED_ERR_KEY_TYPE
+ * (issuer key cannot sign), EDHOC_CRED_ERR_FORMAT, EDHOC_CRED_ERR_TOO_LARGE. */
+int edhoc_cwt_create(struct edhoc_cred *cred, const struct edhoc_cwt_params *p);
+
+/* Auto-detect: PEM certificate(s) (a line "EDHOC-kid: HEX" before a
+ * certificate's BEGIN line gives it a kid), DER certificate(s), CCS as
+ * CBOR binary, CWT (a CBOR array) as CBOR binary, or CCS / CWT / DER as
+ * hex text (whitespace ignored). Same returns. */
 int edhoc_cred_parse(struct edhoc_cred *cred, const uint8_t *data, size_t len);
 
 /* Attach a kid to any credential (the CCS kid is set by parsing already).
@@ -179,34 +247,59 @@ int edhoc_cred_check_key_type(const struct edhoc_cred *cred, int method, bool in
 
 #define EDHOC_COSE_SHA256_64 (-15) /* COSE_CertHash alg of RFC 9529 trace 1 */
 
-/* A parsed ID_CRED_x map. Pointers point into the parsed buffer. */
+/* A parsed ID_CRED_x map. Pointers point into the parsed buffer.
+ *
+ * A map may hold several header parameters (RFC 9528 Section 3.5.3: "one
+ * or more"). Every entry we know is parsed into its fields below and its
+ * bit set in `labels`; `type` is the one entry a lookup goes by:
+ *  - the entry that carries the credential (kcwt 13, kccs 14, x5bag 32,
+ *    x5chain 33), when there is one: the credential itself is there, and
+ *    a reference beside it adds nothing a lookup could trust more. At
+ *    most one such entry: two would name two credentials.
+ *  - else x5t (a hash names one certificate), else kid (which RFC 9052
+ *    Section 3.1 says need not be unique).
+ * An x5t beside an x5bag picks the end-entity certificate out of the bag
+ * (RFC 9528 Section 3.5.2: the bag's certificates are unordered); beside
+ * an x5chain it must be the hash of the chain's first certificate. Labels
+ * we do not know are skipped (COSE header parameters that are not
+ * understood are ignored, RFC 9052 Section 3); a map with none we know,
+ * or with a label twice, is malformed. */
+#define EDHOC_ID_CRED_LABEL_BIT(type) (1u << ((unsigned)(type) & 31u))
 struct edhoc_id_cred {
     enum edhoc_id_cred_type type;
+    unsigned labels;         /* EDHOC_ID_CRED_LABEL_BIT of every entry parsed */
     const uint8_t *kid;      /* KID: the kid bytes */
     size_t kid_len;
     const uint8_t *ccs;      /* KCCS: the encoded CCS map */
     size_t ccs_len;
+    const uint8_t *cwt;      /* KCWT: the encoded (untagged) CWT */
+    size_t cwt_len;
     int x5t_alg;             /* X5T: -15 (SHA-256/64) or -16 (SHA-256) */
     const uint8_t *x5t_hash;
     size_t x5t_hash_len;
-    const uint8_t *certs[EDHOC_CRED_MAX_CHAIN]; /* X5CHAIN: DER, leaf first */
-    size_t cert_lens[EDHOC_CRED_MAX_CHAIN];
+    /* X5CHAIN: DER, leaf first (at most EDHOC_CRED_MAX_CHAIN); X5BAG: DER in
+     * the order received (at most EDHOC_CRED_MAX_BAG). */
+    const uint8_t *certs[EDHOC_CRED_MAX_BAG];
+    size_t cert_lens[EDHOC_CRED_MAX_BAG];
     size_t n_certs;
 };
 
-/* Encode ID_CRED_x for cred as the full map: kid {4: bstr} (needs a kid),
- * kccs {14: CCS} (CCS only), x5t {34: [alg, hash]} (X.509 only; x5t_alg 0
+/* Encode ID_CRED_x for cred as the full map, always one entry: kid
+ * {4: bstr} (needs a kid; any credential type), kccs {14: CCS} (CCS only),
+ * kcwt {13: CWT} (CWT only), x5t {34: [alg, hash]} (X.509 only; x5t_alg 0
  * means -15 SHA-256/64, also -16 SHA-256), x5chain {33: bstr} for one
- * certificate or {33: [+ bstr]} for a chain (X.509 only).
+ * certificate or {33: [+ bstr]} for a chain, x5bag the same under 32 (the
+ * leaf and its intermediates; X.509 only).
  * *out_len receives the length. Returns 0, EDHOC_CRED_ERR_FORMAT (type not
  * possible for this credential, no kid, unknown hash alg),
  * EDHOC_CRED_ERR_TOO_LARGE (cap). */
 int edhoc_id_cred_encode(const struct edhoc_cred *cred, enum edhoc_id_cred_type type,
                          int x5t_alg, uint8_t *out, size_t cap, size_t *out_len);
 
-/* Parse a full ID_CRED_x map with exactly one of the labels 4, 14, 33, 34
- * (the only label; deterministic CBOR; no trailing bytes). The KCCS value
- * is only checked to be a map here (edhoc_cred_from_ccs checks the rest).
+/* Parse a full ID_CRED_x map (deterministic CBOR, no trailing bytes) with
+ * one or more entries, as struct edhoc_id_cred above describes. The KCCS
+ * value is only checked to be a map and the KCWT value an array here
+ * (edhoc_cred_from_ccs / edhoc_cred_from_cwt check the rest).
  * Returns 0 or EDHOC_CRED_ERR_FORMAT. */
 int edhoc_id_cred_parse(const uint8_t *map, size_t len, struct edhoc_id_cred *out);
 
@@ -264,7 +357,8 @@ int edhoc_cred_store_add_anchor(struct edhoc_cred_store *store, const struct edh
 int edhoc_cred_store_add_file(struct edhoc_cred_store *store, const char *path, char *why,
                               size_t why_cap);
 
-/* Resolve a received ID_CRED_x (full map form) to a trusted credential:
+/* Resolve a received ID_CRED_x (full map form, the entry struct
+ * edhoc_id_cred's `type` names) to a trusted credential:
  *  - kid: the configured credential with that kid;
  *  - x5t: the configured X.509 credential whose leaf has that hash;
  *  - kccs: accepted only when equal to a configured credential (same
@@ -274,14 +368,32 @@ int edhoc_cred_store_add_file(struct edhoc_cred_store *store, const char *path, 
  *    the configured ones), else the chain verified with OpenSSL against
  *    the anchors (signatures, validity at store->now, basic constraints);
  *    *out is the received chain.
- * X.509 results are checked against the validity window in every case.
+ *  - x5bag: the end-entity certificate is the one an x5t beside the bag
+ *    names, else each certificate of the bag that is no CA: a configured
+ *    credential with that leaf, else the chain built from it through the
+ *    bag's certificates (in any order; duplicates and certificates that
+ *    issue nothing on the way are ignored) to an anchor, at most
+ *    EDHOC_CRED_MAX_CHAIN certificates, verified as an x5chain is. An
+ *    issuer already on the path is EDHOC_CRED_ERR_CHAIN_LOOP, no anchor
+ *    within the depth EDHOC_CRED_ERR_CHAIN_DEPTH, two end-entity
+ *    certificates that both verify EDHOC_CRED_ERR_AMBIGUOUS (name the
+ *    leaf with an x5t beside the bag). *out is the chain, leaf first.
+ *  - kcwt: the CWT parsed (edhoc_cred_from_cwt), its signature checked
+ *    with a configured credential's or an anchor's key whose kid is the
+ *    CWT's issuer kid (every key of the algorithm's curve when the CWT
+ *    names none), and nbf <= now <= exp; a CWT equal to a configured
+ *    credential is accepted as configured (times still checked).
+ * X.509 and CWT results are checked against the validity window in every
+ * case (also when found by kid).
  * Configured credentials are found by comparing bytes with what
  * edhoc_cred_store_add_cred cached: no decoding, hashing or key check
  * (only certificates a peer appends to a configured chain are read).
  * Returns 0, EDHOC_CRED_ERR_FORMAT (bad map or certificate/CCS),
  * EDHOC_CRED_ERR_UNKNOWN (nothing matches: EDHOC error code 3),
- * EDHOC_CRED_ERR_UNTRUSTED (chain does not verify to an anchor),
- * EDHOC_CRED_ERR_EXPIRED (outside the validity window). */
+ * EDHOC_CRED_ERR_UNTRUSTED (chain or CWT does not verify to an anchor or
+ * issuer), EDHOC_CRED_ERR_EXPIRED (outside the validity window),
+ * EDHOC_CRED_ERR_CHAIN_LOOP, EDHOC_CRED_ERR_CHAIN_DEPTH,
+ * EDHOC_CRED_ERR_AMBIGUOUS. */
 int edhoc_cred_store_resolve(const struct edhoc_cred_store *store, const uint8_t *id_cred,
                              size_t len, struct edhoc_cred *out);
 

@@ -21,13 +21,21 @@
  * Flow (client):  oscore_protect_request -> ... -> oscore_unprotect_response
  * Flow (server):  oscore_unprotect_request -> ... -> oscore_protect_response
  *
- * Option classes (Section 4.1): Uri-Host, Uri-Port, Proxy-Scheme and the
- * scheme://authority part of Proxy-Uri are Class U (outer); Observe is
- * both; every other option, unknown ones included (Block1/2, Size1/2,
- * Max-Age, No-Response, Echo, Request-Tag, ...), is Class E (inner), i.e.
- * Block options are end-to-end. Outer Block options added by proxies are
- * for the transport to reassemble before unprotect; received outer Class E
- * options are discarded. There are no Class I options.
+ * Option classes (Section 4.1, Figure 5; oscore_option_class()): Uri-Host,
+ * Uri-Port, Proxy-Scheme and the scheme://host[:port] part of Proxy-Uri
+ * are Class U (outer); Observe is both; every other option, unknown ones
+ * included (Block1/2, Size1/2, Max-Age, No-Response, Echo, Request-Tag,
+ * ...), is sent as Class E (inner), i.e. Block options are end-to-end.
+ * Outer Block options added by proxies are for the transport to reassemble
+ * before unprotect; received outer Class E options are discarded. RFC 8613
+ * defines no Class I option ("There are currently no Class I options
+ * defined", Section 4), so the external_aad's options field is always
+ * empty.
+ *
+ * Appendix B.2 (a new ID Context from random values when an endpoint lost
+ * its mutable state): struct oscore_b2_client / oscore_b2_server, pure
+ * functions over message bytes and the immutable inputs of struct
+ * oscore_config; see docs/oscore-b2.md.
  *
  * Errors are negative OSCORE_ERR_* codes. oscore_error_response() builds
  * the unprotected CoAP error response RFC 8613 Sections 7.4 and 8.2 call
@@ -106,6 +114,9 @@ extern "C" {
 #define OSCORE_ERR_INNER (-3016)          /* decrypted content is not a valid CoAP message: 4.00 */
 #define OSCORE_ERR_CONFIG (-3017)         /* configuration text rejected (see struct oscore_config_error) */
 #define OSCORE_ERR_NOMEM (-3018)          /* no memory for the plaintext of a message above OSCORE_MAX_PLAINTEXT */
+#define OSCORE_ERR_KID_CONTEXT (-3019)    /* B.2: kid context missing, empty, or not an R value this step expects */
+#define OSCORE_ERR_ID_CONTEXT_TOO_LONG (-3020) /* B.2: R2 || ID1 or R2 || R3 above OSCORE_MAX_ID_CONTEXT */
+#define OSCORE_ERR_BUSY (-3021)           /* B.2: every slot for a pending R2 is taken: 5.03 */
 
 /* Human-readable text of an OSCORE_ERR_* (or COAP_MSG_ERR_*) code. */
 const char *oscore_strerror(int err);
@@ -273,6 +284,20 @@ struct oscore_option {
     size_t kid_len;
 };
 
+/* ---- Option classes (Section 4.1, Figure 5) ---- */
+
+#define OSCORE_CLASS_E 0x1u /* encrypted and integrity protected (Inner) */
+#define OSCORE_CLASS_I 0x2u /* integrity protected only (Outer, in the AAD) */
+#define OSCORE_CLASS_U 0x4u /* unprotected (Outer) */
+
+/* The classes an option may take (OR of OSCORE_CLASS_*): Figure 5 for the
+ * options it lists, RFC 9175 Sections 2.2.1 and 3.2.1 for Echo and
+ * Request-Tag (E and U), and Class E for every other option ("Options
+ * that are unknown or for which OSCORE processing is not defined SHALL be
+ * processed as Class E", Section 4.1). No option is Class I. An option
+ * that is both E and U is sent Inner (only Observe is also copied outer). */
+unsigned oscore_option_class(uint16_t number);
+
 /* Parse an OSCORE option value; pointers refer into v. Returns 0 or
  * OSCORE_ERR_BAD_OPTION (reserved bits or n = 6/7, truncated Partial IV or
  * kid context, a lone 0x00 flag byte). */
@@ -364,6 +389,8 @@ long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b,
  * must have Partial IVs above the notification number. cap = len always
  * suffices. Returns the inner length or OSCORE_ERR_MALFORMED,
  * OSCORE_ERR_NOT_OSCORE, OSCORE_ERR_BAD_OPTION, OSCORE_ERR_DECRYPT,
+ * OSCORE_ERR_KID_CONTEXT (the response carries a 'kid context': it is
+ * response #1 of Appendix B.2, for oscore_b2_client_response1()),
  * OSCORE_ERR_INNER, OSCORE_ERR_REPLAY (a second response to a plain
  * request, an old notification), OSCORE_ERR_UNEXPECTED (Observe in a
  * response to a non-Observe request), OSCORE_ERR_INVALID,
@@ -394,7 +421,9 @@ bool oscore_context_needs_echo(const struct oscore_context *c);
  * error of a request: OSCORE_ERR_BAD_OPTION -> 4.02 "Failed to decode
  * COSE", OSCORE_ERR_CONTEXT_NOT_FOUND -> 4.01 "Security context not found",
  * OSCORE_ERR_DECRYPT and OSCORE_ERR_INNER -> 4.00 "Decryption failed",
- * OSCORE_ERR_REPLAY -> 4.01 "Replay detected"; each with an Outer Max-Age
+ * OSCORE_ERR_REPLAY -> 4.01 "Replay detected", OSCORE_ERR_KID_CONTEXT and
+ * OSCORE_ERR_ID_CONTEXT_TOO_LONG -> 4.01 "Security context not found",
+ * OSCORE_ERR_BUSY -> 5.03 (Appendix B.2.1); each with an Outer Max-Age
  * of 0, answering request's type (CON -> ACK, NON -> NON; a NON answer
  * needs a fresh Message ID from the transport), Message ID and token.
  * Returns the length, OSCORE_ERR_INVALID (err has no such response),
@@ -421,6 +450,7 @@ struct oscore_config {
     int hkdf_alg;           /* hash COSE id (-16 or -43); default -16 */
     unsigned replay_window; /* default 32 */
     uint32_t ssn_freq;      /* default 1 */
+    bool rfc8613_b2;        /* rfc8613_b_2,bool,true: the server may run Appendix B.2 */
 };
 
 struct oscore_config_error {
@@ -437,7 +467,7 @@ struct oscore_config_error {
  * "direct+HKDF-SHA-256" = HKDF SHA-256, -16/-43 or "HKDF-SHA-256"/
  * "HKDF-SHA-384"), replay_window (1..64), ssn_freq (>= 1), and the accepted
  * but inactive rfc8613_b_1_2, silent_server, last_seq, sliding_window,
- * break_* (false only), rfc8613_b_2 (false only). Master secret, sender ID
+ * break_* (false only), and rfc8613_b_2 (sets rfc8613_b2). Master secret, sender ID
  * and recipient ID are required. Returns 0 or OSCORE_ERR_CONFIG with err
  * filled (line number and reason). */
 int oscore_config_parse(const char *text, size_t len, struct oscore_config *cfg,
@@ -449,6 +479,144 @@ int oscore_config_parse(const char *text, size_t len, struct oscore_config *cfg,
 int oscore_context_init_config(struct oscore_context *c,
                                const struct edhoc_crypto_ops *crypto,
                                const struct oscore_config *cfg);
+
+/* ---- Appendix B.2: security context derived multiple times ---- */
+
+/* Length of the random values R1, R2 and R3 this side draws by default:
+ * "typically, at least 8 bytes long" (Appendix B.2). */
+#define OSCORE_B2_NONCE_LEN 8
+/* Response #1 values a server keeps per context at a time (B.2.1: "The
+ * server needs to handle the case when the maximum number of cached R2s
+ * is reached"; it answers 5.03 then), and how long each stays valid. */
+#define OSCORE_B2_MAX_PENDING 4
+#define OSCORE_B2_PENDING_MS 60000u
+
+/* Client side. The state moves only forward, and only on success:
+ *   IDLE --start--> SENT_R1 (optional step 1: request #1 under ID1 = R1)
+ *   IDLE or SENT_R1 --response1--> SENT_R3 (step 3: response #1 verified
+ *        under ID2 = R2 || ID1, request #2 goes under ID3 = R2 || R3)
+ *   SENT_R3 --response2--> DONE (step 5: response #2 verified; ID3 is now
+ *        the context with this server, the others are deleted) */
+enum oscore_b2_client_state {
+    OSCORE_B2_CLIENT_IDLE = 0,
+    OSCORE_B2_CLIENT_SENT_R1,
+    OSCORE_B2_CLIENT_SENT_R3,
+    OSCORE_B2_CLIENT_DONE,
+};
+
+struct oscore_b2_client {
+    enum oscore_b2_client_state state;
+    uint8_t r_len;  /* R1 and R3 length */
+    uint8_t r2_len; /* after step 3 */
+    uint8_t id_context_len;
+    uint8_t r2[OSCORE_MAX_ID_CONTEXT];
+    uint8_t id_context[OSCORE_MAX_ID_CONTEXT]; /* ID1 = R1 after step 1, ID3 after step 3 */
+};
+
+/* Reset to IDLE; r_len: length of R1 / R3 (1..OSCORE_MAX_ID_CONTEXT - 1,
+ * 0 means OSCORE_B2_NONCE_LEN). Returns 0 or OSCORE_ERR_INVALID. */
+int oscore_b2_client_init(struct oscore_b2_client *st, size_t r_len);
+
+/* Step 1 (optional, the client initiates): draw R1 and derive into *first
+ * the context with ID Context = ID1 = R1 and cfg's other input
+ * parameters; protect request #1 with it (oscore_protect_request sends R1
+ * as 'kid context'). Returns 0, OSCORE_ERR_UNEXPECTED (state not IDLE),
+ * OSCORE_ERR_INVALID, OSCORE_ERR_CRYPTO, or what oscore_context_init()
+ * returns. */
+int oscore_b2_client_start(struct oscore_b2_client *st, const struct edhoc_crypto_ops *crypto,
+                           const struct oscore_config *cfg, struct oscore_context *first);
+
+/* True when a response carries a 'kid context': by Appendix B.2 only
+ * response #1 does, so the server asks for step 3. */
+bool oscore_b2_is_response1(const uint8_t *response, size_t len);
+
+/* Step 3: response #1 to the request bound in b, which was protected with
+ * current (ID Context ID1: the configured one, or R1 after step 1). Takes
+ * R2 from the response's 'kid context', verifies and decrypts the response
+ * with ID Context ID2 = R2 || ID1 into out (an inner 4.01 is required:
+ * the server did not perform request #1), draws R3 and derives into *next
+ * the context with ID3 = R2 || R3, which protects request #2 (and sends
+ * ID3 as 'kid context'). Returns the inner length, or
+ * OSCORE_ERR_KID_CONTEXT (no or an empty 'kid context'),
+ * OSCORE_ERR_ID_CONTEXT_TOO_LONG (R2 || ID1 or R2 || R3 longer than
+ * OSCORE_MAX_ID_CONTEXT), OSCORE_ERR_REPLAY (a response #1 after step 3
+ * already ran, or b already answered), OSCORE_ERR_UNEXPECTED (state DONE,
+ * or the inner code is not 4.01), and the errors of
+ * oscore_unprotect_response(). Nothing changes on error. */
+long oscore_b2_client_response1(struct oscore_b2_client *st, const struct edhoc_crypto_ops *crypto,
+                                const struct oscore_config *cfg,
+                                const struct oscore_context *current, struct oscore_binding *b,
+                                const uint8_t *response, size_t len, uint8_t *out, size_t cap,
+                                struct oscore_context *next);
+
+/* Step 5: response #2 to request #2 (protected with next, bound in b).
+ * Returns the inner length (state DONE: next replaces the previous
+ * context), OSCORE_ERR_KID_CONTEXT (it carries a 'kid context': the
+ * server started another run, which this one does not follow),
+ * OSCORE_ERR_REPLAY (state already DONE), OSCORE_ERR_UNEXPECTED (step 3
+ * has not run), or the errors of oscore_unprotect_response(). */
+long oscore_b2_client_response2(struct oscore_b2_client *st, struct oscore_context *next,
+                                struct oscore_binding *b, const uint8_t *response, size_t len,
+                                uint8_t *out, size_t cap);
+
+/* Server side, per set of immutable input parameters (one Recipient ID):
+ * the R2 values sent in responses #1 and not yet used, and the last R2
+ * that completed a run (a request #2 with it again is a replay). */
+struct oscore_b2_server {
+    uint8_t r_len;   /* R2 length */
+    uint8_t pending; /* bit i: r2[i] was sent and not used */
+    bool has_done;
+    uint64_t issued_ms[OSCORE_B2_MAX_PENDING];
+    uint8_t r2[OSCORE_B2_MAX_PENDING][OSCORE_MAX_ID_CONTEXT];
+    uint8_t done_r2[OSCORE_MAX_ID_CONTEXT];
+};
+
+/* Reset (no R2 pending); r_len: R2 length (1..OSCORE_MAX_ID_CONTEXT - 1,
+ * 0 means OSCORE_B2_NONCE_LEN). Returns 0 or OSCORE_ERR_INVALID. */
+int oscore_b2_server_init(struct oscore_b2_server *st, size_t r_len);
+
+/* True when request carries a 'kid context' that starts with an R2 this
+ * server sent less than OSCORE_B2_PENDING_MS before now_ms: it is request
+ * #2 (step 4), for oscore_b2_server_request2(). */
+bool oscore_b2_server_is_request2(const struct oscore_b2_server *st, const uint8_t *request,
+                                  size_t len, uint64_t now_ms);
+
+/* Step 2: a request for which the server has no valid context (lost
+ * replay window or Sender Sequence Number, or a 'kid context' it does not
+ * know). ID1 = the request's 'kid context' (else cfg's ID Context, else
+ * none); verifies the request with the context of ID1 and cfg's inputs
+ * (the inner request is discarded: it is not performed), draws R2, and
+ * writes into out a 4.01 (Unauthorized) protected with ID Context ID2 =
+ * R2 || ID1, with R2 as its 'kid context'. R2 stays pending for
+ * OSCORE_B2_PENDING_MS. now_ms: any monotonic clock in milliseconds.
+ * Returns the response length, or OSCORE_ERR_CONTEXT_NOT_FOUND (kid is
+ * not cfg's Recipient ID), OSCORE_ERR_ID_CONTEXT_TOO_LONG (R2 || ID1),
+ * OSCORE_ERR_BUSY (OSCORE_B2_MAX_PENDING runs pending: answer 5.03, see
+ * oscore_error_response), the errors of oscore_unprotect_request(),
+ * OSCORE_ERR_BUFFER, OSCORE_ERR_NOMEM, OSCORE_ERR_CRYPTO. */
+long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_crypto_ops *crypto,
+                               const struct oscore_config *cfg, const uint8_t *request,
+                               size_t len, uint64_t now_ms, uint8_t *out, size_t cap);
+
+/* Step 4: request #2, whose 'kid context' ID3 starts with a pending R2.
+ * Derives into *next the context with ID Context ID3 and cfg's inputs and
+ * unprotects the request with it (out, b as oscore_unprotect_request).
+ * On success every pending R2 is dropped, next is the context to use with
+ * this client from now on (it replaces the previous one; answer with
+ * oscore_protect_response(next, b, ...)), and the inner length is
+ * returned. Errors: OSCORE_ERR_KID_CONTEXT (no 'kid context', or it does
+ * not start with a pending R2, or holds nothing after it),
+ * OSCORE_ERR_REPLAY (it starts with the R2 of the run that completed),
+ * OSCORE_ERR_CONTEXT_NOT_FOUND (kid), and those of
+ * oscore_unprotect_request(); on error pending R2s stay and *next is wiped. */
+long oscore_b2_server_request2(struct oscore_b2_server *st, const struct edhoc_crypto_ops *crypto,
+                               const struct oscore_config *cfg, const uint8_t *request,
+                               size_t len, uint64_t now_ms, struct oscore_context *next,
+                               uint8_t *out, size_t cap, struct oscore_binding *b);
+
+/* The ID Context of a context (NULL when it has none), for callers that
+ * key contexts by it. */
+const uint8_t *oscore_context_id_context(const struct oscore_context *c, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -279,8 +279,12 @@ static const char *id_cred_type_name(const uint8_t *m, size_t len)
     switch (key) {
     case 4:
         return "kid";
+    case 13:
+        return "kcwt";
     case 14:
         return "kccs";
+    case 32:
+        return "x5bag";
     case 33:
         return "x5chain";
     case 34:
@@ -1791,6 +1795,19 @@ static void log_done(struct edhoc_server *srv, const struct pending *h, size_t m
           why ? ": " : "", why ? why : "");
 }
 
+/* Whether OSCORE can follow this handshake: RFC 8613 Section 3.2.1 has
+ * the HKDF of HMAC with SHA-256 (and the SHA-2 family the COSE registry
+ * pairs with it); suite 25's SHAKE256 has no HMAC. */
+static bool oscore_follows(const struct pending *h)
+{
+    struct edhoc_oscore_params op;
+    if (edhoc_session_oscore(&h->s, &op))
+        return true; /* establish() reports the failure */
+    bool ok = op.hash_alg == -16 || op.hash_alg == -43 || op.hash_alg == -44;
+    edhoc_wipe(&op, sizeof op);
+    return ok;
+}
+
 /* message_3 accepted: the OSCORE context for this peer. */
 static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
 {
@@ -1937,6 +1954,34 @@ static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, 
         pending_free(srv, h);
         return n;
     }
+    if (!oscore_follows(h)) {
+        /* EDHOC only: RFC 8613 Section 3.2.1 derives OSCORE keys with an
+         * HKDF over HMAC, which this suite's hash (SHAKE256) has not, so
+         * no context is made (RFC 9528 Section 3.6 leaves the application
+         * to the suite's users). message_3 is answered as usual. */
+        amp_handshake_completed(srv, h);
+        *ctx = NULL;
+        if (!combined)
+            return 0;
+        srv->st.handshakes_failed++;
+        log_done(srv, h, m3_len, "failed", "combined request (RFC 9668) with a suite that has "
+                                           "no OSCORE (RFC 8613 Section 3.2.1)");
+        if (srv->cfg.record) {
+            struct edhoc_server_handshake r;
+            hs_from_pending(srv, h, &r);
+            hs_add_message_3(srv, h, &r);
+            r.combined = true;
+            r.bytes[3] = m3_len;
+            r.outcome = EDHOC_SERVER_REFUSED;
+            r.step = "OSCORE context";
+            r.error_text = "suite without OSCORE in a combined request";
+            hs_emit(srv, &r);
+        }
+        srv->m3_h = NULL;
+        pending_free(srv, h);
+        static const char why[] = "no OSCORE for this suite (RFC 8613 Section 3.2.1)";
+        return build(req, COAP_CODE(5, 1), -1, (const uint8_t *)why, sizeof why - 1, out, cap);
+    }
     *ctx = establish(srv, h);
     if (*ctx)
         amp_handshake_completed(srv, h);
@@ -2019,7 +2064,10 @@ static long on_message_3(struct edhoc_server *srv, const struct coap_msg *req, s
     } else {
         resp = build(req, COAP_CODE_CHANGED, -1, NULL, 0, out, cap);
     }
-    log_done(srv, h, m3_len + m4_len, "ok", tolerated_text(h));
+    log_done(srv, h, m3_len + m4_len, "ok",
+             ctx ? tolerated_text(h)
+                 : "EDHOC only: no OSCORE context for this suite (RFC 8613 Section 3.2.1 has "
+                   "no HKDF for its hash)");
     hs_ok(srv, h, ctx, m3_len, m4_len, false);
     pending_free(srv, h);
     return resp;

@@ -44,12 +44,15 @@ const char *edhoc_cred_strerror(int err)
     case 0: return "success";
     case EDHOC_CRED_ERR_FORMAT: return "credential, certificate or key in an unsupported or malformed format";
     case EDHOC_CRED_ERR_UNKNOWN: return "ID_CRED matches no configured credential";
-    case EDHOC_CRED_ERR_UNTRUSTED: return "certificate chain does not verify to a trust anchor";
-    case EDHOC_CRED_ERR_EXPIRED: return "certificate outside its validity period";
+    case EDHOC_CRED_ERR_UNTRUSTED: return "certificate chain or CWT does not verify to a trust anchor or issuer";
+    case EDHOC_CRED_ERR_EXPIRED: return "certificate or CWT outside its validity period";
     case EDHOC_CRED_ERR_KEY_TYPE: return "key type does not fit the method or cipher suite";
     case EDHOC_CRED_ERR_FILE: return "cannot read or write a file";
     case EDHOC_CRED_ERR_PERMISSIONS: return "private key file is accessible by group or others";
     case EDHOC_CRED_ERR_TOO_LARGE: return "credential or store capacity exceeded";
+    case EDHOC_CRED_ERR_CHAIN_LOOP: return "certificate bag: the issuers form a loop";
+    case EDHOC_CRED_ERR_CHAIN_DEPTH: return "certificate bag: no trust anchor within 4 certificates";
+    case EDHOC_CRED_ERR_AMBIGUOUS: return "certificate bag: several end-entity certificates verify (name one with x5t)";
     default: return "unknown error";
     }
 }
@@ -351,6 +354,38 @@ bad:
     return EDHOC_CRED_ERR_FORMAT;
 }
 
+int cred_put_cnf(struct edhoc_cbor_writer *w, int curve, const uint8_t *pub, size_t pub_len,
+                 const uint8_t *kid, size_t kid_len)
+{
+    size_t want = curve_pub_len(curve);
+    if (want == 0 || pub_len != want || (curve_is_ec2(curve) && pub[0] != 0x04) ||
+        kid_len > EDHOC_CRED_MAX_KID)
+        return EDHOC_CRED_ERR_FORMAT;
+    edhoc_cbor_put_map(w, 1);
+    edhoc_cbor_put_uint(w, CNF_COSE_KEY);
+    /* Labels in deterministic order: 1, 2, -1, -2, -3 (encoded 01 02 20 21 22). */
+    bool ec2 = curve_is_ec2(curve);
+    edhoc_cbor_put_map(w, (ec2 ? 4 : 3) + (kid_len ? 1 : 0));
+    edhoc_cbor_put_uint(w, COSE_KEY_KTY);
+    edhoc_cbor_put_uint(w, ec2 ? COSE_KTY_EC2 : COSE_KTY_OKP);
+    if (kid_len) {
+        edhoc_cbor_put_uint(w, COSE_KEY_KID);
+        edhoc_cbor_put_bstr(w, kid, kid_len);
+    }
+    edhoc_cbor_put_int(w, COSE_KEY_CRV);
+    edhoc_cbor_put_uint(w, (uint64_t)curve);
+    edhoc_cbor_put_int(w, COSE_KEY_X);
+    if (ec2) {
+        size_t c = (pub_len - 1) / 2;
+        edhoc_cbor_put_bstr(w, pub + 1, c);
+        edhoc_cbor_put_int(w, COSE_KEY_Y);
+        edhoc_cbor_put_bstr(w, pub + 1 + c, c);
+    } else {
+        edhoc_cbor_put_bstr(w, pub, pub_len);
+    }
+    return 0;
+}
+
 int edhoc_cred_build_ccs(struct edhoc_cred *cred, int curve, const uint8_t *pub,
                          size_t pub_len, const uint8_t *kid, size_t kid_len,
                          const char *subject)
@@ -373,28 +408,7 @@ int edhoc_cred_build_ccs(struct edhoc_cred *cred, int curve, const uint8_t *pub,
         edhoc_cbor_put_tstr(&w, subject, sub_len);
     }
     edhoc_cbor_put_uint(&w, CWT_CLAIM_CNF);
-    edhoc_cbor_put_map(&w, 1);
-    edhoc_cbor_put_uint(&w, CNF_COSE_KEY);
-    /* Labels in deterministic order: 1, 2, -1, -2, -3 (encoded 01 02 20 21 22). */
-    bool ec2 = curve_is_ec2(curve);
-    edhoc_cbor_put_map(&w, (ec2 ? 4 : 3) + (kid_len ? 1 : 0));
-    edhoc_cbor_put_uint(&w, COSE_KEY_KTY);
-    edhoc_cbor_put_uint(&w, ec2 ? COSE_KTY_EC2 : COSE_KTY_OKP);
-    if (kid_len) {
-        edhoc_cbor_put_uint(&w, COSE_KEY_KID);
-        edhoc_cbor_put_bstr(&w, kid, kid_len);
-    }
-    edhoc_cbor_put_int(&w, COSE_KEY_CRV);
-    edhoc_cbor_put_uint(&w, (uint64_t)curve);
-    edhoc_cbor_put_int(&w, COSE_KEY_X);
-    if (ec2) {
-        size_t c = (pub_len - 1) / 2;
-        edhoc_cbor_put_bstr(&w, pub + 1, c);
-        edhoc_cbor_put_int(&w, COSE_KEY_Y);
-        edhoc_cbor_put_bstr(&w, pub + 1 + c, c);
-    } else {
-        edhoc_cbor_put_bstr(&w, pub, pub_len);
-    }
+    cred_put_cnf(&w, curve, pub, pub_len, kid, kid_len);
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
         return EDHOC_CRED_ERR_TOO_LARGE;
@@ -496,10 +510,19 @@ int edhoc_id_cred_encode(const struct edhoc_cred *cred, enum edhoc_id_cred_type 
         edhoc_cbor_put_bstr(&w, h, hl);
         break;
     }
+    case EDHOC_ID_CRED_KCWT:
+        if (cred->type != EDHOC_CRED_CWT)
+            return EDHOC_CRED_ERR_FORMAT;
+        edhoc_cbor_put_uint(&w, EDHOC_ID_CRED_KCWT);
+        edhoc_cbor_put_raw(&w, cred->cred, cred->cred_len);
+        break;
+    case EDHOC_ID_CRED_X5BAG:
     case EDHOC_ID_CRED_X5CHAIN:
         if (cred->type != EDHOC_CRED_X509 || cred->n_certs == 0)
             return EDHOC_CRED_ERR_FORMAT;
-        edhoc_cbor_put_uint(&w, EDHOC_ID_CRED_X5CHAIN);
+        /* A bag holds the same certificates as the chain would, leaf
+         * first although the receiver may not rely on any order. */
+        edhoc_cbor_put_uint(&w, (uint64_t)type);
         if (cred->n_certs > 1)
             edhoc_cbor_put_array(&w, cred->n_certs);
         for (size_t i = 0; i < cred->n_certs; i++)
@@ -515,6 +538,84 @@ int edhoc_id_cred_encode(const struct edhoc_cred *cred, enum edhoc_id_cred_type 
     return 0;
 }
 
+/* x5chain / x5bag value: one bstr, or an array of at most max bstr. */
+static int parse_cert_list(struct edhoc_cbor_reader *r, size_t max, struct edhoc_id_cred *out)
+{
+    struct edhoc_cbor_item it;
+    if (edhoc_cbor_peek(r, &it) != 0)
+        return EDHOC_CRED_ERR_FORMAT;
+    if (it.type == EDHOC_CBOR_BSTR) {
+        if (edhoc_cbor_get_bstr(r, &out->certs[0], &out->cert_lens[0]) != 0)
+            return EDHOC_CRED_ERR_FORMAT;
+        out->n_certs = 1;
+    } else {
+        size_t n;
+        if (edhoc_cbor_get_array(r, &n) != 0 || n == 0 || n > max)
+            return EDHOC_CRED_ERR_FORMAT;
+        for (size_t i = 0; i < n; i++)
+            if (edhoc_cbor_get_bstr(r, &out->certs[i], &out->cert_lens[i]) != 0)
+                return EDHOC_CRED_ERR_FORMAT;
+        out->n_certs = n;
+    }
+    for (size_t i = 0; i < out->n_certs; i++)
+        if (out->cert_lens[i] == 0)
+            return EDHOC_CRED_ERR_FORMAT;
+    return 0;
+}
+
+/* One entry's value into out; *known false for a label we skip. */
+static int parse_id_cred_entry(struct edhoc_cbor_reader *r, const uint8_t *map, int64_t label,
+                               struct edhoc_id_cred *out, bool *known)
+{
+    struct edhoc_cbor_item it;
+    *known = true;
+    switch (label) {
+    case EDHOC_ID_CRED_KID:
+        return edhoc_cbor_get_bstr(r, &out->kid, &out->kid_len) != 0 ? EDHOC_CRED_ERR_FORMAT : 0;
+    case EDHOC_ID_CRED_KCCS:
+    case EDHOC_ID_CRED_KCWT: {
+        /* A CCS is a map, a CWT (untagged COSE_Sign1) an array; their
+         * insides are the credential parser's business. */
+        size_t start = r->pos;
+        enum edhoc_cbor_type want =
+            label == EDHOC_ID_CRED_KCCS ? EDHOC_CBOR_MAP : EDHOC_CBOR_ARRAY;
+        if (edhoc_cbor_peek(r, &it) != 0 || it.type != want || edhoc_cbor_skip(r) != 0)
+            return EDHOC_CRED_ERR_FORMAT;
+        if (label == EDHOC_ID_CRED_KCCS) {
+            out->ccs = map + start;
+            out->ccs_len = r->pos - start;
+        } else {
+            out->cwt = map + start;
+            out->cwt_len = r->pos - start;
+        }
+        return 0;
+    }
+    case EDHOC_ID_CRED_X5T: {
+        size_t n;
+        int64_t alg;
+        if (edhoc_cbor_get_array(r, &n) != 0 || n != 2 || edhoc_cbor_get_int(r, &alg) != 0 ||
+            edhoc_cbor_get_bstr(r, &out->x5t_hash, &out->x5t_hash_len) != 0)
+            return EDHOC_CRED_ERR_FORMAT;
+        if ((alg == EDHOC_COSE_SHA256_64 && out->x5t_hash_len != 8) ||
+            (alg == EDHOC_COSE_SHA256 && out->x5t_hash_len != 32) || alg < -65536 ||
+            alg > 65535 || out->x5t_hash_len == 0 || out->x5t_hash_len > 64)
+            return EDHOC_CRED_ERR_FORMAT;
+        out->x5t_alg = (int)alg;
+        return 0;
+    }
+    case EDHOC_ID_CRED_X5CHAIN:
+        return parse_cert_list(r, EDHOC_CRED_MAX_CHAIN, out);
+    case EDHOC_ID_CRED_X5BAG:
+        return parse_cert_list(r, EDHOC_CRED_MAX_BAG, out);
+    default:
+        *known = false;
+        return edhoc_cbor_skip(r) != 0 ? EDHOC_CRED_ERR_FORMAT : 0;
+    }
+}
+
+/* Entries per ID_CRED map we read at all (duplicate check is quadratic). */
+#define ID_CRED_MAX_PAIRS 8
+
 int edhoc_id_cred_parse(const uint8_t *map, size_t len, struct edhoc_id_cred *out)
 {
     memset(out, 0, sizeof *out);
@@ -523,64 +624,44 @@ int edhoc_id_cred_parse(const uint8_t *map, size_t len, struct edhoc_id_cred *ou
     struct edhoc_cbor_reader r;
     edhoc_cbor_reader_init(&r, map, len);
     size_t pairs;
-    int64_t label;
-    if (edhoc_cbor_get_map(&r, &pairs) != 0 || pairs != 1 ||
-        edhoc_cbor_get_int(&r, &label) != 0)
+    if (edhoc_cbor_get_map(&r, &pairs) != 0 || pairs == 0 || pairs > ID_CRED_MAX_PAIRS)
         return EDHOC_CRED_ERR_FORMAT;
-
-    struct edhoc_cbor_item it;
-    switch (label) {
-    case EDHOC_ID_CRED_KID:
-        if (edhoc_cbor_get_bstr(&r, &out->kid, &out->kid_len) != 0)
-            return EDHOC_CRED_ERR_FORMAT;
-        break;
-    case EDHOC_ID_CRED_KCCS: {
-        size_t start = r.pos;
-        if (edhoc_cbor_peek(&r, &it) != 0 || it.type != EDHOC_CBOR_MAP ||
-            edhoc_cbor_skip(&r) != 0)
-            return EDHOC_CRED_ERR_FORMAT;
-        out->ccs = map + start;
-        out->ccs_len = r.pos - start;
-        break;
-    }
-    case EDHOC_ID_CRED_X5T: {
-        size_t n;
-        int64_t alg;
-        if (edhoc_cbor_get_array(&r, &n) != 0 || n != 2 || edhoc_cbor_get_int(&r, &alg) != 0 ||
-            edhoc_cbor_get_bstr(&r, &out->x5t_hash, &out->x5t_hash_len) != 0)
-            return EDHOC_CRED_ERR_FORMAT;
-        if ((alg == EDHOC_COSE_SHA256_64 && out->x5t_hash_len != 8) ||
-            (alg == EDHOC_COSE_SHA256 && out->x5t_hash_len != 32) || alg < -65536 ||
-            alg > 65535 || out->x5t_hash_len == 0 || out->x5t_hash_len > 64)
-            return EDHOC_CRED_ERR_FORMAT;
-        out->x5t_alg = (int)alg;
-        break;
-    }
-    case EDHOC_ID_CRED_X5CHAIN:
-        if (edhoc_cbor_peek(&r, &it) != 0)
-            return EDHOC_CRED_ERR_FORMAT;
-        if (it.type == EDHOC_CBOR_BSTR) {
-            if (edhoc_cbor_get_bstr(&r, &out->certs[0], &out->cert_lens[0]) != 0)
-                return EDHOC_CRED_ERR_FORMAT;
-            out->n_certs = 1;
-        } else {
-            size_t n;
-            if (edhoc_cbor_get_array(&r, &n) != 0 || n == 0 || n > EDHOC_CRED_MAX_CHAIN)
-                return EDHOC_CRED_ERR_FORMAT;
-            for (size_t i = 0; i < n; i++)
-                if (edhoc_cbor_get_bstr(&r, &out->certs[i], &out->cert_lens[i]) != 0)
-                    return EDHOC_CRED_ERR_FORMAT;
-            out->n_certs = n;
+    const uint8_t *seen[ID_CRED_MAX_PAIRS];
+    size_t seen_len[ID_CRED_MAX_PAIRS];
+    int by_value = 0; /* the entry that carries the credential, if any */
+    for (size_t i = 0; i < pairs; i++) {
+        bool is_int, known;
+        int64_t label;
+        if (read_label(&r, &is_int, &label, &seen[i], &seen_len[i]) != 0 ||
+            seen_before(seen, seen_len, i, seen[i], seen_len[i]))
+            goto bad;
+        if (!is_int) {
+            if (edhoc_cbor_skip(&r) != 0)
+                goto bad;
+            continue;
         }
-        for (size_t i = 0; i < out->n_certs; i++)
-            if (out->cert_lens[i] == 0)
-                return EDHOC_CRED_ERR_FORMAT;
-        break;
-    default:
-        return EDHOC_CRED_ERR_FORMAT;
+        if (parse_id_cred_entry(&r, map, label, out, &known) != 0)
+            goto bad;
+        if (!known)
+            continue;
+        out->labels |= EDHOC_ID_CRED_LABEL_BIT(label);
+        if (label == EDHOC_ID_CRED_KCWT || label == EDHOC_ID_CRED_KCCS ||
+            label == EDHOC_ID_CRED_X5BAG || label == EDHOC_ID_CRED_X5CHAIN) {
+            if (by_value)
+                goto bad; /* two credentials: which one is the sender's? */
+            by_value = (int)label;
+        }
     }
-    if (!edhoc_cbor_at_end(&r))
-        return EDHOC_CRED_ERR_FORMAT;
-    out->type = (enum edhoc_id_cred_type)label;
+    if (!edhoc_cbor_at_end(&r) || out->labels == 0)
+        goto bad;
+    if (by_value)
+        out->type = (enum edhoc_id_cred_type)by_value;
+    else if (out->labels & EDHOC_ID_CRED_LABEL_BIT(EDHOC_ID_CRED_X5T))
+        out->type = EDHOC_ID_CRED_X5T;
+    else
+        out->type = EDHOC_ID_CRED_KID;
     return 0;
+bad:
+    memset(out, 0, sizeof *out);
+    return EDHOC_CRED_ERR_FORMAT;
 }

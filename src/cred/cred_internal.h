@@ -52,6 +52,42 @@ int cred_x509_resolve_chain(const struct edhoc_cred_store *store,
                             const uint8_t *const *certs, const size_t *lens, size_t n,
                             struct edhoc_cred *out);
 
+/* The certificates of a received x5bag, each decoded once. */
+struct cred_x509_bag {
+    size_t n; /* distinct certificates (duplicates dropped) */
+    const uint8_t *der[EDHOC_CRED_MAX_BAG];
+    size_t len[EDHOC_CRED_MAX_BAG];
+    bool is_ca[EDHOC_CRED_MAX_BAG];
+    void *x509[EDHOC_CRED_MAX_BAG]; /* X509 *, owned */
+    struct edhoc_cred scratch;      /* room for a candidate chain */
+};
+
+/* Decode the bag (duplicates by bytes dropped). Returns 0 or
+ * EDHOC_CRED_ERR_FORMAT (a certificate that does not decode); the bag is
+ * closed on failure. */
+int cred_x509_bag_open(struct cred_x509_bag *bag, const uint8_t *const *certs,
+                       const size_t *lens, size_t n);
+/* The chain from bag certificate `leaf` through the bag to one of the
+ * store's anchors, verified as an x5chain is (cred_x509_resolve_chain),
+ * into out leaf first. Returns 0, EDHOC_CRED_ERR_CHAIN_LOOP,
+ * EDHOC_CRED_ERR_CHAIN_DEPTH, EDHOC_CRED_ERR_UNTRUSTED,
+ * EDHOC_CRED_ERR_EXPIRED, EDHOC_CRED_ERR_FORMAT. */
+int cred_x509_bag_chain(const struct cred_x509_bag *bag, const struct edhoc_cred_store *store,
+                        size_t leaf, struct edhoc_cred *out);
+void cred_x509_bag_close(struct cred_x509_bag *bag);
+
+/* 0 when a key on `curve` can check a COSE signature of `alg` (-8 EdDSA:
+ * Ed25519 / Ed448, -7 ES256: P-256, -35 ES384: P-384), else
+ * EDHOC_CRED_ERR_KEY_TYPE. */
+int cred_cwt_alg_curve(int alg, int curve);
+
+/* cnf {1: COSE_Key} for a public key (edhoc_cred.pub form) with an
+ * optional kid, labels in deterministic order. Returns 0 or
+ * EDHOC_CRED_ERR_FORMAT (curve / key length / kid length). */
+struct edhoc_cbor_writer;
+int cred_put_cnf(struct edhoc_cbor_writer *w, int curve, const uint8_t *pub, size_t pub_len,
+                 const uint8_t *kid, size_t kid_len);
+
 /* CCS parsing; check_point false skips the (costly) check that an EC2 key
  * is a point of its curve, for bytes already known to hold a valid one. */
 int cred_ccs_parse(struct edhoc_cred *cred, const uint8_t *ccs, size_t len, bool check_point);
@@ -60,6 +96,14 @@ int cred_ccs_parse(struct edhoc_cred *cred, const uint8_t *ccs, size_t len, bool
  * DER bytes are written consecutively into buf. */
 int cred_pem_to_der(const uint8_t *pem, size_t len, uint8_t *buf, size_t cap,
                     size_t *lens, size_t max_certs);
+
+/* The kid of each certificate block of a PEM text: an "EDHOC-kid: HEX"
+ * line outside the blocks names the next certificate (kid_lens[i] 0: no
+ * kid). Fills at most max entries; returns the number of certificate
+ * blocks, or EDHOC_CRED_ERR_FORMAT (a kid that is not 1 to 16 bytes of
+ * hex, two kids before one certificate, a kid after the last). */
+int cred_pem_kids(const uint8_t *pem, size_t len, uint8_t (*kids)[EDHOC_CRED_MAX_KID],
+                  size_t *kid_lens, size_t max);
 
 /* Only the validity window of the leaf (the one cached in cred when there
  * is one, so no decoding). Returns 0, EDHOC_CRED_ERR_EXPIRED,

@@ -61,6 +61,59 @@ static bool is_text(const uint8_t *d, size_t len)
     return true;
 }
 
+#define PEM_KID_TAG "EDHOC-kid:"
+
+/* Does the line [p, end) start with s? */
+static bool line_starts(const uint8_t *p, const uint8_t *end, const char *s)
+{
+    size_t n = strlen(s);
+    return (size_t)(end - p) >= n && memcmp(p, s, n) == 0;
+}
+
+int cred_pem_kids(const uint8_t *pem, size_t len, uint8_t (*kids)[EDHOC_CRED_MAX_KID],
+                  size_t *kid_lens, size_t max)
+{
+    size_t n = 0;
+    long pending = -1; /* length of a kid waiting for its certificate */
+    uint8_t kid[EDHOC_CRED_MAX_KID];
+    bool in_block = false;
+    const uint8_t *p = pem, *text_end = pem + len;
+    while (p < text_end) {
+        const uint8_t *eol = memchr(p, '\n', (size_t)(text_end - p));
+        const uint8_t *end = eol ? eol : text_end;
+        if (line_starts(p, end, "-----BEGIN ")) {
+            /* PEM_read_bio_X509 reads these two labels; a kid waits
+             * across other blocks for the next certificate. */
+            bool cert = line_starts(p, end, "-----BEGIN CERTIFICATE-----") ||
+                        line_starts(p, end, "-----BEGIN X509 CERTIFICATE-----");
+            if (cert) {
+                if (n < max) {
+                    kid_lens[n] = pending > 0 ? (size_t)pending : 0;
+                    if (pending > 0)
+                        memcpy(kids[n], kid, (size_t)pending);
+                }
+                n++;
+                pending = -1;
+            }
+            in_block = true;
+        } else if (line_starts(p, end, "-----END ")) {
+            in_block = false;
+        } else if (!in_block && line_starts(p, end, PEM_KID_TAG)) {
+            const uint8_t *v = p + strlen(PEM_KID_TAG);
+            /* The annotation is explanatory text outside the blocks (RFC
+             * 7468 Section 5.2), which other PEM readers skip. */
+            long kl = cred_hex_decode(v, (size_t)(end - v), kid, sizeof kid);
+            if (kl < 1 || pending >= 0)
+                return EDHOC_CRED_ERR_FORMAT; /* bad hex, or two kids for one certificate */
+            pending = kl;
+        }
+        p = eol ? eol + 1 : text_end;
+    }
+    if (pending >= 0)
+        return EDHOC_CRED_ERR_FORMAT; /* a kid that names no certificate */
+    return (int)n;
+}
+
 int edhoc_cred_parse(struct edhoc_cred *cred, const uint8_t *data, size_t len)
 {
     memset(cred, 0, sizeof *cred);
@@ -70,7 +123,12 @@ int edhoc_cred_parse(struct edhoc_cred *cred, const uint8_t *data, size_t len)
         /* PEM, or the hex of a CCS / DER certificate. */
         struct edhoc_cred tmp;
         if (edhoc_cred_from_x509(&tmp, data, len) == 0) {
+            uint8_t kids[1][EDHOC_CRED_MAX_KID];
+            size_t kid_lens[1] = {0};
+            if (cred_pem_kids(data, len, kids, kid_lens, 1) < 0)
+                return EDHOC_CRED_ERR_FORMAT;
             edhoc_cred_copy(cred, &tmp);
+            edhoc_cred_set_kid(cred, kids[0], kid_lens[0]); /* the leaf's */
             return 0;
         }
         if (len / 2 > EDHOC_CRED_MAX_DATA + 64)
@@ -85,9 +143,12 @@ int edhoc_cred_parse(struct edhoc_cred *cred, const uint8_t *data, size_t len)
         return rc;
     }
     /* A DER certificate starts with a SEQUENCE (0x30); a CCS is a map
-     * (major type 5, 0xa0..0xbf). */
+     * (major type 5, 0xa0..0xbf), a CWT (COSE_Sign1) an array of four
+     * (0x84). */
     if (data[0] == 0x30)
         return edhoc_cred_from_x509(cred, data, len);
+    if (data[0] == 0x84)
+        return edhoc_cred_from_cwt(cred, data, len);
     return edhoc_cred_from_ccs(cred, data, len);
 }
 
@@ -259,7 +320,8 @@ int edhoc_cred_load_file(struct edhoc_cred *cred, const char *path, char *why, s
 }
 
 /* One certificate of a trust file: CAs become anchors, others peers. */
-static int add_cert(struct edhoc_cred_store *store, const uint8_t *der, size_t len)
+static int add_cert(struct edhoc_cred_store *store, const uint8_t *der, size_t len,
+                    const uint8_t *kid, size_t kid_len)
 {
     struct cred_x509_info info;
     size_t used;
@@ -270,6 +332,8 @@ static int add_cert(struct edhoc_cred_store *store, const uint8_t *der, size_t l
         return EDHOC_CRED_ERR_TOO_LARGE;
     const uint8_t *certs[1] = {der};
     int rc = edhoc_cred_from_der_chain(c, certs, &len, 1);
+    if (rc == 0)
+        rc = edhoc_cred_set_kid(c, kid, kid_len);
     if (rc == 0)
         rc = info.is_ca ? edhoc_cred_store_add_anchor(store, c) : edhoc_cred_store_add_cred(store, c);
     free(c);
@@ -286,14 +350,19 @@ int edhoc_cred_store_add_file(struct edhoc_cred_store *store, const char *path, 
         return rc;
     if (is_text(data, len) && strstr((const char *)data, "-----BEGIN")) {
         /* PEM: may hold more certificates than one chain. */
-        size_t lens[EDHOC_CRED_STORE_MAX_CREDS + EDHOC_CRED_STORE_MAX_ANCHORS];
+        enum { MAX_FILE_CERTS = EDHOC_CRED_STORE_MAX_CREDS + EDHOC_CRED_STORE_MAX_ANCHORS };
+        size_t lens[MAX_FILE_CERTS], kid_lens[MAX_FILE_CERTS] = {0};
+        uint8_t kids[MAX_FILE_CERTS][EDHOC_CRED_MAX_KID];
         uint8_t *der = malloc(CRED_FILE_MAX);
-        rc = der ? cred_pem_to_der(data, len, der, CRED_FILE_MAX, lens,
-                                   sizeof lens / sizeof lens[0])
+        rc = der ? cred_pem_to_der(data, len, der, CRED_FILE_MAX, lens, MAX_FILE_CERTS)
                  : EDHOC_CRED_ERR_TOO_LARGE;
+        /* "EDHOC-kid:" lines name the certificate that follows them. */
+        int n_blocks = rc >= 0 ? cred_pem_kids(data, len, kids, kid_lens, MAX_FILE_CERTS) : 0;
+        if (rc >= 0 && n_blocks != rc)
+            rc = EDHOC_CRED_ERR_FORMAT;
         size_t off = 0;
         for (int i = 0; i < rc; i++) {
-            int r = add_cert(store, der + off, lens[i]);
+            int r = add_cert(store, der + off, lens[i], kids[i], kid_lens[i]);
             off += lens[i];
             if (r != 0) {
                 rc = r;
@@ -315,7 +384,7 @@ int edhoc_cred_store_add_file(struct edhoc_cred_store *store, const char *path, 
     if (rc == 0 && c->type == EDHOC_CRED_X509) {
         /* Every certificate of the file on its own. */
         for (size_t i = 0; i < c->n_certs && rc == 0; i++)
-            rc = add_cert(store, c->certs[i], c->cert_lens[i]);
+            rc = add_cert(store, c->certs[i], c->cert_lens[i], c->kid, i == 0 ? c->kid_len : 0);
     } else if (rc == 0) {
         rc = edhoc_cred_store_add_cred(store, c);
     }

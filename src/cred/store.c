@@ -4,6 +4,7 @@
  * a chain that verifies to one of the anchors.
  */
 #include <string.h>
+#include <time.h>
 
 #include "edhoc/cred.h"
 #include "cred_internal.h"
@@ -61,17 +62,29 @@ int edhoc_cred_store_add_anchor(struct edhoc_cred_store *store, const struct edh
     return 0;
 }
 
+/* The validity window: a certificate's notBefore/notAfter, a CWT's
+ * nbf/exp (RFC 8392 Sections 3.1.4 and 3.1.5); a CCS has none. */
+static int cred_check_time(const struct edhoc_cred *c, int64_t now)
+{
+    if (c->type == EDHOC_CRED_X509)
+        return cred_x509_check_time(c, now);
+    if (c->type == EDHOC_CRED_CWT) {
+        if (now == 0)
+            now = (int64_t)time(NULL);
+        return now < c->not_before || now > c->not_after ? EDHOC_CRED_ERR_EXPIRED : 0;
+    }
+    return 0;
+}
+
 /* A configured credential is trusted as configured, except that an X.509
  * one must still be inside its validity window (the cached one: no
  * decoding). */
 static int accept_configured(const struct edhoc_cred_store *store,
                              const struct edhoc_cred *cred, struct edhoc_cred *out)
 {
-    if (cred->type == EDHOC_CRED_X509) {
-        int rc = cred_x509_check_time(cred, store->now);
-        if (rc != 0)
-            return rc;
-    }
+    int rc = cred_check_time(cred, store->now);
+    if (rc != 0)
+        return rc;
     edhoc_cred_copy(out, cred);
     return 0;
 }
@@ -186,9 +199,23 @@ static int accept_configured_chain(const struct edhoc_cred_store *store,
     return rc;
 }
 
+/* An x5t beside a certificate list names one of its certificates. */
+static bool x5t_names(const struct edhoc_id_cred *id, const uint8_t *der, size_t der_len)
+{
+    uint8_t h[32];
+    size_t hl;
+    return edhoc_cred_cert_hash(id->x5t_alg, der, der_len, h, &hl) == 0 &&
+           hl == id->x5t_hash_len && memcmp(h, id->x5t_hash, hl) == 0;
+}
+
 static int resolve_x5chain(const struct edhoc_cred_store *store,
                            const struct edhoc_id_cred *id, struct edhoc_cred *out)
 {
+    /* An x5t beside the chain must name its end-entity certificate, else
+     * the map names two different credentials. */
+    if ((id->labels & EDHOC_ID_CRED_LABEL_BIT(EDHOC_ID_CRED_X5T)) &&
+        !x5t_names(id, id->certs[0], id->cert_lens[0]))
+        return EDHOC_CRED_ERR_FORMAT;
     for (size_t i = 0; i < store->n_creds; i++) {
         const struct edhoc_cred *c = &store->creds[i];
         if (c->type == EDHOC_CRED_X509 && c->n_certs != 0 &&
@@ -201,6 +228,113 @@ static int resolve_x5chain(const struct edhoc_cred_store *store,
     }
     /* Not configured: the real work of validating a chain. */
     return cred_x509_resolve_chain(store, id->certs, id->cert_lens, id->n_certs, out);
+}
+
+/* Error of a candidate that failed, by how much it says: a loop or a too
+ * long chain over an expired certificate over "no anchor" over the rest. */
+static int bag_error_rank(int rc)
+{
+    switch (rc) {
+    case EDHOC_CRED_ERR_CHAIN_LOOP: return 5;
+    case EDHOC_CRED_ERR_CHAIN_DEPTH: return 4;
+    case EDHOC_CRED_ERR_EXPIRED: return 3;
+    case EDHOC_CRED_ERR_UNTRUSTED: return 2;
+    case EDHOC_CRED_ERR_UNKNOWN: return 1;
+    default: return 0;
+    }
+}
+
+/* RFC 9528 Section 3.5.2: with a bag, CRED_x is the end-entity
+ * certificate, which the receiver has to find among certificates in no
+ * particular order. Every candidate is tried; exactly one may verify. */
+static int resolve_x5bag(const struct edhoc_cred_store *store, const struct edhoc_id_cred *id,
+                         struct edhoc_cred *out)
+{
+    bool by_x5t = (id->labels & EDHOC_ID_CRED_LABEL_BIT(EDHOC_ID_CRED_X5T)) != 0;
+    struct cred_x509_bag bag;
+    int rc = cred_x509_bag_open(&bag, id->certs, id->cert_lens, id->n_certs);
+    if (rc != 0)
+        return rc;
+    int found = -1, best_err = EDHOC_CRED_ERR_UNKNOWN;
+    struct edhoc_cred *tmp = &bag.scratch;
+    for (size_t i = 0; i < bag.n; i++) {
+        if (by_x5t ? !x5t_names(id, bag.der[i], bag.len[i]) : bag.is_ca[i])
+            continue;
+        /* A configured credential with this leaf is trusted as configured,
+         * as for an x5chain. */
+        int c_rc = EDHOC_CRED_ERR_UNKNOWN;
+        for (size_t c = 0; c < store->n_creds; c++) {
+            const struct edhoc_cred *cc = &store->creds[c];
+            if (cc->type == EDHOC_CRED_X509 && cc->n_certs != 0 &&
+                der_equal(cc->certs[0], cc->cert_lens[0], bag.der[i], bag.len[i])) {
+                c_rc = accept_configured(store, cc, tmp);
+                break;
+            }
+        }
+        if (c_rc == EDHOC_CRED_ERR_UNKNOWN)
+            c_rc = cred_x509_bag_chain(&bag, store, i, tmp);
+        if (c_rc == 0) {
+            if (found >= 0) {
+                rc = EDHOC_CRED_ERR_AMBIGUOUS;
+                goto done;
+            }
+            found = (int)i;
+            edhoc_cred_copy(out, tmp);
+        } else if (bag_error_rank(c_rc) > bag_error_rank(best_err)) {
+            best_err = c_rc;
+        }
+    }
+    rc = found >= 0 ? 0 : best_err;
+done:
+    cred_x509_bag_close(&bag);
+    if (rc != 0)
+        memset(out, 0, sizeof *out);
+    return rc;
+}
+
+/* A CWT is the issuer's word on a key: its signature must verify with a
+ * key configured here (a CCS, a certificate, or an anchor's), found by
+ * the CWT's issuer kid. */
+static int resolve_kcwt(const struct edhoc_cred_store *store, const struct edhoc_id_cred *id,
+                        struct edhoc_cred *out)
+{
+    int rc = edhoc_cred_from_cwt(out, id->cwt, id->cwt_len);
+    if (rc != 0)
+        return EDHOC_CRED_ERR_FORMAT;
+    for (size_t i = 0; i < store->n_creds; i++) {
+        if (edhoc_cred_equal(&store->creds[i], out)) {
+            rc = cred_check_time(out, store->now);
+            goto done;
+        }
+    }
+    int alg;
+    const uint8_t *ikid;
+    size_t ikid_len;
+    rc = edhoc_cwt_issuer(out, &alg, &ikid, &ikid_len);
+    if (rc != 0)
+        goto done;
+    rc = EDHOC_CRED_ERR_UNKNOWN; /* no issuer key of ours fits */
+    for (size_t i = 0; i < store->n_creds + store->n_anchors && rc != 0; i++) {
+        const struct edhoc_cred *k = i < store->n_creds ? &store->creds[i]
+                                                         : &store->anchors[i - store->n_creds];
+        if (ikid_len != 0 && (k->kid_len != ikid_len || memcmp(k->kid, ikid, ikid_len) != 0))
+            continue;
+        if (cred_cwt_alg_curve(alg, k->curve) != 0)
+            continue;
+        int v = edhoc_cwt_verify(out, k->curve, k->pub, k->pub_len);
+        if (v == 0)
+            rc = 0;
+        else if (rc == EDHOC_CRED_ERR_UNKNOWN)
+            rc = v; /* an issuer whose signature does not verify says more */
+    }
+    if (rc == 0)
+        rc = cred_check_time(out, store->now);
+    if (rc == EDHOC_CRED_ERR_UNKNOWN)
+        rc = EDHOC_CRED_ERR_UNTRUSTED; /* a CWT from an issuer nobody here knows */
+done:
+    if (rc != 0)
+        memset(out, 0, sizeof *out);
+    return rc;
 }
 
 int edhoc_cred_store_resolve(const struct edhoc_cred_store *store, const uint8_t *id_cred,
@@ -219,6 +353,10 @@ int edhoc_cred_store_resolve(const struct edhoc_cred_store *store, const uint8_t
         return resolve_kccs(store, &id, out);
     case EDHOC_ID_CRED_X5CHAIN:
         return resolve_x5chain(store, &id, out);
+    case EDHOC_ID_CRED_X5BAG:
+        return resolve_x5bag(store, &id, out);
+    case EDHOC_ID_CRED_KCWT:
+        return resolve_kcwt(store, &id, out);
     }
     return EDHOC_CRED_ERR_FORMAT;
 }

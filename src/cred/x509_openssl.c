@@ -372,6 +372,111 @@ out:
     return rc;
 }
 
+/* ---- x5bag ---- */
+
+void cred_x509_bag_close(struct cred_x509_bag *bag)
+{
+    for (size_t i = 0; i < bag->n; i++)
+        X509_free(bag->x509[i]);
+    bag->n = 0;
+    memset(&bag->scratch, 0, sizeof bag->scratch);
+}
+
+int cred_x509_bag_open(struct cred_x509_bag *bag, const uint8_t *const *certs,
+                       const size_t *lens, size_t n)
+{
+    bag->n = 0;
+    if (n == 0 || n > EDHOC_CRED_MAX_BAG)
+        return EDHOC_CRED_ERR_FORMAT;
+    for (size_t i = 0; i < n; i++) {
+        bool dup = false;
+        for (size_t k = 0; k < bag->n && !dup; k++)
+            dup = bag->len[k] == lens[i] && memcmp(bag->der[k], certs[i], lens[i]) == 0;
+        if (dup)
+            continue; /* RFC 9360 lets a bag repeat itself; one copy is enough */
+        const unsigned char *p = certs[i];
+        X509 *x = d2i_X509(NULL, &p, (long)lens[i]);
+        struct cred_x509_info info;
+        if (!x || (size_t)(p - certs[i]) != lens[i] || read_cert(x, &info) != 0) {
+            X509_free(x);
+            ERR_clear_error();
+            cred_x509_bag_close(bag);
+            return EDHOC_CRED_ERR_FORMAT;
+        }
+        bag->der[bag->n] = certs[i];
+        bag->len[bag->n] = lens[i];
+        bag->is_ca[bag->n] = info.is_ca;
+        bag->x509[bag->n++] = x;
+    }
+    return 0;
+}
+
+/* Did one of the anchors issue x (names and key identifiers match, the
+ * anchor may sign certificates), or is x an anchor itself? */
+static bool anchored(const struct edhoc_cred_store *store, X509 *x, const uint8_t *der,
+                     size_t der_len)
+{
+    for (size_t i = 0; i < store->n_anchors; i++) {
+        const struct edhoc_cred *a = &store->anchors[i];
+        if (a->n_certs && a->cert_lens[0] == der_len && memcmp(a->certs[0], der, der_len) == 0)
+            return true;
+        X509 *ax = leaf_x509(a, 0);
+        bool issued = ax && X509_check_issued(ax, x) == X509_V_OK;
+        X509_free(ax);
+        if (issued)
+            return true;
+    }
+    ERR_clear_error();
+    return false;
+}
+
+int cred_x509_bag_chain(const struct cred_x509_bag *bag, const struct edhoc_cred_store *store,
+                        size_t leaf, struct edhoc_cred *out)
+{
+    /* Walk up from the leaf: at each step the bag certificate that issued
+     * the last one. Certificates that issue nothing on the way are simply
+     * never picked. The path is what the peer would have sent as an
+     * x5chain, and is then verified as one. */
+    size_t path[EDHOC_CRED_MAX_CHAIN];
+    size_t n = 0;
+    path[n++] = leaf;
+    for (;;) {
+        size_t last = path[n - 1];
+        X509 *x = bag->x509[last];
+        if (anchored(store, x, bag->der[last], bag->len[last]))
+            break;
+        int next = -1;
+        bool loops = false;
+        for (size_t k = 0; k < bag->n && next < 0; k++) {
+            if (k == last || X509_check_issued(bag->x509[k], x) != X509_V_OK)
+                continue;
+            bool on_path = false;
+            for (size_t j = 0; j < n && !on_path; j++)
+                on_path = path[j] == k;
+            if (on_path)
+                loops = true;
+            else
+                next = (int)k;
+        }
+        ERR_clear_error();
+        if (next < 0) {
+            if (loops)
+                return EDHOC_CRED_ERR_CHAIN_LOOP;
+            break; /* no issuer in the bag: verification says why */
+        }
+        if (n == EDHOC_CRED_MAX_CHAIN)
+            return EDHOC_CRED_ERR_CHAIN_DEPTH;
+        path[n++] = (size_t)next;
+    }
+    const uint8_t *certs[EDHOC_CRED_MAX_CHAIN];
+    size_t lens[EDHOC_CRED_MAX_CHAIN];
+    for (size_t i = 0; i < n; i++) {
+        certs[i] = bag->der[path[i]];
+        lens[i] = bag->len[path[i]];
+    }
+    return cred_x509_resolve_chain(store, certs, lens, n, out);
+}
+
 /* ---- Certificate creation ---- */
 
 static const EVP_MD *sign_digest(EVP_PKEY *key, int *err)

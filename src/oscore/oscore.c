@@ -19,11 +19,13 @@
  */
 #include "edhoc/oscore.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "edhoc/cbor.h"
 #include "edhoc/coap_msg.h"
+#include "oscore_internal.h"
 
 /* The whole point of a fixed-size context is that a daemon can count its
  * memory per peer; keep it honest. */
@@ -92,6 +94,12 @@ const char *oscore_strerror(int err)
     case OSCORE_ERR_INNER: return "decrypted content is not a valid CoAP message";
     case OSCORE_ERR_CONFIG: return "invalid OSCORE configuration";
     case OSCORE_ERR_NOMEM: return "out of memory for the message plaintext";
+    case OSCORE_ERR_KID_CONTEXT:
+        return "kid context unexpected, missing, or not the R value RFC 8613 Appendix B.2 "
+               "expects (a response with one is B.2's response #1)";
+    case OSCORE_ERR_ID_CONTEXT_TOO_LONG:
+        return "the new ID Context of RFC 8613 Appendix B.2 would exceed 16 bytes";
+    case OSCORE_ERR_BUSY: return "too many RFC 8613 Appendix B.2 runs pending";
     case COAP_MSG_ERR_MALFORMED: return "malformed CoAP message";
     case COAP_MSG_ERR_TOO_MANY: return "too many CoAP options";
     case COAP_MSG_ERR_BUFFER: return "output buffer too small";
@@ -315,6 +323,14 @@ size_t oscore_context_max_plaintext(const struct oscore_context *c)
     return OSCORE_MAX_MESSAGE;
 }
 
+const uint8_t *oscore_context_id_context(const struct oscore_context *c, size_t *len)
+{
+    bool has = c && (c->flags & CTX_HAS_ID_CONTEXT);
+    if (len)
+        *len = has ? c->id_context_len : 0;
+    return has ? c->id_context : NULL;
+}
+
 bool oscore_context_needs_echo(const struct oscore_context *c)
 {
     return (c->flags & CTX_NEED_ECHO) != 0;
@@ -508,12 +524,44 @@ int oscore_message_option(const uint8_t *msg, size_t len, struct oscore_option *
 
 /* ---- Option classes (Section 4.1) ---- */
 
-/* Class U only: kept outside, never encrypted. Everything else, unknown
- * options included, is Class E (Observe is both, handled separately). */
+unsigned oscore_option_class(uint16_t number)
+{
+    switch (number) {
+    /* Figure 5: U only. */
+    case COAP_OPT_URI_HOST:
+    case COAP_OPT_URI_PORT:
+    case COAP_OPT_OSCORE:
+    case COAP_OPT_PROXY_URI:
+    case COAP_OPT_PROXY_SCHEME:
+        return OSCORE_CLASS_U;
+    /* Figure 5: E and U. */
+    case COAP_OPT_OBSERVE:
+    case COAP_OPT_MAX_AGE:
+    case COAP_OPT_BLOCK2:
+    case COAP_OPT_BLOCK1:
+    case COAP_OPT_SIZE2:
+    case COAP_OPT_SIZE1:
+    case COAP_OPT_NO_RESPONSE:
+    /* RFC 9175 Section 2.2.1: Echo "MAY be an Inner or Outer option";
+     * Section 3.2.1: Request-Tag "is both a class E and a class U option". */
+    case COAP_OPT_ECHO:
+    case COAP_OPT_REQUEST_TAG:
+        return OSCORE_CLASS_E | OSCORE_CLASS_U;
+    /* Figure 5's E-only rows, and Section 4.1: "Options that are unknown
+     * or for which OSCORE processing is not defined SHALL be processed as
+     * Class E". */
+    default:
+        return OSCORE_CLASS_E;
+    }
+}
+
+/* Class U only: kept outside, never encrypted. Everything else is sent
+ * Inner (Observe is also outer, handled separately), and an outer
+ * instance of an option that has an E column is discarded on receipt
+ * (Sections 8.2 and 8.4 step 1). */
 static bool is_outer_only(uint16_t number)
 {
-    return number == COAP_OPT_URI_HOST || number == COAP_OPT_URI_PORT ||
-           number == COAP_OPT_PROXY_URI || number == COAP_OPT_PROXY_SCHEME;
+    return oscore_option_class(number) == OSCORE_CLASS_U;
 }
 
 /* Stable insertion sort by option number (lists are short and nearly sorted). */
@@ -548,6 +596,7 @@ struct split {
     size_t n_inner;
     uint8_t scratch[1034]; /* percent-decoded Proxy-Uri path and query */
     size_t scratch_len;
+    uint8_t proxy_uri[1034]; /* the outer Proxy-Uri: scheme://host[:port] */
 };
 
 static int add_opt(struct coap_option *list, size_t *n, size_t cap, uint16_t number,
@@ -600,8 +649,38 @@ static int add_each_part(struct split *s, uint16_t number, const uint8_t *p, con
     }
 }
 
-/* Section 4.1.3.3: the path and query of Proxy-Uri become inner Uri-Path
- * and Uri-Query options; the outer Proxy-Uri keeps scheme://authority. */
+/* The default port of a URI scheme (RFC 7252 Sections 6.1 and 6.2, RFC
+ * 8323 Sections 8.1-8.4, RFC 7230 Sections 2.7.1-2.7.2), 0 if unknown. */
+static unsigned default_port(const uint8_t *scheme, size_t len)
+{
+    static const struct {
+        const char *name;
+        unsigned port;
+    } ports[] = {{"coap", 5683},   {"coaps", 5684},   {"coap+tcp", 5683}, {"coaps+tcp", 5684},
+                 {"coap+ws", 80},  {"coaps+ws", 443}, {"http", 80},       {"https", 443}};
+    for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++) {
+        if (strlen(ports[i].name) == len && memcmp(ports[i].name, scheme, len) == 0)
+            return ports[i].port;
+    }
+    return 0;
+}
+
+static uint8_t ascii_lower(uint8_t ch)
+{
+    return ch >= 'A' && ch <= 'Z' ? (uint8_t)(ch - 'A' + 'a') : ch;
+}
+
+/* Section 4.1.3.3: "the client SHALL first decompose the Proxy-Uri value
+ * ... into the Proxy-Scheme, Uri-Host, Uri-Port, Uri-Path, and Uri-Query
+ * options according to Section 6.4 of [RFC7252]"; Uri-Path and Uri-Query
+ * become Inner, and "The Proxy-Uri option of the OSCORE message SHALL be
+ * set to the composition of Proxy-Scheme, Uri-Host, and Uri-Port options
+ * as specified in Section 6.5 of [RFC7252]". Decomposing lowercases the
+ * scheme and host (RFC 7252 Section 6.4 steps 3 and 5, RFC 3986 Section
+ * 3.1) and reads the port; composing writes scheme "://" host, then ":"
+ * and the port in decimal only when it is not the scheme's default
+ * (Section 6.5 step 5). A userinfo has no option to go into, so a URI
+ * with one is refused. */
 static int split_proxy_uri(struct split *s, const struct coap_option *o)
 {
     const uint8_t *v = o->value, *end = o->value + o->len;
@@ -612,13 +691,59 @@ static int split_proxy_uri(struct split *s, const struct coap_option *o)
         p++;
     if (p == v || end - p < 3 || p[1] != '/' || p[2] != '/')
         return OSCORE_ERR_INVALID; /* not an absolute URI with an authority */
-    p += 3;
+    size_t scheme_len = (size_t)(p - v);
+    const uint8_t *host = p + 3;
+    p = host;
     while (p < end && *p != '/' && *p != '?' && *p != '#')
         p++;
-    int rc = add_opt(s->outer, &s->n_outer, MAX_OUTER_OPTS, COAP_OPT_PROXY_URI, v,
-                     (size_t)(p - v));
+    const uint8_t *auth_end = p;
+    /* The port follows the last ':' outside an IP-literal's brackets. */
+    const uint8_t *host_end = auth_end, *port = NULL;
+    bool in_brackets = false;
+    for (const uint8_t *q = host; q < auth_end; q++) {
+        if (*q == '@')
+            return OSCORE_ERR_INVALID; /* userinfo */
+        if (*q == '[')
+            in_brackets = true;
+        else if (*q == ']')
+            in_brackets = false;
+        else if (*q == ':' && !in_brackets) {
+            host_end = q;
+            port = q + 1;
+        }
+    }
+    if (host_end == host || in_brackets)
+        return OSCORE_ERR_INVALID; /* no host, or an unclosed IP-literal */
+    unsigned long port_value = 0;
+    bool has_port = port && port < auth_end; /* "host:" is no port (RFC 3986 3.2.3) */
+    if (port) {
+        for (const uint8_t *q = port; q < auth_end; q++) {
+            if (*q < '0' || *q > '9')
+                return OSCORE_ERR_INVALID;
+            port_value = port_value * 10 + (unsigned long)(*q - '0');
+            if (port_value > 65535)
+                return OSCORE_ERR_INVALID;
+        }
+    }
+    uint8_t *w = s->proxy_uri;
+    for (size_t i = 0; i < scheme_len; i++)
+        *w++ = ascii_lower(v[i]);
+    memcpy(w, "://", 3);
+    w += 3;
+    for (const uint8_t *q = host; q < host_end; q++)
+        *w++ = ascii_lower(*q);
+    if (has_port && port_value != default_port(s->proxy_uri, scheme_len)) {
+        char digits[8];
+        int dn = snprintf(digits, sizeof digits, ":%lu", port_value);
+        /* Never longer than the ":port" it replaces, leading zeros aside. */
+        memcpy(w, digits, (size_t)dn);
+        w += dn;
+    }
+    int rc = add_opt(s->outer, &s->n_outer, MAX_OUTER_OPTS, COAP_OPT_PROXY_URI, s->proxy_uri,
+                     (size_t)(w - s->proxy_uri));
     if (rc)
         return rc;
+    p = auth_end;
     for (const uint8_t *q = p; q < end; q++) {
         if (*q == '#')
             return OSCORE_ERR_INVALID; /* fragments are not allowed in CoAP URIs */
@@ -940,6 +1065,16 @@ long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b,
                              const uint8_t *msg, size_t len, bool with_piv, uint8_t *out,
                              size_t cap)
 {
+    return oscore_protect_response_kid_context(c, b, msg, len, with_piv, NULL, 0, out, cap);
+}
+
+long oscore_protect_response_kid_context(struct oscore_context *c, struct oscore_binding *b,
+                                         const uint8_t *msg, size_t len, bool with_piv,
+                                         const uint8_t *kid_context, size_t kid_context_len,
+                                         uint8_t *out, size_t cap)
+{
+    if (kid_context_len > OSCORE_MAX_ID_CONTEXT || (kid_context_len && !kid_context))
+        return OSCORE_ERR_INVALID;
     if (!c || !c->crypto || !b || !msg || !out || !(b->flags & BIND_VALID) ||
         b->kid_len > OSCORE_MAX_ID || b->piv_len == 0 || b->piv_len > OSCORE_MAX_PIV)
         return OSCORE_ERR_INVALID;
@@ -972,7 +1107,13 @@ long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b,
     }
     if (rc)
         return rc;
-    struct oscore_option opt = {.piv = piv, .piv_len = piv_len};
+    struct oscore_option opt = {
+        .piv = piv,
+        .piv_len = piv_len,
+        .has_kid_context = kid_context != NULL,
+        .kid_context = kid_context,
+        .kid_context_len = kid_context_len,
+    };
     uint8_t optval[MAX_OPTION_VALUE];
     long optlen = oscore_option_encode(&opt, optval, sizeof optval);
     uint8_t aad[MAX_AAD];
@@ -1075,7 +1216,9 @@ static long assemble(const struct coap_msg *outer, const struct opened *o, uint8
     struct coap_option opts[2 * COAP_MSG_MAX_OPTIONS];
     size_t n = 0;
     for (size_t i = 0; i < outer->option_count; i++) {
-        if (is_outer_only(outer->options[i].number))
+        /* The OSCORE option itself is consumed here (Section 8.2 step 1). */
+        if (is_outer_only(outer->options[i].number) &&
+            outer->options[i].number != COAP_OPT_OSCORE)
             opts[n++] = outer->options[i];
     }
     for (size_t i = 0; i < o->inner.option_count; i++)
@@ -1220,6 +1363,13 @@ long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg, size
 long oscore_unprotect_response(struct oscore_context *c, struct oscore_binding *b,
                                const uint8_t *msg, size_t len, uint8_t *out, size_t cap)
 {
+    return oscore_unprotect_response_b2(c, b, msg, len, out, cap, false);
+}
+
+long oscore_unprotect_response_b2(struct oscore_context *c, struct oscore_binding *b,
+                                  const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
+                                  bool response1)
+{
     if (!c || !c->crypto || !b || !msg || !out || !(b->flags & BIND_VALID) ||
         b->kid_len > OSCORE_MAX_ID || b->piv_len == 0 || b->piv_len > OSCORE_MAX_PIV)
         return OSCORE_ERR_INVALID;
@@ -1232,6 +1382,11 @@ long oscore_unprotect_response(struct oscore_context *c, struct oscore_binding *
         return OSCORE_ERR_MALFORMED;
     if ((b->flags & BIND_ANSWERED) && !(b->flags & BIND_OBSERVE))
         return OSCORE_ERR_REPLAY;
+    /* Only response #1 of Appendix B.2 carries a 'kid context', and it is
+     * protected with a context derived from it, never with the request's:
+     * say so instead of failing to decrypt. */
+    if (opt.has_kid_context && !response1)
+        return OSCORE_ERR_KID_CONTEXT;
 
     uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE];
     if (opt.piv_len)
@@ -1355,6 +1510,19 @@ long oscore_error_response(int err, const uint8_t *request, size_t request_len, 
     case OSCORE_ERR_REPLAY:
         code = COAP_CODE_UNAUTHORIZED;
         diag = "Replay detected";
+        break;
+    case OSCORE_ERR_KID_CONTEXT:
+    case OSCORE_ERR_ID_CONTEXT_TOO_LONG:
+        /* Section 8.2 step 2: no context for this kid and kid context. */
+        code = COAP_CODE_UNAUTHORIZED;
+        diag = "Security context not found";
+        break;
+    case OSCORE_ERR_BUSY:
+        /* Appendix B.2.1: "If the server receives a request #1 and is not
+         * capable of executing it then it may respond with an unprotected
+         * 5.03 (Service Unavailable) error message." */
+        code = COAP_CODE(5, 3);
+        diag = "Service Unavailable";
         break;
     default:
         return OSCORE_ERR_INVALID;

@@ -313,8 +313,15 @@ static int apply(struct oscore_config *cfg, const char *kb, const char *ke,
         return value_bool(v, &flag, line, kw, err);
     if (!strcmp(kw, "last_seq") || !strcmp(kw, "sliding_window"))
         return value_integer(v, 0, INT64_MAX, &x, line, kw, err);
-    if (!strcmp(kw, "rfc8613_b_2") || !strcmp(kw, "break_sender_key") ||
-        !strcmp(kw, "break_recipient_key")) {
+    /* Appendix B.2: the server may answer a request it has no valid
+     * context for by deriving a new ID Context with the client. */
+    if (!strcmp(kw, "rfc8613_b_2")) {
+        rc = value_bool(v, &flag, line, kw, err);
+        if (rc == 0)
+            cfg->rfc8613_b2 = flag;
+        return rc;
+    }
+    if (!strcmp(kw, "break_sender_key") || !strcmp(kw, "break_recipient_key")) {
         rc = value_bool(v, &flag, line, kw, err);
         if (rc == 0 && flag)
             rc = fail(err, line, "%s: only false is supported", kw);

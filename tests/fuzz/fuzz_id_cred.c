@@ -34,7 +34,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *end = data + size;
         if (id.type == EDHOC_ID_CRED_KID && (id.kid < data || id.kid + id.kid_len > end))
             abort();
-        if (id.type == EDHOC_ID_CRED_KCCS && (id.ccs < data || id.ccs + id.ccs_len > end))
+        if (id.ccs && (id.ccs < data || id.ccs + id.ccs_len > end))
+            abort();
+        if (id.cwt && (id.cwt < data || id.cwt + id.cwt_len > end))
+            abort();
+        if (id.x5t_hash && (id.x5t_hash < data || id.x5t_hash + id.x5t_hash_len > end))
+            abort();
+        /* The entry used is one that was there. */
+        if (!(id.labels & EDHOC_ID_CRED_LABEL_BIT(id.type)) || id.n_certs > EDHOC_CRED_MAX_BAG)
             abort();
         for (size_t i = 0; i < id.n_certs; i++)
             if (id.certs[i] < data || id.certs[i] + id.cert_lens[i] > end)
@@ -51,8 +58,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         {
             uint8_t map[EDHOC_CRED_MAX_ID_CRED];
             size_t ml;
-            enum edhoc_id_cred_type t = out->type == EDHOC_CRED_CCS ? EDHOC_ID_CRED_KCCS
-                                                                    : EDHOC_ID_CRED_X5CHAIN;
+            enum edhoc_id_cred_type t = out->type == EDHOC_CRED_CCS   ? EDHOC_ID_CRED_KCCS
+                                        : out->type == EDHOC_CRED_CWT ? EDHOC_ID_CRED_KCWT
+                                                                      : EDHOC_ID_CRED_X5CHAIN;
             if (edhoc_id_cred_encode(out, t, 0, map, sizeof map, &ml) != 0)
                 abort();
         }
@@ -61,6 +69,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case EDHOC_CRED_ERR_UNKNOWN:
     case EDHOC_CRED_ERR_UNTRUSTED:
     case EDHOC_CRED_ERR_EXPIRED:
+    case EDHOC_CRED_ERR_CHAIN_LOOP:
+    case EDHOC_CRED_ERR_CHAIN_DEPTH:
+    case EDHOC_CRED_ERR_AMBIGUOUS:
         if (prc != 0 && rc != EDHOC_CRED_ERR_FORMAT)
             abort();
         break;
