@@ -532,6 +532,16 @@ static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link,
         cli_json_set(j, "frames", cli_json_int_or_null(link, m->link_frames));
         cli_json_set(j, "link_bytes", cli_json_int_or_null(link, (long long)m->link_bytes));
         cli_json_set(j, "answers", cli_json_int_or_null(m->answers >= 0, m->answers));
+        /* Its datagrams on the link's air, from the captured CoAP bytes. */
+        bool air_model = link_model->type != EDHOC_NETACCT_LINK_NONE &&
+                         link_model->type != EDHOC_NETACCT_LINK_MTU;
+        if (air_model) {
+            struct edhoc_netacct_radio r =
+                cli_net_radio(link_model, &capture_radio, capture_radio_set);
+            cli_json_set(j, "air", cli_net_air_json(&r, &m->air));
+        } else {
+            cli_json_set(j, "air", json_null());
+        }
         json_array_append_new(msgs, j);
     }
     cli_json_set(o, "messages", msgs);

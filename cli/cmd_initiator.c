@@ -935,6 +935,12 @@ static void totals(const struct run *run, size_t *edhoc, size_t *coap, size_t *d
     }
 }
 
+/* OSCORE request/response rows; the others belong to the handshake. */
+static bool is_oscore_row(const struct row *r)
+{
+    return strncmp(r->name, "OSCORE", 6) == 0;
+}
+
 /* Per-layer totals: handshake rows (message_1..4, errors, the combined
  * request), OSCORE rows, everything. */
 static void layer_totals(const struct run *run, struct edhoc_netacct_summary *sum)
@@ -942,8 +948,7 @@ static void layer_totals(const struct run *run, struct edhoc_netacct_summary *su
     edhoc_netacct_summary_clear(sum);
     for (size_t i = 0; i < run->n_rows; i++) {
         const struct row *r = &run->rows[i];
-        struct edhoc_netacct_total *k =
-            strncmp(r->name, "OSCORE", 6) == 0 ? &sum->oscore : &sum->handshake;
+        struct edhoc_netacct_total *k = is_oscore_row(r) ? &sum->oscore : &sum->handshake;
         edhoc_netacct_total_merge(k, &r->lay);
         edhoc_netacct_total_merge(&sum->all, &r->lay);
     }
@@ -954,18 +959,76 @@ static bool have_link(const struct ctx *c)
     return c->net.link.type != EDHOC_NETACCT_LINK_NONE;
 }
 
+/* The link has a time and energy model (not NONE or a bare MTU). */
+static bool have_air(const struct ctx *c)
+{
+    enum edhoc_netacct_link_type t = c->net.link.type;
+    return t == EDHOC_NETACCT_LINK_802154 || t == EDHOC_NETACCT_LINK_BLE ||
+           t == EDHOC_NETACCT_LINK_LORAWAN;
+}
+
+/* A row's datagrams on the air: one direction each (the initiator is the
+ * client, its datagrams uplinks), summed in case a row held both. */
+static struct edhoc_netacct_air row_air(const struct row *r)
+{
+    struct edhoc_netacct_air a = r->lay.up;
+    edhoc_netacct_air_add(&a, &r->lay.down);
+    return a;
+}
+
+/* The handshake rows on the link's air, one after another, then the host
+ * time on top: the handshake time measured here (both sides' processing
+ * and the loopback or network between them). */
+static void handshake_air(const struct ctx *c, const struct run *run,
+                          const struct edhoc_netacct_radio *radio, struct cli_air_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    s->host_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : -1;
+    struct edhoc_netacct_air airs[MAX_ROWS];
+    struct edhoc_netacct_step steps[MAX_ROWS];
+    size_t n = 0;
+    for (size_t i = 0; i < run->n_rows; i++) {
+        const struct row *r = &run->rows[i];
+        if (is_oscore_row(r))
+            continue;
+        airs[n] = row_air(r);
+        cli_air_summary_add(s, radio, &airs[n], r->lay.frames, r->dir == 'I');
+        s->link_us += airs[n].link_us;
+        steps[n] = (struct edhoc_netacct_step){&airs[n], r->dir == 'I', 0};
+        n++;
+    }
+    uint64_t host_us = s->host_ms > 0 ? (uint64_t)(s->host_ms * 1000 + 0.5) : 0;
+    s->e2e_us = edhoc_netacct_air_sequence(&c->net.link, steps, n) + host_us;
+}
+
 static void print_layer_row(FILE *f, const char *name, const char *dir, const char *edhoc,
-                            const struct edhoc_netacct_total *t, bool link)
+                            const struct edhoc_netacct_total *t, bool link,
+                            const struct edhoc_netacct_radio *radio)
 {
     fprintf(f, "  %-32s %-4s %7s %7zu %6zu %6zu", name, dir, edhoc, t->coap, t->udp, t->ip);
     if (link)
         fprintf(f, " %6u %7zu", t->frames, t->link);
+    if (radio) {
+        struct edhoc_netacct_air a = t->up;
+        edhoc_netacct_air_add(&a, &t->down);
+        char t1[24], t2[24], t3[24];
+        struct edhoc_netacct_energy es = edhoc_netacct_energy_of(radio, &a, true);
+        struct edhoc_netacct_energy er = edhoc_netacct_energy_of(radio, &a, false);
+        fprintf(f, " %11s %11s %11s %9.3f", cli_air_time(a.tx_us, t1, sizeof t1),
+                cli_air_time(a.link_us, t2, sizeof t2), cli_air_time(a.wait_us, t3, sizeof t3),
+                (es.tx_j + es.rx_j + er.tx_j + er.rx_j) * 1e3);
+        if (a.fragments)
+            fprintf(f, "  %u SCHC fragments", a.fragments);
+    }
     fputc('\n', f);
 }
 
 static void print_layers_text(FILE *f, const struct ctx *c, const struct run *run)
 {
-    bool link = have_link(c);
+    bool link = have_link(c), air = have_air(c);
+    struct edhoc_netacct_radio radio = cli_net_radio(&c->net.link, &c->net.radio,
+                                                     c->net.radio_set);
+    const struct edhoc_netacct_radio *rp = air ? &radio : NULL;
     bool v6 = false, v4 = false;
     for (size_t i = 0; i < run->n_rows; i++) {
         if (run->rows[i].datagrams) {
@@ -975,8 +1038,11 @@ static void print_layers_text(FILE *f, const struct ctx *c, const struct run *ru
     }
     fprintf(f, "\nPer layer (datagrams as sent/received; IP = %s)\n", v6 && v4 ? "IPv6/IPv4"
                                                                            : v6 ? "IPv6" : "IPv4");
-    fprintf(f, "  %-32s %-4s %7s %7s %6s %6s%s\n", "message", "dir", "EDHOC", "CoAP", "UDP", "IP",
+    fprintf(f, "  %-32s %-4s %7s %7s %6s %6s%s", "message", "dir", "EDHOC", "CoAP", "UDP", "IP",
             link ? " frames    link" : "");
+    if (air)
+        fprintf(f, " %11s %11s %11s %9s", "on air", "link time", "duty wait", "mJ (S+R)");
+    fputc('\n', f);
     for (size_t i = 0; i < run->n_rows; i++) {
         const struct row *r = &run->rows[i];
         char eb[24];
@@ -984,19 +1050,36 @@ static void print_layers_text(FILE *f, const struct ctx *c, const struct run *ru
             snprintf(eb, sizeof eb, "%ld", r->edhoc_bytes);
         else
             snprintf(eb, sizeof eb, "-");
-        print_layer_row(f, r->name, r->dir == 'I' ? "I->R" : "R->I", eb, &r->lay, link);
+        print_layer_row(f, r->name, r->dir == 'I' ? "I->R" : "R->I", eb, &r->lay, link, rp);
     }
     struct edhoc_netacct_summary sum;
     layer_totals(run, &sum);
     char eb[24];
     snprintf(eb, sizeof eb, "%zu", sum.handshake.edhoc);
-    print_layer_row(f, "total handshake", "", eb, &sum.handshake, link);
-    print_layer_row(f, "total OSCORE", "", "-", &sum.oscore, link);
+    print_layer_row(f, "total handshake", "", eb, &sum.handshake, link, rp);
+    print_layer_row(f, "total OSCORE", "", "-", &sum.oscore, link, rp);
     snprintf(eb, sizeof eb, "%zu", sum.all.edhoc);
-    print_layer_row(f, "total exchange", "", eb, &sum.all, link);
+    print_layer_row(f, "total exchange", "", eb, &sum.all, link, rp);
     char desc[512];
     edhoc_netacct_link_describe(&c->net.link, desc, sizeof desc);
     fprintf(f, "  Link: %s\n", desc);
+    if (air) {
+        struct cli_air_summary s;
+        handshake_air(c, run, &radio, &s);
+        char a1[24], a2[24], a3[24], a4[24], a5[24];
+        char host[96] = " (host time not measured: the handshake did not complete)";
+        if (s.host_ms >= 0)
+            snprintf(host, sizeof host, " + host %s (the handshake time measured here)",
+                     cli_air_time((uint64_t)(s.host_ms * 1000 + 0.5), a5, sizeof a5));
+        fprintf(f, "  Handshake on the link (docs/airtime.md): %u frames%s, %s on air, duty-cycle "
+                   "wait %s, link time %s;\n"
+                   "  end-to-end %s = its messages one after another on the link%s;\n"
+                   "  energy initiator %.3f mJ, responder %.3f mJ, radio %s (%s)\n",
+                s.frames, s.fragments ? " (SCHC fragments among them)" : "",
+                cli_air_time(s.air_us, a1, sizeof a1), cli_air_time(s.wait_us, a2, sizeof a2),
+                cli_air_time(s.link_us, a3, sizeof a3), cli_air_time(s.e2e_us, a4, sizeof a4),
+                host, s.initiator_mj, s.responder_mj, radio.name, radio.source);
+    }
     if (c->log.link_errors)
         fprintf(f, "  (%u datagram%s too large for the link: counted without frames)\n",
                 c->log.link_errors, c->log.link_errors == 1 ? "" : "s");
@@ -1166,6 +1249,14 @@ static json_t *message_json(const struct ctx *c, const struct row *r)
     cli_json_set(m, "ip_bytes", json_integer((json_int_t)r->lay.ip));
     cli_json_set(m, "frames", cli_json_int_or_null(link, r->lay.frames));
     cli_json_set(m, "link_bytes", cli_json_int_or_null(link, (long long)r->lay.link));
+    json_t *air = json_null();
+    if (have_air(c)) {
+        struct edhoc_netacct_radio radio = cli_net_radio(&c->net.link, &c->net.radio,
+                                                         c->net.radio_set);
+        struct edhoc_netacct_air a = row_air(r);
+        air = cli_net_air_json(&radio, &a);
+    }
+    cli_json_set(m, "air", air);
     return m;
 }
 
@@ -1231,6 +1322,17 @@ static void print_json(const struct ctx *c, const struct run *run)
     cli_json_set(layers, "oscore", cli_net_total_json(&sum.oscore, have_link(c)));
     cli_json_set(layers, "all", cli_net_total_json(&sum.all, have_link(c)));
     cli_json_set(root, "layers", layers);
+    json_t *radio_j = json_null(), *air_j = json_null();
+    if (have_air(c)) {
+        struct edhoc_netacct_radio radio = cli_net_radio(&c->net.link, &c->net.radio,
+                                                         c->net.radio_set);
+        struct cli_air_summary s;
+        handshake_air(c, run, &radio, &s);
+        radio_j = cli_net_radio_json(&radio);
+        air_j = cli_air_summary_json(&s);
+    }
+    cli_json_set(root, "radio", radio_j);
+    cli_json_set(root, "air", air_j);
     json_t *pcap = json_null();
     if (c->net.pcap) {
         pcap = json_object();

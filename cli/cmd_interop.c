@@ -539,7 +539,9 @@ static void initiator_argv_run(const struct opts *o, struct initiator_argv *a, b
  * settled on (our most preferred among SUITES_R). Returns -1 if unknown. */
 static int probe_suites_r(const struct opts *o, int refused, int method, bool bare)
 {
-    static const int known[] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
+    /* Not 25: no OSCORE context can follow it (RFC 8613 Section 3.2.1),
+     * so an initiator with requests to send refuses to offer it. */
+    static const int known[] = {0, 1, 2, 3, 4, 5, 6, 24};
     char list[64];
     int n = snprintf(list, sizeof list, "%d", refused);
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)

@@ -638,9 +638,13 @@ struct timing {
  * Changed (4.00 for an error message) with the 1-byte token and
  * Content-Format 64; the empty 2.04 answering message_3 when there is no
  * message_4. UDP and IPv6 headers on top (ports 5683 and an ephemeral one),
- * then the link chosen with --link / --link-mtu. */
+ * then the link chosen with --link / --link-mtu, with its time on air and
+ * energy when it has a time model (docs/airtime.md). */
 
-static struct edhoc_netacct_link sim_link;
+/* --link and the air-model options; static so that an option given after
+ * --link (--radio-profile, --data-rate, ...) finds what the earlier ones
+ * set. */
+static struct cli_net_opts sim_net;
 
 #define FRAMED_MAX (MAX_RECORDED + 4)
 #define FRAMING_ASSUMPTIONS                                                                   \
@@ -655,7 +659,16 @@ struct framed {
     struct edhoc_netacct_layers l;
 };
 
-/* The CoAP message carrying one EDHOC message; its length or -1. */
+/* The link has a time and energy model (not NONE or a bare MTU). */
+static bool sim_has_air(void)
+{
+    enum edhoc_netacct_link_type t = sim_net.link.type;
+    return t == EDHOC_NETACCT_LINK_802154 || t == EDHOC_NETACCT_LINK_BLE ||
+           t == EDHOC_NETACCT_LINK_LORAWAN;
+}
+
+/* The CoAP message carrying one EDHOC message (m NULL: the empty 2.04
+ * answering message_3); its length or -1. */
 static long frame_message(const struct recorded_message *m, const struct run *run, uint8_t *out,
                           size_t cap)
 {
@@ -668,6 +681,14 @@ static long frame_message(const struct recorded_message *m, const struct run *ru
     c.token_len = 1;
     c.token[0] = token;
     c.mid = 1;
+    if (!m) {
+        /* RFC 9528 Appendix A.2: the responder answers message_3 with a
+         * 2.04 that carries no payload when there is no message_4. */
+        c.type = COAP_TYPE_ACK;
+        c.code = COAP_CODE_CHANGED;
+        long n = coap_msg_encode(&c, out, cap);
+        return n < 0 ? -1 : n;
+    }
     if (m->sender == 'I') {
         c.type = COAP_TYPE_CON;
         c.code = COAP_CODE_POST;
@@ -696,11 +717,15 @@ static long frame_message(const struct recorded_message *m, const struct run *ru
     return n < 0 ? -1 : n;
 }
 
-static void frame_layers(size_t coap, char from, struct edhoc_netacct_layers *l)
+/* The layers of one framed message: the CoAP bytes themselves go to the
+ * link model, so SCHC on LoRaWAN compresses this very header, and the
+ * initiator is the client (uplink on LoRaWAN). */
+static void frame_layers(const uint8_t *coap, size_t len, char from,
+                         struct edhoc_netacct_layers *l)
 {
     uint16_t client = 0, server = 5683; /* the client's port: unknown, not compressible */
-    cli_net_layers(&sim_link, coap, true, from == 'I' ? client : server,
-                   from == 'I' ? server : client, l);
+    cli_net_layers_msg(&sim_net.link, coap, len, true, from == 'I' ? client : server,
+                       from == 'I' ? server : client, from == 'I', l);
 }
 
 /* Every recorded message framed; returns the count (0 when a message
@@ -717,12 +742,15 @@ static size_t frame_run(const struct run *run, struct framed *out, size_t max)
         if (cl < 0)
             return 0;
         out[n] = (struct framed){m->name, m->sender, (long)m->len, {0}};
-        frame_layers((size_t)cl, m->sender, &out[n].l);
+        frame_layers(buf, (size_t)cl, m->sender, &out[n].l);
         n++;
         bool last = i + 1 == run->n_msgs;
         if (!strcmp(m->name, "message_3") && (last || strcmp(run->msgs[i + 1].name, "message_4"))) {
+            cl = frame_message(NULL, run, buf, sizeof buf); /* header 4 + token 1 */
+            if (cl < 0)
+                return 0;
             out[n] = (struct framed){"(2.04 Changed)", 'R', -1, {0}};
-            frame_layers(5, 'R', &out[n].l); /* header 4 + token 1 */
+            frame_layers(buf, (size_t)cl, 'R', &out[n].l);
             n++;
         }
     }
@@ -736,52 +764,104 @@ static void framed_totals(const struct framed *fr, size_t n, struct edhoc_netacc
         edhoc_netacct_total_add(t, &fr[i].l, fr[i].edhoc > 0 ? (size_t)fr[i].edhoc : 0, true);
 }
 
-static void print_framed_text(FILE *f, const struct run *run)
+/* The exchange on the link's air: every framed message one after another
+ * (edhoc_netacct_air_sequence), then the host time on top: the crypto time
+ * of the reported run, measured in this process (both sides). */
+static void framed_air(const struct framed *fr, size_t n, const struct edhoc_netacct_radio *radio,
+                       double host_ms, struct cli_air_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    s->host_ms = host_ms;
+    struct edhoc_netacct_step steps[FRAMED_MAX];
+    for (size_t i = 0; i < n; i++) {
+        cli_air_summary_add(s, radio, &fr[i].l.air, fr[i].l.frames, fr[i].from == 'I');
+        s->link_us += fr[i].l.air.link_us;
+        steps[i] = (struct edhoc_netacct_step){&fr[i].l.air, fr[i].from == 'I', 0};
+    }
+    uint64_t host_us = host_ms > 0 ? (uint64_t)(host_ms * 1000 + 0.5) : 0;
+    s->e2e_us = edhoc_netacct_air_sequence(&sim_net.link, steps, n) + host_us;
+}
+
+static void print_framed_text(FILE *f, const struct run *run, const struct timing *t)
 {
     struct framed fr[FRAMED_MAX];
     size_t n = frame_run(run, fr, FRAMED_MAX);
     if (!n)
         return;
-    bool link = sim_link.type != EDHOC_NETACCT_LINK_NONE;
+    bool link = sim_net.link.type != EDHOC_NETACCT_LINK_NONE, air = sim_has_air();
+    struct edhoc_netacct_radio radio = cli_net_radio(&sim_net.link, &sim_net.radio,
+                                                     sim_net.radio_set);
     fprintf(f, "\nPer layer, %s:\n", FRAMING_ASSUMPTIONS);
-    fprintf(f, "  %-16s %-4s %7s %7s %6s %6s%s\n", "message", "dir", "EDHOC", "CoAP", "UDP", "IPv6",
+    fprintf(f, "  %-16s %-4s %7s %7s %6s %6s%s", "message", "dir", "EDHOC", "CoAP", "UDP", "IPv6",
             link ? " frames    link" : "");
-    struct edhoc_netacct_total t;
-    framed_totals(fr, n, &t);
+    if (air)
+        fprintf(f, " %11s %11s %11s %9s", "on air", "link time", "duty wait", "mJ (S+R)");
+    fputc('\n', f);
+    struct edhoc_netacct_total tot;
+    framed_totals(fr, n, &tot);
     for (size_t i = 0; i <= n; i++) {
         const struct edhoc_netacct_layers *l = i < n ? &fr[i].l : NULL;
         char eb[24];
         if (i == n)
-            snprintf(eb, sizeof eb, "%zu", t.edhoc);
+            snprintf(eb, sizeof eb, "%zu", tot.edhoc);
         else if (fr[i].edhoc >= 0)
             snprintf(eb, sizeof eb, "%ld", fr[i].edhoc);
         else
             snprintf(eb, sizeof eb, "-");
         fprintf(f, "  %-16s %-4s %7s %7zu %6zu %6zu", i < n ? fr[i].name : "total",
-                i == n ? "" : fr[i].from == 'I' ? "I->R" : "R->I", eb, l ? l->coap : t.coap,
-                l ? l->udp : t.udp, l ? l->ip : t.ip);
+                i == n ? "" : fr[i].from == 'I' ? "I->R" : "R->I", eb, l ? l->coap : tot.coap,
+                l ? l->udp : tot.udp, l ? l->ip : tot.ip);
         if (link)
-            fprintf(f, " %6u %7zu", l ? l->frames : t.frames, l ? l->link : t.link);
+            fprintf(f, " %6u %7zu", l ? l->frames : tot.frames, l ? l->link : tot.link);
+        if (air && l) {
+            char t1[24], t2[24], t3[24];
+            struct edhoc_netacct_energy es = edhoc_netacct_energy_of(&radio, &l->air, true);
+            struct edhoc_netacct_energy er = edhoc_netacct_energy_of(&radio, &l->air, false);
+            fprintf(f, " %11s %11s %11s %9.3f", cli_air_time(l->air.tx_us, t1, sizeof t1),
+                    cli_air_time(l->air.link_us, t2, sizeof t2),
+                    cli_air_time(l->air.wait_us, t3, sizeof t3),
+                    (es.tx_j + es.rx_j + er.tx_j + er.rx_j) * 1e3);
+            if (l->air.fragments)
+                fprintf(f, "  %u SCHC fragments", l->air.fragments);
+        }
         fputc('\n', f);
     }
     char desc[512];
-    edhoc_netacct_link_describe(&sim_link, desc, sizeof desc);
+    edhoc_netacct_link_describe(&sim_net.link, desc, sizeof desc);
     fprintf(f, "  Link: %s\n", desc);
+    if (!air)
+        return;
+    struct cli_air_summary s;
+    framed_air(fr, n, &radio, t->crypto_ms, &s);
+    char a1[24], a2[24], a3[24], a4[24], a5[24];
+    fprintf(f, "  On the link (docs/airtime.md): %u frames%s, %s on air, duty-cycle wait %s, "
+               "link time %s;\n"
+               "  end-to-end %s = the messages one after another on the link + host %s (the "
+               "crypto time measured here, both sides);\n"
+               "  energy initiator %.3f mJ, responder %.3f mJ, radio %s (%s)\n",
+            s.frames, s.fragments ? " (SCHC fragments among them)" : "",
+            cli_air_time(s.air_us, a1, sizeof a1), cli_air_time(s.wait_us, a2, sizeof a2),
+            cli_air_time(s.link_us, a3, sizeof a3), cli_air_time(s.e2e_us, a4, sizeof a4),
+            cli_air_time((uint64_t)(s.host_ms * 1000 + 0.5), a5, sizeof a5), s.initiator_mj,
+            s.responder_mj, radio.name, radio.source);
 }
 
 /* The per-layer table as JSON, or null when there is none (a failed
  * handshake: C_R, and so the framing of message_3, is unknown). */
-static json_t *framed_json(const struct run *run)
+static json_t *framed_json(const struct run *run, const struct timing *t)
 {
     struct framed fr[FRAMED_MAX];
     size_t n = frame_run(run, fr, FRAMED_MAX);
     if (!n)
         return json_null();
-    bool link = sim_link.type != EDHOC_NETACCT_LINK_NONE;
+    bool link = sim_net.link.type != EDHOC_NETACCT_LINK_NONE, air = sim_has_air();
+    struct edhoc_netacct_radio radio = cli_net_radio(&sim_net.link, &sim_net.radio,
+                                                     sim_net.radio_set);
     json_t *o = json_object();
     cli_json_set(o, "measured", json_false());
     cli_json_set(o, "framing", json_string("rfc9528_appendix_a2"));
-    cli_json_set(o, "link", cli_net_link_json(&sim_link));
+    cli_json_set(o, "link", cli_net_link_json(&sim_net.link));
+    cli_json_set(o, "radio", air ? cli_net_radio_json(&radio) : json_null());
     json_t *msgs = json_array();
     for (size_t i = 0; i < n; i++) {
         const struct edhoc_netacct_layers *l = &fr[i].l;
@@ -794,12 +874,20 @@ static json_t *framed_json(const struct run *run)
         cli_json_set(m, "ip_bytes", json_integer((json_int_t)l->ip));
         cli_json_set(m, "frames", cli_json_int_or_null(link, l->frames));
         cli_json_set(m, "link_bytes", cli_json_int_or_null(link, (long long)l->link));
+        cli_json_set(m, "air", air ? cli_net_air_json(&radio, &l->air) : json_null());
         json_array_append_new(msgs, m);
     }
     cli_json_set(o, "messages", msgs);
-    struct edhoc_netacct_total t;
-    framed_totals(fr, n, &t);
-    cli_json_set(o, "total", cli_net_total_json(&t, link));
+    struct edhoc_netacct_total tot;
+    framed_totals(fr, n, &tot);
+    cli_json_set(o, "total", cli_net_total_json(&tot, link));
+    json_t *ja = json_null();
+    if (air) {
+        struct cli_air_summary s;
+        framed_air(fr, n, &radio, t->crypto_ms, &s);
+        ja = cli_air_summary_json(&s);
+    }
+    cli_json_set(o, "air", ja);
     return o;
 }
 
@@ -843,6 +931,9 @@ static const char *error_word(int err)
     case EDHOC_CRED_ERR_FILE: return "credential_file";
     case EDHOC_CRED_ERR_PERMISSIONS: return "credential_permissions";
     case EDHOC_CRED_ERR_TOO_LARGE: return "credential_too_large";
+    case EDHOC_CRED_ERR_CHAIN_LOOP: return "credential_chain_loop";
+    case EDHOC_CRED_ERR_CHAIN_DEPTH: return "credential_chain_depth";
+    case EDHOC_CRED_ERR_AMBIGUOUS: return "credential_ambiguous";
     default: return "other";
     }
 }
@@ -943,7 +1034,7 @@ static int print_json(FILE *f, const struct cli_edhoc_opts *o, const struct cli_
     cli_json_set(root, "crypto_calls", json_integer(t->crypto_calls));
     cli_json_set(root, "runs", json_integer(t->runs));
     cli_json_set(root, "partial", json_boolean(t->partial));
-    cli_json_set(root, "framed", framed_json(run));
+    cli_json_set(root, "framed", framed_json(run, t));
     bool osc = !run->err && run->have_oscore;
     cli_json_set(root, "oscore_contexts_match",
                  osc ? json_boolean(oscore_contexts_match(run)) : json_null());
@@ -1025,7 +1116,7 @@ static void print_text(FILE *f, const struct cli_edhoc_opts *o, const struct cli
     }
     fprintf(f, "  total      %zu bytes in %zu messages; message_1..3 of the handshake: %zu bytes\n",
             total_bytes(run), run->n_msgs, handshake_bytes(run));
-    print_framed_text(f, run);
+    print_framed_text(f, run, t);
 
     if (run->err) {
         fprintf(f, "\nOutcome: FAILED at the %s: %s\n",
@@ -1094,15 +1185,6 @@ static const struct cli_opt run_opts[] = {
     {0, NULL, NULL, NULL},
 };
 
-/* simulate has no datagrams: the link options without --pcap. */
-static const struct cli_opt link_opts[] = {
-    {CLI_OPT_ID_NET, "link", "802.15.4|none",
-     "also count IEEE 802.15.4 frames (6LoWPAN) of each message as the RFC 9528\n"
-     "Appendix A.2 framing would send it over UDP/IPv6 (computed, not measured)"},
-    {CLI_OPT_ID_NET, "link-mtu", "N", "the same for a link carrying N bytes of IP per frame"},
-    {0, NULL, NULL, NULL},
-};
-
 static const struct cli_opt app_key_opts[] = {
     {OPT_KEY_UPDATE, "key-update", "NONCE_HEX",
      "after the handshake, both sides run EDHOC_KeyUpdate with this context (RFC 9528 Appendix "
@@ -1118,7 +1200,8 @@ static const struct cli_opt_group simulate_groups[] = {
     {"EDHOC (-i: the initiator's, -r: the responder's)", cli_edhoc_opts_simulate},
     {"Keys for applications", app_key_opts},
     {"Runs", run_opts},
-    {"Bytes per layer", link_opts},
+    {"Bytes, time and energy per layer (computed from the A.2 framing, not measured)",
+     cli_net_opts_link_air},
     {NULL, NULL},
 };
 
@@ -1160,12 +1243,7 @@ int cmd_simulate(int argc, char **argv)
         int bad = 0;
         switch (p.opt->id) {
         case CLI_OPT_ID_EDHOC: bad = cli_edhoc_take(&o, -1, &p); break;
-        case CLI_OPT_ID_NET: {
-            struct cli_net_opts net = {.link = sim_link};
-            bad = cli_net_take(&net, &p);
-            sim_link = net.link;
-            break;
-        }
+        case CLI_OPT_ID_NET: bad = cli_net_take(&sim_net, &p); break;
         case OPT_REPEAT: bad = cli_opt_long(&p, 1, 1000000, &repeat); break;
         case OPT_KEY_UPDATE: {
             long n = p.value[0] ? cli_hex_decode(p.value, post.ku_context, sizeof post.ku_context)

@@ -1289,7 +1289,191 @@ static void test_cli(void **state)
                                 "\"datagrams\":1,\"retransmissions\":0,\"edhoc_bytes\":45,"
                                 "\"coap_bytes\":54,\"udp_bytes\":62,\"ip_bytes\":102,"
                                 "\"frame_bytes\":118,\"frames\":2,\"link_bytes\":102,"
-                                "\"answers\":0}"));
+                                "\"answers\":0,\"air\":null}"));
+    free(out);
+}
+
+/* ---- LoRaWAN: directions from the CoAP roles, SCHC from the bytes ----
+ *
+ * A server on an ephemeral port (45000, neither 5683 nor 5684): RFC 7252
+ * Section 2.1 makes client and server roles of the endpoints, not of the
+ * ports, so the requests are uplinks (the LoRaWAN end device is the
+ * client, RFC 9011 Section 5) and the responses downlinks, sent in the
+ * device's RX1 window (LoRaWAN L2 1.0.4 Section 3.3.1: RECEIVE_DELAY1
+ * after the uplink). Each message's figures must be those of the library
+ * for the exact CoAP bytes in that direction, with the header compressed
+ * by the SCHC rules (RFC 8724 Section 7, RFC 8824) rather than carried
+ * whole. */
+
+struct air_case {
+    uint8_t coap[512];
+    size_t len;
+    bool up;
+};
+
+/* The library's figures for one message of the exchange below. */
+static void expected_air(const struct edhoc_netacct_link *link, const struct air_case *c,
+                         struct edhoc_netacct_layers *l)
+{
+    struct edhoc_netacct_dgram d = {.udp_payload = c->len, .ipv6 = true, .src_port = 40001,
+                                    .dst_port = 45000, .addrs_known = true, .payload = c->coap,
+                                    .dir = c->up ? EDHOC_NETACCT_DIR_UP : EDHOC_NETACCT_DIR_DOWN};
+    if (!c->up) {
+        d.src_port = 45000;
+        d.dst_port = 40001;
+    }
+    assert_int_equal(inet_pton(AF_INET6, c->up ? "2001:db8::1" : "2001:db8::2", d.src_addr), 1);
+    assert_int_equal(inet_pton(AF_INET6, c->up ? "2001:db8::2" : "2001:db8::1", d.dst_addr), 1);
+    assert_int_equal(edhoc_netacct_datagram(link, &d, l, NULL, 0), 0);
+}
+
+/* message_1, message_2, message_3 and the empty 2.04 (RFC 9529 trace 2,
+ * A.2 framing) with the server on port 45000; returns the capture's path. */
+static void write_ephemeral_capture(char *path, size_t cap, struct air_case cases[4])
+{
+    char err[256];
+    path_in_workdir("lorawan-ephemeral.pcap", path, cap);
+    struct edhoc_capture *c = edhoc_capture_open(path, EDHOC_CAPTURE_DLT_RAW, err, sizeof err);
+    if (!c)
+        fail_msg("open %s: %s", path, err);
+    struct endpoint cl, sv;
+    ep6(&cl, "2001:db8::1", 40001);
+    ep6(&sv, "2001:db8::2", 45000);
+    cases[0].len = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x5001, 1, true, 65, NULL, -1, CBOR_TRUE,
+                        1, m1, m1_len, cases[0].coap);
+    cases[0].up = true;
+    cases[1].len = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x5001, 1, false, 64, NULL, -1, NULL, 0,
+                        m2, m2_len, cases[1].coap);
+    cases[2].len = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x5002, 2, true, 65, NULL, -1, C_R, 1, m3,
+                        m3_len, cases[2].coap);
+    cases[2].up = true;
+    cases[3].len = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x5002, 2, false, -1, NULL, -1, NULL, 0,
+                        NULL, 0, cases[3].coap);
+    struct timespec ts = {1700000000, 0};
+    for (int i = 0; i < 4; i++) {
+        ts.tv_sec++;
+        assert_int_equal(edhoc_capture_datagram(c, cases[i].up ? SA(cl) : SA(sv),
+                                                cases[i].up ? SA(sv) : SA(cl), cases[i].coap,
+                                                cases[i].len, &ts),
+                         0);
+    }
+    assert_int_equal(edhoc_capture_flush(c), 0);
+    edhoc_capture_close(c);
+}
+
+static void assert_air_equal(const struct edhoc_netacct_air *a, const struct edhoc_netacct_air *b)
+{
+    assert_int_equal(a->tx_us, b->tx_us);
+    assert_int_equal(a->rx_us, b->rx_us);
+    assert_int_equal(a->peer_tx_us, b->peer_tx_us);
+    assert_int_equal(a->peer_rx_us, b->peer_rx_us);
+    assert_int_equal(a->link_us, b->link_us);
+    assert_int_equal(a->wait_us, b->wait_us);
+    assert_int_equal(a->fragments, b->fragments);
+    assert_int_equal(a->schc_residue_bits, b->schc_residue_bits);
+    assert_int_equal(a->schc_known, b->schc_known);
+}
+
+/* A number member in the JSON text after p (compact: "key":value). */
+static double json_real_after(const char *p, const char *key)
+{
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *k = strstr(p, pat);
+    if (!k)
+        fail_msg("no %s in %s", key, p);
+    return strtod(k + strlen(pat), NULL);
+}
+
+static void assert_close(double got, double want)
+{
+    double tol = 1e-9 * (want < 0 ? -want : want) + 1e-12;
+    if (got - want > tol || want - got > tol)
+        fail_msg("%.12g, expected %.12g", got, want);
+}
+
+static void test_lorawan_ephemeral_server(void **state)
+{
+    (void)state;
+    char path[512];
+    struct air_case cases[4];
+    memset(cases, 0, sizeof cases);
+    write_ephemeral_capture(path, sizeof path, cases);
+    /* EU868 DR5 (SF7): every message of this exchange fits one frame of
+     * N = 222 bytes (RP002-1.0.4 Table 6), so the per-message figures are
+     * those of one unfragmented message each. */
+    struct edhoc_netacct_link link = edhoc_netacct_link_lorawan_default();
+    link.data_rate = 5;
+    struct edhoc_capture_analysis *a;
+    assert_int_equal(analyse(path, &link, &a, NULL), 0);
+    assert_int_equal(a->n_ex, 1);
+    const struct edhoc_capture_exchange *ex = &a->ex[0];
+    assert_int_equal(ex->server_port, 45000);
+    assert_int_equal(ex->n_msgs, 4);
+    static const enum edhoc_capture_msg_type types[4] = {
+        EDHOC_CAPTURE_MSG_1, EDHOC_CAPTURE_MSG_2, EDHOC_CAPTURE_MSG_3, EDHOC_CAPTURE_MSG_3_ACK};
+    struct edhoc_netacct_air up, down;
+    memset(&up, 0, sizeof up);
+    memset(&down, 0, sizeof down);
+    uint64_t ex_msg1_tx_us = ex->msgs[0].air.tx_us;
+    for (int i = 0; i < 4; i++) {
+        const struct edhoc_capture_msg *m = &ex->msgs[i];
+        assert_int_equal(m->type, types[i]);
+        assert_int_equal(m->from_initiator, cases[i].up);
+        struct edhoc_netacct_layers l;
+        expected_air(&link, &cases[i], &l);
+        assert_int_equal(l.downlink, !cases[i].up);
+        /* SCHC from the message's bytes: a residue known and the packet
+         * smaller than the CoAP message (the header compressed). */
+        assert_true(l.air.schc_known);
+        assert_int_equal(l.link, EDHOC_NETACCT_LORAWAN_MAC_OVERHEAD +
+                                     (size_t)edhoc_netacct_schc_packet(cases[i].coap,
+                                                                       cases[i].len));
+        assert_true(l.link - EDHOC_NETACCT_LORAWAN_MAC_OVERHEAD < cases[i].len);
+        assert_int_equal(m->link_frames, 1);
+        assert_int_equal(m->link_bytes, l.link);
+        assert_air_equal(&m->air, &l.air);
+        /* A downlink waits RECEIVE_DELAY1 (1 s) after the uplink before
+         * it; an uplink does not. */
+        if (cases[i].up)
+            assert_true(m->air.link_us < 1000000);
+        else
+            assert_true(m->air.link_us >= 1000000);
+        edhoc_netacct_air_add(cases[i].up ? &up : &down, &l.air);
+    }
+    /* The totals split the same way: uplink = the initiator's messages. */
+    assert_air_equal(&ex->totals.handshake.up, &up);
+    assert_air_equal(&ex->totals.handshake.down, &down);
+    free(a);
+
+    if (!getenv("EDHOC_CLI"))
+        return;
+    /* The CLI's per-role energy of the handshake from the same figures:
+     * the initiator sends the uplinks and receives the downlinks. */
+    char args[1200];
+    char *out = NULL;
+    snprintf(args, sizeof args, "bytes --json --link lorawan --data-rate 5 '%s'", path);
+    assert_int_equal(run_cli(args, false, &out), 0);
+    bytes_json_checked(&out, "bytes", false);
+    struct edhoc_netacct_radio radio;
+    assert_int_equal(edhoc_netacct_radio_builtin("sx1276", &radio), 0);
+    struct edhoc_netacct_energy us = edhoc_netacct_energy_of(&radio, &up, true);
+    struct edhoc_netacct_energy ur = edhoc_netacct_energy_of(&radio, &up, false);
+    struct edhoc_netacct_energy ds = edhoc_netacct_energy_of(&radio, &down, true);
+    struct edhoc_netacct_energy dr = edhoc_netacct_energy_of(&radio, &down, false);
+    const char *air = strstr(out, "\"air\":{\"frames\":");
+    assert_non_null(air);
+    assert_close(json_real_after(air, "initiator_mj"), (us.tx_j + us.rx_j + dr.tx_j + dr.rx_j) * 1e3);
+    assert_close(json_real_after(air, "responder_mj"), (ur.tx_j + ur.rx_j + ds.tx_j + ds.rx_j) * 1e3);
+    assert_close(json_real_after(air, "link_ms"), (double)(up.link_us + down.link_us) / 1e3);
+    assert_close(json_real_after(air, "air_ms"), (double)(up.tx_us + down.tx_us) / 1e3);
+    /* Each message's own air figures in the JSON: message_1's on-air time
+     * is its uplink frame's (the first message object's "air"). */
+    const char *m1 = strstr(out, "\"name\":\"message_1\"");
+    assert_non_null(m1);
+    const char *m1_air = strstr(m1, "\"air\":{\"air_ms\":");
+    assert_non_null(m1_air);
+    assert_close(json_real_after(m1_air, "air_ms"), (double)ex_msg1_tx_us / 1e3);
     free(out);
 }
 
@@ -1621,6 +1805,7 @@ int main(void)
         cmocka_unit_test(test_truncated_and_corrupt),
         cmocka_unit_test(test_snaplen_cut_packet),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_lorawan_ephemeral_server),
         cmocka_unit_test(test_compare),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

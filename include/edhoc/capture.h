@@ -185,6 +185,10 @@ struct edhoc_capture_msg {
     size_t frame, coap, udp, ip; /* summed over its datagrams */
     unsigned link_frames;   /* on the modelled link */
     size_t link_bytes;
+    /* Its datagrams' time and energy figures on the modelled link (zero
+     * without a time model): air time, link time, duty-cycle wait,
+     * fragments, SCHC residue. */
+    struct edhoc_netacct_air air;
     int answers;            /* a response: index (in msgs) of its request; else -1 */
     /* Private: correlation. */
     uint8_t token[8];

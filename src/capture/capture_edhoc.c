@@ -360,6 +360,10 @@ static int add_msg(struct edhoc_capture_analysis *a, struct edhoc_capture_exchan
     m->ip = acc->ip;
     m->link_frames = acc->frames;
     m->link_bytes = acc->link;
+    /* One message goes one way: whichever direction its datagrams were
+     * counted in holds all of its air time. */
+    m->air = acc->up;
+    edhoc_netacct_air_add(&m->air, &acc->down);
     m->token_len = v->token_len;
     memcpy(m->token, v->token, v->token_len);
     m->mid = v->mid;
@@ -401,6 +405,7 @@ static void add_to_msg(struct edhoc_capture_analysis *a, struct edhoc_capture_ex
     m->ip += d->l.ip;
     m->link_frames += d->l.frames;
     m->link_bytes += d->l.link;
+    edhoc_netacct_air_add(&m->air, &d->l.air);
 }
 
 bool edhoc_capture_exchange_failed(const struct edhoc_capture_exchange *ex)
@@ -1031,12 +1036,32 @@ void edhoc_capture_analysis_packet(struct edhoc_capture_analysis *a, unsigned pa
         return;
     }
     a->coap++;
+    /* The direction from the CoAP roles, not from the ports: a request
+     * goes from client to server (uplink on LoRaWAN, the client being the
+     * end device), a response the other way, whatever port the server
+     * listens on (RFC 7252 Section 2.1: client and server are roles). An
+     * empty ACK or RST goes the other way from the message it answers:
+     * the exchange it belongs to tells which side sent it. */
+    enum edhoc_netacct_dir dir = EDHOC_NETACCT_DIR_AUTO;
+    if (coap_code_is_request(m.code)) {
+        dir = EDHOC_NETACCT_DIR_UP;
+    } else if ((m.code >> 5) >= 2) {
+        dir = EDHOC_NETACCT_DIR_DOWN;
+    } else if (m.code == COAP_CODE_EMPTY) {
+        bool fc = false;
+        if (find_exchange(a, p, true, false, &fc))
+            dir = fc ? EDHOC_NETACCT_DIR_UP : EDHOC_NETACCT_DIR_DOWN;
+    }
+    /* The CoAP bytes themselves, so SCHC on LoRaWAN compresses the header
+     * by its rules rather than carrying it whole. */
     struct edhoc_netacct_dgram nd = {.udp_payload = p->payload_len,
                                      .ipv6 = p->ip_version == 6,
                                      .ip_len = p->ip_len,
                                      .src_port = p->src_port,
                                      .dst_port = p->dst_port,
-                                     .addrs_known = p->ip_version == 6};
+                                     .addrs_known = p->ip_version == 6,
+                                     .payload = p->payload,
+                                     .dir = dir};
     memcpy(nd.src_addr, p->src, 16);
     memcpy(nd.dst_addr, p->dst, 16);
     int rc = edhoc_netacct_datagram(&a->link, &nd, &d.l, NULL, 0);

@@ -105,23 +105,34 @@ int edhoc_netacct_lora_data_rate(enum edhoc_netacct_region region, unsigned data
 
 /* ---- Radio profiles ---- */
 
+/* The figures below are typical values from each datasheet as commonly
+ * quoted; they were not checked against the datasheets' tables here
+ * (docs/airtime.md, "Radio profiles", says what could be confirmed and
+ * where). The source string of each profile, printed with every energy
+ * figure, says so too; --radio-profile FILE takes measured ones. */
 static const struct edhoc_netacct_radio builtin_radios[] = {
-    /* TI CC2538 datasheet (SWRS096), "Electrical Characteristics": RX
-     * 20 mA, TX 24 mA at 0 dBm, 3 V; the radio turns around in
-     * aTurnaroundTime (192 us) from RX to TX. */
+    /* TI CC2538 datasheet (SWRS096), Section 5.4 "Electrical
+     * Characteristics": RX 20 mA, TX 24 mA at 0 dBm, 3 V (typical values
+     * from the datasheet, not verified here); start-up charged as the
+     * 802.15.4 aTurnaroundTime (12 symbols, 192 us). */
     {"cc2538", 3.0, 24.0, 20.0, 192, 192,
-     "TI CC2538 datasheet SWRS096: TX 24 mA at 0 dBm, RX 20 mA, 3 V; 192 us turnaround"},
-    /* Nordic nRF52840 Product Specification v1.x, radio current
-     * consumption with DC/DC at 3 V: I_TX,0dBm 4.8 mA, I_RX,1M 4.6 mA;
-     * fast ramp-up t_TXEN,FAST / t_RXEN,FAST 40 us. */
+     "TI CC2538 datasheet SWRS096: TX 24 mA at 0 dBm, RX 20 mA, 3 V (typical, not verified "
+     "here); 192 us turnaround"},
+    /* Nordic nRF52840 Product Specification v1.x, radio current with
+     * DC/DC at 3 V: TX 4.8 mA at 0 dBm, RX 4.6 mA at 1 Mbit/s (typical
+     * values from the datasheet; a secondary summary quotes the same, the
+     * specification's table not verified here); fast ramp-up 40 us. */
     {"nrf52840", 3.0, 4.8, 4.6, 40, 40,
-     "Nordic nRF52840 PS v1.x: TX 4.8 mA at 0 dBm, RX 4.6 mA (DC/DC, 3 V); fast ramp-up 40 us"},
+     "Nordic nRF52840 PS v1.x: TX 4.8 mA at 0 dBm, RX 4.6 mA (DC/DC, 3 V; typical, not "
+     "verified here); fast ramp-up 40 us"},
     /* Semtech SX1276 datasheet Rev. 4, Table 6 "Power Consumption
-     * Specification": IDDT 29 mA at +13 dBm on RFO_HF, IDDR 10.8 mA
-     * (LnaBoost off, band 1), 3.3 V. Start-up (TS_FS tens of us) is
-     * negligible beside LoRa symbols: not charged. */
+     * Specification": TX 29 mA at +13 dBm on RFO_HF, RX 10.8 mA (LnaBoost
+     * off, band 1), 3.3 V (typical values from the datasheet, not verified
+     * here; its feature list quotes an RX current of 9.9 mA). Start-up
+     * (tens of us) is negligible beside LoRa symbols: not charged. */
     {"sx1276", 3.3, 29.0, 10.8, 0, 0,
-     "Semtech SX1276 datasheet Rev. 4 Table 6: TX 29 mA at +13 dBm (RFO_HF), RX 10.8 mA, 3.3 V"},
+     "Semtech SX1276 datasheet Rev. 4 Table 6: TX 29 mA at +13 dBm (RFO_HF), RX 10.8 mA, 3.3 V "
+     "(typical, not verified here)"},
 };
 
 int edhoc_netacct_radio_builtin(const char *name, struct edhoc_netacct_radio *out)
