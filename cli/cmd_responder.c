@@ -642,7 +642,8 @@ static const struct cli_opt state_opts[] = {
      "nothing survives a restart, which only EDHOC-derived contexts can afford:\n"
      "--oscore-context is then refused"},
     {OPT_OSCORE_CONTEXT, "oscore-context", "FILE",
-     "a static OSCORE context (libcoap format; repeatable, at most 16)"},
+     "a static OSCORE context (libcoap format; repeatable, at most 16); with\n"
+     "rfc8613_b_2,bool,true it runs RFC 8613 Appendix B.2 where Echo would go"},
     {0, NULL, NULL, NULL},
 };
 
@@ -746,8 +747,9 @@ const struct cli_cmd_spec cli_spec_responder = {
     .epilogue =
         "Signals: SIGTERM/SIGINT store state and exit 0; SIGHUP reloads credentials and trust\n"
         "(established OSCORE contexts stay, handshakes in progress are dropped); SIGUSR1\n"
-        "logs the counts (contexts, evicted, expired, handshakes in progress; the\n"
-        "amplification limit's answers held back, Echo challenges, endpoints verified).\n"
+        "logs the counts (contexts, evicted, expired, handshakes in progress, RFC 8613\n"
+        "Appendix B.2 runs; the amplification limit's answers held back, Echo\n"
+        "challenges, endpoints verified).\n"
         "Exit codes: 0 stopped by a signal; 2 bad command line (also: no credentials without\n"
         "--demo, --cred without --trust, a --listen host that does not resolve); 3 unusable\n"
         "credential, trust or state file (a corrupt or foreign state database is refused,\n"
@@ -761,12 +763,15 @@ static void log_stats(const struct edhoc_server_stats *st, const char *when)
     cli_log(LOG_NOTICE,
             "%s: contexts=%zu (max %zu) contexts_evicted=%llu contexts_expired=%llu pending=%zu "
             "pending_evicted=%llu pending_expired=%llu handshakes_ok=%llu handshakes_failed=%llu "
-            "oscore_requests=%llu oscore_errors=%llu",
+            "oscore_requests=%llu oscore_errors=%llu b2_started=%llu b2_completed=%llu "
+            "b2_refused=%llu",
             when, st->contexts, st->max_contexts, (unsigned long long)st->contexts_evicted,
             (unsigned long long)st->contexts_expired, st->pending,
             (unsigned long long)st->evicted, (unsigned long long)st->expired,
             (unsigned long long)st->handshakes_ok, (unsigned long long)st->handshakes_failed,
-            (unsigned long long)st->oscore_requests, (unsigned long long)st->oscore_errors);
+            (unsigned long long)st->oscore_requests, (unsigned long long)st->oscore_errors,
+            (unsigned long long)st->b2_started, (unsigned long long)st->b2_completed,
+            (unsigned long long)st->b2_refused);
 }
 
 /* --listen HOST[:PORT], the host as a URI gives it (RFC 3986 Section

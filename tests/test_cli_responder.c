@@ -2,7 +2,9 @@
  * End-to-end tests of the `edhoc-cli responder` daemon: state across a
  * graceful restart and a kill -9 (Echo recovery, replay refused, the
  * server's sequence numbers never repeat), a corrupt state file refused,
- * SIGHUP keeping contexts, --daemon/--pidfile, pending-handshake eviction
+ * SIGHUP keeping contexts, --daemon/--pidfile, pending-handshake eviction,
+ * static contexts (shared Recipient IDs, RFC 8613 Appendix B.2 started by
+ * the responder after a restart, with one worker and with two)
  * (tshark's independent decryption check is in tests/test_cli_tshark.c);
  * the command line (refused options, values, --listen host names), the
  * safe defaults (--demo, --trust, key file owners, explicit trust before
@@ -549,6 +551,243 @@ static void test_static_contexts_tried_in_turn(void **state)
  * once pointed into a dead stack frame: a crash, or EAD_2 read from
  * garbage). RFC 9528 Section 5.3.2: context_2 ends with EAD_2, here label 5
  * with the value h'a1b2c3d4' (05 44 a1b2c3d4). */
+/* ---- RFC 8613 Appendix B.2, the responder initiating ---- */
+
+/* A context file with RFC 8613 Appendix C.1's keying material: the
+ * server's view (Sender ID sid, Recipient ID rid) or, with server false,
+ * the client's (the two swapped); idc: an id_context line or "". */
+static void b2_conf(const char *name, char *path, size_t cap, const char *sid, const char *rid,
+                    const char *idc, bool server, bool b2)
+{
+    net_path(path, cap, name);
+    char conf[600];
+    snprintf(conf, sizeof conf,
+             "master_secret,hex,\"" C1_SECRET "\"\nmaster_salt,hex,\"9e7ca92223786340\"\n%s"
+             "sender_id,hex,\"%s\"\nrecipient_id,hex,\"%s\"\n%s",
+             idc, server ? sid : rid, server ? rid : sid, b2 ? "rfc8613_b_2,bool,true\n" : "");
+    net_write_file(path, conf, 0600);
+}
+
+#define IDC_B2 "id_context,hex,\"0017a2d3\"\n"
+#define ID1_B2 "\"0017a2d3\""
+
+/* Wait (at most 10 s) for text in a responder's log. */
+static void expect_log(const struct net_proc *r, const char *text)
+{
+    uint64_t end = net_now_ms() + 10000;
+    for (;;) {
+        char *log = net_read_file(r->log);
+        bool found = log && strstr(log, text);
+        if (found || net_now_ms() > end) {
+            if (!found)
+                fail_msg("'%s' not in the log:\n%s", text, log ? log : "");
+            free(log);
+            return;
+        }
+        free(log);
+        net_sleep_ms(50);
+    }
+}
+
+/* The stats line on SIGUSR1 (each worker logs its own; the B.2 context
+ * lives in one). */
+static void expect_b2_stats(const struct net_proc *r, const char *counts)
+{
+    kill(r->pid, SIGUSR1);
+    char text[200];
+    snprintf(text, sizeof text, "SIGUSR1: contexts=");
+    expect_log(r, text);
+    expect_log(r, counts);
+}
+
+/* A GET /time under a context file that must pass through B.2: 2.05,
+ * and oscore_b2 tells the run (ID1 the file's ID Context, ID3 = R2 || R3,
+ * step 5 done). */
+static void expect_b2_run(uint16_t port, const char *ctx, const char *extra, const char *id1)
+{
+    char *out;
+    int rc = static_get(port, ctx, extra, &out);
+    if (rc != 0 || !strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
+        fail_msg("GET /time with %s: %d\n%s", ctx, rc, out);
+    if (net_json_valid(out, "coap", false))
+        fail_msg("not valid against docs/json/coap.schema.json:\n%s", out);
+    char want[80];
+    snprintf(want, sizeof want, "\"previous_id_context_hex\": %s", id1);
+    if (!strstr(out, want) || !strstr(out, "\"completed\": true"))
+        fail_msg("no completed Appendix B.2 run from ID1 = %s:\n%s", id1, out);
+    char r2[64], id3[64];
+    net_json_str(out, "r2_hex", r2, sizeof r2);
+    net_json_str(out, "id_context_hex", id3, sizeof id3);
+    /* "R2 ... typically, at least 8 bytes long"; ID3 = R2 || R3. */
+    assert_int_equal(strlen(r2), 16);
+    assert_int_equal(strlen(id3), 32);
+    assert_memory_equal(id3, r2, 16);
+    free(out);
+}
+
+/* Appendix B.2 step 2: "The server receives an OSCORE request for which
+ * it does not have a valid security context, ... because the server has
+ * lost part of its security context, e.g., ID Context, Sender Sequence
+ * Number or Replay Window." A static context with rfc8613_b_2 answers the
+ * first request after a restart with response #1 (instead of Appendix
+ * B.1.2's Echo), and step 4's request #2 is served: "Request #2 can be an
+ * ordinary request. The server performs the action of the request".
+ * Requests after it go under ID3 without another run; a client that
+ * starts again from its file (ID1, which "the first and the second
+ * security contexts are deleted" left the server without) runs B.2
+ * again, and so does every restart. A context without rfc8613_b_2 keeps
+ * the Echo challenge. workers: "" or a --workers option. */
+static void b2_scenario(const char *tag, const char *workers)
+{
+    char srv_b2[300], cl_b2[300], srv_echo[300], cl_echo[300], cl_forged[300], sdir[300];
+    char args[1400], name[64];
+    b2_conf("srv_b2.conf", srv_b2, sizeof srv_b2, "01", "", IDC_B2, true, true);
+    b2_conf("cl_b2.conf", cl_b2, sizeof cl_b2, "01", "", IDC_B2, false, false);
+    /* Recipient ID 03: with two workers, owned by the other one. */
+    b2_conf("srv_echo.conf", srv_echo, sizeof srv_echo, "04", "03", "", true, false);
+    b2_conf("cl_echo.conf", cl_echo, sizeof cl_echo, "04", "03", "", false, false);
+    snprintf(name, sizeof name, "b2-state-%s", tag);
+    net_path(sdir, sizeof sdir, name);
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s --oscore-context %s %s",
+             sdir, srv_b2, srv_echo, workers);
+    static struct net_proc r;
+    snprintf(name, sizeof name, "b2-%s-1", tag);
+    assert_int_equal(net_responder_start(&r, name, args), 0);
+    /* First start: both contexts are new, their replay windows valid. */
+    expect_content(r.port, cl_b2, false);
+    expect_content(r.port, cl_echo, false);
+    expect_b2_stats(&r, "b2_started=0 b2_completed=0 b2_refused=0");
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+
+    snprintf(name, sizeof name, "b2-%s-2", tag);
+    assert_int_equal(net_responder_start(&r, name, args), 0);
+    /* The client's first request gets response #1, its own request #1
+     * (a GET without body) another, then request #2 under R2 || R3 is
+     * served; --repeat sends two more under ID3, which need no run. */
+    expect_b2_run(r.port, cl_b2, "--repeat 3", ID1_B2);
+    expect_log(&r, "RFC 8613 Appendix B.2 completed for kid=''");
+    expect_b2_stats(&r, "b2_started=2 b2_completed=1 b2_refused=0");
+    /* Not B.2: Appendix B.1.2's Echo, as before. */
+    expect_content(r.port, cl_echo, true);
+    /* The next run starts from the file (ID1), which the server no longer
+     * has: B.2 again, replacing the first run's ID3. */
+    expect_b2_run(r.port, cl_b2, "", ID1_B2);
+    expect_b2_stats(&r, "b2_started=4 b2_completed=2 b2_refused=0");
+
+    /* A forged request #2: a 'kid context' R2 || R3 whose R2 the server
+     * never sent ("the first part of ID3 is identical to an R2 sent in a
+     * previous response #1" fails). It is no request #2, and as request
+     * #1 its R2 || ID1 would exceed an ID Context: unprotected 4.01
+     * "Security context not found" (Section 8.2 step 2), Max-Age 0. */
+    b2_conf("cl_forged.conf", cl_forged, sizeof cl_forged, "01", "",
+            "id_context,hex,\"a0a1a2a3a4a5a6a7b0b1b2b3b4b5b6b7\"\n", false, false);
+    uint8_t msg[512], resp[512];
+    size_t len = protected_get(cl_forged, 1, msg, sizeof msg);
+    long n = net_udp_exchange(r.port, msg, len, resp, sizeof resp, 3000);
+    static const uint8_t not_found[] = "Security context not found";
+    assert_true(n > 4 + (long)sizeof not_found - 1);
+    assert_int_equal(resp[0] & 0x30, 0x20); /* ACK */
+    assert_int_equal(resp[1], 0x81);        /* 4.01 */
+    assert_memory_equal(resp + n - (sizeof not_found - 1), not_found, sizeof not_found - 1);
+    assert_int_equal(resp[n - sizeof not_found], 0xff);
+    /* Its options: Max-Age 0 (14) only, no OSCORE option (9): Section
+     * 8.2, "the server ... MAY respond with a 4.01 ... error message
+     * ... unprotected". */
+    size_t at = 4 + (resp[0] & 0x0f);
+    unsigned number = 0, options[4], n_options = 0;
+    while (at < (size_t)n && resp[at] != 0xff && n_options < 4) {
+        unsigned delta = resp[at] >> 4, olen = resp[at] & 0x0f;
+        at++;
+        assert_true(delta < 14 && olen < 13);
+        if (delta == 13)
+            delta = 13u + resp[at++];
+        number += delta;
+        options[n_options++] = number;
+        at += olen;
+    }
+    assert_int_equal(n_options, 1);
+    assert_int_equal(options[0], 14);
+    assert_int_equal(resp[4 + (resp[0] & 0x0f)], 0xd0); /* Max-Age, empty: 0 */
+    expect_log(&r, "Appendix B.2 request #1 refused: ");
+    expect_b2_stats(&r, "b2_started=4 b2_completed=2 b2_refused=1");
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    expect_log(&r, "stopping: contexts=");
+    expect_log(&r, "b2_started=4 b2_completed=2 b2_refused=1");
+
+    /* After a restart the last ID3 is not resumed (its replay window is
+     * gone: step 2's case again) and its row goes; the configured context
+     * resumes above its mark and runs B.2 instead of Echo. */
+    snprintf(name, sizeof name, "b2-%s-3", tag);
+    assert_int_equal(net_responder_start(&r, name, args), 0);
+    expect_log(&r, "1 context of RFC 8613 Appendix B.2 runs before the restart deleted");
+    expect_b2_run(r.port, cl_b2, "", ID1_B2);
+    expect_content(r.port, cl_echo, true);
+    expect_b2_stats(&r, "b2_started=2 b2_completed=1 b2_refused=0");
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
+static void test_static_context_b2(void **state)
+{
+    (void)state;
+    b2_scenario("w1", "");
+}
+
+/* Without an ID Context, requests carry no 'kid context' (Section 5.1),
+ * so ID1 is empty and ID2 = R2. A client that starts again from its
+ * file after a run sends a request the run's ID3 cannot verify: step 2
+ * answers it ("it does not have a valid security context"), B.2 again. */
+static void test_static_context_b2_no_id_context(void **state)
+{
+    (void)state;
+    char srv[300], cl[300], sdir[300], args[900];
+    b2_conf("srv_b2n.conf", srv, sizeof srv, "01", "", "", true, true);
+    b2_conf("cl_b2n.conf", cl, sizeof cl, "01", "", "", false, false);
+    net_path(sdir, sizeof sdir, "b2n-state");
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s", sdir,
+             srv);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "b2n-1", args), 0);
+    expect_content(r.port, cl, false);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    assert_int_equal(net_responder_start(&r, "b2n-2", args), 0);
+    expect_b2_run(r.port, cl, "", "null");
+    expect_log(&r, "(replay window lost at the restart): RFC 8613 Appendix B.2 started");
+    expect_b2_run(r.port, cl, "", "null");
+    expect_log(&r, "(not verified under the context in use): RFC 8613 Appendix B.2 started");
+    expect_b2_stats(&r, "b2_started=4 b2_completed=2 b2_refused=0");
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+
+    /* Step 2's ID2 = R2 || ID1 must fit an ID Context (16 bytes, Section
+     * 3.3 via OSCORE_MAX_ID_CONTEXT) with 8-byte R2s ("typically, at
+     * least 8 bytes long"): a 9-byte ID Context is refused at the start,
+     * and so is a second B.2 context with the same Recipient ID. */
+    char long_idc[300], twin[300], *out;
+    b2_conf("srv_b2long.conf", long_idc, sizeof long_idc, "01", "",
+            "id_context,hex,\"000102030405060708\"\n", true, true);
+    int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                               "--oscore-context %s",
+                     sdir, long_idc);
+    if (rc != 3 || !strstr(out, "Appendix B.2 would exceed 16 bytes"))
+        fail_msg("a 9-byte ID Context with rfc8613_b_2: %d\n%s", rc, out);
+    free(out);
+    b2_conf("srv_b2twin.conf", twin, sizeof twin, "01", "", IDC_B2, true, true);
+    rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                           "--oscore-context %s --oscore-context %s",
+                 sdir, srv, twin);
+    if (rc != 3 || !strstr(out, "already in use"))
+        fail_msg("two B.2 contexts with one Recipient ID: %d\n%s", rc, out);
+    free(out);
+}
+
+/* Contexts live in the worker owning their Recipient ID, and requests
+ * are steered there by kid: B.2's state stays with its context. */
+static void test_static_context_b2_two_workers(void **state)
+{
+    (void)state;
+    b2_scenario("w2", "--workers 2");
+}
+
 static void test_demo_ead_items(void **state)
 {
     (void)state;
@@ -1000,6 +1239,9 @@ int main(void)
         cmocka_unit_test_teardown(test_pending_eviction_and_timeout, net_test_teardown),
         cmocka_unit_test_teardown(test_static_contexts_share_recipient_id, net_test_teardown),
         cmocka_unit_test_teardown(test_static_contexts_tried_in_turn, net_test_teardown),
+        cmocka_unit_test_teardown(test_static_context_b2, net_test_teardown),
+        cmocka_unit_test_teardown(test_static_context_b2_two_workers, net_test_teardown),
+        cmocka_unit_test_teardown(test_static_context_b2_no_id_context, net_test_teardown),
         cmocka_unit_test_teardown(test_demo_ead_items, net_test_teardown),
         cmocka_unit_test_teardown(test_ignored_options_refused, net_test_teardown),
         cmocka_unit_test_teardown(test_option_values, net_test_teardown),

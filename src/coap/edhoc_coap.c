@@ -171,8 +171,33 @@ struct observer {
     struct oscore_binding b;
 };
 
+/* A static context configured with rfc8613_b_2 (RFC 8613 Appendix B.2):
+ * the immutable inputs every new context is derived from (a copy: it
+ * holds the master secret, wiped with the entry), the R2 values of runs
+ * in progress, and which context of the table is the one in use with the
+ * client now: the configured one, or the last run's ID3 = R2 || R3 ("This
+ * security context replaces the previous security context with the
+ * client", step 4). Its replay state is valid unless the context needs an
+ * Echo exchange (resumed after a restart: oscore_context_needs_echo),
+ * which B.2 replaces. Kept by the worker that owns the Recipient ID, to
+ * which requests with that kid are steered. */
+struct b2_entry {
+    struct oscore_config cfg;
+    struct oscore_b2_server run;
+    struct ctx_key configured; /* its row keeps the mark across restarts */
+    struct ctx_key current;
+};
+
+/* Rows of ID3 contexts carry this before the peer's address (method -1,
+ * as static rows): the next start deletes them (edhoc_server_load_state). */
+#define B2_ROW_TAG "B.2 "
+
 struct edhoc_server {
     struct edhoc_server_config cfg;
+    struct b2_entry *b2; /* static contexts with Appendix B.2 */
+    size_t n_b2;
+    struct ctx_key *stale_b2; /* while loading: rows of earlier B.2 runs */
+    size_t n_stale_b2, cap_stale_b2;
     /* Contexts by Recipient ID (every context a kid can name without
      * 'kid context' is on one chain), the EDHOC-derived ones also in
      * least-recently-used order. */
@@ -735,6 +760,16 @@ static struct peer_ctx *ctx_find(struct edhoc_server *srv, const struct ctx_key 
     return NULL;
 }
 
+/* The static context with Appendix B.2 whose Recipient ID this is. */
+static struct b2_entry *b2_find(struct edhoc_server *srv, const uint8_t *rid, size_t len)
+{
+    for (size_t i = 0; i < srv->n_b2; i++) {
+        if (key_rid_is(&srv->b2[i].configured, rid, len))
+            return &srv->b2[i];
+    }
+    return NULL;
+}
+
 /* Whether any context, whatever its ID Context, has this Recipient ID. */
 static bool rid_in_use(struct edhoc_server *srv, const uint8_t *rid, size_t len)
 {
@@ -1248,6 +1283,9 @@ void edhoc_server_free(struct edhoc_server *srv)
              i = edhoc_itab_next(&srv->contexts, i))
             oscore_context_wipe(&ctx_at(srv, i)->osc);
     }
+    if (srv->b2)
+        edhoc_wipe(srv->b2, srv->n_b2 * sizeof *srv->b2);
+    free(srv->b2);
     edhoc_itab_free(&srv->contexts);
     edhoc_itab_free(&srv->pending_by_c_r);
     edhoc_itab_free(&srv->pending_by_peer);
@@ -1327,8 +1365,27 @@ static int load_one(void *user, const struct edhoc_state_peer *sp)
     };
     if (sp->recipient_id_len > OSCORE_MAX_ID || sp->id_context_len > OSCORE_MAX_ID_CONTEXT)
         return 0;
-    if (sp->method < 0)
-        return 0; /* static contexts come back with their --oscore-context file */
+    if (sp->method < 0) {
+        /* Static contexts come back with their --oscore-context file. The
+         * ID3 of an Appendix B.2 run does not: its replay window is gone,
+         * which is what B.2 step 2 starts a new run for ("the server has
+         * lost part of its security context, e.g., ... Replay Window"),
+         * and that run draws a new R2, so no key of the old ID3 is ever
+         * used again: its row goes. */
+        if (strncmp(sp->peer, B2_ROW_TAG, strlen(B2_ROW_TAG)))
+            return 0;
+        if (srv->n_stale_b2 == srv->cap_stale_b2) {
+            size_t cap = srv->cap_stale_b2 ? 2 * srv->cap_stale_b2 : 8;
+            struct ctx_key *k = realloc(srv->stale_b2, cap * sizeof *k);
+            if (!k)
+                return OSCORE_ERR_NOMEM;
+            srv->stale_b2 = k;
+            srv->cap_stale_b2 = cap;
+        }
+        key_set(&srv->stale_b2[srv->n_stale_b2++], sp->has_id_context ? sp->id_context : NULL,
+                sp->id_context_len, sp->recipient_id, sp->recipient_id_len);
+        return 0;
+    }
     struct ctx_key key;
     key_set(&key, prm.id_context, sp->id_context_len, sp->recipient_id, sp->recipient_id_len);
     /* Loaded in key order; put in order of use once all are in. */
@@ -1382,8 +1439,30 @@ long edhoc_server_load_state(struct edhoc_server *srv)
               (unsigned long long)expired, expired == 1 ? "" : "s", (unsigned long long)evicted,
               srv->cfg.max_contexts);
     size_t before = srv->n_contexts;
+    srv->n_stale_b2 = 0;
     rc = edhoc_state_for_each_owned_peer(srv->cfg.db, srv->cfg.workers, srv->cfg.worker_index,
                                          load_one, srv);
+    if (!rc && srv->n_stale_b2) {
+        /* After the walk: a walk calls nothing else on the handle. */
+        state_write_begin(srv);
+        for (size_t i = 0; i < srv->n_stale_b2 && !rc; i++) {
+            const struct ctx_key *k = &srv->stale_b2[i];
+            rc = edhoc_state_delete_peer(srv->cfg.db, key_idc(k), k->idc_len, k->rid,
+                                         k->rid_len);
+            if (rc == EDHOC_STATE_ERR_NOT_FOUND)
+                rc = 0;
+        }
+        int crc = state_write_end(srv);
+        rc = rc ? rc : crc;
+        if (!rc)
+            logf_(srv, EDHOC_LOG_INFO,
+                  "state: %zu context%s of RFC 8613 Appendix B.2 runs before the restart "
+                  "deleted (replay windows gone: B.2 runs again)",
+                  srv->n_stale_b2, srv->n_stale_b2 == 1 ? "" : "s");
+    }
+    free(srv->stale_b2);
+    srv->stale_b2 = NULL;
+    srv->n_stale_b2 = srv->cap_stale_b2 = 0;
     /* A table scan in key order and a sort here cost a fifth of reading
      * the rows in order of use through the index. */
     edhoc_ilru_sort(&srv->ctx_lru, ctx_used_before);
@@ -1467,12 +1546,34 @@ int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscor
     if (edhoc_state_owner(cfg->recipient_id, cfg->recipient_id_len, srv->cfg.workers) !=
         srv->cfg.worker_index)
         return EDHOC_SERVER_NOT_OWNED;
+    struct b2_entry *b2 = NULL;
+    if (cfg->rfc8613_b2) {
+        /* Appendix B.2 step 2 derives ID2 = R2 || ID1, which must fit an
+         * ID Context; and a request #1 names its inputs by kid alone, so
+         * one set of inputs per Recipient ID. */
+        if (cfg->id_context_len + OSCORE_B2_NONCE_LEN > OSCORE_MAX_ID_CONTEXT)
+            return OSCORE_ERR_ID_CONTEXT_TOO_LONG;
+        if (b2_find(srv, cfg->recipient_id, cfg->recipient_id_len))
+            return OSCORE_ERR_INVALID;
+        struct b2_entry *grown = realloc(srv->b2, (srv->n_b2 + 1) * sizeof *grown);
+        if (!grown)
+            return OSCORE_ERR_NOMEM;
+        srv->b2 = grown;
+        b2 = &srv->b2[srv->n_b2];
+        memset(b2, 0, sizeof *b2);
+        b2->cfg = *cfg;
+        b2->configured = b2->current = key;
+        if (oscore_b2_server_init(&b2->run, 0)) {
+            edhoc_wipe(b2, sizeof *b2);
+            return OSCORE_ERR_INVALID;
+        }
+    }
     struct peer_ctx *p = ctx_insert(srv, &key, true);
-    if (!p)
-        return OSCORE_ERR_INVALID;
-    int rc = oscore_context_init_config(&p->osc, srv->cfg.ops, cfg);
+    int rc = p ? oscore_context_init_config(&p->osc, srv->cfg.ops, cfg) : OSCORE_ERR_INVALID;
     if (rc) {
         ctx_remove(srv, &key);
+        if (b2)
+            edhoc_wipe(b2, sizeof *b2);
         return rc;
     }
 
@@ -1517,9 +1618,18 @@ int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscor
     edhoc_wipe(&stored, sizeof stored);
     if (rc) {
         ctx_remove(srv, &key);
+        if (b2)
+            edhoc_wipe(b2, sizeof *b2);
         return rc;
     }
     ctx_persist(p);
+    if (b2) {
+        srv->n_b2++;
+        logf_(srv, EDHOC_LOG_INFO,
+              "static context %s: RFC 8613 Appendix B.2 (rfc8613_b_2): a request without a valid "
+              "context gets response #1 instead of an Echo challenge",
+              origin ? origin : "");
+    }
     return 0;
 }
 
@@ -2947,6 +3057,172 @@ static long on_oscore(struct edhoc_server *srv, struct edhoc_transport_peer *pee
     return on_unprotected(srv, peer, peer_name, ctx, n, &b, req, len, out, cap);
 }
 
+/* ---- RFC 8613 Appendix B.2, the server initiating ---- */
+
+/* Step 4 verified request #2 under next (ID Context ID3 = R2 || R3): "the
+ * server marks the third security context to be used with this client
+ * ... This security context replaces the previous security context with
+ * the client, and the first and the second security contexts are
+ * deleted." It is stored first (durable before it serves; its sequence
+ * numbers start at 0 under keys never used, and get marks of their own),
+ * then takes the previous one's place in the table. A previous ID3's row
+ * goes with it; the configured context's row stays, its mark being what
+ * the next start resumes above. Returns the new context, or NULL (not
+ * stored: the previous one stays). */
+static struct peer_ctx *b2_install(struct edhoc_server *srv, struct b2_entry *e,
+                                   const struct oscore_context *next, const char *peer_name)
+{
+    size_t idl = 0;
+    const uint8_t *idc = oscore_context_id_context(next, &idl);
+    if (!idc || idl > OSCORE_MAX_ID_CONTEXT || !srv->cfg.db)
+        return NULL;
+    struct ctx_key key;
+    key_set(&key, idc, idl, e->configured.rid, e->configured.rid_len);
+    const struct oscore_config *cfg = &e->cfg;
+    struct edhoc_state_peer sp;
+    memset(&sp, 0, sizeof sp);
+    memcpy(sp.recipient_id, key.rid, key.rid_len);
+    sp.recipient_id_len = key.rid_len;
+    sp.has_id_context = true;
+    memcpy(sp.id_context, key.idc, key.idc_len);
+    sp.id_context_len = key.idc_len;
+    memcpy(sp.sender_id, cfg->sender_id, cfg->sender_id_len);
+    sp.sender_id_len = cfg->sender_id_len;
+    memcpy(sp.master_secret, cfg->master_secret, cfg->master_secret_len);
+    sp.master_secret_len = cfg->master_secret_len;
+    if (cfg->has_master_salt) {
+        memcpy(sp.master_salt, cfg->master_salt, cfg->master_salt_len);
+        sp.master_salt_len = cfg->master_salt_len;
+    }
+    sp.aead_alg = cfg->aead_alg;
+    sp.hkdf_alg = cfg->hkdf_alg;
+    sp.method = sp.suite = -1;
+    snprintf(sp.peer, sizeof sp.peer, B2_ROW_TAG "%s", peer_name);
+    sp.created = (int64_t)time(NULL);
+    state_write_begin(srv);
+    int rc = edhoc_state_put_peer(srv->cfg.db, &sp);
+    edhoc_wipe(&sp, sizeof sp);
+    if (!rc && !key_equal(&e->current, &e->configured)) {
+        int drc = edhoc_state_delete_peer(srv->cfg.db, key_idc(&e->current), e->current.idc_len,
+                                          e->current.rid, e->current.rid_len);
+        if (drc && drc != EDHOC_STATE_ERR_NOT_FOUND)
+            logf_(srv, EDHOC_LOG_ERR, "state: cannot delete the previous B.2 context: %s",
+                  edhoc_state_strerror(drc));
+    }
+    int crc = state_write_end(srv);
+    if (rc || crc) {
+        logf_(srv, EDHOC_LOG_ERR, "cannot store the new context of RFC 8613 Appendix B.2: %s",
+              edhoc_state_strerror(rc ? rc : crc));
+        return NULL;
+    }
+    ctx_remove(srv, &e->current);
+    struct peer_ctx *p = ctx_insert(srv, &key, true);
+    if (!p)
+        return NULL;
+    p->osc = *next;
+    ctx_persist(p);
+    e->current = key;
+    return p;
+}
+
+/* A request #1 or #2 that B.2 refused: the unprotected error response of
+ * oscore_error_response (5.03 when every R2 slot is taken, Appendix
+ * B.2.1). */
+static long b2_refused(struct edhoc_server *srv, const char *peer_name, const char *what,
+                       long err, const uint8_t *req, size_t len, uint8_t *out, size_t cap)
+{
+    srv->st.oscore_requests++;
+    srv->st.oscore_errors++;
+    srv->st.b2_refused++;
+    logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: RFC 8613 Appendix B.2 %s refused: %s", peer_name,
+          what, oscore_strerror((int)err));
+    return oscore_error((int)err, req, len, out, cap);
+}
+
+/* An OSCORE request whose kid is the Recipient ID of a static context
+ * with Appendix B.2 (e): request #2 of a run in progress first; then the
+ * context in use when its replay state is valid and the request names it
+ * (or names none); else step 2, where the Echo challenge of Appendix
+ * B.1.2 would go: "The server receives an OSCORE request for which it
+ * does not have a valid security context, either because the client has
+ * generated a new security context ID1 = R1 or because the server has
+ * lost part of its security context, e.g., ID Context, Sender Sequence
+ * Number or Replay Window." */
+static long on_b2_request(struct edhoc_server *srv, struct b2_entry *e,
+                          struct edhoc_transport_peer *peer, const char *peer_name,
+                          const struct oscore_option *oo, const uint8_t *req, size_t len,
+                          uint8_t *out, size_t cap)
+{
+    uint64_t now = clock_ms(srv);
+    struct oscore_binding b;
+    char rid[2 * OSCORE_MAX_ID + 1];
+    hex(e->configured.rid, e->configured.rid_len, rid, sizeof rid);
+    if (oscore_b2_server_is_request2(&e->run, req, len, now)) {
+        struct oscore_context next;
+        long n = oscore_b2_server_request2(&e->run, srv->cfg.ops, &e->cfg, req, len, now, &next,
+                                           srv->inner, srv->inner_cap, &b);
+        if (n < 0)
+            return b2_refused(srv, peer_name, "request #2", n, req, len, out, cap);
+        struct peer_ctx *p = b2_install(srv, e, &next, peer_name);
+        /* The table's copy keeps the keys (and the backend's state for
+         * them); this one only goes. */
+        if (p)
+            edhoc_wipe(&next, sizeof next);
+        else
+            oscore_context_wipe(&next);
+        if (!p) {
+            edhoc_wipe(srv->inner, (size_t)n);
+            return b2_refused(srv, peer_name, "request #2", OSCORE_ERR_NOMEM, req, len, out, cap);
+        }
+        srv->st.b2_completed++;
+        char id3[2 * OSCORE_MAX_ID_CONTEXT + 1];
+        hex(e->current.idc, e->current.idc_len, id3, sizeof id3);
+        logf_(srv, EDHOC_LOG_INFO,
+              "OSCORE peer=%s: RFC 8613 Appendix B.2 completed for kid=%s: request #2 verified "
+              "under ID Context R2 || R3 = %s, the context from now on; the request is served",
+              peer_name, rid, id3);
+        return on_unprotected(srv, peer, peer_name, p, n, &b, req, len, out, cap);
+    }
+    struct peer_ctx *cur = ctx_find(srv, &e->current);
+    bool valid = cur && !oscore_context_needs_echo(&cur->osc);
+    struct peer_ctx *ctx = NULL;
+    if (oo->has_kid_context) {
+        struct ctx_key key;
+        if (oo->kid_context_len <= OSCORE_MAX_ID_CONTEXT) {
+            key_set(&key, oo->kid_context, oo->kid_context_len, oo->kid, oo->kid_len);
+            ctx = ctx_find(srv, &key);
+        }
+        /* Another static context with this kid and that ID Context, or
+         * the one in use with a valid replay state: as any request. */
+        if (ctx && (ctx != cur || valid)) {
+            long n = unprotect_request(srv, oo, req, len, &ctx, &b);
+            return on_unprotected(srv, peer, peer_name, ctx, n, &b, req, len, out, cap);
+        }
+    } else if (valid) {
+        long n = unprotect_request(srv, oo, req, len, &ctx, &b);
+        /* Without 'kid context' (Section 5.1 lets a client omit it), a
+         * request that fails under a run's ID3 may come from a client
+         * that started again from the configured context: step 2 tells. */
+        bool other_inputs = ctx == cur && n == OSCORE_ERR_DECRYPT &&
+                            !key_equal(&e->current, &e->configured);
+        if (!other_inputs)
+            return on_unprotected(srv, peer, peer_name, ctx, n, &b, req, len, out, cap);
+    }
+    long r = oscore_b2_server_request1(&e->run, srv->cfg.ops, &e->cfg, req, len, now, out, cap);
+    if (r < 0)
+        return b2_refused(srv, peer_name, "request #1", r, req, len, out, cap);
+    srv->st.oscore_requests++;
+    srv->st.b2_started++;
+    logf_(srv, EDHOC_LOG_INFO,
+          "OSCORE peer=%s: no valid context for kid=%s (%s): RFC 8613 Appendix B.2 started, "
+          "response #1 sent with a new R2 (the request is not performed)",
+          peer_name, rid,
+          !valid ? "replay window lost at the restart"
+                 : oo->has_kid_context ? "'kid context' not known"
+                                       : "not verified under the context in use");
+    return r;
+}
+
 /* RFC 9668 Section 3.3.1: message_3 first, then OSCORE with the new context. */
 static long on_combined(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
                         const char *peer_name, const struct coap_msg *req, uint8_t *out,
@@ -3051,6 +3327,9 @@ static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
                                      "device's Sender ID = our C_R must be sent as kid)");
             return oscore_error(OSCORE_ERR_BAD_OPTION, req, len, out, cap);
         }
+        struct b2_entry *b2 = srv->n_b2 ? b2_find(srv, oo.kid, oo.kid_len) : NULL;
+        if (b2)
+            return on_b2_request(srv, b2, peer, peer_name, &oo, req, len, out, cap);
         struct peer_ctx *ctx;
         struct oscore_binding b;
         long n = unprotect_request(srv, &oo, req, len, &ctx, &b);

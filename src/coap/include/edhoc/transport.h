@@ -454,6 +454,11 @@ struct edhoc_server_stats {
     uint64_t oscore_requests, oscore_errors, plain_requests;
     uint64_t contexts_evicted, contexts_expired;
     uint64_t echo_challenges; /* 4.01 with Echo sent: echo_message_1, the limit */
+    /* RFC 8613 Appendix B.2 for static contexts with rfc8613_b_2: response
+     * #1 sent (a run started), request #2 accepted (the context replaced),
+     * request #1 or #2 refused (not verified, unknown or used R2, every R2
+     * slot taken, ID Context too long). */
+    uint64_t b2_started, b2_completed, b2_refused;
     size_t pending, contexts, observers;
     size_t max_contexts;
     size_t bytes_per_context, bytes_per_pending; /* memory of one entry */
@@ -467,6 +472,8 @@ void edhoc_server_free(struct edhoc_server *srv);
  * mark and needs an Echo exchange before its first request is accepted).
  * Stored contexts idle longer than context_lifetime_ms, then all but the
  * max_contexts most recently used, are deleted first (one transaction).
+ * Rows of contexts an RFC 8613 Appendix B.2 run made (ID3) are deleted,
+ * not loaded: B.2 runs again (edhoc_server_add_static_context).
  * Returns the number loaded or a negative EDHOC_STATE_ERR_* / OSCORE_ERR_*. */
 long edhoc_server_load_state(struct edhoc_server *srv);
 
@@ -493,7 +500,18 @@ int edhoc_server_save_state(struct edhoc_server *srv);
  * OSCORE_ERR_* (derivation), EDHOC_STATE_ERR_* (the mark cannot be read
  * or stored; the context is not served), or OSCORE_ERR_INVALID when a
  * context with its ID Context and recipient ID is already served (an
- * EDHOC-derived context has no ID Context) or a length is out of range. */
+ * EDHOC-derived context has no ID Context) or a length is out of range.
+ * With cfg->rfc8613_b2 (rfc8613_b_2,bool,true) the context runs RFC 8613
+ * Appendix B.2 instead of the Echo challenge: a request it has no valid
+ * context for (replay window unknown after a restart, or a 'kid context'
+ * it does not know for its Recipient ID) is answered with response #1;
+ * a verified request #2 replaces the context with the one of ID Context
+ * R2 || R3 (stored with its own marks), which serves until the process
+ * ends; the next start resumes the configured context above its mark and
+ * runs B.2 again (docs/oscore-b2.md). Such a context's ID Context is at
+ * most 8 bytes (R2 || ID1 within OSCORE_MAX_ID_CONTEXT, else
+ * OSCORE_ERR_ID_CONTEXT_TOO_LONG), and one per Recipient ID
+ * (OSCORE_ERR_INVALID). */
 int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscore_config *cfg,
                                     const char *origin);
 /* edhoc_server_add_static_context's answer for a context another worker
