@@ -561,6 +561,22 @@ static bool schedstat_seconds(long pid, double *seconds)
  * --workers): their CPU counts as the responder's. Children are found by
  * their parent in /proc/PID/stat (the "children" file needs a kernel
  * option). */
+/* The parent of pid from /proc/PID/stat (0: unknown). */
+static long parent_of(long pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    long ppid = 0;
+    return p && sscanf(p + 1, " %*c %ld", &ppid) == 1 ? ppid : 0;
+}
+
 static double children_schedstat_seconds(long pid)
 {
     DIR *d = opendir("/proc");
@@ -573,19 +589,8 @@ static double children_schedstat_seconds(long pid)
         long child = strtol(e->d_name, &end, 10);
         if (*end || child <= 0 || child == pid)
             continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%ld/stat", child);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        const char *p = strrchr(buf, ')');
-        long ppid = 0;
         double s = 0;
-        if (p && sscanf(p + 1, " %*c %ld", &ppid) == 1 && ppid == pid &&
-            schedstat_seconds(child, &s))
+        if (parent_of(child) == pid && schedstat_seconds(child, &s))
             total += s;
     }
     closedir(d);
@@ -687,18 +692,10 @@ static long socket_owner(unsigned long inode)
  * counts all the workers'). Any other owner is the responder itself. */
 static long responder_of_worker(long pid)
 {
+    long ppid = parent_of(pid);
+    if (ppid <= 1)
+        return pid;
     char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return pid;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    long ppid = 0;
-    if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1 || ppid <= 1)
-        return pid;
     char exe[2][PATH_MAX];
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "/proc/%ld/exe", k ? ppid : pid);
@@ -711,10 +708,10 @@ static long responder_of_worker(long pid)
         return pid;
     /* The same program: a worker only if the parent is a responder too. */
     snprintf(path, sizeof path, "/proc/%ld/cmdline", ppid);
-    f = fopen(path, "r");
+    FILE *f = fopen(path, "r");
     if (!f)
         return pid;
-    n = fread(buf, 1, sizeof buf - 1, f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
     size_t first = strlen(buf);

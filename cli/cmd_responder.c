@@ -82,6 +82,21 @@ static void on_signal(int sig)
         stop_signal = sig;
 }
 
+/* SIGTERM/SIGINT stop, SIGHUP reloads, SIGUSR1 logs the counts (in the
+ * supervisor of --workers, each is passed on to the workers). */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 /* ---- Bytes per layer of each handshake, and --pcap ----
  *
  * Every datagram is charged to its peer (address and port). The server
@@ -1247,15 +1262,7 @@ int cmd_responder(int argc, char **argv)
             exit_code = CLI_EXIT_INTERNAL;
             goto close_db;
         }
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        sigaction(SIGUSR1, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
+        catch_signals();
         struct cli_workers_config wcfg = {
             .count = (unsigned)workers,
             .db = db,
@@ -1447,20 +1454,8 @@ int cmd_responder(int argc, char **argv)
         }
     }
 
-    struct edhoc_server_config *live = NULL;
-    (void)live;
+    catch_signals();
     /* Notifications go out through the transport. */
-    {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        sigaction(SIGUSR1, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
-    }
     edhoc_server_set_sender(srv, send_notification, t);
     edhoc_transport_server_on_failure(t, edhoc_server_peer_failed, srv);
 

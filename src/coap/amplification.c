@@ -4,6 +4,7 @@
  * verified, in a fixed pool of entries found through a keyed hash.
  */
 #include "edhoc/amplification.h"
+#include "edhoc/server_tables.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ struct meter {
 struct edhoc_amp {
     unsigned factor;
     uint32_t max;
-    uint64_t k0, k1;
+    struct edhoc_tab_seed seed;
     struct entry *e;
     uint32_t *buckets;
     uint32_t mask;
@@ -48,57 +49,9 @@ struct edhoc_amp {
     struct edhoc_amp_stats st;
 };
 
-/* ---- SipHash-1-3 (Aumasson, Bernstein): the key keeps the buckets'
- * spread out of reach of whoever chooses source addresses. ---- */
-
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                                   \
-    do {                                                                                           \
-        v0 += v1;                                                                                  \
-        v1 = ROTL(v1, 13);                                                                         \
-        v1 ^= v0;                                                                                  \
-        v0 = ROTL(v0, 32);                                                                         \
-        v2 += v3;                                                                                  \
-        v3 = ROTL(v3, 16);                                                                         \
-        v3 ^= v2;                                                                                  \
-        v0 += v3;                                                                                  \
-        v3 = ROTL(v3, 21);                                                                         \
-        v3 ^= v0;                                                                                  \
-        v2 += v1;                                                                                  \
-        v1 = ROTL(v1, 17);                                                                         \
-        v1 ^= v2;                                                                                  \
-        v2 = ROTL(v2, 32);                                                                         \
-    } while (0)
-
-static uint64_t load_le(const uint8_t *p, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t siphash13(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len)
-{
-    uint64_t v0 = 0x736f6d6570736575ULL ^ k0, v1 = 0x646f72616e646f6dULL ^ k1;
-    uint64_t v2 = 0x6c7967656e657261ULL ^ k0, v3 = 0x7465646279746573ULL ^ k1;
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w = load_le(m + i, 8);
-        v3 ^= w;
-        SIPROUND;
-        v0 ^= w;
-    }
-    uint64_t b = (uint64_t)len << 56 | load_le(m + i, len - i);
-    v3 ^= b;
-    SIPROUND;
-    v0 ^= b;
-    v2 ^= 0xff;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    return v0 ^ v1 ^ v2 ^ v3;
-}
+/* Buckets by SipHash under a secret key (edhoc_tab_hash, shared with the
+ * server's tables): the spread stays out of reach of whoever chooses
+ * source addresses. */
 
 /* ---- The table ---- */
 
@@ -110,7 +63,7 @@ static size_t name_len_of(const char *endpoint)
 
 static uint32_t bucket_of(const struct edhoc_amp *a, const char *name, size_t len)
 {
-    return (uint32_t)siphash13(a->k0, a->k1, (const uint8_t *)name, len) & a->mask;
+    return (uint32_t)edhoc_tab_hash(&a->seed, name, len) & a->mask;
 }
 
 static uint32_t find(const struct edhoc_amp *a, const char *endpoint)
@@ -231,8 +184,8 @@ struct edhoc_amp *edhoc_amp_new(const struct edhoc_amp_config *cfg)
         return NULL;
     a->factor = cfg->factor;
     a->max = (uint32_t)max;
-    a->k0 = cfg->seed[0];
-    a->k1 = cfg->seed[1];
+    a->seed.k0 = cfg->seed[0];
+    a->seed.k1 = cfg->seed[1];
     /* At least as many buckets as entries: chains stay short. */
     uint32_t n_buckets = 16;
     while (n_buckets < max)

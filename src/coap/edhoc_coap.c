@@ -2021,6 +2021,29 @@ static int record_resolve(void *ctx, const uint8_t *id_cred, size_t len,
 
 static void amp_handshake_completed(struct edhoc_server *srv, const struct pending *h);
 
+/* message_3 verified but no OSCORE context follows: the handshake ends
+ * as failed (or refused), logged and recorded, and its slot is freed. */
+static void no_context(struct edhoc_server *srv, struct pending *h, size_t m3_len, bool combined,
+                       enum edhoc_server_outcome outcome, const char *why,
+                       const char *record_text)
+{
+    srv->st.handshakes_failed++;
+    log_done(srv, h, m3_len, "failed", why);
+    if (srv->cfg.record) {
+        struct edhoc_server_handshake r;
+        hs_from_pending(srv, h, &r);
+        hs_add_message_3(srv, h, &r);
+        r.combined = combined;
+        r.bytes[3] = m3_len;
+        r.outcome = outcome;
+        r.step = "OSCORE context";
+        r.error_text = record_text;
+        hs_emit(srv, &r);
+    }
+    srv->m3_h = NULL;
+    pending_free(srv, h);
+}
+
 static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, struct pending *h,
                           const uint8_t *m3, size_t m3_len, bool combined, struct peer_ctx **ctx,
                           uint8_t *out, size_t cap)
@@ -2073,22 +2096,10 @@ static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, 
         *ctx = NULL;
         if (!combined)
             return 0;
-        srv->st.handshakes_failed++;
-        log_done(srv, h, m3_len, "failed", "combined request (RFC 9668) with a suite that has "
-                                           "no OSCORE (RFC 8613 Section 3.2.1)");
-        if (srv->cfg.record) {
-            struct edhoc_server_handshake r;
-            hs_from_pending(srv, h, &r);
-            hs_add_message_3(srv, h, &r);
-            r.combined = true;
-            r.bytes[3] = m3_len;
-            r.outcome = EDHOC_SERVER_REFUSED;
-            r.step = "OSCORE context";
-            r.error_text = "suite without OSCORE in a combined request";
-            hs_emit(srv, &r);
-        }
-        srv->m3_h = NULL;
-        pending_free(srv, h);
+        no_context(srv, h, m3_len, true, EDHOC_SERVER_REFUSED,
+                   "combined request (RFC 9668) with a suite that has no OSCORE (RFC 8613 "
+                   "Section 3.2.1)",
+                   "suite without OSCORE in a combined request");
         static const char why[] = "no OSCORE for this suite (RFC 8613 Section 3.2.1)";
         return build(req, COAP_CODE(5, 1), -1, (const uint8_t *)why, sizeof why - 1, out, cap);
     }
@@ -2096,21 +2107,8 @@ static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, 
     if (*ctx)
         amp_handshake_completed(srv, h);
     if (!*ctx) {
-        srv->st.handshakes_failed++;
-        log_done(srv, h, m3_len, "failed", "cannot set up the OSCORE context");
-        if (srv->cfg.record) {
-            struct edhoc_server_handshake r;
-            hs_from_pending(srv, h, &r);
-            hs_add_message_3(srv, h, &r);
-            r.combined = combined;
-            r.bytes[3] = m3_len;
-            r.outcome = EDHOC_SERVER_FAILED;
-            r.step = "OSCORE context";
-            r.error_text = "cannot set up the OSCORE context";
-            hs_emit(srv, &r);
-        }
-        srv->m3_h = NULL;
-        pending_free(srv, h);
+        no_context(srv, h, m3_len, combined, EDHOC_SERVER_FAILED,
+                   "cannot set up the OSCORE context", "cannot set up the OSCORE context");
         return build(req, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
     }
     return 0;
