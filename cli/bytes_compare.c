@@ -885,6 +885,12 @@ int bytes_compare_run(const struct bytes_compare_opts *o)
          "method 3 (static DH), suite 2, CCS P-256 static DH keys (the built-in RFC 9529 "
          "trace 2 ones) named by kid, C_I/C_R 1 byte", 3,
          PUBLISHED_STATIC_DH},
+        /* The smallest reference to a certificate: a kid naming it (RFC
+         * 9528 Section 3.5.3: a kid may reference any credential), sent
+         * as a one-byte int, where x5t takes a hash. */
+        {"x5 by kid", "x5_kid", "kid",
+         "method 0 (signatures), suite 2, ID_CRED_I/R kid naming the same certificates "
+         "(one byte each), C_I/C_R 1 byte", 0, -1},
     };
     static const struct {
         const char *mode, *key, *config;

@@ -1686,6 +1686,10 @@ static void test_compare(void **state)
     check_edhoc_run(out, "x5chain", 37, 401, 376, false, true);
     check_edhoc_run(out, "x5t", 37, 115, 90, false, false);
     check_edhoc_run(out, "static_dh_kid", 37, 45, 19, false, false);
+    /* The certificates named by a one-byte kid (RFC 9528 Section 3.5.3):
+     * message_2 is x5t's less the 13 bytes x5t's [alg, 8-byte hash] adds
+     * over a one-byte kid in ID_CRED_R (and message_3 likewise). */
+    check_edhoc_run(out, "x5_kid", 37, 102, 77, false, false);
     check_dtls_run(out, "x509", true, false);
     check_dtls_run(out, "psk", false, false);
     {
@@ -1714,6 +1718,7 @@ static void test_compare(void **state)
     check_edhoc_run(out, "x5chain", 37, 401, 376, true, true);
     check_edhoc_run(out, "x5t", 37, 115, 90, true, false);
     check_edhoc_run(out, "static_dh_kid", 37, 45, 19, true, false);
+    check_edhoc_run(out, "x5_kid", 37, 102, 77, true, false);
     check_dtls_run(out, "x509", true, true);
     check_dtls_run(out, "psk", false, true);
     free(out);
