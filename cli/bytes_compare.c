@@ -101,16 +101,16 @@ struct cmp_ctx {
 
 /* ---- Accounting ---- */
 
-/* The relay records sizes, not bytes: on LoRaWAN the CoAP message (or
- * DTLS record) is carried whole after SCHC's IPv6 + UDP compression. */
-static void account(const struct cmp_ctx *c, struct cmp_msg *m, size_t len)
+/* One datagram of message m; coap: its bytes when it is a whole CoAP
+ * message the link model may compress (SCHC on LoRaWAN), else NULL. */
+static void account(const struct cmp_ctx *c, struct cmp_msg *m, size_t len, const uint8_t *coap)
 {
     m->udp += len;
     m->dgrams++;
     if (!c->has_link)
         return;
     struct edhoc_netacct_dgram d = {
-        .udp_payload = len, .ipv6 = false,
+        .udp_payload = len, .ipv6 = false, .payload = coap,
         .dir = m->from_client ? EDHOC_NETACCT_DIR_UP : EDHOC_NETACCT_DIR_DOWN};
     struct edhoc_netacct_layers l;
     if (edhoc_netacct_datagram(&c->link, &d, &l, NULL, 0) == 0) {
@@ -455,7 +455,8 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
                 r->cross_checked = false;
                 break;
             }
-            account(c, m, log->d[k++].len);
+            const struct edhoc_relay_dgram *rd = &log->d[k++];
+            account(c, m, rd->len, rd->kept == rd->len ? rd->bytes : NULL);
         }
         if ((long)m->udp != im->coap_bytes)
             r->cross_checked = false;
@@ -541,7 +542,7 @@ static void run_dtls(const struct cmp_ctx *c, struct cmp_run *r, enum edhoc_dtls
         size_t used = strlen(m->records);
         snprintf(m->records + used, sizeof m->records - used, "%s%s", used ? " | " : "",
                  d->label);
-        account(c, m, d->len);
+        account(c, m, d->len, NULL); /* DTLS records: no CoAP header to compress */
     }
     totals(r);
     air_totals(c, r);
@@ -698,9 +699,8 @@ static void print_text(const struct cmp_ctx *c, const struct cmp_run *runs, size
            c->radio.name);
     printf("  (%s)\n", c->radio.source);
     if (c->link.type == EDHOC_NETACCT_LINK_LORAWAN)
-        printf("  LoRaWAN: the relay records sizes only, so SCHC compresses IPv6 + UDP and the\n"
-               "  CoAP message travels whole (bytes --link lorawan on a capture compresses the\n"
-               "  CoAP header too).\n");
+        printf("  LoRaWAN: SCHC compresses each EDHOC run's CoAP headers from the bytes the\n"
+               "  relay forwarded; a DTLS record is not CoAP and travels whole after IPv6 + UDP.\n");
     printf("%-24s %6s %5s %11s %11s %11s %11s %11s %9s %9s\n", "mode", "frames", "frags",
            "on air", "duty wait", "link time", "host", "end-to-end", "I mJ", "R mJ");
     for (size_t i = 0; i < nruns; i++) {

@@ -104,6 +104,8 @@ static void relay_record(struct edhoc_udp_relay *r, bool to_server, const uint8_
     d->to_server = to_server;
     d->len = len;
     d->t_ns = now_ns();
+    d->kept = len <= sizeof d->bytes ? len : 0;
+    memcpy(d->bytes, p, d->kept);
     if (r->describe_dtls)
         edhoc_dtls_describe(p, len, d);
 }

@@ -43,6 +43,9 @@ extern "C" {
 #define EDHOC_RELAY_MAX_DGRAMS 128
 /* Room for the description of one datagram's DTLS records. */
 #define EDHOC_RELAY_LABEL_MAX 160
+/* Bytes of each datagram kept (an EDHOC message_2 with a certificate
+ * chain fits; larger ones are counted by size only). */
+#define EDHOC_RELAY_KEEP_MAX 2048
 
 struct edhoc_relay_dgram {
     bool to_server;        /* client -> server */
@@ -55,6 +58,10 @@ struct edhoc_relay_dgram {
     bool app_data;         /* carries an application_data record */
     bool handshake;        /* carries a handshake or change_cipher_spec record */
     uint16_t cipher_suite; /* from a ServerHello, else 0 */
+    /* The datagram itself when it fits (kept == len): the link models
+     * compress a CoAP message's header from its bytes (SCHC). */
+    size_t kept;
+    uint8_t bytes[EDHOC_RELAY_KEEP_MAX];
 };
 
 struct edhoc_relay_log {
