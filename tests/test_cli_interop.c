@@ -2187,8 +2187,10 @@ static void test_responder_kid_for_certificate(void **state)
     pem = net_read_file(named);
     assert_non_null(pem);
     assert_null(strstr(pem, "EDHOC-kid:"));
-    char *text = malloc(strlen(pem) + 32);
-    sprintf(text, "EDHOC-kid: 2e\n%s", pem);
+    size_t cap = strlen(pem) + 32;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    snprintf(text, cap, "EDHOC-kid: 2e\n%s", pem);
     snprintf(named, sizeof named, "%srk-2e.pem", d);
     net_write_file(named, text, 0644);
     free(text);
