@@ -355,6 +355,7 @@ struct load_run {
     struct load_series plain_lat;
     bool stopping;
     long responder_pid; /* 0: not known */
+    unsigned responder_processes; /* it and its workers, at the last CPU sample */
     bool pid_given;
     uint8_t plain_code; /* response code of the unprotected requests */
     long hs_started, hs_ok, req_ok, failures;
@@ -521,7 +522,8 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
 
 struct load_cpu {
     bool ok;
-    double seconds; /* user + system */
+    double seconds;     /* user + system, of the process and its children */
+    unsigned processes; /* the process and its children (responder --workers) */
 };
 
 /* Nanoseconds on a CPU of every thread of pid, from
@@ -577,7 +579,7 @@ static long parent_of(long pid)
     return p && sscanf(p + 1, " %*c %ld", &ppid) == 1 ? ppid : 0;
 }
 
-static double children_schedstat_seconds(long pid)
+static double children_schedstat_seconds(long pid, unsigned *count)
 {
     DIR *d = opendir("/proc");
     if (!d)
@@ -590,8 +592,10 @@ static double children_schedstat_seconds(long pid)
         if (*end || child <= 0 || child == pid)
             continue;
         double s = 0;
-        if (parent_of(child) == pid && schedstat_seconds(child, &s))
+        if (parent_of(child) == pid && schedstat_seconds(child, &s)) {
             total += s;
+            (*count)++;
+        }
     }
     closedir(d);
     return total;
@@ -600,10 +604,11 @@ static double children_schedstat_seconds(long pid)
 static void load_cpu_sample(struct load_cpu *c, long pid)
 {
     c->ok = false;
+    c->processes = 1;
     if (pid <= 0)
         return;
     if (schedstat_seconds(pid, &c->seconds)) {
-        c->seconds += children_schedstat_seconds(pid);
+        c->seconds += children_schedstat_seconds(pid, &c->processes);
         c->ok = true;
         return;
     }
@@ -1156,6 +1161,7 @@ static const struct bench_column load_cols[] = {
     {"floor_rate", "Floor rate (handshakes/s, one core)", BENCH_COL_NUM, false},
     {"of_floor", "Handshakes/s / floor rate", BENCH_COL_RATIO, false},
     {"responder_pid", "Responder PID", BENCH_COL_INT, false},
+    {"responder_processes", "Processes", BENCH_COL_INT, false},
     {"responder_cpu_s", "Responder CPU (s)", BENCH_COL_NUM, false},
     {"handshakes_per_cpu_s", "Handshakes per responder CPU-second", BENCH_COL_NUM, false},
     {"requests_per_cpu_s", "Requests per responder CPU-second", BENCH_COL_NUM, false},
@@ -1188,12 +1194,15 @@ static const struct bench_column flood_cols[] = {
 };
 
 /* Which side was the bottleneck: a process that was on a CPU for nearly
- * all of the wall-clock time had no more to give (each is one thread). */
-static const char *load_saturated(double seconds, double responder_cpu_s, double generator_cpu_s)
+ * all of the wall-clock time had no more to give (each is one thread; a
+ * responder with N workers has N such processes). */
+static const char *load_saturated(double seconds, double responder_cpu_s, double generator_cpu_s,
+                                  unsigned responder_processes)
 {
     if (!(seconds > 0))
         return "unknown";
-    bool resp = !isnan(responder_cpu_s) && responder_cpu_s / seconds >= 0.9;
+    double cores = responder_processes > 1 ? (double)(responder_processes - 1) : 1.0;
+    bool resp = !isnan(responder_cpu_s) && responder_cpu_s / seconds >= 0.9 * cores;
     bool gen = !isnan(generator_cpu_s) && generator_cpu_s / seconds >= 0.9;
     if (resp && gen)
         return "both";
@@ -1456,6 +1465,7 @@ static double load_phase(struct load_run *r, struct cli_progress *pr, double *re
         load_window_close(r, &w, end);
     struct load_cpu cpu_after;
     load_cpu_sample(&cpu_after, r->responder_pid);
+    r->responder_processes = cpu_after.ok ? cpu_after.processes : 0;
     *responder_cpu_s = cpu_before.ok && cpu_after.ok ? cpu_after.seconds - cpu_before.seconds
                                                      : NAN;
     *generator_cpu_s = generator_cpu_seconds() - gen_before;
@@ -1823,9 +1833,9 @@ int cmd_load(int argc, char **argv)
     if (nl > 0 && (size_t)nl < sizeof t->note)
         snprintf(t->note + nl, sizeof t->note - (size_t)nl, "%s",
                  r->responder_pid > 0
-                     ? " The responder runs on this host: its CPU time comes from /proc, and "
-                       "per CPU-second figures are what it sustains on one core whatever the "
-                       "generator beside it costs."
+                     ? " The responder runs on this host: its CPU time (with its workers', "
+                       "responder --workers) comes from /proc, and per CPU-second figures are "
+                       "what it sustains per core whatever the generator beside it costs."
                      : " The responder is not a process of this host (or not visible): no CPU "
                        "figures (see --responder-pid).");
     if (n_phases == 2 && phases[1].plain_code == COAP_CODE_UNAUTHORIZED) {
@@ -1869,11 +1879,14 @@ int cmd_load(int argc, char **argv)
         bench_row_num(t, row, "flood_sources", (double)ph->flood_sources);
         bench_row_num(t, row, "generator_cpu_s", ph->generator_cpu_s);
         bench_row_text(t, row, "saturated",
-                       load_saturated(ph->seconds, ph->cpu_s, ph->generator_cpu_s));
+                       load_saturated(ph->seconds, ph->cpu_s, ph->generator_cpu_s,
+                                      r->responder_processes));
         bool cpu = !isnan(ph->cpu_s) && ph->cpu_s > 0;
         /* An unknown process (a remote responder, --responder-pid 0): NaN,
          * which JSON prints as null and the tables as a dash (issue 14). */
         bench_row_num(t, row, "responder_pid", r->responder_pid > 0 ? (double)r->responder_pid : NAN);
+        bench_row_num(t, row, "responder_processes",
+                      cpu && r->responder_processes ? (double)r->responder_processes : NAN);
         bench_row_num(t, row, "responder_cpu_s", cpu ? ph->cpu_s : NAN);
         bench_row_num(t, row, "handshakes_per_cpu_s",
                       cpu && !ph->plain ? ph->handshakes / ph->cpu_s : NAN);

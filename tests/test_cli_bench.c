@@ -564,8 +564,9 @@ static void test_usage_errors(void **state)
 }
 
 
-/* A responder on a free loopback port, for the load generator. Returns its
- * pid (0 when it could not be started) and the port in *port. */
+/* A responder on a free loopback port, for the load generator, as one
+ * process (test_cli_workers covers load against workers). Returns its pid
+ * (0 when it could not be started) and the port in *port. */
 static long start_responder(int *port, const char *extra)
 {
     char cmd[2048], ready[300], pidfile[300];
@@ -574,7 +575,7 @@ static long start_responder(int *port, const char *extra)
     unlink(ready);
     snprintf(cmd, sizeof cmd,
              "\"${EDHOC_CLI:-edhoc-cli}\" responder --demo --listen 127.0.0.1:0 --ready-file '%s' "
-             "-q --state-dir none %s "
+             "-q --state-dir none --workers 1 %s "
              ">'%s/responder.log' 2>&1 & echo $! > '%s'",
              ready, extra, workdir, pidfile);
     if (system(cmd) != 0)
@@ -739,7 +740,7 @@ static void test_load_against_responder(void **state)
     char uri[64];
     snprintf(uri, sizeof uri, "coap://127.0.0.1:%d", port);
     const char *key[1] = {uri};
-    assert_int_equal(md_find_row(out, "Load", key, 1, buf, sizeof buf, cells), 21);
+    assert_int_equal(md_find_row(out, "Load", key, 1, buf, sizeof buf, cells), 22);
     assert_string_equal(cells[1], "2");
     assert_string_equal(cells[5], "6");
     assert_string_equal(cells[7], "0");
@@ -750,6 +751,8 @@ static void test_load_against_responder(void **state)
     char pid_text[24];
     snprintf(pid_text, sizeof pid_text, "%ld", pid);
     assert_string_equal(cells[12], pid_text);
+    /* One process: the responder without workers. */
+    assert_string_equal(cells[13], "1");
     /* Without OSCORE the responder serves /echo with 4.01: the answers
      * table counts them by code, 6 of them. */
     const char *answer_key[3] = {"unprotected", "unprotected", "4.01"};

@@ -220,6 +220,32 @@ static void test_dead_worker_stops_all(void **state)
     free(log);
 }
 
+/* load finds the responder by its port even though the sockets belong to
+ * its workers: the supervisor is named, and the CPU time counted is the
+ * supervisor's and both workers' (three processes). */
+static void test_load_counts_every_worker(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "load", "--workers 2 --listen 127.0.0.1:0 "
+                                                     "--state-dir none"),
+                     0);
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 60,
+                     "load coap://127.0.0.1:%u --peers 4 --handshakes 20 --requests-per-peer 1 "
+                     "--json -q",
+                     r.port);
+    if (rc != 0)
+        fail_msg("load: exit %d\n%s", rc, out ? out : "");
+    assert_int_equal(net_json_valid(out, "load", false), 0);
+    char want[64];
+    snprintf(want, sizeof want, "\"responder_pid\": %d,", (int)r.pid);
+    if (!strstr(out, want) || !strstr(out, "\"responder_processes\": 3,"))
+        fail_msg("expected %s and 3 processes in:\n%s", want, out);
+    free(out);
+    stop_ok(&r);
+}
+
 /* Options that belong to one process refuse --workers above 1. */
 static void test_single_process_options(void **state)
 {
@@ -243,6 +269,7 @@ int main(void)
         cmocka_unit_test_teardown(test_static_contexts_from_any_port, net_test_teardown),
         cmocka_unit_test_teardown(test_handshakes_rebinding_and_restart, net_test_teardown),
         cmocka_unit_test_teardown(test_dead_worker_stops_all, net_test_teardown),
+        cmocka_unit_test_teardown(test_load_counts_every_worker, net_test_teardown),
         cmocka_unit_test_teardown(test_single_process_options, net_test_teardown),
     };
     int rc = cmocka_run_group_tests_name("cli_workers", tests, NULL, net_group_teardown);
