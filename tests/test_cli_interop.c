@@ -2224,12 +2224,49 @@ static void test_responder_kid_for_certificate(void **state)
     free(out);
 }
 
+/* Suite 25: no OSCORE context can follow it (RFC 8613 Section 3.2.1 has
+ * no HKDF for SHAKE256), so its cells are skipped with that reason unless
+ * --request none asks for EDHOC only; then the handshake cell is ok
+ * against a responder that offers 25 (--suites 25,2). */
+static void test_suite_25_cells(void **state)
+{
+    (void)state;
+    struct net_proc r;
+    start_responder(&r, "suite25", "--suites 25,2");
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 25 "
+                               "--id-creds kid --json",
+                     r.port);
+    assert_int_equal(rc, 3); /* no cell ran */
+    json_checked(&out, "interop");
+    struct cell cells[MAX_CELLS];
+    size_t n = json_cells(out, cells, MAX_CELLS);
+    assert_int_equal(n, 4);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(cells[i].outcome, "skipped");
+        assert_non_null(strstr(cells[i].reason, "suite 25 has no OSCORE context (RFC 8613 "
+                                                "Section 3.2.1"));
+    }
+    free(out);
+    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 25 --id-creds kid "
+                           "--request none --json",
+                 r.port);
+    assert_int_equal(rc, 0);
+    json_checked(&out, "interop");
+    n = json_cells(out, cells, MAX_CELLS);
+    assert_int_equal(n, 4);
+    assert_string_equal(cells[0].outcome, "ok");
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_usage, net_test_teardown),
         cmocka_unit_test_teardown(test_new_credential_forms_over_coap, net_test_teardown),
         cmocka_unit_test_teardown(test_responder_kid_for_certificate, net_test_teardown),
+        cmocka_unit_test_teardown(test_suite_25_cells, net_test_teardown),
         cmocka_unit_test_teardown(test_own_responder_matrix, net_test_teardown),
         cmocka_unit_test_teardown(test_message_4_responder, net_test_teardown),
         cmocka_unit_test_teardown(test_suite_2_only, net_test_teardown),
