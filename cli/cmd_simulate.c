@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "commands.h"
 #include "edhoc/coap_msg.h"
@@ -421,9 +422,27 @@ static int handshake(const struct cli_edhoc_opts *o, struct cli_side *si, struct
         /* Per-attempt inputs: the n-th identifier / ephemeral key, the last
          * one repeating. */
         const struct cli_side_opts *oi = &o->side[CLI_SIDE_I];
+        const struct cli_side_opts *or_ = &o->side[CLI_SIDE_R];
         if (oi->n_c_id) {
             size_t k = (size_t)attempt < oi->n_c_id ? (size_t)attempt : oi->n_c_id - 1;
             edhoc_session_set_conn_id(&s_i, oi->c_id[k], oi->c_id_len[k]);
+        } else if (or_->n_c_id) {
+            /* --c-r fixed, C_I drawn: a real responder would pick a C_R
+             * other than C_I (RFC 9528 Section 3.3.2), this one cannot, so
+             * the drawn C_I keeps clear of it (one of the 48 one-byte
+             * int-form values, as the library draws). */
+            size_t k = (size_t)attempt < or_->n_c_id ? (size_t)attempt : or_->n_c_id - 1;
+            uint8_t r = 0;
+            if (getrandom(&r, 1, 0) != 1)
+                r = (uint8_t)attempt;
+            for (unsigned i = 0; i < 48; i++) {
+                unsigned v = (r + i) % 48u;
+                uint8_t b = (uint8_t)(v < 24 ? v : 0x20 + (v - 24));
+                if (or_->c_id_len[k] == 1 && or_->c_id[k][0] == b)
+                    continue;
+                edhoc_session_set_conn_id(&s_i, &b, 1);
+                break;
+            }
         }
         if (si->n_ephemerals) {
             size_t k = (size_t)attempt < si->n_ephemerals ? (size_t)attempt : si->n_ephemerals - 1;
