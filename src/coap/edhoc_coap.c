@@ -1521,6 +1521,32 @@ static bool same_keying_material(const struct edhoc_state_peer *a,
            a->aead_alg == b->aead_alg && a->hkdf_alg == b->hkdf_alg;
 }
 
+/* The state row of a configured context (under key, which may carry
+ * another ID Context than cfg's: Appendix B.2), its mark 0. */
+static void static_row(struct edhoc_state_peer *sp, const struct ctx_key *key,
+                       const struct oscore_config *cfg, const char *peer)
+{
+    memset(sp, 0, sizeof *sp);
+    memcpy(sp->recipient_id, key->rid, key->rid_len);
+    sp->recipient_id_len = key->rid_len;
+    sp->has_id_context = key->has_idc;
+    memcpy(sp->id_context, key->idc, key->idc_len);
+    sp->id_context_len = key->idc_len;
+    memcpy(sp->sender_id, cfg->sender_id, cfg->sender_id_len);
+    sp->sender_id_len = cfg->sender_id_len;
+    memcpy(sp->master_secret, cfg->master_secret, cfg->master_secret_len);
+    sp->master_secret_len = cfg->master_secret_len;
+    if (cfg->has_master_salt) {
+        memcpy(sp->master_salt, cfg->master_salt, cfg->master_salt_len);
+        sp->master_salt_len = cfg->master_salt_len;
+    }
+    sp->aead_alg = cfg->aead_alg;
+    sp->hkdf_alg = cfg->hkdf_alg;
+    sp->method = sp->suite = -1;
+    snprintf(sp->peer, sizeof sp->peer, "%s", peer);
+    sp->created = (int64_t)time(NULL);
+}
+
 int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscore_config *cfg,
                                     const char *origin)
 {
@@ -1578,25 +1604,7 @@ int edhoc_server_add_static_context(struct edhoc_server *srv, const struct oscor
     }
 
     struct edhoc_state_peer sp, stored;
-    memset(&sp, 0, sizeof sp);
-    memcpy(sp.recipient_id, key.rid, key.rid_len);
-    sp.recipient_id_len = key.rid_len;
-    sp.has_id_context = key.has_idc;
-    memcpy(sp.id_context, key.idc, key.idc_len);
-    sp.id_context_len = key.idc_len;
-    memcpy(sp.sender_id, cfg->sender_id, cfg->sender_id_len);
-    sp.sender_id_len = cfg->sender_id_len;
-    memcpy(sp.master_secret, cfg->master_secret, cfg->master_secret_len);
-    sp.master_secret_len = cfg->master_secret_len;
-    if (cfg->has_master_salt) {
-        memcpy(sp.master_salt, cfg->master_salt, cfg->master_salt_len);
-        sp.master_salt_len = cfg->master_salt_len;
-    }
-    sp.aead_alg = cfg->aead_alg;
-    sp.hkdf_alg = cfg->hkdf_alg;
-    sp.method = sp.suite = -1;
-    snprintf(sp.peer, sizeof sp.peer, "static");
-    sp.created = (int64_t)time(NULL);
+    static_row(&sp, &key, cfg, "static");
 
     rc = edhoc_state_get_peer(srv->cfg.db, key_idc(&key), key.idc_len, key.rid, key.rid_len,
                               &stored);
@@ -3078,25 +3086,9 @@ static struct peer_ctx *b2_install(struct edhoc_server *srv, struct b2_entry *e,
     key_set(&key, idc, idl, e->configured.rid, e->configured.rid_len);
     const struct oscore_config *cfg = &e->cfg;
     struct edhoc_state_peer sp;
-    memset(&sp, 0, sizeof sp);
-    memcpy(sp.recipient_id, key.rid, key.rid_len);
-    sp.recipient_id_len = key.rid_len;
-    sp.has_id_context = true;
-    memcpy(sp.id_context, key.idc, key.idc_len);
-    sp.id_context_len = key.idc_len;
-    memcpy(sp.sender_id, cfg->sender_id, cfg->sender_id_len);
-    sp.sender_id_len = cfg->sender_id_len;
-    memcpy(sp.master_secret, cfg->master_secret, cfg->master_secret_len);
-    sp.master_secret_len = cfg->master_secret_len;
-    if (cfg->has_master_salt) {
-        memcpy(sp.master_salt, cfg->master_salt, cfg->master_salt_len);
-        sp.master_salt_len = cfg->master_salt_len;
-    }
-    sp.aead_alg = cfg->aead_alg;
-    sp.hkdf_alg = cfg->hkdf_alg;
-    sp.method = sp.suite = -1;
-    snprintf(sp.peer, sizeof sp.peer, B2_ROW_TAG "%s", peer_name);
-    sp.created = (int64_t)time(NULL);
+    char tag[sizeof sp.peer];
+    snprintf(tag, sizeof tag, B2_ROW_TAG "%s", peer_name);
+    static_row(&sp, &key, cfg, tag);
     state_write_begin(srv);
     int rc = edhoc_state_put_peer(srv->cfg.db, &sp);
     edhoc_wipe(&sp, sizeof sp);

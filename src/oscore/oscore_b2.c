@@ -23,31 +23,6 @@
 #include "edhoc/coap_msg.h"
 #include "oscore_internal.h"
 
-/* The context cfg describes, with id_context in place of cfg's own
- * (NULL: none). */
-static int derive_with(struct oscore_context *c, const struct edhoc_crypto_ops *crypto,
-                       const struct oscore_config *cfg, const uint8_t *id_context, size_t len)
-{
-    struct oscore_params p = {
-        .aead_alg = cfg->aead_alg,
-        .hkdf_alg = cfg->hkdf_alg,
-        .master_secret = cfg->master_secret,
-        .master_secret_len = cfg->master_secret_len,
-        .master_salt = cfg->has_master_salt ? cfg->master_salt : NULL,
-        .master_salt_len = cfg->has_master_salt ? cfg->master_salt_len : 0,
-        .id_context = id_context,
-        .id_context_len = len,
-        .sender_id = cfg->sender_id,
-        .sender_id_len = cfg->sender_id_len,
-        .recipient_id = cfg->recipient_id,
-        .recipient_id_len = cfg->recipient_id_len,
-        .replay_window = cfg->replay_window,
-    };
-    int rc = oscore_context_init(c, crypto, &p);
-    if (rc == 0)
-        c->ssn_freq = cfg->ssn_freq ? cfg->ssn_freq : 1;
-    return rc;
-}
 
 static bool valid_r_len(size_t r_len)
 {
@@ -86,7 +61,7 @@ int oscore_b2_client_start(struct oscore_b2_client *st, const struct edhoc_crypt
     uint8_t r1[OSCORE_MAX_ID_CONTEXT];
     if (crypto->random(crypto->rng_ctx, r1, st->r_len) != 0)
         return OSCORE_ERR_CRYPTO;
-    int rc = derive_with(first, crypto, cfg, r1, st->r_len);
+    int rc = oscore_context_init_config_id(first, crypto, cfg, r1, st->r_len);
     if (rc)
         return rc;
     memcpy(st->id_context, r1, st->r_len);
@@ -132,7 +107,7 @@ long oscore_b2_client_response1(struct oscore_b2_client *st, const struct edhoc_
     if (id1_len)
         memcpy(id2 + o.kid_context_len, id1, id1_len);
     struct oscore_context second;
-    int rc = derive_with(&second, crypto, cfg, id2, o.kid_context_len + id1_len);
+    int rc = oscore_context_init_config_id(&second, crypto, cfg, id2, o.kid_context_len + id1_len);
     if (rc)
         return rc;
     /* "If the client can verify the response (see Section 8.4) using the
@@ -155,7 +130,7 @@ long oscore_b2_client_response1(struct oscore_b2_client *st, const struct edhoc_
         return OSCORE_ERR_CRYPTO;
     }
     size_t id3_len = o.kid_context_len + st->r_len;
-    rc = derive_with(next, crypto, cfg, id3, id3_len);
+    rc = oscore_context_init_config_id(next, crypto, cfg, id3, id3_len);
     if (rc) {
         edhoc_wipe(out, (size_t)n);
         return rc;
@@ -278,7 +253,7 @@ long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_c
      * the new derived first security context". The request is not
      * performed, so its plaintext only needs a scratch buffer. */
     struct oscore_context first, second;
-    rc = derive_with(&first, crypto, cfg, id1, id1_len);
+    rc = oscore_context_init_config_id(&first, crypto, cfg, id1, id1_len);
     if (rc)
         return rc;
     uint8_t *scratch = malloc(len);
@@ -307,7 +282,7 @@ long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_c
     memcpy(id2, r2, st->r_len);
     if (id1_len)
         memcpy(id2 + st->r_len, id1, id1_len);
-    rc = derive_with(&second, crypto, cfg, id2, st->r_len + id1_len);
+    rc = oscore_context_init_config_id(&second, crypto, cfg, id2, st->r_len + id1_len);
     if (rc)
         return rc;
     struct coap_msg r;
@@ -363,7 +338,7 @@ long oscore_b2_server_request2(struct oscore_b2_server *st, const struct edhoc_c
     }
     if (o.kid_context_len > OSCORE_MAX_ID_CONTEXT)
         return OSCORE_ERR_ID_CONTEXT_TOO_LONG;
-    rc = derive_with(next, crypto, cfg, o.kid_context, o.kid_context_len);
+    rc = oscore_context_init_config_id(next, crypto, cfg, o.kid_context, o.kid_context_len);
     if (rc)
         return rc;
     long n = oscore_unprotect_request(next, request, len, out, cap, b);

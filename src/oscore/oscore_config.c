@@ -4,6 +4,7 @@
  * written for libcoap's coap-client / coap-server work here unchanged.
  */
 #include "edhoc/oscore.h"
+#include "oscore_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -420,8 +421,9 @@ static int config_parse(const char *text, size_t len, struct oscore_config *cfg,
     return 0;
 }
 
-int oscore_context_init_config(struct oscore_context *c, const struct edhoc_crypto_ops *crypto,
-                               const struct oscore_config *cfg)
+int oscore_context_init_config_id(struct oscore_context *c, const struct edhoc_crypto_ops *crypto,
+                                  const struct oscore_config *cfg, const uint8_t *id_context,
+                                  size_t id_context_len)
 {
     if (!cfg)
         return OSCORE_ERR_INVALID;
@@ -432,8 +434,8 @@ int oscore_context_init_config(struct oscore_context *c, const struct edhoc_cryp
         .master_secret_len = cfg->master_secret_len,
         .master_salt = cfg->has_master_salt ? cfg->master_salt : NULL,
         .master_salt_len = cfg->has_master_salt ? cfg->master_salt_len : 0,
-        .id_context = cfg->has_id_context ? cfg->id_context : NULL,
-        .id_context_len = cfg->has_id_context ? cfg->id_context_len : 0,
+        .id_context = id_context,
+        .id_context_len = id_context ? id_context_len : 0,
         .sender_id = cfg->sender_id,
         .sender_id_len = cfg->sender_id_len,
         .recipient_id = cfg->recipient_id,
@@ -444,4 +446,14 @@ int oscore_context_init_config(struct oscore_context *c, const struct edhoc_cryp
     if (rc == 0)
         c->ssn_freq = cfg->ssn_freq ? cfg->ssn_freq : 1;
     return rc;
+}
+
+int oscore_context_init_config(struct oscore_context *c, const struct edhoc_crypto_ops *crypto,
+                               const struct oscore_config *cfg)
+{
+    if (!cfg)
+        return OSCORE_ERR_INVALID;
+    return oscore_context_init_config_id(c, crypto, cfg,
+                                         cfg->has_id_context ? cfg->id_context : NULL,
+                                         cfg->has_id_context ? cfg->id_context_len : 0);
 }

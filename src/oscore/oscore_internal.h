@@ -20,4 +20,10 @@ long oscore_unprotect_response_b2(struct oscore_context *c, struct oscore_bindin
                                   const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
                                   bool response1);
 
+/* oscore_context_init_config with id_context (NULL: none) in place of
+ * cfg's own ID Context: the contexts of Appendix B.2. */
+int oscore_context_init_config_id(struct oscore_context *c, const struct edhoc_crypto_ops *crypto,
+                                  const struct oscore_config *cfg, const uint8_t *id_context,
+                                  size_t id_context_len);
+
 #endif
