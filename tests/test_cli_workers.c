@@ -246,6 +246,57 @@ static void test_load_counts_every_worker(void **state)
     stop_ok(&r);
 }
 
+/* A listen port belongs to one responder. libcoap marks its endpoints
+ * SO_REUSEADDR, with which Linux lets a second UDP socket bind a port in
+ * use; a second responder on the port then started and took the first
+ * one's datagrams (and bind() to port 0 could hand out a port in use:
+ * once in CI two of test_cli_blockwise's responders shared one, and
+ * transfers came back in the other's block size). The workers' reuseport
+ * group must not let another responder in either. The second start fails
+ * with the reason and exit status 1 ("cannot listen", edhoc-cli(1)),
+ * as for any port in use (bind(2): EADDRINUSE). */
+static void expect_port_refused(uint16_t port, const char *workers)
+{
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 20, "responder --demo --state-dir none %s --listen 127.0.0.1:%u",
+                     workers, port);
+    char want[120];
+    snprintf(want, sizeof want, "cannot listen on 127.0.0.1:%u: Address already in use", port);
+    if (rc != 1 || !strstr(out, want))
+        fail_msg("a second responder (%s) on the port of the first: exit %d, expected 1 and "
+                 "\"%s\":\n%s",
+                 workers, rc, want, out ? out : "");
+    free(out);
+}
+
+static void test_listen_port_is_exclusive(void **state)
+{
+    (void)state;
+    static struct net_proc one, two;
+    assert_int_equal(net_responder_start(&one, "exclusive1", "--workers 1 --listen 127.0.0.1:0 "
+                                                             "--state-dir none"),
+                     0);
+    expect_port_refused(one.port, "--workers 1");
+    expect_port_refused(one.port, "--workers 2");
+    assert_int_equal(net_responder_start(&two, "exclusive2", "--workers 2 --listen 127.0.0.1:0 "
+                                                             "--state-dir none"),
+                     0);
+    assert_int_not_equal(two.port, one.port);
+    expect_port_refused(two.port, "--workers 1");
+    expect_port_refused(two.port, "--workers 2");
+    /* Both still answer on their own ports, two with both workers. */
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 60,
+                     "load coap://127.0.0.1:%u --peers 4 --handshakes 8 --requests-per-peer 1 "
+                     "--json -q",
+                     two.port);
+    if (rc != 0 || !strstr(out, "\"responder_processes\": 3,"))
+        fail_msg("load on the two-worker responder: exit %d\n%s", rc, out ? out : "");
+    free(out);
+    stop_ok(&two);
+    stop_ok(&one);
+}
+
 /* Options that belong to one process refuse --workers above 1. */
 static void test_single_process_options(void **state)
 {
@@ -271,6 +322,7 @@ int main(void)
         cmocka_unit_test_teardown(test_dead_worker_stops_all, net_test_teardown),
         cmocka_unit_test_teardown(test_load_counts_every_worker, net_test_teardown),
         cmocka_unit_test_teardown(test_single_process_options, net_test_teardown),
+        cmocka_unit_test_teardown(test_listen_port_is_exclusive, net_test_teardown),
     };
     int rc = cmocka_run_group_tests_name("cli_workers", tests, NULL, net_group_teardown);
     return rc;

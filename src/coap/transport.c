@@ -1119,11 +1119,11 @@ int edhoc_transport_server_open(struct edhoc_transport **out, const char *const 
         edhoc_transport_free(t);
         return EDHOC_TRANSPORT_ERR_NOMEM;
     }
-    transport_io_reuseport(t->cfg.workers > 1 ? t->cfg.workers : 0, t->cfg.worker_index == 0);
+    transport_io_reuseport(t->cfg.workers > 1 ? t->cfg.workers : 0, t->cfg.worker_index);
     for (size_t i = 0; i < n_listen; i++) {
         coap_address_t a;
         if (parse_listen(listen[i], &a)) {
-            transport_io_reuseport(0, false);
+            transport_io_reuseport(0, 0);
             if (why)
                 snprintf(why, why_cap, "--listen %s: expected ADDR:PORT (IPv6 in brackets)",
                          listen[i]);
@@ -1132,7 +1132,7 @@ int edhoc_transport_server_open(struct edhoc_transport **out, const char *const 
         }
         int before = transport_io_mark_sockets();
         if (!coap_new_endpoint(t->ctx, &a, COAP_PROTO_UDP)) {
-            transport_io_reuseport(0, false);
+            transport_io_reuseport(0, 0);
             if (why)
                 snprintf(why, why_cap, "cannot listen on %s: %s", listen[i],
                          errno ? strerror(errno) : "bind failed");
@@ -1142,7 +1142,7 @@ int edhoc_transport_server_open(struct edhoc_transport **out, const char *const 
         t->ports[t->n_ports++] = transport_io_new_socket_port(before);
     }
     int rp_err = transport_io_reuseport_error();
-    transport_io_reuseport(0, false);
+    transport_io_reuseport(0, 0);
     if (rp_err) {
         /* Without the option the workers could not share the port; without
          * the program OSCORE requests would reach workers without their

@@ -210,14 +210,34 @@ int dup3(int oldfd, int newfd, int flags)
     return f(oldfd, newfd, flags);
 }
 
-/* While a worker opens its endpoints (transport_io_reuseport), every IP
- * datagram socket joins its port's reuseport group, and the first worker
- * attaches the steering program to the group (edhoc/reuseport.h). libcoap
- * creates and binds the socket in one call, so this is the one place the
- * option can be set before bind(). */
+/* Every IP datagram socket of the process is bound without SO_REUSEADDR:
+ * libcoap sets it on its endpoints, and on Linux two UDP sockets that both
+ * carry it may hold one port. A second responder on a busy --listen port
+ * then starts silently and takes the datagrams meant for the first, and
+ * bind() to port 0 may even hand out a port in use (seen in the test suite
+ * with ten responders side by side). Without it, a port in use is
+ * EADDRINUSE, as the user expects.
+ *
+ * While a worker opens its endpoints (transport_io_reuseport), its sockets
+ * join their port's reuseport group, in worker order:
+ *   - worker 0 binds like a single process (so the port is its own, never
+ *     shared with another program), then sets SO_REUSEPORT, which lets the
+ *     later workers' binds join it (the kernel checks the flag of the bound
+ *     socket at each later bind and makes it index 0 of the group);
+ *   - workers 1.. set SO_REUSEPORT before bind() and join, in the order
+ *     the supervisor starts them; worker 1 attaches the steering program
+ *     (edhoc/reuseport.h) to the group, which exists from its bind on.
+ * libcoap creates and binds the socket in one call, so this wrapper is the
+ * one place where options can be set around bind(). */
 static unsigned reuseport_count;
-static bool reuseport_attach;
+static unsigned reuseport_worker;
 static int reuseport_error;
+
+static void reuseport_fail(int err)
+{
+    if (!reuseport_error)
+        reuseport_error = err;
+}
 
 int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
@@ -226,30 +246,36 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len)
         f = (bind_fn)real("bind");
     int type = 0;
     socklen_t tl = sizeof type;
-    bool join = reuseport_count > 1 && addr &&
-                (addr->sa_family == AF_INET || addr->sa_family == AF_INET6) &&
-                getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_DGRAM;
-    if (join) {
-        int one = 1;
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one))
-            reuseport_error = errno;
-    }
+    bool ip_dgram = addr && (addr->sa_family == AF_INET || addr->sa_family == AF_INET6) &&
+                    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_DGRAM;
+    bool join = ip_dgram && reuseport_count > 1;
+    int zero = 0, one = 1;
+    if (ip_dgram)
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &zero, sizeof zero);
+    if (join && reuseport_worker > 0 &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one))
+        reuseport_fail(errno);
     int rc = f(fd, addr, len);
+    int saved = errno;
     fd_forget(fd);
-    if (rc == 0 && join && reuseport_attach) {
+    if (rc == 0 && join && reuseport_worker == 0 &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one))
+        reuseport_fail(errno);
+    if (rc == 0 && join && reuseport_worker == 1) {
         struct sock_filter prog[EDHOC_REUSEPORT_MAX_INSNS];
         int n = edhoc_reuseport_program(reuseport_count, prog, EDHOC_REUSEPORT_MAX_INSNS);
         struct sock_fprog fp = {.len = (unsigned short)(n > 0 ? n : 0), .filter = prog};
         if (n <= 0 || setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof fp))
-            reuseport_error = n <= 0 ? EINVAL : errno;
+            reuseport_fail(n <= 0 ? EINVAL : errno);
     }
+    errno = saved;
     return rc;
 }
 
-void transport_io_reuseport(unsigned count, bool attach)
+void transport_io_reuseport(unsigned count, unsigned worker)
 {
     reuseport_count = count;
-    reuseport_attach = attach;
+    reuseport_worker = worker;
     reuseport_error = 0;
 }
 
