@@ -1918,12 +1918,13 @@ static void log_done(struct edhoc_server *srv, const struct pending *h, size_t m
  * pairs with it); suite 25's SHAKE256 has no HMAC. */
 static bool oscore_follows(const struct pending *h)
 {
-    struct edhoc_oscore_params op;
-    if (edhoc_session_oscore(&h->s, &op))
+    /* Decided from the selected suite alone: deriving the OSCORE
+     * parameters here and again in establish() cost four HKDF-Expand
+     * calls per handshake. */
+    const struct edhoc_suite *su = edhoc_suite_find(edhoc_session_suite(&h->s));
+    if (!su)
         return true; /* establish() reports the failure */
-    bool ok = op.hash_alg == -16 || op.hash_alg == -43 || op.hash_alg == -44;
-    edhoc_wipe(&op, sizeof op);
-    return ok;
+    return su->app_hash == -16 || su->app_hash == -43 || su->app_hash == -44;
 }
 
 /* message_3 accepted: the OSCORE context for this peer. */

@@ -1750,9 +1750,17 @@ int edhoc_session_oscore(const struct edhoc_session *s, struct edhoc_oscore_para
     size_t sl = s->cfg->oscore_salt_len ? s->cfg->oscore_salt_len : 8;
     if (kl == 0 || kl > sizeof o->master_secret || sl > sizeof o->master_salt)
         return EDHOC_ERR_ARG;
-    int rc = edhoc_session_export(s, 0, NULL, 0, o->master_secret, kl);
+    /* RFC 9528 Appendix A.1: both are EDHOC_Exporter outputs (labels 0
+     * and 1) of one PRK_exporter, derived once for the two. */
+    if (beyond_one_expand(su, kl) || beyond_one_expand(su, sl))
+        return EDHOC_ERR_ARG;
+    uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
+    int rc = prk_exporter(s, exp);
     if (!rc)
-        rc = edhoc_session_export(s, 1, NULL, 0, o->master_salt, sl);
+        rc = kdf(s, exp, 0, NULL, 0, o->master_secret, kl);
+    if (!rc)
+        rc = kdf(s, exp, 1, NULL, 0, o->master_salt, sl);
+    edhoc_wipe(exp, sizeof exp);
     if (rc) {
         edhoc_wipe(o, sizeof *o);
         return rc;
