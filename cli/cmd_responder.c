@@ -1267,6 +1267,7 @@ int cmd_responder(int argc, char **argv)
             .count = (unsigned)workers,
             .db = db,
             .listen = listen_addr,
+            .listen_spec = listen_spec,
             .n_listen = n_listen,
             .ready_file = ready_file,
             .pidfile = pidfile,
@@ -1392,17 +1393,8 @@ int cmd_responder(int argc, char **argv)
             ports[i] = edhoc_transport_server_port(t, i);
         cli_worker_ready(&role, ports, n_listen, 0);
     }
-    for (size_t i = 0; i < n_listen && role.count <= 1; i++) {
-        const char *addr = listen[i];
-        const char *colon = strrchr(addr, ':');
-        const char *spec = listen_spec[i];
-        /* The address bound, and the name it was resolved from. */
-        size_t spec_host = spec[0] == '[' ? strcspn(spec, "]") + 1 : strcspn(spec, ":");
-        bool named = spec_host != (size_t)(colon - addr) || strncmp(spec, addr, spec_host) != 0;
-        cli_log(LOG_NOTICE, "listening on %.*s:%u%s%.*s%s", (int)(colon - addr), addr,
-                edhoc_transport_server_port(t, i), named ? " (" : "", named ? (int)spec_host : 0,
-                spec, named ? ")" : "");
-    }
+    for (size_t i = 0; i < n_listen && role.count <= 1; i++)
+        cli_log_listening(listen[i], edhoc_transport_server_port(t, i), listen_spec[i], 1);
     cli_log(LOG_NOTICE,
             "serving %s credentials, %zu stored context%s loaded, %zu static; %zu bytes per "
             "handshake in progress, %zu per OSCORE context",

@@ -54,6 +54,19 @@ unsigned cli_workers_cpus(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
+void cli_log_listening(const char *addr, uint16_t port, const char *spec, unsigned workers)
+{
+    const char *colon = strrchr(addr, ':');
+    size_t host = colon ? (size_t)(colon - addr) : strlen(addr);
+    size_t spec_host = spec[0] == '[' ? strcspn(spec, "]") + 1 : strcspn(spec, ":");
+    bool named = spec[0] && (spec_host != host || strncmp(spec, addr, spec_host) != 0);
+    char with[48] = "";
+    if (workers > 1)
+        snprintf(with, sizeof with, " with %u workers", workers);
+    cli_log(LOG_NOTICE, "listening on %.*s:%u%s%.*s%s%s", (int)host, addr, port,
+            named ? " (" : "", named ? (int)spec_host : 0, spec, named ? ")" : "", with);
+}
+
 /* The ready report: exit code, then the ports. */
 struct ready_msg {
     int32_t exit_code;
@@ -300,7 +313,8 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
         }
     }
     for (size_t k = 0; k < cfg->n_listen; k++)
-        cli_log(LOG_NOTICE, "listening on %s with %u workers", cfg->listen[k], cfg->count);
+        cli_log_listening(cfg->listen[k], ports[k], cfg->listen_spec ? cfg->listen_spec[k] : "",
+                          cfg->count);
     if (cfg->pidfile && cli_pidfile_write(cfg->pidfile)) {
         cli_log(LOG_ERR, "--pidfile %s: %s", cfg->pidfile, strerror(errno));
         *exit_code = CLI_EXIT_INPUT;

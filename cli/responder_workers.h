@@ -23,10 +23,16 @@ struct cli_workers_config {
     /* The listen addresses "ADDR:PORT"; the supervisor writes the ports
      * worker 0 bound in place of port 0 before starting the others. */
     char (*listen)[NI_MAXHOST + 16];
+    const char *const *listen_spec; /* each as given to --listen (a host name, say) */
     size_t n_listen;
     const char *ready_file, *pidfile;
     volatile int *stop_signal, *stats_signal, *reload_signal;
 };
+
+/* The "listening on ADDR:PORT" notice: the address bound, the --listen
+ * value it came from when that named a host ("(localhost)"), and the
+ * workers sharing it when more than one. */
+void cli_log_listening(const char *addr, uint16_t port, const char *spec, unsigned workers);
 
 /* The CPUs this process may run on (at least 1). */
 unsigned cli_workers_cpus(void);

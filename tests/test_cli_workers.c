@@ -297,6 +297,28 @@ static void test_listen_port_is_exclusive(void **state)
     stop_ok(&one);
 }
 
+/* With workers the supervisor's notice names the host a --listen value
+ * resolved from, as one process does (issue #14: "the log says which
+ * address it bound"): "listening on ADDR:PORT (localhost) with 2
+ * workers". It once printed only the address. */
+static void test_listening_notice_names_host(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "named", "--workers 2 --listen localhost:0 "
+                                                      "--state-dir none"),
+                     0);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    char v4[80], v6[80];
+    snprintf(v4, sizeof v4, "listening on 127.0.0.1:%u (localhost) with 2 workers", r.port);
+    snprintf(v6, sizeof v6, "listening on [::1]:%u (localhost) with 2 workers", r.port);
+    if (!strstr(log, v4) && !strstr(log, v6))
+        fail_msg("expected \"%s\" (or its IPv6 form) in:\n%s", v4, log);
+    free(log);
+    stop_ok(&r);
+}
+
 /* Options that belong to one process refuse --workers above 1. */
 static void test_single_process_options(void **state)
 {
@@ -323,6 +345,7 @@ int main(void)
         cmocka_unit_test_teardown(test_load_counts_every_worker, net_test_teardown),
         cmocka_unit_test_teardown(test_single_process_options, net_test_teardown),
         cmocka_unit_test_teardown(test_listen_port_is_exclusive, net_test_teardown),
+        cmocka_unit_test_teardown(test_listening_notice_names_host, net_test_teardown),
     };
     int rc = cmocka_run_group_tests_name("cli_workers", tests, NULL, net_group_teardown);
     return rc;
