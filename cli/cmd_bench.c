@@ -1323,6 +1323,8 @@ static void load_progress(const struct load_run *r, struct cli_progress *pr, dou
 }
 
 /* This process's CPU seconds (user + system): the generator's cost. */
+#define RESPONDER_CPU_OF_FLOOR_TARGET 0.85
+
 static double generator_cpu_seconds(void)
 {
     struct rusage ru;
@@ -1846,7 +1848,11 @@ int cmd_load(int argc, char **argv)
                  "--allow-unprotected for a like-for-like baseline.");
     }
     /* What one core could sustain if the responder did nothing but its
-     * crypto: the target compares the measured rate with it. */
+     * crypto: the target compares the measured rate with it. Per responder
+     * CPU-second the target is issue #15's 0.85 (the kernel's loopback
+     * path alone costs about 0.18 of the floor on our hosts: see
+     * docs/DESIGN.md, "Workers"); per wall second, with no CPU figures,
+     * 0.6. */
     double floor_us = NAN, floor_rate = NAN;
     if (!partial && !phases[0].plain && phases[0].handshakes > 0) {
         struct bench_effort fe;
@@ -1906,7 +1912,8 @@ int cmd_load(int argc, char **argv)
             bench_report_target_at_least(report,
                                          cpu ? "responder_handshakes_over_floor.cpu"
                                              : "responder_handshakes_over_floor.wall",
-                                         name, cpu ? cpu_of_floor : of_floor, 0.6, "");
+                                         name, cpu ? cpu_of_floor : of_floor,
+                                         cpu ? RESPONDER_CPU_OF_FLOOR_TARGET : 0.6, "");
         }
         bench_row_num(t, row, "responder_floor_us", ph->plain ? NAN : floor_us);
         bench_row_num(t, row, "floor_rate", ph->plain ? NAN : floor_rate);
