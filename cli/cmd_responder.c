@@ -561,18 +561,14 @@ fail:
     return CLI_EXIT_INPUT;
 }
 
-/* Among several workers a notification goes non-confirmable: the
- * observer's empty ACK carries nothing that names a context, so the
- * kernel hashes it to a worker by address, which for a static context
- * need not be the one that sent the notification (RFC 7641 Section 4.5
- * lets a server send notifications as NON). */
-static bool notify_confirmable = true;
-
+/* Notifications are confirmable, so that an observer that went away is
+ * noticed (RFC 7641 Section 4.5). Among several workers the observer's
+ * empty ACK or Reset finds the notifying worker by its Message ID
+ * (edhoc/reuseport.h). */
 static int send_notification(void *user, struct edhoc_transport_peer *peer, const uint8_t *msg,
                              size_t len)
 {
-    /* Confirmable, so that an observer that went away is noticed. */
-    return edhoc_transport_peer_send(user, peer, msg, len, notify_confirmable);
+    return edhoc_transport_peer_send(user, peer, msg, len, true);
 }
 
 /* ---- The command line ---- */
@@ -1287,7 +1283,6 @@ int cmd_responder(int argc, char **argv)
         }
         /* A worker from here on: the supervisor holds the database, the
          * pid file and the ready file. */
-        notify_confirmable = false;
         db = NULL;
         if (role.state_fd >= 0 && edhoc_state_connect(role.state_fd, &db)) {
             exit_code = CLI_EXIT_INTERNAL;

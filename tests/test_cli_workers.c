@@ -319,6 +319,124 @@ static void test_listening_notice_names_host(void **state)
     stop_ok(&r);
 }
 
+/* An Observe registration under OSCORE made by hand (`oscore protect`,
+ * nothing of our client): CON GET /counter, Observe 0, Message ID mid,
+ * token 3 bytes t0 t1 t2, protected with the client context ctx at
+ * sequence number seq. Returns the datagram's length. */
+static size_t observe_request(const char *ctx, unsigned seq, unsigned mid, unsigned tok,
+                              uint8_t *msg, size_t cap)
+{
+    char coap[80], *out = NULL;
+    snprintf(coap, sizeof coap, "4301%04x%06x6057636f756e746572", mid & 0xffff, tok & 0xffffff);
+    int rc = CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq %u %s", ctx, seq,
+                     coap);
+    if (rc != 0)
+        fail_msg("oscore protect: %d %s", rc, out ? out : "");
+    size_t len = 0;
+    for (const char *p = out; p[0] && p[1] && p[0] != '\n' && len < cap; p += 2) {
+        unsigned v;
+        if (sscanf(p, "%2x", &v) != 1)
+            break;
+        msg[len++] = (uint8_t)v;
+    }
+    free(out);
+    assert_true(len > 4);
+    return len;
+}
+
+static void send_empty(int fd, uint16_t port, uint8_t type, const uint8_t *to)
+{
+    /* RFC 7252 Section 4.2 / 4.3: an empty ACK or Reset echoes the
+     * Message ID of the message it answers. */
+    uint8_t e[4] = {(uint8_t)(0x40 | type << 4), 0x00, to[2], to[3]};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(sendto(fd, e, 4, 0, (struct sockaddr *)&a, sizeof a), 4);
+}
+
+static long recv_within(int fd, uint8_t *buf, size_t cap, unsigned ms)
+{
+    struct timeval tv = {ms / 1000, (long)(ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return recv(fd, buf, cap, 0);
+}
+
+/* Observe with two workers: observers of contexts owned by either worker
+ * (Recipient IDs 01 and 02), each from a socket of its own whose address
+ * the kernel may hash to the other worker. RFC 7641 Section 4.5: an
+ * acknowledgement "signals to the server that the client is alive and
+ * interested", and a missing one lets the server remove the observer;
+ * Section 3.6: a client MAY reject a notification with a Reset. Both
+ * answers are empty messages that name only a Message ID (RFC 7252
+ * Section 4.2, 4.3), so they must reach the worker that sent the
+ * notification. Before, notifications went non-confirmable among workers
+ * and a Reset reached whichever worker the address hashed to: the
+ * notifications went on. Here every notification is confirmable, an ACK
+ * is taken (the next one is a new notification, not a retransmission)
+ * and a Reset ends the observation. */
+static void test_observe_across_workers(void **state)
+{
+    (void)state;
+    char s1[300], s2[300], c1[300], c2[300], sdir[300], args[1400];
+    write_ctx("osrv01.conf", s1, sizeof s1, "01", true);
+    write_ctx("osrv02.conf", s2, sizeof s2, "02", true);
+    write_ctx("ocl01.conf", c1, sizeof c1, "01", false);
+    write_ctx("ocl02.conf", c2, sizeof c2, "02", false);
+    net_path(sdir, sizeof sdir, "observe-state");
+    snprintf(args, sizeof args,
+             "--workers 2 --listen 127.0.0.1:0 --state-dir %s --oscore-context %s "
+             "--oscore-context %s",
+             sdir, s1, s2);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "observe", args), 0);
+    enum { OBSERVERS = 8 };
+    int fd[OBSERVERS];
+    uint8_t msg[512], buf[2048], first[OBSERVERS][4];
+    for (int i = 0; i < OBSERVERS; i++) {
+        fd[i] = socket(AF_INET, SOCK_DGRAM, 0);
+        assert_true(fd[i] >= 0);
+        const char *ctx = i % 2 ? c1 : c2;
+        size_t len = observe_request(ctx, 100 + (unsigned)i, 0x2000 + (unsigned)i,
+                                     0xa1b200 + (unsigned)i, msg, sizeof msg);
+        long n = net_udp_exchange_fd(fd[i], r.port, msg, len, buf, sizeof buf, 3000);
+        if (n < 4 || buf[1] != 0x45)
+            fail_msg("observer %d (context %s): registration answered %ld bytes, code %#x, "
+                     "expected 2.05",
+                     i, i % 2 ? "01" : "02", n, n >= 2 ? buf[1] : 0);
+    }
+    for (int i = 0; i < OBSERVERS; i++) {
+        long n = recv_within(fd[i], buf, sizeof buf, 3000);
+        if (n < 4 || (buf[0] & 0x30) != 0x00)
+            fail_msg("observer %d (context %s): the next notification: %ld bytes, type %u, "
+                     "expected a confirmable one (RFC 7641 Section 4.5)",
+                     i, i % 2 ? "01" : "02", n, n >= 1 ? (buf[0] >> 4) & 3u : 9u);
+        memcpy(first[i], buf, 4);
+        send_empty(fd[i], r.port, i < OBSERVERS / 2 ? 2 : 3, buf); /* ACK, or Reset */
+    }
+    /* Acknowledged: the next message is a new notification (another
+     * Message ID), then rejected with a Reset. */
+    for (int i = 0; i < OBSERVERS / 2; i++) {
+        long n = recv_within(fd[i], buf, sizeof buf, 3000);
+        if (n < 4 || !memcmp(buf + 2, first[i] + 2, 2))
+            fail_msg("observer %d (context %s): after its ACK, %s", i, i % 2 ? "01" : "02",
+                     n < 4 ? "no further notification"
+                           : "the same notification again (the ACK reached another worker)");
+        send_empty(fd[i], r.port, 3, buf);
+    }
+    /* Rejected: nothing more within two and a half periods of /counter
+     * (each Reset answered a notification just received, a period before
+     * the next one is due). */
+    net_sleep_ms(2500);
+    for (int i = 0; i < OBSERVERS; i++) {
+        long n = recv_within(fd[i], buf, sizeof buf, 10);
+        if (n >= 4)
+            fail_msg("observer %d (context %s): %ld bytes after its Reset (code %#x, type %u)", i,
+                     i % 2 ? "01" : "02", n, buf[1], (buf[0] >> 4) & 3u);
+        close(fd[i]);
+    }
+    stop_ok(&r);
+}
+
 /* Options that belong to one process refuse --workers above 1. */
 static void test_single_process_options(void **state)
 {
@@ -346,6 +464,7 @@ int main(void)
         cmocka_unit_test_teardown(test_single_process_options, net_test_teardown),
         cmocka_unit_test_teardown(test_listen_port_is_exclusive, net_test_teardown),
         cmocka_unit_test_teardown(test_listening_notice_names_host, net_test_teardown),
+        cmocka_unit_test_teardown(test_observe_across_workers, net_test_teardown),
     };
     int rc = cmocka_run_group_tests_name("cli_workers", tests, NULL, net_group_teardown);
     return rc;

@@ -83,10 +83,26 @@ static void test_known_answers(void **state)
     static const uint8_t m1[] = {0x40, 0x02, 0, 2, 0xbb, '.', 'w', 'e', 'l', 'l', '-', 'k', 'n',
                                  'o', 'w', 'n', 0x05, 'e', 'd', 'h', 'o', 'c', 0xff, 0xf5, 0x03};
     expect(m1, sizeof m1, EDHOC_REUSEPORT_BY_HASH);
-    /* An empty ACK (4 bytes): by hash. Shorter than a header: by hash. */
+    /* An empty ACK or Reset (Code 0.00, RFC 7252 Sections 4.2, 4.3)
+     * answers a notification by its Message ID, which the notifying
+     * worker picked among its own: 0x1234 is even, worker 0; 0x1235
+     * worker 1. Shorter than a header: by hash. */
     static const uint8_t ack[] = {0x60, 0x00, 0x12, 0x34};
-    expect(ack, sizeof ack, EDHOC_REUSEPORT_BY_HASH);
+    expect(ack, sizeof ack, 0);
+    static const uint8_t ack_odd[] = {0x60, 0x00, 0x12, 0x35};
+    expect(ack_odd, sizeof ack_odd, 1);
+    static const uint8_t rst[] = {0x70, 0x00, 0xff, 0xff};
+    expect(rst, sizeof rst, 1);
     expect(ack, 3, EDHOC_REUSEPORT_BY_HASH);
+    /* An empty CON (a ping, answered by any worker with a Reset) and an
+     * empty NON: by hash. A piggybacked ACK (Code 2.05) is no empty
+     * message: walked like any other, no OSCORE option, by hash. */
+    static const uint8_t ping[] = {0x40, 0x00, 0x12, 0x35};
+    expect(ping, sizeof ping, EDHOC_REUSEPORT_BY_HASH);
+    static const uint8_t non_empty[] = {0x50, 0x00, 0x12, 0x35};
+    expect(non_empty, sizeof non_empty, EDHOC_REUSEPORT_BY_HASH);
+    static const uint8_t piggy[] = {0x60, 0x45, 0x12, 0x35, 0xff, 0x01};
+    expect(piggy, sizeof piggy, EDHOC_REUSEPORT_BY_HASH);
     /* TKL 9..15 is a format error (RFC 7252 Section 3): by hash. */
     static const uint8_t bad_tkl[] = {0x49, 0x01, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x91, 0x09};
     expect(bad_tkl, sizeof bad_tkl, EDHOC_REUSEPORT_BY_HASH);
@@ -94,11 +110,17 @@ static void test_known_answers(void **state)
      * any more once the number passed 9. */
     static const uint8_t past[] = {0x40, 0x01, 0, 0, 0xb1, 'a', 0xe2, 0xff, 0xf6, 0x09, 0x14};
     expect(past, sizeof past, EDHOC_REUSEPORT_BY_HASH);
-    /* Three workers: kid 05 -> 2. */
+    /* Three workers: kid 05 -> 2; a Reset with Message ID 0xffff
+     * (65535 = 3 * 21845) -> 0, 0x0007 -> 1. */
     use(3);
     memcpy(m, c4_like, sizeof m);
     m[21] = 0x05;
     expect(m, sizeof m, 2);
+    expect(rst, sizeof rst, 0);
+    static const uint8_t rst7[] = {0x70, 0x00, 0x00, 0x07};
+    expect(rst7, sizeof rst7, 1);
+    for (unsigned mid = 0; mid < 65536; mid += 97)
+        assert_int_equal(edhoc_reuseport_mid_owner((uint16_t)mid, 3), mid % 3);
 }
 
 /* A truncated option: the interpreter stops with 0, and so does C. */
@@ -162,7 +184,9 @@ static void test_random_agreement(void **state)
             size_t len = (size_t)(rand() % (int)sizeof m);
             for (size_t k = 0; k < len; k++)
                 m[k] = (uint8_t)rand();
-            if (len > 4 && rand() % 2) {
+            if (len >= 4 && rand() % 8 == 0) {
+                m[1] = 0; /* Code 0.00: an empty message of a random type */
+            } else if (len > 4 && rand() % 2) {
                 m[0] = (uint8_t)(0x40 | (rand() % 9));
                 size_t at = 4 + (m[0] & 0x0f);
                 if (at < len)

@@ -51,6 +51,12 @@ uint32_t edhoc_reuseport_steer(const uint8_t *msg, size_t len, unsigned count)
     struct reader r = {msg, len, false};
     if (len < 4)
         return EDHOC_REUSEPORT_BY_HASH;
+    /* An empty ACK or Reset (Code 0.00, RFC 7252 Sections 4.2 and 4.3)
+     * answers a confirmable or non-confirmable message of this group by
+     * its Message ID, and each worker picks the Message IDs of what it
+     * sends itself (edhoc_reuseport_mid_owner): the ID names the worker. */
+    if (rd8(&r, 1) == 0 && (rd8(&r, 0) & 0x30) >= 0x20)
+        return edhoc_reuseport_mid_owner((uint16_t)rd16(&r, 2), count);
     uint32_t tkl = rd8(&r, 0) & 0x0f;
     if (tkl > 8)
         return EDHOC_REUSEPORT_BY_HASH;
@@ -119,6 +125,11 @@ uint32_t edhoc_reuseport_steer(const uint8_t *msg, size_t len, unsigned count)
         p = value + olen;
     }
     return EDHOC_REUSEPORT_BY_HASH;
+}
+
+uint32_t edhoc_reuseport_mid_owner(uint16_t mid, unsigned count)
+{
+    return count ? mid % count : 0;
 }
 
 /* ---- The same decision as a classic BPF program ----
@@ -400,6 +411,18 @@ int edhoc_reuseport_program(unsigned count, void *insns, size_t cap)
     /* Header: 4 bytes, then a token of TKL <= 8 bytes. */
     LD_LEN();
     jump(e, BPF_JGE | BPF_K, 4, L_NONE, by_hash);
+    /* Empty ACK or Reset: the worker its Message ID names. */
+    int not_empty = new_label(e), by_mid = new_label(e);
+    op(e, BPF_LD | BPF_B | BPF_ABS, 1);
+    jump(e, BPF_JEQ | BPF_K, 0, L_NONE, not_empty);
+    op(e, BPF_LD | BPF_B | BPF_ABS, 0);
+    ALU_K(BPF_AND, 0x30);
+    jump(e, BPF_JGE | BPF_K, 0x20, by_mid, not_empty);
+    place(e, by_mid);
+    op(e, BPF_LD | BPF_H | BPF_ABS, 2);
+    ALU_K(BPF_MOD, count);
+    RET_A();
+    place(e, not_empty);
     op(e, BPF_LD | BPF_B | BPF_ABS, 0);
     ALU_K(BPF_AND, 0x0f);
     jump(e, BPF_JGT | BPF_K, 8, by_hash, L_NONE);

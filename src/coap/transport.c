@@ -29,6 +29,7 @@
 #include "edhoc/amplification.h"
 #include "edhoc/blockwise.h"
 #include "edhoc/datagram_guard.h"
+#include "edhoc/reuseport.h"
 #include "transport_io.h"
 
 #define OPT_OSCORE 9
@@ -1221,6 +1222,17 @@ int edhoc_transport_peer_send(struct edhoc_transport *t, struct edhoc_transport_
                                     v.token, v.token_len);
     if (!pdu)
         return EDHOC_TRANSPORT_ERR_SEND;
+    if (t->cfg.workers > 1) {
+        /* The peer's empty ACK or Reset to this message is steered by its
+         * Message ID (edhoc/reuseport.h): take the next of the session's
+         * IDs that names this worker (within 2N draws, a wrap included). */
+        uint16_t mid = (uint16_t)coap_pdu_get_mid(pdu);
+        for (unsigned k = 0; k < 2 * t->cfg.workers &&
+                             edhoc_reuseport_mid_owner(mid, t->cfg.workers) != t->cfg.worker_index;
+             k++)
+            mid = coap_new_message_id(s);
+        coap_pdu_set_mid(pdu, mid);
+    }
     if (v.payload_len && !coap_add_data(pdu, v.payload_len, v.payload)) {
         coap_delete_pdu(pdu);
         return EDHOC_TRANSPORT_ERR_SEND;

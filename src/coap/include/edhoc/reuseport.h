@@ -10,10 +10,14 @@
  * 'kid' (RFC 8613 Section 6.1: "kid ... MUST be present in requests" when
  * the context needs it, and it always does here) and goes to that worker,
  * whatever address and port it comes from (a NAT rebinding included).
- * Everything else -- message_1, message_3, empty ACKs, malformed input --
- * gets the kernel's hash of its address and ports, which keeps one peer on
- * one worker: the worker that answered message_1 picks a C_R it owns, so
- * the peer's later requests under that context land there too.
+ * An empty ACK or Reset goes to the worker its Message ID names
+ * (edhoc_reuseport_mid_owner): it answers a message a worker sent
+ * (an Observe notification, RFC 7641), whose Message ID that worker
+ * picked among its own. Everything else -- message_1, message_3, pings,
+ * malformed input -- gets the kernel's hash of its address and ports,
+ * which keeps one peer on one worker: the worker that answered message_1
+ * picks a C_R it owns, so the peer's later requests under that context
+ * land there too.
  *
  * edhoc_reuseport_steer() is the same decision in C, instruction for
  * instruction, to test the program against (and to document it).
@@ -44,6 +48,11 @@ extern "C" {
  * interpreter stop with 0; this returns 0 then as well (only malformed
  * messages get there: a well-formed one has every byte that is read). */
 uint32_t edhoc_reuseport_steer(const uint8_t *msg, size_t len, unsigned count);
+
+/* The worker an empty ACK or Reset with this Message ID goes to; a
+ * worker sends confirmable and non-confirmable messages only with Message
+ * IDs it owns. */
+uint32_t edhoc_reuseport_mid_owner(uint16_t mid, unsigned count);
 
 /* Write the program for count workers (2..EDHOC_REUSEPORT_MAX_WORKERS)
  * into insns (struct sock_filter layout: u16 code, u8 jt, u8 jf, u32 k),
