@@ -43,6 +43,29 @@ static void write_ctx(const char *name, char *path, size_t cap, const char *rid,
     net_write_file(path, conf, 0600);
 }
 
+/* A responder named name with two workers and the static contexts of
+ * Recipient IDs 01 (owned by worker 1) and 02 (worker 0) in a state
+ * directory of its own; c1, c2: the clients' context files (300 bytes). */
+static void start_two_owners(struct net_proc *r, const char *name, char *c1, char *c2)
+{
+    char s1[300], s2[300], file[100], sdir[300], args[1400];
+    snprintf(file, sizeof file, "%s-srv01.conf", name);
+    write_ctx(file, s1, sizeof s1, "01", true);
+    snprintf(file, sizeof file, "%s-srv02.conf", name);
+    write_ctx(file, s2, sizeof s2, "02", true);
+    snprintf(file, sizeof file, "%s-cl01.conf", name);
+    write_ctx(file, c1, 300, "01", false);
+    snprintf(file, sizeof file, "%s-cl02.conf", name);
+    write_ctx(file, c2, 300, "02", false);
+    snprintf(file, sizeof file, "%s-state", name);
+    net_path(sdir, sizeof sdir, file);
+    snprintf(args, sizeof args,
+             "--workers 2 --listen 127.0.0.1:0 --state-dir %s --oscore-context %s "
+             "--oscore-context %s",
+             sdir, s1, s2);
+    assert_int_equal(net_responder_start(r, name, args), 0);
+}
+
 /* GET /time under a client context, from a new socket (a new source
  * port) each time. Returns the exit code; *code the CoAP code seen. */
 static int get_time(uint16_t port, const char *ctx, char **out)
@@ -85,18 +108,9 @@ static void expect_time(uint16_t port, const char *ctx, int tries)
 static void test_static_contexts_from_any_port(void **state)
 {
     (void)state;
-    char s1[300], s2[300], c1[300], c2[300], sdir[300], args[1400];
-    write_ctx("srv01.conf", s1, sizeof s1, "01", true);
-    write_ctx("srv02.conf", s2, sizeof s2, "02", true);
-    write_ctx("cl01.conf", c1, sizeof c1, "01", false);
-    write_ctx("cl02.conf", c2, sizeof c2, "02", false);
-    net_path(sdir, sizeof sdir, "static-state");
-    snprintf(args, sizeof args,
-             "--workers 2 --listen 127.0.0.1:0 --state-dir %s --oscore-context %s "
-             "--oscore-context %s",
-             sdir, s1, s2);
+    char c1[300], c2[300];
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "static", args), 0);
+    start_two_owners(&r, "static", c1, c2);
     expect_time(r.port, c1, 8);
     expect_time(r.port, c2, 8);
     stop_ok(&r);
@@ -377,18 +391,9 @@ static long recv_within(int fd, uint8_t *buf, size_t cap, unsigned ms)
 static void test_observe_across_workers(void **state)
 {
     (void)state;
-    char s1[300], s2[300], c1[300], c2[300], sdir[300], args[1400];
-    write_ctx("osrv01.conf", s1, sizeof s1, "01", true);
-    write_ctx("osrv02.conf", s2, sizeof s2, "02", true);
-    write_ctx("ocl01.conf", c1, sizeof c1, "01", false);
-    write_ctx("ocl02.conf", c2, sizeof c2, "02", false);
-    net_path(sdir, sizeof sdir, "observe-state");
-    snprintf(args, sizeof args,
-             "--workers 2 --listen 127.0.0.1:0 --state-dir %s --oscore-context %s "
-             "--oscore-context %s",
-             sdir, s1, s2);
+    char c1[300], c2[300];
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "observe", args), 0);
+    start_two_owners(&r, "observe", c1, c2);
     enum { OBSERVERS = 8 };
     int fd[OBSERVERS];
     uint8_t msg[512], buf[2048], first[OBSERVERS][4];
