@@ -139,6 +139,9 @@ struct responder_acct {
     struct held_line held[ACCT_LINES];
     size_t n_held;
     struct interop_log *ilog;
+    /* Handshake lines are printed at this log level (notice: failures),
+     * so the bytes per peer they report are counted. */
+    bool count_bytes;
 };
 
 /* The table is set-associative: a peer's address picks one set of
@@ -209,6 +212,8 @@ static void on_datagram(void *user, bool sent, const struct sockaddr *local,
         a->capture_errors++;
     if (a->ilog)
         interop_log_datagram(a->ilog, sent, local, peer, payload, len);
+    if (!a->count_bytes)
+        return;
     struct sockaddr_storage k;
     cli_addr_normalize(peer, &k);
     if (k.ss_family != AF_INET && k.ss_family != AF_INET6)
@@ -1202,6 +1207,7 @@ int cmd_responder(int argc, char **argv)
     }
     acct->link = net.link;
     acct->ilog = r->ilog;
+    acct->count_bytes = cli_log_threshold() >= LOG_NOTICE;
     if (cli_net_capture_open(&net, "responder", &acct->cap)) {
         exit_code = CLI_EXIT_INPUT;
         goto out;
@@ -1324,6 +1330,7 @@ int cmd_responder(int argc, char **argv)
         .db = db,
         .log = responder_log,
         .log_user = acct,
+        .log_max_level = cli_log_threshold(),
         .record = r->ilog ? interop_log_record : NULL,
         .oscore = r->ilog ? interop_log_oscore : NULL,
         .record_user = r->ilog,

@@ -24,6 +24,11 @@ void cli_log_open(const char *ident, bool use_syslog, int threshold)
         openlog(ident, LOG_PID, LOG_DAEMON);
 }
 
+int cli_log_threshold(void)
+{
+    return log_threshold;
+}
+
 void cli_log_line(void *user, int level, const char *line)
 {
     (void)user;

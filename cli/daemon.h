@@ -7,6 +7,8 @@
 /* Levels as syslog's (3 error .. 7 debug). Lines above the threshold are
  * dropped. */
 void cli_log_open(const char *ident, bool use_syslog, int threshold);
+/* The highest syslog level printed (LOG_INFO by default, -q / -v move it). */
+int cli_log_threshold(void);
 void cli_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_log_line(void *user, int level, const char *line);
 

@@ -255,9 +255,14 @@ static void logf_(struct edhoc_server *srv, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #include <stdarg.h>
+static bool log_wanted(const struct edhoc_server *srv, int level)
+{
+    return srv->cfg.log && (!srv->cfg.log_max_level || level <= srv->cfg.log_max_level);
+}
+
 static void logf_(struct edhoc_server *srv, int level, const char *fmt, ...)
 {
-    if (!srv->cfg.log)
+    if (!log_wanted(srv, level))
         return;
     char line[512];
     va_list ap;
@@ -1901,12 +1906,13 @@ static const char *tolerated_text(const struct pending *h)
 static void log_done(struct edhoc_server *srv, const struct pending *h, size_t m3_len,
                      const char *outcome, const char *why)
 {
-    struct edhoc_message_1_fields dummy;
-    (void)dummy;
+    int level = strcmp(outcome, "ok") ? EDHOC_LOG_NOTICE : EDHOC_LOG_INFO;
+    if (!log_wanted(srv, level))
+        return;
     char cis[20], crs[20];
     cid_hex(h->s.peer_cid, h->s.peer_cid_len, cis, sizeof cis);
     cid_hex(h->c_r, h->c_r_len, crs, sizeof crs);
-    logf_(srv, strcmp(outcome, "ok") ? EDHOC_LOG_NOTICE : EDHOC_LOG_INFO,
+    logf_(srv, level,
           "handshake peer=%s method=%d suite=%d C_I=%s C_R=%s framing=%s bytes=%zu outcome=%s%s%s",
           h->peer, h->s.method, h->s.suite, cis, crs,
           h->framing == EDHOC_FRAMING_BARE ? "bare" : "A.2", h->bytes + m3_len, outcome,

@@ -390,6 +390,10 @@ struct edhoc_server_config {
     /* Log lines (no newline). */
     void (*log)(void *user, int level, const char *line);
     void *log_user;
+    /* Lines of a level above this one (a syslog level, enum
+     * edhoc_server_log_level) are not even formatted: the per-handshake
+     * line costs a few microseconds. 0: every line goes to log. */
+    int log_max_level;
     /* Send a separate message (Observe notifications) to a peer. */
     int (*send)(void *user, struct edhoc_transport_peer *peer, const uint8_t *msg, size_t len);
     void *send_user;
