@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1554,7 +1555,8 @@ const struct cli_cmd_spec cli_spec_load = {
         "context, in a loop, until --duration or --handshakes is reached. Only point it\n"
         "at loopback or at test hosts of your own.\n\n"
         "The responder's crypto floor (its crypto calls of one handshake, timed alone\n"
-        "here) gives the rate one core could sustain; the report compares the measured\n"
+        "here, after the load, on the CPUs a local responder may run on) gives the rate\n"
+        "one core could sustain; the report compares the measured\n"
         "rate with it. Compare OSCORE with --plain runs for the cost of protection.\n"
         "Every peer and handshake has its own C_I and ephemeral key. An OSCORE request\n"
         "answered without OSCORE is a failure whatever the code (no_oscore); the answers\n"
@@ -1859,11 +1861,21 @@ int cmd_load(int argc, char **argv)
         bench_effort_default(&fe);
         fe.min_time = 0.3;
         double fi = 0, fr = 0;
+        /* Timed on the CPUs the responder may run on (it is idle now): a
+         * responder pinned with taskset is compared with its own core's
+         * crypto, not with that of the core the generator ran on. */
+        cpu_set_t own, theirs;
+        bool moved = r->responder_pid > 0 &&
+                     sched_getaffinity((pid_t)r->responder_pid, sizeof theirs, &theirs) == 0 &&
+                     sched_getaffinity(0, sizeof own, &own) == 0 &&
+                     sched_setaffinity(0, sizeof theirs, &theirs) == 0;
         if (bench_handshake_floor(&fe, r->o.method, r->o.suites[0],
                                   r->o.side[CLI_SIDE_I].id_cred_type, &fi, &fr) == 0 && fr > 0) {
             floor_us = fr;
             floor_rate = 1e6 / fr;
         }
+        if (moved)
+            (void)sched_setaffinity(0, sizeof own, &own);
     }
     for (size_t k = 0; k < n_phases; k++) {
         const struct load_phase_result *ph = &phases[k];
