@@ -1066,19 +1066,8 @@ static void print_layers_text(FILE *f, const struct ctx *c, const struct run *ru
     if (air) {
         struct cli_air_summary s;
         handshake_air(c, run, &radio, &s);
-        char a1[24], a2[24], a3[24], a4[24], a5[24];
-        char host[96] = " (host time not measured: the handshake did not complete)";
-        if (s.host_ms >= 0)
-            snprintf(host, sizeof host, " + host %s (the handshake time measured here)",
-                     cli_air_time((uint64_t)(s.host_ms * 1000 + 0.5), a5, sizeof a5));
-        fprintf(f, "  Handshake on the link (docs/airtime.md): %u frames%s, %s on air, duty-cycle "
-                   "wait %s, link time %s;\n"
-                   "  end-to-end %s = its messages one after another on the link%s;\n"
-                   "  energy initiator %.3f mJ, responder %.3f mJ, radio %s (%s)\n",
-                s.frames, s.fragments ? " (SCHC fragments among them)" : "",
-                cli_air_time(s.air_us, a1, sizeof a1), cli_air_time(s.wait_us, a2, sizeof a2),
-                cli_air_time(s.link_us, a3, sizeof a3), cli_air_time(s.e2e_us, a4, sizeof a4),
-                host, s.initiator_mj, s.responder_mj, radio.name, radio.source);
+        cli_air_summary_print(f, &s, &radio, "Handshake on the link", "its messages",
+                              "the handshake time measured here");
     }
     if (c->log.link_errors)
         fprintf(f, "  (%u datagram%s too large for the link: counted without frames)\n",

@@ -852,17 +852,8 @@ static void print_framed_text(FILE *f, const struct run *run, const struct timin
         return;
     struct cli_air_summary s;
     framed_air(fr, n, &radio, t->crypto_ms, &s);
-    char a1[24], a2[24], a3[24], a4[24], a5[24];
-    fprintf(f, "  On the link (docs/airtime.md): %u frames%s, %s on air, duty-cycle wait %s, "
-               "link time %s;\n"
-               "  end-to-end %s = the messages one after another on the link + host %s (the "
-               "crypto time measured here, both sides);\n"
-               "  energy initiator %.3f mJ, responder %.3f mJ, radio %s (%s)\n",
-            s.frames, s.fragments ? " (SCHC fragments among them)" : "",
-            cli_air_time(s.air_us, a1, sizeof a1), cli_air_time(s.wait_us, a2, sizeof a2),
-            cli_air_time(s.link_us, a3, sizeof a3), cli_air_time(s.e2e_us, a4, sizeof a4),
-            cli_air_time((uint64_t)(s.host_ms * 1000 + 0.5), a5, sizeof a5), s.initiator_mj,
-            s.responder_mj, radio.name, radio.source);
+    cli_air_summary_print(f, &s, &radio, "On the link", "the messages",
+                          "the crypto time measured here, both sides");
 }
 
 /* The per-layer table as JSON, or null when there is none (a failed

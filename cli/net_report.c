@@ -528,6 +528,24 @@ const char *cli_air_time(uint64_t us, char *buf, size_t cap)
     return buf;
 }
 
+void cli_air_summary_print(FILE *f, const struct cli_air_summary *s,
+                           const struct edhoc_netacct_radio *radio, const char *heading,
+                           const char *subject, const char *host_what)
+{
+    char a1[24], a2[24], a3[24], a4[24], a5[24];
+    char host[160] = " (host time not measured: the handshake did not complete)";
+    if (s->host_ms >= 0)
+        snprintf(host, sizeof host, " + host %s (%s)",
+                 cli_air_time((uint64_t)(s->host_ms * 1000 + 0.5), a5, sizeof a5), host_what);
+    fprintf(f, "  %s (docs/airtime.md): %u frames%s, %s on air, duty-cycle wait %s, link time %s;\n"
+               "  end-to-end %s = %s one after another on the link%s;\n"
+               "  energy initiator %.3f mJ, responder %.3f mJ, radio %s (%s)\n",
+            heading, s->frames, s->fragments ? " (SCHC fragments among them)" : "",
+            cli_air_time(s->air_us, a1, sizeof a1), cli_air_time(s->wait_us, a2, sizeof a2),
+            cli_air_time(s->link_us, a3, sizeof a3), cli_air_time(s->e2e_us, a4, sizeof a4),
+            subject, host, s->initiator_mj, s->responder_mj, radio->name, radio->source);
+}
+
 static json_t *ms_json(uint64_t us)
 {
     return json_real((double)us / 1e3);

@@ -130,6 +130,12 @@ void cli_air_summary_add(struct cli_air_summary *s, const struct edhoc_netacct_r
                          const struct edhoc_netacct_air *a, unsigned frames,
                          bool from_initiator);
 json_t *cli_air_summary_json(const struct cli_air_summary *s);
+/* The summary as three text lines: "  HEADING (docs/airtime.md): frames,
+ * time on air, duty-cycle wait, link time; end-to-end = SUBJECT one after
+ * another on the link + host (HOST_WHAT); energy per role, radio". */
+void cli_air_summary_print(FILE *f, const struct cli_air_summary *s,
+                           const struct edhoc_netacct_radio *radio, const char *heading,
+                           const char *subject, const char *host_what);
 /* The same as option tables (id CLI_OPT_ID_NET): all three, or --pcap only. */
 struct cli_opt;
 struct cli_opt_parser;
