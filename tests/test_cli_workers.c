@@ -442,6 +442,48 @@ static void test_observe_across_workers(void **state)
     stop_ok(&r);
 }
 
+/* Inner block-wise (RFC 8613 Section 4.1.3.4.1: every block is an OSCORE
+ * message of its own, Block1/Block2 inner options) with two workers: a
+ * 3,000-byte POST /echo in 64-byte blocks under a context of each owner,
+ * from a new socket each run. Every block is steered by its kid to the
+ * owner, which holds the transfer; one block at another worker would be
+ * answered 4.01 "Security context not found" and the transfer would fail.
+ * The echoed body comes back byte for byte. */
+static void test_inner_blockwise_across_workers(void **state)
+{
+    (void)state;
+    char c1[300], c2[300], body[300], got[300], cstate[300];
+    static struct net_proc r;
+    start_two_owners(&r, "blocks", c1, c2);
+    net_path(body, sizeof body, "body.bin");
+    net_path(got, sizeof got, "echoed.bin");
+    net_path(cstate, sizeof cstate, "blocks-client-state");
+    char text[3001];
+    for (int i = 0; i < 3000; i++)
+        text[i] = (char)('a' + (i * 7) % 26);
+    text[3000] = '\0';
+    net_write_file(body, text, 0600);
+    const char *ctx[2] = {c1, c2};
+    for (int k = 0; k < 4; k++) {
+        char line[1600], *out = NULL;
+        unlink(got);
+        snprintf(line, sizeof line,
+                 "STATE_DIRECTORY=%s %s coap POST coap://127.0.0.1:%u/echo --payload-file %s "
+                 "--output %s --block-size 64 --oscore-context %s --json",
+                 cstate, cli, r.port, body, got, ctx[k % 2]);
+        int rc = net_sh(line, &out, 60);
+        if (rc != 0 || !strstr(out, "\"code\": \"2.04\""))
+            fail_msg("POST /echo of 3000 bytes in 64-byte blocks, context %s, run %d: exit %d\n%s",
+                     k % 2 ? "02" : "01", k, rc, out ? out : "");
+        free(out);
+        char *echoed = net_read_file(got);
+        if (!echoed || strcmp(echoed, text) != 0)
+            fail_msg("run %d: the echoed body differs from the 3000 bytes sent", k);
+        free(echoed);
+    }
+    stop_ok(&r);
+}
+
 /* Options that belong to one process refuse --workers above 1. */
 static void test_single_process_options(void **state)
 {
@@ -470,6 +512,7 @@ int main(void)
         cmocka_unit_test_teardown(test_listen_port_is_exclusive, net_test_teardown),
         cmocka_unit_test_teardown(test_listening_notice_names_host, net_test_teardown),
         cmocka_unit_test_teardown(test_observe_across_workers, net_test_teardown),
+        cmocka_unit_test_teardown(test_inner_blockwise_across_workers, net_test_teardown),
     };
     int rc = cmocka_run_group_tests_name("cli_workers", tests, NULL, net_group_teardown);
     return rc;
