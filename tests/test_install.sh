@@ -92,6 +92,23 @@ else
   diff <(echo "$installed") <(echo "$included") || true
 fi
 
+# Each installed header compiles alone, under C99 as under C11, pedantic:
+# a user's program may include any one of them first, built with either
+# standard (capture.h used struct timespec, which <time.h> declares only
+# from C11 or with POSIX feature macros).
+headers_ok=1
+for h in $installed; do
+  for std in c99 c11; do
+    if ! echo "#include <$h>" | "${cc[@]}" -std=$std -pedantic -Wall -Wextra -Werror \
+         -I"$(dirname "$incdir")" -x c -fsyntax-only - 2>"$work/header.log"; then
+      not_ok "$h alone does not compile with -std=$std -pedantic -Wall -Wextra -Werror"
+      head -5 "$work/header.log"
+      headers_ok=0
+    fi
+  done
+done
+[ "$headers_ok" = 1 ] && ok "each installed header compiles alone with -std=c99 and -std=c11 -pedantic"
+
 # shellcheck disable=SC2046
 if "${cc[@]}" "${cflags[@]}" "$src/tests/test_link_installed.c" -o "$work/linked_shared" \
      $(pkg-config --cflags --libs edhoc) 2>"$work/cc.log"; then

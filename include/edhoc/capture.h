@@ -23,6 +23,10 @@
 #ifndef EDHOC_CAPTURE_H
 #define EDHOC_CAPTURE_H
 
+/* struct timespec under -std=c99 as well: POSIX has <sched.h> define it,
+ * while <time.h> declares it only from C11 on or with a POSIX feature
+ * macro. */
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
