@@ -150,13 +150,35 @@ else
 fi
 
 # ---- exported symbols ----------------------------------------------------
-nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//' | sort -u >"$work/exported"
+# (Type A: the version nodes' own names, which are not functions.)
+nm -D --defined-only "$so" | awk '$2 != "A" {print $3}' | sed 's/@.*//' | sort -u >"$work/exported"
 n_exported=$(wc -l <"$work/exported")
 bad_prefix=$(grep -vE '^(edhoc_|oscore_|coap_msg_|coap_option_|coap_uint_)' "$work/exported" || true)
 if [ -z "$bad_prefix" ]; then
   ok "$n_exported exported symbols, all edhoc_*, oscore_* or the coap_msg.h codec"
 else
   not_ok "exported outside the public prefixes: $(echo "$bad_prefix" | xargs)"
+fi
+# Every export is bound to a version node of src/libedhoc.map, so a later
+# incompatible change can get a new node while programs linked before it
+# keep resolving the symbols they were linked against.
+nodes=$(sed -n 's/^\(LIBEDHOC_[0-9][0-9.]*\) *{.*/\1/p' "$src/src/libedhoc.map" | xargs)
+if [ -z "$nodes" ]; then
+  not_ok "src/libedhoc.map has no version node (LIBEDHOC_x.y { ... })"
+else
+  unversioned=$(nm -D --defined-only "$so" | awk -v nodes=" $nodes " '$2 != "A" {
+      split($3, v, "@+"); if (index(nodes, " " v[2] " ") == 0) print $3 }')
+  if [ -z "$unversioned" ]; then
+    ok "every export carries a version node of src/libedhoc.map ($nodes)"
+  else
+    not_ok "exports outside the version nodes $nodes: $(echo "$unversioned" | head -5 | xargs)"
+  fi
+  first_node=${nodes%% *}
+  if readelf -V "$work/linked_shared" 2>/dev/null | grep -q "Name: $first_node "; then
+    ok "a program linked against $soname requires $first_node (readelf -V)"
+  else
+    not_ok "the program linked against $soname records no requirement of $first_node (readelf -V)"
+  fi
 fi
 for internal in cred_read_file cred_sha256 edhoc_ead_parse; do
   if grep -qx "$internal" "$work/exported"; then
