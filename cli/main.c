@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "util.h"
+#include "version.h"
 
 struct command {
     const char *name;
@@ -37,6 +38,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    cli_opt_version_print = cli_print_version;
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;
@@ -64,7 +66,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-        printf("edhoc-cli %s\n", EDHOC_CLI_VERSION);
+        cli_print_version(stdout);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {

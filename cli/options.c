@@ -33,6 +33,13 @@ static const struct cli_opt common_opts[] = {
     {0, NULL, NULL, NULL},
 };
 
+static void print_version_line(FILE *f)
+{
+    fprintf(f, "edhoc-cli %s\n", EDHOC_CLI_VERSION);
+}
+
+void (*cli_opt_version_print)(FILE *f) = print_version_line;
+
 static char short_of(const struct cli_opt *o)
 {
     switch (o->id) {
@@ -137,7 +144,7 @@ static enum cli_opt_status take_common(struct cli_opt_parser *p, const struct cl
         p->exit_code = 0;
         return CLI_OPT_EXIT;
     case COMMON_VERSION:
-        printf("edhoc-cli %s\n", EDHOC_CLI_VERSION);
+        cli_opt_version_print(stdout);
         p->exit_code = 0;
         return CLI_OPT_EXIT;
     case COMMON_VERBOSE:

@@ -95,6 +95,11 @@ int cli_opt_seconds(struct cli_opt_parser *p, double min_s, double max_s, long *
 /* One of choices (NULL-terminated): *index. */
 int cli_opt_choice(struct cli_opt_parser *p, const char *const *choices, int *index);
 
+/* What --version prints, in every command: by default the program's
+ * version line; main() points it to the full list of libraries
+ * (cli_print_version), which the parser's own test does not link. */
+extern void (*cli_opt_version_print)(FILE *f);
+
 /* Help from the table: usage, description, groups, epilogue. */
 void cli_opt_print_help(const struct cli_cmd_spec *spec, FILE *f);
 /* Usage line and a pointer to --help, for a command line missing its

@@ -81,6 +81,16 @@ else
   not_ok "shared use: Requires '$(pkg-config --print-requires edhoc)', libs '$(pkg-config --libs edhoc)'"
 fi
 
+# edhoc/version.h is generated from the project's version.
+if grep -qx "#define EDHOC_VERSION_STRING \"$version\"" "$incdir/version.h" 2>/dev/null; then
+  ok "edhoc/version.h: EDHOC_VERSION_STRING \"$version\""
+else
+  not_ok "edhoc/version.h missing or without EDHOC_VERSION_STRING \"$version\""
+fi
+if [ -e "$incdir/version.h.in" ] || [ -e "$incdir/meson.build" ]; then
+  not_ok "the template or meson.build of edhoc/version.h is installed"
+fi
+
 # Every installed header is the program's to include, and it includes only
 # those (the transport's headers are the CLI's and not installed).
 installed=$(find "$incdir" -maxdepth 1 -name '*.h' -printf 'edhoc/%f\n' | sort)

@@ -26,6 +26,7 @@
 #include <edhoc/netacct.h>
 #include <edhoc/oscore.h>
 #include <edhoc/state.h>
+#include <edhoc/version.h>
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -49,6 +50,19 @@ static const struct edhoc_crypto_ops *check_crypto(void)
     CHECK(edhoc_crypto_hash_len(EDHOC_COSE_SHA256) == 32);
     CHECK(strcmp(edhoc_crypto_curve_name(EDHOC_COSE_CRV_P256), "P-256") == 0);
     return ops;
+}
+
+/* edhoc/version.h: the library in use is the one the program was compiled
+ * against (same installed tree), and the macros agree with each other. */
+static void check_version(void)
+{
+    char parts[32];
+    snprintf(parts, sizeof parts, "%d.%d.%d", EDHOC_VERSION_MAJOR, EDHOC_VERSION_MINOR,
+             EDHOC_VERSION_PATCH);
+    CHECK(strcmp(parts, EDHOC_VERSION_STRING) == 0);
+    CHECK(strcmp(edhoc_version(), EDHOC_VERSION_STRING) == 0);
+    CHECK(EDHOC_VERSION_NUMBER == EDHOC_VERSION_MAJOR * 1000000L + EDHOC_VERSION_MINOR * 1000L +
+                                      EDHOC_VERSION_PATCH);
 }
 
 /* edhoc/cbor.h: 1000 is 19 03 e8 (RFC 8949 Appendix A). */
@@ -257,6 +271,7 @@ int main(int argc, char **argv)
     }
     static struct handshake h;
     const struct edhoc_crypto_ops *ops = check_crypto();
+    check_version();
     check_cbor();
     check_blockwise();
     check_netacct();

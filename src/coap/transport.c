@@ -99,6 +99,16 @@ struct edhoc_transport {
     struct edhoc_bw_server *bw;
 };
 
+const char *edhoc_transport_libcoap_version(void)
+{
+    /* libcoap says "libcoap 4.3.1"; the name is the caller's to print. */
+    const char *v = coap_package_version();
+    static const char prefix[] = "libcoap ";
+    if (v && !strncmp(v, prefix, sizeof prefix - 1))
+        v += sizeof prefix - 1;
+    return v && *v ? v : "unknown";
+}
+
 const char *edhoc_transport_strerror(int err)
 {
     switch (err) {

@@ -44,6 +44,9 @@ extern "C" {
 
 const char *edhoc_transport_strerror(int err);
 
+/* The version of the libcoap the process runs with ("4.3.1"). */
+const char *edhoc_transport_libcoap_version(void);
+
 struct edhoc_transport;
 struct edhoc_amp; /* edhoc/amplification.h */
 /* A server-side peer (a CoAP session: address, port and local endpoint),
