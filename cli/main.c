@@ -1,6 +1,7 @@
 /* edhoc-cli: EDHOC (RFC 9528) and OSCORE (RFC 8613) from the command line. */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -36,9 +37,53 @@ static void usage(FILE *out)
                  "options;\n'edhoc-cli --version' prints the version.\n");
 }
 
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     cli_opt_version_print = cli_print_version;
+    const char *names[sizeof commands / sizeof commands[0] + 2];
+    size_t n_names = 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        names[n_names++] = commands[i].name;
+    names[n_names++] = "help";
+    names[n_names] = NULL;
+    /* Every command takes the common options, so those written before
+     * the command mean the same after its name (cli_opt_leading). */
+    int command = cli_opt_leading(argc, argv, names);
+    if (command < 0)
+        return CLI_EXIT_USAGE;
+    if (command == 1)
+        return run(argc, argv);
+    if (command >= argc) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *word = argv[command];
+    bool is_command = false;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        is_command = is_command || !strcmp(word, commands[i].name);
+    if (!is_command) {
+        /* help, --help, --version or an unknown word: -v, -q and --crypto
+         * change nothing there. */
+        return run(argc - (command - 1), argv + (command - 1));
+    }
+    /* `bench load` is `load`: its options go after both words. */
+    int words = !strcmp(word, "bench") && command + 1 < argc && !strcmp(argv[command + 1], "load")
+                    ? 2 : 1;
+    char **moved = calloc((size_t)argc + 1, sizeof *moved);
+    if (!moved) {
+        fprintf(stderr, "edhoc-cli: out of memory\n");
+        return CLI_EXIT_USAGE;
+    }
+    cli_opt_move_leading(argc, argv, command, words, moved);
+    int rc = run(argc, moved);
+    free(moved);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

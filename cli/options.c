@@ -290,6 +290,82 @@ enum cli_opt_status cli_opt_next(struct cli_opt_parser *p)
     return CLI_OPT_OPTION;
 }
 
+static bool is_command(const char *word, const char *const *commands)
+{
+    for (size_t i = 0; commands[i]; i++)
+        if (!strcmp(word, commands[i]))
+            return true;
+    return false;
+}
+
+/* "-v", "-vvq": a bundle of the short common options that take no value. */
+static bool verbosity_bundle(const char *a)
+{
+    if (a[0] != '-' || !a[1])
+        return false;
+    for (const char *c = a + 1; *c; c++)
+        if (*c != 'v' && *c != 'q')
+            return false;
+    return true;
+}
+
+int cli_opt_leading(int argc, char **argv, const char *const *commands)
+{
+    int i = 1;
+    while (i < argc) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--verbose") || !strcmp(a, "--quiet") || verbosity_bundle(a) ||
+            !strncmp(a, "--crypto=", 9)) {
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--crypto")) {
+            if (i + 1 >= argc || is_command(argv[i + 1], commands)) {
+                fprintf(stderr, "edhoc-cli: --crypto needs a value (openssl|sodium|auto)\n");
+                return -1;
+            }
+            i += 2;
+            continue;
+        }
+        if (a[0] != '-' || !strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "--version"))
+            return i;
+        /* An option of a command: the command's parser knows its value,
+         * this one does not, so name the corrected command line. */
+        int cmd = i + 1;
+        while (cmd < argc && !is_command(argv[cmd], commands))
+            cmd++;
+        if (cmd >= argc) {
+            fprintf(stderr, "edhoc-cli: %s goes after the command (edhoc-cli COMMAND %s; "
+                            "edhoc-cli --help lists the commands)\n", a, a);
+            return -1;
+        }
+        char fixed[512];
+        size_t used = (size_t)snprintf(fixed, sizeof fixed, "edhoc-cli %s", argv[cmd]);
+        for (int k = 1; k < argc && used < sizeof fixed; k++) {
+            if (k != cmd)
+                used += (size_t)snprintf(fixed + used, sizeof fixed - used, " %s", argv[k]);
+        }
+        if (used >= sizeof fixed)
+            memcpy(fixed + sizeof fixed - 4, "...", 4);
+        fprintf(stderr, "edhoc-cli: put %s after the command: %s\n", a, fixed);
+        return -1;
+    }
+    return argc;
+}
+
+void cli_opt_move_leading(int argc, char **argv, int command, int command_words, char **out)
+{
+    int n = 0;
+    out[n++] = argv[0];
+    for (int k = 0; k < command_words && command + k < argc; k++)
+        out[n++] = argv[command + k];
+    for (int k = 1; k < command; k++)
+        out[n++] = argv[k];
+    for (int k = command + command_words; k < argc; k++)
+        out[n++] = argv[k];
+    out[n] = NULL;
+}
+
 int cli_opt_long(struct cli_opt_parser *p, long min, long max, long *out)
 {
     char *end = NULL;

@@ -95,6 +95,21 @@ int cli_opt_seconds(struct cli_opt_parser *p, double min_s, double max_s, long *
 /* One of choices (NULL-terminated): *index. */
 int cli_opt_choice(struct cli_opt_parser *p, const char *const *choices, int *index);
 
+/* The common options may also come before the command: `edhoc-cli -q
+ * --crypto sodium simulate` is `edhoc-cli simulate -q --crypto sodium`.
+ * cli_opt_leading() reads argv[1..] (argv[0] the program) past -v/-vv,
+ * -q, --verbose, --quiet and --crypto NAME and returns the index of the
+ * first other word (the command, or -h/--help/--version; argc when none
+ * is left), or -1 after printing one line naming the fix when another
+ * option comes before the command (commands: the command names, for the
+ * corrected command line). */
+int cli_opt_leading(int argc, char **argv, const char *const *commands);
+/* out (argc + 1 entries, NULL-terminated) = argv with the words
+ * argv[1..command-1] moved after the command_words words from
+ * argv[command] on ("bench load" is two), where the command's own parser
+ * reads them; its own later options still override them. */
+void cli_opt_move_leading(int argc, char **argv, int command, int command_words, char **out);
+
 /* What --version prints, in every command: by default the program's
  * version line; main() points it to the full list of libraries
  * (cli_print_version), which the parser's own test does not link. */
