@@ -238,6 +238,39 @@ else
   echo "skip - no gcc to list the installed headers' prototypes (-aux-info)"
 fi
 
+# ---- data and documentation ----------------------------------------------
+# The JSON Schemas (the man page's FILES) and the documents, each one
+# installed from the source tree byte for byte.
+datadir=$(dirname "$(dirname "$(find "$root" -name edhoc-cli.1 -path '*/man1/*' | head -1)")")
+datadir=$(dirname "$datadir") # .../share
+files_ok=1
+for schema in "$src"/docs/json/*.schema.json; do
+  installed_file=$datadir/edhoc-cli/json/$(basename "$schema")
+  if ! cmp -s "$schema" "$installed_file"; then
+    not_ok "${installed_file#"$root"} missing or not docs/json/$(basename "$schema")"
+    files_ok=0
+  fi
+done
+extra=$(comm -13 <(cd "$src/docs/json" && ls) <(cd "$datadir/edhoc-cli/json" 2>/dev/null && ls))
+if [ -n "$extra" ]; then
+  not_ok "installed in share/edhoc-cli/json but not in docs/json: $extra"
+  files_ok=0
+fi
+[ "$files_ok" = 1 ] && ok "JSON Schemas in ${datadir#"$root"}/edhoc-cli/json: $(cd "$src/docs/json" && ls | xargs)"
+files_ok=1
+for doc in README.md docs/DESIGN.md docs/json.md docs/airtime.md docs/exporter.md docs/oscore-b2.md; do
+  if ! cmp -s "$src/$doc" "$datadir/doc/edhoc-cli/$(basename "$doc")"; then
+    not_ok "share/doc/edhoc-cli/$(basename "$doc") missing or not $doc"
+    files_ok=0
+  fi
+done
+[ "$files_ok" = 1 ] && ok "documents in ${datadir#"$root"}/doc/edhoc-cli: $(cd "$datadir/doc/edhoc-cli" && ls | xargs)"
+if grep -q 'share/edhoc\\-cli/json/' "$datadir/man/man1/edhoc-cli.1"; then
+  ok "the man page names share/edhoc-cli/json/"
+else
+  not_ok "the man page does not name share/edhoc-cli/json/"
+fi
+
 # ---- the systemd unit ----------------------------------------------------
 unit=$root$unit_dir/edhoc-cli-responder.service
 if [ ! -f "$unit" ]; then
