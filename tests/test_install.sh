@@ -265,6 +265,22 @@ for doc in README.md docs/DESIGN.md docs/json.md docs/airtime.md docs/exporter.m
   fi
 done
 [ "$files_ok" = 1 ] && ok "documents in ${datadir#"$root"}/doc/edhoc-cli: $(cd "$datadir/doc/edhoc-cli" && ls | xargs)"
+# Shell completion where bash-completion (XDG_DATA_DIRS/bash-completion/
+# completions, loaded on demand by the command's name) and Debian's zsh
+# (vendor-completions in its fpath) look.
+for f in bash-completion/completions/edhoc-cli zsh/vendor-completions/_edhoc-cli; do
+  if [ -s "$datadir/$f" ]; then
+    ok "completion ${datadir#"$root"}/$f"
+  else
+    not_ok "no completion at ${datadir#"$root"}/$f"
+  fi
+done
+if bash -c 'source "$1" && complete -p edhoc-cli' _ "$datadir/bash-completion/completions/edhoc-cli" \
+     >/dev/null 2>&1; then
+  ok "the installed bash completion registers itself for edhoc-cli"
+else
+  not_ok "sourcing the installed bash completion does not register a completion for edhoc-cli"
+fi
 if grep -q 'share/edhoc\\-cli/json/' "$datadir/man/man1/edhoc-cli.1"; then
   ok "the man page names share/edhoc-cli/json/"
 else
