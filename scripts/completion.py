@@ -156,12 +156,12 @@ def bash(cmds):
         lines.append("        case $prev in")
         for o in c["options"]:
             if o["words"] or o["files"]:
-                lines.append(f"        {o['name']}) values=\"{' '.join(o['words'])}\" files={o['files'] or ''} ;;")
+                lines.append(f"        {o['name']}) values=\"{' '.join(o['words'])}\" files=\"{o['files'] or ''}\" ;;")
         lines.append("        esac")
         if c["words"]:
             lines.append(f'        words="{" ".join(c["words"])}"')
         if c["files"]:
-            lines.append("        files_positional=file")
+            lines.append("        files_positional=\"file\"")
         lines.append("        ;;")
     lines += [
         "    *) return ;;",

@@ -31,6 +31,7 @@ expect() { # WANT(lines) WORD...
   shift
   local got
   got=$(complete_line "$@")
+  # shellcheck disable=SC2086 # one expected word per line
   want=$(printf '%s\n' $want | sort)
   if [ "$got" = "$want" ]; then
     echo "ok - '$*' completes to $(echo "$got" | xargs)"

@@ -256,7 +256,7 @@ if [ -n "$extra" ]; then
   not_ok "installed in share/edhoc-cli/json but not in docs/json: $extra"
   files_ok=0
 fi
-[ "$files_ok" = 1 ] && ok "JSON Schemas in ${datadir#"$root"}/edhoc-cli/json: $(cd "$src/docs/json" && ls | xargs)"
+[ "$files_ok" = 1 ] && ok "JSON Schemas in ${datadir#"$root"}/edhoc-cli/json: $(cd "$src/docs/json" && echo *)"
 files_ok=1
 for doc in README.md docs/DESIGN.md docs/json.md docs/airtime.md docs/exporter.md docs/oscore-b2.md; do
   if ! cmp -s "$src/$doc" "$datadir/doc/edhoc-cli/$(basename "$doc")"; then
@@ -264,7 +264,7 @@ for doc in README.md docs/DESIGN.md docs/json.md docs/airtime.md docs/exporter.m
     files_ok=0
   fi
 done
-[ "$files_ok" = 1 ] && ok "documents in ${datadir#"$root"}/doc/edhoc-cli: $(cd "$datadir/doc/edhoc-cli" && ls | xargs)"
+[ "$files_ok" = 1 ] && ok "documents in ${datadir#"$root"}/doc/edhoc-cli: $(cd "$datadir/doc/edhoc-cli" && echo *)"
 # Shell completion where bash-completion (XDG_DATA_DIRS/bash-completion/
 # completions, loaded on demand by the command's name) and Debian's zsh
 # (vendor-completions in its fpath) look.
