@@ -1231,6 +1231,11 @@ int cmd_responder(int argc, char **argv)
         }
     }
 
+    /* Before anything says the responder is up (the pid file, the ready
+     * file, a worker's report): a supervisor may signal it the moment one
+     * appears, and SIGTERM must then store state and exit 0, not kill. A
+     * signal that comes while contexts load is acted on once they are. */
+    catch_signals();
     if (workers > 1) {
         /* The stored rows are pruned once, here, to the whole responder's
          * bounds; each worker then loads the rows it owns. */
@@ -1264,7 +1269,6 @@ int cmd_responder(int argc, char **argv)
             exit_code = CLI_EXIT_INTERNAL;
             goto close_db;
         }
-        catch_signals();
         struct cli_workers_config wcfg = {
             .count = (unsigned)workers,
             .db = db,
@@ -1448,7 +1452,6 @@ int cmd_responder(int argc, char **argv)
         }
     }
 
-    catch_signals();
     /* Notifications go out through the transport. */
     edhoc_server_set_sender(srv, send_notification, t);
     edhoc_transport_server_on_failure(t, edhoc_server_peer_failed, srv);

@@ -1229,6 +1229,69 @@ static void test_interop_log_schema_and_modes(void **state)
     free(out);
 }
 
+/* Start a responder with --pidfile and --ready-file, send SIGTERM the
+ * instant `watched` (one of them) exists, polled without sleeping. Returns
+ * 0 when it exited 0, 1 when the signal killed it, 2 otherwise. */
+static int sigterm_when_file_appears(const char *pidfile, const char *ready, const char *watched,
+                                     const char *log)
+{
+    unlink(pidfile);
+    unlink(ready);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0)
+            dup2(fd, 2);
+        execl(cli, cli, "responder", "--demo", "--workers", "1", "--listen", "127.0.0.1:0",
+              "--state-dir", "none", "--quiet", "--pidfile", pidfile, "--ready-file", ready,
+              (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    while (access(watched, F_OK) != 0) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return 2;
+    }
+    kill(pid, SIGTERM);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    return WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM ? 1 : 2;
+}
+
+/* Issue 23, item 6: a supervisor may signal the responder as soon as the
+ * pid file or the ready file says it is up, and the epilogue of `help
+ * responder` promises "SIGTERM/SIGINT store state and exit 0". In single-
+ * process mode both files used to be written before the handlers were
+ * installed, so a SIGTERM right behind either killed the process (128 +
+ * 15; 48 of 50 behind the pid file, 5 of 50 behind the ready file here).
+ * Every exit must be the clean one, and a clean exit removes the pid file
+ * (--pidfile: "removed on a clean exit"). */
+static void test_sigterm_right_after_ready_file(void **state)
+{
+    (void)state;
+    char ready[300], pidfile[300], log[300];
+    net_path(ready, sizeof ready, "fast.ready");
+    net_path(pidfile, sizeof pidfile, "fast.pid");
+    net_path(log, sizeof log, "fast.log");
+    int killed[2] = {0, 0}, other[2] = {0, 0};
+    for (int round = 0; round < 100; round++) {
+        int which = round & 1; /* 0: behind the pid file, 1: behind the ready file */
+        int rc = sigterm_when_file_appears(pidfile, ready, which ? ready : pidfile, log);
+        killed[which] += rc == 1;
+        other[which] += rc == 2;
+    }
+    if (killed[0] || other[0] || killed[1] || other[1]) {
+        char *text = net_read_file(log);
+        fail_msg("SIGTERM as the pid file appeared: %d of 50 killed, %d ended otherwise; as the "
+                 "ready file appeared: %d of 50 killed, %d ended otherwise (expected: every one "
+                 "exits 0); log:\n%s",
+                 killed[0], other[0], killed[1], other[1], text ? text : "");
+    }
+    assert_int_equal(access(pidfile, F_OK), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1252,6 +1315,10 @@ int main(void)
         cmocka_unit_test_teardown(test_listen_host_names, net_test_teardown),
         cmocka_unit_test_teardown(test_quiet_and_verbose, net_test_teardown),
         cmocka_unit_test_teardown(test_interop_log_schema_and_modes, net_test_teardown),
+        cmocka_unit_test_teardown(test_sigterm_right_after_ready_file, net_test_teardown),
     };
+    /* One test by name (a glob): CMOCKA_TEST_FILTER=test_sigterm_* */
+    if (getenv("CMOCKA_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("CMOCKA_TEST_FILTER"));
     return cmocka_run_group_tests_name("cli_responder", tests, setup, net_group_teardown);
 }
