@@ -1435,20 +1435,21 @@ int cmd_responder(int argc, char **argv)
         exit_code = CLI_EXIT_INTERNAL;
         goto free_t;
     }
-    if (pidfile && cli_pidfile_write(pidfile)) {
-        cli_log(LOG_ERR, "--pidfile %s: %s", pidfile, strerror(errno));
-        exit_code = CLI_EXIT_INPUT;
-        goto free_t;
-    }
-    if (ready_file) {
-        char tmp[PATH_MAX + 8];
-        snprintf(tmp, sizeof tmp, "%s.tmp", ready_file);
-        FILE *f = fopen(tmp, "w");
-        if (f) {
-            for (size_t i = 0; i < n_listen; i++)
-                fprintf(f, "%u\n", edhoc_transport_server_port(t, i));
-            fclose(f);
-            rename(tmp, ready_file);
+    {
+        char why[2 * PATH_MAX + 200];
+        if (pidfile && cli_pidfile_write(pidfile, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            exit_code = CLI_EXIT_INPUT;
+            goto free_t;
+        }
+        char ports[MAX_LISTEN * 8] = "";
+        for (size_t i = 0, n = 0; i < n_listen; i++)
+            n += (size_t)snprintf(ports + n, sizeof ports - n, "%u\n",
+                                  edhoc_transport_server_port(t, i));
+        if (ready_file && cli_file_publish("--ready-file", ready_file, ports, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            exit_code = CLI_EXIT_INPUT;
+            goto free_t;
         }
     }
 

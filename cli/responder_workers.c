@@ -315,20 +315,21 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
     for (size_t k = 0; k < cfg->n_listen; k++)
         cli_log_listening(cfg->listen[k], ports[k], cfg->listen_spec ? cfg->listen_spec[k] : "",
                           cfg->count);
-    if (cfg->pidfile && cli_pidfile_write(cfg->pidfile)) {
-        cli_log(LOG_ERR, "--pidfile %s: %s", cfg->pidfile, strerror(errno));
-        *exit_code = CLI_EXIT_INPUT;
-        goto stop;
-    }
-    if (cfg->ready_file) {
-        char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp", cfg->ready_file);
-        FILE *f = fopen(tmp, "w");
-        if (f) {
-            for (size_t k = 0; k < cfg->n_listen; k++)
-                fprintf(f, "%u\n", ports[k]);
-            fclose(f);
-            rename(tmp, cfg->ready_file);
+    {
+        char why[8400];
+        if (cfg->pidfile && cli_pidfile_write(cfg->pidfile, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            *exit_code = CLI_EXIT_INPUT;
+            goto stop;
+        }
+        char text[MAX_PORTS * 8] = "";
+        for (size_t k = 0, n = 0; k < cfg->n_listen; k++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "%u\n", ports[k]);
+        if (cfg->ready_file &&
+            cli_file_publish("--ready-file", cfg->ready_file, text, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            *exit_code = CLI_EXIT_INPUT;
+            goto stop;
         }
     }
     *exit_code = CLI_EXIT_OK;

@@ -1292,6 +1292,99 @@ static void test_sigterm_right_after_ready_file(void **state)
     assert_int_equal(access(pidfile, F_OK), -1);
 }
 
+static bool file_is(const char *path, const char *text)
+{
+    char *got = net_read_file(path);
+    bool same = got && !strcmp(got, text);
+    free(got);
+    return same;
+}
+
+/* Issue 23, item 9: --pidfile and --ready-file used to be written to
+ * FILE.tmp with fopen(), which follows a symbolic link planted there to
+ * any file of the user running, and overwrites it. The rule of the
+ * project: files never written through a symlink, in a directory checked
+ * like the others (owner, no group/world write unless sticky). Planted
+ * links to a victim stay links and the victim keeps its bytes, with one
+ * process and with two workers (the supervisor writes both files); the
+ * files say the pid and the port. --pcap is 0600 whatever the umask (its
+ * datagrams are the handshake's, as the interop log's 0600 pcaps), and a
+ * link planted at its path is refused. */
+static void test_pid_and_ready_files_not_through_links(void **state)
+{
+    (void)state;
+    char victim[300], pidfile[300], pcap[300], link_path[300], args[1200];
+    net_path(victim, sizeof victim, "victim.txt");
+    net_write_file(victim, "victim\n", 0600);
+    mode_t old_umask = umask(022);
+    static const char *const variants[] = {"--workers 1", "--workers 2"};
+    for (size_t v = 0; v < 2; v++) {
+        char name[40];
+        snprintf(name, sizeof name, "plant%zu", v);
+        snprintf(pidfile, sizeof pidfile, "%s/%s.pid", net_dir, name);
+        snprintf(pcap, sizeof pcap, "%s/%s.pcap", net_dir, name);
+        static const char *const planted[] = {"pid", "ready"};
+        for (size_t k = 0; k < 2; k++) {
+            snprintf(link_path, sizeof link_path, "%s/%s.%s.tmp", net_dir, name, planted[k]);
+            assert_int_equal(symlink(victim, link_path), 0);
+        }
+        snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir none %s --pidfile %s%s%s",
+                 variants[v], pidfile, v == 0 ? " --pcap " : "", v == 0 ? pcap : "");
+        static struct net_proc r;
+        assert_int_equal(net_responder_start(&r, name, args), 0);
+        if (!file_is(victim, "victim\n"))
+            fail_msg("%s: a file behind a planted FILE.tmp link was overwritten", variants[v]);
+        for (size_t k = 0; k < 2; k++) {
+            snprintf(link_path, sizeof link_path, "%s/%s.%s.tmp", net_dir, name, planted[k]);
+            struct stat st;
+            assert_int_equal(lstat(link_path, &st), 0);
+            assert_true(S_ISLNK(st.st_mode));
+        }
+        char text[32];
+        snprintf(text, sizeof text, "%d\n", (int)r.pid);
+        if (!file_is(pidfile, text))
+            fail_msg("%s: the pid file does not hold %d", variants[v], (int)r.pid);
+        snprintf(text, sizeof text, "%u\n", r.port);
+        if (!file_is(r.ready, text))
+            fail_msg("%s: the ready file does not hold port %u", variants[v], r.port);
+        assert_int_equal(mode_of(pidfile), 0644);
+        assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+        if (v == 0)
+            assert_int_equal(mode_of(pcap), 0600);
+    }
+    umask(old_umask);
+
+    /* A directory others may write: they could swap the file; refused
+     * with the fix (exit 3, an unusable file). */
+    char open_dir[300], fix[700];
+    net_path(open_dir, sizeof open_dir, "open-dir");
+    assert_int_equal(mkdir(open_dir, 0777), 0);
+    assert_int_equal(chmod(open_dir, 0777), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "responder --demo --workers 1 --listen 127.0.0.1:0 --state-dir none "
+                               "--ready-file %s/x.ready",
+                     open_dir);
+    snprintf(fix, sizeof fix, "--ready-file %s/x.ready: the directory %s (mode 777) can be written "
+                              "by others, who could put another file in its place; fix it with: "
+                              "chmod go-w %s",
+             open_dir, open_dir, open_dir);
+    if (rc != 3 || !strstr(out, fix))
+        fail_msg("--ready-file in a 0777 directory: %d\n%s", rc, out);
+    free(out);
+
+    /* --pcap at a planted link: refused, the victim untouched. */
+    net_path(link_path, sizeof link_path, "planted.pcap");
+    assert_int_equal(symlink(victim, link_path), 0);
+    rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir none --pcap %s",
+                 link_path);
+    snprintf(fix, sizeof fix, "--pcap %s: a symbolic link: refused (give the path of a regular "
+                              "file)", link_path);
+    if (rc != 3 || !strstr(out, fix))
+        fail_msg("--pcap at a symbolic link: %d\n%s", rc, out);
+    free(out);
+    assert_true(file_is(victim, "victim\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1316,6 +1409,7 @@ int main(void)
         cmocka_unit_test_teardown(test_quiet_and_verbose, net_test_teardown),
         cmocka_unit_test_teardown(test_interop_log_schema_and_modes, net_test_teardown),
         cmocka_unit_test_teardown(test_sigterm_right_after_ready_file, net_test_teardown),
+        cmocka_unit_test_teardown(test_pid_and_ready_files_not_through_links, net_test_teardown),
     };
     /* One test by name (a glob): CMOCKA_TEST_FILTER=test_sigterm_* */
     if (getenv("CMOCKA_TEST_FILTER"))
