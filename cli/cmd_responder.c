@@ -1488,6 +1488,18 @@ int cmd_responder(int argc, char **argv)
     edhoc_server_save_state(srv);
     edhoc_server_get_stats(srv, &st);
     log_stats(&st, "stopping");
+    if (r->ilog) {
+        /* The interop log has a record for every handshake however it
+         * ends, those cut short by this stop included. */
+        char why[120];
+        if (stop_signal)
+            snprintf(why, sizeof why, "the responder stopped (signal %d) before message_3 came",
+                     (int)stop_signal);
+        else
+            snprintf(why, sizeof why, "the responder stopped (socket error) before message_3 "
+                                      "came");
+        edhoc_server_record_shutdown(srv, why);
+    }
     {
         struct edhoc_datagram_guard_stats gs;
         edhoc_datagram_guard_stats(&gs);

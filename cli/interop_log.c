@@ -437,6 +437,7 @@ static const char *outcome_name(enum edhoc_server_outcome o)
     case EDHOC_SERVER_EVICTED:
         return "timeout";
     case EDHOC_SERVER_FAILED:
+    case EDHOC_SERVER_SHUTDOWN:
         break;
     }
     return "failed";
@@ -445,7 +446,7 @@ static const char *outcome_name(enum edhoc_server_outcome o)
 static const char *ended_name(enum edhoc_server_outcome o)
 {
     static const char *const names[] = {"ok",      "refused", "peer-error", "verify",
-                                        "expired", "evicted", "failed"};
+                                        "expired", "evicted", "failed",     "shutdown"};
     return (unsigned)o < sizeof names / sizeof names[0] ? names[o] : "failed";
 }
 
@@ -475,6 +476,9 @@ static void result_text(const struct edhoc_server_handshake *hs, char *out, size
     case EDHOC_SERVER_EXPIRED:
     case EDHOC_SERVER_EVICTED:
         snprintf(out, cap, "timeout: %s", hs->error_text);
+        return;
+    case EDHOC_SERVER_SHUTDOWN:
+        snprintf(out, cap, "stopped: %s", hs->error_text);
         return;
     case EDHOC_SERVER_FAILED:
         break;
