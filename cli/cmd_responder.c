@@ -953,7 +953,7 @@ int cmd_responder(int argc, char **argv)
          max_body = EDHOC_BW_DEFAULT_MAX_BODY, max_sessions = 512,
          transfer_timeout_ms = EDHOC_BW_DEFAULT_LIFETIME_MS;
     long workers = 0; /* 0: the CPUs */
-    struct cli_worker_role role = {.count = 1, .state_fd = -1, .ready_fd = -1};
+    struct cli_worker_role role = {.count = 1, .state_fd = -1, .ready_fd = -1, .go_fd = -1};
     int exit_code = CLI_EXIT_USAGE;
     struct cli_net_opts net;
     memset(&net, 0, sizeof net);
@@ -1357,6 +1357,8 @@ int cmd_responder(int argc, char **argv)
     }
     if (r->ilog)
         interop_log_set_server(r->ilog, srv);
+    if (role.count > 1)
+        cli_worker_load_delay_for_tests(&role);
     long loaded = edhoc_server_load_state(srv);
     if (loaded < 0) {
         cli_log(LOG_ERR, "state: cannot read %s/%s: %s", state_dir, EDHOC_STATE_FILE,
@@ -1369,6 +1371,12 @@ int cmd_responder(int argc, char **argv)
         exit_code = load_static_context(srv, static_paths[i], &n_static_served);
         if (exit_code)
             goto free_srv;
+    }
+    /* No worker binds before every worker holds its contexts: the port's
+     * group would hand the missing worker's requests to the others. */
+    if (role.count > 1 && cli_worker_loaded(&role, listen_addr, n_listen)) {
+        exit_code = stop_signal ? CLI_EXIT_OK : CLI_EXIT_INTERNAL;
+        goto free_srv;
     }
 
     struct edhoc_transport_config tcfg = {
@@ -1397,7 +1405,10 @@ int cmd_responder(int argc, char **argv)
         uint16_t ports[MAX_LISTEN];
         for (size_t i = 0; i < n_listen; i++)
             ports[i] = edhoc_transport_server_port(t, i);
-        cli_worker_ready(&role, ports, n_listen, 0);
+        if (cli_worker_ready(&role, ports, n_listen, 0)) {
+            exit_code = stop_signal ? CLI_EXIT_OK : CLI_EXIT_INTERNAL;
+            goto free_t;
+        }
     }
     for (size_t i = 0; i < n_listen && role.count <= 1; i++)
         cli_log_listening(listen[i], edhoc_transport_server_port(t, i), listen_spec[i], 1);
