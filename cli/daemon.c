@@ -46,8 +46,25 @@ void cli_log_line(void *user, int level, const char *line)
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     static const char *names[] = {"emerg", "alert", "crit", "error", "warning", "notice", "info",
                                   "debug"};
-    fprintf(stderr, "%s.%03ldZ %s[%d] %s: %s\n", when, ts.tv_nsec / 1000000, log_ident,
-            (int)getpid(), names[level & 7], line);
+    /* One write(2) per line: the workers of --workers share standard
+     * error, and a line written in pieces could be cut by another's. */
+    char out[2048];
+    int n = snprintf(out, sizeof out, "%s.%03ldZ %s[%d] %s: %s\n", when, ts.tv_nsec / 1000000,
+                     log_ident, (int)getpid(), names[level & 7], line);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof out ? (size_t)n : sizeof out - 1;
+    if ((size_t)n >= sizeof out)
+        out[len - 1] = '\n'; /* cut, but still a line */
+    fflush(stderr);
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDERR_FILENO, out + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        off += (size_t)w;
+    }
 }
 
 void cli_log(int level, const char *fmt, ...)
