@@ -953,7 +953,7 @@ int cmd_responder(int argc, char **argv)
          max_body = EDHOC_BW_DEFAULT_MAX_BODY, max_sessions = 512,
          transfer_timeout_ms = EDHOC_BW_DEFAULT_LIFETIME_MS;
     long workers = 0; /* 0: the CPUs */
-    struct cli_worker_role role = {.count = 1, .state_fd = -1, .ready_fd = -1};
+    struct cli_worker_role role = {.count = 1, .state_fd = -1, .ready_fd = -1, .go_fd = -1};
     int exit_code = CLI_EXIT_USAGE;
     struct cli_net_opts net;
     memset(&net, 0, sizeof net);
@@ -1231,6 +1231,11 @@ int cmd_responder(int argc, char **argv)
         }
     }
 
+    /* Before anything says the responder is up (the pid file, the ready
+     * file, a worker's report): a supervisor may signal it the moment one
+     * appears, and SIGTERM must then store state and exit 0, not kill. A
+     * signal that comes while contexts load is acted on once they are. */
+    catch_signals();
     if (workers > 1) {
         /* The stored rows are pruned once, here, to the whole responder's
          * bounds; each worker then loads the rows it owns. */
@@ -1264,7 +1269,6 @@ int cmd_responder(int argc, char **argv)
             exit_code = CLI_EXIT_INTERNAL;
             goto close_db;
         }
-        catch_signals();
         struct cli_workers_config wcfg = {
             .count = (unsigned)workers,
             .db = db,
@@ -1353,6 +1357,8 @@ int cmd_responder(int argc, char **argv)
     }
     if (r->ilog)
         interop_log_set_server(r->ilog, srv);
+    if (role.count > 1)
+        cli_worker_load_delay_for_tests(&role);
     long loaded = edhoc_server_load_state(srv);
     if (loaded < 0) {
         cli_log(LOG_ERR, "state: cannot read %s/%s: %s", state_dir, EDHOC_STATE_FILE,
@@ -1365,6 +1371,12 @@ int cmd_responder(int argc, char **argv)
         exit_code = load_static_context(srv, static_paths[i], &n_static_served);
         if (exit_code)
             goto free_srv;
+    }
+    /* No worker binds before every worker holds its contexts: the port's
+     * group would hand the missing worker's requests to the others. */
+    if (role.count > 1 && cli_worker_loaded(&role, listen_addr, n_listen)) {
+        exit_code = stop_signal ? CLI_EXIT_OK : CLI_EXIT_INTERNAL;
+        goto free_srv;
     }
 
     struct edhoc_transport_config tcfg = {
@@ -1393,7 +1405,10 @@ int cmd_responder(int argc, char **argv)
         uint16_t ports[MAX_LISTEN];
         for (size_t i = 0; i < n_listen; i++)
             ports[i] = edhoc_transport_server_port(t, i);
-        cli_worker_ready(&role, ports, n_listen, 0);
+        if (cli_worker_ready(&role, ports, n_listen, 0)) {
+            exit_code = stop_signal ? CLI_EXIT_OK : CLI_EXIT_INTERNAL;
+            goto free_t;
+        }
     }
     for (size_t i = 0; i < n_listen && role.count <= 1; i++)
         cli_log_listening(listen[i], edhoc_transport_server_port(t, i), listen_spec[i], 1);
@@ -1431,24 +1446,24 @@ int cmd_responder(int argc, char **argv)
         exit_code = CLI_EXIT_INTERNAL;
         goto free_t;
     }
-    if (pidfile && cli_pidfile_write(pidfile)) {
-        cli_log(LOG_ERR, "--pidfile %s: %s", pidfile, strerror(errno));
-        exit_code = CLI_EXIT_INPUT;
-        goto free_t;
-    }
-    if (ready_file) {
-        char tmp[PATH_MAX + 8];
-        snprintf(tmp, sizeof tmp, "%s.tmp", ready_file);
-        FILE *f = fopen(tmp, "w");
-        if (f) {
-            for (size_t i = 0; i < n_listen; i++)
-                fprintf(f, "%u\n", edhoc_transport_server_port(t, i));
-            fclose(f);
-            rename(tmp, ready_file);
+    {
+        char why[2 * PATH_MAX + 200];
+        if (pidfile && cli_pidfile_write(pidfile, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            exit_code = CLI_EXIT_INPUT;
+            goto free_t;
+        }
+        char ports[MAX_LISTEN * 8] = "";
+        for (size_t i = 0, n = 0; i < n_listen; i++)
+            n += (size_t)snprintf(ports + n, sizeof ports - n, "%u\n",
+                                  edhoc_transport_server_port(t, i));
+        if (ready_file && cli_file_publish("--ready-file", ready_file, ports, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            exit_code = CLI_EXIT_INPUT;
+            goto free_t;
         }
     }
 
-    catch_signals();
     /* Notifications go out through the transport. */
     edhoc_server_set_sender(srv, send_notification, t);
     edhoc_transport_server_on_failure(t, edhoc_server_peer_failed, srv);
@@ -1484,6 +1499,18 @@ int cmd_responder(int argc, char **argv)
     edhoc_server_save_state(srv);
     edhoc_server_get_stats(srv, &st);
     log_stats(&st, "stopping");
+    if (r->ilog) {
+        /* The interop log has a record for every handshake however it
+         * ends, those cut short by this stop included. */
+        char why[120];
+        if (stop_signal)
+            snprintf(why, sizeof why, "the responder stopped (signal %d) before message_3 came",
+                     (int)stop_signal);
+        else
+            snprintf(why, sizeof why, "the responder stopped (socket error) before message_3 "
+                                      "came");
+        edhoc_server_record_shutdown(srv, why);
+    }
     {
         struct edhoc_datagram_guard_stats gs;
         edhoc_datagram_guard_stats(&gs);

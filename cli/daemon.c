@@ -46,8 +46,25 @@ void cli_log_line(void *user, int level, const char *line)
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     static const char *names[] = {"emerg", "alert", "crit", "error", "warning", "notice", "info",
                                   "debug"};
-    fprintf(stderr, "%s.%03ldZ %s[%d] %s: %s\n", when, ts.tv_nsec / 1000000, log_ident,
-            (int)getpid(), names[level & 7], line);
+    /* One write(2) per line: the workers of --workers share standard
+     * error, and a line written in pieces could be cut by another's. */
+    char out[2048];
+    int n = snprintf(out, sizeof out, "%s.%03ldZ %s[%d] %s: %s\n", when, ts.tv_nsec / 1000000,
+                     log_ident, (int)getpid(), names[level & 7], line);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof out ? (size_t)n : sizeof out - 1;
+    if ((size_t)n >= sizeof out)
+        out[len - 1] = '\n'; /* cut, but still a line */
+    fflush(stderr);
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDERR_FILENO, out + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        off += (size_t)w;
+    }
 }
 
 void cli_log(int level, const char *fmt, ...)
@@ -88,18 +105,91 @@ int cli_daemonize(void)
     return 0;
 }
 
-int cli_pidfile_write(const char *path)
+int cli_file_publish(const char *option, const char *path, const char *text, char *why,
+                     size_t why_cap)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) {
+        snprintf(why, why_cap, "%s %s: path too long", option, path);
         return -1;
     }
-    FILE *f = fopen(tmp, "w");
-    if (!f)
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    /* Whoever may write the directory may put a file, or a symbolic link
+     * to one of ours, where we write: the rules of key files and state
+     * directories (owner, no group/world write unless sticky). */
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        snprintf(why, why_cap, "%s %s: directory %s: %s", option, path, dir, strerror(errno));
         return -1;
-    fprintf(f, "%d\n", (int)getpid());
-    if (fclose(f) != 0)
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, why_cap, "%s %s: %s is not a directory", option, path, dir);
         return -1;
-    return rename(tmp, path);
+    }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        snprintf(why, why_cap, "%s %s: the directory %s is owned by uid %u, not by the user "
+                               "running (uid %u) or root, who could replace the file; give a "
+                               "directory of your own",
+                 option, path, dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
+        snprintf(why, why_cap, "%s %s: the directory %s (mode %03o) can be written by others, "
+                               "who could put another file in its place; fix it with: chmod "
+                               "go-w %s",
+                 option, path, dir, (unsigned)(st.st_mode & 0777), dir);
+        return -1;
+    }
+    /* A fixed temporary name (FILE.tmp) can be planted beforehand as a
+     * symbolic link to a file of ours, which the write would then
+     * overwrite; mkostemp's name is new and its O_CREAT|O_EXCL never
+     * follows a link. rename() replaces a link at path itself, never
+     * what it points to. */
+    char tmp[4096 + 16];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
+        snprintf(why, why_cap, "%s %s: path too long", option, path);
+        return -1;
+    }
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_cap, "%s %s: cannot create a temporary file in %s: %s", option, path,
+                 dir, strerror(errno));
+        return -1;
+    }
+    /* Readable by all, as pid files are, whatever the umask (--daemon's
+     * is 077). */
+    int rc = fchmod(fd, 0644);
+    size_t len = strlen(text), off = 0;
+    while (rc == 0 && off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = -1;
+        else
+            off += (size_t)w;
+    }
+    if (close(fd) != 0)
+        rc = -1;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -1;
+    if (rc) {
+        snprintf(why, why_cap, "%s %s: %s", option, path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_pidfile_write(const char *path, char *why, size_t why_cap)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%d\n", (int)getpid());
+    return cli_file_publish("--pidfile", path, text, why, why_cap);
 }

@@ -224,7 +224,7 @@ static void trace_append(struct slot *s, const char *text, size_t n)
 /* A file only the daemon's user can read (traces hold session secrets). */
 static FILE *create_private(const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return NULL;
     fchmod(fd, 0600);
@@ -238,11 +238,8 @@ static void write_pcap(struct interop_log *log, const struct slot *s)
 {
     char path[PATH_MAX + 32], err[256] = "";
     snprintf(path, sizeof path, "%s/%llu.pcap", log->dir, (unsigned long long)s->id);
-    FILE *f = create_private(path);
-    if (f)
-        fclose(f);
-    struct edhoc_capture *cap = f ? edhoc_capture_open(path, EDHOC_CAPTURE_DLT_RAW, err, sizeof err)
-                                  : NULL;
+    /* 0600 and never through a link: edhoc_capture_open sees to both. */
+    struct edhoc_capture *cap = edhoc_capture_open(path, EDHOC_CAPTURE_DLT_RAW, err, sizeof err);
     if (!cap) {
         cli_log(LOG_WARNING, "interop log: %s: %s", path, err[0] ? err : strerror(errno));
         return;
@@ -253,7 +250,6 @@ static void write_pcap(struct interop_log *log, const struct slot *s)
                                    (const struct sockaddr *)&d->peer, d->data, d->len, &d->ts);
     }
     edhoc_capture_close(cap);
-    chmod(path, 0600);
 }
 
 static void write_trace(struct interop_log *log, const struct slot *s)
@@ -441,6 +437,7 @@ static const char *outcome_name(enum edhoc_server_outcome o)
     case EDHOC_SERVER_EVICTED:
         return "timeout";
     case EDHOC_SERVER_FAILED:
+    case EDHOC_SERVER_SHUTDOWN:
         break;
     }
     return "failed";
@@ -449,7 +446,7 @@ static const char *outcome_name(enum edhoc_server_outcome o)
 static const char *ended_name(enum edhoc_server_outcome o)
 {
     static const char *const names[] = {"ok",      "refused", "peer-error", "verify",
-                                        "expired", "evicted", "failed"};
+                                        "expired", "evicted", "failed",     "shutdown"};
     return (unsigned)o < sizeof names / sizeof names[0] ? names[o] : "failed";
 }
 
@@ -479,6 +476,9 @@ static void result_text(const struct edhoc_server_handshake *hs, char *out, size
     case EDHOC_SERVER_EXPIRED:
     case EDHOC_SERVER_EVICTED:
         snprintf(out, cap, "timeout: %s", hs->error_text);
+        return;
+    case EDHOC_SERVER_SHUTDOWN:
+        snprintf(out, cap, "stopped: %s", hs->error_text);
         return;
     case EDHOC_SERVER_FAILED:
         break;

@@ -272,6 +272,12 @@ static bool add_handshake(struct report *r, const json_t *line)
         !member_long(line, "err_code", true, &in.err_code) ||
         !json_object_get(line, "result"))
         return false;
+    /* Cut short by the responder's own stop: nothing the device did,
+     * and no attempt of a combination. */
+    char ended[16] = "";
+    member_str(line, "ended", ended, sizeof ended);
+    if (!strcmp(ended, "shutdown"))
+        return true;
     member_str(line, "result", in.result, sizeof in.result);
     in.n_suites_i = member_ints(line, "suites_i", in.suites_i, EDHOC_MAX_SUITES);
     if (in.n_suites_i < 0)

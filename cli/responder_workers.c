@@ -17,6 +17,17 @@
  * would shift the indexes and send requests to workers without their
  * contexts. The service manager restarts the whole responder instead;
  * every sequence-number mark is durable, so nothing is lost.
+ *
+ * Why no worker binds before every worker has loaded its contexts: a
+ * port whose group lacks worker i hands worker i's OSCORE requests to
+ * the others, which answer "4.01 Security context not found", and a
+ * client then drops a context that is still on disk (RFC 8613 Section
+ * 8.2). So the workers start together and load; then, once all have
+ * said so, each binds in index order (worker i is socket i of the
+ * group); then, once the last is in and the steering program attached,
+ * all serve. What reached a socket before the group was whole and
+ * belongs to another worker is dropped unanswered (transport_io.c), and
+ * its sender's retransmission finds the right one.
  */
 #include "responder_workers.h"
 
@@ -67,24 +78,87 @@ void cli_log_listening(const char *addr, uint16_t port, const char *spec, unsign
             named ? " (" : "", named ? (int)spec_host : 0, spec, named ? ")" : "", with);
 }
 
-/* The ready report: exit code, then the ports. */
+/* A worker's reports (stage LOADED, then BOUND with its ports) and the
+ * supervisor's answers (BIND with the ports to join, then SERVE), one
+ * message each way per stage over a pipe each way. */
+enum { STAGE_LOADED = 1, STAGE_BIND, STAGE_BOUND, STAGE_SERVE };
+
 struct ready_msg {
+    int32_t stage;
     int32_t exit_code;
     uint32_t n;
     uint16_t ports[MAX_PORTS];
 };
 
-void cli_worker_ready(const struct cli_worker_role *role, const uint16_t *ports, size_t n,
-                      int exit_code)
+static int send_msg(int fd, const struct ready_msg *m)
+{
+    for (;;) {
+        ssize_t w = write(fd, m, sizeof *m);
+        if (w == (ssize_t)sizeof *m)
+            return 0;
+        if (w < 0 && errno == EINTR)
+            continue;
+        return -1;
+    }
+}
+
+/* The supervisor's answer of this stage; -1 on a stop signal (EINTR:
+ * the handlers do not restart calls) or when the supervisor is gone. */
+static int await_stage(const struct cli_worker_role *role, int stage, struct ready_msg *m)
+{
+    ssize_t n = read(role->go_fd, m, sizeof *m);
+    return n == (ssize_t)sizeof *m && m->stage == stage ? 0 : -1;
+}
+
+static void set_port(char *addr, size_t cap, uint16_t port)
+{
+    char *colon = strrchr(addr, ':');
+    if (!colon)
+        return;
+    snprintf(colon + 1, cap - (size_t)(colon + 1 - addr), "%u", port);
+}
+
+void cli_worker_load_delay_for_tests(const struct cli_worker_role *role)
+{
+    /* Test only: EDHOC_TEST_WORKER_LOAD_DELAY=INDEX:MS holds worker INDEX
+     * for MS milliseconds before it loads, so that a test can make the
+     * restart window of a large store wide on any machine. */
+    const char *v = getenv("EDHOC_TEST_WORKER_LOAD_DELAY");
+    unsigned index = 0, ms = 0;
+    if (!role || !v || sscanf(v, "%u:%u", &index, &ms) != 2 || index != role->index || ms > 60000)
+        return;
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int cli_worker_loaded(const struct cli_worker_role *role, char (*listen)[NI_MAXHOST + 16],
+                      size_t n_listen)
+{
+    struct ready_msg m = {.stage = STAGE_LOADED};
+    if (!role || send_msg(role->ready_fd, &m) || await_stage(role, STAGE_BIND, &m))
+        return -1;
+    /* Port 0: the others join the port worker 0 was given. */
+    for (size_t k = 0; role->index > 0 && k < n_listen && k < m.n; k++)
+        set_port(listen[k], sizeof listen[k], m.ports[k]);
+    return 0;
+}
+
+int cli_worker_ready(const struct cli_worker_role *role, const uint16_t *ports, size_t n,
+                     int exit_code)
 {
     if (!role || role->ready_fd < 0)
-        return;
-    struct ready_msg m = {.exit_code = exit_code, .n = (uint32_t)(n > MAX_PORTS ? MAX_PORTS : n)};
+        return -1;
+    struct ready_msg m = {.stage = STAGE_BOUND, .exit_code = exit_code,
+                          .n = (uint32_t)(n > MAX_PORTS ? MAX_PORTS : n)};
     for (size_t i = 0; i < m.n; i++)
         m.ports[i] = ports[i];
-    ssize_t w = write(role->ready_fd, &m, sizeof m);
-    (void)w;
+    int rc = send_msg(role->ready_fd, &m);
+    if (rc == 0 && exit_code == 0)
+        rc = await_stage(role, STAGE_SERVE, &m);
     close(role->ready_fd);
+    close(role->go_fd);
+    return rc;
 }
 
 static uint64_t mono_ms(void)
@@ -100,6 +174,7 @@ struct supervisor {
     pid_t pid[MAX_WORKERS];
     int status[MAX_WORKERS];
     bool exited[MAX_WORKERS];
+    int report_fd[MAX_WORKERS], go_fd[MAX_WORKERS]; /* -1 once closed */
     unsigned started;
 };
 
@@ -183,14 +258,31 @@ static void describe(int status, char *buf, size_t cap)
         snprintf(buf, cap, "status %d", status);
 }
 
-/* Fork worker i; in the child fill *role and return 1. */
-static int fork_worker(struct supervisor *s, unsigned i, struct cli_worker_role *role,
-                       int *ready_read)
+static void close_pipes(struct supervisor *s, unsigned i)
 {
-    int sv[2] = {-1, -1}, rp[2];
+    if (s->report_fd[i] >= 0)
+        close(s->report_fd[i]);
+    if (s->go_fd[i] >= 0)
+        close(s->go_fd[i]);
+    s->report_fd[i] = s->go_fd[i] = -1;
+}
+
+/* Fork worker i; in the child fill *role and return 1. */
+static int fork_worker(struct supervisor *s, unsigned i, struct cli_worker_role *role)
+{
+    int sv[2] = {-1, -1}, rp[2], gp[2];
     if (s->cfg->db && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
         return -1;
     if (pipe2(rp, O_CLOEXEC)) {
+        if (sv[0] >= 0) {
+            close(sv[0]);
+            close(sv[1]);
+        }
+        return -1;
+    }
+    if (pipe2(gp, O_CLOEXEC)) {
+        close(rp[0]);
+        close(rp[1]);
         if (sv[0] >= 0) {
             close(sv[0]);
             close(sv[1]);
@@ -210,38 +302,44 @@ static int fork_worker(struct supervisor *s, unsigned i, struct cli_worker_role 
         if (getppid() != parent)
             _exit(CLI_EXIT_INTERNAL);
         close(rp[0]);
+        close(gp[1]);
         if (sv[0] >= 0)
             close(sv[0]);
+        /* The supervisor's ends of the workers started before. */
+        for (unsigned k = 0; k < i; k++)
+            close_pipes(s, k);
         *role = (struct cli_worker_role){.count = s->cfg->count, .index = i,
-                                         .state_fd = sv[1], .ready_fd = rp[1]};
+                                         .state_fd = sv[1], .ready_fd = rp[1], .go_fd = gp[0]};
         return 1;
     }
     close(rp[1]);
+    close(gp[0]);
     if (sv[1] >= 0)
         close(sv[1]);
     s->pid[i] = pid;
     s->started = i + 1;
+    s->report_fd[i] = rp[0];
+    s->go_fd[i] = gp[1];
     if (sv[0] >= 0 && edhoc_state_server_add(s->writer, sv[0])) {
         close(sv[0]);
-        close(rp[0]);
         return -1;
     }
-    *ready_read = rp[0];
     return 0;
 }
 
-/* Wait for worker i's ready report, serving the state meanwhile (it
- * loads its contexts through the writer before it listens). */
-static int wait_ready(struct supervisor *s, unsigned i, int fd, struct ready_msg *m)
+/* Wait for worker i's report of this stage, serving the state meanwhile
+ * (it loads its contexts through the writer). Returns its exit code (0:
+ * on it goes), or -1 on a stop signal. */
+static int wait_report(struct supervisor *s, unsigned i, int stage, struct ready_msg *m)
 {
     for (;;) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        struct pollfd pf = {.fd = s->report_fd[i], .events = POLLIN};
         int r = poll(&pf, 1, 0);
         if (r > 0) {
-            ssize_t n = read(fd, m, sizeof *m);
-            close(fd);
-            if (n != (ssize_t)sizeof *m) {
+            ssize_t n = read(s->report_fd[i], m, sizeof *m);
+            if (n != (ssize_t)sizeof *m || m->stage != stage) {
                 /* Exited before it could say: its status tells. */
+                close_pipes(s, i);
                 int st = 0;
                 waitpid(s->pid[i], &st, 0);
                 s->exited[i] = true;
@@ -250,20 +348,34 @@ static int wait_ready(struct supervisor *s, unsigned i, int fd, struct ready_msg
             }
             return m->exit_code;
         }
-        if (*s->cfg->stop_signal) {
-            close(fd);
+        if (*s->cfg->stop_signal)
             return -1;
-        }
         serve_state(s, 20);
     }
 }
 
-static void set_port(char *addr, size_t cap, uint16_t port)
+static int tell(struct supervisor *s, unsigned i, int stage, const uint16_t *ports, size_t n)
 {
-    char *colon = strrchr(addr, ':');
-    if (!colon)
-        return;
-    snprintf(colon + 1, cap - (size_t)(colon + 1 - addr), "%u", port);
+    struct ready_msg m = {.stage = stage, .n = (uint32_t)n};
+    for (size_t k = 0; k < n && k < MAX_PORTS; k++)
+        m.ports[k] = ports[k];
+    return send_msg(s->go_fd[i], &m);
+}
+
+/* A worker's failure to start stops the responder with its code. */
+static int start_failed(const struct cli_workers_config *cfg, unsigned i, int rc, int *exit_code)
+{
+    if (rc < 0) {
+        *exit_code = CLI_EXIT_OK;
+        return 1;
+    }
+    if (rc) {
+        cli_log(LOG_ERR, "worker %u of %u could not start (exit code %d): stopping", i,
+                cfg->count, rc);
+        *exit_code = rc;
+        return 1;
+    }
+    return 0;
 }
 
 int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_role *role,
@@ -281,10 +393,12 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
         *exit_code = CLI_EXIT_INTERNAL;
         return 1;
     }
+    for (unsigned i = 0; i < MAX_WORKERS; i++)
+        s.report_fd[i] = s.go_fd[i] = -1;
     uint16_t ports[MAX_PORTS] = {0};
+    /* All load at once (through the writer), none bound yet. */
     for (unsigned i = 0; i < cfg->count; i++) {
-        int ready_fd = -1;
-        int f = fork_worker(&s, i, role, &ready_fd);
+        int f = fork_worker(&s, i, role);
         if (f == 1)
             return 0;
         if (f < 0) {
@@ -292,43 +406,51 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
             *exit_code = CLI_EXIT_INTERNAL;
             goto stop;
         }
-        struct ready_msg m;
-        int rc = wait_ready(&s, i, ready_fd, &m);
-        if (rc < 0) {
-            *exit_code = CLI_EXIT_OK;
+    }
+    struct ready_msg m;
+    for (unsigned i = 0; i < cfg->count; i++) {
+        if (start_failed(cfg, i, wait_report(&s, i, STAGE_LOADED, &m), exit_code))
             goto stop;
-        }
-        if (rc) {
-            cli_log(LOG_ERR, "worker %u of %u could not start (exit code %d): stopping", i,
-                    cfg->count, rc);
-            *exit_code = rc;
+    }
+    /* Then each binds in index order: worker i is socket i of the group. */
+    for (unsigned i = 0; i < cfg->count; i++) {
+        int rc = tell(&s, i, STAGE_BIND, ports, cfg->n_listen) ? CLI_EXIT_INTERNAL
+                                                               : wait_report(&s, i, STAGE_BOUND, &m);
+        if (start_failed(cfg, i, rc, exit_code))
             goto stop;
-        }
         if (i == 0) {
-            /* Port 0: the others join the port worker 0 was given. */
             for (size_t k = 0; k < cfg->n_listen && k < m.n; k++) {
                 ports[k] = m.ports[k];
                 set_port(cfg->listen[k], sizeof cfg->listen[k], m.ports[k]);
             }
         }
     }
+    /* The group is whole and steered: everyone serves. */
+    for (unsigned i = 0; i < cfg->count; i++) {
+        if (tell(&s, i, STAGE_SERVE, NULL, 0)) {
+            start_failed(cfg, i, CLI_EXIT_INTERNAL, exit_code);
+            goto stop;
+        }
+        close_pipes(&s, i);
+    }
     for (size_t k = 0; k < cfg->n_listen; k++)
         cli_log_listening(cfg->listen[k], ports[k], cfg->listen_spec ? cfg->listen_spec[k] : "",
                           cfg->count);
-    if (cfg->pidfile && cli_pidfile_write(cfg->pidfile)) {
-        cli_log(LOG_ERR, "--pidfile %s: %s", cfg->pidfile, strerror(errno));
-        *exit_code = CLI_EXIT_INPUT;
-        goto stop;
-    }
-    if (cfg->ready_file) {
-        char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp", cfg->ready_file);
-        FILE *f = fopen(tmp, "w");
-        if (f) {
-            for (size_t k = 0; k < cfg->n_listen; k++)
-                fprintf(f, "%u\n", ports[k]);
-            fclose(f);
-            rename(tmp, cfg->ready_file);
+    {
+        char why[8400];
+        if (cfg->pidfile && cli_pidfile_write(cfg->pidfile, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            *exit_code = CLI_EXIT_INPUT;
+            goto stop;
+        }
+        char text[MAX_PORTS * 8] = "";
+        for (size_t k = 0, n = 0; k < cfg->n_listen; k++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "%u\n", ports[k]);
+        if (cfg->ready_file &&
+            cli_file_publish("--ready-file", cfg->ready_file, text, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            *exit_code = CLI_EXIT_INPUT;
+            goto stop;
         }
     }
     *exit_code = CLI_EXIT_OK;
@@ -361,6 +483,8 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
         }
     }
 stop:
+    for (unsigned i = 0; i < s.started; i++)
+        close_pipes(&s, i);
     stop_all(&s);
     {
         struct edhoc_state_server_stats st = {0};

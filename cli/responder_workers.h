@@ -14,7 +14,8 @@ struct edhoc_state_db;
 struct cli_worker_role {
     unsigned count, index;
     int state_fd; /* its end of the state socket (-1: no database) */
-    int ready_fd; /* where it reports its ports once it listens */
+    int ready_fd; /* where it reports that it loaded, then its ports */
+    int go_fd;    /* where the supervisor says bind, then serve */
 };
 
 struct cli_workers_config {
@@ -37,17 +38,30 @@ void cli_log_listening(const char *addr, uint16_t port, const char *spec, unsign
 /* The CPUs this process may run on (at least 1). */
 unsigned cli_workers_cpus(void);
 
-/* Start config->count workers one after the other (each opens its
- * sockets after the one before, so worker i is the i-th socket of each
- * port's reuseport group). Returns 0 in a worker, with *role filled: it
- * goes on as a responder and reports with cli_worker_ready(). In the
- * supervisor it returns only when all is over, with 1 and *exit_code set
- * (0 after a stop signal, the failing worker's code otherwise). */
+/* Start config->count workers. They load their contexts together; once
+ * all have, each opens its sockets in index order (so worker i is the
+ * i-th socket of each port's reuseport group and no port is bound before
+ * every worker is loaded); once all have, all serve. Returns 0 in a
+ * worker, with *role filled: it goes on as a responder, calls
+ * cli_worker_loaded() before it listens and cli_worker_ready() after. In
+ * the supervisor it returns only when all is over, with 1 and *exit_code
+ * set (0 after a stop signal, the failing worker's code otherwise). */
 int cli_workers_start(const struct cli_workers_config *config, struct cli_worker_role *role,
                       int *exit_code);
 
-/* A worker listens: send its ports (n of them), or failed with exit_code. */
-void cli_worker_ready(const struct cli_worker_role *role, const uint16_t *ports, size_t n,
-                      int exit_code);
+/* A worker has loaded its contexts: say so, and wait for its turn to
+ * bind; listen's ports become worker 0's (port 0). Returns 0, or -1 on a
+ * stop signal or without a supervisor. */
+int cli_worker_loaded(const struct cli_worker_role *role, char (*listen)[NI_MAXHOST + 16],
+                      size_t n_listen);
+
+/* A worker listens: send its ports (n of them) and wait until every
+ * worker does; or it failed with exit_code. Returns 0 (serve), or -1. */
+int cli_worker_ready(const struct cli_worker_role *role, const uint16_t *ports, size_t n,
+                     int exit_code);
+
+/* Test only: EDHOC_TEST_WORKER_LOAD_DELAY=INDEX:MS delays worker INDEX's
+ * load by MS milliseconds (a large store's load, on demand). */
+void cli_worker_load_delay_for_tests(const struct cli_worker_role *role);
 
 #endif

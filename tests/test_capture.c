@@ -1794,6 +1794,56 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Issue 23, item 9: a capture holds every datagram's bytes and addresses,
+ * so it is 0600 like the interop log's pcaps and the state database
+ * ("files holding secrets 0600 ... never through a symlink"), whatever the
+ * umask and whatever mode a file already there had; a symbolic link
+ * planted at the path is refused and the file it points to untouched, and
+ * a FIFO is refused without waiting for a reader. */
+static void test_open_mode_and_links(void **state)
+{
+    (void)state;
+    char path[400], victim[400], link_path[400], fifo[400], err[256];
+    path_in_workdir("mode.pcap", path, sizeof path);
+    mode_t old = umask(022);
+    unlink(path);
+    struct edhoc_capture *c = edhoc_capture_open(path, EDHOC_CAPTURE_DLT_RAW, err, sizeof err);
+    if (!c)
+        fail_msg("open %s: %s", path, err);
+    edhoc_capture_close(c);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    /* An existing 0644 file is truncated and made 0600. */
+    assert_int_equal(chmod(path, 0644), 0);
+    c = edhoc_capture_open(path, EDHOC_CAPTURE_DLT_RAW, err, sizeof err);
+    assert_non_null(c);
+    edhoc_capture_close(c);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(st.st_size, 24); /* the pcap file header alone */
+
+    path_in_workdir("victim.txt", victim, sizeof victim);
+    path_in_workdir("planted.pcap", link_path, sizeof link_path);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("not a capture\n", f);
+    fclose(f);
+    unlink(link_path);
+    assert_int_equal(symlink(victim, link_path), 0);
+    assert_null(edhoc_capture_open(link_path, EDHOC_CAPTURE_DLT_RAW, err, sizeof err));
+    assert_string_equal(err, "a symbolic link: refused (give the path of a regular file)");
+    assert_int_equal(stat(victim, &st), 0);
+    assert_int_equal(st.st_size, 14);
+
+    path_in_workdir("fifo.pcap", fifo, sizeof fifo);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_null(edhoc_capture_open(fifo, EDHOC_CAPTURE_DLT_RAW, err, sizeof err));
+    assert_string_equal(err, "not a regular file");
+    umask(old);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1812,6 +1862,7 @@ int main(void)
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_lorawan_ephemeral_server),
         cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_open_mode_and_links),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -74,9 +74,10 @@ struct edhoc_capture;
 
 /* Create (truncate) a pcap file at path with the given link type
  * (EDHOC_CAPTURE_DLT_RAW, _EN10MB, _LINUX_SLL, _LINUX_SLL2, _NULL or
- * _LOOP) and nanosecond timestamps. On failure returns NULL and, when err
- * is not NULL, writes a message there (libpcap's or "unsupported link
- * type"). */
+ * _LOOP) and nanosecond timestamps. The file is mode 0600 whatever the
+ * umask (an existing one is set to it); a symbolic link or anything but a
+ * regular file at path is refused, never written through. On failure
+ * returns NULL and, when err is not NULL, writes a message there. */
 struct edhoc_capture *edhoc_capture_open(const char *path, int dlt, char *err, size_t err_cap);
 
 /* Append one UDP datagram from src to dst (both AF_INET or both

@@ -4,11 +4,15 @@
  * appended to a libpcap dump file.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "capture_internal.h"
 #include "edhoc/capture.h"
@@ -255,10 +259,41 @@ struct edhoc_capture *edhoc_capture_open(const char *path, int dlt, char *err, s
         free(cap);
         return NULL;
     }
-    cap->dump = pcap_dump_open(cap->dead, path);
+    /* A capture holds every datagram's bytes, addresses and ports (and,
+     * of a handshake, what an eavesdropper needs to follow it): only the
+     * user writing it reads it, whatever the umask (pcap_dump_open would
+     * create it 0666 & ~umask), and a symbolic link planted at path is
+     * refused rather than followed to a file of ours. Truncated only once
+     * it is known to be a regular file of ours (O_NONBLOCK: opening a FIFO
+     * planted there does not wait for a reader). */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    struct stat st;
+    const char *why = NULL;
+    if (fd < 0)
+        why = errno == ELOOP   ? "a symbolic link: refused (give the path of a regular file)"
+              : errno == ENXIO ? "not a regular file" /* a FIFO without a reader */
+                               : strerror(errno);
+    else if (fstat(fd, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (fchmod(fd, 0600) != 0 || ftruncate(fd, 0) != 0)
+        why = strerror(errno);
+    FILE *f = why ? NULL : fdopen(fd, "wb");
+    if (!f) {
+        if (err && err_cap)
+            snprintf(err, err_cap, "%s", why ? why : strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        pcap_close(cap->dead);
+        free(cap);
+        return NULL;
+    }
+    cap->dump = pcap_dump_fopen(cap->dead, f);
     if (!cap->dump) {
         if (err && err_cap)
             snprintf(err, err_cap, "%s", pcap_geterr(cap->dead));
+        fclose(f);
         pcap_close(cap->dead);
         free(cap);
         return NULL;

@@ -442,6 +442,10 @@ static void hs_causes(const struct edhoc_server_handshake *r, char *buf, size_t 
     case EDHOC_SERVER_FAILED:
         snprintf(buf, cap, "our side failed (%s): see the daemon's log", r->error_text);
         return;
+    case EDHOC_SERVER_SHUTDOWN:
+        snprintf(buf, cap, "none on the initiator's side: the responder stopped while waiting "
+                           "for its message_3");
+        return;
     case EDHOC_SERVER_VERIFY:
         if (r->error == EDHOC_ERR_SIGNATURE)
             snprintf(buf, cap,
@@ -1347,6 +1351,15 @@ void edhoc_server_drop_pending(struct edhoc_server *srv)
                        "dropped before message_3: the server's credentials were reloaded");
         pending_free(srv, h);
     }
+}
+
+size_t edhoc_server_record_shutdown(struct edhoc_server *srv, const char *why)
+{
+    size_t n = 0;
+    for (uint32_t i = edhoc_ilru_oldest(&srv->pending_age); i != EDHOC_NONE;
+         i = edhoc_ilru_newer(&srv->pending_age, i), n++)
+        hs_end_pending(srv, pending_at(srv, i), EDHOC_SERVER_SHUTDOWN, "message_3", why);
+    return n;
 }
 
 /* ---- State ---- */

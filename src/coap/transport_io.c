@@ -272,11 +272,19 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len)
     return rc;
 }
 
+/* The group this process serves in, kept after its binds (which the
+ * ones above are for): what a datagram read later is checked against. */
+static unsigned steered_count, steered_worker;
+
 void transport_io_reuseport(unsigned count, unsigned worker)
 {
     reuseport_count = count;
     reuseport_worker = worker;
     reuseport_error = 0;
+    if (count > 1) {
+        steered_count = count;
+        steered_worker = worker;
+    }
 }
 
 int transport_io_reuseport_error(void)
@@ -550,6 +558,21 @@ static void reject_confirmable(int fd, const uint8_t *d, size_t n, const void *n
         (void)real_sendto(fd, rst, sizeof rst, MSG_DONTWAIT, name, name ? namelen : 0);
 }
 
+/* A datagram the steering program gives another worker reached this
+ * one only because it came before the group was whole (workers bind one
+ * after the other, the program is attached by worker 1's bind): once it
+ * is, the program sends every such datagram to its owner. Answering it
+ * here would say "Security context not found" for a context its owner
+ * holds; dropped unanswered, it comes back as a retransmission, steered
+ * right. Read before any other check of ours (the caller's guard ran). */
+static bool belongs_to_another_worker(const uint8_t *d, size_t n)
+{
+    if (steered_count < 2)
+        return false;
+    uint32_t owner = edhoc_reuseport_steer(d, n, steered_count);
+    return owner < steered_count && owner != steered_worker;
+}
+
 /* One checked datagram: the real call's result for an accepted one, or
  * -2 after dropping a refused one (errno untouched). */
 static ssize_t read_checked_once(recvmsg_fn real_recvmsg, int fd, struct msghdr *m, int flags)
@@ -570,6 +593,8 @@ static ssize_t read_checked_once(recvmsg_fn real_recvmsg, int fd, struct msghdr 
             reject_confirmable(fd, d, (size_t)n, m->msg_name, m->msg_namelen);
             return -2;
         }
+        if (belongs_to_another_worker(d, (size_t)n))
+            return -2;
         return n;
     }
     struct iovec v = {guard_scratch, sizeof guard_scratch};
@@ -590,6 +615,10 @@ static ssize_t read_checked_once(recvmsg_fn real_recvmsg, int fd, struct msghdr 
         discard_head(real_recvmsg, fd);
         reject_confirmable(fd, guard_scratch, (size_t)n > sizeof guard_scratch ? 4 : (size_t)n,
                            look.msg_namelen ? &from : NULL, look.msg_namelen);
+        return -2;
+    }
+    if (belongs_to_another_worker(guard_scratch, (size_t)n)) {
+        discard_head(real_recvmsg, fd);
         return -2;
     }
     return real_recvmsg(fd, m, flags);

@@ -290,6 +290,8 @@ enum edhoc_server_outcome {
     EDHOC_SERVER_EVICTED,      /* dropped for a newer handshake (max_pending, or the same
                                 * bare peer started again) before message_3 */
     EDHOC_SERVER_FAILED,       /* our side failed (5.00), or dropped on reload */
+    EDHOC_SERVER_SHUTDOWN,     /* still waiting for message_3 when the server stopped
+                                * (edhoc_server_record_shutdown) */
 };
 
 /* One incoming handshake, as it ended. Pointers are valid during the
@@ -407,7 +409,8 @@ struct edhoc_server_config {
      * edhoc_server_tick / edhoc_server_drop_pending, before the response
      * to the request being handled is sent; they may not call server
      * functions other than the accessors. Handshakes still in progress
-     * when the server is freed are not reported. */
+     * when the server stops are reported by edhoc_server_record_shutdown,
+     * and by nothing if it is not called. */
     void (*record)(void *user, const struct edhoc_server_handshake *hs);
     void (*oscore)(void *user, const struct edhoc_server_oscore_first *first);
     void *record_user;
@@ -537,6 +540,14 @@ void edhoc_server_tick(struct edhoc_server *srv, uint64_t now_ms);
  * pending handshakes that still use one are dropped (SIGHUP reload keeps
  * established OSCORE contexts, which hold no configuration). */
 void edhoc_server_drop_pending(struct edhoc_server *srv);
+
+/* The server stops: record every handshake still in progress (oldest
+ * first) with EDHOC_SERVER_SHUTDOWN and `why`, so that the record
+ * callback sees each incoming handshake end however it ends. The
+ * handshakes stay (the counts of the stop still show them) and go with
+ * edhoc_server_free; call it once, after the last edhoc_server_handle.
+ * Returns how many were recorded. */
+size_t edhoc_server_record_shutdown(struct edhoc_server *srv, const char *why);
 
 void edhoc_server_get_stats(const struct edhoc_server *srv, struct edhoc_server_stats *st);
 
