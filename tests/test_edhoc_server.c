@@ -36,6 +36,7 @@
 #include "edhoc/crypto.h"
 #include "edhoc/edhoc.h"
 #include "edhoc/oscore.h"
+#include "edhoc/state.h"
 #include "edhoc/transport.h"
 
 #include "net_test_util.h"
@@ -510,6 +511,128 @@ static void test_forged_combined_request_keeps_handshake(void **state)
     edhoc_server_free(srv);
 }
 
+/* ---- A sequence-number mark that cannot be stored ---- */
+
+static char logged[16384];
+static size_t logged_len;
+
+static void capture_log(void *user, int level, const char *line)
+{
+    (void)user;
+    (void)level;
+    int n = snprintf(logged + logged_len, sizeof logged - logged_len, "%s\n", line);
+    if (n > 0 && logged_len + (size_t)n < sizeof logged)
+        logged_len += (size_t)n;
+}
+
+static void parse_conf(const char *text, struct oscore_config *cfg)
+{
+    struct oscore_config_error err;
+    if (oscore_config_parse(text, strlen(text), cfg, &err))
+        fail_msg("context line %u: %s", err.line, err.message);
+}
+
+/* The responder's Echo challenge after a restart (RFC 8613 Appendix
+ * B.1.2) is a protected response with a Partial IV of the server's, so it
+ * needs a sequence-number mark above it on disk first (Appendix B.1.1).
+ * When that write fails (a full disk, the database writer gone: here the
+ * writer process of the workers' state, killed) nothing protected may
+ * go. It was answered "4.00 Decryption failed", which blames the client's
+ * request, and logged "Echo challenge sent". It is 5.03 Service
+ * Unavailable with Max-Age (RFC 7252 Section 5.9.3.4: "the number of
+ * seconds after which to retry"), and the log says the challenge was not
+ * sent and why, with the store's error. */
+static void test_echo_challenge_mark_not_stored(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/edhoc-echo-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    pid_t writer = fork();
+    assert_true(writer >= 0);
+    if (writer == 0) {
+        close(sv[0]);
+        struct edhoc_state_db *wdb = NULL;
+        char why[200];
+        if (edhoc_state_open(dir, &wdb, why, sizeof why))
+            _exit(1);
+        struct edhoc_state_server *ws = edhoc_state_server_new(wdb);
+        if (!ws || edhoc_state_server_add(ws, sv[1]))
+            _exit(1);
+        for (;;)
+            edhoc_state_server_run(ws, 1000);
+    }
+    close(sv[1]);
+    struct edhoc_state_db *db = NULL;
+    assert_int_equal(edhoc_state_connect(sv[0], &db), 0);
+
+    struct oscore_config server_cfg, client_cfg;
+    parse_conf("master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+               "master_salt,hex,\"9e7ca92223786340\"\n"
+               "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n",
+               &server_cfg);
+    parse_conf("master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+               "master_salt,hex,\"9e7ca92223786340\"\n"
+               "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n",
+               &client_cfg);
+    struct edhoc_server_config sc = {
+        .ops = real_ops, .select = select_config, .max_pending = 4, .pending_timeout_s = 5,
+        .db = db, .log = capture_log,
+    };
+    /* The first start stores the context's row; the second resumes it
+     * above its mark, so its replay window is unknown (Appendix B.1.2). */
+    struct edhoc_server *srv = edhoc_server_new(&sc);
+    assert_non_null(srv);
+    assert_int_equal(edhoc_server_add_static_context(srv, &server_cfg, "test"), 0);
+    edhoc_server_free(srv);
+    srv = edhoc_server_new(&sc);
+    assert_non_null(srv);
+    assert_int_equal(edhoc_server_add_static_context(srv, &server_cfg, "test"), 0);
+
+    struct oscore_context client;
+    assert_int_equal(oscore_context_init_config(&client, real_ops, &client_cfg), 0);
+    /* CON GET, MID 0x1234, token a1b2c3, Uri-Path "time". */
+    static const uint8_t get[] = {0x43, 0x01, 0x12, 0x34, 0xa1, 0xb2, 0xc3,
+                                  0xb4, 't',  'i',  'm',  'e'};
+    uint8_t req[256], resp[512];
+    struct oscore_binding b;
+    long rl = oscore_protect_request(&client, get, sizeof get, req, sizeof req, &b);
+    assert_true(rl > 0);
+
+    kill(writer, SIGKILL);
+    assert_int_equal(waitpid(writer, NULL, 0), writer);
+    logged_len = 0;
+    logged[0] = '\0';
+    long n = edhoc_server_handle(srv, NULL, PEER, req, (size_t)rl, resp, sizeof resp);
+    assert_true(n >= 4);
+    struct coap_msg r;
+    assert_int_equal(coap_msg_parse(resp, (size_t)n, &r), 0);
+    assert_int_equal(r.code, 0xa3); /* 5.03 */
+    assert_int_equal(r.type, COAP_TYPE_ACK);
+    const struct coap_option *max_age = coap_msg_find_option(&r, COAP_OPT_MAX_AGE);
+    assert_non_null(max_age);
+    assert_int_equal(max_age->len, 1);
+    assert_int_equal(max_age->value[0], 5);
+    assert_null(coap_msg_find_option(&r, COAP_OPT_OSCORE));
+    if (!strstr(logged, "cannot store the sequence number mark: cannot create, open or write "
+                        "the state database\n") ||
+        !strstr(logged, "OSCORE peer=" PEER ": the Echo challenge not sent: the sequence-number "
+                        "mark its Partial IV needs cannot be stored (cannot create, open or "
+                        "write the state database); answered 5.03 with Max-Age 5\n") ||
+        strstr(logged, "Echo challenge sent"))
+        fail_msg("log:\n%s", logged);
+
+    oscore_context_wipe(&client);
+    edhoc_server_free(srv);
+    edhoc_state_close(db);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static int first_reports, first_error;
 
 static void on_first_request(void *user, const struct edhoc_server_oscore_first *f)
@@ -667,6 +790,7 @@ int main(void)
         cmocka_unit_test(test_forged_messages_keep_handshake),
         cmocka_unit_test(test_forged_combined_request_keeps_handshake),
         cmocka_unit_test(test_first_request_record_from_elsewhere),
+        cmocka_unit_test(test_echo_challenge_mark_not_stored),
         cmocka_unit_test_teardown(test_forged_from_elsewhere_real_responder, net_test_teardown),
     };
     return cmocka_run_group_tests_name("edhoc_server", tests, setup, NULL);

@@ -209,6 +209,7 @@ struct edhoc_server {
     uint64_t use_pass_ms;       /* last pass storing use times */
     uint32_t start_ds;          /* when the server started (to_ds) */
     bool state_txn;             /* a transaction of cfg.db is open (state_write_begin) */
+    int store_err;              /* the last failed sequence-number mark write (store_ssn) */
     /* Pending handshakes: by C_R, by bare peer address, and in age order
      * (eviction and expiry take the oldest). */
     struct edhoc_pool pending_pool;
@@ -812,9 +813,11 @@ static int store_ssn(void *user, uint64_t mark)
     struct peer_ctx *p = user;
     int rc = edhoc_state_store_ssn(p->srv->cfg.db, key_idc(&p->key), p->key.idc_len, p->key.rid,
                                    p->key.rid_len, mark);
-    if (rc)
+    if (rc) {
+        p->srv->store_err = rc;
         logf_(p->srv, EDHOC_LOG_ERR, "cannot store the sequence number mark: %s",
               edhoc_state_strerror(rc));
+    }
     return rc;
 }
 
@@ -2988,6 +2991,39 @@ static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *
                          const char *bw_peer, const uint8_t *req, size_t len, uint8_t *out,
                          size_t cap);
 
+/* How long a client waits before it asks again when a sequence-number
+ * mark could not be stored: a full disk or a failing device seldom
+ * recovers within a second, and each try costs a write. */
+#define STORE_RETRY_S 5u
+
+/* A response (what) that could not be protected with result err: the
+ * unprotected error answer, and the cause in the log. When the mark its
+ * Partial IV needed could not be stored (OSCORE_ERR_PERSIST), no protected
+ * message may go (RFC 8613 Appendix B.1.1: a number is used only once a
+ * mark above it is stored), but nothing was wrong with the request: 5.03
+ * with Max-Age, "the number of seconds after which to retry" (RFC 7252
+ * Section 5.9.3.4), instead of an error that blames the request. */
+static long not_protected(struct edhoc_server *srv, const char *peer_name, const char *what,
+                          long err, const uint8_t *req, size_t len, uint8_t *out, size_t cap)
+{
+    srv->st.oscore_errors++;
+    struct coap_msg m;
+    if (err == OSCORE_ERR_PERSIST && !coap_msg_parse(req, len, &m)) {
+        logf_(srv, EDHOC_LOG_ERR,
+              "OSCORE peer=%s: %s not sent: the sequence-number mark its Partial IV needs "
+              "cannot be stored (%s); answered 5.03 with Max-Age %u",
+              peer_name, what,
+              srv->store_err ? edhoc_state_strerror(srv->store_err) : oscore_strerror((int)err),
+              STORE_RETRY_S);
+        return service_unavailable(&m, STORE_RETRY_S, out, cap);
+    }
+    logf_(srv, EDHOC_LOG_ERR, "OSCORE peer=%s: cannot protect %s: %s", peer_name, what,
+          oscore_strerror((int)err));
+    if (coap_msg_parse(req, len, &m))
+        return -1;
+    return build(&m, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+}
+
 /* The answer to an OSCORE request that ctx unprotected with result n
  * (the inner request in srv->inner when n > 0). */
 static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
@@ -3017,10 +3053,13 @@ static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer
         first_request_report(srv, first, n < 0 ? (int)n : 0, text);
     }
     if (n == OSCORE_ERR_ECHO_REQUIRED) {
+        srv->store_err = 0;
         long r = oscore_protect_echo_challenge(&ctx->osc, b, req, len, out, cap);
+        if (r < 0)
+            return not_protected(srv, peer_name, "the Echo challenge", r, req, len, out, cap);
         logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: replay window unknown, Echo challenge sent",
               peer_name);
-        return r < 0 ? oscore_error(OSCORE_ERR_DECRYPT, req, len, out, cap) : r;
+        return r;
     }
     if (n < 0) {
         srv->st.oscore_errors++;
@@ -3145,14 +3184,12 @@ static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *
     struct observer *o = r.observe ? observer_find(srv, &ctx->key, in.token, in.token_len) : NULL;
     if (o)
         bp = &o->b;
+    srv->store_err = 0;
     long pr = oscore_protect_response(&ctx->osc, bp, srv->inner_cut, (size_t)cut, false, out, cap);
     if (pr < 0) {
-        srv->st.oscore_errors++;
-        logf_(srv, EDHOC_LOG_ERR, "OSCORE peer=%s: cannot protect the response: %s", peer_name,
-              oscore_strerror((int)pr));
         if (o)
             observer_drop(o);
-        return build(&in, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+        return not_protected(srv, peer_name, "the response", pr, req, len, out, cap);
     }
     return pr;
 }
