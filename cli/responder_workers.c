@@ -486,6 +486,21 @@ stop:
     for (unsigned i = 0; i < s.started; i++)
         close_pipes(&s, i);
     stop_all(&s);
+    /* A worker that did not end cleanly while stopping (an abort in its
+     * shutdown, or killed after the 10 s) is a failure of the responder,
+     * as one that dies while serving: the service manager must see it.
+     * Ended by our own SIGTERM is clean: a worker still starting has no
+     * handler yet, and has served nothing. */
+    for (unsigned i = 0; i < s.started && *exit_code == CLI_EXIT_OK; i++) {
+        if ((WIFEXITED(s.status[i]) && WEXITSTATUS(s.status[i]) == 0) ||
+            (WIFSIGNALED(s.status[i]) && WTERMSIG(s.status[i]) == SIGTERM))
+            continue;
+        char how[96];
+        describe(s.status[i], how, sizeof how);
+        cli_log(LOG_ERR, "worker %u (pid %d) ended with %s while stopping", i, (int)s.pid[i],
+                how);
+        *exit_code = exit_code_of(s.status[i]);
+    }
     {
         struct edhoc_state_server_stats st = {0};
         edhoc_state_server_get_stats(s.writer, &st);

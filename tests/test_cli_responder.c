@@ -383,6 +383,141 @@ static void test_pending_eviction_and_timeout(void **state)
     net_proc_stop(&r, SIGTERM, 5000);
 }
 
+/* ---- An observer that vanished, then SIGTERM ---- */
+
+/* `oscore protect` of a client request given as hex (CoAP message
+ * bytes) under the client context ctx_path, with sequence number seq. */
+static size_t protect_hex(const char *ctx_path, unsigned seq, const char *coap_hex, uint8_t *msg,
+                          size_t cap)
+{
+    char *out;
+    int rc = CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq %u %s", ctx_path,
+                     seq, coap_hex);
+    if (rc != 0)
+        fail_msg("oscore protect: %d %s", rc, out);
+    char hex[4096];
+    size_t n = 0;
+    for (const char *p = out; *p && *p != '\n' && n + 1 < sizeof hex; p++) {
+        if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))
+            hex[n++] = *p;
+    }
+    hex[n] = '\0';
+    free(out);
+    long len = hex_decode(hex, msg, cap);
+    assert_true(len > 4);
+    return (size_t)len;
+}
+
+/* An observer of /counter (RFC 7641) whose client is killed with SIGKILL
+ * once its first confirmable notification, which it never acknowledges,
+ * came again; then SIGTERM to the responder. The responder aborted (exit 134:
+ * "coap_session_release: Assertion `session->ref > 0' failed"): libcoap
+ * reports each unacknowledged confirmable message to the nack handler
+ * while it frees its context (a notification waiting behind an
+ * unacknowledged one), and the handler reached the engine freed just
+ * before, which released the observer's session a second time.
+ * edhoc-cli(1): SIGTERM stops the responder with status 0. With
+ * --workers 2 the worker owning the context (kid 01) aborted and the
+ * supervisor still exited 0; a worker that does not end cleanly is a
+ * failure of the responder (docs/DESIGN.md, "Failure"). */
+static void observer_killed_then_sigterm(const char *name, const char *workers)
+{
+    char sconf[300], cconf[300], sdir[300], marker[300], args[1200], text[400];
+    snprintf(sconf, sizeof sconf, "%s/%s-server.conf", net_dir, name);
+    snprintf(cconf, sizeof cconf, "%s/%s-client.conf", net_dir, name);
+    snprintf(sdir, sizeof sdir, "%s/%s.state", net_dir, name);
+    snprintf(marker, sizeof marker, "%s/%s.notified", net_dir, name);
+    /* Recipient ID 01 at the server: worker 1 of 2 owns it and the
+     * client's kid 01 is steered there. */
+    static const char keys[] = "master_secret,hex,\"f0e1d2c3b4a5968778695a4b3c2d1e0f\"\n"
+                               "master_salt,hex,\"9e7ca92223786340\"\n";
+    snprintf(text, sizeof text, "%ssender_id,hex,\"02\"\nrecipient_id,hex,\"01\"\n", keys);
+    net_write_file(sconf, text, 0600);
+    snprintf(text, sizeof text, "%ssender_id,hex,\"01\"\nrecipient_id,hex,\"02\"\n", keys);
+    net_write_file(cconf, text, 0600);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --oscore-context %s --state-dir %s %s",
+             sconf, sdir, workers);
+    /* The engine's memory as free() leaves it, not filled with meson's
+     * MALLOC_PERTURB_ pattern, which made the use after free miss the
+     * observer (ASan reports it whatever the pattern). */
+    char *perturb = getenv("MALLOC_PERTURB_") ? strdup(getenv("MALLOC_PERTURB_")) : NULL;
+    unsetenv("MALLOC_PERTURB_");
+    static struct net_proc r;
+    int started = net_responder_start(&r, name, args);
+    if (perturb) {
+        setenv("MALLOC_PERTURB_", perturb, 1);
+        free(perturb);
+    }
+    assert_int_equal(started, 0);
+    /* CON GET, MID 0x1234, token a1b2c3, Observe 0, Uri-Path "counter". */
+    uint8_t reg[512];
+    size_t len = protect_hex(cconf, 1, "43011234a1b2c3" "60" "57636f756e746572", reg, sizeof reg);
+    pid_t client = fork();
+    assert_true(client >= 0);
+    if (client == 0) {
+        int fd = socket(AF_INET, SOCK_DGRAM, 0);
+        uint8_t buf[2048];
+        long n = net_udp_exchange_fd(fd, r.port, reg, len, buf, sizeof buf, 10000);
+        if (n < 4 || buf[1] != 0x45) /* 2.05 outer: the registration's answer */
+            _exit(2);
+        n = recv(fd, buf, sizeof buf, 0);
+        if (n < 4 || (buf[0] & 0x30) != 0x00) /* a confirmable notification */
+            _exit(3);
+        /* Left unacknowledged, it is sent again after ACK_TIMEOUT (2 s at
+         * least, RFC 7252 Section 4.8), and meanwhile the next one (a
+         * second later) waits behind it (NSTART 1, Section 4.7): that
+         * waiting one is what libcoap reports to the nack handler when it
+         * frees its context. */
+        uint8_t mid[2] = {buf[2], buf[3]};
+        do
+            n = recv(fd, buf, sizeof buf, 0);
+        while (n >= 4 && memcmp(buf + 2, mid, 2) != 0);
+        if (n < 4)
+            _exit(4);
+        int m = open(marker, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (m < 0)
+            _exit(5);
+        close(m);
+        for (;;)
+            pause();
+    }
+    uint64_t end = net_now_ms() + 20000;
+    int st = 0;
+    while (access(marker, F_OK) != 0) {
+        if (waitpid(client, &st, WNOHANG) == client)
+            fail_msg("observer client ended with %d before a notification", WEXITSTATUS(st));
+        if (net_now_ms() > end) {
+            kill(client, SIGKILL);
+            waitpid(client, NULL, 0);
+            fail_msg("no confirmable notification within 20 s");
+        }
+        net_sleep_ms(20);
+    }
+    kill(client, SIGKILL);
+    assert_int_equal(waitpid(client, &st, 0), client);
+    int rc = net_proc_stop(&r, SIGTERM, 15000);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    if (rc != 0 || strstr(log, "ended with") || strstr(log, "Assertion")) {
+        fprintf(stderr, "%s\n", log);
+        fail_msg("responder %s after SIGTERM with a vanished observer: status %d (log above)",
+                 workers, rc);
+    }
+    free(log);
+}
+
+static void test_vanished_observer_then_sigterm(void **state)
+{
+    (void)state;
+    observer_killed_then_sigterm("obs-gone", "--workers 1");
+}
+
+static void test_vanished_observer_then_sigterm_two_workers(void **state)
+{
+    (void)state;
+    observer_killed_then_sigterm("obs-gone2", "--workers 2");
+}
+
 /* ---- Static contexts keyed by (ID Context, Recipient ID) ---- */
 
 /* An OSCORE context file: the keying material of RFC 8613 Appendix C.1
@@ -1467,6 +1602,9 @@ int main(void)
         cmocka_unit_test_teardown(test_sighup_keeps_contexts, net_test_teardown),
         cmocka_unit_test_teardown(test_daemon_pidfile, net_test_teardown),
         cmocka_unit_test_teardown(test_pending_eviction_and_timeout, net_test_teardown),
+        cmocka_unit_test_teardown(test_vanished_observer_then_sigterm, net_test_teardown),
+        cmocka_unit_test_teardown(test_vanished_observer_then_sigterm_two_workers,
+                                  net_test_teardown),
         cmocka_unit_test_teardown(test_static_contexts_share_recipient_id, net_test_teardown),
         cmocka_unit_test_teardown(test_static_contexts_tried_in_turn, net_test_teardown),
         cmocka_unit_test_teardown(test_static_context_b2, net_test_teardown),

@@ -235,6 +235,90 @@ static void test_dead_worker_stops_all(void **state)
     free(log);
 }
 
+/* The first pid in /proc/PID/task/PID/children, or 0. */
+static pid_t first_child(pid_t pid)
+{
+    char path[80];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    char *text = net_read_file(path);
+    pid_t child = text ? (pid_t)atoi(text) : 0;
+    free(text);
+    return child;
+}
+
+/* Whether the line "Key:\t..." of /proc/PID/status, read as hex, has bit. */
+static bool status_bit(pid_t pid, const char *key, unsigned long long bit)
+{
+    char path[80];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    char *text = net_read_file(path);
+    const char *p = text ? strstr(text, key) : NULL;
+    bool set = p && (strtoull(p + strlen(key), NULL, 16) & bit);
+    free(text);
+    return set;
+}
+
+/* Process state letter (the field after "(comm)" in /proc/PID/stat). */
+static char proc_state(pid_t pid)
+{
+    char path[80];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *text = net_read_file(path);
+    const char *p = text ? strrchr(text, ')') : NULL;
+    char st = p && p[1] == ' ' ? p[2] : '?';
+    free(text);
+    return st;
+}
+
+/* A worker that does not end cleanly while the responder stops is a
+ * failure, as one that dies while serving (docs/DESIGN.md, "Failure"):
+ * a worker aborted in its shutdown (an observer's session released twice,
+ * exit 134) and the supervisor exited 0, which hid it from the service
+ * manager. Here a worker is held stopped until the supervisor's SIGTERM
+ * is pending in it, then gets SIGABRT first (the lower signal number is
+ * delivered first): the supervisor reports it and exits 10, as for a
+ * worker killed while serving (edhoc-cli(1): an internal failure). */
+static void test_worker_abort_while_stopping_reported(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "aborts", "--workers 2 --listen 127.0.0.1:0 "
+                                                       "--state-dir none"),
+                     0);
+    pid_t worker = first_child(r.pid);
+    assert_true(worker > 0);
+    assert_int_equal(kill(worker, SIGSTOP), 0);
+    uint64_t end = net_now_ms() + 10000;
+    while (proc_state(worker) != 'T' && net_now_ms() < end)
+        net_sleep_ms(10);
+    assert_int_equal(proc_state(worker), 'T');
+    assert_int_equal(kill(r.pid, SIGTERM), 0);
+    const unsigned long long sigterm = 1ull << (SIGTERM - 1);
+    while (!status_bit(worker, "ShdPnd:", sigterm) && !status_bit(worker, "SigPnd:", sigterm) &&
+           net_now_ms() < end)
+        net_sleep_ms(10);
+    assert_true(status_bit(worker, "ShdPnd:", sigterm) || status_bit(worker, "SigPnd:", sigterm));
+    assert_int_equal(kill(worker, SIGABRT), 0);
+    assert_int_equal(kill(worker, SIGCONT), 0);
+    int st = 0;
+    pid_t got = 0;
+    end = net_now_ms() + 20000;
+    while (net_now_ms() < end && (got = waitpid(r.pid, &st, WNOHANG)) == 0)
+        net_sleep_ms(20);
+    assert_int_equal(got, r.pid);
+    r.pid = 0;
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    char want[120];
+    snprintf(want, sizeof want, "(pid %d) ended with signal 6 (Aborted) while stopping",
+             (int)worker);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 10 || !strstr(log, want)) {
+        fprintf(stderr, "%s\n", log);
+        fail_msg("supervisor status %d, expected exit 10 and \"%s\" (log above)", st, want);
+    }
+    free(log);
+}
+
 /* load finds the responder by its port even though the sockets belong to
  * its workers: the supervisor is named, and the CPU time counted is the
  * supervisor's and both workers' (three processes). */
@@ -618,6 +702,7 @@ int main(void)
         cmocka_unit_test_teardown(test_static_contexts_from_any_port, net_test_teardown),
         cmocka_unit_test_teardown(test_handshakes_rebinding_and_restart, net_test_teardown),
         cmocka_unit_test_teardown(test_dead_worker_stops_all, net_test_teardown),
+        cmocka_unit_test_teardown(test_worker_abort_while_stopping_reported, net_test_teardown),
         cmocka_unit_test_teardown(test_load_counts_every_worker, net_test_teardown),
         cmocka_unit_test_teardown(test_single_process_options, net_test_teardown),
         cmocka_unit_test_teardown(test_listen_port_is_exclusive, net_test_teardown),

@@ -209,6 +209,7 @@ struct edhoc_server {
     uint64_t use_pass_ms;       /* last pass storing use times */
     uint32_t start_ds;          /* when the server started (to_ds) */
     bool state_txn;             /* a transaction of cfg.db is open (state_write_begin) */
+    int store_err;              /* the last failed sequence-number mark write (store_ssn) */
     /* Pending handshakes: by C_R, by bare peer address, and in age order
      * (eviction and expiry take the oldest). */
     struct edhoc_pool pending_pool;
@@ -816,9 +817,11 @@ static int store_ssn(void *user, uint64_t mark)
     struct peer_ctx *p = user;
     int rc = edhoc_state_store_ssn(p->srv->cfg.db, key_idc(&p->key), p->key.idc_len, p->key.rid,
                                    p->key.rid_len, mark);
-    if (rc)
+    if (rc) {
+        p->srv->store_err = rc;
         logf_(p->srv, EDHOC_LOG_ERR, "cannot store the sequence number mark: %s",
               edhoc_state_strerror(rc));
+    }
     return rc;
 }
 
@@ -2047,7 +2050,41 @@ static int record_resolve(void *ctx, const uint8_t *id_cred, size_t len,
     return rc;
 }
 
-static void amp_handshake_completed(struct edhoc_server *srv, const struct pending *h);
+static void amp_handshake_completed(struct edhoc_server *srv, const struct pending *h,
+                                    bool from_own_peer);
+
+/* Whether the request being handled comes from the address handshake h's
+ * message_1 came from (and its message_2 went to). */
+static bool from_own_peer(const struct edhoc_server *srv, const struct pending *h)
+{
+    return !srv->hs_peer || !strcmp(srv->hs_peer, h->peer);
+}
+
+/* RFC 9528 Section 9.7: "An attacker can also send faked message_2,
+ * message_3, message_4, or error in an attempt to trick the receiving
+ * party to send an error message and abort the EDHOC session. EDHOC
+ * implementations MAY evaluate if a received message is likely to have
+ * been forged by an attacker and ignore it without sending an error
+ * message or aborting the EDHOC session." C_R is sent in clear and a
+ * one-byte one has 48 values, so a message naming it from an address that
+ * is not the handshake's own, and that proves nothing (an error message,
+ * or a message_3 that does not verify), is taken as forged: the handshake
+ * goes on for its own peer, and the sender gets a CoAP error without an
+ * EDHOC error message in it (Section 6: after sending an error message
+ * "the sender MUST abort the EDHOC session"). */
+static long ignored_from_elsewhere(struct edhoc_server *srv, const struct coap_msg *req,
+                                   const struct pending *h, const char *what,
+                                   const char *diagnostic, uint8_t *out, size_t cap)
+{
+    char crs[20];
+    cid_hex(h->c_r, h->c_r_len, crs, sizeof crs);
+    logf_(srv, EDHOC_LOG_INFO,
+          "EDHOC request from %s for C_R %s ignored: %s, and not from the address of its "
+          "message_1 (%s); the handshake goes on (RFC 9528 Section 9.7)",
+          srv->hs_peer ? srv->hs_peer : "?", crs, what, h->peer);
+    return build(req, COAP_CODE(4, 3), -1, (const uint8_t *)diagnostic, strlen(diagnostic), out,
+                 cap);
+}
 
 /* message_3 verified but no OSCORE context follows: the handshake ends
  * as failed (or refused), logged and recorded, and its slot is freed. */
@@ -2079,9 +2116,57 @@ static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, 
     srv->m3_h = h;
     srv->m3_cred = NULL;
     srv->m3_id_cred_len = srv->m3_id_cred_sent_len = 0;
+    /* A message_3 from another address is tried on the session's state
+     * and, when it does not verify, the state is put back as it was: only
+     * the handshake's own peer ends it with a failed message_3 (RFC 9528
+     * Section 5.4.3: "If any processing step fails, then the Responder
+     * MUST send an EDHOC error message back ..., and the EDHOC session
+     * MUST be aborted"; from elsewhere, Section 9.7 lets us ignore a
+     * message likely forged). One that verifies completes the handshake
+     * wherever it comes from: it is no forgery, since only the holder of
+     * the initiator's ephemeral key can make CIPHERTEXT_3 decrypt under
+     * K_3, and Signature_or_MAC_3 needs its authentication key; and
+     * Appendix A.2 correlates the messages of a session by C_R, not by
+     * address, so an initiator behind a NAT whose mapping changed between
+     * message_2 and message_3 (rebinding) still completes. Whoever replays
+     * a captured message_3 from elsewhere completes the same handshake
+     * with keys only the initiator has, and gets no trust for its address
+     * from it (amp_handshake_completed). */
+    bool own_peer = from_own_peer(srv, h);
+    struct edhoc_session kept;
+    if (!own_peer)
+        kept = h->s;
     int rc = edhoc_responder_handle_message_3(&h->s, m3, m3_len, &srv->rx,
                                               srv->cfg.record ? record_resolve : h->resolve,
                                               srv->cfg.record ? (void *)srv : h->resolve_ctx);
+    if (!own_peer) {
+        if (rc) {
+            edhoc_session_wipe(&h->s);
+            h->s = kept;
+        }
+        edhoc_wipe(&kept, sizeof kept);
+        if (rc) {
+            srv->m3_h = NULL;
+            char what[120];
+            snprintf(what, sizeof what, "message_3 does not verify (%s)", edhoc_strerror(rc));
+            return ignored_from_elsewhere(srv, req, h, what,
+                                          "message_3 not verified, not from the handshake's "
+                                          "address",
+                                          out, cap);
+        }
+        char crs[20];
+        cid_hex(h->c_r, h->c_r_len, crs, sizeof crs);
+        logf_(srv, EDHOC_LOG_INFO,
+              "handshake C_R=%s: message_3 verified from %s, not the address of message_1 (%s): "
+              "the initiator's address changed (NAT rebinding?); completing with %s",
+              crs, srv->hs_peer, h->peer, srv->hs_peer);
+        /* Its A.2 handshake is found by C_R alone (a bare one by address,
+         * which never gets here), so the new address can replace the old
+         * one: the log, the record and the context's row name where the
+         * peer is now. */
+        if (h->framing == EDHOC_FRAMING_A2)
+            snprintf(h->peer, sizeof h->peer, "%s", srv->hs_peer);
+    }
     if (rc) {
         struct edhoc_server_handshake r;
         if (srv->cfg.record) {
@@ -2120,7 +2205,7 @@ static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, 
          * HKDF over HMAC, which this suite's hash (SHAKE256) has not, so
          * no context is made (RFC 9528 Section 3.6 leaves the application
          * to the suite's users). message_3 is answered as usual. */
-        amp_handshake_completed(srv, h);
+        amp_handshake_completed(srv, h, own_peer);
         *ctx = NULL;
         if (!combined)
             return 0;
@@ -2133,7 +2218,7 @@ static long run_message_3(struct edhoc_server *srv, const struct coap_msg *req, 
     }
     *ctx = establish(srv, h);
     if (*ctx)
-        amp_handshake_completed(srv, h);
+        amp_handshake_completed(srv, h, own_peer);
     if (!*ctx) {
         no_context(srv, h, m3_len, combined, EDHOC_SERVER_FAILED,
                    "cannot set up the OSCORE context", "cannot set up the OSCORE context");
@@ -2376,13 +2461,14 @@ static void amp_oscore_verified(struct edhoc_server *srv, const char *peer)
 /* A message_3 completed handshake h: its sender received message_2 and
  * holds a credential we accept, which a flood that only answers Echo does
  * not (pending_alloc ranks it above those). Only when it came from the
- * address message_2 went to: from anywhere else it proves nothing about
- * that address (whoever received message_2 elsewhere could put it in the
- * source of message_3). */
-static void amp_handshake_completed(struct edhoc_server *srv, const struct pending *h)
+ * address message_2 went to (from_own_peer): from anywhere else it proves
+ * nothing about that address (whoever received message_2 elsewhere could
+ * put it in the source of message_3). */
+static void amp_handshake_completed(struct edhoc_server *srv, const struct pending *h,
+                                    bool from_own_peer)
 {
     const char *peer = srv->hs_peer;
-    if (!srv->cfg.amp || !peer || strcmp(peer, h->peer) ||
+    if (!srv->cfg.amp || !peer || !from_own_peer || strcmp(peer, h->peer) ||
         edhoc_amp_trust(srv->cfg.amp, peer) == EDHOC_AMP_AUTHENTICATED)
         return;
     bool was_verified = edhoc_amp_is_verified(srv->cfg.amp, peer);
@@ -2604,8 +2690,17 @@ static long on_edhoc_post(struct edhoc_server *srv, const struct coap_msg *req, 
         return unknown_c_r(srv, req, peer, c_r, c_r_len, false, len - (size_t)pre, out, cap);
     }
     srv->hs_current = h->hs_id;
-    if (first_is_error(p + pre, len - (size_t)pre))
+    if (first_is_error(p + pre, len - (size_t)pre)) {
+        /* An error message proves nothing about its sender: only the
+         * handshake's own peer ends it with one (RFC 9528 Section 6: "since
+         * error messages might be forged, the receiver MAY try to continue
+         * the EDHOC session"). */
+        if (!from_own_peer(srv, h))
+            return ignored_from_elsewhere(srv, req, h, "an error message",
+                                          "error ignored: not from the handshake's address", out,
+                                          cap);
         return on_peer_error(srv, req, h, p + pre, len - (size_t)pre, out, cap);
+    }
     return on_message_3(srv, req, h, p + pre, len - (size_t)pre, out, cap);
 }
 
@@ -2909,6 +3004,39 @@ static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *
                          const char *bw_peer, const uint8_t *req, size_t len, uint8_t *out,
                          size_t cap);
 
+/* How long a client waits before it asks again when a sequence-number
+ * mark could not be stored: a full disk or a failing device seldom
+ * recovers within a second, and each try costs a write. */
+#define STORE_RETRY_S 5u
+
+/* A response (what) that could not be protected with result err: the
+ * unprotected error answer, and the cause in the log. When the mark its
+ * Partial IV needed could not be stored (OSCORE_ERR_PERSIST), no protected
+ * message may go (RFC 8613 Appendix B.1.1: a number is used only once a
+ * mark above it is stored), but nothing was wrong with the request: 5.03
+ * with Max-Age, "the number of seconds after which to retry" (RFC 7252
+ * Section 5.9.3.4), instead of an error that blames the request. */
+static long not_protected(struct edhoc_server *srv, const char *peer_name, const char *what,
+                          long err, const uint8_t *req, size_t len, uint8_t *out, size_t cap)
+{
+    srv->st.oscore_errors++;
+    struct coap_msg m;
+    if (err == OSCORE_ERR_PERSIST && !coap_msg_parse(req, len, &m)) {
+        logf_(srv, EDHOC_LOG_ERR,
+              "OSCORE peer=%s: %s not sent: the sequence-number mark its Partial IV needs "
+              "cannot be stored (%s); answered 5.03 with Max-Age %u",
+              peer_name, what,
+              srv->store_err ? edhoc_state_strerror(srv->store_err) : oscore_strerror((int)err),
+              STORE_RETRY_S);
+        return service_unavailable(&m, STORE_RETRY_S, out, cap);
+    }
+    logf_(srv, EDHOC_LOG_ERR, "OSCORE peer=%s: cannot protect %s: %s", peer_name, what,
+          oscore_strerror((int)err));
+    if (coap_msg_parse(req, len, &m))
+        return -1;
+    return build(&m, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+}
+
 /* The answer to an OSCORE request that ctx unprotected with result n
  * (the inner request in srv->inner when n > 0). */
 static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
@@ -2921,6 +3049,12 @@ static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer
     struct first_request *first = n == OSCORE_ERR_ECHO_REQUIRED
                                       ? NULL
                                       : first_request_find(srv, &ctx->key, NULL);
+    /* A kid is public: a request that does not verify says something
+     * about the device only when it comes from the device's address;
+     * from elsewhere it would take the place of the device's own first
+     * request in the record. */
+    if (first && n < 0 && strcmp(first->peer, peer_name))
+        first = NULL;
     if (first) {
         char text[300] = "";
         if (n < 0)
@@ -2932,10 +3066,13 @@ static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer
         first_request_report(srv, first, n < 0 ? (int)n : 0, text);
     }
     if (n == OSCORE_ERR_ECHO_REQUIRED) {
+        srv->store_err = 0;
         long r = oscore_protect_echo_challenge(&ctx->osc, b, req, len, out, cap);
+        if (r < 0)
+            return not_protected(srv, peer_name, "the Echo challenge", r, req, len, out, cap);
         logf_(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: replay window unknown, Echo challenge sent",
               peer_name);
-        return r < 0 ? oscore_error(OSCORE_ERR_DECRYPT, req, len, out, cap) : r;
+        return r;
     }
     if (n < 0) {
         srv->st.oscore_errors++;
@@ -3060,14 +3197,12 @@ static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *
     struct observer *o = r.observe ? observer_find(srv, &ctx->key, in.token, in.token_len) : NULL;
     if (o)
         bp = &o->b;
+    srv->store_err = 0;
     long pr = oscore_protect_response(&ctx->osc, bp, srv->inner_cut, (size_t)cut, false, out, cap);
     if (pr < 0) {
-        srv->st.oscore_errors++;
-        logf_(srv, EDHOC_LOG_ERR, "OSCORE peer=%s: cannot protect the response: %s", peer_name,
-              oscore_strerror((int)pr));
         if (o)
             observer_drop(o);
-        return build(&in, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
+        return not_protected(srv, peer_name, "the response", pr, req, len, out, cap);
     }
     return pr;
 }
@@ -3252,6 +3387,15 @@ static long on_combined(struct edhoc_server *srv, struct edhoc_transport_peer *p
                            cap);
     srv->hs_current = h->hs_id;
     if (srv->cfg.message_4) {
+        /* Refused before message_3 is even decrypted: from another address
+         * that would let anyone end the handshake of a C_R it names. */
+        if (!from_own_peer(srv, h))
+            return ignored_from_elsewhere(srv, req, h,
+                                          "a combined request (RFC 9668) while message_4 is "
+                                          "required",
+                                          "combined request ignored: not from the handshake's "
+                                          "address",
+                                          out, cap);
         /* message_4 cannot travel in the combined flow (RFC 9668 step 4). */
         srv->st.handshakes_failed++;
         log_done(srv, h, (size_t)m3_len, "failed", "combined request but message_4 is required");

@@ -380,6 +380,15 @@ void edhoc_transport_free(struct edhoc_transport *t)
     }
     if (t->session)
         coap_session_release(t->session);
+    /* libcoap 4.3.1 reports every confirmable message still unacknowledged
+     * (a notification to an observer that vanished) to the nack handler
+     * while it frees the context. The failure callback's owner (the
+     * responder engine, whose observers held those sessions) is gone by
+     * now: called, it released a session reference a second time and
+     * libcoap aborted ("coap_session_release: Assertion `session->ref > 0'
+     * failed", after a use of the freed engine). */
+    t->on_failure = NULL;
+    t->failure_user = NULL;
     if (t->ctx)
         coap_free_context(t->ctx);
     free(t->scratch);
