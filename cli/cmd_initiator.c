@@ -70,6 +70,12 @@ struct trace_item {
 struct run {
     bool got_message_2;     /* the peer answered message_1 with a message_2 */
     unsigned tolerated;     /* deviations of the peer accepted (--tolerate) */
+    unsigned followed;      /* of them, those our message_3 commits too */
+    /* What shows the responder accepted message_3 (RFC 9528 Section
+     * 5.4.2): "message_4", "oscore_response", "2.04" (its unprotected
+     * answer), "unconfirmed" (bare framing: it answers nothing), or NULL
+     * (message_3 not sent, or refused). */
+    const char *m3_acceptance;
     char diagnosis[320];    /* which deviation explains a failed MAC_2/signature */
     char auto_a2_failure[400]; /* --framing auto: why A.2 failed before bare was tried */
     struct row rows[MAX_ROWS];
@@ -545,6 +551,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         fail(run, cli_exit_for_edhoc_error(n3), "message_3: %s", edhoc_strerror(n3));
         return -1;
     }
+    run->followed = edhoc_session_followed(s);
     if (cli_oscore_unavailable(s->suite, run->no_oscore, sizeof run->no_oscore)) {
         /* Refused before message_1 when OSCORE was to follow; this is an
          * EDHOC-only handshake (--request none) and goes on without it. */
@@ -657,6 +664,7 @@ no_oscore:
         a->resp_bytes = (size_t)rn;
         a->attempts = 1;
         *combined_done = true;
+        run->m3_acceptance = "oscore_response";
         ret = 0;
     comb_out:
         free(prot);
@@ -688,8 +696,12 @@ no_oscore:
     c->log.current = -1;
     if (rn < 0) {
         add_exchange_rows(run, &c->log, "message_3", c->msg, n3, NULL, NULL, -1);
-        if (bare_no_reply && rn == EDHOC_TRANSPORT_ERR_TIMEOUT)
-            return 0; /* such devices never answer message_3 */
+        if (bare_no_reply && rn == EDHOC_TRANSPORT_ERR_TIMEOUT) {
+            /* Such devices never answer message_3, so nothing tells
+             * whether it was accepted until an OSCORE response comes. */
+            run->m3_acceptance = "unconfirmed";
+            return 0;
+        }
         fail(run, transport_exit(rn), "message_3: %s",
              rn == EDHOC_TRANSPORT_ERR_TIMEOUT ? "timeout, no response"
                                                : edhoc_transport_strerror((int)rn));
@@ -726,9 +738,11 @@ no_oscore:
             fail(run, cli_exit_for_edhoc_error(rc), "message_4: %s", edhoc_strerror(rc));
             return -1;
         }
+        run->m3_acceptance = "message_4";
     } else {
         add_exchange_rows(run, &c->log, "message_3", c->msg, n3, "(2.04 Changed)", pll ? p : NULL,
                           pll ? (long)pll : -1);
+        run->m3_acceptance = "2.04";
     }
     return 0;
 }
@@ -1126,12 +1140,25 @@ static void print_text(const struct ctx *c, const struct run *run)
         fprintf(f, "Round trips: %zu; wall time %.3f ms\n", run->exchanges, all_ms);
         return;
     }
-    fprintf(f, "\nOutcome: ok, suite %d, %d attempt%s, ID_CRED_R by %s\n", run->suite,
+    bool unconfirmed = run->m3_acceptance && !strcmp(run->m3_acceptance, "unconfirmed");
+    fprintf(f, "\nOutcome: %s, suite %d, %d attempt%s, ID_CRED_R by %s\n",
+            unconfirmed ? "message_3 sent, its acceptance unconfirmed" : "ok", run->suite,
             run->attempts, run->attempts == 1 ? "" : "s", run->id_cred_r);
+    if (unconfirmed)
+        fprintf(f, "  (the bare framing answers nothing to message_3, and neither message_4 nor "
+                   "an OSCORE response came: nothing shows the responder accepted it, RFC 9528 "
+                   "Section 5.4.2; --request or --message-4 would)\n");
     if (run->tolerated) {
         char names[120];
         edhoc_deviations_format(run->tolerated, names, sizeof names);
         fprintf(f, "Tolerated (--tolerate): %s: the responder deviates from RFC 9528 there\n",
+                names);
+    }
+    if (run->followed) {
+        char names[120];
+        edhoc_deviations_format(run->followed, names, sizeof names);
+        fprintf(f, "Followed in message_3 (--tolerate): %s: context_3 built as the responder "
+                   "built context_2, so that it verifies MAC_3 its own way\n",
                 names);
     }
     fprintf(f, "Round trips: %zu; handshake %.3f ms, wall time %.3f ms\n", run->exchanges, hs_ms,
@@ -1288,6 +1315,14 @@ static void print_json(const struct ctx *c, const struct run *run)
             json_array_append_new(tol, json_string(edhoc_deviation_name(bit)));
     }
     cli_json_set(root, "tolerated", tol);
+    json_t *fol = json_array();
+    for (unsigned bit = 1; bit <= EDHOC_DEV_ALL; bit <<= 1) {
+        if (run->followed & bit)
+            json_array_append_new(fol, json_string(edhoc_deviation_name(bit)));
+    }
+    cli_json_set(root, "followed", fol);
+    cli_json_set(root, "message_3_acceptance",
+                 run->m3_acceptance ? json_string(run->m3_acceptance) : json_null());
     cli_json_set(root, "diagnosis", run->diagnosis[0] ? json_string(run->diagnosis) : json_null());
     cli_json_set(root, "id_cred_i", json_string(cli_id_cred_type_name(
                                         cli_id_cred_type_of(c->side.id_cred, c->side.id_cred_len))));
@@ -1489,7 +1524,8 @@ const struct cli_cmd_spec cli_spec_initiator = {
     .epilogue =
         CLI_EDHOC_DEMO_NOTE "\n\n"
         "Exit codes:\n"
-        "  0 ok\n"
+        "  0 ok (--request none, bare framing, no message_4: message_3 sent, its\n"
+        "    acceptance unconfirmed, as the report says)\n"
         "  1 other failure (e.g. an unexpected CoAP response)\n"
         "  2 bad command line\n"
         "  3 unusable input file, or the --export-oscore-conf file, FILE.seq or the\n"
@@ -1805,6 +1841,9 @@ int cmd_initiator(int argc, char **argv)
             a->req_bytes = res.request_bytes;
             a->resp_bytes = res.response_bytes;
             a->attempts = res.attempts;
+            /* Protected under the new context: the responder derived it,
+             * so it accepted message_3 (RFC 9528 Section 5.4.2). */
+            run->m3_acceptance = "oscore_response";
         }
     }
     if (run->have_osc)

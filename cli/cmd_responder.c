@@ -67,6 +67,13 @@ struct responder {
     size_t n_idents;
     int supported[EDHOC_MAX_SUITES];
     size_t n_supported;
+    /* Per method, every supported suite some credential serves: what each
+     * configuration of that method accepts and what error code 2 lists
+     * (RFC 9528 Section 6.3), whichever credential answers. Worked out
+     * on the first message_1 of the method after a (re)load. */
+    int method_suites[4][EDHOC_MAX_SUITES];
+    size_t n_method_suites[4];
+    bool method_suites_known[4];
     struct interop_log *ilog; /* --interop-log: every configuration traces into it */
 };
 
@@ -331,8 +338,7 @@ static void idents_free(struct responder *r)
     for (size_t i = 0; i < r->n_idents; i++) {
         if (r->idents[i].ready) {
             /* The shared trust store is not the identity's to free. */
-            if (!r->demo)
-                r->idents[i].side.store = NULL;
+            r->idents[i].side.store = NULL;
             cli_edhoc_side_free(&r->idents[i].side);
         }
     }
@@ -357,8 +363,14 @@ static void ident_finish(struct responder *r, struct ident *id, int m)
 {
     struct edhoc_config *cfg = &id->side.cfg;
     size_t n = fitting_suites(r, &id->side.cred, m, id->suites);
-    cfg->suites = id->suites;
-    cfg->n_suites = n;
+    if (r->method_suites_known[m]) {
+        cfg->suites = r->method_suites[m];
+        cfg->n_suites = r->n_method_suites[m];
+    } else {
+        /* Until method_suites() has run: only it hands out configurations. */
+        cfg->suites = id->suites;
+        cfg->n_suites = n;
+    }
     cfg->accept_methods = 1u << m;
     cfg->method = m;
     cfg->tolerate = r->o.side[CLI_SIDE_R].tolerate;
@@ -414,8 +426,16 @@ static struct ident *demo_ident(struct responder *r, int m, int suite)
         memset(&id->side, 0, sizeof id->side);
         return NULL;
     }
+    /* load_identities built r->trust as cli_edhoc_side_setup builds each
+     * side's (the --trust files, else the demo set): every demo
+     * configuration of every method is set up once a message_1 of the
+     * method comes (method_suites), so one copy serves them all rather
+     * than about 200 KB each. */
+    free(id->side.store);
+    id->side.store = r->trust;
     ident_finish(r, id, m);
     if (!id->ready) {
+        id->side.store = NULL;
         cli_edhoc_side_free(&id->side);
         memset(&id->side, 0, sizeof id->side);
         return NULL;
@@ -463,12 +483,55 @@ static struct ident *explicit_ident(struct responder *r, size_t c, int m)
     return id->ready ? id : NULL;
 }
 
+/* Whether some credential serves suite for method m (building its
+ * configuration). */
+static bool suite_served(struct responder *r, int m, int suite)
+{
+    if (r->demo)
+        return demo_ident(r, m, suite) != NULL;
+    for (size_t c = 0; c < r->n_creds; c++) {
+        if (edhoc_cred_check_key_type(&r->creds[c], m, false, suite) == 0 &&
+            explicit_ident(r, c, m))
+            return true;
+    }
+    return false;
+}
+
+/* Every configuration of method m accepts the suites of method_suites[m],
+ * not only those of its own credential: the core accepts a message_1
+ * only when its selected suite is the first of SUITES_I in that set
+ * (RFC 9528 Section 5.2.3), and answers error code 2 with that set when
+ * SUITES_I has none of it (Section 6.3: "it SHOULD include all its
+ * supported cipher suites"). With one credential's suites, a message_1
+ * preferring a suite another credential serves was accepted with a less
+ * preferred one, and SUITES_R named one credential's suites. */
+static void method_suites(struct responder *r, int m)
+{
+    if (r->method_suites_known[m])
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_supported; i++) {
+        if (suite_served(r, m, r->supported[i]))
+            r->method_suites[m][n++] = r->supported[i];
+    }
+    r->n_method_suites[m] = n;
+    r->method_suites_known[m] = true;
+    for (size_t i = 0; i < r->n_idents; i++) {
+        struct ident *id = &r->idents[i];
+        if (id->ready && id->side.cfg.method == m) {
+            id->side.cfg.suites = r->method_suites[m];
+            id->side.cfg.n_suites = n;
+        }
+    }
+}
+
 static const struct edhoc_config *select_config(void *user, int m, int suite,
                                                 edhoc_cred_resolver *resolve, void **resolve_ctx)
 {
     struct responder *r = user;
     if (m < 0 || m > 3 || (r->o.accept_methods && !(r->o.accept_methods & (1u << m))))
         return NULL;
+    method_suites(r, m);
     struct ident *id = NULL;
     if (r->demo) {
         if (supported(r, suite))
@@ -551,6 +614,7 @@ static int load_identities(struct responder *r)
     r->trust = trust;
     r->demo = n == 0;
     r->n_idents = r->demo ? 4 * N_SUITE_IDS : 4 * n;
+    memset(r->method_suites_known, 0, sizeof r->method_suites_known);
     r->idents = calloc(r->n_idents, sizeof *r->idents);
     if (!r->idents)
         return CLI_EXIT_INTERNAL;
@@ -1135,15 +1199,13 @@ int cmd_responder(int argc, char **argv)
         memcpy(r->supported, r->o.suites_r, r->o.n_suites_r * sizeof(int));
         r->n_supported = r->o.n_suites_r;
     } else {
-        /* Suite 25 only when asked for: with it no OSCORE context can
-         * follow (RFC 8613 Section 3.2.1 has no HKDF for SHAKE256), so an
-         * initiator offering it is told the suites that can (error code
-         * 2, RFC 9528 Section 6.3) instead of ending up without one. */
-        r->n_supported = 0;
-        for (int i = 0; i < N_SUITE_IDS; i++) {
-            if (known_suites[i] != 25)
-                r->supported[r->n_supported++] = known_suites[i];
-        }
+        /* Every suite the library has, 25 included: an initiator selects
+         * suite 25 only when it prefers it to all the others we serve
+         * (RFC 9528 Section 5.2.3), and then gets EDHOC without OSCORE
+         * (RFC 8613 Section 3.2.1 has no HKDF for SHAKE256), as the log
+         * line of each such handshake says. */
+        memcpy(r->supported, known_suites, sizeof known_suites);
+        r->n_supported = N_SUITE_IDS;
     }
     bool edhoc_only_suite = false;
     for (size_t i = 0; i < r->n_supported; i++)
@@ -1425,7 +1487,7 @@ int cmd_responder(int argc, char **argv)
         cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
                              "too");
     if (edhoc_only_suite)
-        cli_log(LOG_NOTICE, "--suites 25: EDHOC only for suite 25, no OSCORE context follows "
+        cli_log(LOG_NOTICE, "suite 25: EDHOC only for suite 25, no OSCORE context follows "
                             "(RFC 8613 Section 3.2.1 derives keys with an HMAC-based HKDF, which "
                             "SHAKE256 has not; RFC 9528 Section 3.6)");
     if (amp)

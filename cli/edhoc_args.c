@@ -370,7 +370,8 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
 #define H_TOLERATE "accept these deviations of the peer from RFC 9528 (named by the\n" \
                    "diagnosis of a failed MAC/signature: c-bstr, kid-int,\n" \
                    "id-cred-compact, cred-wrap, ead-omitted); the report says so on\n" \
-                   "every handshake it affected"
+                   "every handshake it affected; an initiator's message_3 then\n" \
+                   "follows a deviation message_2 showed, as such a device expects"
 #define H_EMULATE "test aid: commit these deviations, as the devices that have them do"
 #define H_EAD "EAD item (label < 0 is critical; repeatable)"
 #define H_EAD_ACCEPT "an EAD label the receiving side understands (repeatable)"

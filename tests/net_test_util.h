@@ -449,7 +449,7 @@ static inline char *net_json_compact(const char *out)
 /* What the relay does with one datagram: to_server says whether a
  * client's datagram is passed on (NULL: all are); to_client may rewrite
  * the server's answer in place (up to cap bytes) and returns its new
- * length (NULL: unchanged). */
+ * length, 0 to drop it (NULL: unchanged). */
 struct net_relay_hooks {
     bool (*to_server)(void *user, const uint8_t *d, size_t len);
     size_t (*to_client)(void *user, uint8_t *d, size_t len, size_t cap);
@@ -502,7 +502,8 @@ static inline void net_relay_loop(int lfd, uint16_t upstream, const struct net_r
                 continue;
             size_t len = h->to_client ? h->to_client(h->user, buf, (size_t)r, sizeof buf)
                                       : (size_t)r;
-            sendto(lfd, buf, len, 0, (struct sockaddr *)&cl[i].peer, sizeof cl[i].peer);
+            if (len)
+                sendto(lfd, buf, len, 0, (struct sockaddr *)&cl[i].peer, sizeof cl[i].peer);
         }
     }
 }

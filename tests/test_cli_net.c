@@ -494,6 +494,106 @@ static void test_suite_negotiation(void **state)
     net_proc_stop(&r, SIGTERM, 5000);
 }
 
+/* SUITES_R names exactly the suites the responder completes for the
+ * method, whichever credential serves each: RFC 9528 Section 6.3, "If the
+ * Responder does not support any cipher suite in SUITES_I, then it SHOULD
+ * include all its supported cipher suites in SUITES_R". A demo responder
+ * serving suites 0, 6, 24 and 25 holds four credentials per method (an
+ * Ed25519, a P-256, a P-384 and an Ed448 signature key for method 0; an
+ * X25519, a P-384 and an X448 static DH key for method 3); SUITES_R used
+ * to list those of one of them only ([0] for method 0, [0, 6] for 3).
+ * Each suite listed then completes, and each other one gets error code 2. */
+static void test_suites_r_is_what_completes(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "suites-r", "--listen 127.0.0.1:0 --suites 0,6,24,25"),
+                     0);
+    static const int all[] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
+    static const int methods[] = {0, 3};
+    for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
+        int m = methods[k];
+        char *out;
+        int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method %d --suites 1 "
+                                   "--request none --json",
+                         r.port, m);
+        if (rc != 4)
+            fail_msg("method %d, suite 1: exit %d\n%s", m, rc, out);
+        char *f = flat(out);
+        assert_has(f, "error.err_code=2");
+        if (!has(f, "suites_r=[0, 6, 24, 25]"))
+            fail_msg("method %d: SUITES_R is not [0, 6, 24, 25]:%s", m, f);
+        free(f);
+        free(out);
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+            bool listed = all[i] == 0 || all[i] == 6 || all[i] == 24 || all[i] == 25;
+            rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method %d --suites %d "
+                                   "--request none --json",
+                         r.port, m, all[i]);
+            f = flat(out);
+            char line[64];
+            if (listed) {
+                snprintf(line, sizeof line, "suite=%d", all[i]);
+                if (rc != 0 || !has(f, line))
+                    fail_msg("method %d suite %d is in SUITES_R but does not complete (exit %d):%s",
+                             m, all[i], rc, f);
+            } else if (rc != 4 || !has(f, "error.err_code=2")) {
+                fail_msg("method %d suite %d is not in SUITES_R but got exit %d:%s", m, all[i],
+                         rc, f);
+            }
+            free(f);
+            free(out);
+        }
+    }
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
+/* RFC 9528 Section 5.2.3: the Responder accepts message_1 only if the
+ * selected suite is the first suite in SUITES_I it supports. Method 2,
+ * demo responder with suites 0 (Ed25519 signature) and 6 (P-256
+ * signature), initiator preferring 4, 6, 0 (its X25519 static DH key fits
+ * all three): error code 2 lists 0 and 6, so the second message_1
+ * selects 6 (SUITES_I [4, 6]). It used to list only 0, whose credential
+ * answered, and then accepted SUITES_I [4, 6, 0] with suite 0 although it
+ * serves 6, which the initiator prefers. */
+static void test_suite_negotiation_across_credentials(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "suites-06", "--listen 127.0.0.1:0 --suites 0,6"), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 2 --suites 4,6,0 "
+                               "--request none --json",
+                     r.port);
+    char *f = expect_ok_json(out, rc);
+    assert_has(f, "suites_r=[0, 6]");
+    assert_has(f, "attempts=2");
+    assert_has(f, "suite=6");
+    free(f);
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
+/* The demo responder serves suite 25 by default (--suites: "default:
+ * all"; the demo set has X448 and Ed448 credentials for both sides):
+ * EDHOC only, since RFC 8613 Section 3.2.1 has no HKDF for its SHAKE256
+ * (--request none). It used to leave 25 out and answer error code 2. */
+static void test_demo_serves_suite_25(void **state)
+{
+    (void)state;
+    for (int m = 0; m <= 3; m++) {
+        char *out;
+        int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method %d --suites 25 "
+                                   "--request none --json",
+                         main_responder.port, m);
+        char *f = expect_ok_json(out, rc);
+        assert_has(f, "suite=25");
+        assert_has(f, "attempts=1");
+        free(f);
+        free(out);
+    }
+}
+
 static void keygen(const char *args)
 {
     char *out;
@@ -1953,6 +2053,9 @@ int main(void)
         cmocka_unit_test_setup(test_bare_framing, check_alive),
         cmocka_unit_test_setup(test_echo_before_message_1, check_alive),
         cmocka_unit_test_setup(test_suite_negotiation, check_alive),
+        cmocka_unit_test_setup(test_suites_r_is_what_completes, check_alive),
+        cmocka_unit_test_setup(test_suite_negotiation_across_credentials, check_alive),
+        cmocka_unit_test_setup(test_demo_serves_suite_25, check_alive),
         cmocka_unit_test_setup(test_blockwise_x5chain, check_alive),
         cmocka_unit_test_setup(test_two_credentials, check_alive),
         cmocka_unit_test_setup(test_failures, check_alive),

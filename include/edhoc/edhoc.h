@@ -354,6 +354,7 @@ struct edhoc_session {
     uint8_t dev_own;       /* EDHOC_DEV_* this side emulated in that context */
     uint8_t dev_info;      /* EDHOC_DI_* (private) */
     uint8_t dev_kid;       /* the peer's one-byte kid, for the text */
+    uint8_t dev_followed;  /* EDHOC_DEV_* our message_3 commits because message_2 did */
 };
 
 /* Start a session. cfg must stay valid and unchanged while the session is
@@ -429,6 +430,17 @@ int edhoc_session_diagnosis(const struct edhoc_session *s, struct edhoc_diagnosi
  * edhoc_config.emulate set: how the peer differed from what this side
  * expected. */
 unsigned edhoc_session_tolerated(const struct edhoc_session *s);
+
+/* I: the deviations edhoc_initiator_prepare_message_3 committed in
+ * context_3 (MAC_3 and, for methods 0 and 1, the signature and its
+ * protected header) because verify_message_2 accepted them in
+ * context_2 by tolerating them: the peer builds every context_x its own
+ * way, so it verifies MAC_3 the way it computed MAC_2, and an RFC 9528
+ * context_3 would fail there. Only those that apply to context_3 count
+ * (c-bstr never does; kid-int only for a one-byte kid of ours that has
+ * an int form). 0 when message_2 needed no tolerance, before message_3,
+ * and for a responder. */
+unsigned edhoc_session_followed(const struct edhoc_session *s);
 
 /* ---- What the peer sent ---- */
 

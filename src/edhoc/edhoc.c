@@ -1016,7 +1016,11 @@ static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m
         goto out;
     /* context_x as RFC 9528 says, or as the deployed device builds it when
      * this side emulates one (a test aid, edhoc_config.emulate). What is
-     * sent below stays as the RFC says either way. */
+     * sent below stays as the RFC says either way. A message_3 after a
+     * message_2 accepted by tolerating deviations is built as the peer
+     * built context_2 (dev_found): such a device verifies MAC_3 over its
+     * own context_3, and tolerating it on receive alone left the
+     * handshake to fail on its side. */
     struct context_in rfc = {
         .c_r = with_c_r ? s->own_cid : NULL,
         .c_r_len = s->own_cid_len,
@@ -1027,8 +1031,14 @@ static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m
         .ead = ead,
         .ead_len = ead_len,
     };
+    unsigned deviate = c->emulate;
+    if (m->msg_no == 3 && s->dev_tolerated)
+        deviate = s->dev_found;
+    deviate &= deviations_applicable(&rfc);
+    if (m->msg_no == 3 && s->dev_tolerated)
+        s->dev_followed = (uint8_t)deviate;
     struct context_in used;
-    context_deviate(&rfc, c->emulate & deviations_applicable(&rfc), &used);
+    context_deviate(&rfc, deviate, &used);
     rc = build_context(s, m, &used, context, sizeof context, &context_len, &aad_off);
     if (!rc)
         rc = make_sig_or_mac(s, m, sdh, prk_next, context, context_len, aad_off, used.id_cred,
@@ -2047,6 +2057,11 @@ int edhoc_session_diagnosis(const struct edhoc_session *s, struct edhoc_diagnosi
 unsigned edhoc_session_tolerated(const struct edhoc_session *s)
 {
     return s ? s->dev_tolerated : 0;
+}
+
+unsigned edhoc_session_followed(const struct edhoc_session *s)
+{
+    return s ? s->dev_followed : 0;
 }
 
 size_t edhoc_session_error_text(const struct edhoc_session *s, char *buf, size_t cap)
