@@ -615,6 +615,8 @@ static void log_sent(void *user, const struct oscore_binding *b)
 
 int cmd_coap(int argc, char **argv)
 {
+    /* --oscore-context: the master secret. */
+    cli_no_core_dumps();
     const char *method = NULL, *uri = NULL, *ctx_path = NULL, *payload = NULL, *payload_hex = NULL;
     const char *payload_file = NULL, *output_path = NULL;
     long cf = -1, observe = 0, timeout_ms = 10000, block_size = 0, repeat = 0;

@@ -1508,6 +1508,8 @@ const struct cli_cmd_spec cli_spec_initiator = {
 
 int cmd_initiator(int argc, char **argv)
 {
+    /* Private keys, PRKs, OSCORE master secrets, --export-secrets. */
+    cli_no_core_dumps();
     struct ctx *c = calloc(1, sizeof *c);
     struct run *run = calloc(1, sizeof *run);
     if (!c || !run) {

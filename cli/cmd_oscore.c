@@ -437,6 +437,8 @@ static int report_failure(const struct args *a, const char *role, const char *st
 
 int cmd_oscore(int argc, char **argv)
 {
+    /* --context: the master secret. */
+    cli_no_core_dumps();
     struct args a;
     int rc = parse_args(argc, argv, &a);
     if (rc)
