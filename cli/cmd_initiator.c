@@ -96,6 +96,7 @@ struct run {
     int suite;
     char id_cred_r[16];
     uint64_t t0, t_handshake, t_end;
+    uint64_t t_start; /* before the first framing was tried: wall_ms counts from here */
     size_t exchanges;
     long repeat, repeat_ok, repeat_failed; /* --repeat */
     double repeat_s;
@@ -235,6 +236,9 @@ struct ctx {
     bool quiet;
     long block_size;
     bool framing_auto; /* --framing auto: A.2 first, then bare */
+    /* --framing auto: when the A.2 message_1 stops waiting for an answer
+     * (0: no such bound), so that bare has its share of --timeout. */
+    uint64_t message_1_deadline;
     long repeat;
     uint8_t echo[40];
     size_t echo_len;
@@ -451,9 +455,12 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
             return -1;
         }
         static const uint8_t true_prefix = 0xf5;
+        uint64_t m1_deadline = c->message_1_deadline && c->message_1_deadline < deadline
+                                   ? c->message_1_deadline
+                                   : deadline;
         cli_dgram_log_begin(&c->log, "message_1");
         long rn = edhoc_post(c, &true_prefix, c->framing == EDHOC_FRAMING_A2 ? 1 : 0, c->msg,
-                             (size_t)n, deadline, 0);
+                             (size_t)n, m1_deadline, 0);
         c->log.current = -1;
         if (rn > 0 && take_echo(c, c->resp, (size_t)rn)) {
             size_t challenged = run->n_rows;
@@ -462,7 +469,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
                 run->rows[challenged].echo_challenged = true;
             cli_dgram_log_begin(&c->log, "message_1 (Echo)");
             rn = edhoc_post(c, &true_prefix, c->framing == EDHOC_FRAMING_A2 ? 1 : 0, c->msg,
-                            (size_t)n, deadline, 0);
+                            (size_t)n, m1_deadline, 0);
             c->log.current = -1;
         }
         if (rn < 0) {
@@ -1114,7 +1121,7 @@ static void print_text(const struct ctx *c, const struct run *run)
                "   retransmissions, block-wise follow-ups and empty ACKs included)\n");
     print_layers_text(f, c, run);
     double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
-    double all_ms = (double)(run->t_end - run->t0) / 1e6;
+    double all_ms = (double)(run->t_end - run->t_start) / 1e6;
     if (run->n_suites_r) {
         fprintf(f, "\nThe responder's SUITES_R (error code 2):");
         for (size_t i = 0; i < run->n_suites_r; i++)
@@ -1332,7 +1339,7 @@ static void print_json(const struct ctx *c, const struct run *run)
     cli_json_set(root, "handshake_ms",
                  run->t_handshake ? json_real((double)(run->t_handshake - run->t0) / 1e6)
                                   : json_null());
-    cli_json_set(root, "wall_ms", json_real((double)(run->t_end - run->t0) / 1e6));
+    cli_json_set(root, "wall_ms", json_real((double)(run->t_end - run->t_start) / 1e6));
     cli_json_set(root, "oscore", run->have_osc ? oscore_json(c, run) : json_null());
     cli_json_set(root, "oscore_unavailable",
                  run->no_oscore[0] ? json_string(run->no_oscore) : json_null());
@@ -1429,8 +1436,8 @@ static const struct cli_opt request_opts[] = {
     {OPT_FRAMING, "framing", "a2|bare|auto",
      "a2: RFC 9528 Appendix A.2 (true / C_R prefixes, Content-Formats 65/64; default); bare: "
      "the messages as they are, no Content-Format, message_3 Non-confirmable and no reply to "
-     "it expected; auto: A.2, then bare when A.2 got no message_2, and say which the device "
-     "speaks"},
+     "it expected; auto: A.2 (at most half of --timeout for message_1's answer), then bare "
+     "when A.2 got no message_2, and say which the device speaks"},
     {OPT_TIMEOUT, "timeout", "SECONDS",
      "bound on the whole run (decimals allowed; default 10); each --repeat handshake has as "
      "long"},
@@ -1719,25 +1726,43 @@ int cmd_initiator(int argc, char **argv)
     c->log.link = c->net.link;
     c->log.capture = c->capture;
     run->t0 = cli_now_ns();
+    run->t_start = run->t0;
+    /* --timeout bounds the whole run, both framings of auto included. */
     uint64_t deadline = run->t0 + (uint64_t)c->timeout_ms * 1000000ull;
+    if (c->framing_auto)
+        c->message_1_deadline = run->t0 + (uint64_t)c->timeout_ms * 500000ull;
     run->suite = -1;
     bool combined_done = false;
     bool hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
+    c->message_1_deadline = 0;
     if (!hs_ok && c->framing_auto && !run->got_message_2) {
         /* --framing auto: A.2 got no message_2; try the bare framing of
          * older devices, and report which one the device speaks. */
         char why[400];
         snprintf(why, sizeof why, "%s", run->failure);
+        uint64_t t_start = run->t_start;
         run_clear_rows(run);
         memset(run, 0, sizeof *run);
+        run->t_start = t_start;
         snprintf(run->auto_a2_failure, sizeof run->auto_a2_failure, "%s", why);
         c->log.n = 0;
         edhoc_session_wipe(s);
         c->framing = EDHOC_FRAMING_BARE;
+        /* The A.2 POST may still be unacknowledged, and libcoap holds a
+         * new confirmable request back until it is (NSTART 1, RFC 7252
+         * Section 4.7), retransmitting it meanwhile: the bare message_1
+         * would never leave. libcoap 4.3.1 exports no call that cancels
+         * one exchange, so the session goes, and with it the A.2 one. */
+        edhoc_transport_free(c->t);
+        c->t = NULL;
+        rc = edhoc_transport_client_open(&c->t, c->uri.host, c->uri.port, &tcfg);
         run->t0 = cli_now_ns();
-        deadline = run->t0 + (uint64_t)c->timeout_ms * 1000000ull;
         run->suite = -1;
-        hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
+        if (rc)
+            fail(run, cli_exit_for_client_open(rc), "%s: %s", c->uri.host,
+                 edhoc_transport_strerror(rc));
+        else
+            hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
     }
     if (hs_ok && c->exports.n) {
         /* EDHOC_Exporter from this session's PRK_exporter, before any
