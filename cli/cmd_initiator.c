@@ -879,8 +879,11 @@ static int export_conf(const struct ctx *c, struct run *run, bool write_file, ch
         }
         state_dir = dir;
     }
-    if (cli_seq_note_used(state_dir, write_file ? c->seq_file : NULL, cfg, run->next_ssn, swhy,
-                          sizeof swhy)) {
+    /* With a conf file: FILE.seq beside it, which both printed hints read
+     * (coap-client's -E FILE,FILE.seq, and coap --oscore-context FILE
+     * whatever state directory it then uses). */
+    if (cli_seq_note_used(state_dir, write_file ? c->export_conf : NULL, NULL, cfg, run->next_ssn,
+                          swhy, sizeof swhy)) {
         snprintf(why, cap, "cannot record the sequence numbers used: %s", swhy);
         goto out;
     }
@@ -897,6 +900,30 @@ out:
     return rc;
 }
 
+/* A word of a command line printed to be pasted into a shell: as is when
+ * the shell would take it so, else in single quotes. */
+static void print_shell_word(FILE *f, const char *w)
+{
+    if (w[0] && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                          "_-./,:@%+=") == strlen(w)) {
+        fputs(w, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *p = w; *p; p++) {
+        if (*p == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*p, f);
+    }
+    fputc('\'', f);
+}
+
+/* The hints name every record this run wrote to that the follower would
+ * not find by itself: an explicit --state-dir (resolved, so that another
+ * working directory finds it too). The default state directory is found
+ * again in the same environment, and FILE.seq is read whatever the
+ * follower's state directory is. */
 static void print_conf_text(FILE *f, const struct ctx *c, const struct run *run)
 {
     bool libcoap;
@@ -907,14 +934,28 @@ static void print_conf_text(FILE *f, const struct ctx *c, const struct run *run)
                "  next sender sequence number %llu recorded in %s%s%s\n",
             c->export_conf, (unsigned long long)run->next_ssn, c->seq_file,
             c->state_dir[0] ? " and under " : "", c->state_dir);
-    if (libcoap)
-        fprintf(f, "  continue with: coap-client -E %s,%s coap://%s%s%s:%u/PATH\n", c->export_conf,
-                c->seq_file, v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port);
-    else
+    fprintf(f, "  continue with: edhoc-cli coap GET coap://%s%s%s:%u/PATH --oscore-context ",
+            v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port);
+    print_shell_word(f, c->export_conf);
+    if (c->state_dir_arg) {
+        fputs(" --state-dir ", f);
+        print_shell_word(f, c->state_dir[0] ? c->state_dir : "none");
+    }
+    fputc('\n', f);
+    if (libcoap) {
+        /* libcoap has OSCORE (and coap-client -E) from 4.3.2 on (its
+         * ChangeLog: "Support for RFC8613 (OSCORE)"), when built with it. */
+        char both[2 * PATH_MAX + 2];
+        snprintf(both, sizeof both, "%s,%s", c->export_conf, c->seq_file);
+        fputs("  or, with libcoap 4.3.2 or later built with OSCORE (Debian 12's 4.3.1 has no "
+              "-E): coap-client -E ",
+              f);
+        print_shell_word(f, both);
+        fprintf(f, " coap://%s%s%s:%u/PATH\n", v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port);
+    } else {
         fprintf(f, "  (libcoap cannot use it: no hkdf_alg value for %s)\n",
                 edhoc_crypto_alg_name(run->osc.hash_alg));
-    fprintf(f, "  or: edhoc-cli coap GET coap://%s%s%s:%u/PATH --oscore-context %s\n",
-            v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port, c->export_conf);
+    }
 }
 
 static void print_trace_text(FILE *f, const struct run *run)
@@ -1459,9 +1500,9 @@ static const struct cli_opt export_opts[] = {
      "after the handshake and the requests, write the initiator's side of the OSCORE context "
      "to FILE (mode 0600; a symbolic link is refused) in libcoap's conf format (hkdf_alg -10 "
      "for SHA-256; -43 for SHA-384, which edhoc-cli reads and libcoap does not), and the next "
-     "sender sequence number to FILE.seq and the state directory, so that `coap-client -E "
-     "FILE,FILE.seq URI` and `edhoc-cli coap ... --oscore-context FILE` continue above the "
-     "numbers this run used"},
+     "sender sequence number to FILE.seq and the state directory, so that `edhoc-cli coap ... "
+     "--oscore-context FILE` and `coap-client -E FILE,FILE.seq URI` (libcoap 4.3.2 or later "
+     "with OSCORE) continue above the numbers this run used"},
     {OPT_STATE_DIR, "state-dir", "DIR|none",
      "where --export-oscore-conf records the sequence numbers (default $STATE_DIRECTORY, else "
      "$XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli; none: FILE.seq only)"},
