@@ -1581,6 +1581,8 @@ static const char *load_latency_note =
 
 int cmd_load(int argc, char **argv)
 {
+    /* Private keys and the OSCORE contexts of every peer it runs. */
+    cli_no_core_dumps();
     struct load_run *r = calloc(1, sizeof *r);
     if (!r)
         return CLI_EXIT_INTERNAL;

@@ -100,12 +100,13 @@ static const struct cli_opt oscore_opts[] = {
     {OPT_OSCORE_CONTEXT, "oscore-context", "FILE[,SEQFILE]",
      "protect with this static OSCORE context (libcoap format; it holds the\n"
      "master secret, so it is refused when group or others can read it, when\n"
-     "another user owns it, or in a directory others can write); SEQFILE:\n"
-     "libcoap's sequence-number file, kept in step"},
+     "another user owns it, or in a directory others can write); its sequence\n"
+     "numbers are kept in FILE.seq (libcoap's -E FILE,FILE.seq), in the state\n"
+     "directory and in SEQFILE, all in step"},
     {OPT_STATE_DIR, "state-dir", "DIR|none",
-     "where the context's sequence numbers are kept between runs (default\n"
-     "$STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli, else\n"
-     "~/.local/state/edhoc-cli); none needs a SEQFILE"},
+     "where the context's sequence numbers are also kept between runs\n"
+     "(default $STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli, else\n"
+     "~/.local/state/edhoc-cli); none: FILE.seq and SEQFILE only"},
     {OPT_SEQ, "seq", "N",
      "first sender sequence number (default: above every number used\n"
      "before; a lower N is refused)"},
@@ -615,6 +616,8 @@ static void log_sent(void *user, const struct oscore_binding *b)
 
 int cmd_coap(int argc, char **argv)
 {
+    /* --oscore-context: the master secret. */
+    cli_no_core_dumps();
     const char *method = NULL, *uri = NULL, *ctx_path = NULL, *payload = NULL, *payload_hex = NULL;
     const char *payload_file = NULL, *output_path = NULL;
     long cf = -1, observe = 0, timeout_ms = 10000, block_size = 0, repeat = 0;
@@ -725,14 +728,6 @@ int cmd_coap(int argc, char **argv)
             free(body);
             return CLI_EXIT_INPUT;
         }
-        if (sd == 1 && !seq_path[0]) {
-            fprintf(stderr,
-                    "edhoc-cli coap: --state-dir none: a static OSCORE context needs its sequence "
-                    "numbers kept between runs, or a run repeats nonces (RFC 8613 Section 7.2); "
-                    "give --oscore-context CONF,SEQFILE or a state directory\n");
-            free(body);
-            return CLI_EXIT_USAGE;
-        }
         struct oscore_config cfg;
         int rc = cli_oscore_context_load("coap", "--oscore-context", conf_path, &cfg);
         if (rc) {
@@ -744,8 +739,8 @@ int cmd_coap(int argc, char **argv)
         int exit_rc = CLI_EXIT_INPUT;
         if (rc) {
             snprintf(why, sizeof why, "%s", oscore_strerror(rc));
-        } else if (cli_seq_open(&seq_store, sd == 0 ? state_dir : NULL, seq_path, &cfg, why,
-                                sizeof why)) {
+        } else if (cli_seq_open(&seq_store, sd == 0 ? state_dir : NULL, conf_path, seq_path,
+                                &cfg, why, sizeof why)) {
             rc = -1;
         } else {
             /* Reserve what this run is likely to send in one go (the

@@ -102,6 +102,7 @@ struct run {
     int suite;
     char id_cred_r[16];
     uint64_t t0, t_handshake, t_end;
+    uint64_t t_start; /* before the first framing was tried: wall_ms counts from here */
     size_t exchanges;
     long repeat, repeat_ok, repeat_failed; /* --repeat */
     double repeat_s;
@@ -241,6 +242,9 @@ struct ctx {
     bool quiet;
     long block_size;
     bool framing_auto; /* --framing auto: A.2 first, then bare */
+    /* --framing auto: when the A.2 message_1 stops waiting for an answer
+     * (0: no such bound), so that bare has its share of --timeout. */
+    uint64_t message_1_deadline;
     long repeat;
     uint8_t echo[40];
     size_t echo_len;
@@ -457,9 +461,12 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
             return -1;
         }
         static const uint8_t true_prefix = 0xf5;
+        uint64_t m1_deadline = c->message_1_deadline && c->message_1_deadline < deadline
+                                   ? c->message_1_deadline
+                                   : deadline;
         cli_dgram_log_begin(&c->log, "message_1");
         long rn = edhoc_post(c, &true_prefix, c->framing == EDHOC_FRAMING_A2 ? 1 : 0, c->msg,
-                             (size_t)n, deadline, 0);
+                             (size_t)n, m1_deadline, 0);
         c->log.current = -1;
         if (rn > 0 && take_echo(c, c->resp, (size_t)rn)) {
             size_t challenged = run->n_rows;
@@ -468,7 +475,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
                 run->rows[challenged].echo_challenged = true;
             cli_dgram_log_begin(&c->log, "message_1 (Echo)");
             rn = edhoc_post(c, &true_prefix, c->framing == EDHOC_FRAMING_A2 ? 1 : 0, c->msg,
-                            (size_t)n, deadline, 0);
+                            (size_t)n, m1_deadline, 0);
             c->log.current = -1;
         }
         if (rn < 0) {
@@ -886,8 +893,11 @@ static int export_conf(const struct ctx *c, struct run *run, bool write_file, ch
         }
         state_dir = dir;
     }
-    if (cli_seq_note_used(state_dir, write_file ? c->seq_file : NULL, cfg, run->next_ssn, swhy,
-                          sizeof swhy)) {
+    /* With a conf file: FILE.seq beside it, which both printed hints read
+     * (coap-client's -E FILE,FILE.seq, and coap --oscore-context FILE
+     * whatever state directory it then uses). */
+    if (cli_seq_note_used(state_dir, write_file ? c->export_conf : NULL, NULL, cfg, run->next_ssn,
+                          swhy, sizeof swhy)) {
         snprintf(why, cap, "cannot record the sequence numbers used: %s", swhy);
         goto out;
     }
@@ -904,6 +914,30 @@ out:
     return rc;
 }
 
+/* A word of a command line printed to be pasted into a shell: as is when
+ * the shell would take it so, else in single quotes. */
+static void print_shell_word(FILE *f, const char *w)
+{
+    if (w[0] && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                          "_-./,:@%+=") == strlen(w)) {
+        fputs(w, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *p = w; *p; p++) {
+        if (*p == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*p, f);
+    }
+    fputc('\'', f);
+}
+
+/* The hints name every record this run wrote to that the follower would
+ * not find by itself: an explicit --state-dir (resolved, so that another
+ * working directory finds it too). The default state directory is found
+ * again in the same environment, and FILE.seq is read whatever the
+ * follower's state directory is. */
 static void print_conf_text(FILE *f, const struct ctx *c, const struct run *run)
 {
     bool libcoap;
@@ -914,14 +948,28 @@ static void print_conf_text(FILE *f, const struct ctx *c, const struct run *run)
                "  next sender sequence number %llu recorded in %s%s%s\n",
             c->export_conf, (unsigned long long)run->next_ssn, c->seq_file,
             c->state_dir[0] ? " and under " : "", c->state_dir);
-    if (libcoap)
-        fprintf(f, "  continue with: coap-client -E %s,%s coap://%s%s%s:%u/PATH\n", c->export_conf,
-                c->seq_file, v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port);
-    else
+    fprintf(f, "  continue with: edhoc-cli coap GET coap://%s%s%s:%u/PATH --oscore-context ",
+            v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port);
+    print_shell_word(f, c->export_conf);
+    if (c->state_dir_arg) {
+        fputs(" --state-dir ", f);
+        print_shell_word(f, c->state_dir[0] ? c->state_dir : "none");
+    }
+    fputc('\n', f);
+    if (libcoap) {
+        /* libcoap has OSCORE (and coap-client -E) from 4.3.2 on (its
+         * ChangeLog: "Support for RFC8613 (OSCORE)"), when built with it. */
+        char both[2 * PATH_MAX + 2];
+        snprintf(both, sizeof both, "%s,%s", c->export_conf, c->seq_file);
+        fputs("  or, with libcoap 4.3.2 or later built with OSCORE (Debian 12's 4.3.1 has no "
+              "-E): coap-client -E ",
+              f);
+        print_shell_word(f, both);
+        fprintf(f, " coap://%s%s%s:%u/PATH\n", v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port);
+    } else {
         fprintf(f, "  (libcoap cannot use it: no hkdf_alg value for %s)\n",
                 edhoc_crypto_alg_name(run->osc.hash_alg));
-    fprintf(f, "  or: edhoc-cli coap GET coap://%s%s%s:%u/PATH --oscore-context %s\n",
-            v6 ? "[" : "", h, v6 ? "]" : "", c->uri.port, c->export_conf);
+    }
 }
 
 static void print_trace_text(FILE *f, const struct run *run)
@@ -1128,7 +1176,7 @@ static void print_text(const struct ctx *c, const struct run *run)
                "   retransmissions, block-wise follow-ups and empty ACKs included)\n");
     print_layers_text(f, c, run);
     double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
-    double all_ms = (double)(run->t_end - run->t0) / 1e6;
+    double all_ms = (double)(run->t_end - run->t_start) / 1e6;
     if (run->n_suites_r) {
         fprintf(f, "\nThe responder's SUITES_R (error code 2):");
         for (size_t i = 0; i < run->n_suites_r; i++)
@@ -1367,7 +1415,7 @@ static void print_json(const struct ctx *c, const struct run *run)
     cli_json_set(root, "handshake_ms",
                  run->t_handshake ? json_real((double)(run->t_handshake - run->t0) / 1e6)
                                   : json_null());
-    cli_json_set(root, "wall_ms", json_real((double)(run->t_end - run->t0) / 1e6));
+    cli_json_set(root, "wall_ms", json_real((double)(run->t_end - run->t_start) / 1e6));
     cli_json_set(root, "oscore", run->have_osc ? oscore_json(c, run) : json_null());
     cli_json_set(root, "oscore_unavailable",
                  run->no_oscore[0] ? json_string(run->no_oscore) : json_null());
@@ -1464,8 +1512,8 @@ static const struct cli_opt request_opts[] = {
     {OPT_FRAMING, "framing", "a2|bare|auto",
      "a2: RFC 9528 Appendix A.2 (true / C_R prefixes, Content-Formats 65/64; default); bare: "
      "the messages as they are, no Content-Format, message_3 Non-confirmable and no reply to "
-     "it expected; auto: A.2, then bare when A.2 got no message_2, and say which the device "
-     "speaks"},
+     "it expected; auto: A.2 (at most half of --timeout for message_1's answer), then bare "
+     "when A.2 got no message_2, and say which the device speaks"},
     {OPT_TIMEOUT, "timeout", "SECONDS",
      "bound on the whole run (decimals allowed; default 10); each --repeat handshake has as "
      "long"},
@@ -1487,9 +1535,9 @@ static const struct cli_opt export_opts[] = {
      "after the handshake and the requests, write the initiator's side of the OSCORE context "
      "to FILE (mode 0600; a symbolic link is refused) in libcoap's conf format (hkdf_alg -10 "
      "for SHA-256; -43 for SHA-384, which edhoc-cli reads and libcoap does not), and the next "
-     "sender sequence number to FILE.seq and the state directory, so that `coap-client -E "
-     "FILE,FILE.seq URI` and `edhoc-cli coap ... --oscore-context FILE` continue above the "
-     "numbers this run used"},
+     "sender sequence number to FILE.seq and the state directory, so that `edhoc-cli coap ... "
+     "--oscore-context FILE` and `coap-client -E FILE,FILE.seq URI` (libcoap 4.3.2 or later "
+     "with OSCORE) continue above the numbers this run used"},
     {OPT_STATE_DIR, "state-dir", "DIR|none",
      "where --export-oscore-conf records the sequence numbers (default $STATE_DIRECTORY, else "
      "$XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli; none: FILE.seq only)"},
@@ -1544,6 +1592,8 @@ const struct cli_cmd_spec cli_spec_initiator = {
 
 int cmd_initiator(int argc, char **argv)
 {
+    /* Private keys, PRKs, OSCORE master secrets, --export-secrets. */
+    cli_no_core_dumps();
     struct ctx *c = calloc(1, sizeof *c);
     struct run *run = calloc(1, sizeof *run);
     if (!c || !run) {
@@ -1753,25 +1803,43 @@ int cmd_initiator(int argc, char **argv)
     c->log.link = c->net.link;
     c->log.capture = c->capture;
     run->t0 = cli_now_ns();
+    run->t_start = run->t0;
+    /* --timeout bounds the whole run, both framings of auto included. */
     uint64_t deadline = run->t0 + (uint64_t)c->timeout_ms * 1000000ull;
+    if (c->framing_auto)
+        c->message_1_deadline = run->t0 + (uint64_t)c->timeout_ms * 500000ull;
     run->suite = -1;
     bool combined_done = false;
     bool hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
+    c->message_1_deadline = 0;
     if (!hs_ok && c->framing_auto && !run->got_message_2) {
         /* --framing auto: A.2 got no message_2; try the bare framing of
          * older devices, and report which one the device speaks. */
         char why[400];
         snprintf(why, sizeof why, "%s", run->failure);
+        uint64_t t_start = run->t_start;
         run_clear_rows(run);
         memset(run, 0, sizeof *run);
+        run->t_start = t_start;
         snprintf(run->auto_a2_failure, sizeof run->auto_a2_failure, "%s", why);
         c->log.n = 0;
         edhoc_session_wipe(s);
         c->framing = EDHOC_FRAMING_BARE;
+        /* The A.2 POST may still be unacknowledged, and libcoap holds a
+         * new confirmable request back until it is (NSTART 1, RFC 7252
+         * Section 4.7), retransmitting it meanwhile: the bare message_1
+         * would never leave. libcoap 4.3.1 exports no call that cancels
+         * one exchange, so the session goes, and with it the A.2 one. */
+        edhoc_transport_free(c->t);
+        c->t = NULL;
+        rc = edhoc_transport_client_open(&c->t, c->uri.host, c->uri.port, &tcfg);
         run->t0 = cli_now_ns();
-        deadline = run->t0 + (uint64_t)c->timeout_ms * 1000000ull;
         run->suite = -1;
-        hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
+        if (rc)
+            fail(run, cli_exit_for_client_open(rc), "%s: %s", c->uri.host,
+                 edhoc_transport_strerror(rc));
+        else
+            hs_ok = handshake(c, run, s, rx, osc, deadline, &combined_done) == 0;
     }
     if (hs_ok && c->exports.n) {
         /* EDHOC_Exporter from this session's PRK_exporter, before any

@@ -229,6 +229,8 @@ static int key_directory_check(const char *key_path)
 
 int cmd_keygen(int argc, char **argv)
 {
+    /* The private key it makes. */
+    cli_no_core_dumps();
     static const char *const types[] = {"ccs", "x509", "cwt", NULL};
     static const char *const uses[] = {"sign", "dh", NULL};
     const char *subject = NULL, *ca_cert = NULL, *ca_key = NULL;

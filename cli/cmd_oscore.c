@@ -47,13 +47,13 @@ static const struct cli_opt context_opts[] = {
 static const struct cli_opt seq_opts[] = {
     {OPT_SEQ, "seq", "N",
      "protect: the sender sequence number to use (0..2^40-1), taken as given and\n"
-     "recorded as used in the state directory. Without it a request gets the next\n"
-     "number of the context's record there (as coap does); a response protected\n"
-     "with --seq carries its own Partial IV, without it it reuses the request's\n"
-     "nonce"},
+     "recorded as used in FILE.seq and the state directory. Without it a request\n"
+     "gets the next number of the context's records there (as coap does); a\n"
+     "response protected with --seq carries its own Partial IV, without it it\n"
+     "reuses the request's nonce"},
     {OPT_STATE_DIR, "state-dir", "DIR|none",
-     "protect: where that record is kept (default $STATE_DIRECTORY, else\n"
-     "$XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli); none needs --seq"},
+     "protect: where that record is also kept (default $STATE_DIRECTORY, else\n"
+     "$XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli); none: FILE.seq only"},
     {0, NULL, NULL, NULL},
 };
 
@@ -335,12 +335,8 @@ static int reserve_from_store(const struct args *a, const struct oscore_config *
         fprintf(stderr, "edhoc-cli oscore: %s\n", why);
         return CLI_EXIT_INPUT;
     }
-    if (sd == 1) {
-        fprintf(stderr, "edhoc-cli oscore: --state-dir none: give the sequence number with --seq N "
-                        "(a number already used repeats a nonce, RFC 8613 Section 7.2)\n");
-        return CLI_EXIT_USAGE;
-    }
-    int rc = cli_seq_open(store, dir, NULL, cfg, why, sizeof why);
+    int rc = cli_seq_open(store, sd == 0 ? dir : NULL, a->context_path, NULL, cfg, why,
+                          sizeof why);
     if (!rc)
         rc = cli_seq_attach(*store, ctx, 1, 0, why, sizeof why);
     if (rc) {
@@ -359,9 +355,8 @@ static void note_explicit_seq(const struct args *a, const struct oscore_config *
 {
     char dir[4096], why[512] = "";
     int sd = cli_state_dir(a->state_dir, dir, sizeof dir, why, sizeof why);
-    if (sd == 1)
-        return;
-    if (sd == 0 && cli_seq_note_used(dir, NULL, cfg, seq + 1, why, sizeof why) == 0)
+    if (sd >= 0 && cli_seq_note_used(sd == 0 ? dir : NULL, a->context_path, NULL, cfg, seq + 1,
+                                     why, sizeof why) == 0)
         why[0] = '\0';
     if (why[0])
         fprintf(stderr, "edhoc-cli oscore: sequence number %llu not recorded: %s\n",
@@ -437,6 +432,8 @@ static int report_failure(const struct args *a, const char *role, const char *st
 
 int cmd_oscore(int argc, char **argv)
 {
+    /* --context: the master secret. */
+    cli_no_core_dumps();
     struct args a;
     int rc = parse_args(argc, argv, &a);
     if (rc)

@@ -13,8 +13,6 @@
 #include <unistd.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "commands.h"
@@ -986,12 +984,8 @@ static void log_amplification(const struct edhoc_amp *amp, const struct edhoc_se
 
 int cmd_responder(int argc, char **argv)
 {
-    /* The daemon holds private keys and OSCORE master secrets: a crash
-     * must not write them to a core file. Non-dumpable also keeps other
-     * users' debuggers out; /proc/PID then belongs to root. */
-    prctl(PR_SET_DUMPABLE, 0);
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
+    /* The daemon holds private keys and OSCORE master secrets. */
+    cli_no_core_dumps();
     struct responder *r = calloc(1, sizeof *r);
     if (!r)
         return CLI_EXIT_INTERNAL;

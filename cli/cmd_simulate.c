@@ -1236,6 +1236,8 @@ const struct cli_cmd_spec cli_spec_simulate = {
 
 int cmd_simulate(int argc, char **argv)
 {
+    /* Both sides' private keys and every secret of the handshake. */
+    cli_no_core_dumps();
     struct cli_edhoc_opts o;
     cli_edhoc_opts_init(&o);
     long repeat = 1;

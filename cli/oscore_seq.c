@@ -3,11 +3,12 @@
  * oscore_seq.h for why and the file format).
  *
  * Layout: STATE_DIR/oscore-seq/<id>.seq holds the next free sequence number
- * of one keying material, <id>.lock serialises the runs that use it. The
- * .seq file (and a user's seq_file) is replaced by rename after an fsync,
- * so a crash leaves either the old or the new number, never a torn one;
- * the lock lives on its own file because a rename would move the lock
- * away with the old inode.
+ * of one keying material, <id>.lock serialises the runs that use it; a
+ * conf's companion CONF.seq and a user's seq file are locked through
+ * CONF.seq.lock and SEQFILE.lock beside them. Every file is replaced by
+ * rename after an fsync, so a crash leaves either the old or the new
+ * number, never a torn one; the locks live on files of their own because
+ * a rename would move a lock away with the old inode.
  */
 #include "oscore_seq.h"
 
@@ -24,11 +25,24 @@
 
 #include "edhoc/crypto.h"
 
-struct cli_seq_store {
+/* One file that records how far a keying material's sequence numbers
+ * went, and the lock that serialises the runs updating it. */
+struct seq_record {
+    char path[PATH_MAX];
     int lock_fd;
+};
+
+/* Every record a run knows of for its keying material: the state
+ * directory's (named by the material), the conf's companion CONF.seq
+ * (libcoap's `-E CONF,CONF.seq` reads it, and the initiator's hint
+ * names it), a seq file the user named. All are read and the highest
+ * wins; all are written before any number is used. */
+#define SEQ_MAX_RECORDS 3
+
+struct cli_seq_store {
+    struct seq_record rec[SEQ_MAX_RECORDS];
+    size_t n;
     uint64_t reserved_end; /* the mark this run last stored (0: none) */
-    char seq_path[PATH_MAX];  /* STATE_DIR/oscore-seq/<id>.seq, or "" */
-    char user_path[PATH_MAX]; /* the user's seq_file, or "" */
 };
 
 static int failf(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -225,7 +239,10 @@ static int write_number(const char *path, uint64_t v, char *why, size_t cap)
     char tmp[PATH_MAX + 16];
     if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return failf(why, cap, "%s: name too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* A new file of our own: whatever lies under the temporary name
+     * (a leftover of a killed run, a planted link) is not written into. */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return failf(why, cap, "%s: %s", tmp, strerror(errno));
     char text[32];
@@ -256,49 +273,115 @@ static int write_number(const char *path, uint64_t v, char *why, size_t cap)
     return 0;
 }
 
-int cli_seq_open(struct cli_seq_store **out, const char *state_dir, const char *seq_file,
-                 const struct oscore_config *cfg, char *why, size_t cap)
+/* Add the record at path, locked through lock_path (opened, created if
+ * need be, never through a symbolic link). A record whose lock is the
+ * same file as one already held is the same record under another
+ * spelling (CONF,./CONF.seq): taking a second flock on it from this
+ * process would wait for ourselves. optional: when the directory
+ * refuses the lock file and the record does not exist, leave it out
+ * (returns 1) rather than fail; a record that exists is never left out,
+ * since a stale one would later be read as the truth. */
+static int add_record(struct cli_seq_store *s, const char *path, const char *lock_path,
+                      bool optional, char *why, size_t cap)
+{
+    int fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int saved = errno;
+        struct stat st;
+        if (optional && (saved == EACCES || saved == EROFS || saved == EPERM) &&
+            lstat(path, &st) && errno == ENOENT)
+            return 1;
+        if (optional && (saved == EACCES || saved == EROFS || saved == EPERM))
+            return failf(why, cap,
+                         "%s exists but cannot be kept in step (%s: %s): a later run reading it "
+                         "would reuse sequence numbers; make its directory writable or remove it",
+                         path, lock_path, strerror(saved));
+        return failf(why, cap, "%s: %s", lock_path, strerror(saved));
+    }
+    struct stat st;
+    if (fstat(fd, &st)) {
+        close(fd);
+        return failf(why, cap, "%s: %s", lock_path, strerror(errno));
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        struct stat o;
+        if (fstat(s->rec[i].lock_fd, &o) == 0 && o.st_dev == st.st_dev && o.st_ino == st.st_ino) {
+            close(fd);
+            return 0;
+        }
+    }
+    if (s->n == SEQ_MAX_RECORDS) {
+        close(fd);
+        return failf(why, cap, "too many sequence-number files");
+    }
+    struct seq_record *r = &s->rec[s->n];
+    if (snprintf(r->path, sizeof r->path, "%s", path) >= (int)sizeof r->path) {
+        close(fd);
+        return failf(why, cap, "sequence-number file name too long");
+    }
+    r->lock_fd = fd;
+    s->n++;
+    return 0;
+}
+
+/* A seq file and its lock FILE.lock beside it. */
+static int add_file_record(struct cli_seq_store *s, const char *path, bool optional, char *why,
+                           size_t cap)
+{
+    char lock_path[PATH_MAX];
+    if (snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path)
+        return failf(why, cap, "sequence-number file name too long");
+    return add_record(s, path, lock_path, optional, why, cap);
+}
+
+int cli_seq_open(struct cli_seq_store **out, const char *state_dir, const char *conf_path,
+                 const char *seq_file, const struct oscore_config *cfg, char *why, size_t cap)
 {
     *out = NULL;
-    if ((!state_dir || !state_dir[0]) && (!seq_file || !seq_file[0]))
-        return failf(why, cap, "no place to record sequence numbers");
     struct cli_seq_store *s = calloc(1, sizeof *s);
     if (!s)
         return failf(why, cap, "out of memory");
-    s->lock_fd = -1;
-    char lock_path[PATH_MAX + 64];
     if (state_dir && state_dir[0]) {
         char id[33];
-        char dir[PATH_MAX];
-        if (material_id(cfg, id))
-            goto bad_cfg;
+        char dir[PATH_MAX], path[PATH_MAX], lock_path[PATH_MAX];
+        if (material_id(cfg, id)) {
+            failf(why, cap, "cannot name the context's sequence-number file");
+            goto fail;
+        }
         if (snprintf(dir, sizeof dir, "%s/oscore-seq", state_dir) >= (int)sizeof dir ||
-            snprintf(s->seq_path, sizeof s->seq_path, "%s/%s.seq", dir, id) >=
-                (int)sizeof s->seq_path)
-            goto too_long;
+            snprintf(path, sizeof path, "%s/%s.seq", dir, id) >= (int)sizeof path ||
+            snprintf(lock_path, sizeof lock_path, "%s/%s.lock", dir, id) >= (int)sizeof lock_path) {
+            failf(why, cap, "sequence-number file name too long");
+            goto fail;
+        }
         if (mkdir(dir, 0700) && errno != EEXIST) {
             failf(why, cap, "%s: %s", dir, strerror(errno));
             goto fail;
         }
-        snprintf(lock_path, sizeof lock_path, "%s/%s.lock", dir, id);
-    } else {
-        snprintf(lock_path, sizeof lock_path, "%s.lock", seq_file);
+        if (add_record(s, path, lock_path, false, why, cap))
+            goto fail;
     }
-    if (seq_file && seq_file[0] &&
-        snprintf(s->user_path, sizeof s->user_path, "%s", seq_file) >= (int)sizeof s->user_path)
-        goto too_long;
-    s->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (s->lock_fd < 0) {
-        failf(why, cap, "%s: %s", lock_path, strerror(errno));
+    if (seq_file && seq_file[0] && add_file_record(s, seq_file, false, why, cap))
+        goto fail;
+    if (conf_path && conf_path[0]) {
+        char companion[PATH_MAX];
+        if (snprintf(companion, sizeof companion, "%s.seq", conf_path) >= (int)sizeof companion) {
+            failf(why, cap, "sequence-number file name too long");
+            goto fail;
+        }
+        if (add_file_record(s, companion, true, why, cap) < 0)
+            goto fail;
+    }
+    if (!s->n) {
+        failf(why, cap,
+              "no place to record the sequence numbers used (no state directory, no seq file, "
+              "and %s.seq cannot be created): a later run would repeat nonces (RFC 8613 "
+              "Section 7.2)",
+              conf_path && conf_path[0] ? conf_path : "CONF");
         goto fail;
     }
     *out = s;
     return 0;
-bad_cfg:
-    failf(why, cap, "cannot name the context's sequence-number file");
-    goto fail;
-too_long:
-    failf(why, cap, "sequence-number file name too long");
 fail:
     cli_seq_close(s);
     return -1;
@@ -308,39 +391,67 @@ void cli_seq_close(struct cli_seq_store *s)
 {
     if (!s)
         return;
-    if (s->lock_fd >= 0)
-        close(s->lock_fd);
+    for (size_t i = 0; i < s->n; i++)
+        close(s->rec[i].lock_fd);
     free(s);
 }
 
-static int lock(struct cli_seq_store *s, char *why, size_t cap)
+/* Which lock comes first: by file identity, so that two runs holding
+ * overlapping sets of records (one with --state-dir A, one with B, both
+ * with CONF.seq) take the shared ones in the same order and cannot
+ * deadlock. */
+static int lock_order(const void *a, const void *b)
 {
-    while (flock(s->lock_fd, LOCK_EX)) {
-        if (errno != EINTR)
-            return failf(why, cap, "cannot lock the sequence-number file: %s", strerror(errno));
-    }
-    return 0;
+    struct stat x, y;
+    fstat(((const struct seq_record *)a)->lock_fd, &x);
+    fstat(((const struct seq_record *)b)->lock_fd, &y);
+    if (x.st_dev != y.st_dev)
+        return x.st_dev < y.st_dev ? -1 : 1;
+    return x.st_ino < y.st_ino ? -1 : x.st_ino > y.st_ino;
 }
 
 static void unlock(struct cli_seq_store *s)
 {
-    flock(s->lock_fd, LOCK_UN);
+    for (size_t i = s->n; i-- > 0;)
+        flock(s->rec[i].lock_fd, LOCK_UN);
 }
 
-/* Under the lock: the higher of the two files' marks. */
+static int lock(struct cli_seq_store *s, char *why, size_t cap)
+{
+    qsort(s->rec, s->n, sizeof s->rec[0], lock_order);
+    for (size_t i = 0; i < s->n; i++) {
+        while (flock(s->rec[i].lock_fd, LOCK_EX)) {
+            if (errno != EINTR) {
+                int saved = errno;
+                for (size_t k = i; k-- > 0;)
+                    flock(s->rec[k].lock_fd, LOCK_UN);
+                return failf(why, cap, "cannot lock %s: %s", s->rec[i].path, strerror(saved));
+            }
+        }
+    }
+    return 0;
+}
+
+/* Under the lock: the highest mark of all records. */
 static int current_mark(struct cli_seq_store *s, uint64_t *mark, char *why, size_t cap)
 {
-    uint64_t a, b;
-    if (read_number(s->seq_path, &a, why, cap) || read_number(s->user_path, &b, why, cap))
-        return -1;
-    *mark = a > b ? a : b;
+    *mark = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t v;
+        if (read_number(s->rec[i].path, &v, why, cap))
+            return -1;
+        if (v > *mark)
+            *mark = v;
+    }
     return 0;
 }
 
 static int store_mark(struct cli_seq_store *s, uint64_t mark, char *why, size_t cap)
 {
-    if (write_number(s->seq_path, mark, why, cap) || write_number(s->user_path, mark, why, cap))
-        return -1;
+    for (size_t i = 0; i < s->n; i++) {
+        if (write_number(s->rec[i].path, mark, why, cap))
+            return -1;
+    }
     return 0;
 }
 
@@ -441,11 +552,11 @@ int cli_seq_release(struct cli_seq_store *s, uint64_t next, char *why, size_t ca
     return rc;
 }
 
-int cli_seq_note_used(const char *state_dir, const char *seq_file, const struct oscore_config *cfg,
-                      uint64_t next, char *why, size_t cap)
+int cli_seq_note_used(const char *state_dir, const char *conf_path, const char *seq_file,
+                      const struct oscore_config *cfg, uint64_t next, char *why, size_t cap)
 {
     struct cli_seq_store *s;
-    if (cli_seq_open(&s, state_dir, seq_file, cfg, why, cap))
+    if (cli_seq_open(&s, state_dir, conf_path, seq_file, cfg, why, cap))
         return -1;
     int rc = lock(s, why, cap);
     if (!rc) {

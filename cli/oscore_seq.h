@@ -12,10 +12,14 @@
  * a run killed at any point leaves a mark above everything it sent.
  *
  * The file format is libcoap's seq_file (`coap-client -E conf,seq_file`):
- * one decimal number, the next sequence number that may be used. A user's
- * own seq_file given as `--oscore-context conf,seqfile` is kept in step
- * with the state directory's file (both are read, both are written), so
- * alternating between the two spellings never goes back.
+ * one decimal number, the next sequence number that may be used. One
+ * keying material may be recorded in several files: the state
+ * directory's (found by the material, whatever the conf is called), the
+ * conf's companion CONF.seq (what `coap-client -E CONF,CONF.seq` reads),
+ * and a seq_file the user names (`--oscore-context CONF,SEQFILE`). Every
+ * run reads all it knows of and goes above the highest, and writes each
+ * before it sends: so whichever of the printed or documented spellings
+ * comes next, it never goes back.
  */
 #ifndef CLI_OSCORE_SEQ_H
 #define CLI_OSCORE_SEQ_H
@@ -43,11 +47,16 @@ int cli_oscore_context_arg(const char *arg, char *conf, size_t conf_cap, char *s
 
 struct cli_seq_store;
 
-/* Open (creating) the sequence-number record of the context `cfg`
- * describes in STATE_DIR/oscore-seq/, plus the user's seq_file if given.
- * Returns 0 or -1 with why filled. */
-int cli_seq_open(struct cli_seq_store **s, const char *state_dir, const char *seq_file,
-                 const struct oscore_config *cfg, char *why, size_t why_cap);
+/* Open (creating) the sequence-number records of the context `cfg`
+ * describes: STATE_DIR/oscore-seq/ (unless state_dir is NULL or ""),
+ * the user's seq_file if given, and CONF.seq beside conf_path if given.
+ * CONF.seq is left out only when it does not exist and its directory
+ * refuses new files (a libcoap client of the same user could not create
+ * it either); one that exists and cannot be kept in step is an error.
+ * Returns 0 or -1 with why filled (also when no record is left). */
+int cli_seq_open(struct cli_seq_store **s, const char *state_dir, const char *conf_path,
+                 const char *seq_file, const struct oscore_config *cfg, char *why,
+                 size_t why_cap);
 
 /* The lowest sequence number not yet reserved by any run (read under the
  * lock). Returns 0 or -1 with why. */
@@ -67,8 +76,8 @@ int cli_seq_attach(struct cli_seq_store *s, struct oscore_context *ctx, uint32_t
  * the context cfg describes (never lowers the mark): e.g. the initiator
  * exporting an EDHOC-derived context that it already sent with. Returns 0
  * or -1 with why. */
-int cli_seq_note_used(const char *state_dir, const char *seq_file, const struct oscore_config *cfg,
-                      uint64_t next, char *why, size_t why_cap);
+int cli_seq_note_used(const char *state_dir, const char *conf_path, const char *seq_file,
+                      const struct oscore_config *cfg, uint64_t next, char *why, size_t why_cap);
 
 /* At the end of a run: give back the reserved numbers from `next` (the
  * context's next sequence number) on, when no other run reserved after

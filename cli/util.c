@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static int hex_value(int c)
@@ -180,4 +182,11 @@ bool cli_addr_equal(const struct sockaddr_storage *a, const struct sockaddr_stor
         return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
     }
     return false;
+}
+
+void cli_no_core_dumps(void)
+{
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    prctl(PR_SET_DUMPABLE, 0);
 }

@@ -43,6 +43,12 @@ int cli_parse_int_list(const char *s, int *out, int cap);
  * consume the next argument for it). */
 bool cli_split_option(const char *arg, const char *next, char *name, size_t cap,
                       const char **value);
+/* For a process that holds private keys or master secrets: no core file
+ * (RLIMIT_CORE 0, also for the programs it runs) and not dumpable, which
+ * also keeps other users' debuggers out and makes /proc/PID root's. Call
+ * first thing; a child after execve is dumpable again and calls it
+ * itself. */
+void cli_no_core_dumps(void);
 /* Monotonic time in nanoseconds. */
 uint64_t cli_now_ns(void);
 

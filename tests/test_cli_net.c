@@ -415,6 +415,134 @@ static void test_bare_framing(void **state)
     net_proc_stop(&r4, SIGTERM, 5000);
 }
 
+/* What a datagram sent to the fake device below was: an RFC 9528
+ * Appendix A.2 message_1 (Content-Format 65 and the CBOR true prefix), a
+ * bare one (a POST with a payload and no Content-Format), or other. */
+enum m1_kind { M1_OTHER, M1_A2, M1_BARE };
+
+static enum m1_kind m1_kind_of(const uint8_t *d, size_t n)
+{
+    if (n < 4 || (d[0] >> 6) != 1 || d[1] != 0x02)
+        return M1_OTHER;
+    size_t i = 4 + (d[0] & 0x0f);
+    unsigned number = 0;
+    bool content_format = false;
+    while (i < n && d[i] != 0xff) {
+        unsigned delta = d[i] >> 4, len = d[i] & 0x0f;
+        i++;
+        if (delta == 13)
+            delta = 13u + d[i++];
+        else if (delta == 14) {
+            delta = 269u + (unsigned)(d[i] << 8 | d[i + 1]);
+            i += 2;
+        }
+        if (len == 13)
+            len = 13u + d[i++];
+        number += delta;
+        content_format |= number == 12;
+        i += len;
+    }
+    if (i + 1 >= n)
+        return M1_OTHER;
+    const uint8_t *payload = d + i + 1;
+    if (content_format && payload[0] == 0xf5)
+        return M1_A2;
+    return content_format ? M1_OTHER : M1_BARE;
+}
+
+/* Issue 23, item 7: --framing auto against a device that ignores the A.2
+ * POST (no answer, no ACK). libcoap holds a new confirmable request back
+ * while one is unacknowledged (NSTART 1, RFC 7252 Section 4.7), so the
+ * bare message_1 never left: only retransmissions of the A.2 POST did, at
+ * 0, 3, 9 s, and with a new deadline for bare the run took twice
+ * --timeout while wall_ms said --timeout. The A.2 exchange is now dropped
+ * before the bare attempt (nothing of it is sent after the bare
+ * message_1), A.2 has half of --timeout, and --timeout bounds the run.
+ * The device is a socket of this test; the kernel stamps each datagram as
+ * it arrives, so the span the device saw is compared with the run's own
+ * wall_ms, which covers the whole run: it cannot be shorter. */
+static void test_framing_auto_silent_a2(void **state)
+{
+    (void)state;
+    uint16_t port = 0;
+    int fd = net_silent_socket(&port);
+    assert_true(fd >= 0);
+    int on = 1;
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on), 0);
+    const long timeout_ms = 6000;
+    char *out;
+    uint64_t t0 = net_now_ms();
+    int rc = CLI_RUN(&out, 60,
+                     "initiator coap://127.0.0.1:%u --framing auto --timeout %ld --request none "
+                     "--json",
+                     port, timeout_ms / 1000);
+    uint64_t took = net_now_ms() - t0;
+    /* Nobody answered: exit 6, "timeout, no response" (--help). */
+    if (rc != 6)
+        fail_msg("exit %d\n%s", rc, out);
+    assert_valid(out, "initiator");
+    char *f = flat(out);
+    assert_has(f, "framing=\"bare\"");
+    assert_has(f, "framing_auto=true");
+    char v[600];
+    assert_true(get(f, "framing_a2_failure", v, sizeof v));
+    assert_non_null(strstr(v, "timeout, no response"));
+    assert_true(get(f, "wall_ms", v, sizeof v));
+    double wall_ms = atof(v);
+    free(f);
+    free(out);
+
+    size_t n_a2 = 0, n_bare = 0, a2_after_bare = 0;
+    double first_ns = 0, last_ns = 0;
+    for (;;) {
+        uint8_t d[1500];
+        char ctl[256];
+        struct iovec iov = {d, sizeof d};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                            .msg_controllen = sizeof ctl};
+        ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT);
+        if (n < 0)
+            break;
+        double at_ns = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+                struct timespec ts;
+                memcpy(&ts, CMSG_DATA(c), sizeof ts);
+                at_ns = (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+            }
+        }
+        assert_true(at_ns > 0);
+        if (!first_ns)
+            first_ns = at_ns;
+        last_ns = at_ns;
+        switch (m1_kind_of(d, (size_t)n)) {
+        case M1_A2:
+            n_a2++;
+            a2_after_bare += n_bare > 0;
+            break;
+        case M1_BARE: n_bare++; break;
+        default: fail_msg("an unexpected datagram of %zd bytes", n);
+        }
+    }
+    close(fd);
+    /* A.2 first (--framing auto), then the bare message_1, and once it
+     * left nothing of the A.2 exchange. */
+    assert_true(n_a2 >= 1);
+    if (n_bare < 1 || a2_after_bare)
+        fail_msg("%zu A.2 datagrams, %zu bare, %zu A.2 after the first bare", n_a2, n_bare,
+                 a2_after_bare);
+    /* wall_ms is the whole run: at least what the device saw of it. */
+    double span_ms = (last_ns - first_ns) / 1e6;
+    if (span_ms > wall_ms)
+        fail_msg("the device saw %.0f ms of datagrams, the report says wall_ms %.0f", span_ms,
+                 wall_ms);
+    /* --timeout is a "bound on the whole run" (--help): the run's own
+     * figure, with a generous margin for a busy machine, and the
+     * process's life as seen from here. */
+    assert_true(wall_ms < (double)timeout_ms + 1000);
+    assert_true(took < (uint64_t)timeout_ms + 5000);
+}
+
 static void test_echo_before_message_1(void **state)
 {
     (void)state;
@@ -2051,6 +2179,7 @@ int main(void)
         cmocka_unit_test_setup(test_message_4, check_alive),
         cmocka_unit_test_setup(test_combined_request, check_alive),
         cmocka_unit_test_setup(test_bare_framing, check_alive),
+        cmocka_unit_test(test_framing_auto_silent_a2),
         cmocka_unit_test_setup(test_echo_before_message_1, check_alive),
         cmocka_unit_test_setup(test_suite_negotiation, check_alive),
         cmocka_unit_test_setup(test_suites_r_is_what_completes, check_alive),

@@ -181,12 +181,18 @@ static void test_coap_runs_continue(void **state)
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "not a sequence-number file"));
     free(out);
-    /* --state-dir none without a seq file: refused, nothing would record
-     * the numbers this run uses. */
-    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --state-dir none",
+    /* --state-dir none without a seq file: the conf's companion CONF.seq,
+     * written by every run above, still records the numbers, so the run
+     * continues above them (issue 23: one record per keying material,
+     * whatever files are named). */
+    long before_none = a[0];
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --state-dir none "
+                           "--json",
                  r.port, client_conf);
-    assert_int_equal(rc, 2);
-    assert_non_null(strstr(out, "RFC 8613 Section 7.2"));
+    if (rc != 0)
+        fail_msg("--state-dir none: %d\n%s", rc, out);
+    assert_int_equal(seq_numbers(out, a, 8), 1);
+    assert_true(a[0] > before_none);
     free(out);
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 }
@@ -232,6 +238,126 @@ static void test_coap_parallel_runs(void **state)
         for (size_t j = i + 1; j < n_seen; j++)
             if (seen[i] == seen[j])
                 fail_msg("sequence number %ld used by two runs", seen[i]);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
+/* The value of a sequence-number file (libcoap's seq_file: the next
+ * number to use), -1 when absent. */
+static long seq_file_value(const char *path)
+{
+    char *t = net_read_file(path);
+    if (!t)
+        return -1;
+    long v = strtol(t, NULL, 10);
+    free(t);
+    return v;
+}
+
+/* Issue 23, 2(a): the continuation hint the initiator prints after
+ * --export-oscore-conf FILE --state-dir DIR, followed verbatim (the
+ * command line is taken from the output; only the program's own path is
+ * put in front). It used to name FILE without DIR: coap then looked in the
+ * default state directory, found nothing and sent Partial IV 0 again under
+ * the key the initiator had used for its request (RFC 8613 Section 7.2:
+ * "An AEAD nonce MUST NOT be used more than once per AEAD key"), which the
+ * responder answered with an unprotected 4.01 "Replay detected" (Section
+ * 7.4). The responder's capture goes to the nonce checker with FILE at
+ * the end of this program. */
+static void test_initiator_hint_followed(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    char sdir[300], args[600], conf[300], seq[320], hint_dir[300];
+    net_path(sdir, sizeof sdir, "hint.state");
+    net_path(conf, sizeof conf, "hint.conf");
+    snprintf(seq, sizeof seq, "%s.seq", conf);
+    /* Not the default state directory ($STATE_DIRECTORY = client-state). */
+    net_path(hint_dir, sizeof hint_dir, "hint-client-state");
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --pcap %s/hint-r.pcap", sdir,
+             net_dir);
+    assert_int_equal(net_responder_start(&r, "hint", args), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --request \"GET /time\" --export-oscore-conf %s "
+                     "--state-dir %s",
+                     r.port, conf, hint_dir);
+    if (rc != 0)
+        fail_msg("initiator: %d\n%s", rc, out);
+    const char *hint = strstr(out, "  continue with: edhoc-cli ");
+    if (!hint)
+        fail_msg("no continuation hint in\n%s", out);
+    hint += strlen("  continue with: edhoc-cli ");
+    char line[1200];
+    size_t n = strcspn(hint, "\n");
+    assert_true(n < sizeof line);
+    memcpy(line, hint, n);
+    line[n] = '\0';
+    /* The state directory this run recorded in is part of the hint. */
+    assert_non_null(strstr(line, hint_dir));
+    free(out);
+    /* libcoap's seq_file: the initiator sent sequence number 0. */
+    assert_int_equal(seq_file_value(seq), 1);
+    rc = CLI_RUN(&out, 30, "%s", line);
+    /* The hint's URI names PATH, a resource the responder does not have:
+     * a protected 4.04 (exit 1) is the server accepting the request's
+     * Partial IV; a reused one is refused before the resource is looked
+     * up (exit 7, "Replay detected"). */
+    if (rc != 1 || !strstr(out, "4.04 Not Found") || strstr(out, "Replay"))
+        fail_msg("following '%s': exit %d\n%s", line, rc, out);
+    free(out);
+    /* The follower kept FILE.seq in step: coap-client -E FILE,FILE.seq
+     * starts above what it sent. */
+    assert_true(seq_file_value(seq) >= 2);
+    /* Followed twice, it goes on (each run above the last). */
+    rc = CLI_RUN(&out, 30, "%s --json", line);
+    if (rc != 1 || strstr(out, "Replay"))
+        fail_msg("following '%s' again: exit %d\n%s", line, rc, out);
+    long nums[4];
+    assert_int_equal(seq_numbers(out, nums, 4), 1);
+    assert_true(nums[0] >= 2);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+}
+
+/* Issue 23, 2(b): `coap --oscore-context CONF` and a sender that keeps
+ * its numbers in CONF.seq alone (what `coap-client -E CONF,CONF.seq` does;
+ * here edhoc-cli with --state-dir none and that seq file, which reads and
+ * writes nothing else), in turn. coap did not write CONF.seq, so the
+ * second sender started at 0 again, and coap then continued from its own
+ * record only, below what the other had sent: two messages under one
+ * nonce (RFC 8613 Section 7.2). Each must start above every number the
+ * other used, and CONF.seq must always name the next free one. */
+static void test_conf_and_seq_file_alternate(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    start_scenario(&r, "alt", "");
+    char seq[320];
+    snprintf(seq, sizeof seq, "%s.seq", client_conf);
+    long last = -1;
+    for (int round = 0; round < 4; round++) {
+        char *out;
+        int rc;
+        if (round % 2 == 0)
+            rc = CLI_RUN(&out, 30,
+                         "coap GET coap://127.0.0.1:%u/time --oscore-context %s --json --pcap "
+                         "%s/alt-%d.pcap",
+                         r.port, client_conf, net_dir, round);
+        else
+            rc = CLI_RUN(&out, 30,
+                         "coap GET coap://127.0.0.1:%u/time --oscore-context %s,%s --state-dir "
+                         "none --json --pcap %s/alt-%d.pcap",
+                         r.port, client_conf, seq, net_dir, round);
+        if (rc != 0)
+            fail_msg("round %d (a reused number is refused as a replay): %d\n%s", round, rc, out);
+        long nums[4];
+        assert_int_equal(seq_numbers(out, nums, 4), 1);
+        free(out);
+        if (nums[0] <= last)
+            fail_msg("round %d sent sequence number %ld after %ld", round, nums[0], last);
+        last = nums[0];
+        assert_true(seq_file_value(seq) > last);
+    }
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 }
 
@@ -765,6 +891,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_coap_runs_continue, net_test_teardown),
         cmocka_unit_test_teardown(test_coap_parallel_runs, net_test_teardown),
+        cmocka_unit_test_teardown(test_initiator_hint_followed, net_test_teardown),
+        cmocka_unit_test_teardown(test_conf_and_seq_file_alternate, net_test_teardown),
         cmocka_unit_test_teardown(test_responder_default_state, net_test_teardown),
         cmocka_unit_test_teardown(test_observe_deregistration, net_test_teardown),
         cmocka_unit_test_teardown(test_observe_reset, net_test_teardown),

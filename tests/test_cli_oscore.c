@@ -9,10 +9,13 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,6 +93,11 @@ static const char *context_file(const char *name)
 {
     static char path[512];
     snprintf(path, sizeof path, "%s/%s.conf", tmpdir, name);
+    /* Each test provisions the context anew: the numbers an earlier test
+     * recorded beside it (FILE.seq) are not this test's. */
+    char seq[530];
+    snprintf(seq, sizeof seq, "%s.seq", path);
+    unlink(seq);
     struct vec_scope v = vec_object(appc, name);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -370,7 +378,7 @@ static int teardown(void **state)
 /* Without --seq a request gets the next number of the context's record in
  * the state directory, so two runs never seal two messages under one
  * nonce (RFC 8613 Section 7.2: "An AEAD nonce MUST NOT be used more than
- * once per AEAD key"); --state-dir none then needs --seq. */
+ * once per AEAD key"); FILE.seq beside the context keeps them too. */
 static void test_cli_durable_sequence_numbers(void **state)
 {
     (void)state;
@@ -392,10 +400,22 @@ static void test_cli_durable_sequence_numbers(void **state)
     assert_string_equal(osc, "0901"); /* Partial IV 1, not 0 again */
     free(osc);
     free(out);
-    assert_int_equal(cli(&out, true, "oscore protect --context %s --state-dir none %s", ctx, req),
-                     2);
-    assert_non_null(strstr(out, "--seq N"));
+    /* --state-dir none: the context's companion FILE.seq (libcoap's
+     * -E FILE,FILE.seq) was written by both runs and still records them:
+     * Partial IV 2 (issue 23: one record per keying material, whatever
+     * files are named). */
+    assert_int_equal(cli(&out, false, "oscore protect --json --context %s --state-dir none %s", ctx,
+                         req), 0);
+    osc = decoded_option(out, 9);
+    assert_string_equal(osc, "0902");
+    free(osc);
     free(out);
+    char seq_path[600];
+    snprintf(seq_path, sizeof seq_path, "%s.seq", ctx);
+    char *next = net_read_file(seq_path);
+    assert_non_null(next);
+    assert_string_equal(next, "3\n");
+    free(next);
 }
 
 
@@ -778,6 +798,160 @@ static void test_coap_option_table(void **state)
     free(help);
 }
 
+/* Checking from outside that a process is not dumpable: the kernel lets
+ * a process open another's /proc/PID/environ only when ptrace could read
+ * it, which for a non-dumpable target takes CAP_SYS_PTRACE; without it,
+ * a process of the same user gets EACCES (and the file belongs to root).
+ * A test run by root runs targets and checker as an unprivileged user,
+ * since root may read any process. */
+#define UNPRIVILEGED_UID 65534
+
+static void become_unprivileged(void)
+{
+    if (geteuid() != 0)
+        return;
+    if (setgroups(0, NULL) || setresgid(UNPRIVILEGED_UID, UNPRIVILEGED_UID, UNPRIVILEGED_UID) ||
+        setresuid(UNPRIVILEGED_UID, UNPRIVILEGED_UID, UNPRIVILEGED_UID))
+        _exit(126);
+}
+
+/* 0: /proc/PID/environ opens (pid dumpable), 1: EACCES, 2: otherwise. */
+static int environ_access(pid_t pid)
+{
+    pid_t c = fork();
+    assert_true(c >= 0);
+    if (c == 0) {
+        become_unprivileged();
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+        int fd = open(path, O_RDONLY);
+        _exit(fd >= 0 ? 0 : errno == EACCES ? 1 : 2);
+    }
+    int st;
+    assert_int_equal(waitpid(c, &st, 0), c);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+/* Run the shell command line in the background (as the unprivileged user
+ * when root), registered for teardown, with the largest core size this
+ * test may give, so that a command which leaves the limit alone shows
+ * it. */
+static void spawn(struct net_proc *p, const char *cmdline)
+{
+    memset(p, 0, sizeof *p);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl;
+        getrlimit(RLIMIT_CORE, &rl);
+        if (geteuid() == 0)
+            rl.rlim_max = RLIM_INFINITY;
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_CORE, &rl);
+        become_unprivileged();
+        execl("/bin/sh", "sh", "-c", cmdline, (char *)NULL);
+        _exit(127);
+    }
+    p->pid = pid;
+    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
+        if (!net_procs[i]) {
+            net_procs[i] = p;
+            break;
+        }
+    }
+}
+
+/* Soft and hard "Max core file size" of pid, from /proc/PID/limits
+ * ("unlimited" as ULONG_MAX). */
+static void core_limits(pid_t pid, unsigned long *soft, unsigned long *hard)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    char *limits = net_read_file(path);
+    assert_non_null(limits);
+    const char *core = strstr(limits, "Max core file size");
+    assert_non_null(core);
+    char a[32], b[32];
+    assert_int_equal(sscanf(core + strlen("Max core file size"), " %31s %31s", a, b), 2);
+    *soft = strcmp(a, "unlimited") ? strtoul(a, NULL, 10) : ULONG_MAX;
+    *hard = strcmp(b, "unlimited") ? strtoul(b, NULL, 10) : ULONG_MAX;
+    free(limits);
+}
+
+/* Issue 23, item 9: client commands that hold secrets (coap
+ * --oscore-context: the master secret; initiator: private keys and,
+ * with --export-secrets, the OSCORE secrets it prints) could leave them
+ * in a core file, and other processes of the user could read their
+ * memory. Like the responder they now run with RLIMIT_CORE 0 and not
+ * dumpable. Each command is caught while it waits for a silent peer,
+ * after its first datagram left (the secrets are loaded by then). */
+static void test_secret_holders_leave_no_core(void **state)
+{
+    (void)state;
+    /* The check itself: a process started the same way, dumpable, is
+     * readable, and had a core limit above 0. */
+    static struct net_proc control;
+    spawn(&control, "exec sleep 60");
+    for (int i = 0; i < 500 && environ_access(control.pid) != 0; i++)
+        net_sleep_ms(10); /* until sh has become sleep */
+    assert_int_equal(environ_access(control.pid), 0);
+    unsigned long soft, hard;
+    core_limits(control.pid, &soft, &hard);
+    assert_true(soft > 0);
+    net_proc_stop(&control, SIGKILL, 2000);
+
+    uint16_t port = 0;
+    int fd = net_silent_socket(&port);
+    assert_true(fd >= 0);
+    /* The context and state of the user the commands run as, in a
+     * directory of its own that it can reach. */
+    char home[300], ctx[400], sdir[400];
+    snprintf(home, sizeof home, "%s/edhoc-core-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    assert_non_null(mkdtemp(home));
+    assert_int_equal(chmod(home, 0711), 0);
+    char *text = net_read_file(context_file("C.1.1"));
+    assert_non_null(text);
+    snprintf(ctx, sizeof ctx, "%s/c.conf", home);
+    net_write_file(ctx, text, 0600);
+    free(text);
+    snprintf(sdir, sizeof sdir, "%s/state", home);
+    if (geteuid() == 0)
+        assert_int_equal(chown(ctx, UNPRIVILEGED_UID, UNPRIVILEGED_UID) |
+                             chown(home, UNPRIVILEGED_UID, UNPRIVILEGED_UID),
+                         0);
+    const char *cli_bin = getenv("EDHOC_CLI") ? getenv("EDHOC_CLI") : "edhoc-cli";
+    char cmds[2][1200];
+    snprintf(cmds[0], sizeof cmds[0],
+             "exec %s coap GET coap://127.0.0.1:%u/x --oscore-context %s --state-dir %s "
+             "--timeout 60 >/dev/null 2>&1",
+             cli_bin, port, ctx, sdir);
+    snprintf(cmds[1], sizeof cmds[1],
+             "exec %s initiator coap://127.0.0.1:%u --export-secrets --request none --timeout 60 "
+             ">/dev/null 2>&1",
+             cli_bin, port);
+    for (int i = 0; i < 2; i++) {
+        static struct net_proc p;
+        spawn(&p, cmds[i]);
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, 20000) != 1)
+            fail_msg("%s: sent nothing", cmds[i]);
+        uint8_t d[1500];
+        while (recv(fd, d, sizeof d, MSG_DONTWAIT) > 0)
+            ;
+        core_limits(p.pid, &soft, &hard);
+        if (soft != 0 || hard != 0)
+            fail_msg("%s: core file size limit %lu %lu", cmds[i], soft, hard);
+        if (environ_access(p.pid) != 1)
+            fail_msg("%s: dumpable (another process of the user reads its memory)", cmds[i]);
+        net_proc_stop(&p, SIGKILL, 2000);
+    }
+    close(fd);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", home);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -787,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_cli_failures),
         cmocka_unit_test(test_cli_durable_sequence_numbers),
         cmocka_unit_test(test_context_file_is_secret),
+        cmocka_unit_test_teardown(test_secret_holders_leave_no_core, net_test_teardown),
         cmocka_unit_test(test_cli_option_table),
         cmocka_unit_test(test_coap_option_table),
         cmocka_unit_test_teardown(test_coap_json_outputs, net_test_teardown),
