@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1722,6 +1723,99 @@ static void test_one_writer_for_workers(void **state)
 }
 
 
+/* A group commit that fails must fail every write of the batches it
+ * carried, also for a worker whose own commit comes in a later pass
+ * (docs/DESIGN.md: "a call that stores a sequence-number mark returns
+ * only after the mark is on disk"; edhoc/state.h: commit "makes all of
+ * them durable at once"). The disk filling is a file-size limit on the
+ * writer (RLIMIT_FSIZE at the WAL's current size): the commit cannot
+ * append its frames. The worker queues ten puts without waiting, the
+ * writer runs one pass that takes only them and fails to commit, then the
+ * worker commits (next pass, which commits fine): before the fix that
+ * answer was success for rows that are not in the database. */
+static void test_failed_group_commit_fails_the_batch(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    struct edhoc_state_peer p;
+    make_peer(&p, 1);
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0); /* the WAL exists and has frames */
+    struct edhoc_state_server *srv = edhoc_state_server_new(db);
+    assert_non_null(srv);
+    int sv[2], ready[2], go[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(sv[0]);
+        struct edhoc_state_db *h = NULL;
+        char c = 0;
+        if (edhoc_state_connect(sv[1], &h) || edhoc_state_begin(h))
+            _exit(2);
+        for (uint32_t i = 0; i < 10; i++) {
+            struct edhoc_state_peer q;
+            make_peer(&q, 7000 + i);
+            if (edhoc_state_put_peer(h, &q))
+                _exit(3);
+        }
+        if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(4);
+        int rc = edhoc_state_commit(h);
+        /* The next batch after the failure starts clean. */
+        int rc2 = edhoc_state_begin(h);
+        struct edhoc_state_peer q;
+        make_peer(&q, 7100);
+        if (!rc2)
+            rc2 = edhoc_state_put_peer(h, &q);
+        if (!rc2)
+            rc2 = edhoc_state_commit(h);
+        edhoc_state_close(h);
+        _exit(rc == EDHOC_STATE_ERR_IO && rc2 == 0 ? 0 : rc == 0 ? 10 : 11);
+    }
+    close(sv[1]);
+    assert_int_equal(edhoc_state_server_add(srv, sv[0]), 0);
+    char c = 0;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+
+    char wal[1300];
+    snprintf(wal, sizeof wal, "%s-wal", f->file);
+    struct stat wst;
+    assert_int_equal(stat(wal, &wst), 0);
+    struct rlimit old, full = {(rlim_t)wst.st_size, (rlim_t)wst.st_size};
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    full.rlim_max = old.rlim_max;
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &full), 0);
+    int served = edhoc_state_server_run(srv, 1000);
+    struct edhoc_state_server_stats st;
+    edhoc_state_server_get_stats(srv, &st);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    assert_int_equal(served, 10);
+    assert_int_equal(st.commits, 1);
+    /* The group was rolled back: none of the ten is there. */
+    assert_int_equal(edhoc_state_count(db), 1);
+
+    assert_int_equal(write(go[1], "g", 1), 1);
+    while (edhoc_state_server_clients(srv) > 0)
+        assert_true(edhoc_state_server_run(srv, 100) >= 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    /* 0: the commit answered EDHOC_STATE_ERR_IO; 10: it answered success. */
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(edhoc_state_count(db), 2);
+    edhoc_state_server_free(srv);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    edhoc_state_close(db);
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1757,6 +1851,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_handle_survives_daemonizing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ten_thousand_contexts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_writer_for_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_group_commit_fails_the_batch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
