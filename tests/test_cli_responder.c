@@ -1132,6 +1132,121 @@ static mode_t mode_of(const char *path)
     return st.st_mode & 07777;
 }
 
+/* Issue 23 item 1, the state directory rules (docs/DESIGN.md "State
+ * directory and database rules", the man page's FILES): a responder
+ * refuses (exit 3) a state directory group or others can access, a
+ * database file others can read, a directory of another user and a
+ * symbolic link, each with the path, what it found and the fix; the
+ * client's state directory gets the same rules; a fresh directory is
+ * made 0700 with a 0600 database, whatever the umask. Before, the first
+ * four served (another local user could write a context into the
+ * database and talk OSCORE without EDHOC), and the link was refused as
+ * "Not a directory". */
+static void expect_state_refused(const char *sdir, const char *want)
+{
+    char *out;
+    int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s", sdir);
+    if (rc != 3 || !strstr(out, want))
+        fail_msg("--state-dir %s: exit %d, want 3 and \"%s\":\n%s", sdir, rc, want, out);
+    free(out);
+}
+
+static void test_state_dir_rules(void **state)
+{
+    (void)state;
+    char sdir[300], db[400], want[1200], link[300], conf[300];
+    static struct net_proc r;
+    net_path(sdir, sizeof sdir, "rules.state");
+    /* A fresh one, under a umask that would give others everything. */
+    mode_t old = umask(0);
+    snprintf(want, sizeof want, "--listen 127.0.0.1:0 --state-dir %s", sdir);
+    assert_int_equal(net_responder_start(&r, "rules", want), 0);
+    umask(old);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    snprintf(db, sizeof db, "%s/edhoc-cli-state.sqlite", sdir);
+    assert_int_equal(mode_of(sdir), 0700);
+    assert_int_equal(mode_of(db), 0600);
+
+    assert_int_equal(chmod(sdir, 0777), 0);
+    snprintf(want, sizeof want,
+             "error: state: --state-dir %s: group or others can access it (mode 0777) and it "
+             "holds OSCORE secrets and sequence numbers: chmod 700 %s, or give a new directory\n",
+             sdir, sdir);
+    expect_state_refused(sdir, want);
+    assert_int_equal(chmod(sdir, 0700), 0);
+
+    assert_int_equal(chmod(db, 0644), 0);
+    snprintf(want, sizeof want,
+             "error: state: %s: group or others can access it (mode 0644) and it holds OSCORE "
+             "secrets and sequence numbers: chmod 600 %s\n", db, db);
+    expect_state_refused(sdir, want);
+    assert_int_equal(mode_of(db), 0644); /* refused, not silently changed */
+    assert_int_equal(chmod(db, 0600), 0);
+
+    if (geteuid() == 0) {
+        assert_int_equal(chown(sdir, 65534, 65534), 0); /* nobody */
+        snprintf(want, sizeof want,
+                 "error: state: --state-dir %s: owned by uid 65534, not by the user running "
+                 "(uid 0), and it holds OSCORE secrets and sequence numbers: chown 0 %s, or give "
+                 "a directory of your own\n", sdir, sdir);
+        expect_state_refused(sdir, want);
+        assert_int_equal(chown(sdir, 0, 0), 0);
+        assert_int_equal(chown(db, 65534, 65534), 0);
+        snprintf(want, sizeof want,
+                 "error: state: %s: owned by uid 65534, not by the user running (uid 0), and it "
+                 "holds OSCORE secrets and sequence numbers: chown 0 %s\n", db, db);
+        expect_state_refused(sdir, want);
+        assert_int_equal(chown(db, 0, 0), 0);
+    } else {
+        print_message("# not root: a state directory of another user is not tried\n");
+    }
+
+    net_path(link, sizeof link, "rules-link.state");
+    assert_int_equal(symlink(sdir, link), 0);
+    snprintf(want, sizeof want,
+             "error: state: --state-dir %s: is a symbolic link; it holds OSCORE secrets and "
+             "sequence numbers: give the directory itself, not a link to it\n", link);
+    expect_state_refused(link, want);
+
+    /* The client's state directory (coap --oscore-context), given and by
+     * default: the same rules, before anything is sent. */
+    net_path(conf, sizeof conf, "rules-client.conf");
+    net_write_file(conf,
+                   "master_secret,hex,\"0102030405060708090a0b0c0d0e0f99\"\n"
+                   "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n", 0600);
+    assert_int_equal(chmod(sdir, 0755), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:9/x --oscore-context %s --state-dir %s",
+                     conf, sdir);
+    snprintf(want, sizeof want,
+             "edhoc-cli coap: --state-dir %s: group or others can access it (mode 0755) and it "
+             "holds OSCORE secrets and sequence numbers: chmod 700 %s, or give a new directory\n",
+             sdir, sdir);
+    if (rc != 3 || strcmp(out, want))
+        fail_msg("coap --state-dir 0755: exit %d\n%s", rc, out);
+    free(out);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:9/x --oscore-context %s --state-dir %s",
+                 conf, link);
+    snprintf(want, sizeof want,
+             "edhoc-cli coap: --state-dir %s: is a symbolic link; it holds OSCORE secrets and "
+             "sequence numbers: give the directory itself, not a link to it\n", link);
+    if (rc != 3 || strcmp(out, want))
+        fail_msg("coap --state-dir LINK: exit %d\n%s", rc, out);
+    free(out);
+    char line[1200];
+    snprintf(line, sizeof line, "STATE_DIRECTORY=%s %s coap GET coap://127.0.0.1:9/x "
+             "--oscore-context %s", sdir, cli, conf);
+    rc = net_sh(line, &out, 30);
+    snprintf(want, sizeof want,
+             "edhoc-cli coap: state directory %s: group or others can access it (mode 0755) and "
+             "it holds OSCORE secrets and sequence numbers: chmod 700 %s, or give a new "
+             "directory\n", sdir, sdir);
+    if (rc != 3 || strcmp(out, want))
+        fail_msg("coap with $STATE_DIRECTORY 0755: exit %d\n%s", rc, out);
+    free(out);
+    assert_int_equal(chmod(sdir, 0700), 0);
+}
+
 /* The responder's --interop-log is JSON lines written through jansson and
  * checked against docs/json/interop-log.schema.json (issue #14, "JSON as a
  * contract": null for absent, never -1 or ""), its files hold session
@@ -1234,6 +1349,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_restart_echo_replay_ssn, net_test_teardown),
         cmocka_unit_test_teardown(test_corrupt_state_refused, net_test_teardown),
+        cmocka_unit_test_teardown(test_state_dir_rules, net_test_teardown),
         cmocka_unit_test_teardown(test_sighup_keeps_contexts, net_test_teardown),
         cmocka_unit_test_teardown(test_daemon_pidfile, net_test_teardown),
         cmocka_unit_test_teardown(test_pending_eviction_and_timeout, net_test_teardown),

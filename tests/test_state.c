@@ -285,6 +285,122 @@ static void test_modes_of_new_files(void **state)
     /* No temporary file is left behind. */
     snprintf(path, sizeof path, "%s/%s.new", deep, EDHOC_STATE_FILE);
     assert_int_equal(access(path, F_OK), -1);
+
+    /* A restrictive umask neither: "files the tool creates get 0600/0700
+     * whatever the umask" (docs/DESIGN.md, state directory rules); 0277
+     * used to leave a 0500 directory and a 0400 database. */
+    old = umask(0277);
+    snprintf(deep, sizeof deep, "%s/c/d", f->sdir);
+    db = open_ok(deep);
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    assert_int_equal(stat(deep, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    snprintf(path, sizeof path, "%s/c", f->sdir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    snprintf(path, sizeof path, "%s/%s", deep, EDHOC_STATE_FILE);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    snprintf(path, sizeof path, "%s/%s-wal", deep, EDHOC_STATE_FILE);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    edhoc_state_close(db);
+    umask(old);
+}
+
+/* The state directory rules (docs/DESIGN.md "State directory and database
+ * rules", as for --key): the directory is not a link, is the effective
+ * uid's, 0700, under no directory others may write without the sticky
+ * bit; the database and its -wal/-shm are the effective uid's and 0600.
+ * Each refusal names the path, what was found and the fix, and leaves the
+ * files as they were (no silent chmod). Before these rules, each of these
+ * opened (a 0644 database stayed 0644). */
+static void write_all(const char *path, const void *p, size_t len);
+
+static void expect_unsafe(const char *dir, const char *want)
+{
+    struct edhoc_state_db *db = NULL;
+    char why[8192] = "";
+    int rc = edhoc_state_open(dir, &db, why, sizeof why);
+    if (rc != EDHOC_STATE_ERR_UNSAFE || strcmp(why, want))
+        fail_msg("open %s: %d \"%s\"\n want: \"%s\"", dir, rc, why, want);
+    assert_null(db);
+}
+
+static void test_refuses_unsafe_directory_and_files(void **state)
+{
+    struct fixture *f = *state;
+    char want[8192];
+    struct stat st;
+    edhoc_state_close(open_ok(f->sdir));
+
+    assert_int_equal(chmod(f->sdir, 0777), 0);
+    snprintf(want, sizeof want,
+             "%s: group or others can access it (mode 0777) and it holds OSCORE secrets and "
+             "sequence numbers: chmod 700 %s, or give a new directory", f->sdir, f->sdir);
+    expect_unsafe(f->sdir, want);
+    assert_int_equal(stat(f->sdir, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0777);
+    assert_int_equal(chmod(f->sdir, 0700), 0);
+
+    assert_int_equal(chmod(f->file, 0644), 0);
+    snprintf(want, sizeof want,
+             "%s: group or others can access it (mode 0644) and it holds OSCORE secrets and "
+             "sequence numbers: chmod 600 %s", f->file, f->file);
+    expect_unsafe(f->sdir, want);
+    assert_int_equal(stat(f->file, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0644);
+    assert_int_equal(chmod(f->file, 0600), 0);
+
+    /* A -wal left by a crash is read as part of the database. */
+    char wal[1300];
+    snprintf(wal, sizeof wal, "%s-wal", f->file);
+    write_all(wal, "", 0);
+    assert_int_equal(chmod(wal, 0666), 0);
+    snprintf(want, sizeof want,
+             "%s: group or others can access it (mode 0666) and it holds OSCORE secrets and "
+             "sequence numbers: chmod 600 %s", wal, wal);
+    expect_unsafe(f->sdir, want);
+    assert_int_equal(unlink(wal), 0);
+
+    /* Someone else's: only root can make one (tests run as root). */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(f->file, 65534, 65534), 0);
+        snprintf(want, sizeof want,
+                 "%s: owned by uid 65534, not by the user running (uid 0), and it holds OSCORE "
+                 "secrets and sequence numbers: chown 0 %s", f->file, f->file);
+        expect_unsafe(f->sdir, want);
+        assert_int_equal(chown(f->file, 0, 0), 0);
+        assert_int_equal(chown(f->sdir, 65534, 65534), 0);
+        snprintf(want, sizeof want,
+                 "%s: owned by uid 65534, not by the user running (uid 0), and it holds OSCORE "
+                 "secrets and sequence numbers: chown 0 %s, or give a directory of your own",
+                 f->sdir, f->sdir);
+        expect_unsafe(f->sdir, want);
+        assert_int_equal(chown(f->sdir, 0, 0), 0);
+    } else {
+        print_message("# not root: files of another user are not tried\n");
+    }
+
+    /* A link to a good state directory: the name must be the directory. */
+    char link[1200];
+    snprintf(link, sizeof link, "%s/link", f->dir);
+    assert_int_equal(symlink(f->sdir, link), 0);
+    snprintf(want, sizeof want,
+             "%s: is a symbolic link; it holds OSCORE secrets and sequence numbers: give the "
+             "directory itself, not a link to it", link);
+    expect_unsafe(link, want);
+
+    /* Whoever may write the directory above can swap the state directory;
+     * a sticky one (/tmp) only lets them swap their own entries. */
+    assert_int_equal(chmod(f->dir, 0777), 0);
+    snprintf(want, sizeof want,
+             "%s: in a directory others can write (%s, mode 0777): they could put another "
+             "directory in its place; fix it with: chmod go-w %s", f->sdir, f->dir, f->dir);
+    expect_unsafe(f->sdir, want);
+    assert_int_equal(chmod(f->dir, 01777), 0);
+    edhoc_state_close(open_ok(f->sdir));
+    assert_int_equal(chmod(f->dir, 0700), 0);
 }
 
 static void test_put_replaces(void **state)
@@ -1818,9 +1934,13 @@ static void test_failed_group_commit_fails_the_batch(void **state)
 
 int main(void)
 {
+    /* Files the tests write stand for ones the tool made (0600); the
+     * tests of modes set their own. */
+    umask(077);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip_every_field, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modes_of_new_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_unsafe_directory_and_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_replaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_ssn_never_lowers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_id_not_found, setup, teardown),

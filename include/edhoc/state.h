@@ -50,6 +50,11 @@ extern "C" {
 #define EDHOC_STATE_ERR_VERSION (-5004)  /* written by a newer schema version */
 #define EDHOC_STATE_ERR_NOT_FOUND (-5005)
 #define EDHOC_STATE_ERR_ARG (-5006)
+/* The directory or a database file is a symbolic link, not owned by the
+ * effective uid, open to group or others (directory beyond 0700, files
+ * beyond 0600), or in a directory others may write without the sticky
+ * bit; the message names the path, what was found and the fix. */
+#define EDHOC_STATE_ERR_UNSAFE (-5007)
 
 /* Version 2 keys contexts by (ID Context, Recipient ID); version 3 adds
  * when each was last used. Older databases (version 1 keyed by recipient
@@ -117,8 +122,11 @@ struct edhoc_state_db;
  *     empty ID Context, that context would start again from sequence
  *     number 0 under keys it had already used. */
 int edhoc_state_open(const char *dir, struct edhoc_state_db **db, char *why, size_t why_cap);
-/* Also EDHOC_STATE_ERR_ARG (NULL dir or db, path too long), and _IO when
- * another process holds the directory. An empty file, a non-SQLite file, a
+/* Also EDHOC_STATE_ERR_ARG (NULL dir or db, path too long), _IO when
+ * another process holds the directory, and _UNSAFE when DIR or a database
+ * file breaks the rules for secrets (DIR a symbolic link, not owned by the
+ * effective uid, mode beyond 0700; a file beyond 0600 or someone else's; a
+ * directory above DIR writable by others without the sticky bit). An empty file, a non-SQLite file, a
  * symlink or another program's SQLite database are _FOREIGN; a truncated
  * or damaged one (PRAGMA quick_check) is _CORRUPT. None of these is ever
  * written to. */

@@ -26,6 +26,7 @@
  */
 #include "edhoc/state.h"
 #include "state_remote.h"
+#include "path_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -143,32 +144,39 @@ static bool uri_escape_path(const char *path, char *out, size_t cap)
     return true;
 }
 
-/* mkdir -p with mode 0700 for every directory we create; existing ones are
- * left alone (systemd's StateDirectory= may have made them already). */
+/* What the state directory and database hold, in the refusals. */
+#define STATE_HOLDS "it holds OSCORE secrets and sequence numbers"
+
+/* mkdir -p with mode 0700 for every directory we create (systemd's
+ * StateDirectory= may have made some already); then the rules of
+ * path_check.h: not a link, ours, 0700, nobody else can swap it. */
 static int make_dirs(const char *dir, char *why, size_t cap)
 {
-    char buf[PATH_MAX];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof buf) {
+    if (dir[0] == '\0' || strlen(dir) >= PATH_MAX) {
         set_why(why, cap, "%s: state directory path is empty or too long", dir);
         return EDHOC_STATE_ERR_ARG;
     }
-    memcpy(buf, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
-            set_why(why, cap, "%s: cannot create directory: %s", buf, strerror(errno));
-            return EDHOC_STATE_ERR_IO;
-        }
-        buf[i] = saved;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        set_why(why, cap, "%s: not a directory", dir);
+    bool created = false;
+    if (edhoc_secret_mkdirs(dir, &created) != 0) {
+        set_why(why, cap, "%s: cannot create directory: %s", dir, strerror(errno));
         return EDHOC_STATE_ERR_IO;
+    }
+    if (edhoc_secret_dir_check("", dir, STATE_HOLDS, created, why, cap) != 0)
+        return EDHOC_STATE_ERR_UNSAFE;
+    return 0;
+}
+
+/* The database and its -wal/-shm companions: ours and 0600 (another user
+ * who can write the file can put a context of theirs in it and talk OSCORE
+ * to us without EDHOC; one who can read it has every master secret). */
+static int check_file_modes(const char *path, char *why, size_t cap)
+{
+    static const char *const sides[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        char name[PATH_MAX + 8];
+        snprintf(name, sizeof name, "%s%s", path, sides[i]);
+        if (edhoc_secret_file_check("", name, -1, STATE_HOLDS, false, why, cap) != 0)
+            return EDHOC_STATE_ERR_UNSAFE;
     }
     return 0;
 }
@@ -380,6 +388,14 @@ static int create_database(const char *path, int dir_fd, char *why, size_t cap)
     int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         set_why(why, cap, "%s: cannot create: %s", tmp, strerror(errno));
+        return EDHOC_STATE_ERR_IO;
+    }
+    /* The umask may have taken bits away (0400 would not open for
+     * writing); SQLite gives -wal and -shm the mode of this file. */
+    if (fchmod(fd, 0600) != 0) {
+        set_why(why, cap, "%s: cannot set mode 0600: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
         return EDHOC_STATE_ERR_IO;
     }
     close(fd);
@@ -739,7 +755,7 @@ int edhoc_state_open(const char *dir, struct edhoc_state_db **out, char *why, si
      * numbers from the same mark and reuse nonces, so one holder at a
      * time. flock on the directory does not interfere with SQLite's own
      * fcntl locks on the database file. */
-    db->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    db->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (db->dir_fd < 0) {
         set_why(why, why_cap, "%s: cannot open directory: %s", dir, strerror(errno));
         free(db);
@@ -770,6 +786,9 @@ int edhoc_state_open(const char *dir, struct edhoc_state_db **out, char *why, si
         err = EDHOC_STATE_ERR_FOREIGN;
         goto fail;
     }
+    err = check_file_modes(path, why, why_cap);
+    if (err)
+        goto fail;
 
     err = check_existing(path, why, why_cap);
     if (err)
@@ -1389,6 +1408,8 @@ const char *edhoc_state_strerror(int err)
         return "no such context";
     case EDHOC_STATE_ERR_ARG:
         return "invalid argument";
+    case EDHOC_STATE_ERR_UNSAFE:
+        return "state directory or database open to other users";
     default:
         return "unknown state error";
     }
