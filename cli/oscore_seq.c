@@ -443,3 +443,8 @@ int cli_seq_note_used(const char *state_dir, const char *seq_file, const struct 
     cli_seq_close(s);
     return rc;
 }
+
+int cli_oscore_material_id(const struct oscore_config *cfg, char hexid[33])
+{
+    return material_id(cfg, hexid);
+}

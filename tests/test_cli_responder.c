@@ -1247,6 +1247,90 @@ static void test_state_dir_rules(void **state)
     assert_int_equal(chmod(sdir, 0700), 0);
 }
 
+/* Issue 23 item 4: exclusivity follows the keying material, not the path
+ * (docs/DESIGN.md "One responder per database and per static context";
+ * RFC 8613 Section 7.5: an endpoint "MUST NOT reuse a previous Sender
+ * Sequence Number"). While one responder serves a static context, a
+ * second one given the same context file, or a copy of it, with a state
+ * directory of its own is refused, naming the holder; so is one whose
+ * state directory holds a hard link of the first one's database. Before,
+ * both served (Partial IVs 00 and 32 twice). Once the first stops, the
+ * same command starts. */
+static void test_one_responder_per_context(void **state)
+{
+    (void)state;
+    char a[300], b[300], c[300], conf[300], copy[300], args[1200], want[2000], linked[400],
+        db[400];
+    static struct net_proc r;
+    net_path(a, sizeof a, "excl-a.state");
+    net_path(b, sizeof b, "excl-b.state");
+    net_path(c, sizeof c, "excl-c.state");
+    net_path(conf, sizeof conf, "excl-srv.conf");
+    net_path(copy, sizeof copy, "excl-copy.conf");
+    const char *text = "master_secret,hex,\"0102030405060708090a0b0c0d0e0f51\"\n"
+                       "master_salt,hex,\"9e7ca92223786340\"\n"
+                       "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n";
+    net_write_file(conf, text, 0600);
+    net_write_file(copy, text, 0600);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s", a,
+             conf);
+    assert_int_equal(net_responder_start(&r, "excl-a", args), 0);
+
+    const char *files[] = {conf, copy};
+    for (size_t i = 0; i < 2; i++) {
+        char *out;
+        int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                                   "--oscore-context %s", b, files[i]);
+        snprintf(want, sizeof want,
+                 "error: --oscore-context %s: its keying material is served by another process "
+                 "on this host (pid %ld, --oscore-context %s, --state-dir %s; lock ",
+                 files[i], (long)r.pid, conf, a);
+        if (rc != 3 || !strstr(out, want) || !strstr(out, "repeat its nonces"))
+            fail_msg("second responder on %s: exit %d, want 3 and \"%s\":\n%s", files[i], rc,
+                     want, out);
+        free(out);
+    }
+
+    assert_int_equal(mkdir(c, 0700), 0);
+    snprintf(db, sizeof db, "%s/edhoc-cli-state.sqlite", a);
+    snprintf(linked, sizeof linked, "%s/edhoc-cli-state.sqlite", c);
+    assert_int_equal(link(db, linked), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s", c);
+    snprintf(want, sizeof want,
+             "error: state: %s: this database (maybe through a hard link in another directory) "
+             "is in use by another process (pid %ld)", linked, (long)r.pid);
+    if (rc != 3 || !strstr(out, want))
+        fail_msg("hard-linked database: exit %d, want 3 and \"%s\":\n%s", rc, want, out);
+    free(out);
+
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s", b,
+             copy);
+    assert_int_equal(net_responder_start(&r, "excl-b", args), 0);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+
+    /* In one process too: two contexts with one sender key (another
+     * Recipient ID) would share its nonces; RFC 8613 Section 3.3: "the
+     * quartet (Master Secret, Master Salt, ID Context, Sender ID) MUST be
+     * unique". */
+    char other[300];
+    net_path(other, sizeof other, "excl-other.conf");
+    net_write_file(other,
+                   "master_secret,hex,\"0102030405060708090a0b0c0d0e0f51\"\n"
+                   "master_salt,hex,\"9e7ca92223786340\"\n"
+                   "sender_id,hex,\"01\"\nrecipient_id,hex,\"07\"\n", 0600);
+    rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                           "--oscore-context %s --oscore-context %s", b, conf, other);
+    snprintf(want, sizeof want,
+             "error: --oscore-context %s has the sender key of --oscore-context %s (same master "
+             "secret and salt, ID Context and Sender ID): their nonces would collide", other,
+             conf);
+    if (rc != 3 || !strstr(out, want))
+        fail_msg("one sender key twice: exit %d, want 3 and \"%s\":\n%s", rc, want, out);
+    free(out);
+}
+
 /* The responder's --interop-log is JSON lines written through jansson and
  * checked against docs/json/interop-log.schema.json (issue #14, "JSON as a
  * contract": null for absent, never -1 or ""), its files hold session
@@ -1350,6 +1434,7 @@ int main(void)
         cmocka_unit_test_teardown(test_restart_echo_replay_ssn, net_test_teardown),
         cmocka_unit_test_teardown(test_corrupt_state_refused, net_test_teardown),
         cmocka_unit_test_teardown(test_state_dir_rules, net_test_teardown),
+        cmocka_unit_test_teardown(test_one_responder_per_context, net_test_teardown),
         cmocka_unit_test_teardown(test_sighup_keeps_contexts, net_test_teardown),
         cmocka_unit_test_teardown(test_daemon_pidfile, net_test_teardown),
         cmocka_unit_test_teardown(test_pending_eviction_and_timeout, net_test_teardown),

@@ -1932,6 +1932,152 @@ static void test_failed_group_commit_fails_the_batch(void **state)
 }
 
 
+/* Issue 23 item 3, a store that went backwards (edhoc/state.h
+ * edhoc_state_recovery; RFC 8613 Appendix B.1.1: "F MUST be set so that
+ * the last Sender Sequence Number used before reboot is never larger than
+ * SSN2"). A process that stored marks and died (kill -9: its -wal holds
+ * them) and then lost the -wal, or whose database was replaced by an
+ * older copy, must not come back with the old marks: open says what it
+ * found and moves every mark up to the ceiling the mark file keeps (the
+ * first mark, 32, raised it to 32 + 65536). A clean restart, and a kill -9
+ * that lost nothing, report nothing and keep the marks. Before, the mark
+ * came back as 32 and no one said a word. */
+static void store_and_die(const char *dir, const struct edhoc_state_peer *key, uint64_t mark,
+                          int times)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct edhoc_state_db *db = NULL;
+        if (edhoc_state_open(dir, &db, NULL, 0))
+            _exit(2);
+        for (int i = 0; i < times; i++)
+            if (edhoc_state_store_ssn(db, KEY(*key), mark + (uint64_t)i))
+                _exit(3);
+        _exit(0); /* no close: the -wal stays as kill -9 leaves it */
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void remove_wal(const struct fixture *f)
+{
+    char side[1300];
+    snprintf(side, sizeof side, "%s-wal", f->file);
+    assert_int_equal(unlink(side), 0);
+    snprintf(side, sizeof side, "%s-shm", f->file);
+    unlink(side);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    size_t n = 0;
+    unsigned char *data = read_all(from, &n);
+    unlink(to);
+    write_all(to, data, n);
+    free(data);
+}
+
+static void expect_recovery(const struct fixture *f, const struct edhoc_state_peer *key,
+                            const char *found, uint64_t to, uint64_t want_mark)
+{
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    const char *r = edhoc_state_recovery(db);
+    if (!found) {
+        if (r)
+            fail_msg("unexpected recovery: %s", r);
+    } else {
+        char want[4096];
+        snprintf(want, sizeof want,
+                 "%s: %s; every sender sequence-number mark moved up to %" PRIu64
+                 " (1 contexts, and static contexts not in it start there: RFC 8613 Appendix "
+                 "B.1.1), so no nonce is used twice", f->file, found, to);
+        if (!r || strcmp(r, want))
+            fail_msg("recovery: \"%s\"\n want: \"%s\"", r ? r : "(none)", want);
+    }
+    assert_true(get_mark(db, key) == want_mark);
+    edhoc_state_close(db);
+}
+
+static void test_store_that_went_backwards(void **state)
+{
+    struct fixture *f = *state;
+    char old[1300], marks[1300], found[2048];
+    snprintf(old, sizeof old, "%s/old.sqlite", f->dir);
+    snprintf(marks, sizeof marks, "%s/%s", f->sdir, EDHOC_STATE_MARK_FILE);
+    const uint64_t ceiling = 32 + 65536;
+    struct edhoc_state_peer p;
+    make_peer(&p, 3);
+    p.method = -1; /* a static context: its row is what keeps its nonces unique */
+    p.ssn_mark = 32;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    assert_null(edhoc_state_recovery(db)); /* a new database */
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    edhoc_state_close(db);
+    copy_file(f->file, old); /* complete: the close checkpointed */
+    struct stat st;
+    assert_int_equal(stat(marks, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+
+    /* A clean restart, and a kill -9 that kept its -wal: nothing lost. */
+    expect_recovery(f, &p, NULL, 0, 32);
+    store_and_die(f->sdir, &p, 64, 1);
+    expect_recovery(f, &p, NULL, 0, 64);
+
+    /* The report's case: kill -9, then the -wal deleted. */
+    store_and_die(f->sdir, &p, 96, 1);
+    remove_wal(f);
+    snprintf(found, sizeof found,
+             "the database is older than its mark file (generation 4, the mark file says 5): "
+             "its -wal was lost or the file was restored from a copy");
+    expect_recovery(f, &p, found, ceiling, ceiling);
+    expect_recovery(f, &p, NULL, 0, ceiling); /* once handled, quiet again */
+
+    /* An older copy of the file put back. */
+    copy_file(old, f->file);
+    snprintf(found, sizeof found,
+             "the database is older than its mark file (generation 1, the mark file says 7): "
+             "its -wal was lost or the file was restored from a copy");
+    expect_recovery(f, &p, found, ceiling, ceiling);
+
+    /* A stale copy without the static context's row: the row comes back
+     * at the jump's mark, not at what its file says (0). */
+    db = open_ok(f->sdir);
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(p)), 0);
+    edhoc_state_close(db);
+    copy_file(old, f->file);
+    db = open_ok(f->sdir);
+    assert_non_null(edhoc_state_recovery(db));
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(p)), 0);
+    struct edhoc_state_peer fresh = p;
+    fresh.ssn_mark = 0;
+    assert_int_equal(edhoc_state_put_peer(db, &fresh), 0);
+    assert_true(get_mark(db, &p) == ceiling);
+    edhoc_state_close(db);
+
+    /* Without the mark file nothing bounds what was lost: 2^32 above the
+     * highest mark. */
+    assert_int_equal(unlink(marks), 0);
+    snprintf(found, sizeof found,
+             "the mark file %s is missing (the database is a copy, or it was deleted)", marks);
+    expect_recovery(f, &p, found, ceiling + ((uint64_t)1 << 32), ceiling + ((uint64_t)1 << 32));
+
+    /* More than a checkpoint's worth of commits (1000 frames): the main
+     * file is complete after it, and losing the -wal after more marks
+     * must still be seen. */
+    uint64_t base = ceiling + ((uint64_t)1 << 32);
+    store_and_die(f->sdir, &p, base + 1, 1100);
+    remove_wal(f);
+    db = open_ok(f->sdir);
+    const char *r = edhoc_state_recovery(db);
+    if (!r || !strstr(r, "its -wal was lost"))
+        fail_msg("after a checkpoint: %s", r ? r : "(nothing found)");
+    assert_true(get_mark(db, &p) >= base + 1100);
+    edhoc_state_close(db);
+}
+
 int main(void)
 {
     /* Files the tests write stand for ones the tool made (0600); the
@@ -1972,6 +2118,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ten_thousand_contexts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_writer_for_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_group_commit_fails_the_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_that_went_backwards, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

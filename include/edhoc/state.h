@@ -22,10 +22,13 @@
  * Durability: WAL journal with synchronous=FULL, so every put/store/delete
  * is fsync'ed before it returns (kill -9 and power loss alike).
  *
- * Concurrency: one process at a time holds a state directory (an flock on
- * the directory; a second edhoc_state_open fails with EDHOC_STATE_ERR_IO,
- * "in use by another process"), because two processes serving the same
- * contexts would reuse nonces. A handle is NOT thread-safe: it owns
+ * Concurrency: one process at a time holds a state directory and its
+ * database (an flock on the directory and one on the database file, so a
+ * hard link of the file in another directory is refused too; a second
+ * edhoc_state_open fails with EDHOC_STATE_ERR_IO, "in use by another
+ * process (pid N)"), because two processes serving the same contexts
+ * would reuse nonces. Locks are per host: never let two hosts use one
+ * copy (a network file system, a copied directory). A handle is NOT thread-safe: it owns
  * prepared statements that are reused on every call, so use it from one
  * thread, or serialise every call on it with a mutex. After fork() only
  * one of the two processes may go on using a handle (daemonizing: the
@@ -61,6 +64,8 @@ extern "C" {
  * ID alone, version 2) are migrated when opened, see edhoc_state_open(). */
 #define EDHOC_STATE_SCHEMA_VERSION 3
 #define EDHOC_STATE_FILE "edhoc-cli-state.sqlite"
+/* Next to it: what tells a stale copy of the database (edhoc_state_recovery). */
+#define EDHOC_STATE_MARK_FILE "edhoc-cli-state.marks"
 
 #define EDHOC_STATE_MAX_ID 8
 #define EDHOC_STATE_MAX_SECRET 64
@@ -131,6 +136,17 @@ int edhoc_state_open(const char *dir, struct edhoc_state_db **db, char *why, siz
  * or damaged one (PRAGMA quick_check) is _CORRUPT. None of these is ever
  * written to. */
 void edhoc_state_close(struct edhoc_state_db *db);
+
+/* A store that went backwards: a -wal lost after a crash, or a database
+ * file restored from an older copy, holds marks below sequence numbers
+ * already used. edhoc_state_open compares the database with the mark file
+ * next to it (EDHOC_STATE_MARK_FILE: a generation both hold, and a ceiling
+ * above every mark ever stored, written before a mark passes it) and, when
+ * they disagree, moves every mark up to that ceiling (or, without a usable
+ * mark file, 2^32 above the highest stored mark) before returning, as RFC
+ * 8613 Appendix B.1.1 allows. Returns a one-line account of what was
+ * found and done (for the log), or NULL when nothing was. */
+const char *edhoc_state_recovery(const struct edhoc_state_db *db);
 
 /* Insert or replace the context keyed by (p->has_id_context ?
  * p->id_context : none, p->recipient_id) (durable on return). Returns 0,
