@@ -31,6 +31,7 @@
 #include "json_out.h"
 #include "progress.h"
 #include "util.h"
+#include "path_check.h"
 
 #define MAX_LIST 16
 #define MAX_PASS 48      /* pass-through argv entries (credentials, requests) */
@@ -964,31 +965,11 @@ static int prepare_trace_dir(const char *dir)
         fprintf(stderr, "edhoc-cli interop: --trace-dir %s: %s\n", dir, strerror(errno));
         return -1;
     }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        bool link = errno == ELOOP || (errno == ENOTDIR && lstat(dir, &st) == 0 &&
-                                       S_ISLNK(st.st_mode));
-        fprintf(stderr, "edhoc-cli interop: --trace-dir %s: %s\n", dir,
-                link ? "a symbolic link; give the directory itself" :
-                errno == ENOTDIR ? "not a directory" : strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    /* Created by us: the umask may have taken bits away, never added. */
-    if (created && fchmod(fd, 0700) == 0)
-        st.st_mode = (st.st_mode & ~(mode_t)07777) | 0700;
-    close(fd);
-    if (st.st_uid != geteuid()) {
-        fprintf(stderr, "edhoc-cli interop: --trace-dir %s: owned by another user; the traces "
-                        "hold session secrets: give a directory of your own\n", dir);
-        return -1;
-    }
-    if (st.st_mode & 077) {
-        fprintf(stderr, "edhoc-cli interop: --trace-dir %s: group or others can access it "
-                        "(mode %04o) and the traces hold session secrets: chmod 700 %s, or "
-                        "give a new directory\n", dir, (unsigned)(st.st_mode & 07777), dir);
+    /* The rules of every directory of secrets (path_check.h). */
+    char why[8500];
+    if (edhoc_secret_dir_check("--trace-dir", dir, "the traces hold session secrets", created,
+                               why, sizeof why)) {
+        fprintf(stderr, "edhoc-cli interop: %s\n", why);
         return -1;
     }
     return 0;

@@ -28,6 +28,7 @@
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
 #include "interop_log.h"
+#include "context_lock.h"
 #include "oscore_seq.h"
 #include "responder_workers.h"
 #include "util.h"
@@ -1284,6 +1285,57 @@ int cmd_responder(int argc, char **argv)
                         : "");
             exit_code = CLI_EXIT_INPUT;
             goto out;
+        }
+        const char *recovery = edhoc_state_recovery(db);
+        if (recovery)
+            cli_log(LOG_WARNING, "state: %s", recovery);
+    }
+    /* A static context's nonces are unique only if one process on the host
+     * serves it, whatever state directory or copy of the file each is
+     * given: lock its keying material before anything serves (the workers
+     * inherit the locks; they go with the process). */
+    if (n_static) {
+        char lock_dir[PATH_MAX], why[2 * PATH_MAX + 400] = "";
+        if (cli_lock_dir(lock_dir, sizeof lock_dir, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            exit_code = CLI_EXIT_INPUT;
+            goto close_db;
+        }
+        char ids[MAX_STATIC][33];
+        for (size_t i = 0; i < n_static; i++) {
+            struct oscore_config cfg;
+            int rc = cli_oscore_context_load("responder", "--oscore-context", static_paths[i],
+                                             &cfg);
+            if (rc) {
+                exit_code = rc;
+                goto close_db;
+            }
+            rc = cli_oscore_material_id(&cfg, ids[i]);
+            for (size_t j = 0; rc == 0 && j < i; j++) {
+                if (strcmp(ids[i], ids[j]))
+                    continue;
+                cli_log(LOG_ERR,
+                        "--oscore-context %s has the sender key of --oscore-context %s (same "
+                        "master secret and salt, ID Context and Sender ID): their nonces would "
+                        "collide; RFC 8613 Section 3.3: \"the quartet (Master Secret, Master "
+                        "Salt, ID Context, Sender ID) MUST be unique\"",
+                        static_paths[i], static_paths[j]);
+                rc = -1;
+            }
+            if (rc) {
+                edhoc_wipe(&cfg, sizeof cfg);
+                exit_code = CLI_EXIT_INPUT;
+                goto close_db;
+            }
+            int lock_fd = -1;
+            rc = cli_context_lock(lock_dir, &cfg, static_paths[i], state_dir, &lock_fd, why,
+                                  sizeof why);
+            edhoc_wipe(&cfg, sizeof cfg);
+            if (rc) {
+                cli_log(LOG_ERR, "%s", why);
+                exit_code = CLI_EXIT_INPUT;
+                goto close_db;
+            }
         }
     }
 

@@ -20,6 +20,7 @@
 #include "edhoc/crypto.h"
 #include "json_out.h"
 #include "util.h"
+#include "path_check.h"
 
 #define SLOTS 32
 #define SLOT_DATAGRAMS 64
@@ -343,32 +344,17 @@ int interop_log_open(struct interop_log **out, const char *dir, long max_files, 
     } else {
         snprintf(log->dir, sizeof log->dir, "%s", dir);
     }
-    if (mkdir(log->dir, 0700) && errno != EEXIST) {
+    bool created = mkdir(log->dir, 0700) == 0;
+    if (!created && errno != EEXIST) {
         snprintf(why, why_cap, "--interop-log %s: cannot create the directory: %s", dir,
                  strerror(errno));
         free(log);
         return -1;
     }
-    struct stat st;
-    if (stat(log->dir, &st) || !S_ISDIR(st.st_mode)) {
-        snprintf(why, why_cap, "--interop-log %s: not a directory", dir);
-        free(log);
-        return -1;
-    }
-    /* The traces hold session secrets: a directory of someone else, or
-     * one others can enter, is no place for them (as interop --trace-dir). */
-    if (st.st_uid != geteuid()) {
-        snprintf(why, why_cap, "--interop-log %s: owned by another user (uid %u); the traces "
-                               "hold session secrets: give a directory of your own",
-                 dir, (unsigned)st.st_uid);
-        free(log);
-        return -1;
-    }
-    if (st.st_mode & 077) {
-        snprintf(why, why_cap, "--interop-log %s: group or others can access it (mode %04o) and "
-                               "the traces hold session secrets: chmod 700 %s, or give a new "
-                               "directory",
-                 dir, (unsigned)(st.st_mode & 07777), dir);
+    /* The traces hold session secrets: the rules of every directory of
+     * secrets (path_check.h), as interop --trace-dir. */
+    if (edhoc_secret_dir_check("--interop-log", log->dir, "the traces hold session secrets",
+                               created, why, why_cap)) {
         free(log);
         return -1;
     }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "edhoc/crypto.h"
+#include "path_check.h"
 
 /* One file that records how far a keying material's sequence numbers
  * went, and the lock that serialises the runs updating it. */
@@ -55,28 +56,6 @@ static int failf(char *why, size_t cap, const char *fmt, ...)
         va_end(ap);
     }
     return -1;
-}
-
-/* mkdir -p with mode 0700 for every component it creates. */
-static int make_dirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = mkdir(path, 0700);
-        *p = '/';
-        if (rc && errno != EEXIST)
-            return -1;
-    }
-    if (mkdir(path, 0700) && errno != EEXIST)
-        return -1;
-    struct stat st;
-    if (lstat(path, &st) || !S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
 }
 
 int cli_state_dir(const char *explicit_dir, char *out, size_t cap, char *why, size_t why_cap)
@@ -121,8 +100,14 @@ int cli_state_dir(const char *explicit_dir, char *out, size_t cap, char *why, si
         return failf(why, why_cap, "state directory name too long");
     while (n > 1 && out[n - 1] == '/')
         out[--n] = '\0';
-    if (make_dirs(out))
+    /* The rules of a responder's --state-dir (path_check.h): the client's
+     * sequence-number records decide its nonces too. */
+    bool created = false;
+    if (edhoc_secret_mkdirs(out, &created))
         return failf(why, why_cap, "state directory %s (from %s): %s", out, from, strerror(errno));
+    if (edhoc_secret_dir_check(explicit_dir ? "--state-dir" : "state directory", out,
+                               "it holds OSCORE secrets and sequence numbers", created, why, why_cap))
+        return -1;
     return 0;
 }
 
@@ -568,4 +553,9 @@ int cli_seq_note_used(const char *state_dir, const char *conf_path, const char *
     }
     cli_seq_close(s);
     return rc;
+}
+
+int cli_oscore_material_id(const struct oscore_config *cfg, char hexid[33])
+{
+    return material_id(cfg, hexid);
 }

@@ -88,4 +88,10 @@ int cli_seq_release(struct cli_seq_store *s, uint64_t next, char *why, size_t wh
 
 void cli_seq_close(struct cli_seq_store *s);
 
+/* The hex name (32 digits and a NUL) of what fixes cfg's sender key and
+ * nonces (master secret and salt, Sender ID, ID Context, algorithms): the
+ * seq files' names here, the host-wide context locks of the responder
+ * (cli/context_lock.c). Returns 0 or -1. */
+int cli_oscore_material_id(const struct oscore_config *cfg, char hexid[33]);
+
 #endif

@@ -68,6 +68,13 @@ static inline int net_make_dir(const char *tag)
      * one of this run's own, so a run starts from nothing. */
     char state[300];
     snprintf(state, sizeof state, "%s/client-state", net_dir);
+    /* Responders lock static contexts host-wide (EDHOC_LOCK_DIR): test
+     * programs running side by side with the same context files must not
+     * refuse each other's responders. */
+    char locks[300];
+    snprintf(locks, sizeof locks, "%s/locks", net_dir);
+    if (setenv("EDHOC_LOCK_DIR", locks, 1))
+        return -1;
     return setenv("STATE_DIRECTORY", state, 1);
 }
 

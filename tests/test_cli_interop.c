@@ -1644,7 +1644,8 @@ static void test_trace_dir_private(void **state)
                                       "--id-creds kid --trace-dir %s", r.port, link_path);
     assert_int_equal(rc, 3);
     snprintf(expect, sizeof expect,
-             "edhoc-cli interop: --trace-dir %s: a symbolic link; give the directory itself\n",
+             "edhoc-cli interop: --trace-dir %s: is a symbolic link; the traces hold session "
+             "secrets: give the directory itself, not a link to it\n",
              link_path);
     assert_string_equal(out, expect);
     free(out);

@@ -793,6 +793,101 @@ static void test_combined_and_continued(void **state)
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 }
 
+/* Issue 23 item 3: a lost -wal or a restored stale .sqlite must not
+ * bring back old marks (RFC 8613 Appendix B.1.1: "F MUST be set so that
+ * the last Sender Sequence Number used before reboot is never larger than
+ * SSN2"; docs/DESIGN.md "A store that went backwards"). The responder's
+ * Echo challenge after each restart is sealed with its own Partial IV
+ * (Appendix B.1.2), from its mark. Run 1 uses Partial IV 0 and stores the
+ * mark 32, is killed with -9, and its -wal is deleted: before, run 2
+ * came back at mark 0 and sealed another Echo challenge under Partial IV
+ * 0 again (the checker below saw it). Now run 2 says what it found and
+ * where the marks went, and so does run 3 after the database file is
+ * replaced by a copy taken before run 1. */
+static void test_lost_wal_and_stale_copy(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    char sdir[300], args[400], db[400], side[420], old[300], want[600];
+    static char log_wrong[8192];
+    log_wrong[0] = '\0';
+    context_pair("lostwal");
+    net_path(sdir, sizeof sdir, "lostwal.state");
+    net_path(old, sizeof old, "lostwal-old.sqlite");
+    snprintf(db, sizeof db, "%s/edhoc-cli-state.sqlite", sdir);
+    snprintf(args, sizeof args, "--state-dir %s", sdir);
+    for (int run = 0; run < 4; run++) {
+        char name[32];
+        snprintf(name, sizeof name, "lostwal%d", run);
+        if (run == 2 || run == 3) {
+            snprintf(side, sizeof side, "%s-wal", db);
+            unlink(side);
+            snprintf(side, sizeof side, "%s-shm", db);
+            unlink(side);
+        }
+        if (run == 3) {
+            char *data = NULL;
+            char cmd[800];
+            snprintf(cmd, sizeof cmd, "cp %s %s", old, db);
+            assert_int_equal(net_sh(cmd, &data, 10), 0);
+            free(data);
+        }
+        start_static_responder(&r, name, args);
+        char *log = net_read_file(r.log);
+        assert_non_null(log);
+        snprintf(want, sizeof want,
+                 "warning: state: %s: the database is older than its mark file (generation ",
+                 db);
+        /* The ceiling: the first mark (32) plus 65536; run 2's first mark
+         * above it (65568 + 32) moved it on by 65536 again. */
+        char moved[200];
+        snprintf(moved, sizeof moved,
+                 "its -wal was lost or the file was restored from a copy; every sender "
+                 "sequence-number mark moved up to %u (", run == 2 ? 65568u : 131136u);
+        bool said = strstr(log, want) && strstr(log, moved);
+        /* Judged after the nonce check, so that a store that went back
+         * shows as the reused nonces it causes. */
+        if (said != (run >= 2) && !log_wrong[0])
+            snprintf(log_wrong, sizeof log_wrong, "run %d: log\n%s", run, log);
+        free(log);
+        char *out;
+        int rc = coap_get(&out, r.port, NULL);
+        if (rc != 0)
+            fail_msg("run %d: %d\n%s", run, rc, out);
+        assert_int_equal(strstr(out, "\"echo\": true") != NULL, run > 0);
+        free(out);
+        if (run == 0) {
+            assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+            char *data = NULL;
+            char cmd[800];
+            snprintf(cmd, sizeof cmd, "cp %s %s", db, old);
+            assert_int_equal(net_sh(cmd, &data, 10), 0);
+            free(data);
+        } else {
+            assert_int_equal(net_proc_stop(&r, SIGKILL, 5000), 128 + SIGKILL);
+        }
+    }
+    struct nonce_check *nc = nonce_check_new();
+    char why[512], path[400];
+    assert_int_equal(nonce_check_add_context_file(nc, server_conf, why, sizeof why), 0);
+    assert_int_equal(nonce_check_add_context_file(nc, client_conf, why, sizeof why), 0);
+    for (int run = 0; run < 4; run++) {
+        snprintf(path, sizeof path, "%s/lostwal%d.pcap", net_dir, run);
+        if (nonce_check_add_pcap(nc, path, why, sizeof why))
+            fprintf(stderr, "# %s\n", why); /* cut by kill -9: counts up to the cut */
+    }
+    const struct nonce_check_report *rep = nonce_check_report(nc);
+    if (rep->n_violations) {
+        nonce_check_print(nc, stderr);
+        fail_msg("%zu (key, nonce) pairs sealed two different messages", rep->n_violations);
+    }
+    assert_true(rep->responses >= 4);
+    assert_int_equal(rep->unattributed, 0);
+    nonce_check_free(nc);
+    if (log_wrong[0])
+        fail_msg("%s", log_wrong);
+}
+
 /* A context printed by --export-secrets and pasted into a conf file, as
  * users do: the initiator recorded the sequence numbers it sent, so coap
  * continues above them (RFC 8613 Section 7.2) without being told. */
@@ -900,6 +995,7 @@ int main(void)
         cmocka_unit_test_teardown(test_inner_block1_by_hand, net_test_teardown),
         cmocka_unit_test_teardown(test_restarts_while_observing, net_test_teardown),
         cmocka_unit_test_teardown(test_combined_and_continued, net_test_teardown),
+        cmocka_unit_test_teardown(test_lost_wal_and_stale_copy, net_test_teardown),
         cmocka_unit_test_teardown(test_export_secrets_continued, net_test_teardown),
         cmocka_unit_test_teardown(test_zz_no_nonce_reused, net_test_teardown),
     };

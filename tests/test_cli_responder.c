@@ -1267,6 +1267,205 @@ static mode_t mode_of(const char *path)
     return st.st_mode & 07777;
 }
 
+/* Issue 23 item 1, the state directory rules (docs/DESIGN.md "State
+ * directory and database rules", the man page's FILES): a responder
+ * refuses (exit 3) a state directory group or others can access, a
+ * database file others can read, a directory of another user and a
+ * symbolic link, each with the path, what it found and the fix; the
+ * client's state directory gets the same rules; a fresh directory is
+ * made 0700 with a 0600 database, whatever the umask. Before, the first
+ * four served (another local user could write a context into the
+ * database and talk OSCORE without EDHOC), and the link was refused as
+ * "Not a directory". */
+static void expect_state_refused(const char *sdir, const char *want)
+{
+    char *out;
+    int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s", sdir);
+    if (rc != 3 || !strstr(out, want))
+        fail_msg("--state-dir %s: exit %d, want 3 and \"%s\":\n%s", sdir, rc, want, out);
+    free(out);
+}
+
+static void test_state_dir_rules(void **state)
+{
+    (void)state;
+    char sdir[300], db[400], want[1200], link[300], conf[300];
+    static struct net_proc r;
+    net_path(sdir, sizeof sdir, "rules.state");
+    /* A fresh one, under a umask that would give others everything. */
+    mode_t old = umask(0);
+    snprintf(want, sizeof want, "--listen 127.0.0.1:0 --state-dir %s", sdir);
+    assert_int_equal(net_responder_start(&r, "rules", want), 0);
+    umask(old);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    snprintf(db, sizeof db, "%s/edhoc-cli-state.sqlite", sdir);
+    assert_int_equal(mode_of(sdir), 0700);
+    assert_int_equal(mode_of(db), 0600);
+
+    assert_int_equal(chmod(sdir, 0777), 0);
+    snprintf(want, sizeof want,
+             "error: state: --state-dir %s: group or others can access it (mode 0777) and it "
+             "holds OSCORE secrets and sequence numbers: chmod 700 %s, or give a new directory\n",
+             sdir, sdir);
+    expect_state_refused(sdir, want);
+    assert_int_equal(chmod(sdir, 0700), 0);
+
+    assert_int_equal(chmod(db, 0644), 0);
+    snprintf(want, sizeof want,
+             "error: state: %s: group or others can access it (mode 0644) and it holds OSCORE "
+             "secrets and sequence numbers: chmod 600 %s\n", db, db);
+    expect_state_refused(sdir, want);
+    assert_int_equal(mode_of(db), 0644); /* refused, not silently changed */
+    assert_int_equal(chmod(db, 0600), 0);
+
+    if (geteuid() == 0) {
+        assert_int_equal(chown(sdir, 65534, 65534), 0); /* nobody */
+        snprintf(want, sizeof want,
+                 "error: state: --state-dir %s: owned by uid 65534, not by the user running "
+                 "(uid 0), and it holds OSCORE secrets and sequence numbers: chown 0 %s, or give "
+                 "a directory of your own\n", sdir, sdir);
+        expect_state_refused(sdir, want);
+        assert_int_equal(chown(sdir, 0, 0), 0);
+        assert_int_equal(chown(db, 65534, 65534), 0);
+        snprintf(want, sizeof want,
+                 "error: state: %s: owned by uid 65534, not by the user running (uid 0), and it "
+                 "holds OSCORE secrets and sequence numbers: chown 0 %s\n", db, db);
+        expect_state_refused(sdir, want);
+        assert_int_equal(chown(db, 0, 0), 0);
+    } else {
+        print_message("# not root: a state directory of another user is not tried\n");
+    }
+
+    net_path(link, sizeof link, "rules-link.state");
+    assert_int_equal(symlink(sdir, link), 0);
+    snprintf(want, sizeof want,
+             "error: state: --state-dir %s: is a symbolic link; it holds OSCORE secrets and "
+             "sequence numbers: give the directory itself, not a link to it\n", link);
+    expect_state_refused(link, want);
+
+    /* The client's state directory (coap --oscore-context), given and by
+     * default: the same rules, before anything is sent. */
+    net_path(conf, sizeof conf, "rules-client.conf");
+    net_write_file(conf,
+                   "master_secret,hex,\"0102030405060708090a0b0c0d0e0f99\"\n"
+                   "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n", 0600);
+    assert_int_equal(chmod(sdir, 0755), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:9/x --oscore-context %s --state-dir %s",
+                     conf, sdir);
+    snprintf(want, sizeof want,
+             "edhoc-cli coap: --state-dir %s: group or others can access it (mode 0755) and it "
+             "holds OSCORE secrets and sequence numbers: chmod 700 %s, or give a new directory\n",
+             sdir, sdir);
+    if (rc != 3 || strcmp(out, want))
+        fail_msg("coap --state-dir 0755: exit %d\n%s", rc, out);
+    free(out);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:9/x --oscore-context %s --state-dir %s",
+                 conf, link);
+    snprintf(want, sizeof want,
+             "edhoc-cli coap: --state-dir %s: is a symbolic link; it holds OSCORE secrets and "
+             "sequence numbers: give the directory itself, not a link to it\n", link);
+    if (rc != 3 || strcmp(out, want))
+        fail_msg("coap --state-dir LINK: exit %d\n%s", rc, out);
+    free(out);
+    char line[1200];
+    snprintf(line, sizeof line, "STATE_DIRECTORY=%s %s coap GET coap://127.0.0.1:9/x "
+             "--oscore-context %s", sdir, cli, conf);
+    rc = net_sh(line, &out, 30);
+    snprintf(want, sizeof want,
+             "edhoc-cli coap: state directory %s: group or others can access it (mode 0755) and "
+             "it holds OSCORE secrets and sequence numbers: chmod 700 %s, or give a new "
+             "directory\n", sdir, sdir);
+    if (rc != 3 || strcmp(out, want))
+        fail_msg("coap with $STATE_DIRECTORY 0755: exit %d\n%s", rc, out);
+    free(out);
+    assert_int_equal(chmod(sdir, 0700), 0);
+}
+
+/* Issue 23 item 4: exclusivity follows the keying material, not the path
+ * (docs/DESIGN.md "One responder per database and per static context";
+ * RFC 8613 Section 7.5: an endpoint "MUST NOT reuse a previous Sender
+ * Sequence Number"). While one responder serves a static context, a
+ * second one given the same context file, or a copy of it, with a state
+ * directory of its own is refused, naming the holder; so is one whose
+ * state directory holds a hard link of the first one's database. Before,
+ * both served (Partial IVs 00 and 32 twice). Once the first stops, the
+ * same command starts. */
+static void test_one_responder_per_context(void **state)
+{
+    (void)state;
+    char a[300], b[300], c[300], conf[300], copy[300], args[1200], want[2000], linked[400],
+        db[400];
+    static struct net_proc r;
+    net_path(a, sizeof a, "excl-a.state");
+    net_path(b, sizeof b, "excl-b.state");
+    net_path(c, sizeof c, "excl-c.state");
+    net_path(conf, sizeof conf, "excl-srv.conf");
+    net_path(copy, sizeof copy, "excl-copy.conf");
+    const char *text = "master_secret,hex,\"0102030405060708090a0b0c0d0e0f51\"\n"
+                       "master_salt,hex,\"9e7ca92223786340\"\n"
+                       "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n";
+    net_write_file(conf, text, 0600);
+    net_write_file(copy, text, 0600);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s", a,
+             conf);
+    assert_int_equal(net_responder_start(&r, "excl-a", args), 0);
+
+    const char *files[] = {conf, copy};
+    for (size_t i = 0; i < 2; i++) {
+        char *out;
+        int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                                   "--oscore-context %s", b, files[i]);
+        snprintf(want, sizeof want,
+                 "error: --oscore-context %s: its keying material is served by another process "
+                 "on this host (pid %ld, --oscore-context %s, --state-dir %s; lock ",
+                 files[i], (long)r.pid, conf, a);
+        if (rc != 3 || !strstr(out, want) || !strstr(out, "repeat its nonces"))
+            fail_msg("second responder on %s: exit %d, want 3 and \"%s\":\n%s", files[i], rc,
+                     want, out);
+        free(out);
+    }
+
+    assert_int_equal(mkdir(c, 0700), 0);
+    snprintf(db, sizeof db, "%s/edhoc-cli-state.sqlite", a);
+    snprintf(linked, sizeof linked, "%s/edhoc-cli-state.sqlite", c);
+    assert_int_equal(link(db, linked), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s", c);
+    snprintf(want, sizeof want,
+             "error: state: %s: this database (maybe through a hard link in another directory) "
+             "is in use by another process (pid %ld)", linked, (long)r.pid);
+    if (rc != 3 || !strstr(out, want))
+        fail_msg("hard-linked database: exit %d, want 3 and \"%s\":\n%s", rc, want, out);
+    free(out);
+
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s", b,
+             copy);
+    assert_int_equal(net_responder_start(&r, "excl-b", args), 0);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+
+    /* In one process too: two contexts with one sender key (another
+     * Recipient ID) would share its nonces; RFC 8613 Section 3.3: "the
+     * quartet (Master Secret, Master Salt, ID Context, Sender ID) MUST be
+     * unique". */
+    char other[300];
+    net_path(other, sizeof other, "excl-other.conf");
+    net_write_file(other,
+                   "master_secret,hex,\"0102030405060708090a0b0c0d0e0f51\"\n"
+                   "master_salt,hex,\"9e7ca92223786340\"\n"
+                   "sender_id,hex,\"01\"\nrecipient_id,hex,\"07\"\n", 0600);
+    rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                           "--oscore-context %s --oscore-context %s", b, conf, other);
+    snprintf(want, sizeof want,
+             "error: --oscore-context %s has the sender key of --oscore-context %s (same master "
+             "secret and salt, ID Context and Sender ID): their nonces would collide", other,
+             conf);
+    if (rc != 3 || !strstr(out, want))
+        fail_msg("one sender key twice: exit %d, want 3 and \"%s\":\n%s", rc, want, out);
+    free(out);
+}
+
 /* The responder's --interop-log is JSON lines written through jansson and
  * checked against docs/json/interop-log.schema.json (issue #14, "JSON as a
  * contract": null for absent, never -1 or ""), its files hold session
@@ -1599,6 +1798,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_restart_echo_replay_ssn, net_test_teardown),
         cmocka_unit_test_teardown(test_corrupt_state_refused, net_test_teardown),
+        cmocka_unit_test_teardown(test_state_dir_rules, net_test_teardown),
+        cmocka_unit_test_teardown(test_one_responder_per_context, net_test_teardown),
         cmocka_unit_test_teardown(test_sighup_keeps_contexts, net_test_teardown),
         cmocka_unit_test_teardown(test_daemon_pidfile, net_test_teardown),
         cmocka_unit_test_teardown(test_pending_eviction_and_timeout, net_test_teardown),

@@ -31,16 +31,20 @@
 static const char *cli;
 
 /* A static context in libcoap's format: the RFC 8613 Appendix C.1 keying
- * material with the server's Recipient ID rid (the client's Sender ID). */
+ * material with the server's Recipient ID rid (the client's Sender ID).
+ * The server's Sender ID is 5a followed by rid: "the quartet (Master
+ * Secret, Master Salt, ID Context, Sender ID) MUST be unique" (RFC 8613
+ * Section 3.3), and a responder refuses two contexts with one sender key. */
 static void write_ctx(const char *name, char *path, size_t cap, const char *rid, bool server)
 {
     net_path(path, cap, name);
-    char conf[600];
+    char conf[600], srv_sid[20];
+    snprintf(srv_sid, sizeof srv_sid, "5a%s", rid);
     snprintf(conf, sizeof conf,
              "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
              "master_salt,hex,\"9e7ca92223786340\"\n"
              "sender_id,hex,\"%s\"\nrecipient_id,hex,\"%s\"\n",
-             server ? "5a" : rid, server ? rid : "5a");
+             server ? srv_sid : rid, server ? rid : srv_sid);
     net_write_file(path, conf, 0600);
 }
 

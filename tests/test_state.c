@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -284,6 +285,124 @@ static void test_modes_of_new_files(void **state)
     /* No temporary file is left behind. */
     snprintf(path, sizeof path, "%s/%s.new", deep, EDHOC_STATE_FILE);
     assert_int_equal(access(path, F_OK), -1);
+
+    /* A restrictive umask neither: "files the tool creates get 0600/0700
+     * whatever the umask" (docs/DESIGN.md, state directory rules); 0277
+     * used to leave a 0500 directory and a 0400 database. */
+    old = umask(0277);
+    snprintf(deep, sizeof deep, "%s/c/d", f->sdir);
+    db = open_ok(deep);
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    assert_int_equal(stat(deep, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    snprintf(path, sizeof path, "%s/c", f->sdir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    snprintf(path, sizeof path, "%s/%s", deep, EDHOC_STATE_FILE);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    snprintf(path, sizeof path, "%s/%s-wal", deep, EDHOC_STATE_FILE);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    edhoc_state_close(db);
+    umask(old);
+}
+
+/* The state directory rules (docs/DESIGN.md "State directory and database
+ * rules", as for --key): the directory is not a link, is the effective
+ * uid's, 0700, under no directory others may write without the sticky
+ * bit; the database and its -wal/-shm are the effective uid's and 0600.
+ * Each refusal names the path, what was found and the fix, and leaves the
+ * files as they were (no silent chmod). Before these rules, each of these
+ * opened (a 0644 database stayed 0644). */
+static void write_all(const char *path, const void *p, size_t len);
+
+static void expect_unsafe(const char *dir, const char *want)
+{
+    struct edhoc_state_db *db = NULL;
+    char why[8192] = "";
+    int rc = edhoc_state_open(dir, &db, why, sizeof why);
+    if (rc != EDHOC_STATE_ERR_UNSAFE || strcmp(why, want))
+        fail_msg("open %s: %d \"%s\"\n want: \"%s\"", dir, rc, why, want);
+    assert_null(db);
+}
+
+static void test_refuses_unsafe_directory_and_files(void **state)
+{
+    struct fixture *f = *state;
+    if (f == NULL) /* what the sanitizer build's -Wformat-truncation cannot tell */
+        abort();
+    char want[8192];
+    struct stat st;
+    edhoc_state_close(open_ok(f->sdir));
+
+    assert_int_equal(chmod(f->sdir, 0777), 0);
+    snprintf(want, sizeof want,
+             "%s: group or others can access it (mode 0777) and it holds OSCORE secrets and "
+             "sequence numbers: chmod 700 %s, or give a new directory", f->sdir, f->sdir);
+    expect_unsafe(f->sdir, want);
+    assert_int_equal(stat(f->sdir, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0777);
+    assert_int_equal(chmod(f->sdir, 0700), 0);
+
+    assert_int_equal(chmod(f->file, 0644), 0);
+    snprintf(want, sizeof want,
+             "%s: group or others can access it (mode 0644) and it holds OSCORE secrets and "
+             "sequence numbers: chmod 600 %s", f->file, f->file);
+    expect_unsafe(f->sdir, want);
+    assert_int_equal(stat(f->file, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0644);
+    assert_int_equal(chmod(f->file, 0600), 0);
+
+    /* A -wal left by a crash is read as part of the database. */
+    char wal[1300];
+    snprintf(wal, sizeof wal, "%s-wal", f->file);
+    write_all(wal, "", 0);
+    assert_int_equal(chmod(wal, 0666), 0);
+    snprintf(want, sizeof want,
+             "%s: group or others can access it (mode 0666) and it holds OSCORE secrets and "
+             "sequence numbers: chmod 600 %s", wal, wal);
+    expect_unsafe(f->sdir, want);
+    assert_int_equal(unlink(wal), 0);
+
+    /* Someone else's: only root can make one (tests run as root). */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(f->file, 65534, 65534), 0);
+        snprintf(want, sizeof want,
+                 "%s: owned by uid 65534, not by the user running (uid 0), and it holds OSCORE "
+                 "secrets and sequence numbers: chown 0 %s", f->file, f->file);
+        expect_unsafe(f->sdir, want);
+        assert_int_equal(chown(f->file, 0, 0), 0);
+        assert_int_equal(chown(f->sdir, 65534, 65534), 0);
+        snprintf(want, sizeof want,
+                 "%s: owned by uid 65534, not by the user running (uid 0), and it holds OSCORE "
+                 "secrets and sequence numbers: chown 0 %s, or give a directory of your own",
+                 f->sdir, f->sdir);
+        expect_unsafe(f->sdir, want);
+        assert_int_equal(chown(f->sdir, 0, 0), 0);
+    } else {
+        print_message("# not root: files of another user are not tried\n");
+    }
+
+    /* A link to a good state directory: the name must be the directory. */
+    char link[1200];
+    snprintf(link, sizeof link, "%s/link", f->dir);
+    assert_int_equal(symlink(f->sdir, link), 0);
+    snprintf(want, sizeof want,
+             "%s: is a symbolic link; it holds OSCORE secrets and sequence numbers: give the "
+             "directory itself, not a link to it", link);
+    expect_unsafe(link, want);
+
+    /* Whoever may write the directory above can swap the state directory;
+     * a sticky one (/tmp) only lets them swap their own entries. */
+    assert_int_equal(chmod(f->dir, 0777), 0);
+    snprintf(want, sizeof want,
+             "%s: in a directory others can write (%s, mode 0777): they could put another "
+             "directory in its place; fix it with: chmod go-w %s", f->sdir, f->dir, f->dir);
+    expect_unsafe(f->sdir, want);
+    assert_int_equal(chmod(f->dir, 01777), 0);
+    edhoc_state_close(open_ok(f->sdir));
+    assert_int_equal(chmod(f->dir, 0700), 0);
 }
 
 static void test_put_replaces(void **state)
@@ -1722,11 +1841,254 @@ static void test_one_writer_for_workers(void **state)
 }
 
 
+/* A group commit that fails must fail every write of the batches it
+ * carried, also for a worker whose own commit comes in a later pass
+ * (docs/DESIGN.md: "a call that stores a sequence-number mark returns
+ * only after the mark is on disk"; edhoc/state.h: commit "makes all of
+ * them durable at once"). The disk filling is a file-size limit on the
+ * writer (RLIMIT_FSIZE at the WAL's current size): the commit cannot
+ * append its frames. The worker queues ten puts without waiting, the
+ * writer runs one pass that takes only them and fails to commit, then the
+ * worker commits (next pass, which commits fine): before the fix that
+ * answer was success for rows that are not in the database. */
+static void test_failed_group_commit_fails_the_batch(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    struct edhoc_state_peer p;
+    make_peer(&p, 1);
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0); /* the WAL exists and has frames */
+    struct edhoc_state_server *srv = edhoc_state_server_new(db);
+    assert_non_null(srv);
+    int sv[2], ready[2], go[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(sv[0]);
+        struct edhoc_state_db *h = NULL;
+        char c = 0;
+        if (edhoc_state_connect(sv[1], &h) || edhoc_state_begin(h))
+            _exit(2);
+        for (uint32_t i = 0; i < 10; i++) {
+            struct edhoc_state_peer q;
+            make_peer(&q, 7000 + i);
+            if (edhoc_state_put_peer(h, &q))
+                _exit(3);
+        }
+        if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(4);
+        int rc = edhoc_state_commit(h);
+        /* The next batch after the failure starts clean. */
+        int rc2 = edhoc_state_begin(h);
+        struct edhoc_state_peer q;
+        make_peer(&q, 7100);
+        if (!rc2)
+            rc2 = edhoc_state_put_peer(h, &q);
+        if (!rc2)
+            rc2 = edhoc_state_commit(h);
+        edhoc_state_close(h);
+        _exit(rc == EDHOC_STATE_ERR_IO && rc2 == 0 ? 0 : rc == 0 ? 10 : 11);
+    }
+    close(sv[1]);
+    assert_int_equal(edhoc_state_server_add(srv, sv[0]), 0);
+    char c = 0;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+
+    char wal[1300];
+    snprintf(wal, sizeof wal, "%s-wal", f->file);
+    struct stat wst;
+    assert_int_equal(stat(wal, &wst), 0);
+    struct rlimit old, full = {(rlim_t)wst.st_size, (rlim_t)wst.st_size};
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    full.rlim_max = old.rlim_max;
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &full), 0);
+    int served = edhoc_state_server_run(srv, 1000);
+    struct edhoc_state_server_stats st;
+    edhoc_state_server_get_stats(srv, &st);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    assert_int_equal(served, 10);
+    assert_int_equal(st.commits, 1);
+    /* The group was rolled back: none of the ten is there. */
+    assert_int_equal(edhoc_state_count(db), 1);
+
+    assert_int_equal(write(go[1], "g", 1), 1);
+    while (edhoc_state_server_clients(srv) > 0)
+        assert_true(edhoc_state_server_run(srv, 100) >= 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    /* 0: the commit answered EDHOC_STATE_ERR_IO; 10: it answered success. */
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(edhoc_state_count(db), 2);
+    edhoc_state_server_free(srv);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    edhoc_state_close(db);
+}
+
+
+/* Issue 23 item 3, a store that went backwards (edhoc/state.h
+ * edhoc_state_recovery; RFC 8613 Appendix B.1.1: "F MUST be set so that
+ * the last Sender Sequence Number used before reboot is never larger than
+ * SSN2"). A process that stored marks and died (kill -9: its -wal holds
+ * them) and then lost the -wal, or whose database was replaced by an
+ * older copy, must not come back with the old marks: open says what it
+ * found and moves every mark up to the ceiling the mark file keeps (the
+ * first mark, 32, raised it to 32 + 65536). A clean restart, and a kill -9
+ * that lost nothing, report nothing and keep the marks. Before, the mark
+ * came back as 32 and no one said a word. */
+static void store_and_die(const char *dir, const struct edhoc_state_peer *key, uint64_t mark,
+                          int times)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct edhoc_state_db *db = NULL;
+        if (edhoc_state_open(dir, &db, NULL, 0))
+            _exit(2);
+        for (int i = 0; i < times; i++)
+            if (edhoc_state_store_ssn(db, KEY(*key), mark + (uint64_t)i))
+                _exit(3);
+        _exit(0); /* no close: the -wal stays as kill -9 leaves it */
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void remove_wal(const struct fixture *f)
+{
+    char side[1300];
+    snprintf(side, sizeof side, "%s-wal", f->file);
+    assert_int_equal(unlink(side), 0);
+    snprintf(side, sizeof side, "%s-shm", f->file);
+    unlink(side);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    size_t n = 0;
+    unsigned char *data = read_all(from, &n);
+    unlink(to);
+    write_all(to, data, n);
+    free(data);
+}
+
+static void expect_recovery(const struct fixture *f, const struct edhoc_state_peer *key,
+                            const char *found, uint64_t to, uint64_t want_mark)
+{
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    const char *r = edhoc_state_recovery(db);
+    if (!found) {
+        if (r)
+            fail_msg("unexpected recovery: %s", r);
+    } else {
+        char want[4096];
+        snprintf(want, sizeof want,
+                 "%s: %s; every sender sequence-number mark moved up to %" PRIu64
+                 " (1 contexts, and static contexts not in it start there: RFC 8613 Appendix "
+                 "B.1.1), so no nonce is used twice", f->file, found, to);
+        if (!r || strcmp(r, want))
+            fail_msg("recovery: \"%s\"\n want: \"%s\"", r ? r : "(none)", want);
+    }
+    assert_true(get_mark(db, key) == want_mark);
+    edhoc_state_close(db);
+}
+
+static void test_store_that_went_backwards(void **state)
+{
+    struct fixture *f = *state;
+    char old[1300], marks[1300], found[2048];
+    snprintf(old, sizeof old, "%s/old.sqlite", f->dir);
+    snprintf(marks, sizeof marks, "%s/%s", f->sdir, EDHOC_STATE_MARK_FILE);
+    const uint64_t ceiling = 32 + 65536;
+    struct edhoc_state_peer p;
+    make_peer(&p, 3);
+    p.method = -1; /* a static context: its row is what keeps its nonces unique */
+    p.ssn_mark = 32;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    assert_null(edhoc_state_recovery(db)); /* a new database */
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    edhoc_state_close(db);
+    copy_file(f->file, old); /* complete: the close checkpointed */
+    struct stat st;
+    assert_int_equal(stat(marks, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+
+    /* A clean restart, and a kill -9 that kept its -wal: nothing lost. */
+    expect_recovery(f, &p, NULL, 0, 32);
+    store_and_die(f->sdir, &p, 64, 1);
+    expect_recovery(f, &p, NULL, 0, 64);
+
+    /* The report's case: kill -9, then the -wal deleted. */
+    store_and_die(f->sdir, &p, 96, 1);
+    remove_wal(f);
+    snprintf(found, sizeof found,
+             "the database is older than its mark file (generation 4, the mark file says 5): "
+             "its -wal was lost or the file was restored from a copy");
+    expect_recovery(f, &p, found, ceiling, ceiling);
+    expect_recovery(f, &p, NULL, 0, ceiling); /* once handled, quiet again */
+
+    /* An older copy of the file put back. */
+    copy_file(old, f->file);
+    snprintf(found, sizeof found,
+             "the database is older than its mark file (generation 1, the mark file says 7): "
+             "its -wal was lost or the file was restored from a copy");
+    expect_recovery(f, &p, found, ceiling, ceiling);
+
+    /* A stale copy without the static context's row: the row comes back
+     * at the jump's mark, not at what its file says (0). */
+    db = open_ok(f->sdir);
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(p)), 0);
+    edhoc_state_close(db);
+    copy_file(old, f->file);
+    db = open_ok(f->sdir);
+    assert_non_null(edhoc_state_recovery(db));
+    assert_int_equal(edhoc_state_delete_peer(db, KEY(p)), 0);
+    struct edhoc_state_peer fresh = p;
+    fresh.ssn_mark = 0;
+    assert_int_equal(edhoc_state_put_peer(db, &fresh), 0);
+    assert_true(get_mark(db, &p) == ceiling);
+    edhoc_state_close(db);
+
+    /* Without the mark file nothing bounds what was lost: 2^32 above the
+     * highest mark. */
+    assert_int_equal(unlink(marks), 0);
+    snprintf(found, sizeof found,
+             "the mark file %s is missing (the database is a copy, or it was deleted)", marks);
+    expect_recovery(f, &p, found, ceiling + ((uint64_t)1 << 32), ceiling + ((uint64_t)1 << 32));
+
+    /* More than a checkpoint's worth of commits (1000 frames): the main
+     * file is complete after it, and losing the -wal after more marks
+     * must still be seen. */
+    uint64_t base = ceiling + ((uint64_t)1 << 32);
+    store_and_die(f->sdir, &p, base + 1, 1100);
+    remove_wal(f);
+    db = open_ok(f->sdir);
+    const char *r = edhoc_state_recovery(db);
+    if (!r || !strstr(r, "its -wal was lost"))
+        fail_msg("after a checkpoint: %s", r ? r : "(nothing found)");
+    assert_true(get_mark(db, &p) >= base + 1100);
+    edhoc_state_close(db);
+}
+
 int main(void)
 {
+    /* Files the tests write stand for ones the tool made (0600); the
+     * tests of modes set their own. */
+    umask(077);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip_every_field, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modes_of_new_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_unsafe_directory_and_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_replaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_ssn_never_lowers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_id_not_found, setup, teardown),
@@ -1757,6 +2119,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_handle_survives_daemonizing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ten_thousand_contexts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_writer_for_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_group_commit_fails_the_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_that_went_backwards, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,10 +22,13 @@
  * Durability: WAL journal with synchronous=FULL, so every put/store/delete
  * is fsync'ed before it returns (kill -9 and power loss alike).
  *
- * Concurrency: one process at a time holds a state directory (an flock on
- * the directory; a second edhoc_state_open fails with EDHOC_STATE_ERR_IO,
- * "in use by another process"), because two processes serving the same
- * contexts would reuse nonces. A handle is NOT thread-safe: it owns
+ * Concurrency: one process at a time holds a state directory and its
+ * database (an flock on the directory and one on the database file, so a
+ * hard link of the file in another directory is refused too; a second
+ * edhoc_state_open fails with EDHOC_STATE_ERR_IO, "in use by another
+ * process (pid N)"), because two processes serving the same contexts
+ * would reuse nonces. Locks are per host: never let two hosts use one
+ * copy (a network file system, a copied directory). A handle is NOT thread-safe: it owns
  * prepared statements that are reused on every call, so use it from one
  * thread, or serialise every call on it with a mutex. After fork() only
  * one of the two processes may go on using a handle (daemonizing: the
@@ -50,12 +53,19 @@ extern "C" {
 #define EDHOC_STATE_ERR_VERSION (-5004)  /* written by a newer schema version */
 #define EDHOC_STATE_ERR_NOT_FOUND (-5005)
 #define EDHOC_STATE_ERR_ARG (-5006)
+/* The directory or a database file is a symbolic link, not owned by the
+ * effective uid, open to group or others (directory beyond 0700, files
+ * beyond 0600), or in a directory others may write without the sticky
+ * bit; the message names the path, what was found and the fix. */
+#define EDHOC_STATE_ERR_UNSAFE (-5007)
 
 /* Version 2 keys contexts by (ID Context, Recipient ID); version 3 adds
  * when each was last used. Older databases (version 1 keyed by recipient
  * ID alone, version 2) are migrated when opened, see edhoc_state_open(). */
 #define EDHOC_STATE_SCHEMA_VERSION 3
 #define EDHOC_STATE_FILE "edhoc-cli-state.sqlite"
+/* Next to it: what tells a stale copy of the database (edhoc_state_recovery). */
+#define EDHOC_STATE_MARK_FILE "edhoc-cli-state.marks"
 
 #define EDHOC_STATE_MAX_ID 8
 #define EDHOC_STATE_MAX_SECRET 64
@@ -117,12 +127,26 @@ struct edhoc_state_db;
  *     empty ID Context, that context would start again from sequence
  *     number 0 under keys it had already used. */
 int edhoc_state_open(const char *dir, struct edhoc_state_db **db, char *why, size_t why_cap);
-/* Also EDHOC_STATE_ERR_ARG (NULL dir or db, path too long), and _IO when
- * another process holds the directory. An empty file, a non-SQLite file, a
+/* Also EDHOC_STATE_ERR_ARG (NULL dir or db, path too long), _IO when
+ * another process holds the directory, and _UNSAFE when DIR or a database
+ * file breaks the rules for secrets (DIR a symbolic link, not owned by the
+ * effective uid, mode beyond 0700; a file beyond 0600 or someone else's; a
+ * directory above DIR writable by others without the sticky bit). An empty file, a non-SQLite file, a
  * symlink or another program's SQLite database are _FOREIGN; a truncated
  * or damaged one (PRAGMA quick_check) is _CORRUPT. None of these is ever
  * written to. */
 void edhoc_state_close(struct edhoc_state_db *db);
+
+/* A store that went backwards: a -wal lost after a crash, or a database
+ * file restored from an older copy, holds marks below sequence numbers
+ * already used. edhoc_state_open compares the database with the mark file
+ * next to it (EDHOC_STATE_MARK_FILE: a generation both hold, and a ceiling
+ * above every mark ever stored, written before a mark passes it) and, when
+ * they disagree, moves every mark up to that ceiling (or, without a usable
+ * mark file, 2^32 above the highest stored mark) before returning, as RFC
+ * 8613 Appendix B.1.1 allows. Returns a one-line account of what was
+ * found and done (for the log), or NULL when nothing was. */
+const char *edhoc_state_recovery(const struct edhoc_state_db *db);
 
 /* Insert or replace the context keyed by (p->has_id_context ?
  * p->id_context : none, p->recipient_id) (durable on return). Returns 0,

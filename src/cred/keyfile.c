@@ -12,6 +12,7 @@
 
 #include "edhoc/cred.h"
 #include "cred_internal.h"
+#include "path_check.h"
 
 #define CRED_FILE_MAX (64 * 1024)
 
@@ -187,25 +188,9 @@ int cred_read_file(const char *path, size_t max, bool private_key, uint8_t **dat
         close(fd);
         return EDHOC_CRED_ERR_PERMISSIONS;
     }
-    if (private_key) {
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (!slash)
-            snprintf(dir, sizeof dir, ".");
-        else if (slash == dir)
-            dir[1] = '\0';
-        else
-            *slash = '\0';
-        struct stat dst;
-        if (stat(dir, &dst) == 0 && (dst.st_mode & 022) && !(dst.st_mode & S_ISVTX)) {
-            cred_why(why, why_cap,
-                     "%s: private key file is in a directory others can write (%s, mode %03o): "
-                     "they could put another key in its place; fix it with: chmod go-w %s",
-                     path, dir, (unsigned)(dst.st_mode & 0777), dir);
-            close(fd);
-            return EDHOC_CRED_ERR_PERMISSIONS;
-        }
+    if (private_key && edhoc_secret_parents_check("", path, "key", why, why_cap) != 0) {
+        close(fd);
+        return EDHOC_CRED_ERR_PERMISSIONS;
     }
     if ((uint64_t)st.st_size > max) {
         cred_why(why, why_cap, "%s: larger than %zu bytes", path, max);

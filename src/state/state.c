@@ -26,6 +26,7 @@
  */
 #include "edhoc/state.h"
 #include "state_remote.h"
+#include "path_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -64,8 +66,21 @@ struct edhoc_state_db {
     sqlite3_stmt *st_prune_ties;
     struct state_remote *remote; /* calls go to a writer process (edhoc_state_connect) */
     int dir_fd;  /* holds the flock that keeps a second process out */
+    /* The database file's own flock: a hard link of the file in another
+     * directory is the same inode, so the same lock. Closed only after
+     * SQLite's connection: closing any descriptor of the file drops the
+     * process's POSIX locks on it, SQLite's included. */
+    int file_fd;
     pid_t pid;   /* process that opened sql */
     char path[PATH_MAX];
+    /* The mark file (DIR/EDHOC_STATE_MARK_FILE, see "A store that went
+     * backwards" below): the generation it holds, the ceiling above every
+     * mark ever stored, and the lowest mark a new static row starts at. */
+    char mark_path[PATH_MAX];
+    uint64_t generation, ceiling, floor;
+    bool generation_unwritten; /* the database does not hold `generation` yet */
+    bool bump_failed;          /* a checkpoint's mark file update failed */
+    char recovery[2 * PATH_MAX + 768]; /* what open detected and did, or "" */
 };
 
 /* ---- small helpers ---- */
@@ -143,34 +158,83 @@ static bool uri_escape_path(const char *path, char *out, size_t cap)
     return true;
 }
 
-/* mkdir -p with mode 0700 for every directory we create; existing ones are
- * left alone (systemd's StateDirectory= may have made them already). */
+/* What the state directory and database hold, in the refusals. */
+#define STATE_HOLDS "it holds OSCORE secrets and sequence numbers"
+
+/* mkdir -p with mode 0700 for every directory we create (systemd's
+ * StateDirectory= may have made some already); then the rules of
+ * path_check.h: not a link, ours, 0700, nobody else can swap it. */
 static int make_dirs(const char *dir, char *why, size_t cap)
 {
-    char buf[PATH_MAX];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof buf) {
+    if (dir[0] == '\0' || strlen(dir) >= PATH_MAX) {
         set_why(why, cap, "%s: state directory path is empty or too long", dir);
         return EDHOC_STATE_ERR_ARG;
     }
-    memcpy(buf, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
-            set_why(why, cap, "%s: cannot create directory: %s", buf, strerror(errno));
-            return EDHOC_STATE_ERR_IO;
-        }
-        buf[i] = saved;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        set_why(why, cap, "%s: not a directory", dir);
+    bool created = false;
+    if (edhoc_secret_mkdirs(dir, &created) != 0) {
+        set_why(why, cap, "%s: cannot create directory: %s", dir, strerror(errno));
         return EDHOC_STATE_ERR_IO;
     }
+    if (edhoc_secret_dir_check("", dir, STATE_HOLDS, created, why, cap) != 0)
+        return EDHOC_STATE_ERR_UNSAFE;
     return 0;
+}
+
+/* The database and its -wal/-shm companions: ours and 0600 (another user
+ * who can write the file can put a context of theirs in it and talk OSCORE
+ * to us without EDHOC; one who can read it has every master secret). */
+static int check_file_modes(const char *path, char *why, size_t cap)
+{
+    static const char *const sides[] = {"", "-wal", "-shm"};  /* and the mark file, at open */
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        char name[PATH_MAX + 8];
+        snprintf(name, sizeof name, "%s%s", path, sides[i]);
+        if (edhoc_secret_file_check("", name, -1, STATE_HOLDS, false, why, cap) != 0)
+            return EDHOC_STATE_ERR_UNSAFE;
+    }
+    return 0;
+}
+
+/* The process holding an flock on the file st describes, from /proc/locks
+ * (lines "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF"); 0 when it
+ * cannot be told. */
+static long flock_holder(const struct stat *st)
+{
+    FILE *f = fopen("/proc/locks", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    long found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char kind[16];
+        long pid = 0;
+        unsigned maj = 0, min = 0;
+        unsigned long long ino = 0;
+        if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &ino) == 5 &&
+            !strcmp(kind, "FLOCK") && ino == (unsigned long long)st->st_ino &&
+            maj == major(st->st_dev) && min == minor(st->st_dev) && pid != (long)getpid())
+            found = pid;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Take fd's exclusive flock, or say who has it. */
+static int lock_exclusive(int fd, const char *path, const char *what, char *why, size_t cap)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    if (errno != EWOULDBLOCK) {
+        set_why(why, cap, "%s: cannot lock %s: %s", path, what, strerror(errno));
+        return EDHOC_STATE_ERR_IO;
+    }
+    struct stat st;
+    long pid = fstat(fd, &st) == 0 ? flock_holder(&st) : 0;
+    char holder[48] = "";
+    if (pid > 0)
+        snprintf(holder, sizeof holder, " (pid %ld)", pid);
+    set_why(why, cap, "%s: %s is in use by another process%s", path, what, holder);
+    return EDHOC_STATE_ERR_IO;
 }
 
 static int exec_sql(sqlite3 *sql, const char *text, const char *path, char *why, size_t cap)
@@ -380,6 +444,14 @@ static int create_database(const char *path, int dir_fd, char *why, size_t cap)
     int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         set_why(why, cap, "%s: cannot create: %s", tmp, strerror(errno));
+        return EDHOC_STATE_ERR_IO;
+    }
+    /* The umask may have taken bits away (0400 would not open for
+     * writing); SQLite gives -wal and -shm the mode of this file. */
+    if (fchmod(fd, 0600) != 0) {
+        set_why(why, cap, "%s: cannot set mode 0600: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
         return EDHOC_STATE_ERR_IO;
     }
     close(fd);
@@ -636,6 +708,229 @@ static int migrate(sqlite3 *sql, int from, const char *path, char *why, size_t c
                : map_sqlite_error(rc);
 }
 
+/* ---- A store that went backwards ----
+ * A -wal deleted after a crash, or a .sqlite restored from a copy, takes
+ * marks back: the next process would reuse sequence numbers it already
+ * used. What the database file holds cannot tell (a stale copy is a
+ * consistent database), so a small file next to it, fsync'ed and replaced
+ * by rename, holds what a stale copy cannot match:
+ *   - a generation G. The database holds one too (meta 'generation').
+ *     The file's G moves up first, the database follows in its next
+ *     write: at every open, and after every checkpoint, since from then on
+ *     the main file alone is a complete database again and losing the WAL
+ *     would leave it consistent. A database whose G is below the file's
+ *     lost commits (or missed one write: a false alarm that costs
+ *     sequence numbers, never a nonce).
+ *   - a ceiling C above every mark ever stored: a mark beyond it first
+ *     moves C up by STATE_CEILING_STEP (a write per 65536 numbers of the
+ *     busiest context, not per handshake).
+ * On doubt every mark jumps to C, the bound RFC 8613 Appendix B.1.1 asks
+ * for ("F MUST be set so that the last Sender Sequence Number used before
+ * reboot is never larger than SSN2"), and so do static contexts whose row
+ * the stale copy lacks (meta 'floor'). Without a usable file (deleted, or
+ * older than the database) nothing bounds what was lost: marks jump
+ * STATE_UNKNOWN_MARGIN above the highest stored one. A state directory
+ * restored whole (database and mark file) cannot be told from the real
+ * one: never restore one in service. */
+#define STATE_CEILING_STEP ((uint64_t)1 << 16)
+#define STATE_UNKNOWN_MARGIN ((uint64_t)1 << 32)
+#define STATE_CHECKPOINT_FRAMES 1000 /* SQLite's own automatic checkpoint */
+#define MARK_MAGIC "edhoc-cli state marks v1"
+
+static int write_mark_file(struct edhoc_state_db *db, uint64_t generation, uint64_t ceiling)
+{
+    char tmp[PATH_MAX + 8], text[128];
+    snprintf(tmp, sizeof tmp, "%s.new", db->mark_path);
+    int n = snprintf(text, sizeof text, MARK_MAGIC "\ngeneration %" PRIu64 "\nceiling %" PRIu64 "\n",
+                     generation, ceiling);
+    unlink(tmp);
+    int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    bool ok = fchmod(fd, 0600) == 0 && write(fd, text, (size_t)n) == n && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, db->mark_path) != 0 || fsync(db->dir_fd) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    db->generation = generation;
+    db->ceiling = ceiling;
+    return 0;
+}
+
+/* 1: read; 0: no file; -1: unreadable or not ours. */
+static int read_mark_file(const char *path, uint64_t *generation, uint64_t *ceiling)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    char text[256];
+    ssize_t r = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    text[r] = '\0';
+    char tail;
+    if (sscanf(text, MARK_MAGIC "\ngeneration %" SCNu64 "\nceiling %" SCNu64 "%c", generation,
+               ceiling, &tail) != 3 || tail != '\n')
+        return -1;
+    return 1;
+}
+
+/* A checkpoint made the main file complete: move the generation on before
+ * the next commit can go to a WAL that may be lost. */
+static int after_commit(void *user, sqlite3 *sql, const char *name, int frames)
+{
+    struct edhoc_state_db *db = user;
+    if (frames < STATE_CHECKPOINT_FRAMES)
+        return SQLITE_OK;
+    int log = 0, done = 0;
+    if (sqlite3_wal_checkpoint_v2(sql, name, SQLITE_CHECKPOINT_PASSIVE, &log, &done) !=
+            SQLITE_OK || done <= 0)
+        return SQLITE_OK;
+    if (write_mark_file(db, db->generation + 1, db->ceiling) == 0)
+        db->generation_unwritten = true;
+    else
+        db->bump_failed = true;
+    return SQLITE_OK;
+}
+
+static int set_meta(struct edhoc_state_db *db, const char *key, uint64_t v)
+{
+    char text[160];
+    snprintf(text, sizeof text,
+             "INSERT INTO meta (key, value) VALUES ('%s', %" PRIu64 ") "
+             "ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, v);
+    int rc = sqlite3_exec(db->sql, text, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : map_sqlite_error(rc);
+}
+
+/* Before a write: what a checkpoint left to do, and a ceiling above the
+ * mark about to be stored. Costs two comparisons when there is nothing. */
+static int before_write(struct edhoc_state_db *db, uint64_t mark)
+{
+    if (db->bump_failed) {
+        if (write_mark_file(db, db->generation + 1, db->ceiling) != 0)
+            return EDHOC_STATE_ERR_IO;
+        db->bump_failed = false;
+        db->generation_unwritten = true;
+    }
+    if (mark > db->ceiling) {
+        uint64_t c = mark > UINT64_MAX - STATE_CEILING_STEP ? UINT64_MAX : mark + STATE_CEILING_STEP;
+        if (write_mark_file(db, db->generation, c) != 0)
+            return EDHOC_STATE_ERR_IO;
+    }
+    if (db->generation_unwritten) {
+        int err = set_meta(db, "generation", db->generation);
+        if (err)
+            return err;
+        db->generation_unwritten = false;
+    }
+    return 0;
+}
+
+static int64_t meta_int(sqlite3 *sql, const char *key, int64_t absent)
+{
+    char text[96];
+    snprintf(text, sizeof text, "SELECT value FROM meta WHERE key = '%s'", key);
+    int64_t v = absent;
+    int rc;
+    if (query_int(sql, text, &v, &rc) != 0)
+        v = absent;
+    return v;
+}
+
+/* At open: compare the mark file with the database, jump the marks on
+ * doubt (recorded in db->recovery), and start a new generation. */
+static int check_generation(struct edhoc_state_db *db, bool created, char *why, size_t cap)
+{
+    uint64_t s_gen = 0, s_ceiling = 0;
+    int have = read_mark_file(db->mark_path, &s_gen, &s_ceiling);
+    int64_t d_gen = meta_int(db->sql, "generation", -1);
+    int64_t max_mark = 0;
+    int rc;
+    if (query_int(db->sql, "SELECT coalesce(max(ssn_mark), 0) FROM peer", &max_mark, &rc) != 0) {
+        set_why(why, cap, "%s: %s", db->path, sqlite_problem(rc));
+        return map_sqlite_error(rc);
+    }
+    int64_t floor = meta_int(db->sql, "floor", 0);
+    db->floor = floor > 0 ? (uint64_t)floor : 0;
+    uint64_t top = (uint64_t)max_mark, to = 0;
+    char found[PATH_MAX + 300] = "";
+    if (have < 0) {
+        snprintf(found, sizeof found, "the mark file %s is unreadable", db->mark_path);
+        to = top + STATE_UNKNOWN_MARGIN;
+    } else if (have == 0) {
+        /* A new database, or one from before mark files: nothing lost. */
+        if (d_gen >= 0 && !created) {
+            snprintf(found, sizeof found,
+                     "the mark file %s is missing (the database is a copy, or it was deleted)",
+                     db->mark_path);
+            to = top + STATE_UNKNOWN_MARGIN;
+        }
+    } else if (d_gen < 0 || (uint64_t)d_gen < s_gen) {
+        snprintf(found, sizeof found,
+                 "the database is older than its mark file (generation %" PRId64 ", the mark "
+                 "file says %" PRIu64 "): its -wal was lost or the file was restored from a copy",
+                 d_gen, s_gen);
+        to = s_ceiling > top ? s_ceiling : top;
+    } else if ((uint64_t)d_gen > s_gen) {
+        snprintf(found, sizeof found,
+                 "the mark file %s is older than the database (generation %" PRIu64 " < %" PRId64
+                 ")", db->mark_path, s_gen, d_gen);
+        to = (s_ceiling > top ? s_ceiling : top) + STATE_UNKNOWN_MARGIN;
+    }
+    uint64_t ceiling = have > 0 && s_ceiling > top ? s_ceiling : top;
+    if (found[0]) {
+        if (to > (uint64_t)INT64_MAX)
+            to = (uint64_t)INT64_MAX;
+        char text[256];
+        snprintf(text, sizeof text,
+                 "BEGIN IMMEDIATE; UPDATE peer SET ssn_mark = %" PRIu64 " WHERE ssn_mark < %" PRIu64
+                 ";", to, to);
+        char *msg = NULL;
+        rc = sqlite3_exec(db->sql, text, NULL, NULL, &msg);
+        long moved = rc == SQLITE_OK ? (long)sqlite3_changes(db->sql) : 0;
+        int err = rc == SQLITE_OK ? 0 : map_sqlite_error(rc);
+        if (!err && to > db->floor)
+            err = set_meta(db, "floor", to);
+        if (!err)
+            err = exec_sql(db->sql, "COMMIT;", db->path, why, cap);
+        if (err) {
+            if (msg)
+                set_why(why, cap, "%s: cannot move the marks up: %s", db->path, msg);
+            sqlite3_free(msg);
+            if (!sqlite3_get_autocommit(db->sql))
+                sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+            return err;
+        }
+        if (to > db->floor)
+            db->floor = to;
+        snprintf(db->recovery, sizeof db->recovery,
+                 "%s: %s; every sender sequence-number mark moved up to %" PRIu64
+                 " (%ld contexts, and static contexts not in it start there: RFC 8613 "
+                 "Appendix B.1.1), so no nonce is used twice", db->path, found, to, moved);
+        if (to > ceiling)
+            ceiling = to;
+    }
+    uint64_t next = (have > 0 ? s_gen : 0) > (uint64_t)(d_gen > 0 ? d_gen : 0)
+                        ? s_gen : (uint64_t)(d_gen > 0 ? d_gen : 0);
+    if (write_mark_file(db, next + 1, ceiling) != 0) {
+        set_why(why, cap, "%s: cannot write: %s", db->mark_path, strerror(errno));
+        return EDHOC_STATE_ERR_IO;
+    }
+    int err = set_meta(db, "generation", db->generation);
+    if (err)
+        set_why(why, cap, "%s: cannot record the generation: %s", db->path,
+                sqlite3_errmsg(db->sql));
+    return err;
+}
+
+const char *edhoc_state_recovery(const struct edhoc_state_db *db)
+{
+    return db && db->recovery[0] ? db->recovery : NULL;
+}
+
 static int open_read_write(struct edhoc_state_db *db, const char *path, char *why, size_t cap)
 {
     int rc = sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -706,6 +1001,9 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
         (err = prepare(db, prune_expired_sql, &db->st_prune_expired, path, why, cap)) ||
         (err = prepare(db, prune_ties_sql, &db->st_prune_ties, path, why, cap)))
         return err;
+    /* Replaces SQLite's automatic checkpoint with one that moves the
+     * generation on (check_generation). */
+    sqlite3_wal_hook(db->sql, after_commit, db);
     return 0;
 }
 
@@ -739,22 +1037,31 @@ int edhoc_state_open(const char *dir, struct edhoc_state_db **out, char *why, si
      * numbers from the same mark and reuse nonces, so one holder at a
      * time. flock on the directory does not interfere with SQLite's own
      * fcntl locks on the database file. */
-    db->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    db->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (db->dir_fd < 0) {
         set_why(why, why_cap, "%s: cannot open directory: %s", dir, strerror(errno));
         free(db);
         return EDHOC_STATE_ERR_IO;
     }
-    if (flock(db->dir_fd, LOCK_EX | LOCK_NB) != 0) {
-        if (errno == EWOULDBLOCK)
-            set_why(why, why_cap, "%s: state directory is in use by another process", dir);
-        else
-            set_why(why, why_cap, "%s: cannot lock directory: %s", dir, strerror(errno));
+    db->file_fd = -1;
+    err = lock_exclusive(db->dir_fd, dir, "state directory", why, why_cap);
+    if (err) {
         close(db->dir_fd);
         free(db);
-        return EDHOC_STATE_ERR_IO;
+        return err;
     }
 
+    if ((size_t)snprintf(db->mark_path, sizeof db->mark_path, "%s/%s", dir,
+                         EDHOC_STATE_MARK_FILE) >= sizeof db->mark_path - 8) {
+        set_why(why, why_cap, "%s: state directory path too long", dir);
+        err = EDHOC_STATE_ERR_ARG;
+        goto fail;
+    }
+    if (edhoc_secret_file_check("", db->mark_path, -1, STATE_HOLDS, false, why, why_cap)) {
+        err = EDHOC_STATE_ERR_UNSAFE;
+        goto fail;
+    }
+    bool created = false;
     struct stat st;
     if (lstat(path, &st) != 0) {
         if (errno != ENOENT) {
@@ -765,16 +1072,38 @@ int edhoc_state_open(const char *dir, struct edhoc_state_db **out, char *why, si
         err = create_database(path, db->dir_fd, why, why_cap);
         if (err)
             goto fail;
+        created = true;
     } else if (!S_ISREG(st.st_mode)) {
         set_why(why, why_cap, "%s: not a regular file; refusing to touch it", path);
         err = EDHOC_STATE_ERR_FOREIGN;
         goto fail;
     }
+    err = check_file_modes(path, why, why_cap);
+    if (err)
+        goto fail;
+    /* The directory lock keeps a second process out of this directory;
+     * this one keeps it out of this database, whichever directory names
+     * it (a hard link elsewhere is the same inode). */
+    db->file_fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (db->file_fd < 0) {
+        set_why(why, why_cap, "%s: cannot open: %s", path, strerror(errno));
+        err = EDHOC_STATE_ERR_IO;
+        goto fail;
+    }
+    err = lock_exclusive(db->file_fd, path,
+                         "this database (maybe through a hard link in another directory)", why,
+                         why_cap);
+    if (err)
+        goto fail;
 
     err = check_existing(path, why, why_cap);
     if (err)
         goto fail;
     err = open_read_write(db, path, why, why_cap);
+    if (err)
+        goto fail;
+    memcpy(db->path, path, sizeof db->path);
+    err = check_generation(db, created, why, why_cap);
     if (err)
         goto fail;
     db->pid = getpid();
@@ -820,6 +1149,12 @@ static int usable(struct edhoc_state_db *db)
             close_connection(db);
             return err;
         }
+        /* Closing the inherited connection may have checkpointed: the main
+         * file is complete again, so a new generation (as after_commit). */
+        if (write_mark_file(db, db->generation + 1, db->ceiling) == 0)
+            db->generation_unwritten = true;
+        else
+            db->bump_failed = true;
     }
     return db->sql ? 0 : EDHOC_STATE_ERR_IO;
 }
@@ -833,7 +1168,15 @@ void edhoc_state_close(struct edhoc_state_db *db)
         free(db);
         return;
     }
+    /* The last close checkpoints: with the generation written, the main
+     * file then matches the mark file, and the next open finds nothing
+     * lost. */
+    if (db->sql && db->generation_unwritten && db->pid == getpid() &&
+        sqlite3_get_autocommit(db->sql))
+        set_meta(db, "generation", db->generation);
     close_connection(db);
+    if (db->file_fd >= 0)
+        close(db->file_fd);
     if (db->dir_fd >= 0)
         close(db->dir_fd);  /* releases the flock */
     free(db);
@@ -903,6 +1246,12 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
     int unusable = usable(db);
     if (unusable)
         return unusable;
+    /* A static context the database lacks after a jump (a stale copy)
+     * starts at the jump's mark, not at what its file says. */
+    uint64_t mark = p->method < 0 && p->ssn_mark < db->floor ? db->floor : p->ssn_mark;
+    int pre = before_write(db, mark);
+    if (pre)
+        return pre;
 
     sqlite3_stmt *st = db->st_put;
     int rc;
@@ -913,7 +1262,7 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
         (rc = bind_id(st, 6, p->master_salt, p->master_salt_len)) ||
         (rc = sqlite3_bind_int(st, 7, p->aead_alg)) ||
         (rc = sqlite3_bind_int(st, 8, p->hkdf_alg)) ||
-        (rc = sqlite3_bind_int64(st, 9, (sqlite3_int64)p->ssn_mark)) ||
+        (rc = sqlite3_bind_int64(st, 9, (sqlite3_int64)mark)) ||
         (rc = sqlite3_bind_text(st, 10, p->peer, -1, SQLITE_STATIC)) ||
         (rc = sqlite3_bind_int64(st, 11, p->created)) ||
         (rc = sqlite3_bind_int(st, 12, p->method)) ||
@@ -956,6 +1305,9 @@ int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
     int unusable = usable(db);
     if (unusable)
         return unusable;
+    int pre = before_write(db, mark);
+    if (pre)
+        return pre;
     sqlite3_stmt *st = db->st_store_ssn;
     int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
     if (rc == SQLITE_OK)
@@ -1334,6 +1686,7 @@ int edhoc_state_connect(int fd, struct edhoc_state_db **out)
     if (db == NULL)
         return EDHOC_STATE_ERR_IO;
     db->dir_fd = -1;
+    db->file_fd = -1;
     db->remote = state_remote_new(fd);
     if (db->remote == NULL) {
         free(db);
@@ -1389,6 +1742,8 @@ const char *edhoc_state_strerror(int err)
         return "no such context";
     case EDHOC_STATE_ERR_ARG:
         return "invalid argument";
+    case EDHOC_STATE_ERR_UNSAFE:
+        return "state directory or database open to other users";
     default:
         return "unknown state error";
     }

@@ -244,7 +244,11 @@ int state_remote_commit(struct state_remote *r)
 
 struct client {
     int fd;
-    int batch_status; /* first failure among its unanswered writes */
+    /* First failure among its unanswered writes, kept until its commit
+     * answers it: a batch that spans a failed group commit is lost in
+     * part, however its later writes fare. */
+    int batch_status;
+    bool batched_in_group; /* unanswered writes in the group being built */
     bool owes_answer;  /* an answer waits for the group's commit */
     struct rpc answer;
 };
@@ -354,6 +358,7 @@ static int apply(struct edhoc_state_server *s, struct client *c, struct rpc *m, 
     case OP_COMMIT:
         rc = c->batch_status;
         c->batch_status = 0;
+        c->batched_in_group = false; /* this group's commit answers them */
         break;
     case OP_GET:
         rc = edhoc_state_get_peer(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len, &a.peer);
@@ -377,6 +382,7 @@ static int apply(struct edhoc_state_server *s, struct client *c, struct rpc *m, 
     s->st.requests++;
     a.status = rc;
     if (m->flags & RPC_NO_ANSWER) {
+        c->batched_in_group = true;
         /* NOT_FOUND is an answer, not a failure of the batch (a touch or
          * delete of a row another step removed). */
         if (rc && rc != EDHOC_STATE_ERR_NOT_FOUND && !c->batch_status)
@@ -442,12 +448,22 @@ int edhoc_state_server_run(struct edhoc_state_server *s, int timeout_ms)
     int crc = 0;
     if (in_group) {
         crc = edhoc_state_commit(s->db);
+        /* A statement that failed for lack of space may already have
+         * rolled the transaction back (SQLite does for SQLITE_FULL), and
+         * then the commit finds none: the group is lost all the same. */
+        if (crc == EDHOC_STATE_ERR_ARG)
+            crc = EDHOC_STATE_ERR_IO;
         s->st.commits++;
         if ((uint64_t)served > s->st.largest_group)
             s->st.largest_group = (uint64_t)served;
     }
     for (size_t i = 0; i < s->n; i++) {
         struct client *c = &s->c[i];
+        /* Writes of a batch whose commit has not come yet were in the
+         * group that failed: that commit must not answer success. */
+        if (crc && c->batched_in_group && !c->batch_status)
+            c->batch_status = crc;
+        c->batched_in_group = false;
         if (!c->owes_answer)
             continue;
         c->owes_answer = false;
