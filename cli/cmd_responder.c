@@ -1212,6 +1212,9 @@ int cmd_responder(int argc, char **argv)
         threshold = LOG_DEBUG;
     int verbosity = p.quiet ? -1 : p.verbose;
     cli_log_open("edhoc-cli", use_syslog, threshold);
+    /* libcoap's lines (-vv) go through our log too: whole, once, with our
+     * time stamp and pid, to syslog with --syslog. */
+    edhoc_transport_set_log_sink(cli_log_line, NULL);
 
     /* Paths stay valid after --daemon changes directory. */
     char state_abs[PATH_MAX], pid_abs[PATH_MAX], ready_abs[PATH_MAX], pcap_abs[PATH_MAX];

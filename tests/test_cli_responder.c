@@ -1259,6 +1259,45 @@ static void test_quiet_and_verbose(void **state)
     }
 }
 
+/* Issue 23 item 6, "every log line is written whole, once": libcoap
+ * 4.3.1's own handler writes a line in three writes (time, level, text)
+ * and its message dumps with fprintf to buffered standard output, so with
+ * --workers 2 two processes could cut each other's lines. Every line of
+ * the responder's standard error at -vv, libcoap's included, must be one
+ * of ours (time stamp, name and pid, level), and the message dumps of
+ * the handshake must be among them. */
+static void test_libcoap_lines_whole(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "vv", "--listen 127.0.0.1:0 --state-dir none -vv "
+                                                  "--workers 2"), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none", r.port);
+    assert_int_equal(rc, 0);
+    free(out);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    unsigned dumps = 0, lines = 0;
+    for (char *line = log, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        lines++;
+        int y, mo, d, h, mi, sec, ms, pid, end = 0;
+        if (sscanf(line, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ edhoc-cli[%d] %*[a-z]:%n", &y, &mo, &d, &h,
+                   &mi, &sec, &ms, &pid, &end) != 8 || end == 0)
+            fail_msg("line %u is not one of the responder's whole lines: \"%s\"", lines, line);
+        if (strstr(line, "libcoap: v:1 t:CON c:POST"))
+            dumps++;
+    }
+    if (dumps < 2)
+        fail_msg("%u libcoap message dumps on standard error (message_1 and message_3 expected)",
+                 dumps);
+    free(log);
+}
+
 static mode_t mode_of(const char *path)
 {
     struct stat st;
@@ -1820,6 +1859,7 @@ int main(void)
         cmocka_unit_test_teardown(test_key_owned_by_another_user, net_test_teardown),
         cmocka_unit_test_teardown(test_listen_host_names, net_test_teardown),
         cmocka_unit_test_teardown(test_quiet_and_verbose, net_test_teardown),
+        cmocka_unit_test_teardown(test_libcoap_lines_whole, net_test_teardown),
         cmocka_unit_test_teardown(test_interop_log_schema_and_modes, net_test_teardown),
         cmocka_unit_test_teardown(test_sigterm_right_after_ready_file, net_test_teardown),
         cmocka_unit_test_teardown(test_pid_and_ready_files_not_through_links, net_test_teardown),

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <coap3/coap.h>
 
@@ -301,8 +302,50 @@ static int add_options(coap_pdu_t *pdu, const struct view *v, bool skip_cf)
 
 /* ---- Common set-up ---- */
 
+static void (*log_sink)(void *user, int level, const char *line);
+static void *log_sink_user;
+
+static void libcoap_log_line(coap_log_t level, const char *message)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof line, "libcoap: %s", message ? message : "");
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        line[--len] = '\0';
+    int lvl = (int)level < LOG_EMERG ? LOG_EMERG : (int)level > LOG_DEBUG ? LOG_DEBUG : (int)level;
+    if (log_sink) {
+        log_sink(log_sink_user, lvl, line);
+        return;
+    }
+    if (len + 1 < sizeof line)
+        line[len++] = '\n';
+    else
+        line[len - 1] = '\n'; /* cut, but still a line */
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDERR_FILENO, line + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        off += (size_t)w;
+    }
+}
+
+void edhoc_transport_set_log_sink(void (*sink)(void *user, int level, const char *line),
+                                  void *user)
+{
+    log_sink = sink;
+    log_sink_user = user;
+}
+
 static void set_log_level(int level)
 {
+    coap_set_log_handler(libcoap_log_line);
+    /* Its message dumps too: by default they are fprintf'd to standard
+     * output, buffered, in pieces. */
+    coap_set_show_pdu_output(0);
     coap_set_log_level(level < 0 ? LOG_EMERG : level > LOG_DEBUG ? LOG_DEBUG : level);
 }
 

@@ -47,6 +47,16 @@ const char *edhoc_transport_strerror(int err);
 /* The version of the libcoap the process runs with ("4.3.1"). */
 const char *edhoc_transport_libcoap_version(void);
 
+/* Where libcoap's own log lines go, process-wide (libcoap's handler takes
+ * no user pointer). libcoap 4.3.1's default handler writes a line in three
+ * writes (time, level, text) and debug lines to standard output, so the
+ * workers of one responder, sharing standard error, could cut each
+ * other's lines. With a sink, each line reaches it whole, once, without
+ * its newline and prefixed "libcoap: "; with NULL (the default) it is one
+ * write(2) of the whole line to standard error. */
+void edhoc_transport_set_log_sink(void (*sink)(void *user, int level, const char *line),
+                                  void *user);
+
 struct edhoc_transport;
 struct edhoc_amp; /* edhoc/amplification.h */
 /* A server-side peer (a CoAP session: address, port and local endpoint),
