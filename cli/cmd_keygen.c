@@ -12,6 +12,7 @@
 #include "edhoc/cred.h"
 #include "commands.h"
 #include "json_out.h"
+#include "path_check.h"
 #include "util.h"
 
 enum {
@@ -201,30 +202,13 @@ static int write_public_file(const char *path, const void *data, size_t len, boo
  * saying why. */
 static int key_directory_check(const char *key_path)
 {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", key_path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-        fprintf(stderr, "edhoc-cli keygen: --out-key %s: directory %s: %s\n", key_path, dir,
-                strerror(errno));
-        return -1;
-    }
-    if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
-        fprintf(stderr,
-                "edhoc-cli keygen: --out-key %s: the directory %s (mode %03o) can be written "
-                "by others, who could put another key in its place, and the key would be "
-                "refused when loaded; fix it with: chmod go-w %s\n",
-                key_path, dir, (unsigned)(st.st_mode & 0777), dir);
-        return -1;
-    }
-    return 0;
+    /* The loader's own rule (src/cred/keyfile.c), so a key made here is
+     * one the loader takes. */
+    char why[1024];
+    if (edhoc_secret_parents_check("--out-key", key_path, "key", why, sizeof why) == 0)
+        return 0;
+    fprintf(stderr, "edhoc-cli keygen: %s; the key would be refused when loaded\n", why);
+    return -1;
 }
 
 int cmd_keygen(int argc, char **argv)

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "path_check.h"
+
 static bool log_syslog;
 static int log_threshold = LOG_INFO;
 static const char *log_ident = "edhoc-cli";
@@ -108,44 +110,12 @@ int cli_daemonize(void)
 int cli_file_publish(const char *option, const char *path, const char *text, char *why,
                      size_t why_cap)
 {
-    char dir[4096];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) {
-        snprintf(why, why_cap, "%s %s: path too long", option, path);
-        return -1;
-    }
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
     /* Whoever may write the directory may put a file, or a symbolic link
-     * to one of ours, where we write: the rules of key files and state
-     * directories (owner, no group/world write unless sticky). */
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-        snprintf(why, why_cap, "%s %s: directory %s: %s", option, path, dir, strerror(errno));
+     * to one of ours, where we write (path_check.h). */
+    if (edhoc_path_parent_check(option, path, "file", why, why_cap) != 0)
         return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(why, why_cap, "%s %s: %s is not a directory", option, path, dir);
-        return -1;
-    }
-    if (st.st_uid != geteuid() && st.st_uid != 0) {
-        snprintf(why, why_cap, "%s %s: the directory %s is owned by uid %u, not by the user "
-                               "running (uid %u) or root, who could replace the file; give a "
-                               "directory of your own",
-                 option, path, dir, (unsigned)st.st_uid, (unsigned)geteuid());
-        return -1;
-    }
-    if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
-        snprintf(why, why_cap, "%s %s: the directory %s (mode %03o) can be written by others, "
-                               "who could put another file in its place; fix it with: chmod "
-                               "go-w %s",
-                 option, path, dir, (unsigned)(st.st_mode & 0777), dir);
-        return -1;
-    }
+    char dir[4096];
+    edhoc_path_parent(path, dir, sizeof dir);
     /* A fixed temporary name (FILE.tmp) can be planted beforehand as a
      * symbolic link to a file of ours, which the write would then
      * overwrite; mkostemp's name is new and its O_CREAT|O_EXCL never

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "edhoc/oscore.h"
+#include "path_check.h"
 #include "util.h"
 
 static const int all_suites[] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
@@ -878,17 +879,6 @@ void cli_write_oscore_conf(FILE *f, const struct edhoc_oscore_params *p, const c
 
 #define MAX_CONTEXT_FILE (64 * 1024)
 
-/* The directory part of path ("." when none), in a new string. */
-static char *parent_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return strdup(".");
-    if (slash == path)
-        return strdup("/");
-    return strndup(path, (size_t)(slash - path));
-}
-
 /* Read and parse an OSCORE context file (libcoap's format). It holds the
  * master secret, so it gets the checks a private key file gets
  * (src/cred/keyfile.c, as OpenSSH asks of its keys): a regular file, no
@@ -907,42 +897,14 @@ int cli_oscore_context_load(const char *prog, const char *option, const char *pa
                 strerror(errno));
         return CLI_EXIT_INPUT;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "edhoc-cli %s: %s %s: not a regular file\n", prog, option, path);
+    char why[1024];
+    if (edhoc_secret_file_check(option, path, fd, "the context holds a master secret", true, why,
+                                sizeof why) != 0 ||
+        edhoc_secret_parents_check(option, path, "context", why, sizeof why) != 0) {
+        fprintf(stderr, "edhoc-cli %s: %s\n", prog, why);
         close(fd);
         return CLI_EXIT_INPUT;
     }
-    if (st.st_mode & 077) {
-        fprintf(stderr,
-                "edhoc-cli %s: %s %s: the context holds a master secret, and group or others "
-                "can access the file (mode %03o); fix it with: chmod 600 %s\n",
-                prog, option, path, (unsigned)(st.st_mode & 0777), path);
-        close(fd);
-        return CLI_EXIT_INPUT;
-    }
-    if (st.st_uid != geteuid() && st.st_uid != 0) {
-        fprintf(stderr,
-                "edhoc-cli %s: %s %s: the context holds a master secret, and the file is owned "
-                "by uid %u, not by the user running (uid %u) or root; fix it with: chown %u %s\n",
-                prog, option, path, (unsigned)st.st_uid, (unsigned)geteuid(),
-                (unsigned)geteuid(), path);
-        close(fd);
-        return CLI_EXIT_INPUT;
-    }
-    char *dir = parent_dir(path);
-    struct stat dst;
-    if (dir && stat(dir, &dst) == 0 && (dst.st_mode & 022) && !(dst.st_mode & S_ISVTX)) {
-        fprintf(stderr,
-                "edhoc-cli %s: %s %s: the context holds a master secret, and its directory %s "
-                "(mode %03o) can be written by others, who could put another context in its "
-                "place; fix it with: chmod go-w %s\n",
-                prog, option, path, dir, (unsigned)(dst.st_mode & 0777), dir);
-        free(dir);
-        close(fd);
-        return CLI_EXIT_INPUT;
-    }
-    free(dir);
     char *text = malloc(MAX_CONTEXT_FILE + 1);
     size_t len = 0;
     bool failed = text == NULL;

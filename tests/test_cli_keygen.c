@@ -637,6 +637,34 @@ static void test_private_key_file_safety(void **state)
              path);
     assert_int_equal(rc, 0);
     free(out);
+
+    /* A directory others can write higher up (not sticky): whoever can
+     * write there can swap the whole branch, and the key loader refuses
+     * the key (src/cred/keyfile.c, OpenSSH's rule for every directory
+     * above). keygen applies the loader's rule itself: it used to look at
+     * the nearest directory only and make a key that no command would
+     * load. */
+    char deep[700];
+    snprintf(path, sizeof path, "%s/open-above", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(deep, sizeof deep, "%s/own", path);
+    assert_int_equal(mkdir(deep, 0700), 0);
+    assert_int_equal(chmod(path, 0777), 0);
+    rc = cli(&out, "keygen --type ccs --curve P-256 --out-cred %s/c.ccs --out-key %s/k.key", deep,
+             deep);
+    assert_int_equal(rc, 3);
+    char fix[1600];
+    snprintf(fix, sizeof fix, "edhoc-cli keygen: --out-key %s/k.key: in a directory others can "
+                              "write (%s, mode 0777): they could put another key in its place; "
+                              "fix it with: chmod go-w %s; the key would be refused when loaded",
+             deep, path, path);
+    if (!strstr(out, fix))
+        fail_msg("expected\n%s\ngot\n%s", fix, out);
+    free(out);
+    char made[720];
+    snprintf(made, sizeof made, "%s/k.key", deep);
+    assert_int_not_equal(access(made, F_OK), 0);
+    assert_int_equal(chmod(path, 0700), 0);
 }
 
 /* The option table (issue #14: "One declaration per command"): unknown

@@ -433,7 +433,7 @@ static void test_context_file_is_secret(void **state)
     char *out;
     assert_int_equal(chmod(conf, 0640), 0);
     assert_int_equal(cli(&out, true, "oscore protect --context %s --seq 1 %s", conf, plain), 3);
-    assert_non_null(strstr(out, "mode 640"));
+    assert_non_null(strstr(out, "mode 0640"));
     assert_non_null(strstr(out, "chmod 600"));
     free(out);
     /* coap refuses it the same way, before it sends anything (port 9:
@@ -464,6 +464,27 @@ static void test_context_file_is_secret(void **state)
     assert_int_equal(chmod(open_dir, 01777), 0);
     assert_int_equal(cli(&out, false, "oscore protect --context %s --seq 1 %s", moved, plain), 0);
     free(out);
+
+    /* An open directory higher up (not sticky) is refused too, as it is
+     * for private keys (src/cred/keyfile.c): whoever writes there can
+     * replace the directory that holds the context. Only the nearest
+     * directory used to be looked at. */
+    char inner[600], deeper[700];
+    snprintf(inner, sizeof inner, "%s/inner", open_dir);
+    assert_int_equal(mkdir(inner, 0700), 0);
+    snprintf(deeper, sizeof deeper, "%s/c.conf", inner);
+    assert_int_equal(rename(moved, deeper), 0);
+    assert_int_equal(chmod(open_dir, 0777), 0);
+    assert_int_equal(cli(&out, true, "oscore protect --context %s --seq 1 %s", deeper, plain), 3);
+    char fix[1600];
+    snprintf(fix, sizeof fix, "edhoc-cli oscore: --context %s: in a directory others can write "
+                              "(%s, mode 0777): they could put another context in its place; "
+                              "fix it with: chmod go-w %s", deeper, open_dir, open_dir);
+    if (!strstr(out, fix))
+        fail_msg("expected\n%s\ngot\n%s", fix, out);
+    free(out);
+    assert_int_equal(chmod(open_dir, 01777), 0);
+    assert_int_equal(rename(deeper, moved), 0);
 
     /* Owned by another user: refused, root's own files excepted. Only
      * root can give a file away; otherwise this part cannot run. */

@@ -57,21 +57,57 @@ int edhoc_secret_mkdirs(const char *dir, bool *created_last)
     return 0;
 }
 
+int edhoc_path_parent(const char *path, char *dir, size_t cap)
+{
+    if (snprintf(dir, cap, "%s", path) >= (int)cap) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        dir[--n] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, cap, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return 0;
+}
+
+int edhoc_path_parent_check(const char *label, const char *path, const char *what, char *why,
+                            size_t cap)
+{
+    char dir[PATH_MAX];
+    if (edhoc_path_parent(path, dir, sizeof dir) != 0)
+        return fail(why, cap, "%s%s%s: path too long", LABEL(label), path);
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return fail(why, cap, "%s%s%s: directory %s: %s", LABEL(label), path, dir,
+                    strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return fail(why, cap, "%s%s%s: %s is not a directory", LABEL(label), path, dir);
+    uid_t me = geteuid();
+    if (st.st_uid != me && st.st_uid != 0)
+        return fail(why, cap,
+                    "%s%s%s: the directory %s is owned by uid %u, not by the user running (uid "
+                    "%u) or root, who could replace the %s; give a directory of your own",
+                    LABEL(label), path, dir, (unsigned)st.st_uid, (unsigned)me, what);
+    if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+        return fail(why, cap,
+                    "%s%s%s: the directory %s (mode %03o) can be written by others, who could "
+                    "put another %s in its place; fix it with: chmod go-w %s",
+                    LABEL(label), path, dir, (unsigned)(st.st_mode & 0777), what, dir);
+    return 0;
+}
+
 int edhoc_secret_parents_check(const char *label, const char *path, const char *what, char *why,
                                size_t cap)
 {
     char parent[PATH_MAX], real[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", path);
-    size_t n = strlen(parent);
-    while (n > 1 && parent[n - 1] == '/')
-        parent[--n] = '\0';
-    char *slash = strrchr(parent, '/');
-    if (!slash)
-        snprintf(parent, sizeof parent, ".");
-    else if (slash == parent)
-        parent[1] = '\0';
-    else
-        *slash = '\0';
+    if (edhoc_path_parent(path, parent, sizeof parent) != 0)
+        return fail(why, cap, "%s%s%s: path too long", LABEL(label), path);
     /* The directories that decide are the real ones: /var/run may be a
      * link to /run. */
     if (!realpath(parent, real))

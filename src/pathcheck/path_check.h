@@ -45,6 +45,20 @@ int edhoc_secret_file_check(const char *label, const char *path, int fd, const c
 int edhoc_secret_parents_check(const char *label, const char *path, const char *what, char *why,
                                size_t cap);
 
+/* The directory part of path into dir ("." when it has none, "/" for a
+ * file at the root; trailing slashes dropped). 0, or -1 (ENAMETOOLONG). */
+int edhoc_path_parent(const char *path, char *dir, size_t cap);
+
+/* The directory that will hold path, for a file that is not a secret but
+ * must not be swapped (a pid file, a ready file): a directory, owned by
+ * the user running or root, not writable by group or others unless
+ * sticky. what: the kind of thing someone could put there ("file"). The
+ * message: "LABEL PATH: the directory DIR (mode 777) can be written by
+ * others, who could put another file in its place; fix it with: chmod
+ * go-w DIR". */
+int edhoc_path_parent_check(const char *label, const char *path, const char *what, char *why,
+                            size_t cap);
+
 /* mkdir -p: every directory it creates gets mode 0700 whatever the umask
  * (existing ones are left as they are, for the checks to judge).
  * *created_last: the last component was created now. 0, or -1 with errno. */
