@@ -419,8 +419,12 @@ static void send_error(struct ctx *c, const struct edhoc_session *s, uint64_t de
     uint8_t pre[EDHOC_MAX_CONN_ID + 1];
     long pl = 0;
     if (c->framing == EDHOC_FRAMING_A2) {
-        pl = edhoc_coap_cid_encode(s->peer_cid, s->peer_cid_len, pre, sizeof pre);
-        if (pl < 0 || s->peer_cid_len == 0)
+        size_t c_r_len = 0;
+        const uint8_t *c_r = edhoc_session_peer_conn_id(s, &c_r_len);
+        if (!c_r || c_r_len == 0)
+            return;
+        pl = edhoc_coap_cid_encode(c_r, c_r_len, pre, sizeof pre);
+        if (pl < 0)
             return;
     }
     cli_dgram_log_begin(&c->log, "error");
@@ -533,7 +537,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
              cli_coap_code_name(code, cn, sizeof cn), pll ? "" : " and no payload");
         return -1;
     }
-    run->suite = s->suite;
+    run->suite = edhoc_session_suite(s);
 
     rc = edhoc_initiator_handle_message_2(s, c->buf, (size_t)m2_len, rx, cli_edhoc_resolve,
                                           &c->side);
@@ -559,7 +563,7 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         return -1;
     }
     run->followed = edhoc_session_followed(s);
-    if (cli_oscore_unavailable(s->suite, run->no_oscore, sizeof run->no_oscore)) {
+    if (cli_oscore_unavailable(edhoc_session_suite(s), run->no_oscore, sizeof run->no_oscore)) {
         /* Refused before message_1 when OSCORE was to follow; this is an
          * EDHOC-only handshake (--request none) and goes on without it. */
         if (c->n_requests || c->combined) {
@@ -685,7 +689,9 @@ no_oscore:
     uint8_t pre[EDHOC_MAX_CONN_ID + 1];
     long pl = 0;
     if (c->framing == EDHOC_FRAMING_A2) {
-        pl = edhoc_coap_cid_encode(s->peer_cid, s->peer_cid_len, pre, sizeof pre);
+        size_t c_r_len = 0;
+        const uint8_t *c_r = edhoc_session_peer_conn_id(s, &c_r_len);
+        pl = c_r ? edhoc_coap_cid_encode(c_r, c_r_len, pre, sizeof pre) : -1;
         if (pl < 0) {
             fail(run, CLI_EXIT_INTERNAL, "cannot encode C_R");
             return -1;

@@ -554,9 +554,13 @@ static int handshake(const struct cli_edhoc_opts *o, struct cli_side *si, struct
 
     /* A suite without an OSCORE context still completes EDHOC: the
      * handshake, KeyUpdate and the exporter stand without it. */
-    memcpy(run->c_r, s_i.peer_cid, s_i.peer_cid_len);
-    run->c_r_len = s_i.peer_cid_len;
-    run->have_oscore = !cli_oscore_unavailable(s_i.suite, run->no_oscore, sizeof run->no_oscore);
+    size_t c_r_len = 0;
+    const uint8_t *c_r = edhoc_session_peer_conn_id(&s_i, &c_r_len);
+    if (c_r)
+        memcpy(run->c_r, c_r, c_r_len);
+    run->c_r_len = c_r ? c_r_len : 0;
+    run->have_oscore = !cli_oscore_unavailable(edhoc_session_suite(&s_i), run->no_oscore,
+                                               sizeof run->no_oscore);
     rc = 0;
     if (run->have_oscore) {
         rc = edhoc_session_oscore(&s_i, &run->oscore_i);

@@ -15,6 +15,11 @@
 
 #include <cmocka.h>
 
+/* White-box: a few cases bend a session the way no caller can (C_R = C_I
+ * on the wire), so this test sees the library's private session layout.
+ * It comes first: it must define the layout before edhoc/edhoc.h. */
+#include "../src/edhoc/edhoc_internal.h"
+
 #include "edhoc/cbor.h"
 #include "edhoc/cred.h"
 #include "edhoc/crypto.h"
@@ -969,6 +974,42 @@ static void test_session_size(void **state)
     (void)state;
     print_message("sizeof(struct edhoc_session) = %zu\n", sizeof(struct edhoc_session));
     assert_true(sizeof(struct edhoc_session) <= EDHOC_SESSION_SIZE_GOAL);
+}
+
+/* The session is opaque to applications (EDHOC_SESSION_SIZE bytes, the
+ * layout private), and struct edhoc_config is versioned by its size:
+ * edhoc_session_init() passes sizeof *cfg. An application built against
+ * an older header passes less (fields added since count as 0); one built
+ * against a newer header passes more, and what it set there would be
+ * ignored, so it is refused unless zero (the rule of Linux's openat2). */
+static void test_config_and_session_versioning(void **state)
+{
+    (void)state;
+    assert_true(sizeof(struct edhoc_session) <= EDHOC_SESSION_SIZE);
+    struct pair *p = pair_new(3, 2, false);
+    struct edhoc_session s;
+    /* The macro and the sized call agree. */
+    assert_int_equal(edhoc_session_init(&s, EDHOC_INITIATOR, &p->ci), 0);
+    assert_int_equal(edhoc_session_init_sized(&s, EDHOC_INITIATOR, &p->ci, sizeof p->ci), 0);
+    /* Smaller than the first published layout: refused. */
+    assert_int_equal(edhoc_session_init_sized(&s, EDHOC_INITIATOR, &p->ci, sizeof p->ci - 1),
+                     EDHOC_ERR_ARG);
+    assert_int_equal(edhoc_session_init_sized(&s, EDHOC_INITIATOR, &p->ci, 8), EDHOC_ERR_ARG);
+    /* A newer application's layout: a zero tail runs, a set tail is
+     * refused. */
+    struct {
+        struct edhoc_config base;
+        uint64_t newer_field;
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.base = p->ci;
+    assert_int_equal(edhoc_session_init_sized(&s, EDHOC_INITIATOR, &newer.base, sizeof newer), 0);
+    assert_int_equal(edhoc_initiator_prepare_message_1(&s, p->m1, sizeof p->m1) > 0, 1);
+    newer.newer_field = 1;
+    assert_int_equal(edhoc_session_init_sized(&s, EDHOC_INITIATOR, &newer.base, sizeof newer),
+                     EDHOC_ERR_ARG);
+    edhoc_session_wipe(&s);
+    free(p);
 }
 
 /* The error message a failed session sends: ERR_CODE 1 with this text. */
@@ -2350,6 +2391,7 @@ int main(void)
         cmocka_unit_test(test_invalid_messages),
         cmocka_unit_test(test_plaintext_2_valid),
         cmocka_unit_test(test_session_size),
+        cmocka_unit_test(test_config_and_session_versioning),
         cmocka_unit_test(test_all_methods_suites),
         cmocka_unit_test(test_message_2_len),
         cmocka_unit_test(test_pad_message_1),

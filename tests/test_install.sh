@@ -119,6 +119,20 @@ for h in $installed; do
 done
 [ "$headers_ok" = 1 ] && ok "each installed header compiles alone with -std=c99 and -std=c11 -pedantic"
 
+# struct edhoc_session is opaque: an application can allocate one (its
+# size is EDHOC_SESSION_SIZE) but cannot reach a field, so a new field in
+# a release breaks no program (the library's layout is private).
+opaque_src='#include <edhoc/edhoc.h>
+_Static_assert(sizeof(struct edhoc_session) == EDHOC_SESSION_SIZE, "size");
+int f(struct edhoc_session *s);'
+if echo "$opaque_src" | "${cc[@]}" -std=c11 -I"$(dirname "$incdir")" -x c -fsyntax-only - 2>"$work/opaque.log" &&
+   ! printf '%s\n%s\n' "$opaque_src" 'int f(struct edhoc_session *s) { return s->state; }' |
+     "${cc[@]}" -std=c11 -I"$(dirname "$incdir")" -x c -fsyntax-only - 2>"$work/opaque.log"; then
+  ok "struct edhoc_session is opaque (EDHOC_SESSION_SIZE bytes, no field reachable)"
+else
+  not_ok "struct edhoc_session exposes its layout, or its size is not EDHOC_SESSION_SIZE"
+fi
+
 # shellcheck disable=SC2046
 if "${cc[@]}" "${cflags[@]}" "$src/tests/test_link_installed.c" -o "$work/linked_shared" \
      $(pkg-config --cflags --libs edhoc) 2>"$work/cc.log"; then

@@ -325,43 +325,37 @@ enum edhoc_state {
     EDHOC_STATE_ERROR,          /* aborted, secrets wiped */
 };
 
-/* Opaque in spirit: read it through the accessors below. */
+/* One handshake, allocated by the caller (a local, a struct member, an
+ * array: the library never allocates) and opaque: its layout is private
+ * to the library (src/edhoc/edhoc_internal.h) and may change in any
+ * release, so read it through the accessors below. What the ABI fixes is
+ * its size, EDHOC_SESSION_SIZE, and an alignment of 8: the private layout
+ * has room to grow in it (the library checks at build time that it
+ * fits). */
+#define EDHOC_SESSION_SIZE 512
+struct edhoc_session;
+#ifndef EDHOC_SESSION_LAYOUT_PRIVATE
 struct edhoc_session {
-    const struct edhoc_config *cfg;
-    uint8_t role;           /* enum edhoc_role */
-    uint8_t state;          /* enum edhoc_state */
-    int8_t method;          /* -1 until known */
-    int8_t suite;           /* selected suite id; -128 until known */
-    int8_t retry_suite;     /* I: suite to select after error code 2; -128 none */
-    int8_t suites_r_hint;   /* R: suite to put in SUITES_R; -128: all ours */
-    uint8_t flags;          /* EDHOC_SF_* (private) */
-    uint8_t failed_step;    /* the step that failed (for the error text) */
-    int16_t error;          /* the EDHOC_ERR_* that aborted the session */
-    uint8_t own_cid_len, peer_cid_len;
-    uint8_t own_cid[EDHOC_MAX_CONN_ID];
-    uint8_t peer_cid[EDHOC_MAX_CONN_ID];
-    uint8_t eph_priv_len, peer_eph_len, own_eph_len, th_len;
-    uint8_t eph_priv[EDHOC_CRYPTO_MAX_PRIV];       /* X or Y */
-    uint8_t own_eph[EDHOC_CRYPTO_MAX_ECDH_PUB];    /* R: G_Y until message_2 is sent */
-    uint8_t peer_eph[EDHOC_CRYPTO_MAX_ECDH_PUB];   /* I: G_Y; R: G_X */
-    uint8_t th[EDHOC_CRYPTO_MAX_HASH];             /* TH_2, then TH_3, then TH_4 */
-    uint8_t prk[EDHOC_CRYPTO_MAX_HASH];            /* PRK_2e -> PRK_3e2m -> PRK_4e3m */
-    uint8_t prk_out[EDHOC_CRYPTO_MAX_HASH];
-    /* Private: what the diagnosis of a failed Signature_or_MAC_x found
-     * (edhoc_session_diagnosis); these bytes sit in what was padding. */
-    uint8_t dev_found;     /* EDHOC_DEV_* under which it verifies */
-    uint8_t dev_tolerated; /* EDHOC_DEV_* accepted on this handshake */
-    uint8_t dev_own;       /* EDHOC_DEV_* this side emulated in that context */
-    uint8_t dev_info;      /* EDHOC_DI_* (private) */
-    uint8_t dev_kid;       /* the peer's one-byte kid, for the text */
-    uint8_t dev_followed;  /* EDHOC_DEV_* our message_3 commits because message_2 did */
+    union {
+        unsigned char bytes[EDHOC_SESSION_SIZE];
+        uint64_t align_u64;
+        void *align_ptr;
+    } opaque;
 };
+#endif
 
 /* Start a session. cfg must stay valid and unchanged while the session is
- * used. Returns 0, or EDHOC_ERR_ARG (NULL argument, bad role, empty or
- * unknown suite list, missing ops/cred/key, method outside 0..3). */
-int edhoc_session_init(struct edhoc_session *s, enum edhoc_role role,
-                       const struct edhoc_config *cfg);
+ * used. struct edhoc_config grows by fields added at its end only; the
+ * macro passes the size of the layout the application was built with, so
+ * a library reads no field the application does not have (a newer field
+ * counts as 0) and refuses one it does not know that is set (the rule of
+ * Linux's openat2). Returns 0, or EDHOC_ERR_ARG (NULL argument, bad role,
+ * empty or unknown suite list, missing ops/cred/key, method outside 0..3,
+ * a config smaller than the first layout, or a field this library does
+ * not know set to non-zero). */
+#define edhoc_session_init(s, role, cfg) edhoc_session_init_sized((s), (role), (cfg), sizeof *(cfg))
+int edhoc_session_init_sized(struct edhoc_session *s, enum edhoc_role role,
+                             const struct edhoc_config *cfg, size_t cfg_size);
 
 /* Own connection identifier C_I / C_R as a byte string (0..8 bytes; a
  * one-byte value that is the encoding of an int in -24..23 is sent as that

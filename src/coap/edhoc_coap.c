@@ -347,13 +347,16 @@ static void hs_from_pending(struct edhoc_server *srv, const struct pending *h,
                             struct edhoc_server_handshake *r)
 {
     hs_init(srv, r, h->hs_id, h->peer, h->framing);
-    r->method = h->s.method;
+    r->method = edhoc_session_method(&h->s);
     for (size_t i = 0; i < h->n_suites_i; i++)
         r->suites_i[i] = h->suites_i[i];
     r->n_suites_i = h->n_suites_i;
     r->suite = h->n_suites_i ? h->suites_i[h->n_suites_i - 1] : -1;
-    memcpy(r->c_i, h->s.peer_cid, h->s.peer_cid_len);
-    r->c_i_len = h->s.peer_cid_len;
+    size_t c_i_len = 0;
+    const uint8_t *c_i = edhoc_session_peer_conn_id(&h->s, &c_i_len);
+    if (c_i)
+        memcpy(r->c_i, c_i, c_i_len);
+    r->c_i_len = c_i ? c_i_len : 0;
     memcpy(r->c_r, h->c_r, h->c_r_len);
     r->c_r_len = h->c_r_len;
     r->id_cred_r_type = h->cfg ? (h->cfg->id_cred ? id_cred_type_name(h->cfg->id_cred,
@@ -1926,11 +1929,13 @@ static void log_done(struct edhoc_server *srv, const struct pending *h, size_t m
     if (!log_wanted(srv, level))
         return;
     char cis[20], crs[20];
-    cid_hex(h->s.peer_cid, h->s.peer_cid_len, cis, sizeof cis);
+    size_t c_i_len = 0;
+    const uint8_t *c_i = edhoc_session_peer_conn_id(&h->s, &c_i_len);
+    cid_hex(c_i, c_i ? c_i_len : 0, cis, sizeof cis);
     cid_hex(h->c_r, h->c_r_len, crs, sizeof crs);
     logf_(srv, level,
           "handshake peer=%s method=%d suite=%d C_I=%s C_R=%s framing=%s bytes=%zu outcome=%s%s%s",
-          h->peer, h->s.method, h->s.suite, cis, crs,
+          h->peer, edhoc_session_method(&h->s), edhoc_session_suite(&h->s), cis, crs,
           h->framing == EDHOC_FRAMING_BARE ? "bare" : "A.2", h->bytes + m3_len, outcome,
           why ? ": " : "", why ? why : "");
 }
@@ -1999,8 +2004,8 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
             snprintf(sp.peer, sizeof sp.peer, "%s", h->peer);
             sp.created = (int64_t)time(NULL);
             sp.last_used = wall_ms_of(srv, used_ms(p));
-            sp.method = h->s.method;
-            sp.suite = h->s.suite;
+            sp.method = edhoc_session_method(&h->s);
+            sp.suite = edhoc_session_suite(&h->s);
             rc = edhoc_state_put_peer(srv->cfg.db, &sp);
         }
         edhoc_wipe(&sp, sizeof sp);

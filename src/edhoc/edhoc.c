@@ -284,11 +284,19 @@ static bool suite_in(const int *list, size_t n, int suite)
     return false;
 }
 
-int edhoc_session_init(struct edhoc_session *s, enum edhoc_role role,
-                       const struct edhoc_config *cfg)
+int edhoc_session_init_sized(struct edhoc_session *s, enum edhoc_role role,
+                             const struct edhoc_config *cfg, size_t cfg_size)
 {
     if (!s || !cfg || (role != EDHOC_INITIATOR && role != EDHOC_RESPONDER))
         return EDHOC_ERR_ARG;
+    /* An application built against a newer header: what it sets beyond
+     * the layout we know would be ignored, so refuse it; zeros are what
+     * an older application means anyway. */
+    if (cfg_size < EDHOC_CONFIG_SIZE_V1 || cfg_size > UINT16_MAX)
+        return EDHOC_ERR_ARG;
+    for (size_t i = sizeof *cfg; i < cfg_size; i++)
+        if (((const unsigned char *)cfg)[i] != 0)
+            return EDHOC_ERR_ARG;
     if (!cfg->ops || !cfg->cred || !cfg->key || !cfg->suites || cfg->n_suites == 0 ||
         cfg->n_suites > EDHOC_MAX_SUITES)
         return EDHOC_ERR_ARG;
@@ -304,6 +312,7 @@ int edhoc_session_init(struct edhoc_session *s, enum edhoc_role role,
         return EDHOC_ERR_ARG;
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
+    s->cfg_size = (uint16_t)(cfg_size < sizeof *cfg ? cfg_size : sizeof *cfg);
     s->role = (uint8_t)role;
     s->state = EDHOC_STATE_START;
     s->method = -1;

@@ -2,8 +2,64 @@
 #ifndef EDHOC_INTERNAL_H
 #define EDHOC_INTERNAL_H
 
+/* The library's own view of struct edhoc_session: the public header
+ * leaves it out and this one defines it (see the end of the session's
+ * layout below). Nothing may include edhoc/edhoc.h before this file. */
+#define EDHOC_SESSION_LAYOUT_PRIVATE 1
 #include "edhoc/cbor.h"
 #include "edhoc/edhoc.h"
+
+#include <stdalign.h>
+#include <stddef.h>
+
+/* The private layout of struct edhoc_session (include/edhoc/edhoc.h
+ * gives applications EDHOC_SESSION_SIZE opaque bytes): fields may change
+ * in any release as long as they fit. */
+struct edhoc_session {
+    const struct edhoc_config *cfg;
+    uint16_t cfg_size;      /* sizeof the application's struct edhoc_config */
+    uint8_t role;           /* enum edhoc_role */
+    uint8_t state;          /* enum edhoc_state */
+    int8_t method;          /* -1 until known */
+    int8_t suite;           /* selected suite id; -128 until known */
+    int8_t retry_suite;     /* I: suite to select after error code 2; -128 none */
+    int8_t suites_r_hint;   /* R: suite to put in SUITES_R; -128: all ours */
+    uint8_t flags;          /* EDHOC_SF_* (private) */
+    uint8_t failed_step;    /* the step that failed (for the error text) */
+    int16_t error;          /* the EDHOC_ERR_* that aborted the session */
+    uint8_t own_cid_len, peer_cid_len;
+    uint8_t own_cid[EDHOC_MAX_CONN_ID];
+    uint8_t peer_cid[EDHOC_MAX_CONN_ID];
+    uint8_t eph_priv_len, peer_eph_len, own_eph_len, th_len;
+    uint8_t eph_priv[EDHOC_CRYPTO_MAX_PRIV];       /* X or Y */
+    uint8_t own_eph[EDHOC_CRYPTO_MAX_ECDH_PUB];    /* R: G_Y until message_2 is sent */
+    uint8_t peer_eph[EDHOC_CRYPTO_MAX_ECDH_PUB];   /* I: G_Y; R: G_X */
+    uint8_t th[EDHOC_CRYPTO_MAX_HASH];             /* TH_2, then TH_3, then TH_4 */
+    uint8_t prk[EDHOC_CRYPTO_MAX_HASH];            /* PRK_2e -> PRK_3e2m -> PRK_4e3m */
+    uint8_t prk_out[EDHOC_CRYPTO_MAX_HASH];
+    /* Private: what the diagnosis of a failed Signature_or_MAC_x found
+     * (edhoc_session_diagnosis); these bytes sit in what was padding. */
+    uint8_t dev_found;     /* EDHOC_DEV_* under which it verifies */
+    uint8_t dev_tolerated; /* EDHOC_DEV_* accepted on this handshake */
+    uint8_t dev_own;       /* EDHOC_DEV_* this side emulated in that context */
+    uint8_t dev_info;      /* EDHOC_DI_* (private) */
+    uint8_t dev_kid;       /* the peer's one-byte kid, for the text */
+    uint8_t dev_followed;  /* EDHOC_DEV_* our message_3 commits because message_2 did */
+};
+
+_Static_assert(sizeof(struct edhoc_session) <= EDHOC_SESSION_SIZE,
+               "the private session layout outgrew EDHOC_SESSION_SIZE (an ABI change)");
+_Static_assert(alignof(struct edhoc_session) <= 8,
+               "the private session layout needs more alignment than the public one gives");
+
+/* The first published layout of struct edhoc_config ends with
+ * pad_message_1; a config smaller than that is refused. A field added
+ * later is read only when the application's layout has it:
+ * EDHOC_CFG_HAS(s, field). */
+#define EDHOC_CONFIG_SIZE_V1 \
+    (offsetof(struct edhoc_config, pad_message_1) + sizeof(size_t))
+#define EDHOC_CFG_HAS(s, field)                                                         \
+    ((s)->cfg_size >= offsetof(struct edhoc_config, field) + sizeof((s)->cfg->field))
 
 /* Session flags */
 #define EDHOC_SF_OWN_CID_SET 0x01
