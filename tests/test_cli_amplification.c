@@ -897,7 +897,14 @@ static double json_table_num(const char *compact, const char *table, const char 
  * --max-pending 4 (counts from the JSON, not times): sources that ignore
  * the Echo never hold a slot once the table is full; sources that answer
  * it (--flood-answer-echo) push out each other, never the peers, which
- * completed handshakes from their addresses in the unloaded phase. */
+ * completed handshakes from their addresses in the unloaded phase.
+ * What is asserted is the responder's choice (no peer refused or evicted
+ * for a flood source), not the kernel's: on a machine busy with other
+ * work the flood can fill the responder's socket buffer and a peer's
+ * datagram is dropped before the responder sees it, which CoAP repairs by
+ * retransmission (RFC 7252 Section 4.2: ACK_TIMEOUT 2 s, doubling), so the
+ * peers wait 15 s for a response, room for two retransmissions, where 4 s
+ * allowed at most one (1 peer in 10 failed under a parallel test run). */
 static void test_load_flood_success(void **state)
 {
     (void)state;
@@ -906,7 +913,7 @@ static void test_load_flood_success(void **state)
         char *out;
         int rc = net_cli_run(&out, 120, true,
                              "load coap://127.0.0.1:%u --peers 2 --handshakes 20 "
-                             "--requests-per-peer 0 --method 3 --suites 2 --timeout 4 "
+                             "--requests-per-peer 0 --method 3 --suites 2 --timeout 15 "
                              "--flood-sources 200 --flood-rate 5000%s --json",
                              resp_proc.port, answer ? " --flood-answer-echo" : "");
         if (rc != 0)
@@ -918,8 +925,14 @@ static void test_load_flood_success(void **state)
         print_message("flood of 200 sources%s, --max-pending 4: peers' success %.2f unloaded, "
                       "%.2f flooded (%.0f flood message_1s)\n",
                       answer ? " answering Echo" : "", ok0, ok1, sent);
-        if (!(ok0 == 1.0 && ok1 == 1.0 && sent > 0))
-            fail_msg("success %.3f / %.3f:\n%s", ok0, ok1, out);
+        if (!(ok0 == 1.0 && ok1 == 1.0 && sent > 0)) {
+            /* The whole JSON is longer than cmocka prints: the flood row
+             * and why the handshakes failed are what tell. */
+            const char *row = strstr(c, "\"name\":\"load_flood\"");
+            const char *why = strstr(c, "cause");
+            fail_msg("success %.3f / %.3f: %.1500s\n... %.1500s", ok0, ok1, row ? row : c,
+                     why ? why : "(no failure causes)");
+        }
         free(c);
         free(out);
         char *log = stop_responder();
