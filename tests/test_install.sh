@@ -177,9 +177,11 @@ fi
 # (Type A: the version nodes' own names, which are not functions.)
 nm -D --defined-only "$so" | awk '$2 != "A" {print $3}' | sed 's/@.*//' | sort -u >"$work/exported"
 n_exported=$(wc -l <"$work/exported")
-bad_prefix=$(grep -vE '^(edhoc_|oscore_|coap_msg_|coap_option_|coap_uint_)' "$work/exported" || true)
+# libcoap's namespace (coap_*) stays libcoap's: a program linking both
+# must never resolve one of its calls to ours.
+bad_prefix=$(grep -vE '^(edhoc_|oscore_)' "$work/exported" || true)
 if [ -z "$bad_prefix" ]; then
-  ok "$n_exported exported symbols, all edhoc_*, oscore_* or the coap_msg.h codec"
+  ok "$n_exported exported symbols, all edhoc_* or oscore_*"
 else
   not_ok "exported outside the public prefixes: $(echo "$bad_prefix" | xargs)"
 fi
