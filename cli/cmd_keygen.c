@@ -14,6 +14,7 @@
 #include "json_out.h"
 #include "path_check.h"
 #include "util.h"
+#include "demo_creds.h"
 
 enum {
     OPT_TYPE = 1,

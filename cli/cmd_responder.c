@@ -32,6 +32,7 @@
 #include "oscore_seq.h"
 #include "responder_workers.h"
 #include "util.h"
+#include "demo_creds.h"
 
 #define MAX_LISTEN 8
 #define MAX_CREDS 8

@@ -11,6 +11,7 @@
 #include "edhoc/oscore.h"
 #include "path_check.h"
 #include "util.h"
+#include "demo_creds.h"
 
 static const int all_suites[] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
 

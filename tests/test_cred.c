@@ -13,6 +13,7 @@
 #include "edhoc/cbor.h"
 #include "edhoc/cred.h"
 #include "vectors.h"
+#include "demo_creds.h"
 
 /* 2025-01-01T00:00:00Z: inside the trace 1 certificates' validity (2022 ..
  * 2029) and the demo ones (2024 .. 2099), after the expired one (2024-06-30). */

@@ -40,6 +40,7 @@
 #include "edhoc/transport.h"
 
 #include "net_test_util.h"
+#include "demo_creds.h"
 
 /* ---- Counting crypto: every call goes to the default backend ---- */
 

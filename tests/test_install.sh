@@ -206,6 +206,26 @@ else
     not_ok "the program linked against $soname records no requirement of $first_node (readelf -V)"
   fi
 fi
+# The demo credentials' private keys are published (data/demo/): the CLI
+# and the tests carry them, the installed library must not, neither as
+# functions nor as bytes.
+if grep -q '^edhoc_demo_' "$work/exported"; then
+  not_ok "libedhoc exports the demo credentials: $(grep '^edhoc_demo_' "$work/exported" | xargs)"
+fi
+demo_key_found=
+for keyfile in "$src"/data/demo/*.key.hex; do
+  pattern=$(tr -d '\n' <"$keyfile" | sed 's/../\\x&/g')
+  for lib in "$so" "$libdir/libedhoc.a"; do
+    if LC_ALL=C grep -qaP "$pattern" "$lib"; then
+      demo_key_found="$demo_key_found $(basename "$keyfile") in $(basename "$lib");"
+    fi
+  done
+done
+if [ -z "$demo_key_found" ]; then
+  ok "no demo private key ($(ls "$src"/data/demo/*.key.hex | wc -l) of data/demo/) in libedhoc.so or libedhoc.a"
+else
+  not_ok "demo private keys in the installed library:$demo_key_found"
+fi
 for internal in cred_read_file cred_sha256 edhoc_ead_parse; do
   if grep -qx "$internal" "$work/exported"; then
     not_ok "internal $internal is exported"

@@ -8,7 +8,7 @@
  *
  * It includes every installed header and uses at least one function of
  * each, as an application would: an EDHOC handshake between two sessions
- * with the demo credentials, the OSCORE contexts both sides derive from
+ * with credentials made through the library, the OSCORE contexts both sides derive from
  * it, a request protected by one and read by the other, the messages
  * written to and read back from a pcap capture, a state database, and the
  * codecs. tests/test_install.sh checks that the list of headers below is
@@ -96,9 +96,9 @@ static void check_netacct(void)
     CHECK(edhoc_netacct_link_describe(&link, text, sizeof text) > 0);
 }
 
-/* edhoc/cred.h, edhoc/edhoc.h: method 3, suite 2, demo P-256 static DH
- * keys on both sides, each side resolving the other's ID_CRED through a
- * store holding the demo trust. */
+/* edhoc/cred.h, edhoc/edhoc.h: method 3, suite 2, fresh P-256 static DH
+ * keys on both sides in CCS, each side resolving the other's ID_CRED
+ * through a store holding both. */
 static struct edhoc_cred_store trust;
 
 static int resolve(void *ctx, const uint8_t *id_cred, size_t len, const struct edhoc_cred **cred)
@@ -107,6 +107,17 @@ static int resolve(void *ctx, const uint8_t *id_cred, size_t len, const struct e
     int rc = edhoc_cred_store_resolve(&trust, id_cred, len, out);
     *cred = out;
     return rc;
+}
+
+/* A fresh P-256 static DH key and its CCS with a one-byte kid. */
+static void make_ccs(uint8_t kid, const char *subject, struct edhoc_cred *cred,
+                     struct edhoc_key *key)
+{
+    uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
+    size_t pub_len = sizeof pub;
+    CHECK(edhoc_key_generate(key, EDHOC_COSE_CRV_P256) == 0);
+    CHECK(edhoc_key_public(key, pub, &pub_len) == 0);
+    CHECK(edhoc_cred_build_ccs(cred, EDHOC_COSE_CRV_P256, pub, pub_len, &kid, 1, subject) == 0);
 }
 
 struct handshake {
@@ -122,10 +133,13 @@ static void check_handshake(const struct edhoc_crypto_ops *ops, struct handshake
     static struct edhoc_received rx;
     static const int suites[] = {2};
 
-    CHECK(edhoc_demo_cred('I', EDHOC_COSE_CRV_P256, true, &cred_i, &key_i) == 0);
-    CHECK(edhoc_demo_cred('R', EDHOC_COSE_CRV_P256, true, &cred_r, &key_r) == 0);
+    /* The installed library holds no demo credential (their keys are
+     * published): each side makes its own, as an application does. */
+    make_ccs(0x0b, "initiator", &cred_i, &key_i);
+    make_ccs(0x0c, "responder", &cred_r, &key_r);
     edhoc_cred_store_init(&trust);
-    CHECK(edhoc_demo_trust(&trust) == 0);
+    CHECK(edhoc_cred_store_add_cred(&trust, &cred_i) == 0);
+    CHECK(edhoc_cred_store_add_cred(&trust, &cred_r) == 0);
 
     struct edhoc_config ci = {.ops = ops, .method = 3, .suites = suites, .n_suites = 1,
                               .cred = &cred_i, .key = &key_i};

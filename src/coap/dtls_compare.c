@@ -23,6 +23,7 @@
 
 #include "edhoc/cred.h"
 #include "edhoc/crypto.h"
+#include "demo_creds.h"
 
 /* ---- Counting relay ---- */
 

@@ -22,6 +22,7 @@
 #include "edhoc/oscore.h"
 #include "edhoc/state.h"
 #include "edhoc/transport.h"
+#include "demo_creds.h"
 
 static struct edhoc_cred cred;
 static struct edhoc_key key;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "edhoc/cred.h"
+#include "demo_creds.h"
 
 #define FUZZ_TIME 1735689600 /* 2025-01-01: fixed, so runs are reproducible */
 
