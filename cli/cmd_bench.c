@@ -965,7 +965,7 @@ static void flood_receive(struct load_run *r)
 
 static const char *coap_code_text(uint8_t code, char buf[8])
 {
-    snprintf(buf, 8, "%u.%02u", code >> 5, code & 0x1f);
+    snprintf(buf, 8, "%u.%02u", (unsigned)(code >> 5), (unsigned)(code & 0x1f));
     return buf;
 }
 

@@ -292,17 +292,6 @@ static int read_payload(const char *text, const char *hex, const char *file, siz
     return 0;
 }
 
-/* --output FILE: the response body, exactly. */
-static int write_output(const char *path, const uint8_t *p, size_t n)
-{
-    FILE *f = strcmp(path, "-") ? fopen(path, "wb") : stdout;
-    if (!f || (n && fwrite(p, 1, n, f) != n) || (f != stdout ? fclose(f) : fflush(f))) {
-        fprintf(stderr, "edhoc-cli coap: --output %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* What --json prints, built as the run goes: every response, then the
  * members of the run as a whole (docs/json/coap.schema.json). NULL root:
  * text output. */
@@ -334,7 +323,7 @@ static int print_response(struct report *rep, const struct response_info *ri, co
     char cn[48];
     int rc = 0;
     if (output_path)
-        rc = write_output(output_path, pl, pll);
+        rc = cli_write_output("coap", output_path, pl, pll);
     cli_coap_code_name(ri->code, cn, sizeof cn);
     if (rep->root) {
         json_t *r = json_object();

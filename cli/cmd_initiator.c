@@ -2006,13 +2006,8 @@ int cmd_initiator(int argc, char **argv)
     if (output_path && run->n_answers && !run->exit_code) {
         /* The body of the last response, exactly (--output). */
         const struct answer *a = &run->answers[run->n_answers - 1];
-        FILE *f = strcmp(output_path, "-") ? fopen(output_path, "wb") : stdout;
-        if (!f || (a->payload_len && fwrite(a->payload, 1, a->payload_len, f) != a->payload_len) ||
-            (f != stdout ? fclose(f) : fflush(f))) {
-            fprintf(stderr, "edhoc-cli initiator: --output %s: %s\n", output_path,
-                    strerror(errno));
+        if (cli_write_output("initiator", output_path, a->payload, a->payload_len) != 0)
             run->exit_code = CLI_EXIT_INPUT;
-        }
     }
     if (c->o.json)
         print_json(c, run);

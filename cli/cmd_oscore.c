@@ -92,7 +92,7 @@ const struct cli_cmd_spec cli_spec_oscore = {
 
 static const char *code_text(uint8_t code, char buf[8])
 {
-    snprintf(buf, 8, "%u.%02u", code >> 5, code & 0x1f);
+    snprintf(buf, 8, "%u.%02u", (unsigned)(code >> 5), (unsigned)(code & 0x1f));
     return buf;
 }
 

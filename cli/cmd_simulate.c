@@ -1338,9 +1338,11 @@ int cmd_simulate(int argc, char **argv)
         if (r > 0 && cli_interrupted())
             break;
         struct run scratch;
-        struct run *target = r == 0 ? &run : &scratch;
-        if (r)
+        struct run *target = &run;
+        if (r) {
             memset(&scratch, 0, sizeof scratch);
+            target = &scratch;
+        }
         crypto_ns = 0;
         crypto_calls = 0;
         uint64_t t0 = cli_now_ns();

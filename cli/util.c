@@ -53,7 +53,12 @@ uint8_t *cli_read_file(const char *path, size_t *len)
         return NULL;
     size_t cap = 4096, n = 0;
     uint8_t *buf = malloc(cap);
-    while (buf) {
+    if (!buf) {
+        fclose(f);
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (;;) {
         if (n + 1 >= cap) {
             uint8_t *bigger = realloc(buf, cap * 2);
             if (!bigger) {
@@ -189,4 +194,25 @@ void cli_no_core_dumps(void)
     struct rlimit none = {0, 0};
     setrlimit(RLIMIT_CORE, &none);
     prctl(PR_SET_DUMPABLE, 0);
+}
+
+int cli_write_output(const char *prog, const char *path, const uint8_t *p, size_t n)
+{
+    bool to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "wb");
+    bool ok = f != NULL && (n == 0 || fwrite(p, 1, n, f) == n);
+    int saved = errno;
+    /* Closed whatever happened (a failed write used to keep the file). */
+    if (f && !to_stdout && fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    } else if (to_stdout && fflush(stdout) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        fprintf(stderr, "edhoc-cli %s: --output %s: %s\n", prog, path, strerror(saved));
+        return -1;
+    }
+    return 0;
 }

@@ -30,6 +30,9 @@ void cli_hex_print(FILE *f, const uint8_t *p, size_t len);
 /* Read a whole file (binary). Returns malloc'd bytes (NUL-terminated for
  * convenience) or NULL with errno set. */
 uint8_t *cli_read_file(const char *path, size_t *len);
+/* --output PATH ("-": standard output): the n bytes at p, exactly. 0, or
+ * -1 after "edhoc-cli PROG: --output PATH: why" on standard error. */
+int cli_write_output(const char *prog, const char *path, const uint8_t *p, size_t n);
 /* Write s as a JSON string literal (with quotes). */
 void cli_json_string(FILE *f, const char *s);
 /* Write bytes as a JSON hex string literal. */

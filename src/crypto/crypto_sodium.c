@@ -237,7 +237,7 @@ static int sodium_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t *
 {
     const size_t tag_len = crypto_aead_chacha20poly1305_ietf_ABYTES;
     unsigned long long pt_len = 0;
-    uint8_t scratch[1];
+    uint8_t scratch[1] = {0};
 
     if (aead_alg != EDHOC_COSE_CHACHA20_POLY1305)
         return fallback()->aead_decrypt(aead_alg, key, nonce, aad, aad_len, ct, ct_len, pt);
