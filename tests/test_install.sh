@@ -294,7 +294,7 @@ if [ -n "$extra" ]; then
 fi
 [ "$files_ok" = 1 ] && ok "JSON Schemas in ${datadir#"$root"}/edhoc-cli/json: $(cd "$src/docs/json" && echo *)"
 files_ok=1
-for doc in README.md docs/DESIGN.md docs/json.md docs/airtime.md docs/exporter.md docs/oscore-b2.md; do
+for doc in README.md HACKING.md docs/DESIGN.md docs/json.md docs/airtime.md docs/exporter.md docs/oscore-b2.md; do
   if ! cmp -s "$src/$doc" "$datadir/doc/edhoc-cli/$(basename "$doc")"; then
     not_ok "share/doc/edhoc-cli/$(basename "$doc") missing or not $doc"
     files_ok=0
