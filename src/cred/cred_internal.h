@@ -13,7 +13,8 @@
 void cred_why(char *why, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Is pub a valid public key of that curve (EC2: 0x04||x||y on the curve)? */
+/* Is pub a valid public key of that curve (EC2: 0x04||x||y on the curve)?
+ * (cred_openssl.c) */
 bool cred_pub_is_valid(int curve, const uint8_t *pub, size_t len);
 
 /* Leaf certificate facts read with OpenSSL. */
@@ -110,7 +111,8 @@ int cred_pem_kids(const uint8_t *pem, size_t len, uint8_t (*kids)[EDHOC_CRED_MAX
  * EDHOC_CRED_ERR_FORMAT. */
 int cred_x509_check_time(const struct edhoc_cred *cred, int64_t now);
 
-/* SHA-256 of msg into out[32]. Returns 0 or EDHOC_CRED_ERR_FORMAT. */
+/* SHA-256 of msg into out[32]. Returns 0 or EDHOC_CRED_ERR_FORMAT.
+ * (cred_openssl.c) */
 int cred_sha256(const uint8_t *msg, size_t len, uint8_t out[32]);
 
 /* Hex text (whitespace, ':' and a leading "0x" ignored) into out.

@@ -16,44 +16,6 @@
 
 #define CRED_FILE_MAX (64 * 1024)
 
-static int hex_value(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-long cred_hex_decode(const uint8_t *text, size_t len, uint8_t *out, size_t cap)
-{
-    size_t i = 0, n = 0;
-    int high = -1;
-    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
-        i++;
-    if (i + 1 < len && text[i] == '0' && (text[i + 1] == 'x' || text[i + 1] == 'X'))
-        i += 2;
-    for (; i < len; i++) {
-        uint8_t c = text[i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ':')
-            continue;
-        int v = hex_value(c);
-        if (v < 0)
-            return -1;
-        if (high < 0) {
-            high = v;
-            continue;
-        }
-        if (n >= cap)
-            return -1;
-        out[n++] = (uint8_t)(high << 4 | v);
-        high = -1;
-    }
-    return high >= 0 ? -1 : (long)n;
-}
-
 static bool is_text(const uint8_t *d, size_t len)
 {
     for (size_t i = 0; i < len; i++)

@@ -24,102 +24,6 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
     return -1;
 }
 
-static int okp_type(int curve)
-{
-    switch (curve) {
-    case EDHOC_COSE_CRV_X25519: return EVP_PKEY_X25519;
-    case EDHOC_COSE_CRV_X448: return EVP_PKEY_X448;
-    case EDHOC_COSE_CRV_ED25519: return EVP_PKEY_ED25519;
-    case EDHOC_COSE_CRV_ED448: return EVP_PKEY_ED448;
-    default: return 0;
-    }
-}
-
-static size_t priv_len(int curve)
-{
-    switch (curve) {
-    case EDHOC_COSE_CRV_P256: case EDHOC_COSE_CRV_X25519: case EDHOC_COSE_CRV_ED25519: return 32;
-    case EDHOC_COSE_CRV_P384: return 48;
-    case EDHOC_COSE_CRV_X448: return 56;
-    case EDHOC_COSE_CRV_ED448: return 57;
-    default: return 0;
-    }
-}
-
-static int ec_nid(int curve)
-{
-    return curve == EDHOC_COSE_CRV_P256 ? NID_X9_62_prime256v1
-         : curve == EDHOC_COSE_CRV_P384 ? NID_secp384r1 : NID_undef;
-}
-
-bool cred_pub_is_valid(int curve, const uint8_t *pub, size_t len)
-{
-    int nid = ec_nid(curve);
-    if (nid == NID_undef)
-        return okp_type(curve) != 0 && len == (curve == EDHOC_COSE_CRV_ED448 ? 57u : priv_len(curve));
-    EC_GROUP *g = EC_GROUP_new_by_curve_name(nid);
-    EC_POINT *pt = g ? EC_POINT_new(g) : NULL;
-    bool ok = pt && len >= 1 && pub[0] == 0x04 &&
-              EC_POINT_oct2point(g, pt, pub, len, NULL) == 1 &&
-              EC_POINT_is_on_curve(g, pt, NULL) == 1 && !EC_POINT_is_at_infinity(g, pt);
-    EC_POINT_free(pt);
-    EC_GROUP_free(g);
-    ERR_clear_error();
-    return ok;
-}
-
-/* 0x04||x||y of d*G, after checking 0 < d < n. */
-static bool ec_public_from_private(int curve, const uint8_t *priv, uint8_t *pub, size_t *pub_len)
-{
-    size_t c = priv_len(curve);
-    EC_GROUP *g = EC_GROUP_new_by_curve_name(ec_nid(curve));
-    EC_POINT *pt = g ? EC_POINT_new(g) : NULL;
-    BIGNUM *d = BN_bin2bn(priv, (int)c, NULL);
-    bool ok = pt && d && !BN_is_zero(d) && BN_cmp(d, EC_GROUP_get0_order(g)) < 0 &&
-              EC_POINT_mul(g, pt, d, NULL, NULL, NULL) == 1 &&
-              EC_POINT_point2oct(g, pt, POINT_CONVERSION_UNCOMPRESSED, pub, 1 + 2 * c, NULL) ==
-                  1 + 2 * c;
-    if (ok)
-        *pub_len = 1 + 2 * c;
-    BN_clear_free(d);
-    EC_POINT_free(pt);
-    EC_GROUP_free(g);
-    ERR_clear_error();
-    return ok;
-}
-
-EVP_PKEY *cred_pkey_from_key(const struct edhoc_key *key)
-{
-    if (priv_len(key->curve) == 0 || key->priv_len != priv_len(key->curve))
-        return NULL;
-    int type = okp_type(key->curve);
-    if (type != 0)
-        return EVP_PKEY_new_raw_private_key(type, NULL, key->priv, key->priv_len);
-
-    uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
-    size_t pub_len;
-    if (!ec_public_from_private(key->curve, key->priv, pub, &pub_len))
-        return NULL;
-    EVP_PKEY *pkey = NULL;
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
-    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
-    BIGNUM *d = BN_secure_new();
-    OSSL_PARAM *params = NULL;
-    const char *group = key->curve == EDHOC_COSE_CRV_P256 ? "prime256v1" : "secp384r1";
-    if (ctx && bld && d && BN_bin2bn(key->priv, (int)key->priv_len, d) &&
-        OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) &&
-        OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, d) &&
-        OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, pub, pub_len) &&
-        (params = OSSL_PARAM_BLD_to_param(bld)) != NULL && EVP_PKEY_fromdata_init(ctx) == 1)
-        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEYPAIR, params);
-    OSSL_PARAM_free(params);
-    BN_clear_free(d);
-    OSSL_PARAM_BLD_free(bld);
-    EVP_PKEY_CTX_free(ctx);
-    ERR_clear_error();
-    return pkey;
-}
-
 /* Raw private key of an EVP_PKEY. Returns 0 or EDHOC_CRED_ERR_FORMAT. */
 static int key_from_pkey(struct edhoc_key *key, EVP_PKEY *pkey)
 {
@@ -129,8 +33,8 @@ static int key_from_pkey(struct edhoc_key *key, EVP_PKEY *pkey)
     memset(key, 0, sizeof *key);
     if (cred_pkey_public(pkey, &curve, pub, &pub_len) != 0)
         return EDHOC_CRED_ERR_FORMAT;
-    size_t n = priv_len(curve);
-    if (okp_type(curve) != 0) {
+    size_t n = cred_priv_len(curve);
+    if (cred_okp_type(curve) != 0) {
         size_t got = n;
         if (EVP_PKEY_get_raw_private_key(pkey, key->priv, &got) != 1 || got != n)
             goto bad;
@@ -172,10 +76,10 @@ int edhoc_key_generate(struct edhoc_key *key, int curve)
 
 int edhoc_key_public(const struct edhoc_key *key, uint8_t *pub, size_t *pub_len)
 {
-    if (ec_nid(key->curve) != NID_undef) {
-        if (key->priv_len != priv_len(key->curve))
+    if (cred_ec_nid(key->curve) != NID_undef) {
+        if (key->priv_len != cred_priv_len(key->curve))
             return EDHOC_CRED_ERR_FORMAT;
-        return ec_public_from_private(key->curve, key->priv, pub, pub_len)
+        return cred_ec_public_from_private(key->curve, key->priv, pub, pub_len)
                    ? 0 : EDHOC_CRED_ERR_FORMAT;
     }
     EVP_PKEY *pkey = cred_pkey_from_key(key);
@@ -234,7 +138,7 @@ int edhoc_key_parse(struct edhoc_key *key, const uint8_t *data, size_t len, int 
               : n == 57 ? EDHOC_COSE_CRV_ED448 : 0;
     }
     int rc = EDHOC_CRED_ERR_FORMAT;
-    if (n > 0 && priv_len(curve) == (size_t)n) {
+    if (n > 0 && cred_priv_len(curve) == (size_t)n) {
         key->curve = curve;
         key->priv_len = (size_t)n;
         memcpy(key->priv, raw, (size_t)n);

@@ -21,62 +21,6 @@
 #include "cred_internal.h"
 #include "cred_openssl.h"
 
-int cred_sha256(const uint8_t *msg, size_t len, uint8_t out[32])
-{
-    unsigned int n = 0;
-    if (EVP_Digest(msg, len, out, &n, EVP_sha256(), NULL) != 1 || n != 32)
-        return EDHOC_CRED_ERR_FORMAT;
-    return 0;
-}
-
-int cred_pkey_public(EVP_PKEY *pkey, int *curve, uint8_t *pub, size_t *pub_len)
-{
-    size_t n = EDHOC_CRYPTO_MAX_PUB;
-    switch (EVP_PKEY_get_base_id(pkey)) {
-    case EVP_PKEY_ED25519: *curve = EDHOC_COSE_CRV_ED25519; break;
-    case EVP_PKEY_ED448: *curve = EDHOC_COSE_CRV_ED448; break;
-    case EVP_PKEY_X25519: *curve = EDHOC_COSE_CRV_X25519; break;
-    case EVP_PKEY_X448: *curve = EDHOC_COSE_CRV_X448; break;
-    case EVP_PKEY_EC: {
-        char group[32];
-        size_t glen = 0;
-        if (EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, group,
-                                           sizeof group, &glen) != 1)
-            return EDHOC_CRED_ERR_FORMAT;
-        size_t c;
-        if (!strcmp(group, "prime256v1") || !strcmp(group, "P-256")) {
-            *curve = EDHOC_COSE_CRV_P256;
-            c = 32;
-        } else if (!strcmp(group, "secp384r1") || !strcmp(group, "P-384")) {
-            *curve = EDHOC_COSE_CRV_P384;
-            c = 48;
-        } else {
-            return EDHOC_CRED_ERR_FORMAT;
-        }
-        /* Coordinates rather than the encoded point: a certificate may
-         * carry a compressed point, edhoc_cred.pub is always 0x04||x||y. */
-        BIGNUM *x = NULL, *y = NULL;
-        int ok = EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_EC_PUB_X, &x) == 1 &&
-                 EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_EC_PUB_Y, &y) == 1 &&
-                 BN_bn2binpad(x, pub + 1, (int)c) == (int)c &&
-                 BN_bn2binpad(y, pub + 1 + c, (int)c) == (int)c;
-        BN_free(x);
-        BN_free(y);
-        if (!ok)
-            return EDHOC_CRED_ERR_FORMAT;
-        pub[0] = 0x04;
-        *pub_len = 1 + 2 * c;
-        return 0;
-    }
-    default:
-        return EDHOC_CRED_ERR_FORMAT;
-    }
-    if (EVP_PKEY_get_raw_public_key(pkey, pub, &n) != 1)
-        return EDHOC_CRED_ERR_FORMAT;
-    *pub_len = n;
-    return 0;
-}
-
 static int64_t asn1_time_to_unix(const ASN1_TIME *t, bool *ok)
 {
     struct tm tm;
