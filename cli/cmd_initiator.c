@@ -1920,6 +1920,18 @@ int cmd_initiator(int argc, char **argv)
             run->m3_acceptance = "oscore_response";
         }
     }
+    /* One exit-code contract with `coap`: a final 4.xx or 5.xx response
+     * is the request failing (RFC 7252 Section 5.9.2 and 5.9.3: client
+     * and server errors), exit 1, though OSCORE itself worked (the answer
+     * was protected; `interop` counts it so). */
+    for (size_t i = 0; !run->exit_code && i < run->n_answers; i++) {
+        const struct answer *a = &run->answers[i];
+        if ((a->code >> 5) >= 4) {
+            char cn[48];
+            fail(run, CLI_EXIT_FAILURE, "%s: the server answered %s", a->request,
+                 cli_coap_code_name(a->code, cn, sizeof cn));
+        }
+    }
     if (run->have_osc)
         run->next_ssn = oscore_context_ssn(osc);
     if (c->export_conf && hs_ok) {

@@ -805,7 +805,13 @@ static void diagnose(const struct opts *o, struct matrix_state *st, struct cell 
     if (handshake_completed(c, out)) {
         c->edhoc_ok = true;
         set_text(c->edhoc, sizeof c->edhoc, "ok");
-        if (exit_code == CLI_EXIT_OK && !strcmp(outcome, "ok")) {
+        const json_t *first = json_array_get(json_object_get(out, "responses"), 0);
+        const char *first_code = member_str(first, "code");
+        /* The initiator exits 1 on a protected 4.xx/5.xx (the request
+         * failed); OSCORE worked, which is what the cell is about. */
+        bool protected_error = exit_code == CLI_EXIT_FAILURE && first_code &&
+                               (first_code[0] == '4' || first_code[0] == '5');
+        if ((exit_code == CLI_EXIT_OK && !strcmp(outcome, "ok")) || protected_error) {
             c->outcome = OUT_OK;
             c->failure = FAIL_NONE;
             const json_t *r0 = json_array_get(json_object_get(out, "responses"), 0);
