@@ -43,6 +43,27 @@ static long protect_logged(struct oscore_context *ctx, struct seq_log *log, cons
 
 /* "the peer answered without OSCORE" with what it said, and which RFC
  * sentence makes it no answer. */
+/* --json when nothing could be sent (the host name does not resolve):
+ * the report of a run without responses, so that a script reads every
+ * failure the same way. */
+static void print_unsent_report(const char *error, const struct oscore_context *ctx)
+{
+    json_t *root = json_object();
+    cli_json_set(root, "responses", json_array());
+    cli_json_set(root, "repeat", json_null());
+    cli_json_set(root, "deregistered", json_null());
+    cli_json_set(root, "oscore_sequence_numbers", ctx ? json_array() : json_null());
+    cli_json_set(root, "oscore_requests_protected", cli_json_int_or_null(ctx != NULL, 0));
+    cli_json_set(root, "next_sequence_number",
+                 cli_json_int_or_null(ctx != NULL, ctx ? (long long)oscore_context_ssn(ctx) : 0));
+    cli_json_set(root, "oscore_b2", json_null());
+    cli_json_set(root, "error", json_string(error));
+    cli_json_set(root, "partial", json_false());
+    /* cli_json_print takes the reference. */
+    if (cli_json_print(root, stdout))
+        fprintf(stderr, "edhoc-cli coap: standard output: write error\n");
+}
+
 static void report_unprotected(const uint8_t *msg, size_t len, uint8_t code)
 {
     char text[400];
@@ -849,6 +870,8 @@ int cmd_coap(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "edhoc-cli coap: %s: %s\n", u.host, edhoc_transport_strerror(rc));
         exit_code = cli_exit_for_client_open(rc);
+        if (json)
+            print_unsent_report("unreachable", ctx);
         goto out;
     }
     uint64_t deadline = cli_now_ns() + (uint64_t)timeout_ms * 1000000ull;

@@ -1799,6 +1799,13 @@ int cmd_initiator(int argc, char **argv)
         /* A name that does not resolve is an unreachable peer, not a bad
          * command line: the URI is well formed (issue 14). */
         exit_code = cli_exit_for_client_open(rc);
+        /* --json answers on every failure: a script reads the step that
+         * failed from the report, not from standard error. */
+        if (c->o.json) {
+            run->suite = -1;
+            fail(run, exit_code, "%s: %s", c->uri.host, edhoc_transport_strerror(rc));
+            print_json(c, run);
+        }
         goto free_all;
     }
     if (cli_net_capture_open(&c->net, "initiator", &c->capture)) {

@@ -1966,6 +1966,14 @@ static void test_initiator_options(void **state)
         fail_msg("unresolvable host: exit %d\n%s", rc, out);
     assert_non_null(strstr(out, "no-such-host.invalid"));
     free(out);
+    /* With --json, the report of a failed run, valid against the schema,
+     * with the failure's exit code and text (it printed nothing). */
+    rc = CLI_RUN(&out, 30, "initiator coap://no-such-host.invalid/ --timeout 5 --json 2>/dev/null");
+    if (rc != 6 || !strstr(out, "\"text\": \"no-such-host.invalid: host name does not resolve\"") ||
+        !strstr(out, "\"exit_code\": 6"))
+        fail_msg("unresolvable host, --json: exit %d\n%s", rc, out);
+    assert_valid(out, "initiator");
+    free(out);
 }
 
 /* The schema check can fail: a report without one of its required members,
