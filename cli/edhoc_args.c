@@ -300,12 +300,12 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
         return -1;
     }
     struct cli_side_opts *so = &o->side[side];
-    if (!strcmp(base, "--cred")) {
-        so->cred_path = value;
-        return 1;
-    }
-    if (!strcmp(base, "--key")) {
-        so->key_path = value;
+    if (!strcmp(base, "--cred") || !strcmp(base, "--key")) {
+        if (!strcmp(base, "--cred"))
+            so->cred_path = value;
+        else
+            so->key_path = value;
+        snprintf(so->flag_suffix, sizeof so->flag_suffix, "%s", name + strlen(base));
         return 1;
     }
     if (!strcmp(base, "--ephemeral")) {
@@ -619,8 +619,11 @@ int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_si
             return rc;
     } else {
         if (!so->cred_path || !so->key_path) {
-            fprintf(stderr, "edhoc-cli: the %s needs both --cred%s and --key%s\n", who,
-                    role == CLI_SIDE_I ? "-i" : "-r", role == CLI_SIDE_I ? "-i" : "-r");
+            /* In the spelling the command took (--cred, or --cred-i on a
+             * command that sets both sides). */
+            fprintf(stderr, "edhoc-cli: the %s needs both --cred%s and --key%s (%s%s given alone)\n",
+                    who, so->flag_suffix, so->flag_suffix, so->cred_path ? "--cred" : "--key",
+                    so->flag_suffix);
             return CLI_EXIT_USAGE;
         }
         rc = edhoc_cred_load_file(&side->cred, so->cred_path, why, sizeof why);

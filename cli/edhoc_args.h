@@ -25,6 +25,9 @@
 struct cli_side_opts {
     const char *cred_path;
     const char *key_path;
+    /* The side suffix as the user spelled it ("" for --cred, "-i" for
+     * --cred-i), so that messages name options the command accepts. */
+    char flag_suffix[3];
     int id_cred_type;                /* enum edhoc_id_cred_type; 0 = default */
     uint8_t kid[EDHOC_CRED_MAX_KID]; /* --kid: names the own credential (kid_len 0: none) */
     size_t kid_len;

@@ -1959,6 +1959,12 @@ static void test_initiator_options(void **state)
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "--timeout"));
     free(out);
+    /* A credential without its key: the message names the options the
+     * initiator takes (--cred, --key), not simulate's --cred-i/--key-i. */
+    rc = CLI_RUN(&out, 10, "initiator coap://127.0.0.1:9 --cred /nonexistent");
+    if (rc != 2 || !strstr(out, "the initiator needs both --cred and --key (--cred given alone)"))
+        fail_msg("--cred without --key: exit %d\n%s", rc, out);
+    free(out);
     /* A host name that does not resolve is a peer that cannot be reached:
      * exit 6 as documented ("timeout or peer unreachable"), it was 2. */
     rc = CLI_RUN(&out, 30, "initiator coap://no-such-host.invalid/ --timeout 5");
