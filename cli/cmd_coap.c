@@ -43,6 +43,15 @@ static long protect_logged(struct oscore_context *ctx, struct seq_log *log, cons
 
 /* "the peer answered without OSCORE" with what it said, and which RFC
  * sentence makes it no answer. */
+/* The response carries an Observe option (outer: under OSCORE it is
+ * also outer, RFC 8613 Section 4.1.3.5.2). */
+static bool has_observe(const uint8_t *msg, size_t len)
+{
+    struct coap_msg m;
+    return edhoc_coap_msg_parse(msg, len, &m) == 0 &&
+           edhoc_coap_msg_find_option(&m, COAP_OPT_OBSERVE) != NULL;
+}
+
 /* --json when nothing could be sent (the host name does not resolve):
  * the report of a run without responses, so that a script reads every
  * failure the same way. */
@@ -1075,6 +1084,17 @@ int cmd_coap(int argc, char **argv)
         }
         if ((ri.code >> 5) >= 4) {
             exit_code = CLI_EXIT_FAILURE;
+            break;
+        }
+        if (observe && k == 0 && !has_observe(resp, (size_t)rn)) {
+            /* RFC 7641 Section 3.1: "If the response does not include an
+             * Observe Option, the server has not added the client to the
+             * list of observers": the answer is the resource's state, and
+             * there is nothing to wait for or to deregister. */
+            if (!p.quiet)
+                fprintf(stderr, "edhoc-cli coap: not registered as an observer: the response "
+                                "has no Observe option (RFC 7641 Section 3.1)\n");
+            peer_lost = true; /* no observation to end */
             break;
         }
         if (observe)

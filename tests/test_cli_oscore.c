@@ -657,6 +657,16 @@ static void test_coap_json_outputs(void **state)
     assert_json_eq(out, "deregistered", "true");
     assert_true(json_long(out, "responses/1/piv") >= 0);
     free(out);
+    /* A resource that answers without Observe: RFC 7641 Section 3.1, "If
+     * the response does not include an Observe Option, the server has not
+     * added the client to the list of observers": one response, exit 0 at
+     * once, nothing to deregister (it waited out the timeout and exited
+     * 6). */
+    out = coap_json(0, "GET coap://127.0.0.1:%u/time --observe 3 --timeout 20 --oscore-context %s",
+                    r.port, cl);
+    assert_json_eq(out, "responses/#", "1");
+    assert_json_eq(out, "deregistered", "null");
+    free(out);
     /* Standard error is not a terminal here: no progress on it without
      * -v (issue #14), and nothing else either on a run that succeeds. */
     char errp[300];

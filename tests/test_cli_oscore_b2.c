@@ -6,6 +6,7 @@
  * pending run first, then the context it has, else step 2.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,9 +51,17 @@ static long answer(struct oscore_context *c, struct oscore_binding *b, const uin
     struct coap_msg m;
     if (edhoc_coap_msg_parse(req, len, &m))
         return -1;
+    /* A registration (Observe 0) is accepted, as a server that adds the
+     * client to its observers does: its answer carries Observe (RFC 7641
+     * Section 3.1), so the client deregisters at the end. */
+    const struct coap_option *obs = edhoc_coap_msg_find_option(&m, COAP_OPT_OBSERVE);
+    bool registers = obs && (obs->len == 0 || (obs->len == 1 && obs->value[0] == 0));
     m.type = m.type == COAP_TYPE_CON ? COAP_TYPE_ACK : COAP_TYPE_NON;
     m.code = COAP_CODE_CONTENT;
     m.option_count = 0;
+    static const uint8_t first_notification = 1;
+    if (registers && edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, &first_notification, 1))
+        return -1;
     m.payload = (const uint8_t *)"b2 ok";
     m.payload_len = 5;
     uint8_t plain[256];
