@@ -296,6 +296,10 @@ int edhoc_state_rollback(struct edhoc_state_db *db);
  * (max_rows 0, already on, inside begin/commit), EDHOC_STATE_ERR_IO. */
 int edhoc_state_group_commit(struct edhoc_state_db *db, unsigned max_rows, unsigned max_ms);
 
+/* Whether edhoc_state_group_commit is on (a local handle or one from
+ * edhoc_state_connect). */
+bool edhoc_state_is_grouped(const struct edhoc_state_db *db);
+
 /* Wait for everything queued; 0 when all of it since the previous flush
  * committed, else the error of a batch that failed. Without group
  * commit: 0 (every write was durable on return). */

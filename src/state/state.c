@@ -2349,6 +2349,13 @@ int edhoc_state_wait(struct edhoc_state_db *db, uint64_t ticket, bool block)
     return err;
 }
 
+bool edhoc_state_is_grouped(const struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return false;
+    return db->remote ? state_remote_is_grouped(db->remote) : db->gc != NULL;
+}
+
 int edhoc_state_event_fd(const struct edhoc_state_db *db)
 {
     return db && db->gc ? db->gc->efd : -1;

@@ -239,6 +239,11 @@ int state_remote_group(struct state_remote *r)
     return 0;
 }
 
+bool state_remote_is_grouped(const struct state_remote *r)
+{
+    return r->grouped;
+}
+
 /* A commit outside begin: answered once every write sent before it is
  * durable, with the first failure among them. */
 int state_remote_flush(struct state_remote *r)

@@ -26,6 +26,7 @@ long state_remote_count(struct state_remote *r);
 int state_remote_begin(struct state_remote *r);
 int state_remote_commit(struct state_remote *r);
 int state_remote_group(struct state_remote *r);
+bool state_remote_is_grouped(const struct state_remote *r);
 int state_remote_flush(struct state_remote *r);
 
 /* Group commit of the writer's handle, for the writer's end: the ticket of
