@@ -2088,10 +2088,12 @@ static void *gc_main(void *arg)
 
 int edhoc_state_group_commit(struct edhoc_state_db *db, unsigned max_rows, unsigned max_ms)
 {
-    if (db == NULL || max_rows == 0)
+    if (db == NULL)
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
-        return state_remote_group(db->remote);
+        return state_remote_group(db->remote); /* the writer process sets the batches */
+    if (max_rows == 0)
+        return EDHOC_STATE_ERR_ARG;
     if (db->gc)
         return EDHOC_STATE_ERR_ARG;
     int unusable = usable(db);
