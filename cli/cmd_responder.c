@@ -1581,7 +1581,14 @@ int cmd_responder(int argc, char **argv)
      * written in batches (group commit: docs/DESIGN.md says what must be
      * durable before which packet). A worker's handle sends its writes to
      * the writer process without waiting. */
-    if (db && edhoc_state_group_commit(db, CLI_STATE_BATCH_ROWS, CLI_STATE_BATCH_MS))
+    /* Test only: EDHOC_TEST_STATE_BATCH_MS=MS holds a batch open up to MS
+     * milliseconds (unless someone waits for it), so that a test can kill
+     * the responder while the newest contexts are not on disk yet. */
+    unsigned batch_ms = CLI_STATE_BATCH_MS;
+    const char *test_batch = getenv("EDHOC_TEST_STATE_BATCH_MS");
+    if (test_batch && sscanf(test_batch, "%u", &batch_ms) != 1)
+        batch_ms = CLI_STATE_BATCH_MS;
+    if (db && edhoc_state_group_commit(db, CLI_STATE_BATCH_ROWS, batch_ms))
         cli_log(LOG_WARNING, "state: no group commit, one commit per handshake");
     bool publish_stats = state_dir && edhoc_state_event_fd(db) >= 0;
     uint64_t stats_due_ms = 0, grouped_ms = cli_now_ns() / 1000000;
