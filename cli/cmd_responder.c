@@ -1592,6 +1592,13 @@ int cmd_responder(int argc, char **argv)
         cli_log(LOG_WARNING, "state: no group commit, one commit per handshake");
     bool publish_stats = state_dir && edhoc_state_event_fd(db) >= 0;
     uint64_t stats_due_ms = 0, grouped_ms = cli_now_ns() / 1000000;
+    if (publish_stats) {
+        /* At once: a load started the moment the responder is ready finds
+         * the figures to compare with. */
+        struct cli_state_stats ss = {.pid = (long)getpid()};
+        edhoc_state_get_writer_stats(db, &ss.w);
+        cli_state_stats_publish(state_dir, &ss);
+    }
 
     /* Notifications go out through the transport. */
     edhoc_server_set_sender(srv, send_notification, t);
