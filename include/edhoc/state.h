@@ -20,7 +20,9 @@
  * and delete it as you would a private key.
  *
  * Durability: WAL journal with synchronous=FULL, so every put/store/delete
- * is fsync'ed before it returns (kill -9 and power loss alike).
+ * is fsync'ed before it returns (kill -9 and power loss alike) -- or, with
+ * group commit (edhoc_state_group_commit), with its batch: marks before
+ * edhoc_state_store_ssn returns, the rest with the next batch.
  *
  * Concurrency: one process at a time holds a state directory and its
  * database (an flock on the directory and one on the database file, so a
