@@ -991,13 +991,10 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
     /* synchronous=FULL in WAL mode fsyncs the WAL at every commit: a
      * statement that returned is on stable storage. secure_delete zeroes
      * the bytes of deleted or replaced rows, which hold master secrets. */
-    /* locking_mode=EXCLUSIVE: the database is ours alone (the flocks on
-     * the directory and the file keep every other process out), so SQLite
-     * takes its file lock once and keeps it, instead of a round of fcntl
-     * locks per transaction; and, set before the first access in WAL
-     * mode, the WAL index lives in the heap, not in a shared -shm. */
+    /* SQLite's own fcntl locks stay (a round per transaction, so per
+     * batch with group commit): locking_mode=EXCLUSIVE would save them
+     * but lock out every reader, sqlite3(1) on a live responder included. */
     int err = exec_sql(db->sql,
-                       "PRAGMA locking_mode = EXCLUSIVE;"
                        "PRAGMA journal_mode = WAL;"
                        "PRAGMA synchronous = FULL;"
                        "PRAGMA secure_delete = ON;"
