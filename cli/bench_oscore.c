@@ -56,12 +56,12 @@ static int build_messages(struct oscore_job *j, size_t payload_len)
     m.token_len = sizeof token;
     memcpy(m.token, token, sizeof token);
     uint8_t cf = 0; /* text/plain */
-    if (coap_msg_add_option(&m, COAP_OPT_URI_PATH, path, sizeof path - 1) ||
-        coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, &cf, 0))
+    if (edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, path, sizeof path - 1) ||
+        edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, &cf, 0))
         return -1;
     m.payload = payload;
     m.payload_len = payload_len;
-    long n = coap_msg_encode(&m, j->request, sizeof j->request);
+    long n = edhoc_coap_msg_encode(&m, j->request, sizeof j->request);
     if (n < 0)
         return (int)n;
     j->request_len = (size_t)n;
@@ -72,11 +72,11 @@ static int build_messages(struct oscore_job *j, size_t payload_len)
     m.mid = 0x1234;
     m.token_len = sizeof token;
     memcpy(m.token, token, sizeof token);
-    if (coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, &cf, 0))
+    if (edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, &cf, 0))
         return -1;
     m.payload = payload;
     m.payload_len = payload_len;
-    n = coap_msg_encode(&m, j->response, sizeof j->response);
+    n = edhoc_coap_msg_encode(&m, j->response, sizeof j->response);
     if (n < 0)
         return (int)n;
     j->response_len = (size_t)n;

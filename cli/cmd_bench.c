@@ -442,17 +442,17 @@ static long load_request(uint8_t code, const char *path, int cf, const uint8_t *
     const char *seg = path + (path[0] == '/');
     while (*seg) {
         size_t n = strcspn(seg, "/");
-        if (coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)seg, n))
+        if (edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)seg, n))
             return -1;
         seg += n + (seg[n] == '/');
     }
     uint8_t cfv[4];
     if (cf >= 0 &&
-        coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, coap_uint_encode((uint32_t)cf, cfv)))
+        edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, edhoc_coap_uint_encode((uint32_t)cf, cfv)))
         return -1;
     m.payload = len ? payload : NULL;
     m.payload_len = len;
-    return coap_msg_encode(&m, out, cap);
+    return edhoc_coap_msg_encode(&m, out, cap);
 }
 
 static void peer_reset(struct load_run *r, struct load_peer *p)
@@ -931,12 +931,12 @@ static void flood_receive(struct load_run *r)
         if (n < 0)
             return;
         struct coap_msg m;
-        if (coap_msg_parse(r->resp, (size_t)n, &m)) {
+        if (edhoc_coap_msg_parse(r->resp, (size_t)n, &m)) {
             f->answered_other++;
             continue;
         }
         const struct coap_option *echo =
-            m.code == COAP_CODE_UNAUTHORIZED ? coap_msg_find_option(&m, COAP_OPT_ECHO) : NULL;
+            m.code == COAP_CODE_UNAUTHORIZED ? edhoc_coap_msg_find_option(&m, COAP_OPT_ECHO) : NULL;
         if (m.code == COAP_CODE_CHANGED) {
             f->answered_message_2++;
         } else if (echo) {
@@ -996,7 +996,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
     struct load_peer *p = &r->peers[index];
     uint64_t now = cli_now_ns();
     struct coap_msg m;
-    if (coap_msg_parse(resp, len, &m)) {
+    if (edhoc_coap_msg_parse(resp, len, &m)) {
         peer_fail(r, p, "malformed_response", NULL);
         return;
     }
@@ -1004,7 +1004,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
     switch (p->state) {
     case PEER_WAIT_M2: {
         const struct coap_option *echo =
-            m.code == COAP_CODE_UNAUTHORIZED ? coap_msg_find_option(&m, COAP_OPT_ECHO) : NULL;
+            m.code == COAP_CODE_UNAUTHORIZED ? edhoc_coap_msg_find_option(&m, COAP_OPT_ECHO) : NULL;
         if (echo && echo->len > 0 && !p->echo_sent && p->m1_len) {
             /* The responder verifies our address before it answers with
              * more than it may send to an unverified one (RFC 9175
@@ -1094,7 +1094,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
              * OSCORE answers 4.01 and does less work than for OSCORE. */
             r->plain_code = m.code;
             load_answer(r, true, false, m.code);
-        } else if (!coap_msg_find_option(&m, COAP_OPT_OSCORE)) {
+        } else if (!edhoc_coap_msg_find_option(&m, COAP_OPT_OSCORE)) {
             /* Not the answer, whatever its code (RFC 8613 Section 2): an
              * OSCORE error of Section 8.2, or something on the path. Kept
              * apart from the failures of verification. */
@@ -1119,7 +1119,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
             }
             if (n > 1)
                 load_answer(r, false, true, r->inner[1]);
-            if (coap_msg_parse(r->inner, (size_t)n, &in) || in.code != COAP_CODE_CHANGED) {
+            if (edhoc_coap_msg_parse(r->inner, (size_t)n, &in) || in.code != COAP_CODE_CHANGED) {
                 peer_fail(r, p, "oscore_response_code",
                           coap_code_text(n > 0 ? r->inner[1] : 0, code));
                 return;

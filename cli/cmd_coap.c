@@ -223,9 +223,9 @@ static int deregister(struct edhoc_transport *t, struct oscore_context *ctx, str
             shown_len = (size_t)un;
         }
         struct coap_msg m;
-        if (coap_msg_parse(shown, shown_len, &m))
+        if (edhoc_coap_msg_parse(shown, shown_len, &m))
             continue;
-        if (coap_msg_find_option(&m, COAP_OPT_OBSERVE))
+        if (edhoc_coap_msg_find_option(&m, COAP_OPT_OBSERVE))
             continue; /* still a notification */
         return (m.code >> 5) == 2 ? 0 : -1;
     }
@@ -923,8 +923,8 @@ int cmd_coap(int argc, char **argv)
         bool protected_resp = false;
         if (ctx) {
             struct coap_msg outer;
-            if (!coap_msg_parse(resp, (size_t)rn, &outer) &&
-                coap_msg_find_option(&outer, COAP_OPT_OSCORE)) {
+            if (!edhoc_coap_msg_parse(resp, (size_t)rn, &outer) &&
+                edhoc_coap_msg_find_option(&outer, COAP_OPT_OSCORE)) {
                 long un = oscore_unprotect_response(follow.active, &b, resp, (size_t)rn, plain,
                                                     msg_cap);
                 if (un == OSCORE_ERR_KID_CONTEXT && k == 0 && !follow.started) {
@@ -970,9 +970,9 @@ int cmd_coap(int argc, char **argv)
         }
         struct coap_msg inner;
         const struct coap_option *echo = NULL;
-        if (protected_resp && k == 0 && !echo_done && !coap_msg_parse(shown, shown_len, &inner) &&
+        if (protected_resp && k == 0 && !echo_done && !edhoc_coap_msg_parse(shown, shown_len, &inner) &&
             inner.code == COAP_CODE_UNAUTHORIZED &&
-            (echo = coap_msg_find_option(&inner, COAP_OPT_ECHO)) && echo->len <= 40) {
+            (echo = edhoc_coap_msg_find_option(&inner, COAP_OPT_ECHO)) && echo->len <= 40) {
             /* The server lost its replay window (restart): repeat the
              * request with its Echo value (RFC 8613 Appendix B.1.2). */
             uint8_t ev[40];
@@ -1004,9 +1004,9 @@ int cmd_coap(int argc, char **argv)
             k--;
             continue;
         }
-        if (!ctx && k == 0 && !echo_done && !coap_msg_parse(shown, shown_len, &inner) &&
+        if (!ctx && k == 0 && !echo_done && !edhoc_coap_msg_parse(shown, shown_len, &inner) &&
             inner.code == COAP_CODE_UNAUTHORIZED &&
-            (echo = coap_msg_find_option(&inner, COAP_OPT_ECHO)) && echo->len <= 40) {
+            (echo = edhoc_coap_msg_find_option(&inner, COAP_OPT_ECHO)) && echo->len <= 40) {
             /* The server checks that we receive at our address before it
              * answers with more than a few times what it got (RFC 9175
              * Section 2.4 item 3); "the client SHOULD resend the original

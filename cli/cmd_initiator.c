@@ -398,9 +398,9 @@ static long edhoc_post_as(struct ctx *c, const uint8_t *prefix, size_t prefix_le
 static bool take_echo(struct ctx *c, const uint8_t *resp, size_t len)
 {
     struct coap_msg m;
-    if (coap_msg_parse(resp, len, &m) || m.code != COAP_CODE_UNAUTHORIZED)
+    if (edhoc_coap_msg_parse(resp, len, &m) || m.code != COAP_CODE_UNAUTHORIZED)
         return false;
-    const struct coap_option *o = coap_msg_find_option(&m, COAP_OPT_ECHO);
+    const struct coap_option *o = edhoc_coap_msg_find_option(&m, COAP_OPT_ECHO);
     if (!o || o->len == 0 || o->len > sizeof c->echo)
         return false;
     memcpy(c->echo, o->value, o->len);
@@ -602,7 +602,7 @@ no_oscore:
                                                                  EDHOC_TRANSPORT_MAX_MESSAGE, &b)
                                         : OSCORE_ERR_BUFFER;
         struct coap_msg m;
-        if (pn < 0 || coap_msg_parse(prot, (size_t)pn, &m) ||
+        if (pn < 0 || edhoc_coap_msg_parse(prot, (size_t)pn, &m) ||
             m.payload_len + (size_t)n3 > EDHOC_TRANSPORT_MAX_MESSAGE - 200) {
             fail(run, CLI_EXIT_OSCORE, "cannot protect the combined request: %s",
                  oscore_strerror(pn < 0 ? (int)pn : OSCORE_ERR_TOO_LARGE));
@@ -612,8 +612,8 @@ no_oscore:
         memcpy(c->buf + n3, m.payload, m.payload_len);
         m.payload = c->buf;
         m.payload_len += (size_t)n3;
-        coap_msg_add_option(&m, EDHOC_COAP_OPTION_EDHOC, NULL, 0);
-        long cn = coap_msg_encode(&m, comb, EDHOC_TRANSPORT_MAX_MESSAGE);
+        edhoc_coap_msg_add_option(&m, EDHOC_COAP_OPTION_EDHOC, NULL, 0);
+        long cn = edhoc_coap_msg_encode(&m, comb, EDHOC_TRANSPORT_MAX_MESSAGE);
         if (cn < 0) {
             fail(run, CLI_EXIT_INTERNAL, "cannot encode the combined request");
             goto comb_out;
@@ -631,11 +631,11 @@ no_oscore:
             goto comb_out;
         }
         struct coap_msg r;
-        if (coap_msg_parse(c->resp, (size_t)rn, &r)) {
+        if (edhoc_coap_msg_parse(c->resp, (size_t)rn, &r)) {
             fail(run, CLI_EXIT_FAILURE, "malformed response to the combined request");
             goto comb_out;
         }
-        if (!coap_msg_find_option(&r, COAP_OPT_OSCORE)) {
+        if (!edhoc_coap_msg_find_option(&r, COAP_OPT_OSCORE)) {
             add_exchange_rows(run, &c->log, "message_3 + OSCORE request 1", c->msg, n3,
                               "error", r.payload, (long)r.payload_len);
             /* An EDHOC error refuses message_3 (RFC 9668 Section 3.3.1);

@@ -127,7 +127,7 @@ static const char *const message_types[] = {"CON", "NON", "ACK", "RST"};
 static void print_decoded(FILE *f, const uint8_t *msg, size_t len)
 {
     struct coap_msg m;
-    if (coap_msg_parse(msg, len, &m) != 0) {
+    if (edhoc_coap_msg_parse(msg, len, &m) != 0) {
         fprintf(f, "  (does not parse as CoAP)\n");
         return;
     }
@@ -138,10 +138,10 @@ static void print_decoded(FILE *f, const uint8_t *msg, size_t len)
     fprintf(f, m.token_len ? "\n" : "(empty)\n");
     for (size_t i = 0; i < m.option_count; i++) {
         const struct coap_option *o = &m.options[i];
-        const char *name = coap_option_name(o->number);
+        const char *name = edhoc_coap_option_name(o->number);
         fprintf(f, "  option %u %s: ", o->number, name ? name : "(unknown)");
         uint32_t v;
-        if (is_uint_option(o->number) && coap_option_uint(o, &v) == 0) {
+        if (is_uint_option(o->number) && edhoc_coap_option_uint(o, &v) == 0) {
             fprintf(f, "%" PRIu32 "\n", v);
         } else if (is_string_option(o->number) && printable(o->value, o->len)) {
             fprintf(f, "\"%.*s\"\n", (int)o->len, (const char *)o->value);
@@ -192,7 +192,7 @@ static void print_decoded(FILE *f, const uint8_t *msg, size_t len)
 static json_t *json_decoded(const uint8_t *msg, size_t len)
 {
     struct coap_msg m;
-    if (coap_msg_parse(msg, len, &m) != 0)
+    if (edhoc_coap_msg_parse(msg, len, &m) != 0)
         return json_null();
     char cb[8];
     json_t *d = json_object();
@@ -205,7 +205,7 @@ static json_t *json_decoded(const uint8_t *msg, size_t len)
         const struct coap_option *o = &m.options[i];
         json_t *jo = json_object();
         cli_json_set(jo, "number", json_integer(o->number));
-        cli_json_set(jo, "name", cli_json_string_or_null(coap_option_name(o->number)));
+        cli_json_set(jo, "name", cli_json_string_or_null(edhoc_coap_option_name(o->number)));
         cli_json_set(jo, "value_hex", cli_json_hex_value(o->value, o->len));
         json_array_append_new(opts, jo);
     }
@@ -450,11 +450,11 @@ int cmd_oscore(int argc, char **argv)
             return CLI_EXIT_INPUT;
     }
     struct coap_msg m;
-    if (coap_msg_parse(msg, (size_t)msg_len, &m) != 0 || m.code == COAP_CODE_EMPTY) {
+    if (edhoc_coap_msg_parse(msg, (size_t)msg_len, &m) != 0 || m.code == COAP_CODE_EMPTY) {
         fprintf(stderr, "edhoc-cli oscore: MESSAGE_HEX is not a CoAP request or response\n");
         return CLI_EXIT_INPUT;
     }
-    bool is_request = coap_code_is_request(m.code);
+    bool is_request = edhoc_coap_code_is_request(m.code);
     /* Clients send requests and receive responses; servers the reverse. */
     int role_index = a.protect == is_request ? 0 : 1;
     const char *role = roles[role_index];

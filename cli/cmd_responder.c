@@ -193,7 +193,7 @@ static struct peer_acct *peer_acct_get(struct responder_acct *a, const struct so
 static bool is_a2_message_1(const uint8_t *payload, size_t len)
 {
     struct coap_msg m;
-    return coap_msg_parse(payload, len, &m) == 0 && m.code == COAP_CODE_POST &&
+    return edhoc_coap_msg_parse(payload, len, &m) == 0 && m.code == COAP_CODE_POST &&
            m.payload_len > 0 && m.payload[0] == 0xf5;
 }
 

@@ -705,15 +705,15 @@ static long frame_message(const struct recorded_message *m, const struct run *ru
          * 2.04 that carries no payload when there is no message_4. */
         c.type = COAP_TYPE_ACK;
         c.code = COAP_CODE_CHANGED;
-        long n = coap_msg_encode(&c, out, cap);
+        long n = edhoc_coap_msg_encode(&c, out, cap);
         return n < 0 ? -1 : n;
     }
     if (m->sender == 'I') {
         c.type = COAP_TYPE_CON;
         c.code = COAP_CODE_POST;
-        coap_msg_add_option(&c, COAP_OPT_URI_PATH, (const uint8_t *)".well-known", 11);
-        coap_msg_add_option(&c, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5);
-        coap_msg_add_option(&c, COAP_OPT_CONTENT_FORMAT, &cf_req, 1);
+        edhoc_coap_msg_add_option(&c, COAP_OPT_URI_PATH, (const uint8_t *)".well-known", 11);
+        edhoc_coap_msg_add_option(&c, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5);
+        edhoc_coap_msg_add_option(&c, COAP_OPT_CONTENT_FORMAT, &cf_req, 1);
         if (!strcmp(m->name, "message_1")) {
             payload[pl++] = 0xf5;
         } else {
@@ -725,14 +725,14 @@ static long frame_message(const struct recorded_message *m, const struct run *ru
     } else {
         c.type = COAP_TYPE_ACK;
         c.code = strcmp(m->name, "error") ? COAP_CODE_CHANGED : COAP_CODE_BAD_REQUEST;
-        coap_msg_add_option(&c, COAP_OPT_CONTENT_FORMAT, &cf_resp, 1);
+        edhoc_coap_msg_add_option(&c, COAP_OPT_CONTENT_FORMAT, &cf_resp, 1);
     }
     if (pl + m->len > sizeof payload)
         return -1;
     memcpy(payload + pl, m->bytes, m->len);
     c.payload = payload;
     c.payload_len = pl + m->len;
-    long n = coap_msg_encode(&c, out, cap);
+    long n = edhoc_coap_msg_encode(&c, out, cap);
     return n < 0 ? -1 : n;
 }
 

@@ -806,9 +806,9 @@ void interop_log_trace(void *user, const char *name, const uint8_t *v, size_t le
 static bool is_edhoc_request(const uint8_t *payload, size_t len)
 {
     struct coap_msg m;
-    if (coap_msg_parse(payload, len, &m) || m.code != COAP_CODE_POST)
+    if (edhoc_coap_msg_parse(payload, len, &m) || m.code != COAP_CODE_POST)
         return false;
-    if (coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
+    if (edhoc_coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
         return true;
     static const char *const path[] = {".well-known", "edhoc"};
     size_t k = 0;

@@ -213,7 +213,7 @@ static bool first_payload_bytes(const struct report *r, const char *name, uint8_
     struct coap_msg m;
     if (edhoc_capture_reader_next(rd, &frame, &caplen, &wire, &ts) == 1 &&
         edhoc_capture_packet_parse(edhoc_capture_reader_dlt(rd), frame, caplen, wire, &pkt) == 0 &&
-        coap_msg_parse(pkt.payload, pkt.payload_len, &m) == 0 && m.payload_len >= 2) {
+        edhoc_coap_msg_parse(pkt.payload, pkt.payload_len, &m) == 0 && m.payload_len >= 2) {
         memcpy(out, m.payload, 2);
         ok = true;
     }

@@ -100,8 +100,8 @@ long cli_coap_build_request(uint8_t code, const char *path, const char *query, i
     m.type = COAP_TYPE_CON;
     m.code = code;
     uint8_t obs[4], cfv[4];
-    if (observe >= 0 && coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs,
-                                            coap_uint_encode((uint32_t)observe, obs)))
+    if (observe >= 0 && edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs,
+                                            edhoc_coap_uint_encode((uint32_t)observe, obs)))
         return -1;
     /* Segments point into path / query themselves (kept alive by the caller). */
     const char *s = path ? path : "";
@@ -111,17 +111,17 @@ long cli_coap_build_request(uint8_t code, const char *path, const char *query, i
             continue;
         }
         size_t n = strcspn(s, "/");
-        if (coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)s, n))
+        if (edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)s, n))
             return -1;
         s += n;
     }
-    if (cf >= 0 && coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv,
-                                       coap_uint_encode((uint32_t)cf, cfv)))
+    if (cf >= 0 && edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv,
+                                       edhoc_coap_uint_encode((uint32_t)cf, cfv)))
         return -1;
     s = query ? query : "";
     while (*s) {
         size_t n = strcspn(s, "&");
-        if (n && coap_msg_add_option(&m, COAP_OPT_URI_QUERY, (const uint8_t *)s, n))
+        if (n && edhoc_coap_msg_add_option(&m, COAP_OPT_URI_QUERY, (const uint8_t *)s, n))
             return -1;
         s += n;
         if (*s == '&')
@@ -129,7 +129,7 @@ long cli_coap_build_request(uint8_t code, const char *path, const char *query, i
     }
     m.payload = payload_len ? payload : NULL;
     m.payload_len = payload_len;
-    long n = coap_msg_encode(&m, out, cap);
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     return n < 0 ? -1 : n;
 }
 
@@ -158,13 +158,13 @@ int cli_coap_response_view(const uint8_t *msg, size_t len, uint8_t *code, int *c
                            const uint8_t **payload, size_t *payload_len)
 {
     struct coap_msg m;
-    if (coap_msg_parse(msg, len, &m))
+    if (edhoc_coap_msg_parse(msg, len, &m))
         return -1;
     *code = m.code;
     *cf = -1;
-    const struct coap_option *o = coap_msg_find_option(&m, COAP_OPT_CONTENT_FORMAT);
+    const struct coap_option *o = edhoc_coap_msg_find_option(&m, COAP_OPT_CONTENT_FORMAT);
     uint32_t v;
-    if (o && !coap_option_uint(o, &v))
+    if (o && !edhoc_coap_option_uint(o, &v))
         *cf = (int)v;
     *payload = m.payload;
     *payload_len = m.payload_len;
@@ -733,19 +733,19 @@ long cli_coap_with_echo(const uint8_t *req, size_t len, const uint8_t *echo, siz
                       uint8_t *out, size_t cap)
 {
     struct coap_msg m;
-    if (coap_msg_parse(req, len, &m))
+    if (edhoc_coap_msg_parse(req, len, &m))
         return -1;
     for (size_t i = 0; i < m.option_count; i++) {
         if (m.options[i].number == COAP_OPT_ECHO) {
             m.options[i].value = echo;
             m.options[i].len = (uint16_t)echo_len;
-            long n = coap_msg_encode(&m, out, cap);
+            long n = edhoc_coap_msg_encode(&m, out, cap);
             return n < 0 ? -1 : n;
         }
     }
-    if (coap_msg_add_option(&m, COAP_OPT_ECHO, echo, echo_len))
+    if (edhoc_coap_msg_add_option(&m, COAP_OPT_ECHO, echo, echo_len))
         return -1;
-    long n = coap_msg_encode(&m, out, cap);
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     return n < 0 ? -1 : n;
 }
 
@@ -840,11 +840,11 @@ static int exchange_one(struct edhoc_transport *t, struct oscore_context *ctx, c
         }
         r->response_bytes = (size_t)rn;
         struct coap_msg outer;
-        if (coap_msg_parse(resp, (size_t)rn, &outer)) {
+        if (edhoc_coap_msg_parse(resp, (size_t)rn, &outer)) {
             r->oscore_err = OSCORE_ERR_MALFORMED;
             goto out;
         }
-        if (!coap_msg_find_option(&outer, COAP_OPT_OSCORE)) {
+        if (!edhoc_coap_msg_find_option(&outer, COAP_OPT_OSCORE)) {
             r->unprotected_error = true;
             r->unprotected_code = outer.code;
             long n = (size_t)rn <= cap ? rn : -1;
@@ -861,9 +861,9 @@ static int exchange_one(struct edhoc_transport *t, struct oscore_context *ctx, c
         r->response_len = un;
         r->response_piv = piv_value(resp, (size_t)rn);
         struct coap_msg inner;
-        if (attempt == 1 && !coap_msg_parse(out, (size_t)un, &inner) &&
+        if (attempt == 1 && !edhoc_coap_msg_parse(out, (size_t)un, &inner) &&
             inner.code == COAP_CODE_UNAUTHORIZED) {
-            const struct coap_option *echo = coap_msg_find_option(&inner, COAP_OPT_ECHO);
+            const struct coap_option *echo = edhoc_coap_msg_find_option(&inner, COAP_OPT_ECHO);
             if (echo && echo->len <= 40) {
                 r->echo_piv = r->response_piv;
                 uint8_t ev[40];
@@ -892,9 +892,9 @@ out:
 static bool inner_block(const uint8_t *msg, size_t len, uint16_t number, struct edhoc_block *b)
 {
     struct coap_msg m;
-    if (coap_msg_parse(msg, len, &m))
+    if (edhoc_coap_msg_parse(msg, len, &m))
         return false;
-    const struct coap_option *o = coap_msg_find_option(&m, number);
+    const struct coap_option *o = edhoc_coap_msg_find_option(&m, number);
     return o && edhoc_block_parse(o->value, o->len, b) == 0;
 }
 
@@ -909,7 +909,7 @@ int cli_oscore_exchange_bw(struct edhoc_transport *t, struct oscore_context *ctx
     unsigned bs = x && x->block_size ? x->block_size : 1024;
     int szx = edhoc_block_szx(bs);
     struct coap_msg m;
-    if (szx < 0 || coap_msg_parse(req, req_len, &m)) {
+    if (szx < 0 || edhoc_coap_msg_parse(req, req_len, &m)) {
         r->oscore_err = OSCORE_ERR_MALFORMED;
         return -1;
     }

@@ -362,7 +362,7 @@ static int keep_message(struct nonce_check *nc, unsigned file, unsigned packet,
     c->src_port = p->src_port;
     c->dst_port = p->dst_port;
     unsigned cls = m->code >> 5;
-    c->kind = coap_code_is_request(m->code) ? KIND_REQUEST
+    c->kind = edhoc_coap_code_is_request(m->code) ? KIND_REQUEST
               : (cls >= 2 && cls <= 5)      ? KIND_RESPONSE
                                             : KIND_OTHER;
     nc->n_msgs++;
@@ -432,7 +432,7 @@ int nonce_check_add_pcap(struct nonce_check *nc, const char *path, char *why, si
         }
         nc->datagrams++;
         struct coap_msg m;
-        if (coap_msg_parse(p.payload, p.payload_len, &m) != 0) {
+        if (edhoc_coap_msg_parse(p.payload, p.payload_len, &m) != 0) {
             nc->skipped++;
             continue;
         }
@@ -539,7 +539,7 @@ static size_t find_requests(struct nonce_check *nc, const struct captured *resp,
         const struct request_rec *rq = &nc->requests[i];
         const struct captured *req = &nc->msgs[rq->msg];
         struct coap_msg req_msg;
-        if (!rq->usable || coap_msg_parse(req->bytes, req->len, &req_msg) != 0 ||
+        if (!rq->usable || edhoc_coap_msg_parse(req->bytes, req->len, &req_msg) != 0 ||
             !same_exchange(req, &req_msg, resp, resp_msg))
             continue;
         if (n == nc->cap_candidates) {
@@ -769,7 +769,7 @@ static int message_option(const struct coap_msg *m, struct oscore_option *o)
 
 static bool outer_block(const struct coap_msg *m)
 {
-    return coap_msg_find_option(m, COAP_OPT_BLOCK1) || coap_msg_find_option(m, COAP_OPT_BLOCK2);
+    return edhoc_coap_msg_find_option(m, COAP_OPT_BLOCK1) || edhoc_coap_msg_find_option(m, COAP_OPT_BLOCK2);
 }
 
 static bool id_equal(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len)
@@ -809,7 +809,7 @@ static int examine_request(struct nonce_check *nc, size_t mi)
 
     struct coap_msg m;
     struct oscore_option o;
-    if (coap_msg_parse(c->bytes, c->len, &m) != 0 || message_option(&m, &o) != 0 ||
+    if (edhoc_coap_msg_parse(c->bytes, c->len, &m) != 0 || message_option(&m, &o) != 0 ||
         !o.has_kid || o.piv_len == 0 || o.kid_len > OSCORE_MAX_ID) {
         r->malformed++;
         return 0;
@@ -837,7 +837,7 @@ static int examine_request(struct nonce_check *nc, size_t mi)
     }
     /* RFC 9668 Section 3.2.1: a combined request (EDHOC option 21) carries
      * EDHOC message_3, a CBOR byte string, ahead of the OSCORE ciphertext. */
-    if (coap_msg_find_option(&m, 21)) {
+    if (edhoc_coap_msg_find_option(&m, 21)) {
         long skip = cbor_bstr_item_len(m.payload, m.payload_len);
         if (skip <= 0 || (size_t)skip >= m.payload_len) {
             r->malformed++;
@@ -906,7 +906,7 @@ static int examine_response(struct nonce_check *nc, size_t mi)
     r->responses++;
     struct coap_msg m;
     struct oscore_option o;
-    if (coap_msg_parse(c->bytes, c->len, &m) != 0 || message_option(&m, &o) != 0) {
+    if (edhoc_coap_msg_parse(c->bytes, c->len, &m) != 0 || message_option(&m, &o) != 0) {
         r->malformed++;
         return 0;
     }

@@ -48,7 +48,7 @@ static void b_init(struct builder *b, uint8_t type, uint8_t code, uint16_t mid, 
 
 static void b_opt(struct builder *b, uint16_t number, const void *value, size_t len)
 {
-    assert_int_equal(coap_msg_add_option(&b->m, number, value, len), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&b->m, number, value, len), 0);
 }
 
 static void b_str(struct builder *b, uint16_t number, const char *s)
@@ -59,7 +59,7 @@ static void b_str(struct builder *b, uint16_t number, const char *s)
 static void b_uint(struct builder *b, uint16_t number, uint32_t v)
 {
     uint8_t *st = b->store[b->used++];
-    b_opt(b, number, st, coap_uint_encode(v, st));
+    b_opt(b, number, st, edhoc_coap_uint_encode(v, st));
 }
 
 static void b_block(struct builder *b, uint16_t number, uint32_t num, bool more, unsigned szx)
@@ -74,7 +74,7 @@ static size_t b_encode(struct builder *b, const uint8_t *payload, size_t plen, u
 {
     b->m.payload = plen ? payload : NULL;
     b->m.payload_len = plen;
-    long n = coap_msg_encode(&b->m, out, cap);
+    long n = edhoc_coap_msg_encode(&b->m, out, cap);
     assert_true(n > 0);
     return (size_t)n;
 }
@@ -107,7 +107,7 @@ static int srv(struct edhoc_bw_server *s, const char *peer, const uint8_t *msg, 
     r->verdict = edhoc_bw_server_request(s, peer, msg, len, now, &r->whole, &r->whole_len, r->out,
                                          sizeof r->out, &r->out_len);
     if (r->verdict == EDHOC_BW_REPLY)
-        assert_int_equal(coap_msg_parse(r->out, r->out_len, &r->reply), 0);
+        assert_int_equal(edhoc_coap_msg_parse(r->out, r->out_len, &r->reply), 0);
     else
         assert_int_equal(r->out_len, 0);
     if (r->verdict != EDHOC_BW_WHOLE)
@@ -117,7 +117,7 @@ static int srv(struct edhoc_bw_server *s, const char *peer, const uint8_t *msg, 
 
 static bool has_block(const struct coap_msg *m, uint16_t number, struct edhoc_block *b)
 {
-    const struct coap_option *o = coap_msg_find_option(m, number);
+    const struct coap_option *o = edhoc_coap_msg_find_option(m, number);
     if (!o)
         return false;
     assert_int_equal(edhoc_block_parse(o->value, o->len, b), 0);
@@ -136,10 +136,10 @@ static void assert_block(const struct coap_msg *m, uint16_t number, uint32_t num
 
 static uint32_t uint_option(const struct coap_msg *m, uint16_t number)
 {
-    const struct coap_option *o = coap_msg_find_option(m, number);
+    const struct coap_option *o = edhoc_coap_msg_find_option(m, number);
     assert_non_null(o);
     uint32_t v;
-    assert_int_equal(coap_option_uint(o, &v), 0);
+    assert_int_equal(edhoc_coap_option_uint(o, &v), 0);
     return v;
 }
 
@@ -314,16 +314,16 @@ static void reassemble(unsigned szx)
         }
     }
     struct coap_msg w;
-    assert_int_equal(coap_msg_parse(r.whole, r.whole_len, &w), 0);
+    assert_int_equal(edhoc_coap_msg_parse(r.whole, r.whole_len, &w), 0);
     assert_int_equal(w.payload_len, sizeof body);
     assert_memory_equal(w.payload, body, sizeof body);
     /* The whole request has the final block's header and token, the other
      * options, and no Block1 or Size1. */
     assert_int_equal(w.code, COAP_CODE_POST);
     assert_int_equal(w.mid, 0x100 + last);
-    assert_null(coap_msg_find_option(&w, COAP_OPT_BLOCK1));
-    assert_null(coap_msg_find_option(&w, COAP_OPT_SIZE1));
-    const struct coap_option *path = coap_msg_find_option(&w, COAP_OPT_URI_PATH);
+    assert_null(edhoc_coap_msg_find_option(&w, COAP_OPT_BLOCK1));
+    assert_null(edhoc_coap_msg_find_option(&w, COAP_OPT_SIZE1));
+    const struct coap_option *path = edhoc_coap_msg_find_option(&w, COAP_OPT_URI_PATH);
     assert_non_null(path);
     assert_int_equal(path->len, 6);
     assert_memory_equal(path->value, "upload", 6);
@@ -343,7 +343,7 @@ static void reassemble(unsigned szx)
                                       1024, 5000, out, sizeof out);
     assert_true(n > 0);
     struct coap_msg rm;
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &rm), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &rm), 0);
     assert_int_equal(rm.code, CODE_CHANGED);
     assert_block(&rm, COAP_OPT_BLOCK1, last, false, szx);
     assert_int_equal(rm.payload_len, 2);
@@ -371,10 +371,10 @@ static void test_block1_single_block(void **state)
     size_t n = block1_msg(msg, sizeof msg, 0, false, 2, (const uint8_t *)"hello", 5, NULL);
     assert_int_equal(srv(s, "p", msg, n, 0, &r), EDHOC_BW_WHOLE);
     struct coap_msg w;
-    assert_int_equal(coap_msg_parse(r.whole, r.whole_len, &w), 0);
+    assert_int_equal(edhoc_coap_msg_parse(r.whole, r.whole_len, &w), 0);
     assert_int_equal(w.payload_len, 5);
     assert_memory_equal(w.payload, "hello", 5);
-    assert_null(coap_msg_find_option(&w, COAP_OPT_BLOCK1));
+    assert_null(edhoc_coap_msg_find_option(&w, COAP_OPT_BLOCK1));
     /* Section 2.3: the response echoes Block1 0/0/SZX. */
     struct builder rb;
     b_init(&rb, COAP_TYPE_ACK, CODE_CHANGED, w.mid, "tk");
@@ -384,7 +384,7 @@ static void test_block1_single_block(void **state)
                                       sizeof out);
     assert_true(o > 0);
     struct coap_msg rm;
-    assert_int_equal(coap_msg_parse(out, (size_t)o, &rm), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)o, &rm), 0);
     assert_block(&rm, COAP_OPT_BLOCK1, 0, false, 2);
     /* A second response to the same message has nothing to echo. */
     o = edhoc_bw_server_response(s, "p", r.whole, r.whole_len, resp, resp_len, 1024, 0, out,
@@ -459,7 +459,7 @@ static void test_block1_late_negotiation(void **state)
     n = block1_msg(msg, sizeof msg, 5, false, 4, body + 1280, 100, NULL);
     assert_int_equal(srv(s, "p", msg, n, 3, &r), EDHOC_BW_WHOLE);
     struct coap_msg w;
-    assert_int_equal(coap_msg_parse(r.whole, r.whole_len, &w), 0);
+    assert_int_equal(edhoc_coap_msg_parse(r.whole, r.whole_len, &w), 0);
     assert_int_equal(w.payload_len, sizeof body);
     assert_memory_equal(w.payload, body, sizeof body);
     free(r.whole);
@@ -492,7 +492,7 @@ static void test_block1_duplicate(void **state)
     n = block1_msg(msg, sizeof msg, 2, false, 0, body + 32, 8, NULL);
     assert_int_equal(srv(s, "p", msg, n, 4, &r), EDHOC_BW_WHOLE);
     struct coap_msg w;
-    assert_int_equal(coap_msg_parse(r.whole, r.whole_len, &w), 0);
+    assert_int_equal(edhoc_coap_msg_parse(r.whole, r.whole_len, &w), 0);
     assert_memory_equal(w.payload, body, sizeof body);
     free(r.whole);
     /* The final block once more: the transfer is over, so there is no
@@ -522,7 +522,7 @@ static void test_block1_restart(void **state)
     n = block1_msg(msg, sizeof msg, 1, false, 0, b + 16, 4, NULL);
     assert_int_equal(srv(s, "p", msg, n, 3, &r), EDHOC_BW_WHOLE);
     struct coap_msg w;
-    assert_int_equal(coap_msg_parse(r.whole, r.whole_len, &w), 0);
+    assert_int_equal(edhoc_coap_msg_parse(r.whole, r.whole_len, &w), 0);
     assert_int_equal(w.payload_len, sizeof b);
     assert_memory_equal(w.payload, b, sizeof b);
     free(r.whole);
@@ -686,7 +686,7 @@ static void test_reply_types(void **state)
     n = b_encode(&b, body + 16, 16, msg, sizeof msg);
     assert_int_equal(srv(s, "p", msg, n, 0, &r), EDHOC_BW_WHOLE);
     struct coap_msg w;
-    assert_int_equal(coap_msg_parse(r.whole, r.whole_len, &w), 0);
+    assert_int_equal(edhoc_coap_msg_parse(r.whole, r.whole_len, &w), 0);
     assert_int_equal(w.type, COAP_TYPE_CON);
     assert_int_equal(w.token_len, 0);
     assert_memory_equal(w.payload, body, 32);
@@ -726,12 +726,12 @@ static void test_request_tag(void **state)
             }
             assert_int_equal(r.verdict, EDHOC_BW_WHOLE);
             struct coap_msg w;
-            assert_int_equal(coap_msg_parse(r.whole, r.whole_len, &w), 0);
+            assert_int_equal(edhoc_coap_msg_parse(r.whole, r.whole_len, &w), 0);
             assert_int_equal(w.payload_len, 40);
             assert_memory_equal(w.payload, body, 40);
             /* The Request-Tag stays in the whole request (it is one of its
              * options; the application may ignore it, Section 3.4). */
-            const struct coap_option *tag = coap_msg_find_option(&w, COAP_OPT_REQUEST_TAG);
+            const struct coap_option *tag = edhoc_coap_msg_find_option(&w, COAP_OPT_REQUEST_TAG);
             if (tags[t % 3]) {
                 assert_non_null(tag);
                 assert_memory_equal(tag->value, tags[t % 3], 1);
@@ -885,7 +885,7 @@ static void test_block2_server(void **state)
                                       sizeof out);
     assert_true(n > 0);
     struct coap_msg m;
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     /* RFC 7959 Section 2.2: block 0, M set, SZX of the server's size;
      * Section 4: "Size2 ... in a response ... to indicate the current
      * estimate the server has of the total size"; Section 2.4: an ETag lets
@@ -895,7 +895,7 @@ static void test_block2_server(void **state)
     assert_block(&m, COAP_OPT_BLOCK2, 0, true, 6);
     assert_int_equal(uint_option(&m, COAP_OPT_SIZE2), 3000);
     assert_int_equal(uint_option(&m, COAP_OPT_CONTENT_FORMAT), 60);
-    const struct coap_option *et = coap_msg_find_option(&m, COAP_OPT_ETAG);
+    const struct coap_option *et = edhoc_coap_msg_find_option(&m, COAP_OPT_ETAG);
     assert_non_null(et);
     assert_int_equal(et->len, 4);
     uint8_t etag[4];
@@ -917,11 +917,11 @@ static void test_block2_server(void **state)
         assert_int_equal(r.reply.type, COAP_TYPE_ACK);
         assert_int_equal(r.reply.mid, 0x500 + num);
         assert_block(&r.reply, COAP_OPT_BLOCK2, num, num < 2, 6);
-        et = coap_msg_find_option(&r.reply, COAP_OPT_ETAG);
+        et = edhoc_coap_msg_find_option(&r.reply, COAP_OPT_ETAG);
         assert_non_null(et);
         assert_int_equal(et->len, 4);
         assert_memory_equal(et->value, etag, 4); /* the same representation */
-        assert_null(coap_msg_find_option(&r.reply, COAP_OPT_SIZE2));
+        assert_null(edhoc_coap_msg_find_option(&r.reply, COAP_OPT_SIZE2));
         assert_int_equal(uint_option(&r.reply, COAP_OPT_CONTENT_FORMAT), 60);
         size_t want = num < 2 ? 1024 : 3000 - 2048;
         assert_int_equal(r.reply.payload_len, want);
@@ -943,11 +943,11 @@ static void test_block2_server(void **state)
     n = edhoc_bw_server_response(s, "p", next, (size_t)nl, resp, resp_len, 1024, 6, out,
                                  sizeof out);
     assert_true(n > 0);
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     assert_block(&m, COAP_OPT_BLOCK2, 0, true, 4);
     assert_int_equal(m.payload_len, 256);
     assert_int_equal(uint_option(&m, COAP_OPT_SIZE2), 3000);
-    et = coap_msg_find_option(&m, COAP_OPT_ETAG);
+    et = edhoc_coap_msg_find_option(&m, COAP_OPT_ETAG);
     uint8_t etag2[4];
     memcpy(etag2, et->value, 4);
     /* A new response is a new representation (a new ETag). */
@@ -967,7 +967,7 @@ static void test_block2_server(void **state)
     assert_int_equal(uint_option(&r.reply, COAP_OPT_SIZE2), 3000);
     assert_int_equal(r.reply.payload_len, 3000 - 11 * 256);
     assert_memory_equal(r.reply.payload, body + 11 * 256, 3000 - 11 * 256);
-    et = coap_msg_find_option(&r.reply, COAP_OPT_ETAG);
+    et = edhoc_coap_msg_find_option(&r.reply, COAP_OPT_ETAG);
     assert_memory_equal(et->value, etag2, 4);
     /* A block in a larger size than the body was cut in is served in the
      * smaller one (the server "MUST use the block size indicated or a
@@ -1005,7 +1005,7 @@ static void test_block2_limits(void **state)
                                       sizeof out);
     assert_true(n > 0);
     struct coap_msg m;
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     assert_int_equal(m.code, CODE_UNAVAILABLE);
     assert_int_equal(m.mid, 7);
     assert_int_equal(uint_option(&m, COAP_OPT_MAX_AGE), 5);
@@ -1039,7 +1039,7 @@ static void test_block2_limits(void **state)
     size_t get2_len = b_encode(&b, NULL, 0, get2, sizeof get2);
     n = edhoc_bw_server_response(s, "p", get2, get2_len, resp, resp_len, 1024, 0, out,
                                  sizeof out);
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     assert_int_equal(m.code, COAP_CODE_CONTENT);
     assert_int_equal(stats(s).kept_bodies, 1);
     edhoc_bw_server_free(s);
@@ -1063,7 +1063,7 @@ static void test_block2_limits(void **state)
     resp_len = b_encode(&b, body, sizeof body, resp, sizeof resp);
     n = edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 1024, 0, out, sizeof out);
     assert_true(n > 0);
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     assert_int_equal(m.option_count, 31);
     edhoc_bw_server_free(s);
 }
@@ -1090,11 +1090,11 @@ static void test_request_helpers(void **state)
     long n = edhoc_bw_request_block(msg, len, 1, 1, out, sizeof out);
     assert_true(n > 0);
     struct coap_msg m;
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     assert_int_equal(m.mid, 0x77);
     assert_int_equal(m.token_len, 2);
     assert_block(&m, COAP_OPT_BLOCK1, 1, true, 1);
-    assert_null(coap_msg_find_option(&m, COAP_OPT_SIZE1));
+    assert_null(edhoc_coap_msg_find_option(&m, COAP_OPT_SIZE1));
     assert_int_equal(m.payload_len, 32);
     assert_memory_equal(m.payload, body + 32, 32);
     /* The other options in their order: Uri-Host, Uri-Path a, Uri-Path b,
@@ -1109,12 +1109,12 @@ static void test_request_helpers(void **state)
     assert_int_equal(m.options[4].number, COAP_OPT_REQUEST_TAG);
     /* Block 0 carries Size1 = the whole size. */
     n = edhoc_bw_request_block(msg, len, 1, 0, out, sizeof out);
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     assert_int_equal(uint_option(&m, COAP_OPT_SIZE1), 100);
     assert_block(&m, COAP_OPT_BLOCK1, 0, true, 1);
     /* The last block: 100 - 96 = 4 bytes, M unset. */
     n = edhoc_bw_request_block(msg, len, 1, 3, out, sizeof out);
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     assert_block(&m, COAP_OPT_BLOCK1, 3, false, 1);
     assert_int_equal(m.payload_len, 4);
     assert_memory_equal(m.payload, body + 96, 4);
@@ -1133,15 +1133,15 @@ static void test_request_helpers(void **state)
      * Option to zero"). */
     n = edhoc_bw_request_next(msg, len, 5, 7, out, sizeof out);
     assert_true(n > 0);
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     assert_null(m.payload);
-    assert_null(coap_msg_find_option(&m, COAP_OPT_BLOCK1));
-    assert_null(coap_msg_find_option(&m, COAP_OPT_SIZE1));
+    assert_null(edhoc_coap_msg_find_option(&m, COAP_OPT_BLOCK1));
+    assert_null(edhoc_coap_msg_find_option(&m, COAP_OPT_SIZE1));
     assert_block(&m, COAP_OPT_BLOCK2, 7, false, 5);
-    assert_non_null(coap_msg_find_option(&m, COAP_OPT_REQUEST_TAG));
+    assert_non_null(edhoc_coap_msg_find_option(&m, COAP_OPT_REQUEST_TAG));
     /* An existing Block2 is replaced, not repeated. */
     long n2 = edhoc_bw_request_next(out, (size_t)n, 5, 8, msg, sizeof msg);
-    assert_int_equal(coap_msg_parse(msg, (size_t)n2, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(msg, (size_t)n2, &m), 0);
     assert_block(&m, COAP_OPT_BLOCK2, 8, false, 5);
     size_t count = 0;
     for (size_t i = 0; i < m.option_count; i++)
@@ -1224,10 +1224,10 @@ static void test_collect_refusals(void **state)
     long w = edhoc_bw_collect_message(&c, msg, n, whole, sizeof whole);
     assert_true(w > 0);
     struct coap_msg m;
-    assert_int_equal(coap_msg_parse(whole, (size_t)w, &m), 0);
-    assert_null(coap_msg_find_option(&m, COAP_OPT_BLOCK2));
-    assert_null(coap_msg_find_option(&m, COAP_OPT_SIZE2));
-    assert_non_null(coap_msg_find_option(&m, COAP_OPT_ETAG));
+    assert_int_equal(edhoc_coap_msg_parse(whole, (size_t)w, &m), 0);
+    assert_null(edhoc_coap_msg_find_option(&m, COAP_OPT_BLOCK2));
+    assert_null(edhoc_coap_msg_find_option(&m, COAP_OPT_SIZE2));
+    assert_non_null(edhoc_coap_msg_find_option(&m, COAP_OPT_ETAG));
     assert_int_equal(m.payload_len, 37);
     assert_memory_equal(m.payload, body, 37);
     assert_int_equal(edhoc_bw_collect_message(&c, msg, n, whole, 10), EDHOC_BW_ERR_BUFFER);
@@ -1306,7 +1306,7 @@ static void roundtrip(size_t n, unsigned szx, unsigned resp_szx)
     assert_int_equal(r->verdict, EDHOC_BW_WHOLE);
     assert_int_equal(edhoc_bw_request_block(req, req_len, szx, last + 1, blk, sizeof blk), 0);
     struct coap_msg w;
-    assert_int_equal(coap_msg_parse(r->whole, r->whole_len, &w), 0);
+    assert_int_equal(edhoc_coap_msg_parse(r->whole, r->whole_len, &w), 0);
     assert_int_equal(w.payload_len, n);
     if (n)
         assert_memory_equal(w.payload, body, n);
@@ -1320,7 +1320,7 @@ static void roundtrip(size_t n, unsigned szx, unsigned resp_szx)
     free(r->whole);
     assert_true(o > 0);
     struct coap_msg first;
-    assert_int_equal(coap_msg_parse(r->out, (size_t)o, &first), 0);
+    assert_int_equal(edhoc_coap_msg_parse(r->out, (size_t)o, &first), 0);
     /* The response to the final Block1 request echoes it (Section 2.3). */
     assert_block(&first, COAP_OPT_BLOCK1, last, false, szx);
 
@@ -1349,10 +1349,10 @@ static void roundtrip(size_t n, unsigned szx, unsigned resp_szx)
     long wl = edhoc_bw_collect_message(&c, last_resp, last_len, whole_resp, cap);
     assert_true(wl > 0);
     struct coap_msg wr;
-    assert_int_equal(coap_msg_parse(whole_resp, (size_t)wl, &wr), 0);
+    assert_int_equal(edhoc_coap_msg_parse(whole_resp, (size_t)wl, &wr), 0);
     assert_int_equal(wr.code, CODE_CHANGED);
     assert_int_equal(uint_option(&wr, COAP_OPT_CONTENT_FORMAT), 42);
-    assert_null(coap_msg_find_option(&wr, COAP_OPT_BLOCK2));
+    assert_null(edhoc_coap_msg_find_option(&wr, COAP_OPT_BLOCK2));
     assert_int_equal(wr.payload_len, n);
     if (n)
         assert_memory_equal(wr.payload, answer, n);

@@ -92,23 +92,23 @@ static size_t coap(uint8_t type, uint8_t code, uint16_t mid, uint8_t token, bool
     uint8_t cfv[4];
     static uint8_t body[256];
     if (oscore_len >= 0)
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OSCORE, oscore, (size_t)oscore_len), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OSCORE, oscore, (size_t)oscore_len), 0);
     if (edhoc_path) {
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)".well-known",
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)".well-known",
                                              11), 0);
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5),
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5),
                          0);
     }
     if (cf >= 0)
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv,
-                                             coap_uint_encode((uint32_t)cf, cfv)), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv,
+                                             edhoc_coap_uint_encode((uint32_t)cf, cfv)), 0);
     if (prefix_len)
         memcpy(body, prefix, prefix_len);
     if (len)
         memcpy(body + prefix_len, payload, len);
     m.payload = prefix_len + len ? body : NULL;
     m.payload_len = prefix_len + len;
-    long n = coap_msg_encode(&m, out, 512);
+    long n = edhoc_coap_msg_encode(&m, out, 512);
     assert_true(n > 0);
     return (size_t)n;
 }
@@ -770,9 +770,9 @@ static void test_blockwise(void **state)
             m.mid = (uint16_t)(0x5001 + blk);
             m.token_len = 1;
             m.token[0] = (uint8_t)(0x10 + blk);
-            assert_int_equal(coap_msg_add_option(&m, COAP_OPT_BLOCK2, v,
-                                                 coap_uint_encode(blk << 4, v)), 0);
-            long k = coap_msg_encode(&m, b, sizeof b);
+            assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK2, v,
+                                                 edhoc_coap_uint_encode(blk << 4, v)), 0);
+            long k = edhoc_coap_msg_encode(&m, b, sizeof b);
             assert_int_equal(edhoc_capture_datagram(c, SA(cl), SA(sv), b, (size_t)k, NULL), 0);
             coap_total += (size_t)k;
         }
@@ -784,13 +784,13 @@ static void test_blockwise(void **state)
         m.token[0] = blk ? (uint8_t)(0x10 + blk) : 0xa0;
         m.token[1] = 1;
         uint8_t cf[1] = {64};
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
         uint32_t more = blk < 2;
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_BLOCK2, v,
-                                             coap_uint_encode(blk << 4 | more << 3, v)), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK2, v,
+                                             edhoc_coap_uint_encode(blk << 4 | more << 3, v)), 0);
         m.payload = m2 + 16 * blk;
         m.payload_len = blk < 2 ? 16 : m2_len - 32;
-        long k = coap_msg_encode(&m, b, sizeof b);
+        long k = edhoc_coap_msg_encode(&m, b, sizeof b);
         assert_int_equal(edhoc_capture_datagram(c, SA(sv), SA(cl), b, (size_t)k, NULL), 0);
         resp_total += (size_t)k;
         if (blk == 0) {
@@ -840,16 +840,16 @@ static void test_block1_and_combined(void **state)
         m.mid = (uint16_t)(0x6000 + blk);
         m.token_len = 1;
         m.token[0] = (uint8_t)(0x20 + blk);
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5),
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5),
                          0);
         uint8_t cf[1] = {65};
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
         uint32_t more = blk < 2;
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_BLOCK1, v,
-                                             coap_uint_encode(blk << 4 | more << 3, v)), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK1, v,
+                                             edhoc_coap_uint_encode(blk << 4 | more << 3, v)), 0);
         m.payload = body + 16 * blk;
         m.payload_len = blk < 2 ? 16 : 40 - 32;
-        long k = coap_msg_encode(&m, b, sizeof b);
+        long k = edhoc_coap_msg_encode(&m, b, sizeof b);
         assert_int_equal(edhoc_capture_datagram(c, SA(cl), SA(sv), b, (size_t)k, NULL), 0);
         req_coap += (size_t)k;
         if (blk == 0) {
@@ -864,15 +864,15 @@ static void test_block1_and_combined(void **state)
         m.token[0] = (uint8_t)(0x20 + blk);
         if (more) {
             m.code = COAP_CODE(2, 31);
-            assert_int_equal(coap_msg_add_option(&m, COAP_OPT_BLOCK1, v,
-                                                 coap_uint_encode(blk << 4 | 1 << 3, v)), 0);
-            k = coap_msg_encode(&m, b, sizeof b);
+            assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK1, v,
+                                                 edhoc_coap_uint_encode(blk << 4 | 1 << 3, v)), 0);
+            k = edhoc_coap_msg_encode(&m, b, sizeof b);
             req_coap += (size_t)k;
         } else {
             m.code = COAP_CODE_CHANGED;
             m.payload = m2;
             m.payload_len = m2_len;
-            k = coap_msg_encode(&m, b, sizeof b);
+            k = edhoc_coap_msg_encode(&m, b, sizeof b);
         }
         assert_int_equal(edhoc_capture_datagram(c, SA(sv), SA(cl), b, (size_t)k, NULL), 0);
     }
@@ -885,13 +885,13 @@ static void test_block1_and_combined(void **state)
     m.mid = 0x6100;
     m.token_len = 1;
     m.token[0] = 0x30;
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OSCORE, OSCORE_REQ_OPT, 3), 0);
-    assert_int_equal(coap_msg_add_option(&m, 21, NULL, 0), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OSCORE, OSCORE_REQ_OPT, 3), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, 21, NULL, 0), 0);
     memcpy(body, m3, m3_len);
     memcpy(body + m3_len, CIPHERTEXT, sizeof CIPHERTEXT);
     m.payload = body;
     m.payload_len = m3_len + sizeof CIPHERTEXT;
-    long k = coap_msg_encode(&m, b, sizeof b);
+    long k = edhoc_coap_msg_encode(&m, b, sizeof b);
     /* 4 + 1 + OSCORE (1 + 3) + EDHOC (delta 12: 1) + marker 1 + 32 = 43. */
     assert_int_equal(k, 43);
     assert_int_equal(edhoc_capture_datagram(c, SA(cl), SA(sv), b, (size_t)k, NULL), 0);
@@ -901,10 +901,10 @@ static void test_block1_and_combined(void **state)
     m.mid = 0x6100;
     m.token_len = 1;
     m.token[0] = 0x30;
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OSCORE, NULL, 0), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OSCORE, NULL, 0), 0);
     m.payload = CIPHERTEXT;
     m.payload_len = sizeof CIPHERTEXT;
-    k = coap_msg_encode(&m, b, sizeof b);
+    k = edhoc_coap_msg_encode(&m, b, sizeof b);
     assert_int_equal(edhoc_capture_datagram(c, SA(sv), SA(cl), b, (size_t)k, NULL), 0);
     edhoc_capture_close(c);
 

@@ -48,7 +48,7 @@ static long answer(struct oscore_context *c, struct oscore_binding *b, const uin
                    size_t len, uint8_t *out, size_t cap)
 {
     struct coap_msg m;
-    if (coap_msg_parse(req, len, &m))
+    if (edhoc_coap_msg_parse(req, len, &m))
         return -1;
     m.type = m.type == COAP_TYPE_CON ? COAP_TYPE_ACK : COAP_TYPE_NON;
     m.code = COAP_CODE_CONTENT;
@@ -56,7 +56,7 @@ static long answer(struct oscore_context *c, struct oscore_binding *b, const uin
     m.payload = (const uint8_t *)"b2 ok";
     m.payload_len = 5;
     uint8_t plain[256];
-    long n = coap_msg_encode(&m, plain, sizeof plain);
+    long n = edhoc_coap_msg_encode(&m, plain, sizeof plain);
     return n < 0 ? n : oscore_protect_response(c, b, plain, (size_t)n, false, out, cap);
 }
 

@@ -191,11 +191,11 @@ static size_t post_edhoc(uint16_t mid, const uint8_t *payload, size_t len, uint8
     m.type = COAP_TYPE_CON;
     m.code = COAP_CODE_POST;
     m.mid = mid;
-    assert_int_equal(coap_msg_add_option(&m, 11, (const uint8_t *)".well-known", 11), 0);
-    assert_int_equal(coap_msg_add_option(&m, 11, (const uint8_t *)"edhoc", 5), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, 11, (const uint8_t *)".well-known", 11), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, 11, (const uint8_t *)"edhoc", 5), 0);
     m.payload = payload;
     m.payload_len = len;
-    long n = coap_msg_encode(&m, out, cap);
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     assert_true(n > 0);
     return (size_t)n;
 }
@@ -227,7 +227,7 @@ static void test_handshake_crypto_calls(void **state)
     long n = edhoc_server_handle(srv, NULL, "192.0.2.1:5683", req, rl, resp, sizeof resp);
     assert_true(n > 4);
     struct coap_msg r;
-    assert_int_equal(coap_msg_parse(resp, (size_t)n, &r), 0);
+    assert_int_equal(edhoc_coap_msg_parse(resp, (size_t)n, &r), 0);
     assert_int_equal(r.code, 0x44); /* 2.04 with message_2 */
 
     struct edhoc_received rx_i;
@@ -246,7 +246,7 @@ static void test_handshake_crypto_calls(void **state)
     rl = post_edhoc(2, m3, (size_t)cl + (size_t)n3, req, sizeof req);
     n = edhoc_server_handle(srv, NULL, "192.0.2.1:5683", req, rl, resp, sizeof resp);
     assert_true(n >= 4);
-    assert_int_equal(coap_msg_parse(resp, (size_t)n, &r), 0);
+    assert_int_equal(edhoc_coap_msg_parse(resp, (size_t)n, &r), 0);
     assert_int_equal(r.code, 0x44); /* 2.04: message_3 accepted */
     struct edhoc_server_stats st;
     edhoc_server_get_stats(srv, &st);
@@ -296,7 +296,7 @@ static void initiator_message_1(struct initiator *in, uint8_t *m1, size_t cap, s
 static void initiator_message_3(struct initiator *in, const uint8_t *resp, size_t n)
 {
     struct coap_msg r;
-    assert_int_equal(coap_msg_parse(resp, n, &r), 0);
+    assert_int_equal(edhoc_coap_msg_parse(resp, n, &r), 0);
     assert_int_equal(r.code, 0x44); /* 2.04 with message_2 */
     struct edhoc_received rx;
     memset(&rx, 0, sizeof rx);
@@ -335,7 +335,7 @@ static unsigned engine_post(struct edhoc_server *srv, const char *peer, const ui
     long n = edhoc_server_handle(srv, NULL, peer, req, rl, resp, sizeof resp);
     assert_true(n >= 4);
     struct coap_msg r;
-    assert_int_equal(coap_msg_parse(resp, (size_t)n, &r), 0);
+    assert_int_equal(edhoc_coap_msg_parse(resp, (size_t)n, &r), 0);
     if (pl) {
         assert_true(r.payload_len <= *pl_len);
         memcpy(pl, r.payload, r.payload_len);
@@ -487,24 +487,24 @@ static void test_forged_combined_request_keeps_handshake(void **state)
     m.mid = 9;
     uint8_t opt[2 + EDHOC_MAX_CONN_ID] = {0x09, 0x00};
     memcpy(opt + 2, a.c_r, a.c_r_len);
-    assert_int_equal(coap_msg_add_option(&m, 9, opt, 2 + a.c_r_len), 0);
-    assert_int_equal(coap_msg_add_option(&m, 21, NULL, 0), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, 9, opt, 2 + a.c_r_len), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, 21, NULL, 0), 0);
     uint8_t payload[18] = {0x50};
     m.payload = payload;
     m.payload_len = sizeof payload;
     uint8_t req[256], resp[512];
-    long rl = coap_msg_encode(&m, req, sizeof req);
+    long rl = edhoc_coap_msg_encode(&m, req, sizeof req);
     assert_true(rl > 0);
     long n = edhoc_server_handle(srv, NULL, OTHER, req, (size_t)rl, resp, sizeof resp);
     struct coap_msg r;
     assert_true(n >= 4);
-    assert_int_equal(coap_msg_parse(resp, (size_t)n, &r), 0);
+    assert_int_equal(edhoc_coap_msg_parse(resp, (size_t)n, &r), 0);
     assert_int_equal(r.code, 0x83);
     assert_int_equal(pending_of(srv), 1);
     /* From its own address: refused, and the handshake ends. */
     n = edhoc_server_handle(srv, NULL, PEER, req, (size_t)rl, resp, sizeof resp);
     assert_true(n >= 4);
-    assert_int_equal(coap_msg_parse(resp, (size_t)n, &r), 0);
+    assert_int_equal(edhoc_coap_msg_parse(resp, (size_t)n, &r), 0);
     assert_int_equal(r.code, 0x80);
     assert_int_equal(pending_of(srv), 0);
     edhoc_session_wipe(&a.s);
@@ -609,14 +609,14 @@ static void test_echo_challenge_mark_not_stored(void **state)
     long n = edhoc_server_handle(srv, NULL, PEER, req, (size_t)rl, resp, sizeof resp);
     assert_true(n >= 4);
     struct coap_msg r;
-    assert_int_equal(coap_msg_parse(resp, (size_t)n, &r), 0);
+    assert_int_equal(edhoc_coap_msg_parse(resp, (size_t)n, &r), 0);
     assert_int_equal(r.code, 0xa3); /* 5.03 */
     assert_int_equal(r.type, COAP_TYPE_ACK);
-    const struct coap_option *max_age = coap_msg_find_option(&r, COAP_OPT_MAX_AGE);
+    const struct coap_option *max_age = edhoc_coap_msg_find_option(&r, COAP_OPT_MAX_AGE);
     assert_non_null(max_age);
     assert_int_equal(max_age->len, 1);
     assert_int_equal(max_age->value[0], 5);
-    assert_null(coap_msg_find_option(&r, COAP_OPT_OSCORE));
+    assert_null(edhoc_coap_msg_find_option(&r, COAP_OPT_OSCORE));
     if (!strstr(logged, "cannot store the sequence number mark: cannot create, open or write "
                         "the state database\n") ||
         !strstr(logged, "OSCORE peer=" PEER ": the Echo challenge not sent: the sequence-number "
@@ -669,12 +669,12 @@ static void test_first_request_record_from_elsewhere(void **state)
     m.mid = 11;
     uint8_t opt[2 + EDHOC_MAX_CONN_ID] = {0x09, 0x00};
     memcpy(opt + 2, a.c_r, a.c_r_len);
-    assert_int_equal(coap_msg_add_option(&m, 9, opt, 2 + a.c_r_len), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, 9, opt, 2 + a.c_r_len), 0);
     static const uint8_t junk[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     m.payload = junk;
     m.payload_len = sizeof junk;
     uint8_t req[256], resp[512];
-    long rl = coap_msg_encode(&m, req, sizeof req);
+    long rl = edhoc_coap_msg_encode(&m, req, sizeof req);
     assert_true(rl > 0);
     first_reports = 0;
     long n = edhoc_server_handle(srv, NULL, OTHER, req, (size_t)rl, resp, sizeof resp);

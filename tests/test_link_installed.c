@@ -187,9 +187,9 @@ static void check_oscore(const struct edhoc_crypto_ops *ops, const struct handsh
 
     struct coap_msg req = {.type = COAP_TYPE_CON, .code = COAP_CODE_GET, .mid = 1,
                            .token_len = 1, .token = {0x42}};
-    CHECK(coap_msg_add_option(&req, COAP_OPT_URI_PATH, (const uint8_t *)"hello", 5) == 0);
+    CHECK(edhoc_coap_msg_add_option(&req, COAP_OPT_URI_PATH, (const uint8_t *)"hello", 5) == 0);
     uint8_t plain[64], prot[64 + OSCORE_MAX_OVERHEAD], inner[64 + OSCORE_MAX_OVERHEAD];
-    long n = coap_msg_encode(&req, plain, sizeof plain);
+    long n = edhoc_coap_msg_encode(&req, plain, sizeof plain);
     CHECK(n > 0);
 
     struct oscore_binding bc, bs;
@@ -201,10 +201,10 @@ static void check_oscore(const struct edhoc_crypto_ops *ops, const struct handsh
     CHECK(ni > 0);
 
     struct coap_msg got;
-    CHECK(coap_msg_parse(inner, (size_t)ni, &got) == 0);
-    const struct coap_option *path = coap_msg_find_option(&got, COAP_OPT_URI_PATH);
+    CHECK(edhoc_coap_msg_parse(inner, (size_t)ni, &got) == 0);
+    const struct coap_option *path = edhoc_coap_msg_find_option(&got, COAP_OPT_URI_PATH);
     CHECK(path && path->len == 5 && memcmp(path->value, "hello", 5) == 0);
-    CHECK(strcmp(coap_option_name(COAP_OPT_URI_PATH), "Uri-Path") == 0);
+    CHECK(strcmp(edhoc_coap_option_name(COAP_OPT_URI_PATH), "Uri-Path") == 0);
     oscore_context_wipe(&client);
     oscore_context_wipe(&server);
 }

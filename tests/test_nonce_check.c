@@ -95,16 +95,16 @@ static size_t coap_plain(uint8_t type, uint8_t code, uint16_t mid, uint8_t token
     m.token[1] = token;
     uint8_t obs[4];
     if (observe >= 0)
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs,
-                                             coap_uint_encode((uint32_t)observe, obs)), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs,
+                                             edhoc_coap_uint_encode((uint32_t)observe, obs)), 0);
     if (path)
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)path,
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)path,
                                              strlen(path)), 0);
     if (payload) {
         m.payload = (const uint8_t *)payload;
         m.payload_len = strlen(payload);
     }
-    long n = coap_msg_encode(&m, out, cap);
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     assert_true(n > 0);
     return (size_t)n;
 }
@@ -635,8 +635,8 @@ static void test_unknown_key(void **state)
      * claim Partial IV 0 as well: flags 19 (Partial IV, kid context, kid),
      * Partial IV 01 -> 00. */
     struct coap_msg m;
-    assert_int_equal(coap_msg_parse(forged.bytes, forged.len, &m), 0);
-    const struct coap_option *opt = coap_msg_find_option(&m, COAP_OPT_OSCORE);
+    assert_int_equal(edhoc_coap_msg_parse(forged.bytes, forged.len, &m), 0);
+    const struct coap_option *opt = edhoc_coap_msg_find_option(&m, COAP_OPT_OSCORE);
     assert_non_null(opt);
     assert_int_equal(opt->value[0], 0x19);
     assert_int_equal(opt->value[1], 0x01);
@@ -698,10 +698,10 @@ static size_t coap_with_oscore(uint8_t type, uint8_t code, uint8_t token, const 
     m.token_len = 2;
     m.token[0] = TOKEN_PREFIX;
     m.token[1] = token;
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OSCORE, opt, opt_len), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OSCORE, opt, opt_len), 0);
     m.payload = payload;
     m.payload_len = payload_len;
-    long n = coap_msg_encode(&m, out, cap);
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     assert_true(n > 0);
     return (size_t)n;
 }
@@ -711,11 +711,11 @@ static size_t coap_with_oscore(uint8_t type, uint8_t code, uint8_t token, const 
 static void add_outer_block2(struct wire *w)
 {
     struct coap_msg m;
-    assert_int_equal(coap_msg_parse(w->bytes, w->len, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(w->bytes, w->len, &m), 0);
     uint8_t block = 0x08; /* NUM 0, M 1, SZX 0 */
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_BLOCK2, &block, 1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK2, &block, 1), 0);
     uint8_t out[sizeof w->bytes];
-    long n = coap_msg_encode(&m, out, sizeof out);
+    long n = edhoc_coap_msg_encode(&m, out, sizeof out);
     assert_true(n > 0);
     memcpy(w->bytes, out, (size_t)n);
     w->len = (size_t)n;

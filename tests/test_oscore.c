@@ -108,13 +108,13 @@ static size_t sample_request(uint8_t *out, size_t payload_len)
     static uint8_t payload[1200];
     for (size_t i = 0; i < sizeof payload; i++)
         payload[i] = (uint8_t)(i * 7 + 1);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"sensor", 6), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"temp", 4), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"example.com", 11), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_QUERY, (const uint8_t *)"unit=c", 6), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"sensor", 6), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"temp", 4), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"example.com", 11), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_QUERY, (const uint8_t *)"unit=c", 6), 0);
     m.payload = payload_len ? payload : NULL;
     m.payload_len = payload_len;
-    long n = coap_msg_encode(&m, out, BUF);
+    long n = edhoc_coap_msg_encode(&m, out, BUF);
     assert_true(n > 0);
     return (size_t)n;
 }
@@ -132,13 +132,13 @@ static size_t sample_response(uint8_t *out, const uint8_t *payload, size_t paylo
     m.token[1] = 0xb2;
     uint8_t cf[1] = {0};
     uint8_t ov[4];
-    size_t ovl = coap_uint_encode(obs_value, ov);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
+    size_t ovl = edhoc_coap_uint_encode(obs_value, ov);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
     if (observe)
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OBSERVE, ov, ovl), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, ov, ovl), 0);
     m.payload = payload;
     m.payload_len = payload_len;
-    long n = coap_msg_encode(&m, out, BUF);
+    long n = edhoc_coap_msg_encode(&m, out, BUF);
     assert_true(n > 0);
     return (size_t)n;
 }
@@ -510,14 +510,14 @@ static uint8_t *big_message(bool request, size_t payload_len, int obs_len, uint3
     m.token[1] = 0xb2;
     uint8_t cf[1] = {42};
     uint8_t ov[4];
-    coap_uint_encode(obs_value, ov);
+    edhoc_coap_uint_encode(obs_value, ov);
     if (request) {
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"example.com", 11), 0);
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"big", 3), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"example.com", 11), 0);
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"big", 3), 0);
     }
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
     if (obs_len >= 0)
-        assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OBSERVE, ov + 4 - obs_len,
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, ov + 4 - obs_len,
                                              (size_t)obs_len), 0);
     uint8_t *payload = xmalloc(payload_len);
     for (size_t i = 0; i < payload_len; i++)
@@ -526,7 +526,7 @@ static uint8_t *big_message(bool request, size_t payload_len, int obs_len, uint3
     m.payload_len = payload_len;
     size_t cap = payload_len + 64;
     uint8_t *out = xmalloc(cap);
-    long n = coap_msg_encode(&m, out, cap);
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     assert_true(n > 0);
     free(payload);
     *len = (size_t)n;
@@ -539,7 +539,7 @@ static uint8_t *big_message(bool request, size_t payload_len, int obs_len, uint3
 static size_t plaintext_len(const uint8_t *msg, size_t len)
 {
     struct coap_msg m;
-    assert_int_equal(coap_msg_parse(msg, len, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(msg, len, &m), 0);
     struct coap_option inner[COAP_MSG_MAX_OPTIONS];
     size_t n = 0;
     for (size_t i = 0; i < m.option_count; i++) {
@@ -548,7 +548,7 @@ static size_t plaintext_len(const uint8_t *msg, size_t len)
             num != COAP_OPT_PROXY_SCHEME && num != COAP_OPT_PROXY_URI)
             inner[n++] = m.options[i];
     }
-    long body = coap_msg_encode_body(inner, n, m.payload, m.payload_len, NULL, 0);
+    long body = edhoc_coap_msg_encode_body(inner, n, m.payload, m.payload_len, NULL, 0);
     assert_true(body >= 0);
     return 1 + (size_t)body;
 }
@@ -814,17 +814,17 @@ static void test_buffer_rules(void **state)
     for (int i = 0; i < 7; i++)
         snprintf(uri + strlen(uri), sizeof uri - strlen(uri), "%cq%012d", i ? '&' : '?', i);
     static const uint8_t obs[3] = {1, 2, 3};
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"h", 1), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs, 3), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PORT, obs, 2), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_MAX_AGE, obs, 1), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri,
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"h", 1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs, 3), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PORT, obs, 2), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_MAX_AGE, obs, 1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri,
                                          strlen(uri)), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_SCHEME, (const uint8_t *)"coap", 4), 0);
-    assert_int_equal(coap_msg_add_option(&m, 2000, obs, 1), 0);
-    assert_int_equal(coap_msg_add_option(&m, 3000, obs, 1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_SCHEME, (const uint8_t *)"coap", 4), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, 2000, obs, 1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, 3000, obs, 1), 0);
     uint8_t req[BUF], prot[BUF], out[BUF];
-    long len = coap_msg_encode(&m, req, sizeof req);
+    long len = edhoc_coap_msg_encode(&m, req, sizeof req);
     assert_true(len > 0);
     long n = oscore_protect_request(&cli, req, (size_t)len, prot, sizeof prot, &cb);
     assert_true(n > 0);
@@ -849,9 +849,9 @@ static void test_buffer_rules(void **state)
     static const uint8_t obs4[4] = {1, 2, 3, 4};
     size_t rl;
     uint8_t *r = big_message(true, 0, -1, 0, &rl);
-    assert_int_equal(coap_msg_parse(r, rl, &m), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs4, 4), 0);
-    len = coap_msg_encode(&m, req, sizeof req);
+    assert_int_equal(edhoc_coap_msg_parse(r, rl, &m), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs4, 4), 0);
+    len = edhoc_coap_msg_encode(&m, req, sizeof req);
     uint64_t ssn = oscore_context_ssn(&cli);
     assert_int_equal(oscore_protect_request(&cli, req, (size_t)len, prot, sizeof prot, &cb),
                      OSCORE_ERR_INVALID);
@@ -907,8 +907,8 @@ static void test_every_flipped_byte_fails(void **state)
             fail_msg("request with byte %zu flipped was accepted", i);
         /* the protected parts (code, Uri-Path, Uri-Query, payload) are intact */
         struct coap_msg orig, got;
-        assert_int_equal(coap_msg_parse(req, req_len, &orig), 0);
-        assert_int_equal(coap_msg_parse(out, (size_t)m, &got), 0);
+        assert_int_equal(edhoc_coap_msg_parse(req, req_len, &orig), 0);
+        assert_int_equal(edhoc_coap_msg_parse(out, (size_t)m, &got), 0);
         assert_int_equal(got.code, orig.code);
         assert_int_equal(got.option_count, orig.option_count);
         for (size_t j = 0; j < orig.option_count; j++) {
@@ -1034,15 +1034,15 @@ static void test_second_proxy_uri_refused(void **state)
     m.type = COAP_TYPE_CON;
     m.code = COAP_CODE_GET;
     m.mid = 7;
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_URI, uri1, sizeof uri1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, uri1, sizeof uri1), 0);
     static uint8_t req[4096], out[4096];
     struct oscore_binding b;
-    long n = coap_msg_encode(&m, req, sizeof req);
+    long n = edhoc_coap_msg_encode(&m, req, sizeof req);
     assert_true(n > 0);
     /* one such Proxy-Uri is fine: four inner Uri-Path options */
     assert_true(oscore_protect_request(&cli, req, (size_t)n, out, sizeof out, &b) > 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_URI, uri2, sizeof uri2), 0);
-    n = coap_msg_encode(&m, req, sizeof req);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, uri2, sizeof uri2), 0);
+    n = edhoc_coap_msg_encode(&m, req, sizeof req);
     assert_true(n > 0);
     uint64_t ssn = oscore_context_ssn(&cli);
     assert_int_equal(oscore_protect_request(&cli, req, (size_t)n, out, sizeof out, &b),
@@ -1053,8 +1053,8 @@ static void test_second_proxy_uri_refused(void **state)
     memset(&one, 0, sizeof one);
     one.type = COAP_TYPE_CON;
     one.code = COAP_CODE_GET;
-    assert_int_equal(coap_msg_add_option(&one, COAP_OPT_PROXY_URI, uri2, sizeof uri2), 0);
-    n = coap_msg_encode(&one, req, sizeof req);
+    assert_int_equal(edhoc_coap_msg_add_option(&one, COAP_OPT_PROXY_URI, uri2, sizeof uri2), 0);
+    n = edhoc_coap_msg_encode(&one, req, sizeof req);
     assert_true(n > 0);
     assert_int_equal(oscore_protect_request(&cli, req, (size_t)n, out, sizeof out, &b),
                      OSCORE_ERR_INVALID);
@@ -1353,9 +1353,9 @@ static size_t add_echo(const uint8_t *req, size_t req_len, const uint8_t *echo, 
                        uint8_t *out)
 {
     struct coap_msg m;
-    assert_int_equal(coap_msg_parse(req, req_len, &m), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_ECHO, echo, echo_len), 0);
-    long n = coap_msg_encode(&m, out, BUF);
+    assert_int_equal(edhoc_coap_msg_parse(req, req_len, &m), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_ECHO, echo, echo_len), 0);
+    long n = edhoc_coap_msg_encode(&m, out, BUF);
     assert_true(n > 0);
     return (size_t)n;
 }
@@ -1410,7 +1410,7 @@ static void test_echo_recovery(void **state)
     long j = oscore_unprotect_response(&cli, &cb, presp, (size_t)k, out, sizeof out);
     assert_true(j > 0);
     struct coap_msg inner;
-    assert_int_equal(coap_msg_parse(out, (size_t)j, &inner), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)j, &inner), 0);
     assert_int_equal(inner.code, COAP_CODE_UNAUTHORIZED);
     assert_int_equal(inner.option_count, 1);
     assert_int_equal(inner.options[0].number, COAP_OPT_ECHO);
@@ -1457,10 +1457,10 @@ static void test_observe_notifications(void **state)
     long nlen[6];
     struct coap_msg m;
     size_t req_len = sample_request(req, 0);
-    assert_int_equal(coap_msg_parse(req, req_len, &m), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_OBSERVE, NULL, 0), 0); /* register */
+    assert_int_equal(edhoc_coap_msg_parse(req, req_len, &m), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, NULL, 0), 0); /* register */
     uint8_t tmp[BUF];
-    req_len = (size_t)coap_msg_encode(&m, tmp, sizeof tmp); /* m points into req */
+    req_len = (size_t)edhoc_coap_msg_encode(&m, tmp, sizeof tmp); /* m points into req */
     memcpy(req, tmp, req_len);
     struct oscore_binding cb, sb;
     long n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
@@ -1481,20 +1481,20 @@ static void test_observe_notifications(void **state)
         assert_int_equal(opt.piv_len == 0, i == 0);
         /* outer Observe carries the value */
         struct coap_msg om;
-        assert_int_equal(coap_msg_parse(note[i], (size_t)nlen[i], &om), 0);
-        const struct coap_option *obs = coap_msg_find_option(&om, COAP_OPT_OBSERVE);
+        assert_int_equal(edhoc_coap_msg_parse(note[i], (size_t)nlen[i], &om), 0);
+        const struct coap_option *obs = edhoc_coap_msg_find_option(&om, COAP_OPT_OBSERVE);
         assert_non_null(obs);
         uint32_t v;
-        assert_int_equal(coap_option_uint(obs, &v), 0);
+        assert_int_equal(edhoc_coap_option_uint(obs, &v), 0);
         assert_int_equal(v, (uint32_t)(i + 2));
     }
     /* in order, with one out of order (older -> refused) */
     assert_true(oscore_unprotect_response(&cli, &cb, note[0], (size_t)nlen[0], out, sizeof out) > 0);
     /* the inner Observe of a notification is empty */
     struct coap_msg im;
-    assert_int_equal(coap_msg_parse(out, (size_t)oscore_unprotect_response(&cli, &cb, note[2], (size_t)nlen[2], out, sizeof out), &im), 0);
-    assert_non_null(coap_msg_find_option(&im, COAP_OPT_OBSERVE));
-    assert_int_equal(coap_msg_find_option(&im, COAP_OPT_OBSERVE)->len, 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)oscore_unprotect_response(&cli, &cb, note[2], (size_t)nlen[2], out, sizeof out), &im), 0);
+    assert_non_null(edhoc_coap_msg_find_option(&im, COAP_OPT_OBSERVE));
+    assert_int_equal(edhoc_coap_msg_find_option(&im, COAP_OPT_OBSERVE)->len, 0);
     assert_int_equal(oscore_unprotect_response(&cli, &cb, note[1], (size_t)nlen[1], out, sizeof out),
                      OSCORE_ERR_REPLAY);
     assert_int_equal(oscore_unprotect_response(&cli, &cb, note[2], (size_t)nlen[2], out, sizeof out),
@@ -1529,15 +1529,15 @@ static void test_proxy_uri_split(void **state)
     m.code = COAP_CODE_GET;
     m.mid = 7;
     const char *uri = "coap://example.com/res%2Fx/b?q=1&r";
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)), 0);
     uint8_t req[BUF], preq[BUF], out[BUF];
-    long req_len = coap_msg_encode(&m, req, sizeof req);
+    long req_len = edhoc_coap_msg_encode(&m, req, sizeof req);
     struct oscore_binding cb, sb;
     long n = oscore_protect_request(&cli, req, (size_t)req_len, preq, sizeof preq, &cb);
     assert_true(n > 0);
     struct coap_msg pm;
-    assert_int_equal(coap_msg_parse(preq, (size_t)n, &pm), 0);
-    const struct coap_option *pu = coap_msg_find_option(&pm, COAP_OPT_PROXY_URI);
+    assert_int_equal(edhoc_coap_msg_parse(preq, (size_t)n, &pm), 0);
+    const struct coap_option *pu = edhoc_coap_msg_find_option(&pm, COAP_OPT_PROXY_URI);
     assert_non_null(pu);
     assert_int_equal(pu->len, strlen("coap://example.com"));
     assert_memory_equal(pu->value, "coap://example.com", pu->len);
@@ -1545,7 +1545,7 @@ static void test_proxy_uri_split(void **state)
     long k = oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb);
     assert_true(k > 0);
     struct coap_msg um;
-    assert_int_equal(coap_msg_parse(out, (size_t)k, &um), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)k, &um), 0);
     assert_int_equal(um.option_count, 5);
     assert_int_equal(um.options[0].number, COAP_OPT_URI_PATH);
     assert_int_equal(um.options[0].len, 5);
@@ -1562,11 +1562,11 @@ static void test_proxy_uri_split(void **state)
     uint8_t r2[BUF];
     size_t r2len = sample_request(r2, 0);
     n = oscore_protect_request(&cli, r2, r2len, preq, sizeof preq, &cb);
-    assert_int_equal(coap_msg_parse(preq, (size_t)n, &pm), 0);
+    assert_int_equal(edhoc_coap_msg_parse(preq, (size_t)n, &pm), 0);
     static const uint8_t etag[2] = {0xee, 0xee};
-    assert_int_equal(coap_msg_add_option(&pm, COAP_OPT_ETAG, etag, 2), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&pm, COAP_OPT_ETAG, etag, 2), 0);
     uint8_t p2[BUF];
-    long n2 = coap_msg_encode(&pm, p2, sizeof p2);
+    long n2 = edhoc_coap_msg_encode(&pm, p2, sizeof p2);
     k = oscore_unprotect_request(&srv, p2, (size_t)n2, out, sizeof out, &sb);
     assert_int_equal(k, (long)r2len);
     assert_memory_equal(out, r2, r2len);
@@ -1629,13 +1629,13 @@ static void test_option_classes_figure5(void **state)
             fail_msg("%s (%u): class %#x, Figure 5 says %#x", figure5[i].name, figure5[i].number,
                      oscore_option_class(figure5[i].number), figure5[i].classes);
         /* Every option the codec names is in the table. */
-        assert_string_equal(coap_option_name(figure5[i].number), figure5[i].name);
+        assert_string_equal(edhoc_coap_option_name(figure5[i].number), figure5[i].name);
     }
     for (unsigned n = 0; n <= 0xffff; n++) {
         unsigned c = oscore_option_class((uint16_t)n);
         /* Section 4: "There are currently no Class I options defined." */
         assert_false(c & OSCORE_CLASS_I);
-        if (coap_option_name((uint16_t)n)) {
+        if (edhoc_coap_option_name((uint16_t)n)) {
             known++;
             continue;
         }
@@ -1669,19 +1669,19 @@ static void test_class_u_outer_class_e_inner(void **state)
     m.type = COAP_TYPE_CON;
     m.code = COAP_CODE_GET;
     static const uint8_t port[2] = {0x16, 0x34}; /* 5684 */
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"h.example", 9), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PORT, port, 2), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_SCHEME, (const uint8_t *)"coap", 4), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"a", 1), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_MAX_AGE, port, 1), 0);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_IF_MATCH, port, 1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"h.example", 9), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PORT, port, 2), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_SCHEME, (const uint8_t *)"coap", 4), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"a", 1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_MAX_AGE, port, 1), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_IF_MATCH, port, 1), 0);
     uint8_t req[BUF], preq[BUF], out[BUF];
-    long req_len = coap_msg_encode(&m, req, sizeof req);
+    long req_len = edhoc_coap_msg_encode(&m, req, sizeof req);
     struct oscore_binding cb, sb;
     long n = oscore_protect_request(&cli, req, (size_t)req_len, preq, sizeof preq, &cb);
     assert_true(n > 0);
     struct coap_msg pm;
-    assert_int_equal(coap_msg_parse(preq, (size_t)n, &pm), 0);
+    assert_int_equal(edhoc_coap_msg_parse(preq, (size_t)n, &pm), 0);
     /* Section 4.1.3.2: "In order to support forward proxy operations,
      * Proxy-Scheme, Uri-Host, and Uri-Port need to be Class U"; the rest
      * (Class E, Section 4.1.1) is removed from the OSCORE message. */
@@ -1697,20 +1697,20 @@ static void test_class_u_outer_class_e_inner(void **state)
     pm.options[0].value = (const uint8_t *)"other.example";
     pm.options[0].len = 13;
     uint8_t moved[BUF];
-    long mn = coap_msg_encode(&pm, moved, sizeof moved);
+    long mn = edhoc_coap_msg_encode(&pm, moved, sizeof moved);
     long k = oscore_unprotect_request(&srv, moved, (size_t)mn, out, sizeof out, &sb);
     assert_true(k > 0);
     struct coap_msg um;
-    assert_int_equal(coap_msg_parse(out, (size_t)k, &um), 0);
-    const struct coap_option *host = coap_msg_find_option(&um, COAP_OPT_URI_HOST);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)k, &um), 0);
+    const struct coap_option *host = edhoc_coap_msg_find_option(&um, COAP_OPT_URI_HOST);
     assert_non_null(host);
     assert_int_equal(host->len, 13);
     assert_memory_equal(host->value, "other.example", 13);
-    assert_non_null(coap_msg_find_option(&um, COAP_OPT_IF_MATCH));
-    assert_non_null(coap_msg_find_option(&um, COAP_OPT_MAX_AGE));
-    assert_non_null(coap_msg_find_option(&um, COAP_OPT_PROXY_SCHEME));
+    assert_non_null(edhoc_coap_msg_find_option(&um, COAP_OPT_IF_MATCH));
+    assert_non_null(edhoc_coap_msg_find_option(&um, COAP_OPT_MAX_AGE));
+    assert_non_null(edhoc_coap_msg_find_option(&um, COAP_OPT_PROXY_SCHEME));
     /* The OSCORE option is consumed (Section 8.2 step 1). */
-    assert_null(coap_msg_find_option(&um, COAP_OPT_OSCORE));
+    assert_null(edhoc_coap_msg_find_option(&um, COAP_OPT_OSCORE));
 }
 
 /* The outer Proxy-Uri of a protected request, and its inner options. */
@@ -1721,24 +1721,24 @@ static long proxy_uri_outer(struct oscore_context *cli, const char *uri, char *o
     memset(&m, 0, sizeof m);
     m.type = COAP_TYPE_CON;
     m.code = COAP_CODE_GET;
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)),
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)),
                      0);
     uint8_t req[BUF], preq[BUF];
-    long req_len = coap_msg_encode(&m, req, sizeof req);
+    long req_len = edhoc_coap_msg_encode(&m, req, sizeof req);
     struct oscore_binding cb, sb;
     long n = oscore_protect_request(cli, req, (size_t)req_len, preq, sizeof preq, &cb);
     if (n < 0)
         return n;
     struct coap_msg pm;
-    assert_int_equal(coap_msg_parse(preq, (size_t)n, &pm), 0);
-    const struct coap_option *pu = coap_msg_find_option(&pm, COAP_OPT_PROXY_URI);
+    assert_int_equal(edhoc_coap_msg_parse(preq, (size_t)n, &pm), 0);
+    const struct coap_option *pu = edhoc_coap_msg_find_option(&pm, COAP_OPT_PROXY_URI);
     assert_non_null(pu);
     assert_true(pu->len < cap);
     memcpy(outer, pu->value, pu->len);
     outer[pu->len] = '\0';
     long k = oscore_unprotect_request(srv, preq, (size_t)n, inner_buf, BUF, &sb);
     assert_true(k > 0);
-    assert_int_equal(coap_msg_parse(inner_buf, (size_t)k, inner), 0);
+    assert_int_equal(edhoc_coap_msg_parse(inner_buf, (size_t)k, inner), 0);
     return 0;
 }
 
@@ -1759,8 +1759,8 @@ static void test_proxy_uri_decomposition(void **state)
                                      &in, inner, &srv),
                      0);
     assert_string_equal(outer, "coap://example.com");
-    const struct coap_option *path = coap_msg_find_option(&in, COAP_OPT_URI_PATH);
-    const struct coap_option *query = coap_msg_find_option(&in, COAP_OPT_URI_QUERY);
+    const struct coap_option *path = edhoc_coap_msg_find_option(&in, COAP_OPT_URI_PATH);
+    const struct coap_option *query = edhoc_coap_msg_find_option(&in, COAP_OPT_URI_QUERY);
     assert_non_null(path);
     assert_non_null(query);
     assert_int_equal(path->len, 8);
@@ -2368,23 +2368,23 @@ static void test_coap_msg_codec(void **state)
     uint8_t msg[BUF], out[BUF];
     size_t len = vec_hex(v, "unprotected_request", msg, sizeof msg);
     struct coap_msg m;
-    assert_int_equal(coap_msg_parse(msg, len, &m), 0);
+    assert_int_equal(edhoc_coap_msg_parse(msg, len, &m), 0);
     assert_int_equal(m.code, COAP_CODE_GET);
     assert_int_equal(m.option_count, 2);
     assert_int_equal(m.options[0].number, COAP_OPT_URI_HOST);
     assert_int_equal(m.options[1].number, COAP_OPT_URI_PATH);
-    assert_int_equal(coap_msg_encode(&m, out, sizeof out), (long)len);
+    assert_int_equal(edhoc_coap_msg_encode(&m, out, sizeof out), (long)len);
     assert_memory_equal(out, msg, len);
-    assert_int_equal(coap_msg_encode(&m, out, len - 1), COAP_MSG_ERR_BUFFER);
+    assert_int_equal(edhoc_coap_msg_encode(&m, out, len - 1), COAP_MSG_ERR_BUFFER);
     /* long deltas and lengths round-trip */
     static uint8_t big[600];
     memset(big, 'x', sizeof big);
-    assert_int_equal(coap_msg_add_option(&m, COAP_OPT_NO_RESPONSE, big, 300), 0);
-    assert_int_equal(coap_msg_add_option(&m, 2000, big, 20), 0);
-    long n = coap_msg_encode(&m, out, sizeof out);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_NO_RESPONSE, big, 300), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, 2000, big, 20), 0);
+    long n = edhoc_coap_msg_encode(&m, out, sizeof out);
     assert_true(n > 0);
     struct coap_msg m2;
-    assert_int_equal(coap_msg_parse(out, (size_t)n, &m2), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m2), 0);
     assert_int_equal(m2.option_count, 4);
     assert_int_equal(m2.options[2].number, COAP_OPT_NO_RESPONSE);
     assert_int_equal(m2.options[2].len, 300);
@@ -2399,13 +2399,13 @@ static void test_coap_msg_codec(void **state)
     };
     static const size_t badlen[] = {4, 4, 5, 5, 5, 6};
     for (size_t i = 0; i < 6; i++)
-        assert_int_equal(coap_msg_parse(bads[i], badlen[i], &m), COAP_MSG_ERR_MALFORMED);
+        assert_int_equal(edhoc_coap_msg_parse(bads[i], badlen[i], &m), COAP_MSG_ERR_MALFORMED);
     uint8_t many[4 + 40];
     many[0] = 0x40; many[1] = 1; many[2] = 0; many[3] = 0;
     for (int i = 0; i < 40; i++)
         many[4 + i] = 0x00; /* 40 options number 0 */
-    assert_int_equal(coap_msg_parse(many, sizeof many, &m), COAP_MSG_ERR_TOO_MANY);
-    assert_string_equal(coap_option_name(COAP_OPT_ECHO), "Echo");
+    assert_int_equal(edhoc_coap_msg_parse(many, sizeof many, &m), COAP_MSG_ERR_TOO_MANY);
+    assert_string_equal(edhoc_coap_option_name(COAP_OPT_ECHO), "Echo");
 }
 
 /* ---- configuration ---- */

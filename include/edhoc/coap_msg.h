@@ -95,50 +95,50 @@ struct coap_msg {
  * Returns 0, COAP_MSG_ERR_MALFORMED (version != 1, token length > 8,
  * reserved option nibble 15, truncation, option number overflow, payload
  * marker followed by nothing) or COAP_MSG_ERR_TOO_MANY. */
-int coap_msg_parse(const uint8_t *buf, size_t len, struct coap_msg *m);
+int edhoc_coap_msg_parse(const uint8_t *buf, size_t len, struct coap_msg *m);
 
 /* Parse only the options-and-payload part (what follows the token; also the
  * layout of an OSCORE plaintext after its code byte) into m->options /
- * m->payload. Same errors as coap_msg_parse(). */
-int coap_msg_parse_body(const uint8_t *buf, size_t len, struct coap_msg *m);
+ * m->payload. Same errors as edhoc_coap_msg_parse(). */
+int edhoc_coap_msg_parse_body(const uint8_t *buf, size_t len, struct coap_msg *m);
 
 /* Encode m into out. Returns the length, COAP_MSG_ERR_BUFFER, or
  * COAP_MSG_ERR_INVALID (token longer than 8, options not ascending). */
-long coap_msg_encode(const struct coap_msg *m, uint8_t *out, size_t cap);
+long edhoc_coap_msg_encode(const struct coap_msg *m, uint8_t *out, size_t cap);
 
 /* Encode options (ascending) and the payload (with its 0xff marker when
  * payload_len > 0) as they follow the token. Returns the length,
  * COAP_MSG_ERR_BUFFER or COAP_MSG_ERR_INVALID. out may be NULL with cap 0
  * to measure. */
-long coap_msg_encode_body(const struct coap_option *opts, size_t count,
+long edhoc_coap_msg_encode_body(const struct coap_option *opts, size_t count,
                           const uint8_t *payload, size_t payload_len,
                           uint8_t *out, size_t cap);
 
 /* Insert an option after any existing options with a number <= number, so
  * repeated options keep their order. Returns 0 or COAP_MSG_ERR_TOO_MANY. */
-int coap_msg_add_option(struct coap_msg *m, uint16_t number,
+int edhoc_coap_msg_add_option(struct coap_msg *m, uint16_t number,
                         const uint8_t *value, size_t len);
 
 /* The first option with this number, or NULL. */
-const struct coap_option *coap_msg_find_option(const struct coap_msg *m,
+const struct coap_option *edhoc_coap_msg_find_option(const struct coap_msg *m,
                                                uint16_t number);
 
 /* The value of a uint option (RFC 7252 Section 3.2; at most 4 bytes).
  * Returns 0 or COAP_MSG_ERR_MALFORMED for a longer value. */
-int coap_option_uint(const struct coap_option *o, uint32_t *value);
+int edhoc_coap_option_uint(const struct coap_option *o, uint32_t *value);
 
 /* Encode v as a minimal uint option value into out[4]; returns its length
  * (0 for the value 0). */
-size_t coap_uint_encode(uint32_t v, uint8_t out[4]);
+size_t edhoc_coap_uint_encode(uint32_t v, uint8_t out[4]);
 
 /* True for request codes (0.01-0.31). */
-static inline bool coap_code_is_request(uint8_t code)
+static inline bool edhoc_coap_code_is_request(uint8_t code)
 {
     return code != 0 && (code >> 5) == 0;
 }
 
 /* The name of a known option number ("Uri-Path"), or NULL. */
-const char *coap_option_name(uint16_t number);
+const char *edhoc_coap_option_name(uint16_t number);
 
 #ifdef __cplusplus
 }

@@ -87,7 +87,7 @@ size_t edhoc_block_encode(const struct edhoc_block *b, uint8_t out[3])
      * bits) so that the value always fits three bytes. */
     uint32_t v = (b->num & (BLOCK_NUM_LIMIT - 1)) << 4 | (b->more ? 8u : 0u) | (b->szx & 7u);
     uint8_t tmp[4];
-    size_t n = coap_uint_encode(v, tmp);
+    size_t n = edhoc_coap_uint_encode(v, tmp);
     memcpy(out, tmp, n);
     return n;
 }
@@ -171,7 +171,7 @@ static void out_copy_options(struct out_msg *o, const struct coap_msg *m, const 
 
 static long out_write(const struct out_msg *o, uint8_t *buf, size_t cap)
 {
-    long opts = coap_msg_encode_body(o->opts, o->nopts, NULL, 0, NULL, 0);
+    long opts = edhoc_coap_msg_encode_body(o->opts, o->nopts, NULL, 0, NULL, 0);
     if (opts < 0)
         return EDHOC_BW_ERR_MALFORMED;
     size_t plen = o->l1 + o->l2;
@@ -185,7 +185,7 @@ static long out_write(const struct out_msg *o, uint8_t *buf, size_t cap)
     if (o->token_len)
         memcpy(buf + 4, o->token, o->token_len);
     size_t pos = 4u + o->token_len;
-    if (coap_msg_encode_body(o->opts, o->nopts, NULL, 0, buf + pos, cap - pos) != opts)
+    if (edhoc_coap_msg_encode_body(o->opts, o->nopts, NULL, 0, buf + pos, cap - pos) != opts)
         return EDHOC_BW_ERR_MALFORMED;
     pos += (size_t)opts;
     if (plen) {
@@ -202,7 +202,7 @@ static long out_write(const struct out_msg *o, uint8_t *buf, size_t cap)
 /* The same message in a new allocation of exactly its size. */
 static int out_alloc(const struct out_msg *o, uint8_t **msg, size_t *len)
 {
-    long opts = coap_msg_encode_body(o->opts, o->nopts, NULL, 0, NULL, 0);
+    long opts = edhoc_coap_msg_encode_body(o->opts, o->nopts, NULL, 0, NULL, 0);
     if (opts < 0)
         return EDHOC_BW_ERR_MALFORMED;
     size_t plen = o->l1 + o->l2;
@@ -283,9 +283,9 @@ static void view_blocks(const struct coap_msg *m, struct block_view *v)
     }
     /* Size1/Size2 are elective: a malformed one is ignored (RFC 7252
      * Section 5.4.1). */
-    if (v->size1_opt && coap_option_uint(v->size1_opt, &v->size1) == 0)
+    if (v->size1_opt && edhoc_coap_option_uint(v->size1_opt, &v->size1) == 0)
         v->has_size1 = true;
-    if (v->size2_opt && coap_option_uint(v->size2_opt, &v->size2) == 0)
+    if (v->size2_opt && edhoc_coap_option_uint(v->size2_opt, &v->size2) == 0)
         v->has_size2 = true;
 }
 
@@ -857,7 +857,7 @@ static int reply_too_large(struct edhoc_bw_server *s, const struct coap_msg *req
     out_reply(&o, req, CODE_TOO_LARGE);
     uint8_t v[4];
     size_t max = s->lim.max_body > UINT32_MAX ? UINT32_MAX : s->lim.max_body;
-    out_add(&o, COAP_OPT_SIZE1, v, coap_uint_encode((uint32_t)max, v));
+    out_add(&o, COAP_OPT_SIZE1, v, edhoc_coap_uint_encode((uint32_t)max, v));
     return finish_reply(&o, out, cap, out_len);
 }
 
@@ -867,7 +867,7 @@ static void busy_message(struct out_msg *o, uint8_t v[4])
     o->nopts = 0;
     o->p1 = o->p2 = NULL;
     o->l1 = o->l2 = 0;
-    out_add(o, COAP_OPT_MAX_AGE, v, coap_uint_encode(BUSY_MAX_AGE_S, v));
+    out_add(o, COAP_OPT_MAX_AGE, v, edhoc_coap_uint_encode(BUSY_MAX_AGE_S, v));
 }
 
 /* 5.03 with Max-Age (RFC 9175 Section 3.3). */
@@ -1068,7 +1068,7 @@ static long write_kept_block(struct edhoc_bw_server *s, const struct bw_entry *k
                              bool *more)
 {
     struct coap_msg stored;
-    if (coap_msg_parse_body(k->opts, k->opts_len, &stored) != 0)
+    if (edhoc_coap_msg_parse_body(k->opts, k->opts_len, &stored) != 0)
         return EDHOC_BW_ERR_MALFORMED;
     size_t bs = edhoc_block_size(szx);
     struct edhoc_block blk = {.num = (uint32_t)(offset / bs), .more = offset + bs < k->body_len,
@@ -1081,7 +1081,7 @@ static long write_kept_block(struct edhoc_bw_server *s, const struct bw_entry *k
     /* Size2 with block 0, and whenever asked for with Size2 0 (RFC 7959
      * Section 4). */
     if (!rc && (blk.num == 0 || want_size2))
-        rc = out_add(o, COAP_OPT_SIZE2, sv, coap_uint_encode((uint32_t)k->body_len, sv));
+        rc = out_add(o, COAP_OPT_SIZE2, sv, edhoc_coap_uint_encode((uint32_t)k->body_len, sv));
     if (!rc && b1_value)
         rc = out_add(o, COAP_OPT_BLOCK1, b1_value, b1_len);
     if (rc)
@@ -1150,10 +1150,10 @@ int edhoc_bw_server_request(struct edhoc_bw_server *s, const char *peer, const u
     *out_len = 0;
     edhoc_bw_server_expire(s, now_ms);
     struct coap_msg m;
-    if (coap_msg_parse(msg, len, &m) != 0)
+    if (edhoc_coap_msg_parse(msg, len, &m) != 0)
         return EDHOC_BW_ERR_MALFORMED;
     /* Only requests (CON or NON) take part in block-wise transfers. */
-    if (!coap_code_is_request(m.code) || m.type > COAP_TYPE_NON)
+    if (!edhoc_coap_code_is_request(m.code) || m.type > COAP_TYPE_NON)
         return EDHOC_BW_PASS;
     struct block_view v;
     view_blocks(&m, &v);
@@ -1205,7 +1205,7 @@ static int keep_body(struct edhoc_bw_server *s, const char *peer, size_t peer_le
         return EDHOC_BW_ERR_MALFORMED;
     if (etag)
         out_add(&o, COAP_OPT_ETAG, etag, etag_len);
-    long olen = coap_msg_encode_body(o.opts, o.nopts, NULL, 0, NULL, 0);
+    long olen = edhoc_coap_msg_encode_body(o.opts, o.nopts, NULL, 0, NULL, 0);
     if (olen < 0)
         return EDHOC_BW_ERR_MALFORMED;
 
@@ -1224,7 +1224,7 @@ static int keep_body(struct edhoc_bw_server *s, const char *peer, size_t peer_le
         entry_free(s, k);
         return EDHOC_BW_ERR_NOMEM;
     }
-    coap_msg_encode_body(o.opts, o.nopts, NULL, 0, k->opts, (size_t)olen);
+    edhoc_coap_msg_encode_body(o.opts, o.nopts, NULL, 0, k->opts, (size_t)olen);
     k->opts_len = (size_t)olen;
     memcpy(k->body, resp->payload, resp->payload_len);
     k->body_len = k->body_cap = resp->payload_len;
@@ -1258,8 +1258,8 @@ long edhoc_bw_server_response(struct edhoc_bw_server *s, const char *peer, const
         return EDHOC_BW_ERR_ARG;
     edhoc_bw_server_expire(s, now_ms);
     struct coap_msg req, resp;
-    if (coap_msg_parse(request, req_len, &req) != 0 || !coap_code_is_request(req.code) ||
-        coap_msg_parse(response, resp_len, &resp) != 0 || (resp.code >> 5) < 2)
+    if (edhoc_coap_msg_parse(request, req_len, &req) != 0 || !edhoc_coap_code_is_request(req.code) ||
+        edhoc_coap_msg_parse(response, resp_len, &resp) != 0 || (resp.code >> 5) < 2)
         return EDHOC_BW_ERR_MALFORMED;
     struct block_view rv, pv;
     view_blocks(&req, &rv);
@@ -1369,7 +1369,7 @@ long edhoc_bw_server_response(struct edhoc_bw_server *s, const char *peer, const
         if (!rc && make_etag)
             rc = out_add(&o, COAP_OPT_ETAG, etag, ETAG_LEN);
         if (!rc && (blk.num == 0 || (rv.has_size2 && rv.size2 == 0)))
-            rc = out_add(&o, COAP_OPT_SIZE2, sv, coap_uint_encode((uint32_t)plen, sv));
+            rc = out_add(&o, COAP_OPT_SIZE2, sv, edhoc_coap_uint_encode((uint32_t)plen, sv));
         if (!rc && echo_b1)
             rc = out_add(&o, COAP_OPT_BLOCK1, b1v, b1_len);
         if (rc)
@@ -1399,7 +1399,7 @@ long edhoc_bw_request_block(const uint8_t *msg, size_t len, unsigned szx, uint32
     struct coap_msg m;
     /* Only a request has a body to send in Block1 blocks (an Empty message
      * with options would not even be CoAP). */
-    if (coap_msg_parse(msg, len, &m) != 0 || !coap_code_is_request(m.code))
+    if (edhoc_coap_msg_parse(msg, len, &m) != 0 || !edhoc_coap_code_is_request(m.code))
         return EDHOC_BW_ERR_MALFORMED;
     size_t bs = edhoc_block_size(szx);
     size_t offset = (size_t)num * bs;
@@ -1417,7 +1417,7 @@ long edhoc_bw_request_block(const uint8_t *msg, size_t len, unsigned szx, uint32
     /* Size1 on block 0 tells the server the whole size up front (RFC 7959
      * Section 4), so that it can refuse at once. */
     if (!rc && num == 0)
-        rc = out_add(&o, COAP_OPT_SIZE1, sv, coap_uint_encode((uint32_t)m.payload_len, sv));
+        rc = out_add(&o, COAP_OPT_SIZE1, sv, edhoc_coap_uint_encode((uint32_t)m.payload_len, sv));
     if (rc)
         return rc;
     o.p1 = n ? m.payload + offset : NULL;
@@ -1431,7 +1431,7 @@ long edhoc_bw_request_next(const uint8_t *msg, size_t len, unsigned szx, uint32_
     if (!msg || !out || szx > 6 || num >= BLOCK_NUM_LIMIT)
         return EDHOC_BW_ERR_ARG;
     struct coap_msg m;
-    if (coap_msg_parse(msg, len, &m) != 0 || !coap_code_is_request(m.code))
+    if (edhoc_coap_msg_parse(msg, len, &m) != 0 || !edhoc_coap_code_is_request(m.code))
         return EDHOC_BW_ERR_MALFORMED;
     static const uint16_t drop[] = {COAP_OPT_BLOCK1, COAP_OPT_SIZE1, COAP_OPT_BLOCK2};
     struct out_msg o;
@@ -1478,7 +1478,7 @@ int edhoc_bw_collect_add(struct edhoc_bw_collect *c, const uint8_t *resp, size_t
     if (!c || !resp || c->done)
         return EDHOC_BW_ERR_ARG;
     struct coap_msg m;
-    if (coap_msg_parse(resp, len, &m) != 0 || (m.code >> 5) < 2)
+    if (edhoc_coap_msg_parse(resp, len, &m) != 0 || (m.code >> 5) < 2)
         return EDHOC_BW_ERR_MALFORMED;
     struct block_view v;
     view_blocks(&m, &v);
@@ -1565,7 +1565,7 @@ long edhoc_bw_collect_message(const struct edhoc_bw_collect *c, const uint8_t *l
     if (!c || !last_resp || !out || !c->done)
         return EDHOC_BW_ERR_ARG;
     struct coap_msg m;
-    if (coap_msg_parse(last_resp, len, &m) != 0 || (m.code >> 5) < 2)
+    if (edhoc_coap_msg_parse(last_resp, len, &m) != 0 || (m.code >> 5) < 2)
         return EDHOC_BW_ERR_MALFORMED;
     static const uint16_t drop[] = {COAP_OPT_BLOCK2, COAP_OPT_SIZE2};
     struct out_msg o;

@@ -127,9 +127,9 @@ static void issuef(struct edhoc_capture_analysis *a, unsigned packet, const char
 static void block_option(const struct coap_msg *m, uint16_t number, bool *present,
                          uint32_t *num, bool *more, unsigned *szx)
 {
-    const struct coap_option *o = coap_msg_find_option(m, number);
+    const struct coap_option *o = edhoc_coap_msg_find_option(m, number);
     uint32_t v = 0;
-    *present = o && coap_option_uint(o, &v) == 0;
+    *present = o && edhoc_coap_option_uint(o, &v) == 0;
     if (!*present)
         return;
     *num = v >> 4;
@@ -167,9 +167,9 @@ static void make_view(const struct coap_msg *m, struct view *v)
     v->token_len = m->token_len;
     memcpy(v->token, m->token, m->token_len);
     v->content_format = -1;
-    const struct coap_option *o = coap_msg_find_option(m, COAP_OPT_CONTENT_FORMAT);
+    const struct coap_option *o = edhoc_coap_msg_find_option(m, COAP_OPT_CONTENT_FORMAT);
     uint32_t cf;
-    if (o && coap_option_uint(o, &cf) == 0)
+    if (o && edhoc_coap_option_uint(o, &cf) == 0)
         v->content_format = (int)cf;
     /* The EDHOC resource is /.well-known/edhoc by default, but a URI may
      * name another path: any path ending in "edhoc" counts. */
@@ -178,10 +178,10 @@ static void make_view(const struct coap_msg *m, struct view *v)
         if (m->options[i].number == COAP_OPT_URI_PATH)
             last = &m->options[i];
     v->edhoc_path = last && last->len == 5 && memcmp(last->value, "edhoc", 5) == 0;
-    o = coap_msg_find_option(m, COAP_OPT_OSCORE);
+    o = edhoc_coap_msg_find_option(m, COAP_OPT_OSCORE);
     v->has_oscore = o != NULL;
     oscore_kid(o, v->kid, &v->kid_len);
-    v->has_edhoc_option = coap_msg_find_option(m, COAP_OPT_EDHOC) != NULL;
+    v->has_edhoc_option = edhoc_coap_msg_find_option(m, COAP_OPT_EDHOC) != NULL;
     block_option(m, COAP_OPT_BLOCK1, &v->block1, &v->block1_num, &v->block1_more,
                  &v->block1_szx);
     block_option(m, COAP_OPT_BLOCK2, &v->block2, &v->block2_num, &v->block2_more,
@@ -1025,7 +1025,7 @@ void edhoc_capture_analysis_packet(struct edhoc_capture_analysis *a, unsigned pa
     if (ts)
         d.ts = *ts;
     struct coap_msg m;
-    if (coap_msg_parse(p->payload, p->payload_len, &m) != 0) {
+    if (edhoc_coap_msg_parse(p->payload, p->payload_len, &m) != 0) {
         if (coap_port(p->src_port) || coap_port(p->dst_port)) {
             issuef(a, packet, "UDP datagram on a CoAP port is not a valid CoAP message (%d bytes)",
                    (int)p->payload_len);
@@ -1043,7 +1043,7 @@ void edhoc_capture_analysis_packet(struct edhoc_capture_analysis *a, unsigned pa
      * empty ACK or RST goes the other way from the message it answers:
      * the exchange it belongs to tells which side sent it. */
     enum edhoc_netacct_dir dir = EDHOC_NETACCT_DIR_AUTO;
-    if (coap_code_is_request(m.code)) {
+    if (edhoc_coap_code_is_request(m.code)) {
         dir = EDHOC_NETACCT_DIR_UP;
     } else if ((m.code >> 5) >= 2) {
         dir = EDHOC_NETACCT_DIR_DOWN;
@@ -1092,7 +1092,7 @@ void edhoc_capture_analysis_packet(struct edhoc_capture_analysis *a, unsigned pa
                 &d.ts, &v);
         return;
     }
-    if (coap_code_is_request(m.code))
+    if (edhoc_coap_code_is_request(m.code))
         handle_request(a, &v, &m, &d);
     else if ((m.code >> 5) >= 2)
         handle_response(a, &v, &m, &d);

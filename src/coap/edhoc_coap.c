@@ -1746,10 +1746,10 @@ static long build(const struct coap_msg *req, uint8_t code, int cf, const uint8_
     memcpy(m.token, req->token, req->token_len);
     uint8_t cfv[4];
     if (cf >= 0)
-        coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, coap_uint_encode((uint32_t)cf, cfv));
+        edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, edhoc_coap_uint_encode((uint32_t)cf, cfv));
     m.payload = payload_len ? payload : NULL;
     m.payload_len = payload_len;
-    long n = coap_msg_encode(&m, out, cap);
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     return n < 0 ? -1 : n;
 }
 
@@ -1766,8 +1766,8 @@ static long service_unavailable(const struct coap_msg *req, unsigned max_age_s, 
     m.token_len = req->token_len;
     memcpy(m.token, req->token, req->token_len);
     uint8_t v[4];
-    coap_msg_add_option(&m, COAP_OPT_MAX_AGE, v, coap_uint_encode(max_age_s, v));
-    long n = coap_msg_encode(&m, out, cap);
+    edhoc_coap_msg_add_option(&m, COAP_OPT_MAX_AGE, v, edhoc_coap_uint_encode(max_age_s, v));
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     return n < 0 ? -1 : n;
 }
 
@@ -2441,7 +2441,7 @@ static bool echo_valid(const struct edhoc_server *srv, const struct coap_msg *re
 {
     uint64_t slot = (uint64_t)time(NULL) / 30;
     uint8_t v[OSCORE_ECHO_LEN];
-    const struct coap_option *e = coap_msg_find_option(req, COAP_OPT_ECHO);
+    const struct coap_option *e = edhoc_coap_msg_find_option(req, COAP_OPT_ECHO);
     for (uint64_t s = slot; e && e->len == OSCORE_ECHO_LEN && s + 1 >= slot; s--) {
         echo_value(srv, peer, s, v);
         if (edhoc_ct_equal(v, e->value, OSCORE_ECHO_LEN))
@@ -2468,8 +2468,8 @@ static long echo_challenge(const struct edhoc_server *srv, const struct coap_msg
     m.mid = req->mid;
     m.token_len = req->token_len;
     memcpy(m.token, req->token, req->token_len);
-    coap_msg_add_option(&m, COAP_OPT_ECHO, v, sizeof v);
-    long n = coap_msg_encode(&m, out, cap);
+    edhoc_coap_msg_add_option(&m, COAP_OPT_ECHO, v, sizeof v);
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     return n < 0 ? -1 : n;
 }
 
@@ -2521,7 +2521,7 @@ static size_t amp_message_2_answer(const struct edhoc_server *srv, const struct 
  * 3: "This needs to be done only once per endpoint"). */
 static void amp_take_echo(struct edhoc_server *srv, const struct coap_msg *req, const char *peer)
 {
-    if (!srv->cfg.amp || !coap_msg_find_option(req, COAP_OPT_ECHO) ||
+    if (!srv->cfg.amp || !edhoc_coap_msg_find_option(req, COAP_OPT_ECHO) ||
         edhoc_amp_is_verified(srv->cfg.amp, peer) || !echo_valid(srv, req, peer))
         return;
     edhoc_amp_verify(srv->cfg.amp, peer);
@@ -2667,7 +2667,7 @@ long edhoc_server_echo_challenge(void *user, const char *peer, const uint8_t *re
 {
     struct edhoc_server *srv = user;
     struct coap_msg m;
-    if (coap_msg_parse(req, len, &m))
+    if (edhoc_coap_msg_parse(req, len, &m))
         return 0;
     /* A request the engine does not see (a Block2 follow-up answered from
      * a kept body) may carry the Echo value of an earlier challenge: that
@@ -2872,9 +2872,9 @@ static void resource(struct edhoc_server *srv, const struct coap_msg *in, struct
             return;
         }
         r->code = COAP_CODE_CHANGED;
-        const struct coap_option *cf = coap_msg_find_option(in, COAP_OPT_CONTENT_FORMAT);
+        const struct coap_option *cf = edhoc_coap_msg_find_option(in, COAP_OPT_CONTENT_FORMAT);
         uint32_t v;
-        if (cf && !coap_option_uint(cf, &v))
+        if (cf && !edhoc_coap_option_uint(cf, &v))
             r->cf = (int)v;
         r->payload = in->payload;
         r->payload_len = in->payload_len;
@@ -2966,12 +2966,12 @@ static long inner_response(const struct coap_msg *in, const struct plain_resp *r
     m.code = r->code;
     uint8_t ob[4], cfv[4];
     if (r->observe)
-        coap_msg_add_option(&m, COAP_OPT_OBSERVE, ob, coap_uint_encode(r->seq, ob));
+        edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, ob, edhoc_coap_uint_encode(r->seq, ob));
     if (r->cf >= 0)
-        coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, coap_uint_encode((uint32_t)r->cf, cfv));
+        edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, edhoc_coap_uint_encode((uint32_t)r->cf, cfv));
     m.payload = r->payload_len ? r->payload : NULL;
     m.payload_len = r->payload_len;
-    long n = coap_msg_encode(&m, out, cap);
+    long n = edhoc_coap_msg_encode(&m, out, cap);
     return n < 0 ? -1 : n;
 }
 
@@ -3014,7 +3014,7 @@ static long oscore_error(int err, const uint8_t *req, size_t len, uint8_t *out, 
     long n = oscore_error_response(err, req, len, out, cap);
     if (n < 0) {
         struct coap_msg m;
-        if (coap_msg_parse(req, len, &m))
+        if (edhoc_coap_msg_parse(req, len, &m))
             return -1;
         /* A message above what this side processes is 4.13 (RFC 7252
          * 5.9.2.9); running out of memory is 5.03, worth a retry. */
@@ -3103,7 +3103,7 @@ static long not_protected(struct edhoc_server *srv, const char *peer_name, const
 {
     srv->st.oscore_errors++;
     struct coap_msg m;
-    if (err == OSCORE_ERR_PERSIST && !coap_msg_parse(req, len, &m)) {
+    if (err == OSCORE_ERR_PERSIST && !edhoc_coap_msg_parse(req, len, &m)) {
         logf_(srv, EDHOC_LOG_ERR,
               "OSCORE peer=%s: %s not sent: the sequence-number mark its Partial IV needs "
               "cannot be stored (%s); answered 5.03 with Max-Age %u",
@@ -3114,7 +3114,7 @@ static long not_protected(struct edhoc_server *srv, const char *peer_name, const
     }
     logf_(srv, EDHOC_LOG_ERR, "OSCORE peer=%s: cannot protect %s: %s", peer_name, what,
           oscore_strerror((int)err));
-    if (coap_msg_parse(req, len, &m))
+    if (edhoc_coap_msg_parse(req, len, &m))
         return -1;
     return build(&m, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
 }
@@ -3164,7 +3164,7 @@ static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer
     }
     amp_oscore_verified(srv, peer_name);
     struct coap_msg in;
-    if (coap_msg_parse(srv->inner, (size_t)n, &in)) {
+    if (edhoc_coap_msg_parse(srv->inner, (size_t)n, &in)) {
         srv->st.oscore_errors++;
         return oscore_error(OSCORE_ERR_INNER, req, len, out, cap);
     }
@@ -3196,7 +3196,7 @@ static long on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer
     if (verdict == EDHOC_BW_WHOLE) {
         inner_req = whole;
         inner_req_len = whole_len;
-        if (coap_msg_parse(whole, whole_len, &in)) {
+        if (edhoc_coap_msg_parse(whole, whole_len, &in)) {
             free(whole);
             return oscore_error(OSCORE_ERR_INNER, req, len, out, cap);
         }
@@ -3235,10 +3235,10 @@ static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *
     } else {
         resource(srv, &in, &r);
     }
-    const struct coap_option *obs = coap_msg_find_option(&in, COAP_OPT_OBSERVE);
+    const struct coap_option *obs = edhoc_coap_msg_find_option(&in, COAP_OPT_OBSERVE);
     if (obs && r.code == COAP_CODE_CONTENT && path_is(&in, "/counter")) {
         uint32_t v = 1;
-        coap_option_uint(obs, &v);
+        edhoc_coap_option_uint(obs, &v);
         struct observer *o = observer_find(srv, &ctx->key, in.token, in.token_len);
         if (v == 0) {
             if (!o) {
@@ -3456,7 +3456,7 @@ static long on_combined(struct edhoc_server *srv, struct edhoc_transport_peer *p
                         size_t cap)
 {
     struct oscore_option oo;
-    const struct coap_option *opt = coap_msg_find_option(req, COAP_OPT_OSCORE);
+    const struct coap_option *opt = edhoc_coap_msg_find_option(req, COAP_OPT_OSCORE);
     if (!opt || oscore_option_parse(opt->value, opt->len, &oo) || !oo.has_kid ||
         !req->payload)
         return build(req, COAP_CODE_BAD_REQUEST, -1, NULL, 0, out, cap);
@@ -3516,7 +3516,7 @@ static long on_combined(struct edhoc_server *srv, struct edhoc_transport_peer *p
     uint8_t *plain = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
     if (!plain)
         return -1;
-    long n = coap_msg_encode(&m, plain, EDHOC_TRANSPORT_MAX_MESSAGE);
+    long n = edhoc_coap_msg_encode(&m, plain, EDHOC_TRANSPORT_MAX_MESSAGE);
     long resp = n < 0 ? build(req, COAP_CODE_BAD_REQUEST, -1, NULL, 0, out, cap)
                       : on_oscore(srv, peer, peer_name, ctx, plain, (size_t)n, out, cap);
     free(plain);
@@ -3544,14 +3544,14 @@ static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
                    const char *peer_name, const uint8_t *req, size_t len, uint8_t *out, size_t cap)
 {
     struct coap_msg m;
-    if (coap_msg_parse(req, len, &m))
+    if (edhoc_coap_msg_parse(req, len, &m))
         return 0;
-    if (!coap_code_is_request(m.code))
+    if (!edhoc_coap_code_is_request(m.code))
         return 0;
     amp_take_echo(srv, &m, peer_name);
-    const struct coap_option *osc = coap_msg_find_option(&m, COAP_OPT_OSCORE);
+    const struct coap_option *osc = edhoc_coap_msg_find_option(&m, COAP_OPT_OSCORE);
     if (osc) {
-        if (coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
+        if (edhoc_coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
             return on_combined(srv, peer, peer_name, &m, out, cap);
         struct oscore_option oo;
         if (oscore_option_parse(osc->value, osc->len, &oo) || !oo.has_kid) {
@@ -3590,7 +3590,7 @@ static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
         return on_unprotected(srv, peer, peer_name, ctx, n, &b, req, len, out, cap);
     }
     srv->st.plain_requests++;
-    if (coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
+    if (edhoc_coap_msg_find_option(&m, EDHOC_COAP_OPTION_EDHOC))
         return build(&m, COAP_CODE_BAD_REQUEST, -1, NULL, 0, out, cap); /* RFC 9668 3.3.1 step 1 */
     if (path_is(&m, EDHOC_COAP_WELL_KNOWN)) {
         if (m.code != COAP_CODE_POST)

@@ -28,7 +28,7 @@ static int read_ext(unsigned nibble, const uint8_t *buf, size_t len,
     return COAP_MSG_ERR_MALFORMED; /* 15 is reserved except as payload marker */
 }
 
-int coap_msg_parse_body(const uint8_t *buf, size_t len, struct coap_msg *m)
+int edhoc_coap_msg_parse_body(const uint8_t *buf, size_t len, struct coap_msg *m)
 {
     size_t pos = 0;
     uint32_t number = 0;
@@ -71,7 +71,7 @@ int coap_msg_parse_body(const uint8_t *buf, size_t len, struct coap_msg *m)
     return 0;
 }
 
-int coap_msg_parse(const uint8_t *buf, size_t len, struct coap_msg *m)
+int edhoc_coap_msg_parse(const uint8_t *buf, size_t len, struct coap_msg *m)
 {
     if (!buf || len < 4)
         return COAP_MSG_ERR_MALFORMED;
@@ -87,7 +87,7 @@ int coap_msg_parse(const uint8_t *buf, size_t len, struct coap_msg *m)
     /* An Empty message is exactly the 4-byte header (RFC 7252 Section 4.1). */
     if (m->code == COAP_CODE_EMPTY && (len != 4 || m->token_len != 0))
         return COAP_MSG_ERR_MALFORMED;
-    return coap_msg_parse_body(buf + 4 + m->token_len, len - 4 - m->token_len, m);
+    return edhoc_coap_msg_parse_body(buf + 4 + m->token_len, len - 4 - m->token_len, m);
 }
 
 /* Size of a delta/length field's extension bytes and its nibble. */
@@ -115,7 +115,7 @@ static void put_ext(uint8_t *p, uint32_t v, size_t ext_len)
     }
 }
 
-long coap_msg_encode_body(const struct coap_option *opts, size_t count,
+long edhoc_coap_msg_encode_body(const struct coap_option *opts, size_t count,
                           const uint8_t *payload, size_t payload_len,
                           uint8_t *out, size_t cap)
 {
@@ -154,7 +154,7 @@ long coap_msg_encode_body(const struct coap_option *opts, size_t count,
     return (long)pos;
 }
 
-long coap_msg_encode(const struct coap_msg *m, uint8_t *out, size_t cap)
+long edhoc_coap_msg_encode(const struct coap_msg *m, uint8_t *out, size_t cap)
 {
     if (m->token_len > COAP_MSG_MAX_TOKEN || m->type > 3)
         return COAP_MSG_ERR_INVALID;
@@ -166,14 +166,14 @@ long coap_msg_encode(const struct coap_msg *m, uint8_t *out, size_t cap)
     out[2] = (uint8_t)(m->mid >> 8);
     out[3] = (uint8_t)m->mid;
     memcpy(out + 4, m->token, m->token_len);
-    long body = coap_msg_encode_body(m->options, m->option_count, m->payload,
+    long body = edhoc_coap_msg_encode_body(m->options, m->option_count, m->payload,
                                      m->payload_len, out + head, cap - head);
     if (body < 0)
         return body;
     return (long)head + body;
 }
 
-int coap_msg_add_option(struct coap_msg *m, uint16_t number,
+int edhoc_coap_msg_add_option(struct coap_msg *m, uint16_t number,
                         const uint8_t *value, size_t len)
 {
     if (m->option_count == COAP_MSG_MAX_OPTIONS)
@@ -192,7 +192,7 @@ int coap_msg_add_option(struct coap_msg *m, uint16_t number,
     return 0;
 }
 
-const struct coap_option *coap_msg_find_option(const struct coap_msg *m,
+const struct coap_option *edhoc_coap_msg_find_option(const struct coap_msg *m,
                                                uint16_t number)
 {
     for (size_t i = 0; i < m->option_count; i++) {
@@ -202,7 +202,7 @@ const struct coap_option *coap_msg_find_option(const struct coap_msg *m,
     return NULL;
 }
 
-int coap_option_uint(const struct coap_option *o, uint32_t *value)
+int edhoc_coap_option_uint(const struct coap_option *o, uint32_t *value)
 {
     if (o->len > 4)
         return COAP_MSG_ERR_MALFORMED;
@@ -213,7 +213,7 @@ int coap_option_uint(const struct coap_option *o, uint32_t *value)
     return 0;
 }
 
-size_t coap_uint_encode(uint32_t v, uint8_t out[4])
+size_t edhoc_coap_uint_encode(uint32_t v, uint8_t out[4])
 {
     size_t n = 0;
     for (uint32_t t = v; t; t >>= 8)
@@ -223,7 +223,7 @@ size_t coap_uint_encode(uint32_t v, uint8_t out[4])
     return n;
 }
 
-const char *coap_option_name(uint16_t number)
+const char *edhoc_coap_option_name(uint16_t number)
 {
     switch (number) {
     case COAP_OPT_IF_MATCH: return "If-Match";

@@ -517,7 +517,7 @@ static int find_oscore_option(const struct coap_msg *m, struct oscore_option *o)
 int oscore_message_option(const uint8_t *msg, size_t len, struct oscore_option *o)
 {
     struct coap_msg m;
-    if (!msg || !o || coap_msg_parse(msg, len, &m) != 0)
+    if (!msg || !o || edhoc_coap_msg_parse(msg, len, &m) != 0)
         return OSCORE_ERR_MALFORMED;
     return find_oscore_option(&m, o);
 }
@@ -877,13 +877,13 @@ static long seal_message(const struct oscore_context *c, const struct coap_msg *
     if (m->payload_len <= sizeof small - 2) {
         small[0] = m->code;
         small_used = sizeof small; /* the encoder may stop anywhere */
-        body = coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len,
+        body = edhoc_coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len,
                                     small + 1, sizeof small - 1);
         if (body >= 0)
             small_used = 1 + (size_t)body;
     }
     if (body == COAP_MSG_ERR_BUFFER) {
-        long need = coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len,
+        long need = edhoc_coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len,
                                          NULL, 0);
         if (need < 0) {
             rc = OSCORE_ERR_INVALID;
@@ -908,7 +908,7 @@ static long seal_message(const struct oscore_context *c, const struct coap_msg *
         heap_len = pt_len;
         pt = heap;
         pt[0] = m->code;
-        body = coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len, pt + 1,
+        body = edhoc_coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len, pt + 1,
                                     pt_len - 1);
     }
     if (body < 0) {
@@ -937,7 +937,7 @@ static long seal_message(const struct oscore_context *c, const struct coap_msg *
     out[2] = (uint8_t)(m->mid >> 8);
     out[3] = (uint8_t)m->mid;
     memcpy(out + 4, m->token, m->token_len);
-    long opts = coap_msg_encode_body(s->outer, s->n_outer, NULL, 0, out + head, cap - head);
+    long opts = edhoc_coap_msg_encode_body(s->outer, s->n_outer, NULL, 0, out + head, cap - head);
     if (opts < 0) {
         rc = opts == COAP_MSG_ERR_BUFFER ? OSCORE_ERR_BUFFER : OSCORE_ERR_INVALID;
         goto out;
@@ -969,10 +969,10 @@ long oscore_protect_request(struct oscore_context *c, const uint8_t *msg, size_t
     if (!c || !c->crypto || !msg || !out || !b)
         return OSCORE_ERR_INVALID;
     struct coap_msg m;
-    int rc = coap_msg_parse(msg, len, &m);
+    int rc = edhoc_coap_msg_parse(msg, len, &m);
     if (rc)
         return rc == COAP_MSG_ERR_TOO_MANY ? OSCORE_ERR_TOO_LARGE : OSCORE_ERR_MALFORMED;
-    if (!coap_code_is_request(m.code))
+    if (!edhoc_coap_code_is_request(m.code))
         return OSCORE_ERR_INVALID;
     struct split s;
     rc = split_options(&m, true, &s);
@@ -1004,7 +1004,7 @@ long oscore_protect_request(struct oscore_context *c, const uint8_t *msg, size_t
         oscore_nonce(c, c->sender_id, c->sender_id_len, piv, piv_len, nonce) != 0)
         return OSCORE_ERR_INVALID;
 
-    const struct coap_option *obs = coap_msg_find_option(&m, COAP_OPT_OBSERVE);
+    const struct coap_option *obs = edhoc_coap_msg_find_option(&m, COAP_OPT_OBSERVE);
     struct seal z = {
         .oscore_value = optval,
         .oscore_len = (size_t)optlen,
@@ -1021,7 +1021,7 @@ long oscore_protect_request(struct oscore_context *c, const uint8_t *msg, size_t
     memset(b, 0, sizeof *b);
     b->flags = BIND_VALID;
     uint32_t obs_value = 1;
-    if (obs && coap_option_uint(obs, &obs_value) == 0 && obs_value == 0)
+    if (obs && edhoc_coap_option_uint(obs, &obs_value) == 0 && obs_value == 0)
         b->flags |= BIND_OBSERVE;
     b->kid_len = c->sender_id_len;
     memcpy(b->kid, c->sender_id, c->sender_id_len);
@@ -1043,7 +1043,7 @@ int oscore_binding_from_request(struct oscore_binding *b, const uint8_t *protect
     int rc = open_outer(protected_request, len, &m, &opt);
     if (rc)
         return rc;
-    if (!coap_code_is_request(m.code))
+    if (!edhoc_coap_code_is_request(m.code))
         return OSCORE_ERR_MALFORMED;
     if (opt.piv_len == 0 || !opt.has_kid || opt.kid_len > OSCORE_MAX_ID)
         return OSCORE_ERR_BAD_OPTION;
@@ -1054,9 +1054,9 @@ int oscore_binding_from_request(struct oscore_binding *b, const uint8_t *protect
     b->piv_len = (uint8_t)opt.piv_len;
     memcpy(b->piv, opt.piv, opt.piv_len);
     /* The outer Observe carries the request's value (4.1.3.5.1). */
-    const struct coap_option *obs = coap_msg_find_option(&m, COAP_OPT_OBSERVE);
+    const struct coap_option *obs = edhoc_coap_msg_find_option(&m, COAP_OPT_OBSERVE);
     uint32_t obs_value = 1;
-    if (obs && coap_option_uint(obs, &obs_value) == 0 && obs_value == 0)
+    if (obs && edhoc_coap_option_uint(obs, &obs_value) == 0 && obs_value == 0)
         b->flags |= BIND_OBSERVE;
     return 0;
 }
@@ -1079,7 +1079,7 @@ long oscore_protect_response_kid_context(struct oscore_context *c, struct oscore
         b->kid_len > OSCORE_MAX_ID || b->piv_len == 0 || b->piv_len > OSCORE_MAX_PIV)
         return OSCORE_ERR_INVALID;
     struct coap_msg m;
-    int rc = coap_msg_parse(msg, len, &m);
+    int rc = edhoc_coap_msg_parse(msg, len, &m);
     if (rc)
         return rc == COAP_MSG_ERR_TOO_MANY ? OSCORE_ERR_TOO_LARGE : OSCORE_ERR_MALFORMED;
     /* Response classes 2-5 only: the receiver rejects anything else. */
@@ -1127,7 +1127,7 @@ long oscore_protect_response_kid_context(struct oscore_context *c, struct oscore
         .nonce = nonce,
         .aad = aad,
         .aad_len = (size_t)aad_len,
-        .outer_code = coap_msg_find_option(&m, COAP_OPT_OBSERVE) ? COAP_CODE_CONTENT
+        .outer_code = edhoc_coap_msg_find_option(&m, COAP_OPT_OBSERVE) ? COAP_CODE_CONTENT
                                                                   : COAP_CODE_CHANGED,
     };
     long n = seal_message(c, &m, &s, &z, out, cap);
@@ -1196,10 +1196,10 @@ static int open_payload(const struct oscore_context *c, const uint8_t *key,
         return rc == EDHOC_CRYPTO_ERR_AUTH ? OSCORE_ERR_DECRYPT : OSCORE_ERR_CRYPTO;
     }
     uint8_t code = o->pt[0];
-    bool code_ok = is_request ? coap_code_is_request(code)
+    bool code_ok = is_request ? edhoc_coap_code_is_request(code)
                               : ((code >> 5) >= 2 && (code >> 5) <= 5);
-    if (!code_ok || coap_msg_parse_body(o->pt + 1, pt_len - 1, &o->inner) != 0 ||
-        coap_msg_find_option(&o->inner, COAP_OPT_OSCORE)) {
+    if (!code_ok || edhoc_coap_msg_parse_body(o->pt + 1, pt_len - 1, &o->inner) != 0 ||
+        edhoc_coap_msg_find_option(&o->inner, COAP_OPT_OSCORE)) {
         opened_release(o);
         return OSCORE_ERR_INNER;
     }
@@ -1232,7 +1232,7 @@ static long assemble(const struct coap_msg *outer, const struct opened *o, uint8
     out[2] = (uint8_t)(outer->mid >> 8);
     out[3] = (uint8_t)outer->mid;
     memcpy(out + 4, outer->token, outer->token_len);
-    long body = coap_msg_encode_body(opts, n, o->inner.payload, o->inner.payload_len,
+    long body = edhoc_coap_msg_encode_body(opts, n, o->inner.payload, o->inner.payload_len,
                                      out + head, cap - head);
     if (body < 0)
         return body == COAP_MSG_ERR_BUFFER ? OSCORE_ERR_BUFFER : OSCORE_ERR_INNER;
@@ -1269,7 +1269,7 @@ static void window_update(struct oscore_context *c, uint64_t p)
 static int open_outer(const uint8_t *msg, size_t len, struct coap_msg *m,
                       struct oscore_option *opt)
 {
-    int rc = coap_msg_parse(msg, len, m);
+    int rc = edhoc_coap_msg_parse(msg, len, m);
     if (rc)
         return rc == COAP_MSG_ERR_TOO_MANY ? OSCORE_ERR_TOO_LARGE : OSCORE_ERR_MALFORMED;
     rc = find_oscore_option(m, opt);
@@ -1291,7 +1291,7 @@ long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg, size
     int rc = open_outer(msg, len, &m, &opt);
     if (rc)
         return rc;
-    if (!coap_code_is_request(m.code))
+    if (!edhoc_coap_code_is_request(m.code))
         return OSCORE_ERR_MALFORMED;
     if (opt.piv_len == 0 || !opt.has_kid)
         return OSCORE_ERR_BAD_OPTION;
@@ -1328,15 +1328,15 @@ long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg, size
     memcpy(b->kid, opt.kid, opt.kid_len);
     b->piv_len = (uint8_t)opt.piv_len;
     memcpy(b->piv, opt.piv, opt.piv_len);
-    const struct coap_option *obs = coap_msg_find_option(&o.inner, COAP_OPT_OBSERVE);
+    const struct coap_option *obs = edhoc_coap_msg_find_option(&o.inner, COAP_OPT_OBSERVE);
     uint32_t obs_value = 1;
-    if (obs && coap_option_uint(obs, &obs_value) == 0 && obs_value == 0)
+    if (obs && edhoc_coap_option_uint(obs, &obs_value) == 0 && obs_value == 0)
         b->flags |= BIND_OBSERVE;
 
     if (need_echo) {
         /* Appendix B.1.2: only a request echoing our challenge proves to be
          * fresh; its Partial IV becomes the lower edge of the window. */
-        const struct coap_option *echo = coap_msg_find_option(&o.inner, COAP_OPT_ECHO);
+        const struct coap_option *echo = edhoc_coap_msg_find_option(&o.inner, COAP_OPT_ECHO);
         if (!(c->flags & CTX_ECHO_ISSUED) || !echo || echo->len != OSCORE_ECHO_LEN ||
             !edhoc_ct_equal(echo->value, c->echo, OSCORE_ECHO_LEN)) {
             opened_release(&o);
@@ -1378,7 +1378,7 @@ long oscore_unprotect_response_b2(struct oscore_context *c, struct oscore_bindin
     int rc = open_outer(msg, len, &m, &opt);
     if (rc)
         return rc;
-    if (m.code == COAP_CODE_EMPTY || coap_code_is_request(m.code))
+    if (m.code == COAP_CODE_EMPTY || edhoc_coap_code_is_request(m.code))
         return OSCORE_ERR_MALFORMED;
     if ((b->flags & BIND_ANSWERED) && !(b->flags & BIND_OBSERVE))
         return OSCORE_ERR_REPLAY;
@@ -1408,7 +1408,7 @@ long oscore_unprotect_response_b2(struct oscore_context *c, struct oscore_bindin
 
     /* Section 7.4.1 / 8.4.2: notifications are ordered by Partial IV; at
      * most one comes without one, and it counts as the oldest. */
-    bool notification = coap_msg_find_option(&o.inner, COAP_OPT_OBSERVE) != NULL;
+    bool notification = edhoc_coap_msg_find_option(&o.inner, COAP_OPT_OBSERVE) != NULL;
     uint64_t p = piv_value(opt.piv, opt.piv_len);
     if (notification) {
         if (!(b->flags & BIND_OBSERVE))
@@ -1448,8 +1448,8 @@ long oscore_unprotect_response_b2(struct oscore_context *c, struct oscore_bindin
  * piggybacked ACK, NON by a NON. */
 static int answer_header(const uint8_t *request, size_t request_len, struct coap_msg *r)
 {
-    if (!request || coap_msg_parse(request, request_len, r) != 0 ||
-        !coap_code_is_request(r->code))
+    if (!request || edhoc_coap_msg_parse(request, request_len, r) != 0 ||
+        !edhoc_coap_code_is_request(r->code))
         return OSCORE_ERR_MALFORMED;
     if (r->type == COAP_TYPE_CON)
         r->type = COAP_TYPE_ACK;
@@ -1479,9 +1479,9 @@ long oscore_protect_echo_challenge(struct oscore_context *c, struct oscore_bindi
         c->flags |= CTX_ECHO_ISSUED;
     }
     r.code = COAP_CODE_UNAUTHORIZED;
-    coap_msg_add_option(&r, COAP_OPT_ECHO, c->echo, sizeof c->echo);
+    edhoc_coap_msg_add_option(&r, COAP_OPT_ECHO, c->echo, sizeof c->echo);
     uint8_t inner[4 + COAP_MSG_MAX_TOKEN + 4 + OSCORE_ECHO_LEN];
-    long ilen = coap_msg_encode(&r, inner, sizeof inner);
+    long ilen = edhoc_coap_msg_encode(&r, inner, sizeof inner);
     if (ilen < 0)
         return OSCORE_ERR_INVALID;
     /* The server's own Partial IV is mandatory here (B.1.2). */
@@ -1536,9 +1536,9 @@ long oscore_error_response(int err, const uint8_t *request, size_t request_len, 
     r.code = code;
     /* Outer Max-Age 0 (an empty uint): the error must not be cached by
      * intermediaries (Section 7.4, 8.2). */
-    coap_msg_add_option(&r, COAP_OPT_MAX_AGE, NULL, 0);
+    edhoc_coap_msg_add_option(&r, COAP_OPT_MAX_AGE, NULL, 0);
     r.payload = (const uint8_t *)diag;
     r.payload_len = strlen(diag);
-    long n = coap_msg_encode(&r, out, cap);
+    long n = edhoc_coap_msg_encode(&r, out, cap);
     return n < 0 ? OSCORE_ERR_BUFFER : n;
 }

@@ -74,8 +74,8 @@ bool oscore_b2_is_response1(const uint8_t *response, size_t len)
 {
     struct oscore_option o;
     struct coap_msg m;
-    return kid_context_of(response, len, &o) && coap_msg_parse(response, len, &m) == 0 &&
-           !coap_code_is_request(m.code) && m.code != COAP_CODE_EMPTY;
+    return kid_context_of(response, len, &o) && edhoc_coap_msg_parse(response, len, &m) == 0 &&
+           !edhoc_coap_code_is_request(m.code) && m.code != COAP_CODE_EMPTY;
 }
 
 long oscore_b2_client_response1(struct oscore_b2_client *st, const struct edhoc_crypto_ops *crypto,
@@ -286,7 +286,7 @@ long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_c
     if (rc)
         return rc;
     struct coap_msg r;
-    if (coap_msg_parse(request, len, &r) != 0) {
+    if (edhoc_coap_msg_parse(request, len, &r) != 0) {
         oscore_context_wipe(&second);
         return OSCORE_ERR_MALFORMED;
     }
@@ -296,7 +296,7 @@ long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_c
     r.payload = NULL;
     r.payload_len = 0;
     uint8_t inner[4 + COAP_MSG_MAX_TOKEN];
-    long ilen = coap_msg_encode(&r, inner, sizeof inner);
+    long ilen = edhoc_coap_msg_encode(&r, inner, sizeof inner);
     long out_len = ilen < 0 ? OSCORE_ERR_INVALID
                             : oscore_protect_response_kid_context(&second, &b, inner, (size_t)ilen,
                                                                   false, r2, st->r_len, out, cap);

@@ -33,7 +33,7 @@ static uint8_t body[5000];
 static void must_parse(const uint8_t *msg, size_t len)
 {
     struct coap_msg m;
-    if (coap_msg_parse(msg, len, &m) != 0)
+    if (edhoc_coap_msg_parse(msg, len, &m) != 0)
         __builtin_trap();
 }
 
@@ -50,16 +50,16 @@ static void respond(struct edhoc_bw_server *s, const char *peer, const uint8_t *
                     size_t n, size_t block_size, uint64_t now, const struct edhoc_bw_limits *lim)
 {
     struct coap_msg q;
-    if (coap_msg_parse(req, req_len, &q) != 0)
+    if (edhoc_coap_msg_parse(req, req_len, &q) != 0)
         return;
     struct coap_msg r = {.type = COAP_TYPE_ACK, .code = COAP_CODE_CONTENT, .mid = q.mid,
                          .token_len = q.token_len};
     memcpy(r.token, q.token, q.token_len);
     uint8_t cf = 60;
-    coap_msg_add_option(&r, COAP_OPT_CONTENT_FORMAT, &cf, 1);
+    edhoc_coap_msg_add_option(&r, COAP_OPT_CONTENT_FORMAT, &cf, 1);
     r.payload = n ? body : NULL;
     r.payload_len = n;
-    long rl = coap_msg_encode(&r, response, sizeof response);
+    long rl = edhoc_coap_msg_encode(&r, response, sizeof response);
     if (rl < 0)
         return;
     long o = edhoc_bw_server_response(s, peer, req, req_len, response, (size_t)rl, block_size, now,

@@ -31,9 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     struct coap_msg m;
-    if (coap_msg_parse(data, size, &m) == 0) {
+    if (edhoc_coap_msg_parse(data, size, &m) == 0) {
         static uint8_t enc[70000];
-        long n = coap_msg_encode(&m, enc, sizeof enc);
+        long n = edhoc_coap_msg_encode(&m, enc, sizeof enc);
         if (n < 0 || (size_t)n != size || memcmp(enc, data, size) != 0)
             __builtin_trap();
         for (size_t i = 0; i < m.option_count; i++)

@@ -72,10 +72,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* protect -> unprotect gives the original message back */
     struct coap_msg m;
-    if (coap_msg_parse(data, size, &m) != 0 || m.code == COAP_CODE_EMPTY)
+    if (edhoc_coap_msg_parse(data, size, &m) != 0 || m.code == COAP_CODE_EMPTY)
         return 0;
-    bool split = coap_msg_find_option(&m, COAP_OPT_PROXY_URI) != NULL;
-    if (coap_code_is_request(m.code)) {
+    bool split = edhoc_coap_msg_find_option(&m, COAP_OPT_PROXY_URI) != NULL;
+    if (edhoc_coap_code_is_request(m.code)) {
         client = client0;
         server = server0;
         n = oscore_protect_request(&client, data, size, out, sizeof out, &cb);
@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         n = oscore_protect_response(&server, &b, data, size, size & 1, out, sizeof out);
         check_len(n, sizeof out);
         check_protected(n, size);
-        bool observe = coap_msg_find_option(&m, COAP_OPT_OBSERVE) != NULL;
+        bool observe = edhoc_coap_msg_find_option(&m, COAP_OPT_OBSERVE) != NULL;
         if (n > 0 && !observe) {
             long k = oscore_unprotect_response(&client, &cb, out, (size_t)n, back, sizeof back);
             if (k < 0 || (size_t)k != size || memcmp(back, data, size) != 0)
