@@ -100,7 +100,7 @@ struct bench_chart {
 struct bench_table {
     char name[32];   /* JSON / CSV identifier */
     char title[128]; /* Markdown heading */
-    char note[512];  /* a line under the heading (units, method) */
+    char note[1024]; /* a line under the heading (units, method) */
     const struct bench_column *cols;
     size_t n_cols;
     struct bench_cell *cells; /* n_rows * n_cols */

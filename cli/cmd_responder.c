@@ -31,6 +31,7 @@
 #include "context_lock.h"
 #include "oscore_seq.h"
 #include "responder_workers.h"
+#include "state_stats.h"
 #include "util.h"
 #include "demo_creds.h"
 
@@ -1389,6 +1390,7 @@ int cmd_responder(int argc, char **argv)
             .n_listen = n_listen,
             .ready_file = ready_file,
             .pidfile = pidfile,
+            .state_dir = state_dir,
             .stop_signal = &stop_signal,
             .stats_signal = &stats_signal,
             .reload_signal = &reload_signal,
@@ -1576,6 +1578,29 @@ int cmd_responder(int argc, char **argv)
         }
     }
 
+    /* Loading and pruning were synchronous; from here on the state is
+     * written in batches (group commit: docs/DESIGN.md says what must be
+     * durable before which packet). A worker's handle sends its writes to
+     * the writer process without waiting. */
+    /* Test only: EDHOC_TEST_STATE_BATCH_MS=MS holds a batch open up to MS
+     * milliseconds (unless someone waits for it), so that a test can kill
+     * the responder while the newest contexts are not on disk yet. */
+    unsigned batch_ms = CLI_STATE_BATCH_MS;
+    const char *test_batch = getenv("EDHOC_TEST_STATE_BATCH_MS");
+    if (test_batch && sscanf(test_batch, "%u", &batch_ms) != 1)
+        batch_ms = CLI_STATE_BATCH_MS;
+    if (db && edhoc_state_group_commit(db, CLI_STATE_BATCH_ROWS, batch_ms))
+        cli_log(LOG_WARNING, "state: no group commit, one commit per handshake");
+    bool publish_stats = state_dir && edhoc_state_event_fd(db) >= 0;
+    uint64_t stats_due_ms = 0, grouped_ms = cli_now_ns() / 1000000;
+    if (publish_stats) {
+        /* At once: a load started the moment the responder is ready finds
+         * the figures to compare with. */
+        struct cli_state_stats ss = {.pid = (long)getpid()};
+        edhoc_state_get_writer_stats(db, &ss.w);
+        cli_state_stats_publish(state_dir, &ss);
+    }
+
     /* Notifications go out through the transport. */
     edhoc_server_set_sender(srv, send_notification, t);
     edhoc_transport_server_on_failure(t, edhoc_server_peer_failed, srv);
@@ -1591,6 +1616,14 @@ int cmd_responder(int argc, char **argv)
             break;
         }
         held_flush(acct);
+        if (publish_stats && cli_now_ns() / 1000000 >= stats_due_ms) {
+            uint64_t now = cli_now_ns() / 1000000;
+            stats_due_ms = now + 1000;
+            struct cli_state_stats ss = {.pid = (long)getpid(),
+                                         .uptime_s = (double)(now - grouped_ms) / 1000};
+            edhoc_state_get_writer_stats(db, &ss.w);
+            cli_state_stats_publish(state_dir, &ss);
+        }
         if (stats_signal) {
             stats_signal = 0;
             edhoc_server_get_stats(srv, &st);
@@ -1609,6 +1642,28 @@ int cmd_responder(int argc, char **argv)
     }
     /* The next start keeps the most recently used contexts. */
     edhoc_server_save_state(srv);
+    if (db) {
+        /* Everything queued reaches the disk before the exit. */
+        int frc = edhoc_state_flush(db);
+        if (frc)
+            cli_log(LOG_ERR, "state: a batch of writes failed: %s", edhoc_state_strerror(frc));
+        struct edhoc_state_writer_stats ws;
+        if (edhoc_state_get_writer_stats(db, &ws) == 0) {
+            cli_log(LOG_NOTICE, "state writer: %llu commits of %llu rows (largest %llu; closed "
+                                "by size %llu, time %llu, a waiter %llu), %llu failed",
+                    (unsigned long long)ws.commits, (unsigned long long)ws.rows,
+                    (unsigned long long)ws.largest_batch, (unsigned long long)ws.closed_by_size,
+                    (unsigned long long)ws.closed_by_time, (unsigned long long)ws.closed_by_wait,
+                    (unsigned long long)ws.failed_commits);
+            if (publish_stats) {
+                struct cli_state_stats ss = {
+                    .pid = (long)getpid(),
+                    .uptime_s = (double)(cli_now_ns() / 1000000 - grouped_ms) / 1000,
+                    .w = ws};
+                cli_state_stats_publish(state_dir, &ss);
+            }
+        }
+    }
     edhoc_server_get_stats(srv, &st);
     log_stats(&st, "stopping");
     if (r->ilog) {

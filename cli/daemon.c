@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,29 @@ int cli_log_threshold(void)
     return log_threshold;
 }
 
+/* The pid of the log lines, asked once per process: getpid() on every
+ * line was a system call per handshake at the info level. A child of
+ * fork() (workers, daemonizing) asks again. */
+static pid_t log_pid;
+static pthread_once_t log_pid_once = PTHREAD_ONCE_INIT;
+static void log_pid_forget(void)
+{
+    log_pid = 0;
+}
+static void log_pid_register(void)
+{
+    pthread_atfork(NULL, NULL, log_pid_forget);
+}
+
+static pid_t log_pid_now(void)
+{
+    if (!log_pid) {
+        pthread_once(&log_pid_once, log_pid_register);
+        log_pid = getpid();
+    }
+    return log_pid;
+}
+
 void cli_log_line(void *user, int level, const char *line)
 {
     (void)user;
@@ -52,7 +76,7 @@ void cli_log_line(void *user, int level, const char *line)
      * error, and a line written in pieces could be cut by another's. */
     char out[2048];
     int n = snprintf(out, sizeof out, "%s.%03ldZ %s[%d] %s: %s\n", when, ts.tv_nsec / 1000000,
-                     log_ident, (int)getpid(), names[level & 7], line);
+                     log_ident, (int)log_pid_now(), names[level & 7], line);
     if (n < 0)
         return;
     size_t len = (size_t)n < sizeof out ? (size_t)n : sizeof out - 1;

@@ -30,6 +30,7 @@
  * its sender's retransmission finds the right one.
  */
 #include "responder_workers.h"
+#include "state_stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -454,8 +455,20 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
         }
     }
     *exit_code = CLI_EXIT_OK;
+    /* From here on the writer's handle commits in batches across poll
+     * passes and workers (the workers have loaded: their reads are done). */
+    uint64_t stats_due = 0, grouped_at = mono_ms();
+    if (cfg->db && edhoc_state_group_commit(cfg->db, CLI_STATE_BATCH_ROWS, CLI_STATE_BATCH_MS))
+        cli_log(LOG_WARNING, "state writer: no group commit, one commit per pass");
     while (!*cfg->stop_signal) {
         serve_state(&s, 100);
+        if (cfg->db && cfg->state_dir && mono_ms() >= stats_due) {
+            stats_due = mono_ms() + 1000;
+            struct cli_state_stats ss = {.pid = (long)getpid(),
+                                         .uptime_s = (double)(mono_ms() - grouped_at) / 1000};
+            edhoc_state_get_writer_stats(cfg->db, &ss.w);
+            cli_state_stats_publish(cfg->state_dir, &ss);
+        }
         int dead = reap(&s);
         if (dead >= 0) {
             char how[96];
@@ -472,10 +485,15 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
             signal_all(&s, SIGUSR1);
             struct edhoc_state_server_stats st = {0};
             edhoc_state_server_get_stats(s.writer, &st);
+            struct edhoc_state_writer_stats ws = {0};
+            edhoc_state_get_writer_stats(cfg->db, &ws);
             cli_log(LOG_NOTICE, "SIGUSR1: %u workers running; state writer: %llu requests, "
-                                "%llu commits, largest group %llu",
+                                "%llu commits of %llu rows, largest %llu",
                     running(&s), (unsigned long long)st.requests,
-                    (unsigned long long)st.commits, (unsigned long long)st.largest_group);
+                    (unsigned long long)(st.commits + ws.commits),
+                    (unsigned long long)ws.rows,
+                    (unsigned long long)(ws.largest_batch > st.largest_group ? ws.largest_batch
+                                                                           : st.largest_group));
         }
         if (*cfg->reload_signal) {
             *cfg->reload_signal = 0;
@@ -504,12 +522,19 @@ stop:
     {
         struct edhoc_state_server_stats st = {0};
         edhoc_state_server_get_stats(s.writer, &st);
+        /* What the workers sent before they stopped is committed now. */
+        if (cfg->db && edhoc_state_flush(cfg->db))
+            cli_log(LOG_ERR, "state writer: a batch failed to commit");
+        struct edhoc_state_writer_stats ws = {0};
+        edhoc_state_get_writer_stats(cfg->db, &ws);
         cli_log(LOG_NOTICE, "stopping %u workers%s%d: state writer served %llu requests in %llu "
-                            "commits (largest group %llu)",
+                            "commits of %llu rows (largest %llu)",
                 s.started, *cfg->stop_signal ? " on signal " : ", exit code ",
                 *cfg->stop_signal ? *cfg->stop_signal : *exit_code,
-                (unsigned long long)st.requests, (unsigned long long)st.commits,
-                (unsigned long long)st.largest_group);
+                (unsigned long long)st.requests, (unsigned long long)(st.commits + ws.commits),
+                (unsigned long long)ws.rows,
+                (unsigned long long)(ws.largest_batch > st.largest_group ? ws.largest_batch
+                                                                       : st.largest_group));
     }
     edhoc_state_server_free(s.writer);
     return 1;

@@ -27,6 +27,7 @@ struct cli_workers_config {
     const char *const *listen_spec; /* each as given to --listen (a host name, say) */
     size_t n_listen;
     const char *ready_file, *pidfile;
+    const char *state_dir; /* where the writer publishes its figures (cli/state_stats.h) */
     volatile int *stop_signal, *stats_signal, *reload_signal;
 };
 

@@ -937,6 +937,132 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
+/* Group commit (issue 24): a new EDHOC-derived context is not waited for
+ * before message_2/4 or its first OSCORE responses; its row, with its
+ * first block of sequence numbers, is committed with the next batch. Here
+ * the batches are held open (EDHOC_TEST_STATE_BATCH_MS) and the responder
+ * is killed right after three devices' handshakes and first requests:
+ * their contexts were never on disk, so after the restart each device's
+ * request finds none (4.01 "Security context not found", RFC 8613
+ * Section 8.2 step 2), each recovers by a new handshake, and no (key,
+ * nonce) pair was used twice: the keys the responder lost are gone with
+ * it, so nothing can send under them again. */
+static void test_kill9_loses_newest_contexts(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    char sdir[300], args[700], pcap[300];
+    net_path(sdir, sizeof sdir, "newest.state");
+    net_path(pcap, sizeof pcap, "newest-r0.pcap");
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --pcap %s", sdir, pcap);
+    setenv("EDHOC_TEST_STATE_BATCH_MS", "600000", 1);
+    int started = net_responder_start(&r, "newest0", args);
+    unsetenv("EDHOC_TEST_STATE_BATCH_MS");
+    assert_int_equal(started, 0);
+    enum { DEVICES = 3 };
+    char conf[DEVICES][300];
+    for (int d = 0; d < DEVICES; d++) {
+        char *out;
+        int rc = CLI_RUN(&out, 30,
+                         "initiator coap://127.0.0.1:%u --request \"GET /time\" "
+                         "--export-secrets --json --pcap %s/newest-i%d.pcap",
+                         r.port, net_dir, d);
+        if (rc != 0)
+            fail_msg("device %d: initiator: %d\n%s", d, rc, out);
+        char ms[80], salt[80], sid[20], rid[20], text[600], name[40];
+        net_json_str(out, "master_secret", ms, sizeof ms);
+        net_json_str(out, "master_salt", salt, sizeof salt);
+        net_json_str(out, "sender_id", sid, sizeof sid);
+        net_json_str(out, "recipient_id", rid, sizeof rid);
+        free(out);
+        snprintf(name, sizeof name, "newest%d.conf", d);
+        net_path(conf[d], sizeof conf[d], name);
+        snprintf(text, sizeof text,
+                 "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
+                 "recipient_id,hex,\"%s\"\n",
+                 ms, salt, sid, rid);
+        net_write_file(conf[d], text, 0600);
+    }
+    assert_int_equal(net_proc_stop(&r, SIGKILL, 5000), 128 + SIGKILL);
+
+    net_path(pcap, sizeof pcap, "newest-r1.pcap");
+    snprintf(args, sizeof args, "--listen 127.0.0.1:%u --state-dir %s --pcap %s", r.port, sdir,
+             pcap);
+    assert_int_equal(net_responder_start(&r, "newest1", args), 0);
+    char *log = net_read_file(r.log);
+    /* None of the three reached the disk. */
+    if (!strstr(log, "0 stored contexts loaded"))
+        fail_msg("after kill -9: %s", log);
+    free(log);
+    /* Every device first: a new handshake may be given the C_R (so the
+     * kid) a lost context had, and a request under that kid would then
+     * fail to decrypt (4.00) rather than find no context. */
+    for (int d = 0; d < DEVICES; d++) {
+        char *out;
+        int rc = CLI_RUN(&out, 30,
+                         "coap GET coap://127.0.0.1:%u/time --oscore-context %s --json --pcap "
+                         "%s/newest-c%d.pcap",
+                         r.port, conf[d], net_dir, d);
+        if (!strstr(out, "4.01") || !strstr(out, "Security context not found"))
+            fail_msg("device %d after the restart: %d\n%s", d, rc, out);
+        free(out);
+    }
+    for (int d = 0; d < DEVICES; d++) {
+        char *out;
+        int rc;
+        /* The device's way back: a new handshake, new keys. */
+        rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --request \"GET /time\" --export-secrets "
+                     "--json --pcap %s/newest-j%d.pcap",
+                     r.port, net_dir, d);
+        if (rc != 0 || !strstr(out, "2.05"))
+            fail_msg("device %d: new handshake: %d\n%s", d, rc, out);
+        char ms[80], salt[80], sid[20], rid[20], text[600], name[40], again[300];
+        net_json_str(out, "master_secret", ms, sizeof ms);
+        net_json_str(out, "master_salt", salt, sizeof salt);
+        net_json_str(out, "sender_id", sid, sizeof sid);
+        net_json_str(out, "recipient_id", rid, sizeof rid);
+        free(out);
+        snprintf(name, sizeof name, "newest%d-again.conf", d);
+        net_path(again, sizeof again, name);
+        snprintf(text, sizeof text,
+                 "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
+                 "recipient_id,hex,\"%s\"\n",
+                 ms, salt, sid, rid);
+        net_write_file(again, text, 0600);
+    }
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    /* Stopped cleanly, the responder committed the new contexts. */
+    log = net_read_file(r.log);
+    if (!strstr(log, "state writer: ") || strstr(log, "failed: "))
+        fail_msg("%s", log);
+    free(log);
+
+    struct nonce_check *nc = nonce_check_new();
+    char why[512], path[400];
+    for (int d = 0; d < DEVICES; d++) {
+        char again[300], name[40];
+        assert_int_equal(nonce_check_add_context_file(nc, conf[d], why, sizeof why), 0);
+        snprintf(name, sizeof name, "newest%d-again.conf", d);
+        net_path(again, sizeof again, name);
+        assert_int_equal(nonce_check_add_context_file(nc, again, why, sizeof why), 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/newest-r%d.pcap", net_dir, k);
+        if (nonce_check_add_pcap(nc, path, why, sizeof why))
+            fprintf(stderr, "# %s\n", why); /* cut by kill -9: counts up to the cut */
+    }
+    const struct nonce_check_report *rep = nonce_check_report(nc);
+    if (rep->n_violations) {
+        nonce_check_print(nc, stderr);
+        fail_msg("%zu (key, nonce) pairs sealed two different messages", rep->n_violations);
+    }
+    /* Both ends of three first runs and three second runs. */
+    assert_true(rep->responses >= 2 * DEVICES);
+    assert_int_equal(rep->unattributed, 0);
+    nonce_check_free(nc);
+}
+
 /* Last: every capture this program made, both ends, every scenario above,
  * through the checker with every context file. It must have seen OSCORE
  * messages (a checker that saw nothing proves nothing) and attributed
@@ -997,6 +1123,7 @@ int main(void)
         cmocka_unit_test_teardown(test_combined_and_continued, net_test_teardown),
         cmocka_unit_test_teardown(test_lost_wal_and_stale_copy, net_test_teardown),
         cmocka_unit_test_teardown(test_export_secrets_continued, net_test_teardown),
+        cmocka_unit_test_teardown(test_kill9_loses_newest_contexts, net_test_teardown),
         cmocka_unit_test_teardown(test_zz_no_nonce_reused, net_test_teardown),
     };
     return cmocka_run_group_tests(tests, setup, net_group_teardown);

@@ -210,6 +210,54 @@ static void test_handshakes_rebinding_and_restart(void **state)
     free(log);
 }
 
+/* Issue 24: the writer process commits the workers' state in batches
+ * across its poll passes (group commit): 40 handshakes through two
+ * workers end in fewer commits than handshakes, and a clean stop loses
+ * none of them (the restart loads all 40, each in the worker that owns
+ * it). */
+static void test_group_commit_across_workers(void **state)
+{
+    (void)state;
+    char sdir[300], args[600];
+    net_path(sdir, sizeof sdir, "grouped-state");
+    snprintf(args, sizeof args, "--workers 2 --listen 127.0.0.1:0 --state-dir %s", sdir);
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "grouped", args), 0);
+    char *out = NULL;
+    int rc = CLI_RUN(&out, 60,
+                     "load coap://127.0.0.1:%u --peers 8 --handshakes 40 --requests-per-peer 0 -q",
+                     r.port);
+    if (rc != 0)
+        fail_msg("load: exit %d\n%s", rc, out ? out : "");
+    free(out);
+    stop_ok(&r);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    const char *w = strstr(log, "state writer served ");
+    if (!w)
+        fail_msg("no writer line in:\n%s", log);
+    unsigned long long requests = 0, commits = 0, rows = 0;
+    if (sscanf(w, "state writer served %llu requests in %llu commits of %llu rows", &requests,
+               &commits, &rows) != 3)
+        fail_msg("writer line: %.200s", w);
+    print_message("# 40 handshakes: %llu requests, %llu commits of %llu rows\n", requests,
+                  commits, rows);
+    assert_true(rows >= 40);
+    assert_true(commits < 40);
+    free(log);
+
+    static struct net_proc r2;
+    assert_int_equal(net_responder_start(&r2, "grouped2", args), 0);
+    stop_ok(&r2);
+    log = net_read_file(r2.log);
+    assert_non_null(log);
+    int loaded = 0;
+    for (const char *p = log; (p = strstr(p, "serving built-in demo credentials, ")); p++)
+        loaded += atoi(p + strlen("serving built-in demo credentials, "));
+    assert_int_equal(loaded, 40);
+    free(log);
+}
+
 /* A worker that dies takes the responder down (its socket's slot in the
  * group would be taken by another: docs/DESIGN.md), with the reason. */
 static void test_dead_worker_stops_all(void **state)
@@ -707,6 +755,7 @@ int main(void)
         cmocka_unit_test_teardown(test_handshakes_rebinding_and_restart, net_test_teardown),
         cmocka_unit_test_teardown(test_dead_worker_stops_all, net_test_teardown),
         cmocka_unit_test_teardown(test_worker_abort_while_stopping_reported, net_test_teardown),
+        cmocka_unit_test_teardown(test_group_commit_across_workers, net_test_teardown),
         cmocka_unit_test_teardown(test_load_counts_every_worker, net_test_teardown),
         cmocka_unit_test_teardown(test_single_process_options, net_test_teardown),
         cmocka_unit_test_teardown(test_listen_port_is_exclusive, net_test_teardown),

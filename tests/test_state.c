@@ -2003,6 +2003,286 @@ static void expect_recovery(const struct fixture *f, const struct edhoc_state_pe
     edhoc_state_close(db);
 }
 
+
+/* ---- group commit (edhoc_state_group_commit) ---- */
+
+static struct edhoc_state_writer_stats writer_stats(struct edhoc_state_db *db)
+{
+    struct edhoc_state_writer_stats st;
+    assert_int_equal(edhoc_state_get_writer_stats(db, &st), 0);
+    return st;
+}
+
+/* Poll the writer's figures until fn holds, for at most 20 s (a busy
+ * host may be slow, never this slow). */
+static struct edhoc_state_writer_stats wait_stats(struct edhoc_state_db *db, uint64_t commits)
+{
+    struct edhoc_state_writer_stats st = writer_stats(db);
+    for (int i = 0; i < 20000 && st.commits + st.failed_commits < commits; i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+        st = writer_stats(db);
+    }
+    return st;
+}
+
+static void test_group_commit_batches_rows(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    struct edhoc_state_writer_stats st;
+    assert_int_equal(edhoc_state_get_writer_stats(db, &st), EDHOC_STATE_ERR_NOT_FOUND);
+    assert_false(edhoc_state_is_grouped(db));
+    /* A time limit no test reaches: only the flush closes the batch. */
+    assert_int_equal(edhoc_state_group_commit(db, 256, 600000), 0);
+    assert_true(edhoc_state_is_grouped(db));
+    assert_int_equal(edhoc_state_group_commit(db, 256, 10), EDHOC_STATE_ERR_ARG);
+    for (uint32_t i = 0; i < 100; i++) {
+        struct edhoc_state_peer p;
+        make_peer(&p, 5000 + i);
+        assert_int_equal(edhoc_state_put_peer(db, &p), 0); /* queued, not waited for */
+    }
+    st = writer_stats(db);
+    assert_int_equal(st.commits, 0);
+    assert_int_equal(edhoc_state_flush(db), 0);
+    st = writer_stats(db);
+    /* 100 queued items, 1 transaction (one WAL sync). */
+    assert_int_equal(st.commits, 1);
+    assert_int_equal(st.rows, 100);
+    assert_int_equal(st.closed_by_wait, 1);
+    /* A read sees its own writes: it waits for what was queued before it. */
+    struct edhoc_state_peer p;
+    make_peer(&p, 5100);
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    assert_int_equal(edhoc_state_count(db), 101);
+    edhoc_state_close(db);
+    /* And the clean close lost nothing queued. */
+    db = open_ok(f->sdir);
+    assert_int_equal(edhoc_state_group_commit(db, 256, 600000), 0);
+    make_peer(&p, 5200);
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    edhoc_state_close(db);
+    db = open_ok(f->sdir);
+    assert_int_equal(edhoc_state_count(db), 102);
+    edhoc_state_close(db);
+}
+
+static void test_group_commit_closes_on_size_and_time(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    /* On size: 10 rows a batch, no time limit in reach. */
+    assert_int_equal(edhoc_state_group_commit(db, 10, 600000), 0);
+    for (uint32_t i = 0; i < 25; i++) {
+        struct edhoc_state_peer p;
+        make_peer(&p, 6000 + i);
+        assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    }
+    struct edhoc_state_writer_stats st = wait_stats(db, 2);
+    assert_int_equal(st.commits, 2);
+    assert_int_equal(st.closed_by_size, 2);
+    assert_int_equal(st.rows, 20);
+    assert_int_equal(st.largest_batch, 10);
+    assert_int_equal(edhoc_state_flush(db), 0);
+    st = writer_stats(db);
+    assert_int_equal(st.commits, 3);
+    assert_int_equal(st.rows, 25);
+    edhoc_state_close(db);
+
+    /* On time: a batch of one closes 20 ms after it opened, nobody
+     * waiting for it. */
+    db = open_ok(f->sdir);
+    assert_int_equal(edhoc_state_group_commit(db, 256, 20), 0);
+    struct edhoc_state_peer p;
+    make_peer(&p, 6100);
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    st = wait_stats(db, 1);
+    assert_int_equal(st.commits, 1);
+    assert_int_equal(st.closed_by_time, 1);
+    assert_int_equal(st.closed_by_wait, 0);
+    assert_int_equal(st.waits, 0);
+    edhoc_state_close(db);
+}
+
+static void test_group_commit_failed_batch_fails_every_item(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    struct edhoc_state_peer p;
+    make_peer(&p, 1);
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0); /* the WAL exists and has frames */
+    assert_int_equal(edhoc_state_group_commit(db, 256, 600000), 0);
+    for (uint32_t i = 0; i < 10; i++) {
+        struct edhoc_state_peer q;
+        make_peer(&q, 7000 + i);
+        assert_int_equal(edhoc_state_put_peer(db, &q), 0);
+    }
+    uint64_t ticket = 0;
+    assert_int_equal(edhoc_state_store_ssn_async(db, KEY(p), p.ssn_mark + 5000, &ticket), 0);
+    assert_true(ticket > 0);
+    assert_int_equal(edhoc_state_wait(db, ticket, false), EDHOC_STATE_PENDING);
+
+    /* The WAL may not grow: the batch's commit fails. */
+    char wal[1300];
+    snprintf(wal, sizeof wal, "%s-wal", f->file);
+    struct stat wst;
+    assert_int_equal(stat(wal, &wst), 0);
+    struct rlimit old, full = {(rlim_t)wst.st_size, (rlim_t)wst.st_size};
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    full.rlim_max = old.rlim_max;
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &full), 0);
+    int frc = edhoc_state_flush(db);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    assert_int_equal(frc, EDHOC_STATE_ERR_IO);
+    /* Every item of the batch failed: the mark is not durable, and none
+     * of the ten contexts is there. */
+    assert_int_equal(edhoc_state_wait(db, ticket, true), EDHOC_STATE_ERR_IO);
+    struct edhoc_state_writer_stats st = writer_stats(db);
+    assert_int_equal(st.failed_commits, 1);
+    assert_int_equal(st.failed_rows, 11);
+    assert_int_equal(st.commits, 0);
+    assert_int_equal(edhoc_state_count(db), 1);
+    assert_int_equal(get_mark(db, &p), p.ssn_mark);
+
+    /* The next batch starts clean. */
+    struct edhoc_state_peer q;
+    make_peer(&q, 7100);
+    assert_int_equal(edhoc_state_put_peer(db, &q), 0);
+    assert_int_equal(edhoc_state_store_ssn(db, KEY(p), p.ssn_mark + 6000), 0);
+    assert_int_equal(edhoc_state_flush(db), 0);
+    assert_int_equal(edhoc_state_count(db), 2);
+    assert_int_equal(get_mark(db, &p), p.ssn_mark + 6000);
+    edhoc_state_close(db);
+}
+
+/* RFC 8613 Section 7.2.1 / Appendix B.1.1: a mark is stored before any
+ * number at or above the previous one is used, so edhoc_state_store_ssn
+ * returns only once it is durable, and edhoc_state_wait says 0 only then.
+ * The writer is a thread of a process killed with SIGKILL right after the
+ * claim: what it claimed is on disk. */
+static void test_group_commit_mark_durable_before_use(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    struct edhoc_state_peer p;
+    make_peer(&p, 77);
+    p.ssn_mark = 0;
+    assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    edhoc_state_close(db);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        struct edhoc_state_db *h = NULL;
+        if (edhoc_state_open(f->sdir, &h, NULL, 0) ||
+            edhoc_state_group_commit(h, 256, 600000))
+            _exit(2);
+        uint64_t mark = 0, t = 0;
+        for (;;) {
+            /* One of each: the synchronous call, and the ticket. */
+            mark += 32;
+            if (edhoc_state_store_ssn(h, KEY(p), mark) != 0)
+                _exit(3);
+            if (write(fds[1], &mark, sizeof mark) != (ssize_t)sizeof mark)
+                _exit(4);
+            mark += 32;
+            if (edhoc_state_store_ssn_async(h, KEY(p), mark, &t) ||
+                edhoc_state_wait(h, t, true) != 0)
+                _exit(5);
+            if (write(fds[1], &mark, sizeof mark) != (ssize_t)sizeof mark)
+                _exit(4);
+        }
+    }
+    close(fds[1]);
+    uint64_t m = 0, last = 0;
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(read(fds[0], &m, sizeof m), (ssize_t)sizeof m);
+        last = m;
+    }
+    kill(pid, SIGKILL);
+    while (read(fds[0], &m, sizeof m) == (ssize_t)sizeof m)
+        last = m;
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    db = open_ok(f->sdir);
+    uint64_t stored = get_mark(db, &p);
+    print_message("# last reported %" PRIu64 ", stored %" PRIu64 "\n", last, stored);
+    assert_true(stored >= last);
+    assert_true(stored <= last + 32);
+    edhoc_state_close(db);
+}
+
+/* The writer process of --workers with group commit on its handle: two
+ * workers' writes of several passes end in fewer commits than writes,
+ * a worker's mark is answered once durable, and a failed batch fails the
+ * commit of the worker whose writes were in it. */
+static void test_writer_process_groups_across_passes(void **state)
+{
+    struct fixture *f = *state;
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    struct edhoc_state_peer base;
+    make_peer(&base, 1);
+    assert_int_equal(edhoc_state_put_peer(db, &base), 0);
+    assert_int_equal(edhoc_state_group_commit(db, 256, 20), 0);
+    struct edhoc_state_server *srv = edhoc_state_server_new(db);
+    assert_non_null(srv);
+    pid_t pids[2];
+    for (int w = 0; w < 2; w++) {
+        int sv[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+        pids[w] = fork();
+        assert_true(pids[w] >= 0);
+        if (pids[w] == 0) {
+            close(sv[0]);
+            struct edhoc_state_db *h = NULL;
+            if (edhoc_state_connect(sv[1], &h) || edhoc_state_group_commit(h, 0, 0) ||
+                !edhoc_state_is_grouped(h))
+                _exit(2);
+            for (uint32_t i = 0; i < 50; i++) {
+                struct edhoc_state_peer q;
+                make_peer(&q, 8000 + (uint32_t)w * 100 + i);
+                if (edhoc_state_put_peer(h, &q))
+                    _exit(3);
+            }
+            struct edhoc_state_peer q;
+            make_peer(&q, 8000 + (uint32_t)w * 100);
+            /* Answered after the batch holding it (and the puts) commits. */
+            if (edhoc_state_store_ssn(h, KEY(q), q.ssn_mark + 64))
+                _exit(4);
+            int rc = edhoc_state_flush(h);
+            edhoc_state_close(h);
+            _exit(rc ? 5 : 0);
+        }
+        close(sv[1]);
+        assert_int_equal(edhoc_state_server_add(srv, sv[0]), 0);
+    }
+    while (edhoc_state_server_clients(srv) > 0)
+        assert_true(edhoc_state_server_run(srv, 100) >= 0);
+    for (int w = 0; w < 2; w++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[w], &status, 0), pids[w]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    assert_int_equal(edhoc_state_flush(db), 0);
+    struct edhoc_state_writer_stats st = writer_stats(db);
+    print_message("# 102 writes in %" PRIu64 " commits\n", st.commits);
+    assert_int_equal(st.rows, 102);
+    assert_true(st.commits < 102 / 4);
+    assert_int_equal(edhoc_state_count(db), 101);
+    struct edhoc_state_peer q;
+    make_peer(&q, 8100);
+    assert_int_equal(get_mark(db, &q), q.ssn_mark + 64);
+    edhoc_state_server_free(srv);
+    edhoc_state_close(db);
+}
+
 static void test_store_that_went_backwards(void **state)
 {
     struct fixture *f = *state;
@@ -2121,6 +2401,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_one_writer_for_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_group_commit_fails_the_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_that_went_backwards, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_batches_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_closes_on_size_and_time, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_failed_batch_fails_every_item, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_mark_durable_before_use, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_writer_process_groups_across_passes, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

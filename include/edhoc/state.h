@@ -20,7 +20,9 @@
  * and delete it as you would a private key.
  *
  * Durability: WAL journal with synchronous=FULL, so every put/store/delete
- * is fsync'ed before it returns (kill -9 and power loss alike).
+ * is fsync'ed before it returns (kill -9 and power loss alike) -- or, with
+ * group commit (edhoc_state_group_commit), with its batch: marks before
+ * edhoc_state_store_ssn returns, the rest with the next batch.
  *
  * Concurrency: one process at a time holds a state directory and its
  * database (an flock on the directory and one on the database file, so a
@@ -58,6 +60,8 @@ extern "C" {
  * beyond 0600), or in a directory others may write without the sticky
  * bit; the message names the path, what was found and the fix. */
 #define EDHOC_STATE_ERR_UNSAFE (-5007)
+/* edhoc_state_wait without blocking: the batch has not committed yet. */
+#define EDHOC_STATE_PENDING 1
 
 /* Version 2 keys contexts by (ID Context, Recipient ID); version 3 adds
  * when each was last used. Older databases (version 1 keyed by recipient
@@ -262,6 +266,79 @@ int edhoc_state_store_ssn_cb(void *binding, uint64_t mark);
 int edhoc_state_begin(struct edhoc_state_db *db);
 int edhoc_state_commit(struct edhoc_state_db *db);
 int edhoc_state_rollback(struct edhoc_state_db *db);
+
+/* ---- Group commit ----
+ * Hand the writes of a local handle to a writer thread that commits them
+ * in batches: one transaction and one fsync per batch, a batch closed when
+ * it holds max_rows items (the responder: 256), max_ms milliseconds after
+ * its first item (10), or at once when a caller waits for it. Then:
+ *   - edhoc_state_put_peer, _delete_peer, _touch_peer queue and return 0
+ *     (argument errors still come back at once): what they store is
+ *     durable with the next batch, not on return. A failed batch is
+ *     counted (edhoc_state_get_writer_stats) and reported by the next
+ *     edhoc_state_flush;
+ *   - edhoc_state_store_ssn waits for its batch and returns its answer:
+ *     a mark is durable on return, as without group commit;
+ *   - edhoc_state_store_ssn_async queues a mark and gives its ticket;
+ *     edhoc_state_wait(ticket) says whether its batch committed;
+ *   - reads (get, for_each, count) and prune wait for everything queued
+ *     before them, so a handle reads its own writes;
+ *   - edhoc_state_begin/commit mark a group: commit waits for every write
+ *     queued since begin and fails if any batch holding one failed;
+ *     rollback is commit (queued writes are not taken back; marks only go
+ *     up);
+ *   - edhoc_state_close commits what is queued, then closes.
+ * A batch that fails (a statement or its commit) is rolled back whole:
+ * every item in it fails. The handle stays single-threaded for its
+ * caller; fork with nothing queued (edhoc_state_flush first): a child
+ * starts with an empty queue and a writer of its own. On a handle from
+ * edhoc_state_connect, group commit sends the worker's puts, deletions
+ * and use times without waiting for an answer (the writer process
+ * batches them with everything else). Returns 0, EDHOC_STATE_ERR_ARG
+ * (max_rows 0, already on, inside begin/commit), EDHOC_STATE_ERR_IO. */
+int edhoc_state_group_commit(struct edhoc_state_db *db, unsigned max_rows, unsigned max_ms);
+
+/* Whether edhoc_state_group_commit is on (a local handle or one from
+ * edhoc_state_connect). */
+bool edhoc_state_is_grouped(const struct edhoc_state_db *db);
+
+/* Wait for everything queued; 0 when all of it since the previous flush
+ * committed, else the error of a batch that failed. Without group
+ * commit: 0 (every write was durable on return). */
+int edhoc_state_flush(struct edhoc_state_db *db);
+
+/* Queue the mark as edhoc_state_store_ssn would store it; *ticket names
+ * its batch for edhoc_state_wait. Without group commit (and on a handle
+ * from edhoc_state_connect) the mark is stored at once and *ticket is 0.
+ * Returns 0 or what edhoc_state_store_ssn returns for bad arguments. */
+int edhoc_state_store_ssn_async(struct edhoc_state_db *db, const uint8_t *id_context,
+                                size_t id_context_len, const uint8_t *recipient_id,
+                                size_t recipient_id_len, uint64_t mark, uint64_t *ticket);
+
+/* 0: the batch of ticket committed (ticket 0: at once); a negative error:
+ * it failed; EDHOC_STATE_PENDING: not yet (block false). A mark whose
+ * context has no row (its put failed) protects nothing and needs nothing:
+ * no restart can load that context, so its wait answers 0. */
+int edhoc_state_wait(struct edhoc_state_db *db, uint64_t ticket, bool block);
+
+/* Readable (an eventfd, read it to reset) after every batch the writer
+ * finished, for a poll loop with answers waiting for batches; -1 without
+ * group commit. */
+int edhoc_state_event_fd(const struct edhoc_state_db *db);
+
+struct edhoc_state_writer_stats {
+    uint64_t commits;        /* batches committed: one transaction, one WAL fsync each */
+    uint64_t rows;           /* items in them */
+    uint64_t failed_commits; /* batches rolled back */
+    uint64_t failed_rows;
+    uint64_t largest_batch;
+    uint64_t closed_by_size, closed_by_time, closed_by_wait; /* why batches closed */
+    uint64_t waits;          /* callers that waited for a batch */
+    uint64_t queued;         /* items waiting now */
+};
+/* Returns 0, or EDHOC_STATE_ERR_NOT_FOUND without group commit (*out
+ * zeroed). */
+int edhoc_state_get_writer_stats(struct edhoc_state_db *db, struct edhoc_state_writer_stats *out);
 
 /* ---- One writer for several processes ----
  * A responder with several workers keeps one database, written by the

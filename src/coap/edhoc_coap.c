@@ -122,6 +122,14 @@ struct peer_ctx {
     bool is_static;
     uint8_t use;             /* USE_DIRTY */
 };
+
+/* With group commit, a context's marks (store_ssn), in a side table by
+ * context index (the context itself has no byte to spare): `queued` went
+ * to the state writer with `ticket` (durable once edhoc_state_wait says
+ * so; ticket 0: durable already). */
+struct ctx_mark {
+    uint64_t queued, ticket;
+};
 _Static_assert(sizeof(struct peer_ctx) <= 256, "a context within 256 bytes");
 
 struct pending {
@@ -202,6 +210,8 @@ struct edhoc_server {
      * 'kid context' is on one chain), the EDHOC-derived ones also in
      * least-recently-used order. */
     struct edhoc_pool ctx_pool;
+    struct ctx_mark *marks; /* by context index, marks_cap entries (store_ssn) */
+    uint32_t marks_cap;
     struct edhoc_itab contexts;
     struct edhoc_ilru ctx_lru;
     size_t n_contexts;
@@ -728,7 +738,12 @@ static uint64_t server_ms_of(const struct edhoc_server *srv, int64_t wall_ms)
  * a tick's expiries and use times) go in one transaction: one sync. */
 static void state_write_begin(struct edhoc_server *srv)
 {
-    if (srv->cfg.db && !srv->state_txn)
+    /* With group commit the writer batches these with everything else,
+     * and none of them must be durable before a packet leaves: a lost
+     * deletion brings back a context with its durable mark, a lost use
+     * time an earlier one, a lost new context costs a new handshake
+     * (establish). What must be, marks, waits in store_ssn. */
+    if (srv->cfg.db && !srv->state_txn && !edhoc_state_is_grouped(srv->cfg.db))
         srv->state_txn = edhoc_state_begin(srv->cfg.db) == 0;
 }
 
@@ -815,17 +830,69 @@ static void ctx_remove(struct edhoc_server *srv, const struct ctx_key *key)
         ctx_free(srv, p, 0);
 }
 
+/* The OSCORE persistence callback: numbers below `mark` are about to be
+ * used, so a mark at least that high must be durable first (RFC 8613
+ * Section 7.2.1 and Appendix B.1.1). With group commit the next block's
+ * mark goes to the writer as soon as a block is entered, so it is durable
+ * long before the block is used up and the sender seldom waits; it waits
+ * (edhoc_state_wait) only when it is not yet, and a mark that cannot be
+ * stored fails the message (5.03, as before). */
+static struct ctx_mark *ctx_mark_of(struct edhoc_server *srv, const struct peer_ctx *p)
+{
+    if (p->self >= srv->marks_cap) {
+        uint32_t cap = srv->marks_cap ? srv->marks_cap : 64;
+        while (cap <= p->self && cap < UINT32_MAX / 2)
+            cap *= 2;
+        if (cap <= p->self)
+            return NULL;
+        struct ctx_mark *m = realloc(srv->marks, (size_t)cap * sizeof *m);
+        if (!m)
+            return NULL;
+        memset(m + srv->marks_cap, 0, (size_t)(cap - srv->marks_cap) * sizeof *m);
+        srv->marks = m;
+        srv->marks_cap = cap;
+    }
+    return &srv->marks[p->self];
+}
+
 static int store_ssn(void *user, uint64_t mark)
 {
     struct peer_ctx *p = user;
-    int rc = edhoc_state_store_ssn(p->srv->cfg.db, key_idc(&p->key), p->key.idc_len, p->key.rid,
-                                   p->key.rid_len, mark);
-    if (rc) {
-        p->srv->store_err = rc;
-        logf_(p->srv, EDHOC_LOG_ERR, "cannot store the sequence number mark: %s",
-              edhoc_state_strerror(rc));
+    struct edhoc_server *srv = p->srv;
+    struct edhoc_state_db *db = srv->cfg.db;
+    /* Ahead of need with a local writer thread only: through the writer
+     * process a mark is one round trip either way. */
+    struct ctx_mark *m = edhoc_state_event_fd(db) >= 0 ? ctx_mark_of(srv, p) : NULL;
+    int rc = 0;
+    if (m && m->queued >= mark) {
+        rc = edhoc_state_wait(db, m->ticket, true); /* at once when durable already */
+        if (!rc)
+            m->ticket = 0;
+    } else {
+        uint64_t t = 0;
+        rc = edhoc_state_store_ssn_async(db, key_idc(&p->key), p->key.idc_len, p->key.rid,
+                                         p->key.rid_len, mark, &t);
+        if (!rc)
+            rc = edhoc_state_wait(db, t, true);
+        if (!rc && m)
+            *m = (struct ctx_mark){mark, 0};
     }
-    return rc;
+    if (rc) {
+        srv->store_err = rc;
+        logf_(srv, EDHOC_LOG_ERR, "cannot store the sequence number mark: %s",
+              edhoc_state_strerror(rc));
+        return rc;
+    }
+    /* The next block's mark, queued now: durable long before this block
+     * is used up, so the next call finds it there. */
+    uint64_t next = mark + srv->cfg.ssn_freq;
+    if (m && next <= OSCORE_SSN_MAX + 1) {
+        uint64_t t = 0;
+        if (edhoc_state_store_ssn_async(db, key_idc(&p->key), p->key.idc_len, p->key.rid,
+                                        p->key.rid_len, next, &t) == 0)
+            *m = (struct ctx_mark){next, t};
+    }
+    return 0;
 }
 
 /* A new context under key, replacing the one with exactly that key (and
@@ -845,6 +912,8 @@ static struct peer_ctx *ctx_insert(struct edhoc_server *srv, const struct ctx_ke
     p->key = *key;
     p->is_static = is_static;
     p->used_ds = to_ds(clock_ms(srv));
+    if (i < srv->marks_cap)
+        srv->marks[i] = (struct ctx_mark){0, 0};
     edhoc_itab_insert(&srv->contexts, i, rid_hash(srv, key->rid, key->rid_len));
     if (!is_static)
         edhoc_ilru_push(&srv->ctx_lru, i);
@@ -1306,6 +1375,7 @@ void edhoc_server_free(struct edhoc_server *srv)
     edhoc_itab_free(&srv->pending_by_peer);
     edhoc_pool_free(&srv->ctx_pool);
     edhoc_pool_free(&srv->pending_pool);
+    free(srv->marks);
     if (srv->state_txn)
         edhoc_state_rollback(srv->cfg.db);
     for (size_t i = 0; i < MAX_OBSERVERS; i++) {
@@ -2000,7 +2070,19 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
             sp.master_salt_len = op.master_salt_len;
             sp.aead_alg = op.aead_alg;
             sp.hkdf_alg = op.hash_alg;
-            sp.ssn_mark = 0;
+            /* With group commit the row goes with its first block of
+             * sequence numbers and nothing waits for it: until it is
+             * durable the keys are nowhere but in memory, so a crash
+             * loses the context whole (RFC 8613 Section 8.2: 4.01, the
+             * device runs EDHOC again, new keys) and no restart can use
+             * a number of this block again. From the row's commit on,
+             * its mark covers the block. */
+            bool grouped = edhoc_state_is_grouped(srv->cfg.db);
+            sp.ssn_mark = grouped ? srv->cfg.ssn_freq : 0;
+            struct ctx_mark *m =
+                edhoc_state_event_fd(srv->cfg.db) >= 0 ? ctx_mark_of(srv, p) : NULL;
+            if (m)
+                *m = (struct ctx_mark){srv->cfg.ssn_freq, 0};
             snprintf(sp.peer, sizeof sp.peer, "%s", h->peer);
             sp.created = (int64_t)time(NULL);
             sp.last_used = wall_ms_of(srv, used_ms(p));

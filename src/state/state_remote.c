@@ -95,6 +95,7 @@ static int recv_rpc(int fd, struct rpc *m)
 struct state_remote {
     int fd;
     bool batching;
+    bool grouped; /* edhoc_state_group_commit: writes never wait for an answer */
 };
 
 struct state_remote *state_remote_new(int fd);
@@ -130,7 +131,8 @@ static void set_key(struct rpc *m, const uint8_t *idc, size_t idc_len, const uin
 /* Send m; unless it is a batched write, wait for its answer (left in m). */
 static int call(struct state_remote *r, struct rpc *m, bool write)
 {
-    if (write && r->batching)
+    /* A mark is answered once durable, grouped or not. */
+    if (write && (r->batching || (r->grouped && m->op != OP_SSN)))
         m->flags |= RPC_NO_ANSWER;
     int rc = send_rpc(r->fd, m);
     if (rc || (m->flags & RPC_NO_ANSWER)) {
@@ -229,6 +231,29 @@ int state_remote_begin(struct state_remote *r)
     return 0;
 }
 
+int state_remote_group(struct state_remote *r)
+{
+    if (r->grouped)
+        return EDHOC_STATE_ERR_ARG;
+    r->grouped = true;
+    return 0;
+}
+
+bool state_remote_is_grouped(const struct state_remote *r)
+{
+    return r->grouped;
+}
+
+/* A commit outside begin: answered once every write sent before it is
+ * durable, with the first failure among them. */
+int state_remote_flush(struct state_remote *r)
+{
+    if (r->batching)
+        return EDHOC_STATE_ERR_ARG;
+    struct rpc m = {.op = OP_COMMIT};
+    return call(r, &m, false);
+}
+
 int state_remote_commit(struct state_remote *r)
 {
     if (!r->batching)
@@ -251,10 +276,16 @@ struct client {
     bool batched_in_group; /* unanswered writes in the group being built */
     bool owes_answer;  /* an answer waits for the group's commit */
     struct rpc answer;
+    /* With group commit on the writer's handle: the tickets of the
+     * client's writes not yet answered (lo..hi; 0: none), and those the
+     * owed answer waits for (until its batch commits). */
+    uint64_t unanswered_lo, unanswered_hi;
+    uint64_t answer_lo, answer_hi;
 };
 
 struct edhoc_state_server {
     struct edhoc_state_db *db;
+    bool grouped; /* the handle has group commit (edhoc_state_group_commit) */
     struct client c[MAX_CLIENTS];
     size_t n;
     struct edhoc_state_server_stats st;
@@ -324,6 +355,8 @@ static const uint8_t *idc_of(const struct rpc *m)
     return m->has_idc ? m->idc : NULL;
 }
 
+static int apply_grouped(struct edhoc_state_server *s, struct client *c, struct rpc *m);
+
 /* Apply one request inside the open group. Writes owe their answer until
  * the commit; reads are answered now. Returns -1 when the client's socket
  * failed. */
@@ -333,6 +366,8 @@ static int apply(struct edhoc_state_server *s, struct client *c, struct rpc *m, 
                  m->op == OP_TOUCH || m->op == OP_PRUNE;
     if (m->idc_len > EDHOC_STATE_MAX_ID_CONTEXT || m->rid_len > EDHOC_STATE_MAX_ID)
         m->op = 0; /* answered with ERR_ARG below */
+    if (s->grouped)
+        return apply_grouped(s, c, m);
     if ((write || m->op == OP_COMMIT) && !*in_group) {
         *in_group = edhoc_state_begin(s->db) == 0;
         s->st.groups += *in_group;
@@ -401,6 +436,116 @@ static int apply(struct edhoc_state_server *s, struct client *c, struct rpc *m, 
     return sent ? -1 : 0;
 }
 
+/* With group commit on the writer's handle, across poll passes: a write
+ * joins the writer thread's queue (its batch may hold every worker's
+ * writes of several passes); an answer that needs durability (a mark, a
+ * commit) waits, without holding up the loop, for the batch of the last
+ * write it covers (answer_due). */
+static int apply_grouped(struct edhoc_state_server *s, struct client *c, struct rpc *m)
+{
+    int rc = EDHOC_STATE_ERR_ARG;
+    struct rpc a = {.op = OP_DONE};
+    bool durable = false; /* the answer waits for the client's writes */
+    bool write = true;
+    switch (m->op) {
+    case OP_PUT:
+        rc = edhoc_state_put_peer(s->db, &m->peer);
+        break;
+    case OP_SSN: {
+        uint64_t t = 0;
+        rc = edhoc_state_store_ssn_async(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len,
+                                         m->u64, &t);
+        durable = true;
+        break;
+    }
+    case OP_DELETE:
+        rc = edhoc_state_delete_peer(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len);
+        break;
+    case OP_TOUCH:
+        rc = edhoc_state_touch_peer(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len, m->i64);
+        break;
+    case OP_PRUNE:
+        rc = edhoc_state_prune(s->db, m->i64, m->u64, &a.out1, &a.out2);
+        write = false;
+        break;
+    case OP_COMMIT:
+        rc = c->batch_status;
+        c->batch_status = 0;
+        durable = true;
+        write = false;
+        break;
+    case OP_GET:
+        rc = edhoc_state_get_peer(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len, &a.peer);
+        write = false;
+        break;
+    case OP_COUNT: {
+        long n = edhoc_state_count(s->db);
+        rc = n < 0 ? (int)n : 0;
+        a.i64 = n < 0 ? 0 : n;
+        write = false;
+        break;
+    }
+    case OP_EACH: {
+        struct each_ctx e = {c->fd, m->owner_count, m->owner_index, 0};
+        rc = edhoc_state_for_each_peer(s->db, send_row, &e);
+        if (e.status)
+            return -1;
+        write = false;
+        break;
+    }
+    default:
+        write = false;
+        break;
+    }
+    s->st.requests++;
+    if (write && rc == 0) {
+        uint64_t t = state_gc_last_ticket(s->db);
+        if (t) {
+            if (!c->unanswered_lo)
+                c->unanswered_lo = t;
+            c->unanswered_hi = t;
+        }
+    }
+    a.status = rc;
+    if (m->flags & RPC_NO_ANSWER) {
+        if (rc && rc != EDHOC_STATE_ERR_NOT_FOUND && !c->batch_status)
+            c->batch_status = rc;
+        rpc_wipe(&a);
+        return 0;
+    }
+    if (durable) {
+        c->answer = a;
+        c->owes_answer = true;
+        c->answer_lo = c->unanswered_lo;
+        c->answer_hi = c->unanswered_hi;
+        c->unanswered_lo = c->unanswered_hi = 0;
+        rpc_wipe(&a);
+        return 0;
+    }
+    int sent = send_rpc(c->fd, &a);
+    rpc_wipe(&a);
+    return sent ? -1 : 0;
+}
+
+/* Send the answers whose batches are done; false when a socket failed. */
+static void answer_due(struct edhoc_state_server *s, bool *failed)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        struct client *c = &s->c[i];
+        if (!c->owes_answer)
+            continue;
+        int st = state_gc_status(s->db, c->answer_lo, c->answer_hi);
+        if (st == EDHOC_STATE_PENDING)
+            continue;
+        c->owes_answer = false;
+        if (st && c->answer.status == 0)
+            c->answer.status = st;
+        if (!failed[i] && send_rpc(c->fd, &c->answer))
+            failed[i] = true;
+        rpc_wipe(&c->answer);
+    }
+}
+
 static void drop_client(struct edhoc_state_server *s, size_t i)
 {
     close(s->c[i].fd);
@@ -408,10 +553,15 @@ static void drop_client(struct edhoc_state_server *s, size_t i)
     s->c[i] = s->c[--s->n];
 }
 
+static int run_grouped(struct edhoc_state_server *s, int timeout_ms);
+
 int edhoc_state_server_run(struct edhoc_state_server *s, int timeout_ms)
 {
     if (!s)
         return EDHOC_STATE_ERR_ARG;
+    s->grouped = edhoc_state_event_fd(s->db) >= 0;
+    if (s->grouped)
+        return run_grouped(s, timeout_ms);
     struct pollfd pf[MAX_CLIENTS];
     for (size_t i = 0; i < s->n; i++)
         pf[i] = (struct pollfd){.fd = s->c[i].fd, .events = POLLIN};
@@ -476,6 +626,64 @@ int edhoc_state_server_run(struct edhoc_state_server *s, int timeout_ms)
     for (size_t i = s->n; i-- > 0;) {
         if (failed[i])
             drop_client(s, i);
+    }
+    return served;
+}
+
+/* One poll pass with group commit: take every request waiting, hand the
+ * writes to the writer thread, answer what its finished batches allow.
+ * The writer's eventfd wakes the loop when a batch ends. */
+static int run_grouped(struct edhoc_state_server *s, int timeout_ms)
+{
+    struct pollfd pf[MAX_CLIENTS + 1];
+    int efd = edhoc_state_event_fd(s->db);
+    for (size_t i = 0; i < s->n; i++)
+        pf[i] = (struct pollfd){.fd = s->c[i].fd,
+                                .events = s->c[i].owes_answer ? 0 : POLLIN};
+    pf[s->n] = (struct pollfd){.fd = efd, .events = POLLIN};
+    int ready = poll(pf, (nfds_t)s->n + 1, timeout_ms);
+    if (ready < 0)
+        return errno == EINTR ? 0 : EDHOC_STATE_ERR_IO;
+    if (pf[s->n].revents & POLLIN) {
+        uint64_t v;
+        if (read(efd, &v, sizeof v) < 0) {
+            /* EAGAIN: another reader took it; nothing to do. */
+        }
+    }
+    int served = 0;
+    bool failed[MAX_CLIENTS] = {false};
+    for (size_t i = 0; i < s->n; i++) {
+        if (pf[i].revents & (POLLHUP | POLLERR) && !(pf[i].revents & POLLIN))
+            failed[i] = !s->c[i].owes_answer;
+    }
+    for (bool more = true; more;) {
+        more = false;
+        for (size_t i = 0; i < s->n; i++) {
+            if (failed[i] || s->c[i].owes_answer)
+                continue;
+            struct rpc m;
+            ssize_t n = recv(s->c[i].fd, &m, sizeof m, MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+                continue;
+            if (n != (ssize_t)sizeof m) {
+                failed[i] = true; /* closed (0) or broken */
+                continue;
+            }
+            more = true;
+            served++;
+            bool unused = false;
+            if (apply(s, &s->c[i], &m, &unused))
+                failed[i] = true;
+            rpc_wipe(&m);
+        }
+    }
+    answer_due(s, failed);
+    for (size_t i = s->n; i-- > 0;) {
+        if (failed[i]) {
+            /* Its writes stay queued: a worker that went away loses only
+             * its answers. */
+            drop_client(s, i);
+        }
     }
     return served;
 }

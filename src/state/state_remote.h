@@ -25,5 +25,15 @@ int state_remote_prune(struct state_remote *r, int64_t used_before, uint64_t kee
 long state_remote_count(struct state_remote *r);
 int state_remote_begin(struct state_remote *r);
 int state_remote_commit(struct state_remote *r);
+int state_remote_group(struct state_remote *r);
+bool state_remote_is_grouped(const struct state_remote *r);
+int state_remote_flush(struct state_remote *r);
+
+/* Group commit of the writer's handle, for the writer's end: the ticket of
+ * the last item queued (0: none, or no group commit), and the state of the
+ * items lo..hi (0 committed, EDHOC_STATE_PENDING, or the error of a batch
+ * that failed). */
+uint64_t state_gc_last_ticket(struct edhoc_state_db *db);
+int state_gc_status(struct edhoc_state_db *db, uint64_t lo, uint64_t hi);
 
 #endif

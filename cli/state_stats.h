@@ -1,0 +1,33 @@
+/* The state writer's figures, published by the responder in its state
+ * directory (DIR/EDHOC_STATE_STATS_FILE, replaced every second) for
+ * `edhoc-cli load` and for anyone watching group commit work. */
+#ifndef CLI_STATE_STATS_H
+#define CLI_STATE_STATS_H
+
+#include "edhoc/state.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* The responder's group commit (edhoc_state_group_commit): a batch
+ * closes at 256 rows or 10 ms after its first, whichever comes first. */
+#define CLI_STATE_BATCH_ROWS 256
+#define CLI_STATE_BATCH_MS 10
+
+#define EDHOC_STATE_STATS_FILE "edhoc-cli-state.stats"
+
+struct cli_state_stats {
+    long pid;             /* the process that writes the database */
+    double uptime_s;      /* since group commit started */
+    struct edhoc_state_writer_stats w;
+};
+
+/* Write DIR/EDHOC_STATE_STATS_FILE (0600, through a temporary file and a
+ * rename, never fsync'ed: statistics never cost a synchronous write).
+ * Returns 0 or -1 (errno). */
+int cli_state_stats_publish(const char *dir, const struct cli_state_stats *s);
+
+/* Read one; false when absent or not one of ours. */
+bool cli_state_stats_read(const char *path, struct cli_state_stats *s);
+
+#endif
