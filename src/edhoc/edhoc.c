@@ -13,25 +13,7 @@
 
 #include "edhoc_internal.h"
 
-/* ---- small helpers ---- */
-
-static const struct edhoc_suite *suite_of(const struct edhoc_session *s)
-{
-    return edhoc_suite_find(s->suite);
-}
-
-static size_t hash_len_of(const struct edhoc_suite *su)
-{
-    return edhoc_crypto_hash_len(su->hash);
-}
-
-static void trace(const struct edhoc_session *s, const char *name, const uint8_t *v, size_t len)
-{
-    if (s->cfg && s->cfg->trace && !(s->flags & EDHOC_SF_QUIET))
-        s->cfg->trace(s->cfg->trace_ctx, name, v, len);
-}
-
-static void wipe_secrets(struct edhoc_session *s)
+void edhoc_wipe_secrets(struct edhoc_session *s)
 {
     edhoc_wipe(s->eph_priv, sizeof s->eph_priv);
     edhoc_wipe(s->own_eph, sizeof s->own_eph);
@@ -44,25 +26,20 @@ static void wipe_secrets(struct edhoc_session *s)
 
 /* A decrypted PLAINTEXT_x left in the caller's rx after a failure would
  * outlive the session it belonged to: clear it (and the pointers into it). */
-static void received_wipe(struct edhoc_received *rx)
+void edhoc_received_wipe(struct edhoc_received *rx)
 {
     if (rx)
         edhoc_wipe(rx, sizeof *rx);
 }
 
 /* Abort: every protocol/crypto failure ends here. */
-static int fail(struct edhoc_session *s, int err, enum edhoc_step step)
+int edhoc_fail(struct edhoc_session *s, int err, enum edhoc_step step)
 {
-    wipe_secrets(s);
+    edhoc_wipe_secrets(s);
     s->state = EDHOC_STATE_ERROR;
     s->error = (int16_t)err;
     s->failed_step = (uint8_t)step;
     return err;
-}
-
-static int crypto_err(int rc)
-{
-    return rc ? EDHOC_ERR_CRYPTO : 0;
 }
 
 int edhoc_kdf(const struct edhoc_crypto_ops *ops, int hash_alg, const uint8_t *prk,
@@ -85,20 +62,21 @@ int edhoc_kdf(const struct edhoc_crypto_ops *ops, int hash_alg, const uint8_t *p
     int rc = ops->hkdf_expand(hash_alg, prk, prk_len, info, (size_t)n, out, len);
     /* info may hold secrets (context_2 does not, but callers may pass any) */
     edhoc_wipe(info, (size_t)n);
-    return crypto_err(rc);
+    return edhoc_crypto_err(rc);
 }
 
-static int kdf(const struct edhoc_session *s, const uint8_t *prk, int64_t label,
-               const uint8_t *ctx, size_t ctx_len, uint8_t *out, size_t len)
+int edhoc_kdf_session(const struct edhoc_session *s, const uint8_t *prk, int64_t label,
+                      const uint8_t *ctx, size_t ctx_len, uint8_t *out, size_t len)
 {
-    const struct edhoc_suite *su = suite_of(s);
-    return edhoc_kdf(s->cfg->ops, su->hash, prk, hash_len_of(su), label, ctx, ctx_len, out, len);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
+    return edhoc_kdf(s->cfg->ops, su->hash, prk, edhoc_hash_len_of(su), label, ctx, ctx_len, out,
+                     len);
 }
 
 /* PRK_exporter = EDHOC_KDF(PRK_out, 10, h'', hash_length) */
 static int prk_exporter(const struct edhoc_session *s, uint8_t *out)
 {
-    return kdf(s, s->prk_out, 10, NULL, 0, out, hash_len_of(suite_of(s)));
+    return edhoc_kdf_session(s, s->prk_out, 10, NULL, 0, out, edhoc_hash_len_of(edhoc_suite_of(s)));
 }
 
 /* PRK_exporter is derived on demand, never kept: computed here only for
@@ -109,20 +87,20 @@ static void trace_prk_exporter(const struct edhoc_session *s, const char *name)
         return;
     uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
     if (prk_exporter(s, exp) == 0)
-        trace(s, name, exp, hash_len_of(suite_of(s)));
+        edhoc_trace(s, name, exp, edhoc_hash_len_of(edhoc_suite_of(s)));
     edhoc_wipe(exp, sizeof exp);
 }
 
-static int hash(const struct edhoc_session *s, const uint8_t *in, size_t len, uint8_t *out)
+int edhoc_hash_session(const struct edhoc_session *s, const uint8_t *in, size_t len, uint8_t *out)
 {
-    return crypto_err(s->cfg->ops->hash(suite_of(s)->hash, in, len, out));
+    return edhoc_crypto_err(s->cfg->ops->hash(edhoc_suite_of(s)->hash, in, len, out));
 }
 
 static int extract(const struct edhoc_session *s, const uint8_t *salt, size_t salt_len,
                    const uint8_t *ikm, size_t ikm_len, uint8_t *prk)
 {
-    return crypto_err(
-        s->cfg->ops->hkdf_extract(suite_of(s)->hash, salt, salt_len, ikm, ikm_len, prk));
+    return edhoc_crypto_err(
+        s->cfg->ops->hkdf_extract(edhoc_suite_of(s)->hash, salt, salt_len, ikm, ikm_len, prk));
 }
 
 static bool all_zero(const uint8_t *p, size_t n)
@@ -182,7 +160,7 @@ static int ephemeral(struct edhoc_session *s, int curve, uint8_t *pub, size_t *p
 
 /* Own connection identifier: a random one-byte int form when the
  * application set none, never equal to the peer's. */
-static int ensure_own_cid(struct edhoc_session *s)
+int edhoc_ensure_own_cid(struct edhoc_session *s)
 {
     if (s->flags & EDHOC_SF_OWN_CID_SET)
         return 0;
@@ -203,8 +181,8 @@ static int ensure_own_cid(struct edhoc_session *s)
 }
 
 /* Own ID_CRED_x in full map form, into buf when built from the kid. */
-static int own_id_cred(const struct edhoc_config *c, uint8_t *buf, size_t cap,
-                       const uint8_t **map, size_t *len)
+int edhoc_own_id_cred(const struct edhoc_config *c, uint8_t *buf, size_t cap,
+                      const uint8_t **map, size_t *len)
 {
     if (c->id_cred && c->id_cred_len) {
         if (edhoc_cbor_check_item(c->id_cred, c->id_cred_len) || c->id_cred[0] < 0xa0 ||
@@ -230,7 +208,7 @@ static int own_id_cred(const struct edhoc_config *c, uint8_t *buf, size_t cap,
 /* Check that our own key fits what the method asks of it. */
 static int check_own_key(const struct edhoc_session *s, bool static_dh)
 {
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
     const struct edhoc_key *k = s->cfg->key;
     int want = static_dh ? su->ecdh_curve : su->sig_curve;
     if (k->curve != want || k->priv_len != edhoc_crypto_priv_len(want))
@@ -238,7 +216,7 @@ static int check_own_key(const struct edhoc_session *s, bool static_dh)
     return 0;
 }
 
-static int deliver_ead(const struct edhoc_session *s, int message, const uint8_t *p, size_t len)
+int edhoc_deliver_ead(const struct edhoc_session *s, int message, const uint8_t *p, size_t len)
 {
     struct edhoc_cbor_reader r;
     edhoc_cbor_reader_init(&r, p, len);
@@ -260,8 +238,8 @@ static int deliver_ead(const struct edhoc_session *s, int message, const uint8_t
 }
 
 /* Own EAD_x encoded into buf. */
-static int own_ead(const struct edhoc_config *c, int message, uint8_t *buf, size_t cap,
-                   size_t *len)
+int edhoc_own_ead(const struct edhoc_config *c, int message, uint8_t *buf, size_t cap,
+                  size_t *len)
 {
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, buf, cap);
@@ -274,9 +252,7 @@ static int own_ead(const struct edhoc_config *c, int message, uint8_t *buf, size
     return 0;
 }
 
-/* ---- session management ---- */
-
-static bool suite_in(const int *list, size_t n, int suite)
+bool edhoc_suite_in(const int *list, size_t n, int suite)
 {
     for (size_t i = 0; i < n; i++)
         if (list[i] == suite)
@@ -351,10 +327,10 @@ int edhoc_session_set_ephemeral(struct edhoc_session *s, const uint8_t *priv, si
 }
 
 /* Our most preferred suite that is also in list, or EDHOC_NO_SUITE. */
-static int preferred_common(const struct edhoc_config *cfg, const int *list, size_t n)
+int edhoc_preferred_common(const struct edhoc_config *cfg, const int *list, size_t n)
 {
     for (size_t i = 0; i < cfg->n_suites; i++)
-        if (suite_in(list, n, cfg->suites[i]))
+        if (edhoc_suite_in(list, n, cfg->suites[i]))
             return cfg->suites[i];
     return EDHOC_NO_SUITE;
 }
@@ -365,7 +341,7 @@ int edhoc_session_set_peer_suites(struct edhoc_session *s, const int *list, size
         return EDHOC_ERR_ARG;
     if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_START)
         return EDHOC_ERR_STATE;
-    int sel = preferred_common(s->cfg, list, n);
+    int sel = edhoc_preferred_common(s->cfg, list, n);
     if (sel == EDHOC_NO_SUITE)
         return EDHOC_ERR_NO_COMMON_SUITE;
     s->retry_suite = (int8_t)sel;
@@ -376,7 +352,7 @@ void edhoc_session_wipe(struct edhoc_session *s)
 {
     if (!s)
         return;
-    wipe_secrets(s);
+    edhoc_wipe_secrets(s);
     s->state = EDHOC_STATE_ERROR;
 }
 
@@ -418,8 +394,6 @@ int edhoc_session_error(const struct edhoc_session *s)
     return s->state == EDHOC_STATE_ERROR ? s->error : 0;
 }
 
-/* ---- message_1 ---- */
-
 /* EAD padding of exactly k bytes (RFC 9528 Section 3.8.1): "an EAD item
  * with ead_label = 0 and a (pseudo-)randomly generated byte string of
  * appropriate length as ead_value, noting that the ead_label and the CBOR
@@ -454,11 +428,11 @@ static int put_padding(const struct edhoc_config *c, struct edhoc_cbor_writer *w
 /* H(message_1) waits in th for TH_2. */
 static int hash_message_1(struct edhoc_session *s, const uint8_t *msg, size_t len)
 {
-    int rc = hash(s, msg, len, s->th);
+    int rc = edhoc_hash_session(s, msg, len, s->th);
     if (rc)
         return rc;
-    s->th_len = (uint8_t)hash_len_of(suite_of(s));
-    trace(s, "H(message_1)", s->th, s->th_len);
+    s->th_len = (uint8_t)edhoc_hash_len_of(edhoc_suite_of(s));
+    edhoc_trace(s, "H(message_1)", s->th, s->th_len);
     return 0;
 }
 
@@ -479,16 +453,16 @@ int edhoc_initiator_prepare_message_1(struct edhoc_session *s, uint8_t *out, siz
                 sel = i;
     s->suite = (int8_t)c->suites[sel];
     s->method = (int8_t)c->method;
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
 
     uint8_t g_x[EDHOC_CRYPTO_MAX_PUB];
     size_t g_x_len = 0;
     int rc = ephemeral(s, su->ecdh_curve, g_x, &g_x_len);
     if (rc)
-        return fail(s, rc, step);
-    rc = ensure_own_cid(s);
+        return edhoc_fail(s, rc, step);
+    rc = edhoc_ensure_own_cid(s);
     if (rc)
-        return fail(s, rc, step);
+        return edhoc_fail(s, rc, step);
 
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, out, cap);
@@ -507,26 +481,26 @@ int edhoc_initiator_prepare_message_1(struct edhoc_session *s, uint8_t *out, siz
         if (!rc && w.len - ead_start > EDHOC_MAX_EAD_SIZE)
             rc = EDHOC_ERR_TOO_LARGE; /* more EAD_1 than a responder takes */
         if (rc)
-            return fail(s, rc, step);
+            return edhoc_fail(s, rc, step);
     }
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
-        return fail(s, EDHOC_ERR_BUFFER, step);
+        return edhoc_fail(s, EDHOC_ERR_BUFFER, step);
 
-    trace(s, "X", s->eph_priv, s->eph_priv_len);
-    trace(s, "G_X", g_x, g_x_len);
-    trace(s, "message_1", out, (size_t)n);
+    edhoc_trace(s, "X", s->eph_priv, s->eph_priv_len);
+    edhoc_trace(s, "G_X", g_x, g_x_len);
+    edhoc_trace(s, "message_1", out, (size_t)n);
 
     rc = hash_message_1(s, out, (size_t)n);
     if (rc)
-        return fail(s, rc, step);
+        return edhoc_fail(s, rc, step);
     s->flags |= EDHOC_SF_CID_SENT;
     s->state = EDHOC_STATE_WAIT_M2;
     return (int)n;
 }
 
 /* TH_2 = H(G_Y, H(message_1)); th holds H(message_1) on entry, TH_2 after. */
-static int compute_th_2(struct edhoc_session *s, const uint8_t *g_y, size_t g_y_len)
+int edhoc_compute_th_2(struct edhoc_session *s, const uint8_t *g_y, size_t g_y_len)
 {
     uint8_t in[2 * (EDHOC_CRYPTO_MAX_HASH + 4)];
     struct edhoc_cbor_writer w;
@@ -536,28 +510,29 @@ static int compute_th_2(struct edhoc_session *s, const uint8_t *g_y, size_t g_y_
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
         return EDHOC_ERR_TOO_LARGE;
-    trace(s, "input_TH_2", in, (size_t)n);
-    int rc = hash(s, in, (size_t)n, s->th);
+    edhoc_trace(s, "input_TH_2", in, (size_t)n);
+    int rc = edhoc_hash_session(s, in, (size_t)n, s->th);
     if (rc)
         return rc;
-    trace(s, "TH_2", s->th, s->th_len);
+    edhoc_trace(s, "TH_2", s->th, s->th_len);
     return 0;
 }
 
 /* PRK_2e = EDHOC_Extract(TH_2, G_XY) */
-static int compute_prk_2e(struct edhoc_session *s, const uint8_t *peer_eph, size_t peer_len)
+int edhoc_compute_prk_2e(struct edhoc_session *s, const uint8_t *peer_eph, size_t peer_len)
 {
     uint8_t g_xy[EDHOC_CRYPTO_MAX_SECRET];
     size_t g_xy_len = 0;
-    int rc = ecdh(s, suite_of(s)->ecdh_curve, s->eph_priv, peer_eph, peer_len, g_xy, &g_xy_len);
+    int rc =
+        ecdh(s, edhoc_suite_of(s)->ecdh_curve, s->eph_priv, peer_eph, peer_len, g_xy, &g_xy_len);
     if (rc)
         return rc;
-    trace(s, "G_XY", g_xy, g_xy_len);
+    edhoc_trace(s, "G_XY", g_xy, g_xy_len);
     rc = extract(s, s->th, s->th_len, g_xy, g_xy_len, s->prk);
     edhoc_wipe(g_xy, sizeof g_xy);
     if (rc)
         return rc;
-    trace(s, "PRK_2e", s->prk, s->th_len);
+    edhoc_trace(s, "PRK_2e", s->prk, s->th_len);
     return 0;
 }
 
@@ -573,50 +548,50 @@ int edhoc_responder_process_message_1(struct edhoc_session *s, const uint8_t *ms
     struct edhoc_message_1_fields f;
     int rc = edhoc_message_1_parse(msg, len, &f);
     if (rc)
-        return fail(s, rc, step);
+        return edhoc_fail(s, rc, step);
     if (c->accept_methods && !(c->accept_methods & (1u << f.method)))
-        return fail(s, EDHOC_ERR_METHOD, step);
+        return edhoc_fail(s, EDHOC_ERR_METHOD, step);
 
     /* Section 5.2.3 / 6.3: accept only if the selected suite is the first
      * of SUITES_I that we support. */
     int first = EDHOC_NO_SUITE;
     size_t first_idx = 0;
     for (size_t i = 0; i < f.n_suites; i++)
-        if (suite_in(c->suites, c->n_suites, f.suites[i])) {
+        if (edhoc_suite_in(c->suites, c->n_suites, f.suites[i])) {
             first = f.suites[i];
             first_idx = i;
             break;
         }
     if (first == EDHOC_NO_SUITE || first_idx != f.n_suites - 1) {
         s->suites_r_hint = (int8_t)first;
-        return fail(s, EDHOC_ERR_WRONG_SUITE, step);
+        return edhoc_fail(s, EDHOC_ERR_WRONG_SUITE, step);
     }
     s->suite = (int8_t)first;
     s->method = (int8_t)f.method;
     memcpy(s->peer_cid, f.c_i, f.c_i_len);
     s->peer_cid_len = (uint8_t)f.c_i_len;
     s->flags |= EDHOC_SF_PEER_CID;
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
 
     /* Y now, so that G_X is validated by computing G_XY before anything is
      * accepted; TH_2 and PRK_2e follow directly. */
     size_t g_y_len = 0;
     rc = ephemeral(s, su->ecdh_curve, s->own_eph, &g_y_len);
     if (rc)
-        return fail(s, rc, step);
+        return edhoc_fail(s, rc, step);
     s->own_eph_len = (uint8_t)g_y_len;
-    trace(s, "Y", s->eph_priv, s->eph_priv_len);
-    trace(s, "G_Y", s->own_eph, s->own_eph_len);
+    edhoc_trace(s, "Y", s->eph_priv, s->eph_priv_len);
+    edhoc_trace(s, "G_Y", s->own_eph, s->own_eph_len);
     memcpy(s->peer_eph, f.g_x, f.g_x_len);
     s->peer_eph_len = (uint8_t)f.g_x_len;
 
     rc = hash_message_1(s, msg, len);
     if (!rc)
-        rc = compute_th_2(s, s->own_eph, s->own_eph_len);
+        rc = edhoc_compute_th_2(s, s->own_eph, s->own_eph_len);
     if (!rc)
-        rc = compute_prk_2e(s, f.g_x, f.g_x_len);
+        rc = edhoc_compute_prk_2e(s, f.g_x, f.g_x_len);
     if (rc)
-        return fail(s, rc, step);
+        return edhoc_fail(s, rc, step);
 
     if (rx) {
         rx->id_cred = NULL;
@@ -624,27 +599,14 @@ int edhoc_responder_process_message_1(struct edhoc_session *s, const uint8_t *ms
         rx->plaintext_len = 0;
         (void)edhoc_ead_parse(f.ead, f.ead_len, rx);
     }
-    rc = deliver_ead(s, 1, f.ead, f.ead_len);
+    rc = edhoc_deliver_ead(s, 1, f.ead, f.ead_len);
     if (rc)
-        return fail(s, rc, step);
+        return edhoc_fail(s, rc, step);
     s->state = EDHOC_STATE_SEND_M2;
     return 0;
 }
 
-/* ---- authentication of message_2 (by R) and message_3 (by I) ---- */
-
-/* What tells the authentication of message_2 from that of message_3
- * (RFC 9528 Sections 5.3.2 and 5.4.2): KDF labels and the names of the
- * intermediate values. The steps themselves are the same. */
-struct auth_msg {
-    int msg_no;         /* 2 or 3 */
-    int64_t salt_label; /* SALT_3e2m / SALT_4e3m */
-    int64_t mac_label;  /* MAC_2 / MAC_3 */
-    const char *salt, *dh, *prk, *context, *mac, *to_be_signed, *sig_or_mac, *plaintext;
-    const char *input_th, *th; /* the transcript hash that follows */
-};
-
-static const struct auth_msg auth_msg_2 = {
+const struct edhoc_auth_msg edhoc_auth_msg_2 = {
     .msg_no = 2,
     .salt_label = 1,
     .mac_label = 2,
@@ -660,7 +622,7 @@ static const struct auth_msg auth_msg_2 = {
     .th = "TH_3",
 };
 
-static const struct auth_msg auth_msg_3 = {
+const struct edhoc_auth_msg edhoc_auth_msg_3 = {
     .msg_no = 3,
     .salt_label = 5,
     .mac_label = 6,
@@ -681,61 +643,42 @@ static const struct auth_msg auth_msg_3 = {
  *   PRK = EDHOC_Extract(EDHOC_KDF(PRK_cur, salt_label, TH, hash_length), G_xx)
  * with priv our half of that DH and pub the other side's; otherwise the
  * current PRK carries over. */
-static int derive_auth_prk(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
-                           const uint8_t *priv, const uint8_t *pub, size_t pub_len,
-                           uint8_t *prk_out)
+int edhoc_derive_auth_prk(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
+                          const uint8_t *priv, const uint8_t *pub, size_t pub_len,
+                          uint8_t *prk_out)
 {
-    const struct edhoc_suite *su = suite_of(s);
-    size_t hl = hash_len_of(su);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
+    size_t hl = edhoc_hash_len_of(su);
     if (!static_dh) {
         memcpy(prk_out, s->prk, hl);
-        trace(s, m->prk, prk_out, hl);
+        edhoc_trace(s, m->prk, prk_out, hl);
         return 0;
     }
     uint8_t salt[EDHOC_CRYPTO_MAX_HASH];
     uint8_t dh[EDHOC_CRYPTO_MAX_SECRET];
     size_t dh_len = 0;
-    int rc = kdf(s, s->prk, m->salt_label, s->th, s->th_len, salt, hl);
+    int rc = edhoc_kdf_session(s, s->prk, m->salt_label, s->th, s->th_len, salt, hl);
     if (rc)
         goto out;
-    trace(s, m->salt, salt, hl);
+    edhoc_trace(s, m->salt, salt, hl);
     rc = ecdh(s, su->ecdh_curve, priv, pub, pub_len, dh, &dh_len);
     if (rc)
         goto out;
-    trace(s, m->dh, dh, dh_len);
+    edhoc_trace(s, m->dh, dh, dh_len);
     rc = extract(s, salt, hl, dh, dh_len, prk_out);
     if (rc)
         goto out;
-    trace(s, m->prk, prk_out, hl);
+    edhoc_trace(s, m->prk, prk_out, hl);
 out:
     edhoc_wipe(salt, sizeof salt);
     edhoc_wipe(dh, sizeof dh);
     return rc;
 }
 
-/* What goes into context_x = << ? C_R, ID_CRED_x, TH_x, CRED_x, ? EAD_x >>
- * (C_R for message_2 only) and, for a signature, into the COSE protected
- * header, and how: as RFC 9528 says, or with the deviations of deployed
- * implementations (context_deviate). */
-struct context_in {
-    const uint8_t *c_r; /* NULL for message_3 */
-    size_t c_r_len;
-    bool c_r_bstr;      /* c-bstr: C_R as a byte string even with an int form */
-    const uint8_t *id_cred;
-    size_t id_cred_len;
-    const uint8_t *cred;
-    size_t cred_len;
-    bool cred_wrapped;  /* cred-wrap: CRED_x inside an extra byte string */
-    const uint8_t *ead;
-    size_t ead_len;
-    /* kid-int / id-cred-compact forms of ID_CRED_x (id_cred points here) */
-    uint8_t id_buf[EDHOC_CRED_MAX_KID + 10];
-};
-
 /* Whether CRED_x is one CBOR byte string (an X.509 certificate, RFC 9528
  * Section 3.5.2); *content is what it wraps. */
-static bool cred_is_bstr(const uint8_t *cred, size_t len, const uint8_t **content,
-                         size_t *content_len)
+bool edhoc_cred_is_bstr(const uint8_t *cred, size_t len, const uint8_t **content,
+                        size_t *content_len)
 {
     struct edhoc_cbor_reader r;
     struct edhoc_cbor_item it;
@@ -749,7 +692,7 @@ static bool cred_is_bstr(const uint8_t *cred, size_t len, const uint8_t **conten
 
 /* The deviations that change anything for this context (see edhoc.h):
  * the others would recompute the same bytes. */
-static unsigned deviations_applicable(const struct context_in *rfc)
+unsigned edhoc_deviations_applicable(const struct edhoc_context_in *rfc)
 {
     unsigned m = EDHOC_DEV_CRED_WRAP;
     const uint8_t *kid;
@@ -767,8 +710,9 @@ static unsigned deviations_applicable(const struct context_in *rfc)
 }
 
 /* out = rfc with the deviations of mask applied. mask must be within
- * deviations_applicable(rfc), without both kid-int and id-cred-compact. */
-static void context_deviate(const struct context_in *rfc, unsigned mask, struct context_in *out)
+ * edhoc_deviations_applicable(rfc), without both kid-int and id-cred-compact. */
+void edhoc_context_deviate(const struct edhoc_context_in *rfc, unsigned mask,
+                           struct edhoc_context_in *out)
 {
     *out = *rfc;
     out->c_r_bstr = (mask & EDHOC_DEV_C_BSTR) != 0;
@@ -795,7 +739,7 @@ static void context_deviate(const struct context_in *rfc, unsigned mask, struct 
     if (mask & EDHOC_DEV_CRED_WRAP) {
         const uint8_t *inner;
         size_t inner_len;
-        if (cred_is_bstr(rfc->cred, rfc->cred_len, &inner, &inner_len)) {
+        if (edhoc_cred_is_bstr(rfc->cred, rfc->cred_len, &inner, &inner_len)) {
             out->cred = inner;
             out->cred_len = inner_len;
         } else {
@@ -808,8 +752,8 @@ static void context_deviate(const struct context_in *rfc, unsigned mask, struct 
 
 /* context_x into buf. *aad_off: where << TH_x, CRED_x, ? EAD_x >>, the
  * external_aad of the signature, begins. */
-static int build_context(const struct edhoc_session *s, const struct auth_msg *m,
-                         const struct context_in *in, uint8_t *buf, size_t cap, size_t *len,
+static int build_context(const struct edhoc_session *s, const struct edhoc_auth_msg *m,
+                         const struct edhoc_context_in *in, uint8_t *buf, size_t cap, size_t *len,
                          size_t *aad_off)
 {
     struct edhoc_cbor_writer w;
@@ -831,29 +775,29 @@ static int build_context(const struct edhoc_session *s, const struct auth_msg *m
         return EDHOC_ERR_TOO_LARGE;
     *len = (size_t)n;
     *aad_off = (size_t)aad_start;
-    trace(s, m->context, buf, *len);
+    edhoc_trace(s, m->context, buf, *len);
     return 0;
 }
 
 /* MAC_x = EDHOC_KDF(PRK, mac_label, context_x, mac_length_x): the suite's
  * MAC length when MAC_x is itself Signature_or_MAC_x (static DH sender),
  * hash_length when it is signed. */
-static int compute_mac(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
+static int compute_mac(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
                        const uint8_t *prk, const uint8_t *context, size_t context_len,
                        uint8_t *mac, size_t *mac_len)
 {
-    const struct edhoc_suite *su = suite_of(s);
-    *mac_len = static_dh ? (size_t)su->mac_len : hash_len_of(su);
-    int rc = kdf(s, prk, m->mac_label, context, context_len, mac, *mac_len);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
+    *mac_len = static_dh ? (size_t)su->mac_len : edhoc_hash_len_of(su);
+    int rc = edhoc_kdf_session(s, prk, m->mac_label, context, context_len, mac, *mac_len);
     if (rc)
         return rc;
-    trace(s, m->mac, mac, *mac_len);
+    edhoc_trace(s, m->mac, mac, *mac_len);
     return 0;
 }
 
 /* COSE Sig_structure ["Signature1", << ID_CRED >>, << TH, CRED, ? EAD >>,
  * MAC]: external_aad is context_x from aad_off on. */
-static int build_to_be_signed(struct edhoc_session *s, const struct auth_msg *m,
+static int build_to_be_signed(struct edhoc_session *s, const struct edhoc_auth_msg *m,
                               const uint8_t *id_cred, size_t id_cred_len, const uint8_t *context,
                               size_t context_len, size_t aad_off, const uint8_t *mac,
                               size_t mac_len, uint8_t *buf, size_t cap, size_t *len)
@@ -869,17 +813,17 @@ static int build_to_be_signed(struct edhoc_session *s, const struct auth_msg *m,
     if (n < 0)
         return EDHOC_ERR_TOO_LARGE;
     *len = (size_t)n;
-    trace(s, m->to_be_signed, buf, *len);
+    edhoc_trace(s, m->to_be_signed, buf, *len);
     return 0;
 }
 
 /* Our Signature_or_MAC_x: MAC_x, signed unless we are a static DH sender. */
-static int make_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
+static int make_sig_or_mac(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
                            const uint8_t *prk, const uint8_t *context, size_t context_len,
                            size_t aad_off, const uint8_t *id_cred, size_t id_cred_len,
                            uint8_t *sig, size_t *sig_len)
 {
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
     uint8_t mac[EDHOC_CRYPTO_MAX_HASH];
     size_t mac_len = 0;
     uint8_t tbs[EDHOC_MAX_TRANSCRIPT + 64];
@@ -901,7 +845,7 @@ static int make_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, bo
         }
         *sig_len = edhoc_crypto_sig_len(su->sig_curve);
     }
-    trace(s, m->sig_or_mac, sig, *sig_len);
+    edhoc_trace(s, m->sig_or_mac, sig, *sig_len);
 out:
     edhoc_wipe(mac, sizeof mac);
     edhoc_wipe(tbs, tbs_len); /* holds MAC_x */
@@ -909,19 +853,19 @@ out:
 }
 
 /* The peer's Signature_or_MAC_x, received in rx, against its credential. */
-static int check_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
+static int check_sig_or_mac(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
                             const uint8_t *prk, const uint8_t *context, size_t context_len,
                             size_t aad_off, const uint8_t *id_cred, size_t id_cred_len,
                             const struct edhoc_received *rx, const struct edhoc_cred *cred)
 {
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
     uint8_t mac[EDHOC_CRYPTO_MAX_HASH];
     size_t mac_len = 0;
     int rc = compute_mac(s, m, static_dh, prk, context, context_len, mac, &mac_len);
     if (rc)
         return rc;
     const uint8_t *sig = rx->plaintext + rx->sig_off;
-    trace(s, m->sig_or_mac, sig, rx->sig_len);
+    edhoc_trace(s, m->sig_or_mac, sig, rx->sig_len);
     if (static_dh) {
         bool ok = rx->sig_len == mac_len && edhoc_ct_equal(sig, mac, mac_len);
         edhoc_wipe(mac, sizeof mac);
@@ -945,17 +889,17 @@ static int check_sig_or_mac(struct edhoc_session *s, const struct auth_msg *m, b
         return EDHOC_ERR_SIGNATURE;
     if (rc == EDHOC_CRYPTO_ERR_INVALID)
         return EDHOC_ERR_CREDENTIAL;
-    return crypto_err(rc);
+    return edhoc_crypto_err(rc);
 }
 
 /* PRK_out = EDHOC_KDF(PRK_4e3m, 7, TH_4, hash_length) */
 static int derive_prk_out(struct edhoc_session *s)
 {
-    size_t hl = hash_len_of(suite_of(s));
-    int rc = kdf(s, s->prk, 7, s->th, s->th_len, s->prk_out, hl);
+    size_t hl = edhoc_hash_len_of(edhoc_suite_of(s));
+    int rc = edhoc_kdf_session(s, s->prk, 7, s->th, s->th_len, s->prk_out, hl);
     if (rc)
         return rc;
-    trace(s, "PRK_out", s->prk_out, hl);
+    edhoc_trace(s, "PRK_out", s->prk_out, hl);
     trace_prk_exporter(s, "PRK_exporter");
     return 0;
 }
@@ -964,9 +908,9 @@ static int derive_prk_out(struct edhoc_session *s)
  * TH_{x+1} = H(TH_x, PLAINTEXT_x, CRED_x), and prk_next (PRK_3e2m /
  * PRK_4e3m) replaces the current PRK. After message_3 this ends in PRK_out,
  * and the ephemeral keys have no further use. */
-static int advance_key_schedule(struct edhoc_session *s, const struct auth_msg *m,
-                                const uint8_t *pt, size_t pt_len, const struct edhoc_cred *cred,
-                                const uint8_t *prk_next)
+int edhoc_advance_key_schedule(struct edhoc_session *s, const struct edhoc_auth_msg *m,
+                               const uint8_t *pt, size_t pt_len, const struct edhoc_cred *cred,
+                               const uint8_t *prk_next)
 {
     uint8_t in[EDHOC_MAX_TRANSCRIPT];
     struct edhoc_cbor_writer w;
@@ -977,12 +921,12 @@ static int advance_key_schedule(struct edhoc_session *s, const struct auth_msg *
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
         return EDHOC_ERR_TOO_LARGE;
-    trace(s, m->input_th, in, (size_t)n);
-    int rc = hash(s, in, (size_t)n, s->th);
+    edhoc_trace(s, m->input_th, in, (size_t)n);
+    int rc = edhoc_hash_session(s, in, (size_t)n, s->th);
     if (rc)
         return rc;
-    trace(s, m->th, s->th, s->th_len);
-    memcpy(s->prk, prk_next, hash_len_of(suite_of(s)));
+    edhoc_trace(s, m->th, s->th, s->th_len);
+    memcpy(s->prk, prk_next, edhoc_hash_len_of(edhoc_suite_of(s)));
     if (m->msg_no == 3) {
         rc = derive_prk_out(s);
         if (rc)
@@ -997,15 +941,15 @@ static int advance_key_schedule(struct edhoc_session *s, const struct auth_msg *
 /* Our message_2 / message_3 up to encryption: PRK_3e2m / PRK_4e3m into
  * prk_next and PLAINTEXT_x = ( ? C_R, ID_CRED_x, Signature_or_MAC_x,
  * ? EAD_x ) into pt. The caller wipes prk_next and pt on every path. */
-static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m,
-                               uint8_t *prk_next, uint8_t *pt, size_t cap, size_t *pt_len)
+int edhoc_build_own_plaintext(struct edhoc_session *s, const struct edhoc_auth_msg *m,
+                              uint8_t *prk_next, uint8_t *pt, size_t cap, size_t *pt_len)
 {
     const struct edhoc_config *c = s->cfg;
     bool sdh = edhoc_static_dh_sender(s->method, m->msg_no);
     bool with_c_r = m->msg_no == 2;
     int rc = check_own_key(s, sdh);
     if (!rc)
-        rc = derive_auth_prk(s, m, sdh, c->key->priv, s->peer_eph, s->peer_eph_len, prk_next);
+        rc = edhoc_derive_auth_prk(s, m, sdh, c->key->priv, s->peer_eph, s->peer_eph_len, prk_next);
     if (rc)
         return rc;
 
@@ -1018,9 +962,9 @@ static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m
     size_t context_len = 0, aad_off = 0;
     uint8_t sig[EDHOC_CRYPTO_MAX_SIG];
     size_t sig_len = 0;
-    rc = own_id_cred(c, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
+    rc = edhoc_own_id_cred(c, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
     if (!rc)
-        rc = own_ead(c, m->msg_no, ead, sizeof ead, &ead_len);
+        rc = edhoc_own_ead(c, m->msg_no, ead, sizeof ead, &ead_len);
     if (rc)
         goto out;
     /* context_x as RFC 9528 says, or as the deployed device builds it when
@@ -1030,7 +974,7 @@ static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m
      * built context_2 (dev_found): such a device verifies MAC_3 over its
      * own context_3, and tolerating it on receive alone left the
      * handshake to fail on its side. */
-    struct context_in rfc = {
+    struct edhoc_context_in rfc = {
         .c_r = with_c_r ? s->own_cid : NULL,
         .c_r_len = s->own_cid_len,
         .id_cred = id_cred,
@@ -1043,11 +987,11 @@ static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m
     unsigned deviate = c->emulate;
     if (m->msg_no == 3 && s->dev_tolerated)
         deviate = s->dev_found;
-    deviate &= deviations_applicable(&rfc);
+    deviate &= edhoc_deviations_applicable(&rfc);
     if (m->msg_no == 3 && s->dev_tolerated)
         s->dev_followed = (uint8_t)deviate;
-    struct context_in used;
-    context_deviate(&rfc, deviate, &used);
+    struct edhoc_context_in used;
+    edhoc_context_deviate(&rfc, deviate, &used);
     rc = build_context(s, m, &used, context, sizeof context, &context_len, &aad_off);
     if (!rc)
         rc = make_sig_or_mac(s, m, sdh, prk_next, context, context_len, aad_off, used.id_cred,
@@ -1068,7 +1012,7 @@ static int build_own_plaintext(struct edhoc_session *s, const struct auth_msg *m
         goto out;
     }
     *pt_len = (size_t)n;
-    trace(s, m->plaintext, pt, *pt_len);
+    edhoc_trace(s, m->plaintext, pt, *pt_len);
 out:
     /* For a static DH sender sig is MAC_x; the EAD goes out encrypted. */
     edhoc_wipe(sig, sizeof sig);
@@ -1087,8 +1031,8 @@ static bool received_consistent(const struct edhoc_received *rx)
 }
 
 /* context_x under in, then the peer's Signature_or_MAC_x against it. */
-static int check_context(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
-                         const uint8_t *prk, const struct context_in *in,
+static int check_context(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
+                         const uint8_t *prk, const struct edhoc_context_in *in,
                          const struct edhoc_received *rx, const struct edhoc_cred *cred,
                          uint8_t *context, size_t cap)
 {
@@ -1121,20 +1065,20 @@ static const unsigned diagnosis_candidates[] = {
  * secrets it needs (PRK, TH_x) are still there: the caller fails the
  * session only afterwards. Returns the candidate's mask, or -1 when none
  * verifies. */
-static long diagnose(struct edhoc_session *s, const struct auth_msg *m, bool static_dh,
-                     const uint8_t *prk, const struct context_in *rfc, unsigned own,
+static long diagnose(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
+                     const uint8_t *prk, const struct edhoc_context_in *rfc, unsigned own,
                      const struct edhoc_received *rx, const struct edhoc_cred *cred,
                      uint8_t *context, size_t cap)
 {
-    unsigned applicable = deviations_applicable(rfc);
+    unsigned applicable = edhoc_deviations_applicable(rfc);
     long found = -1;
     s->flags |= EDHOC_SF_QUIET;
     for (size_t i = 0; i < sizeof diagnosis_candidates / sizeof diagnosis_candidates[0]; i++) {
         unsigned c = diagnosis_candidates[i];
         if ((c & ~applicable) || c == own)
             continue;
-        struct context_in alt;
-        context_deviate(rfc, c, &alt);
+        struct edhoc_context_in alt;
+        edhoc_context_deviate(rfc, c, &alt);
         /* Any other failure (a context too large once wrapped, the
          * backend) just means this candidate explains nothing. */
         if (check_context(s, m, static_dh, prk, &alt, rx, cred, context, cap) == 0) {
@@ -1155,7 +1099,7 @@ static long diagnose(struct edhoc_session *s, const struct auth_msg *m, bool sta
         info |= EDHOC_DI_KID;
         s->dev_kid = kid[0];
     }
-    if (cred_is_bstr(rfc->cred, rfc->cred_len, &inner, &inner_len))
+    if (edhoc_cred_is_bstr(rfc->cred, rfc->cred_len, &inner, &inner_len))
         info |= EDHOC_DI_CRED_BSTR;
     if (found >= 0) {
         info |= EDHOC_DI_MATCH;
@@ -1170,7 +1114,7 @@ static long diagnose(struct edhoc_session *s, const struct auth_msg *m, bool sta
  * credential; then the key schedule moves on as for our own message. A
  * Signature_or_MAC_x that does not verify is diagnosed, and accepted when
  * the deviations that explain it are all tolerated (edhoc_config.tolerate). */
-static int verify_peer(struct edhoc_session *s, const struct auth_msg *m,
+static int verify_peer(struct edhoc_session *s, const struct edhoc_auth_msg *m,
                        const struct edhoc_received *rx, const struct edhoc_cred *cred)
 {
     if (!cred)
@@ -1178,13 +1122,13 @@ static int verify_peer(struct edhoc_session *s, const struct auth_msg *m,
     if (!cred->cred || cred->cred_len == 0 || rx->plaintext_len > sizeof rx->plaintext)
         return EDHOC_ERR_CREDENTIAL;
     bool sdh = edhoc_static_dh_sender(s->method, m->msg_no);
-    if (sdh && cred->curve != suite_of(s)->ecdh_curve)
+    if (sdh && cred->curve != edhoc_suite_of(s)->ecdh_curve)
         return EDHOC_ERR_CREDENTIAL;
 
     /* Only C_R is in a context: C_I is not in context_3 (Section 5.4.2),
      * and TH_2 = H(G_Y, H(message_1)) covers C_I in the bytes of message_1
      * as sent, so a peer's own encoding of C_I reaches no MAC. */
-    struct context_in rfc = {
+    struct edhoc_context_in rfc = {
         .c_r = m->msg_no == 2 ? s->peer_cid : NULL,
         .c_r_len = s->peer_cid_len,
         .id_cred = rx->id_cred,
@@ -1194,13 +1138,13 @@ static int verify_peer(struct edhoc_session *s, const struct auth_msg *m,
         .ead = rx->plaintext + rx->ead_off,
         .ead_len = rx->ead_len,
     };
-    unsigned own = s->cfg->emulate & deviations_applicable(&rfc);
-    struct context_in used;
-    context_deviate(&rfc, own, &used);
+    unsigned own = s->cfg->emulate & edhoc_deviations_applicable(&rfc);
+    struct edhoc_context_in used;
+    edhoc_context_deviate(&rfc, own, &used);
 
     uint8_t prk_next[EDHOC_CRYPTO_MAX_HASH];
     uint8_t context[EDHOC_MAX_TRANSCRIPT];
-    int rc = derive_auth_prk(s, m, sdh, s->eph_priv, cred->pub, cred->pub_len, prk_next);
+    int rc = edhoc_derive_auth_prk(s, m, sdh, s->eph_priv, cred->pub, cred->pub_len, prk_next);
     if (!rc)
         rc = check_context(s, m, sdh, prk_next, &used, rx, cred, context, sizeof context);
     if (rc == EDHOC_ERR_MAC || rc == EDHOC_ERR_SIGNATURE) {
@@ -1215,19 +1159,17 @@ static int verify_peer(struct edhoc_session *s, const struct auth_msg *m,
         }
     }
     if (!rc)
-        rc = advance_key_schedule(s, m, rx->plaintext, rx->plaintext_len, cred, prk_next);
+        rc = edhoc_advance_key_schedule(s, m, rx->plaintext, rx->plaintext_len, cred, prk_next);
     edhoc_wipe(prk_next, sizeof prk_next);
     return rc;
 }
 
-/* ---- message_2 ---- */
-
 /* Whether len is beyond one HKDF-Expand output (255 hash lengths; SHAKE256
  * has no such bound). Appendix G, which would lift this for KEYSTREAM_2, is
  * not needed below EDHOC_MAX_PLAINTEXT with SHA-256 (8160 bytes). */
-static bool beyond_one_expand(const struct edhoc_suite *su, size_t len)
+bool edhoc_beyond_one_expand(const struct edhoc_suite *su, size_t len)
 {
-    return su->hash != EDHOC_COSE_SHAKE256 && len > 255 * hash_len_of(su);
+    return su->hash != EDHOC_COSE_SHAKE256 && len > 255 * edhoc_hash_len_of(su);
 }
 
 /* out = in XOR KEYSTREAM_2, KEYSTREAM_2 = EDHOC_KDF(PRK_2e, 0, TH_2, len):
@@ -1235,10 +1177,10 @@ static bool beyond_one_expand(const struct edhoc_suite *su, size_t len)
  * into out. */
 static int apply_keystream_2(struct edhoc_session *s, const uint8_t *in, uint8_t *out, size_t len)
 {
-    int rc = kdf(s, s->prk, 0, s->th, s->th_len, out, len);
+    int rc = edhoc_kdf_session(s, s->prk, 0, s->th, s->th_len, out, len);
     if (rc)
         return rc;
-    trace(s, "KEYSTREAM_2", out, len);
+    edhoc_trace(s, "KEYSTREAM_2", out, len);
     for (size_t i = 0; i < len; i++)
         out[i] ^= in[i];
     return 0;
@@ -1260,8 +1202,8 @@ static int write_message_2(struct edhoc_session *s, const uint8_t *pt, size_t pt
     int rc = apply_keystream_2(s, pt, out + ct_off, pt_len);
     if (rc)
         return rc;
-    trace(s, "CIPHERTEXT_2", out + ct_off, pt_len);
-    trace(s, "message_2", out, len);
+    edhoc_trace(s, "CIPHERTEXT_2", out + ct_off, pt_len);
+    edhoc_trace(s, "message_2", out, len);
     *total = len;
     return 0;
 }
@@ -1278,19 +1220,19 @@ int edhoc_responder_prepare_message_2(struct edhoc_session *s, uint8_t *out, siz
     uint8_t prk_3e2m[EDHOC_CRYPTO_MAX_HASH];
     uint8_t pt[EDHOC_MAX_PLAINTEXT];
     size_t pt_len = 0, total = 0;
-    int rc = ensure_own_cid(s);
+    int rc = edhoc_ensure_own_cid(s);
     if (!rc)
-        rc = build_own_plaintext(s, &auth_msg_2, prk_3e2m, pt, sizeof pt, &pt_len);
-    if (!rc && beyond_one_expand(suite_of(s), pt_len))
+        rc = edhoc_build_own_plaintext(s, &edhoc_auth_msg_2, prk_3e2m, pt, sizeof pt, &pt_len);
+    if (!rc && edhoc_beyond_one_expand(edhoc_suite_of(s), pt_len))
         rc = EDHOC_ERR_UNSUPPORTED;
     if (!rc)
         rc = write_message_2(s, pt, pt_len, out, cap, &total);
     if (!rc)
-        rc = advance_key_schedule(s, &auth_msg_2, pt, pt_len, s->cfg->cred, prk_3e2m);
+        rc = edhoc_advance_key_schedule(s, &edhoc_auth_msg_2, pt, pt_len, s->cfg->cred, prk_3e2m);
     edhoc_wipe(pt, sizeof pt);
     edhoc_wipe(prk_3e2m, sizeof prk_3e2m);
     if (rc)
-        return fail(s, rc, EDHOC_STEP_PREPARE_M2);
+        return edhoc_fail(s, rc, EDHOC_STEP_PREPARE_M2);
     edhoc_wipe(s->own_eph, sizeof s->own_eph);
     s->own_eph_len = 0;
     s->flags |= EDHOC_SF_CID_SENT;
@@ -1310,9 +1252,9 @@ long edhoc_responder_message_2_len(const struct edhoc_config *cfg, int method, i
     const uint8_t *id_cred;
     size_t id_cred_len, ead_len;
     uint8_t ead[EDHOC_MAX_EAD_SIZE];
-    int rc = own_id_cred(cfg, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
+    int rc = edhoc_own_id_cred(cfg, id_buf, sizeof id_buf, &id_cred, &id_cred_len);
     if (!rc)
-        rc = own_ead(cfg, 2, ead, sizeof ead, &ead_len);
+        rc = edhoc_own_ead(cfg, 2, ead, sizeof ead, &ead_len);
     if (rc)
         return rc;
     size_t sig_len = edhoc_static_dh_sender(method, 2) ? (size_t)su->mac_len
@@ -1340,32 +1282,32 @@ int edhoc_initiator_process_message_2(struct edhoc_session *s, const uint8_t *ms
     if (s->role != EDHOC_INITIATOR || s->state != EDHOC_STATE_WAIT_M2)
         return EDHOC_ERR_STATE;
     const enum edhoc_step step = EDHOC_STEP_PROCESS_M2;
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
     size_t g_y_len = edhoc_crypto_ecdh_pub_len(su->ecdh_curve);
     const uint8_t *g_y, *ct;
     size_t ct_len;
     int rc = edhoc_message_2_parse(msg, len, g_y_len, &g_y, &ct, &ct_len);
     if (rc)
-        return fail(s, rc, step);
+        return edhoc_fail(s, rc, step);
     if (ct_len > EDHOC_MAX_PLAINTEXT)
-        return fail(s, EDHOC_ERR_TOO_LARGE, step);
-    if (beyond_one_expand(su, ct_len))
-        return fail(s, EDHOC_ERR_UNSUPPORTED, step);
+        return edhoc_fail(s, EDHOC_ERR_TOO_LARGE, step);
+    if (edhoc_beyond_one_expand(su, ct_len))
+        return edhoc_fail(s, EDHOC_ERR_UNSUPPORTED, step);
 
-    rc = compute_th_2(s, g_y, g_y_len);
+    rc = edhoc_compute_th_2(s, g_y, g_y_len);
     if (!rc)
-        rc = compute_prk_2e(s, g_y, g_y_len);
+        rc = edhoc_compute_prk_2e(s, g_y, g_y_len);
     if (rc)
-        return fail(s, rc, step);
+        return edhoc_fail(s, rc, step);
     memcpy(s->peer_eph, g_y, g_y_len);
     s->peer_eph_len = (uint8_t)g_y_len;
 
     rc = apply_keystream_2(s, ct, rx->plaintext, ct_len);
     if (rc) {
-        received_wipe(rx);
-        return fail(s, rc, step);
+        edhoc_received_wipe(rx);
+        return edhoc_fail(s, rc, step);
     }
-    trace(s, "PLAINTEXT_2", rx->plaintext, ct_len);
+    edhoc_trace(s, "PLAINTEXT_2", rx->plaintext, ct_len);
 
     uint8_t c_r[EDHOC_MAX_CONN_ID];
     size_t c_r_len = 0;
@@ -1376,11 +1318,11 @@ int edhoc_initiator_process_message_2(struct edhoc_session *s, const uint8_t *ms
         memcpy(s->peer_cid, c_r, c_r_len);
         s->peer_cid_len = (uint8_t)c_r_len;
         s->flags |= EDHOC_SF_PEER_CID;
-        rc = deliver_ead(s, 2, rx->plaintext + rx->ead_off, rx->ead_len);
+        rc = edhoc_deliver_ead(s, 2, rx->plaintext + rx->ead_off, rx->ead_len);
     }
     if (rc) {
-        received_wipe(rx);
-        return fail(s, rc, step);
+        edhoc_received_wipe(rx);
+        return edhoc_fail(s, rc, step);
     }
     s->state = EDHOC_STATE_VERIFY_M2;
     return 0;
@@ -1388,11 +1330,11 @@ int edhoc_initiator_process_message_2(struct edhoc_session *s, const uint8_t *ms
 
 /* The public verify step of either role: the state check, verify_peer,
  * then the next state. */
-static int verify_step(struct edhoc_session *s, const struct edhoc_received *rx,
-                       const struct edhoc_cred *cred, enum edhoc_role role,
-                       enum edhoc_state expected, const struct auth_msg *m,
-                       enum edhoc_step step,
-                       enum edhoc_state next)
+int edhoc_verify_step(struct edhoc_session *s, const struct edhoc_received *rx,
+                      const struct edhoc_cred *cred, enum edhoc_role role,
+                      enum edhoc_state expected, const struct edhoc_auth_msg *m,
+                      enum edhoc_step step,
+                      enum edhoc_state next)
 {
     if (!s || !s->cfg || !rx)
         return EDHOC_ERR_ARG;
@@ -1402,7 +1344,7 @@ static int verify_step(struct edhoc_session *s, const struct edhoc_received *rx,
         return EDHOC_ERR_ARG;
     int rc = verify_peer(s, m, rx, cred);
     if (rc)
-        return fail(s, rc, step);
+        return edhoc_fail(s, rc, step);
     s->state = (uint8_t)next;
     return 0;
 }
@@ -1410,22 +1352,20 @@ static int verify_step(struct edhoc_session *s, const struct edhoc_received *rx,
 int edhoc_initiator_verify_message_2(struct edhoc_session *s, const struct edhoc_received *rx,
                                      const struct edhoc_cred *cred_r)
 {
-    return verify_step(s, rx, cred_r, EDHOC_INITIATOR, EDHOC_STATE_VERIFY_M2, &auth_msg_2,
-                       EDHOC_STEP_VERIFY_M2, EDHOC_STATE_SEND_M3);
+    return edhoc_verify_step(s, rx, cred_r, EDHOC_INITIATOR, EDHOC_STATE_VERIFY_M2,
+                             &edhoc_auth_msg_2, EDHOC_STEP_VERIFY_M2, EDHOC_STATE_SEND_M3);
 }
-
-/* ---- message_3 / message_4 AEAD ---- */
 
 /* K_x, IV_x and A_x = ["Encrypt0", h'', TH_x] for message 3 or 4. */
 static int aead_params(struct edhoc_session *s, int msg_no, const uint8_t *prk, uint8_t *key,
                        uint8_t *iv, uint8_t *aad, size_t *aad_len)
 {
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
     size_t kl = edhoc_crypto_aead_key_len(su->aead);
     size_t nl = edhoc_crypto_aead_nonce_len(su->aead);
-    int rc = kdf(s, prk, msg_no == 3 ? 3 : 8, s->th, s->th_len, key, kl);
+    int rc = edhoc_kdf_session(s, prk, msg_no == 3 ? 3 : 8, s->th, s->th_len, key, kl);
     if (!rc)
-        rc = kdf(s, prk, msg_no == 3 ? 4 : 9, s->th, s->th_len, iv, nl);
+        rc = edhoc_kdf_session(s, prk, msg_no == 3 ? 4 : 9, s->th, s->th_len, iv, nl);
     if (rc)
         return rc;
     struct edhoc_cbor_writer w;
@@ -1438,18 +1378,18 @@ static int aead_params(struct edhoc_session *s, int msg_no, const uint8_t *prk, 
     if (n < 0)
         return EDHOC_ERR_TOO_LARGE;
     *aad_len = (size_t)n;
-    trace(s, msg_no == 3 ? "A_3" : "A_4", aad, *aad_len);
-    trace(s, msg_no == 3 ? "K_3" : "K_4", key, kl);
-    trace(s, msg_no == 3 ? "IV_3" : "IV_4", iv, nl);
+    edhoc_trace(s, msg_no == 3 ? "A_3" : "A_4", aad, *aad_len);
+    edhoc_trace(s, msg_no == 3 ? "K_3" : "K_4", key, kl);
+    edhoc_trace(s, msg_no == 3 ? "IV_3" : "IV_4", iv, nl);
     return 0;
 }
 
 /* message_3 / message_4 = bstr(CIPHERTEXT_x) into out, from PLAINTEXT_x
  * under the current PRK. */
-static int seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t pt_len,
-                uint8_t *out, size_t cap, size_t *out_len)
+int edhoc_seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t pt_len,
+               uint8_t *out, size_t cap, size_t *out_len)
 {
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
     uint8_t key[EDHOC_CRYPTO_MAX_KEY] = {0}, iv[EDHOC_CRYPTO_MAX_NONCE];
     uint8_t aad[EDHOC_CRYPTO_MAX_HASH + 16];
     size_t aad_len = 0;
@@ -1465,12 +1405,12 @@ static int seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t p
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, out, cap);
     edhoc_cbor_put_bstr_head(&w, ct_len);
-    rc = crypto_err(s->cfg->ops->aead_encrypt(su->aead, key, iv, aad, aad_len, pt, pt_len,
-                                              out + head));
+    rc = edhoc_crypto_err(s->cfg->ops->aead_encrypt(su->aead, key, iv, aad, aad_len, pt, pt_len,
+                                                    out + head));
     if (rc)
         goto out;
-    trace(s, msg_no == 3 ? "CIPHERTEXT_3" : "CIPHERTEXT_4", out + head, ct_len);
-    trace(s, msg_no == 3 ? "message_3" : "message_4", out, head + ct_len);
+    edhoc_trace(s, msg_no == 3 ? "CIPHERTEXT_3" : "CIPHERTEXT_4", out + head, ct_len);
+    edhoc_trace(s, msg_no == 3 ? "message_3" : "message_4", out, head + ct_len);
     *out_len = head + ct_len;
 out:
     /* K_3 / K_4 seal one message: nothing for the backend to keep. */
@@ -1482,8 +1422,8 @@ out:
 }
 
 /* The other way: PLAINTEXT_x of message_3 / message_4 into rx->plaintext. */
-static int open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg, size_t len,
-                        struct edhoc_received *rx, size_t *pt_len)
+int edhoc_open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg, size_t len,
+                       struct edhoc_received *rx, size_t *pt_len)
 {
     const uint8_t *ct;
     size_t ct_len;
@@ -1491,7 +1431,7 @@ static int open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg,
                          : edhoc_message_4_parse(msg, len, &ct, &ct_len);
     if (rc)
         return rc;
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
     size_t tag = edhoc_crypto_aead_tag_len(su->aead);
     if (ct_len < tag)
         return EDHOC_ERR_DECRYPT;
@@ -1507,7 +1447,7 @@ static int open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg,
         if (rc == EDHOC_CRYPTO_ERR_AUTH)
             rc = EDHOC_ERR_DECRYPT;
         else
-            rc = crypto_err(rc);
+            rc = edhoc_crypto_err(rc);
         if (s->cfg->ops->aead_forget)
             s->cfg->ops->aead_forget(key, edhoc_crypto_aead_key_len(su->aead));
     }
@@ -1516,11 +1456,9 @@ static int open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg,
     if (rc)
         return rc;
     *pt_len = ct_len - tag;
-    trace(s, msg_no == 3 ? "PLAINTEXT_3" : "PLAINTEXT_4", rx->plaintext, *pt_len);
+    edhoc_trace(s, msg_no == 3 ? "PLAINTEXT_3" : "PLAINTEXT_4", rx->plaintext, *pt_len);
     return 0;
 }
-
-/* ---- message_3 ---- */
 
 int edhoc_initiator_prepare_message_3(struct edhoc_session *s, uint8_t *out, size_t cap)
 {
@@ -1532,15 +1470,15 @@ int edhoc_initiator_prepare_message_3(struct edhoc_session *s, uint8_t *out, siz
     uint8_t prk_4e3m[EDHOC_CRYPTO_MAX_HASH];
     uint8_t pt[EDHOC_MAX_PLAINTEXT];
     size_t pt_len = 0, total = 0;
-    int rc = build_own_plaintext(s, &auth_msg_3, prk_4e3m, pt, sizeof pt, &pt_len);
+    int rc = edhoc_build_own_plaintext(s, &edhoc_auth_msg_3, prk_4e3m, pt, sizeof pt, &pt_len);
     if (!rc)
-        rc = seal(s, 3, pt, pt_len, out, cap, &total);
+        rc = edhoc_seal(s, 3, pt, pt_len, out, cap, &total);
     if (!rc)
-        rc = advance_key_schedule(s, &auth_msg_3, pt, pt_len, s->cfg->cred, prk_4e3m);
+        rc = edhoc_advance_key_schedule(s, &edhoc_auth_msg_3, pt, pt_len, s->cfg->cred, prk_4e3m);
     edhoc_wipe(pt, sizeof pt);
     edhoc_wipe(prk_4e3m, sizeof prk_4e3m);
     if (rc)
-        return fail(s, rc, EDHOC_STEP_PREPARE_M3);
+        return edhoc_fail(s, rc, EDHOC_STEP_PREPARE_M3);
     s->state = EDHOC_STATE_COMPLETED;
     return (int)total;
 }
@@ -1553,14 +1491,14 @@ int edhoc_responder_process_message_3(struct edhoc_session *s, const uint8_t *ms
     if (s->role != EDHOC_RESPONDER || s->state != EDHOC_STATE_WAIT_M3)
         return EDHOC_ERR_STATE;
     size_t pt_len = 0;
-    int rc = open_message(s, 3, msg, len, rx, &pt_len);
+    int rc = edhoc_open_message(s, 3, msg, len, rx, &pt_len);
     if (!rc)
         rc = edhoc_plaintext_3_parse(rx->plaintext, pt_len, s->method, s->suite, rx);
     if (!rc)
-        rc = deliver_ead(s, 3, rx->plaintext + rx->ead_off, rx->ead_len);
+        rc = edhoc_deliver_ead(s, 3, rx->plaintext + rx->ead_off, rx->ead_len);
     if (rc) {
-        received_wipe(rx);
-        return fail(s, rc, EDHOC_STEP_PROCESS_M3);
+        edhoc_received_wipe(rx);
+        return edhoc_fail(s, rc, EDHOC_STEP_PROCESS_M3);
     }
     s->state = EDHOC_STATE_VERIFY_M3;
     return 0;
@@ -1569,11 +1507,9 @@ int edhoc_responder_process_message_3(struct edhoc_session *s, const uint8_t *ms
 int edhoc_responder_verify_message_3(struct edhoc_session *s, const struct edhoc_received *rx,
                                      const struct edhoc_cred *cred_i)
 {
-    return verify_step(s, rx, cred_i, EDHOC_RESPONDER, EDHOC_STATE_VERIFY_M3, &auth_msg_3,
-                       EDHOC_STEP_VERIFY_M3, EDHOC_STATE_COMPLETED);
+    return edhoc_verify_step(s, rx, cred_i, EDHOC_RESPONDER, EDHOC_STATE_VERIFY_M3,
+                             &edhoc_auth_msg_3, EDHOC_STEP_VERIFY_M3, EDHOC_STATE_COMPLETED);
 }
-
-/* ---- message_4 ---- */
 
 int edhoc_responder_prepare_message_4(struct edhoc_session *s, uint8_t *out, size_t cap)
 {
@@ -1584,14 +1520,14 @@ int edhoc_responder_prepare_message_4(struct edhoc_session *s, uint8_t *out, siz
         return EDHOC_ERR_STATE;
     uint8_t pt[EDHOC_MAX_EAD_SIZE];
     size_t pt_len = 0, total = 0;
-    int rc = own_ead(s->cfg, 4, pt, sizeof pt, &pt_len);
+    int rc = edhoc_own_ead(s->cfg, 4, pt, sizeof pt, &pt_len);
     if (!rc) {
-        trace(s, "PLAINTEXT_4", pt, pt_len);
-        rc = seal(s, 4, pt, pt_len, out, cap, &total);
+        edhoc_trace(s, "PLAINTEXT_4", pt, pt_len);
+        rc = edhoc_seal(s, 4, pt, pt_len, out, cap, &total);
     }
     edhoc_wipe(pt, sizeof pt);
     if (rc)
-        return fail(s, rc, EDHOC_STEP_PREPARE_M4);
+        return edhoc_fail(s, rc, EDHOC_STEP_PREPARE_M4);
     s->flags |= EDHOC_SF_M4_DONE;
     edhoc_wipe(s->prk, sizeof s->prk); /* PRK_4e3m has no further use */
     return (int)total;
@@ -1607,10 +1543,10 @@ int edhoc_initiator_process_message_4(struct edhoc_session *s, const uint8_t *ms
         return EDHOC_ERR_STATE;
     const enum edhoc_step step = EDHOC_STEP_PROCESS_M4;
     size_t pt_len = 0;
-    int rc = open_message(s, 4, msg, len, rx, &pt_len);
+    int rc = edhoc_open_message(s, 4, msg, len, rx, &pt_len);
     if (rc) {
-        received_wipe(rx);
-        return fail(s, rc, step);
+        edhoc_received_wipe(rx);
+        return edhoc_fail(s, rc, step);
     }
     rx->plaintext_len = pt_len;
     rx->id_cred = NULL;
@@ -1622,17 +1558,15 @@ int edhoc_initiator_process_message_4(struct edhoc_session *s, const uint8_t *ms
     if (rc == EDHOC_ERR_MALFORMED)
         rc = EDHOC_ERR_TRAILING;
     if (!rc)
-        rc = deliver_ead(s, 4, rx->plaintext, pt_len);
+        rc = edhoc_deliver_ead(s, 4, rx->plaintext, pt_len);
     if (rc) {
-        received_wipe(rx);
-        return fail(s, rc, step);
+        edhoc_received_wipe(rx);
+        return edhoc_fail(s, rc, step);
     }
     s->flags |= EDHOC_SF_M4_DONE;
     edhoc_wipe(s->prk, sizeof s->prk);
     return 0;
 }
-
-/* ---- convenience wrappers ---- */
 
 static int resolve_cred(edhoc_cred_resolver resolve, void *ctx, const struct edhoc_received *rx,
                         const struct edhoc_cred **cred)
@@ -1646,17 +1580,12 @@ static int resolve_cred(edhoc_cred_resolver resolve, void *ctx, const struct edh
     return EDHOC_ERR_CREDENTIAL;
 }
 
-typedef int (*process_fn)(struct edhoc_session *s, const uint8_t *msg, size_t len,
-                          struct edhoc_received *rx);
-typedef int (*verify_fn)(struct edhoc_session *s, const struct edhoc_received *rx,
-                         const struct edhoc_cred *cred);
-
 /* process, resolve the received ID_CRED to a credential, verify (which
  * reports an unknown credential itself). */
-static int handle_message(struct edhoc_session *s, const uint8_t *msg, size_t len,
-                          struct edhoc_received *rx, edhoc_cred_resolver resolve,
-                          void *resolve_ctx, process_fn process, verify_fn verify,
-                          enum edhoc_step verify_step)
+int edhoc_handle_message(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                         struct edhoc_received *rx, edhoc_cred_resolver resolve,
+                         void *resolve_ctx, edhoc_process_fn process, edhoc_verify_fn verify,
+                         enum edhoc_step verify_step)
 {
     if (!resolve)
         return EDHOC_ERR_ARG;
@@ -1666,12 +1595,12 @@ static int handle_message(struct edhoc_session *s, const uint8_t *msg, size_t le
     const struct edhoc_cred *cred;
     rc = resolve_cred(resolve, resolve_ctx, rx, &cred);
     if (rc == EDHOC_ERR_CREDENTIAL) {
-        received_wipe(rx);
-        return fail(s, rc, verify_step);
+        edhoc_received_wipe(rx);
+        return edhoc_fail(s, rc, verify_step);
     }
     rc = verify(s, rx, cred);
     if (rc)
-        received_wipe(rx);
+        edhoc_received_wipe(rx);
     return rc;
 }
 
@@ -1679,21 +1608,19 @@ int edhoc_initiator_handle_message_2(struct edhoc_session *s, const uint8_t *msg
                                      struct edhoc_received *rx, edhoc_cred_resolver resolve,
                                      void *resolve_ctx)
 {
-    return handle_message(s, msg, len, rx, resolve, resolve_ctx,
-                          edhoc_initiator_process_message_2, edhoc_initiator_verify_message_2,
-                          EDHOC_STEP_VERIFY_M2);
+    return edhoc_handle_message(s, msg, len, rx, resolve, resolve_ctx,
+                                edhoc_initiator_process_message_2, edhoc_initiator_verify_message_2,
+                                EDHOC_STEP_VERIFY_M2);
 }
 
 int edhoc_responder_handle_message_3(struct edhoc_session *s, const uint8_t *msg, size_t len,
                                      struct edhoc_received *rx, edhoc_cred_resolver resolve,
                                      void *resolve_ctx)
 {
-    return handle_message(s, msg, len, rx, resolve, resolve_ctx,
-                          edhoc_responder_process_message_3, edhoc_responder_verify_message_3,
-                          EDHOC_STEP_VERIFY_M3);
+    return edhoc_handle_message(s, msg, len, rx, resolve, resolve_ctx,
+                                edhoc_responder_process_message_3, edhoc_responder_verify_message_3,
+                                EDHOC_STEP_VERIFY_M3);
 }
-
-/* ---- results ---- */
 
 int edhoc_session_export(const struct edhoc_session *s, uint64_t label, const uint8_t *context,
                          size_t context_len, uint8_t *out, size_t len)
@@ -1702,12 +1629,12 @@ int edhoc_session_export(const struct edhoc_session *s, uint64_t label, const ui
         return EDHOC_ERR_ARG;
     if (s->state != EDHOC_STATE_COMPLETED)
         return EDHOC_ERR_STATE;
-    if (beyond_one_expand(suite_of(s), len))
+    if (edhoc_beyond_one_expand(edhoc_suite_of(s), len))
         return EDHOC_ERR_ARG;
     uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
     int rc = prk_exporter(s, exp);
     if (!rc)
-        rc = kdf(s, exp, (int64_t)label, context, context_len, out, len);
+        rc = edhoc_kdf_session(s, exp, (int64_t)label, context, context_len, out, len);
     edhoc_wipe(exp, sizeof exp);
     return rc;
 }
@@ -1718,14 +1645,14 @@ int edhoc_session_key_update(struct edhoc_session *s, const uint8_t *context, si
         return EDHOC_ERR_ARG;
     if (s->state != EDHOC_STATE_COMPLETED)
         return EDHOC_ERR_STATE;
-    size_t hl = hash_len_of(suite_of(s));
+    size_t hl = edhoc_hash_len_of(edhoc_suite_of(s));
     uint8_t next_prk[EDHOC_CRYPTO_MAX_HASH];
-    int rc = kdf(s, s->prk_out, 11, context, context_len, next_prk, hl);
+    int rc = edhoc_kdf_session(s, s->prk_out, 11, context, context_len, next_prk, hl);
     if (rc)
         return rc;
     memcpy(s->prk_out, next_prk, hl);
     edhoc_wipe(next_prk, sizeof next_prk);
-    trace(s, "PRK_out after KeyUpdate", s->prk_out, hl);
+    edhoc_trace(s, "PRK_out after KeyUpdate", s->prk_out, hl);
     trace_prk_exporter(s, "PRK_exporter after KeyUpdate");
     return 0;
 }
@@ -1736,7 +1663,7 @@ int edhoc_session_prk_out(const struct edhoc_session *s, uint8_t *out, size_t ca
         return EDHOC_ERR_ARG;
     if (s->state != EDHOC_STATE_COMPLETED)
         return EDHOC_ERR_STATE;
-    size_t hl = hash_len_of(suite_of(s));
+    size_t hl = edhoc_hash_len_of(edhoc_suite_of(s));
     if (cap < hl)
         return EDHOC_ERR_BUFFER;
     memcpy(out, s->prk_out, hl);
@@ -1749,7 +1676,7 @@ int edhoc_session_prk_exporter(const struct edhoc_session *s, uint8_t *out, size
         return EDHOC_ERR_ARG;
     if (s->state != EDHOC_STATE_COMPLETED)
         return EDHOC_ERR_STATE;
-    size_t hl = hash_len_of(suite_of(s));
+    size_t hl = edhoc_hash_len_of(edhoc_suite_of(s));
     if (cap < hl)
         return EDHOC_ERR_BUFFER;
     int rc = prk_exporter(s, out);
@@ -1762,7 +1689,7 @@ int edhoc_session_oscore(const struct edhoc_session *s, struct edhoc_oscore_para
         return EDHOC_ERR_ARG;
     if (s->state != EDHOC_STATE_COMPLETED)
         return EDHOC_ERR_STATE;
-    const struct edhoc_suite *su = suite_of(s);
+    const struct edhoc_suite *su = edhoc_suite_of(s);
     memset(o, 0, sizeof *o);
     size_t kl = s->cfg->oscore_key_len ? s->cfg->oscore_key_len
                                        : edhoc_crypto_aead_key_len(su->app_aead);
@@ -1771,14 +1698,14 @@ int edhoc_session_oscore(const struct edhoc_session *s, struct edhoc_oscore_para
         return EDHOC_ERR_ARG;
     /* RFC 9528 Appendix A.1: both are EDHOC_Exporter outputs (labels 0
      * and 1) of one PRK_exporter, derived once for the two. */
-    if (beyond_one_expand(su, kl) || beyond_one_expand(su, sl))
+    if (edhoc_beyond_one_expand(su, kl) || edhoc_beyond_one_expand(su, sl))
         return EDHOC_ERR_ARG;
     uint8_t exp[EDHOC_CRYPTO_MAX_HASH];
     int rc = prk_exporter(s, exp);
     if (!rc)
-        rc = kdf(s, exp, 0, NULL, 0, o->master_secret, kl);
+        rc = edhoc_kdf_session(s, exp, 0, NULL, 0, o->master_secret, kl);
     if (!rc)
-        rc = kdf(s, exp, 1, NULL, 0, o->master_salt, sl);
+        rc = edhoc_kdf_session(s, exp, 1, NULL, 0, o->master_salt, sl);
     edhoc_wipe(exp, sizeof exp);
     if (rc) {
         edhoc_wipe(o, sizeof *o);
@@ -1794,12 +1721,10 @@ int edhoc_session_oscore(const struct edhoc_session *s, struct edhoc_oscore_para
     o->recipient_id_len = s->own_cid_len;
     o->aead_alg = su->app_aead;
     o->hash_alg = su->app_hash;
-    trace(s, "OSCORE Master Secret", o->master_secret, kl);
-    trace(s, "OSCORE Master Salt", o->master_salt, sl);
+    edhoc_trace(s, "OSCORE Master Secret", o->master_secret, kl);
+    edhoc_trace(s, "OSCORE Master Salt", o->master_salt, sl);
     return 0;
 }
-
-/* ---- errors in a session ---- */
 
 int edhoc_session_process_error(struct edhoc_session *s, const uint8_t *msg, size_t len,
                                 struct edhoc_error_info *info)
@@ -1813,22 +1738,22 @@ int edhoc_session_process_error(struct edhoc_session *s, const uint8_t *msg, siz
         return EDHOC_ERR_STATE;
     int rc = edhoc_error_message_parse(msg, len, info);
     if (rc)
-        return fail(s, rc, EDHOC_STEP_PEER_ERROR);
+        return edhoc_fail(s, rc, EDHOC_STEP_PEER_ERROR);
     if (s->role == EDHOC_INITIATOR && s->state == EDHOC_STATE_WAIT_M2 &&
         info->code == EDHOC_ERR_CODE_WRONG_SUITE) {
         /* Section 5.2.2: select our most preferred suite among SUITES_R;
          * never the one just rejected, which would loop. */
-        int sel = preferred_common(s->cfg, info->suites, info->n_suites);
+        int sel = edhoc_preferred_common(s->cfg, info->suites, info->n_suites);
         if (sel == EDHOC_NO_SUITE || sel == s->suite)
-            return fail(s, EDHOC_ERR_NO_COMMON_SUITE, EDHOC_STEP_PEER_ERROR);
-        wipe_secrets(s);
+            return edhoc_fail(s, EDHOC_ERR_NO_COMMON_SUITE, EDHOC_STEP_PEER_ERROR);
+        edhoc_wipe_secrets(s);
         s->retry_suite = (int8_t)sel;
         s->suite = EDHOC_NO_SUITE;
         s->flags &= (uint8_t)~(EDHOC_SF_CID_SENT | EDHOC_SF_EXPLICIT_EPH);
         s->state = EDHOC_STATE_START;
         return 0;
     }
-    return fail(s, EDHOC_ERR_PEER_ERROR, EDHOC_STEP_PEER_ERROR);
+    return edhoc_fail(s, EDHOC_ERR_PEER_ERROR, EDHOC_STEP_PEER_ERROR);
 }
 
 static const char *step_name(int step)
@@ -1912,8 +1837,6 @@ static size_t base_error_text(const struct edhoc_session *s, char *buf, size_t c
     }
     return (size_t)n;
 }
-
-/* ---- diagnosis of a Signature_or_MAC_x that did not verify ---- */
 
 /* Appends to a fixed buffer; what does not fit is dropped, the string
  * stays terminated. */
@@ -2006,7 +1929,7 @@ static void deviation_clause(const struct edhoc_session *s, unsigned bit, struct
 }
 
 /* The text of struct edhoc_diagnosis (the session has DI_DONE). */
-static void diagnosis_text(const struct edhoc_session *s, char *buf, size_t cap)
+void edhoc_diagnosis_text(const struct edhoc_session *s, char *buf, size_t cap)
 {
     struct text_out t = {buf, cap, 0};
     if (cap)
@@ -2059,7 +1982,7 @@ int edhoc_session_diagnosis(const struct edhoc_session *s, struct edhoc_diagnosi
         return EDHOC_ERR_STATE;
     d->matched = (s->dev_info & EDHOC_DI_MATCH) ? s->dev_found : 0;
     d->message = (s->dev_info & EDHOC_DI_M3) ? 3 : 2;
-    diagnosis_text(s, d->text, sizeof d->text);
+    edhoc_diagnosis_text(s, d->text, sizeof d->text);
     return 0;
 }
 
@@ -2085,7 +2008,7 @@ size_t edhoc_session_error_text(const struct edhoc_session *s, char *buf, size_t
      * explains it" tells the reader of a log nothing the failure does not
      * (edhoc_session_diagnosis still gives it). */
     if (auth && (s->dev_info & EDHOC_DI_DONE) && (s->dev_info & EDHOC_DI_MATCH)) {
-        diagnosis_text(s, diag, sizeof diag);
+        edhoc_diagnosis_text(s, diag, sizeof diag);
         int k = snprintf(tmp, sizeof tmp, "%s; %s", base, diag);
         n = k > 0 ? (size_t)k : 0;
     } else {
