@@ -1,13 +1,7 @@
 /*
- * EDHOC protocol steps (RFC 9528 Sections 4-6) and the key schedule.
- *
- * The session keeps only what the next step needs (ephemeral private key,
- * the current transcript hash, the current PRK, PRK_out, the connection
- * identifiers and the peer's ephemeral key). Transcript and context inputs
- * are assembled in stack buffers bounded by EDHOC_MAX_TRANSCRIPT, hashed or
- * expanded, and wiped when they held secrets.
+ * EDHOC error messages (RFC 9528 Section 6) received and written, and
+ * the text of the error that ended a session.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
