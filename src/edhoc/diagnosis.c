@@ -1,13 +1,138 @@
 /*
  * The deviations of deployed implementations from RFC 9528 in context_x
- * and ID_CRED_x, and the text of the diagnosis of a Signature_or_MAC_x
- * that did not verify.
+ * and ID_CRED_x: their names (and the lists of them options take), how
+ * each changes context_x, and the text of the diagnosis of a
+ * Signature_or_MAC_x that did not verify.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "edhoc_internal.h"
+
+/* ---- deviation names ---- */
+
+static const struct {
+    unsigned bit;
+    const char *name;
+} deviation_names[] = {
+    {EDHOC_DEV_C_BSTR, "c-bstr"},
+    {EDHOC_DEV_KID_INT, "kid-int"},
+    {EDHOC_DEV_ID_CRED_COMPACT, "id-cred-compact"},
+    {EDHOC_DEV_CRED_WRAP, "cred-wrap"},
+    {EDHOC_DEV_EAD_OMITTED, "ead-omitted"},
+};
+#define N_DEVIATIONS (sizeof deviation_names / sizeof deviation_names[0])
+
+const char *edhoc_deviation_name(unsigned bit)
+{
+    for (size_t i = 0; i < N_DEVIATIONS; i++)
+        if (deviation_names[i].bit == bit)
+            return deviation_names[i].name;
+    return NULL;
+}
+
+/* The reason a list was refused, when the caller asked for one. */
+static void set_why(char *why, size_t cap, const char *text)
+{
+    if (why && cap)
+        snprintf(why, cap, "%s", text);
+}
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+int edhoc_deviations_parse(const char *list, unsigned *mask, char *why, size_t cap)
+{
+    if (why && cap)
+        why[0] = '\0';
+    if (!list || !mask) {
+        set_why(why, cap, "no deviation list given");
+        return EDHOC_ERR_ARG;
+    }
+    unsigned m = 0;
+    size_t n_names = 0;
+    bool saw_none = false;
+    const char *p = list;
+    /* "" (and only spaces) means none, like "none". */
+    while (is_space(*p))
+        p++;
+    if (*p == '\0') {
+        *mask = 0;
+        return 0;
+    }
+    for (;;) {
+        const char *start = p, *end = p;
+        while (*end && *end != ',')
+            end++;
+        const char *e = end;
+        while (start < e && is_space(*start))
+            start++;
+        while (e > start && is_space(e[-1]))
+            e--;
+        size_t len = (size_t)(e - start);
+        if (len == 0) {
+            set_why(why, cap, "empty name in the deviation list");
+            return EDHOC_ERR_ARG;
+        }
+        unsigned bit = 0;
+        if (len == 4 && memcmp(start, "none", 4) == 0) {
+            saw_none = true;
+        } else {
+            for (size_t i = 0; i < N_DEVIATIONS; i++)
+                if (strlen(deviation_names[i].name) == len &&
+                    memcmp(deviation_names[i].name, start, len) == 0)
+                    bit = deviation_names[i].bit;
+            if (!bit) {
+                if (why && cap)
+                    snprintf(why, cap,
+                             "unknown deviation \"%.*s\" (known: c-bstr, kid-int, "
+                             "id-cred-compact, cred-wrap, ead-omitted, or none)",
+                             len > 64 ? 64 : (int)len, start);
+                return EDHOC_ERR_ARG;
+            }
+        }
+        m |= bit;
+        n_names++;
+        if (*end == '\0')
+            break;
+        p = end + 1;
+    }
+    if (saw_none && n_names > 1) {
+        set_why(why, cap, "\"none\" cannot be combined with other deviations");
+        return EDHOC_ERR_ARG;
+    }
+    *mask = m;
+    return 0;
+}
+
+size_t edhoc_deviations_format(unsigned mask, char *out, size_t cap)
+{
+    char tmp[128];
+    size_t n = 0;
+    tmp[0] = '\0';
+    if (mask == 0) {
+        n = (size_t)snprintf(tmp, sizeof tmp, "none");
+    } else {
+        for (size_t i = 0; i < N_DEVIATIONS; i++)
+            if (mask & deviation_names[i].bit)
+                n += (size_t)snprintf(tmp + n, sizeof tmp - n, "%s%s", n ? "," : "",
+                                      deviation_names[i].name);
+        unsigned unknown = mask & ~(unsigned)EDHOC_DEV_ALL;
+        if (unknown)
+            n += (size_t)snprintf(tmp + n, sizeof tmp - n, "%s0x%x", n ? "," : "", unknown);
+    }
+    if (out && cap) {
+        size_t c = n < cap - 1 ? n : cap - 1;
+        memcpy(out, tmp, c);
+        out[c] = '\0';
+    }
+    return n;
+}
+
+/* ---- the deviation model ---- */
 
 /* Whether CRED_x is one CBOR byte string (an X.509 certificate, RFC 9528
  * Section 3.5.2); *content is what it wraps. */
@@ -83,6 +208,8 @@ void edhoc_context_deviate(const struct edhoc_context_in *rfc, unsigned mask,
     if (mask & EDHOC_DEV_EAD_OMITTED)
         out->ead_len = 0;
 }
+
+/* ---- the diagnosis text ---- */
 
 /* Appends to a fixed buffer; what does not fit is dropped, the string
  * stays terminated. */
