@@ -153,4 +153,121 @@ void edhoc_put_id_cred_kid(struct edhoc_cbor_writer *w, const uint8_t *kid, size
 /* The ID_CRED map as it goes into PLAINTEXT_x: a lone kid compacted. */
 void edhoc_put_id_cred_compact(struct edhoc_cbor_writer *w, const uint8_t *map, size_t len);
 
+/* ---- shared by the files of the EDHOC core ---- */
+
+static inline const struct edhoc_suite *edhoc_suite_of(const struct edhoc_session *s)
+{
+    return edhoc_suite_find(s->suite);
+}
+
+static inline size_t edhoc_hash_len_of(const struct edhoc_suite *su)
+{
+    return edhoc_crypto_hash_len(su->hash);
+}
+
+static inline void edhoc_trace(const struct edhoc_session *s, const char *name, const uint8_t *v,
+                               size_t len)
+{
+    if (s->cfg && s->cfg->trace && !(s->flags & EDHOC_SF_QUIET))
+        s->cfg->trace(s->cfg->trace_ctx, name, v, len);
+}
+
+static inline int edhoc_crypto_err(int rc)
+{
+    return rc ? EDHOC_ERR_CRYPTO : 0;
+}
+
+/* What tells the authentication of message_2 from that of message_3
+ * (RFC 9528 Sections 5.3.2 and 5.4.2): KDF labels and the names of the
+ * intermediate values. The steps themselves are the same. */
+struct edhoc_auth_msg {
+    int msg_no;         /* 2 or 3 */
+    int64_t salt_label; /* SALT_3e2m / SALT_4e3m */
+    int64_t mac_label;  /* MAC_2 / MAC_3 */
+    const char *salt, *dh, *prk, *context, *mac, *to_be_signed, *sig_or_mac, *plaintext;
+    const char *input_th, *th; /* the transcript hash that follows */
+};
+
+/* What goes into context_x = << ? C_R, ID_CRED_x, TH_x, CRED_x, ? EAD_x >>
+ * (C_R for message_2 only) and, for a signature, into the COSE protected
+ * header, and how: as RFC 9528 says, or with the deviations of deployed
+ * implementations (context_deviate). */
+struct edhoc_context_in {
+    const uint8_t *c_r; /* NULL for message_3 */
+    size_t c_r_len;
+    bool c_r_bstr;      /* c-bstr: C_R as a byte string even with an int form */
+    const uint8_t *id_cred;
+    size_t id_cred_len;
+    const uint8_t *cred;
+    size_t cred_len;
+    bool cred_wrapped;  /* cred-wrap: CRED_x inside an extra byte string */
+    const uint8_t *ead;
+    size_t ead_len;
+    /* kid-int / id-cred-compact forms of ID_CRED_x (id_cred points here) */
+    uint8_t id_buf[EDHOC_CRED_MAX_KID + 10];
+};
+
+typedef int (*edhoc_process_fn)(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                                struct edhoc_received *rx);
+typedef int (*edhoc_verify_fn)(struct edhoc_session *s, const struct edhoc_received *rx,
+                               const struct edhoc_cred *cred);
+
+/* session.c (session set-up, accessors, abort) */
+void edhoc_wipe_secrets(struct edhoc_session *s);
+void edhoc_received_wipe(struct edhoc_received *rx);
+int edhoc_fail(struct edhoc_session *s, int err, enum edhoc_step step);
+int edhoc_ensure_own_cid(struct edhoc_session *s);
+bool edhoc_suite_in(const int *list, size_t n, int suite);
+int edhoc_preferred_common(const struct edhoc_config *cfg, const int *list, size_t n);
+
+/* keys.c (key schedule) */
+int edhoc_kdf_session(const struct edhoc_session *s, const uint8_t *prk, int64_t label,
+                      const uint8_t *ctx, size_t ctx_len, uint8_t *out, size_t len);
+int edhoc_hash_session(const struct edhoc_session *s, const uint8_t *in, size_t len, uint8_t *out);
+int edhoc_compute_th_2(struct edhoc_session *s, const uint8_t *g_y, size_t g_y_len);
+int edhoc_compute_prk_2e(struct edhoc_session *s, const uint8_t *peer_eph, size_t peer_len);
+int edhoc_derive_auth_prk(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
+                          const uint8_t *priv, const uint8_t *pub, size_t pub_len,
+                          uint8_t *prk_out);
+int edhoc_advance_key_schedule(struct edhoc_session *s, const struct edhoc_auth_msg *m,
+                               const uint8_t *pt, size_t pt_len, const struct edhoc_cred *cred,
+                               const uint8_t *prk_next);
+bool edhoc_beyond_one_expand(const struct edhoc_suite *su, size_t len);
+
+/* aead.c (AEAD of message_3 and message_4) */
+int edhoc_seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t pt_len,
+               uint8_t *out, size_t cap, size_t *out_len);
+int edhoc_open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg, size_t len,
+                       struct edhoc_received *rx, size_t *pt_len);
+
+/* ead.c (EAD items to and from the application) */
+int edhoc_deliver_ead(const struct edhoc_session *s, int message, const uint8_t *p, size_t len);
+int edhoc_own_ead(const struct edhoc_config *c, int message, uint8_t *buf, size_t cap,
+                  size_t *len);
+
+/* diagnosis.c (deviations of deployed implementations) */
+bool edhoc_cred_is_bstr(const uint8_t *cred, size_t len, const uint8_t **content,
+                        size_t *content_len);
+unsigned edhoc_deviations_applicable(const struct edhoc_context_in *rfc);
+void edhoc_context_deviate(const struct edhoc_context_in *rfc, unsigned mask,
+                           struct edhoc_context_in *out);
+void edhoc_diagnosis_text(const struct edhoc_session *s, char *buf, size_t cap);
+
+/* auth.c (authentication of message_2 and message_3) */
+int edhoc_own_id_cred(const struct edhoc_config *c, uint8_t *buf, size_t cap,
+                      const uint8_t **map, size_t *len);
+extern const struct edhoc_auth_msg edhoc_auth_msg_2;
+extern const struct edhoc_auth_msg edhoc_auth_msg_3;
+int edhoc_build_own_plaintext(struct edhoc_session *s, const struct edhoc_auth_msg *m,
+                              uint8_t *prk_next, uint8_t *pt, size_t cap, size_t *pt_len);
+int edhoc_verify_step(struct edhoc_session *s, const struct edhoc_received *rx,
+                      const struct edhoc_cred *cred, enum edhoc_role role,
+                      enum edhoc_state expected, const struct edhoc_auth_msg *m,
+                      enum edhoc_step step,
+                      enum edhoc_state next);
+int edhoc_handle_message(struct edhoc_session *s, const uint8_t *msg, size_t len,
+                         struct edhoc_received *rx, edhoc_cred_resolver resolve,
+                         void *resolve_ctx, edhoc_process_fn process, edhoc_verify_fn verify,
+                         enum edhoc_step verify_step);
+
 #endif
