@@ -25,6 +25,7 @@
 #include "edhoc_args.h"
 #include "exporter.h"
 #include "json_out.h"
+#include "keylog.h"
 #include "net_report.h"
 #include "oscore_seq.h"
 #include "progress.h"
@@ -255,6 +256,9 @@ struct ctx {
     struct edhoc_capture *capture;
     uint8_t *msg, *req, *resp, *buf;
     const char *export_conf;      /* --export-oscore-conf FILE */
+    const char *keylog_dir;       /* --keylog DIR */
+    struct cli_keylog keylog;     /* its two files, open while keylog_dir */
+    struct edhoc_key_log klog;    /* the secrets of the handshake running */
     const char *state_dir_arg;    /* --state-dir */
     char seq_file[PATH_MAX];      /* FILE.seq */
     char state_dir[PATH_MAX];     /* "" with --state-dir none */
@@ -563,6 +567,11 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         return -1;
     }
     run->followed = edhoc_session_followed(s);
+    /* TH_4 and PRK_4e3m are known once message_3 is made (RFC 9528 5.4.3). */
+    if (c->keylog_dir && cli_keylog_write_edhoc(&c->keylog, &c->klog) != 0)
+        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_EDHOC_FILE ": %s\n",
+                c->keylog_dir, strerror(errno));
+    edhoc_key_log_wipe(&c->klog);
     if (cli_oscore_unavailable(edhoc_session_suite(s), run->no_oscore, sizeof run->no_oscore)) {
         /* Refused before message_1 when OSCORE was to follow; this is an
          * EDHOC-only handshake (--request none) and goes on without it. */
@@ -586,6 +595,9 @@ static int handshake(struct ctx *c, struct run *run, struct edhoc_session *s,
         return -1;
     }
     run->have_osc = true;
+    if (c->keylog_dir && cli_keylog_write_oscore(&c->keylog, &run->osc) != 0)
+        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s\n",
+                c->keylog_dir, strerror(errno));
 
 no_oscore:
     if (c->combined) {
@@ -1501,6 +1513,7 @@ enum {
     OPT_PAD_MESSAGE_1,
     OPT_EXPORT_CONF,
     OPT_STATE_DIR,
+    OPT_KEYLOG,
     OPT_EXPORT,
 };
 
@@ -1544,6 +1557,10 @@ static const struct cli_opt export_opts[] = {
      "sender sequence number to FILE.seq and the state directory, so that `edhoc-cli coap ... "
      "--oscore-context FILE` and `coap-client -E FILE,FILE.seq URI` (libcoap 4.3.2 or later "
      "with OSCORE) continue above the numbers this run used"},
+    {OPT_KEYLOG, "keylog", "DIR",
+     "append each handshake's secrets to DIR/edhoc_secrets and its OSCORE context to "
+     "DIR/oscore_contexts (mode 0600, no symbolic links; DIR 0700), rows of Wireshark's EDHOC "
+     "and OSCORE tables, so that captures open decrypted (tshark, Wireshark)"},
     {OPT_STATE_DIR, "state-dir", "DIR|none",
      "where --export-oscore-conf records the sequence numbers (default $STATE_DIRECTORY, else "
      "$XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli; none: FILE.seq only)"},
@@ -1607,6 +1624,7 @@ int cmd_initiator(int argc, char **argv)
         free(run);
         return CLI_EXIT_INTERNAL;
     }
+    c->keylog.edhoc_fd = c->keylog.oscore_fd = -1;
     cli_edhoc_opts_init(&c->o);
     c->timeout_ms = 10000;
     long pad_message_1 = 0;
@@ -1670,6 +1688,7 @@ int cmd_initiator(int argc, char **argv)
         case OPT_REPEAT: bad = cli_opt_long(&p, 1, 1000000, &c->repeat); break;
         case OPT_PAD_MESSAGE_1: bad = cli_opt_long(&p, 0, 1024, &pad_message_1); break;
         case OPT_EXPORT_CONF: c->export_conf = p.value; break;
+        case OPT_KEYLOG: c->keylog_dir = p.value; break;
         case OPT_STATE_DIR: c->state_dir_arg = p.value; break;
         case OPT_EXPORT: {
             char why[400];
@@ -1709,6 +1728,14 @@ int cmd_initiator(int argc, char **argv)
     }
     if (cli_uri_parse(uri, &c->uri))
         goto out;
+    if (c->keylog_dir) {
+        char why[8500];
+        if (cli_keylog_open(&c->keylog, c->keylog_dir, why, sizeof why)) {
+            fprintf(stderr, "edhoc-cli initiator: %s\n", why);
+            exit_code = CLI_EXIT_INPUT;
+            goto out;
+        }
+    }
     if (c->export_conf) {
         char why[400];
         if (export_prepare(c, why, sizeof why)) {
@@ -1777,6 +1804,13 @@ int cmd_initiator(int argc, char **argv)
     if (c->o.trace) {
         c->side.cfg.trace = on_trace;
         c->side.cfg.trace_ctx = run;
+    }
+    if (c->keylog_dir) {
+        /* The key log sees every value first and hands each on to --trace. */
+        c->klog.next = c->side.cfg.trace;
+        c->klog.next_ctx = c->side.cfg.trace_ctx;
+        c->side.cfg.trace = edhoc_key_log_trace;
+        c->side.cfg.trace_ctx = &c->klog;
     }
     c->side.cfg.pad_message_1 = (size_t)pad_message_1;
     c->msg = malloc(EDHOC_MAX_MESSAGE);
@@ -1984,7 +2018,8 @@ int cmd_initiator(int argc, char **argv)
         run_clear_rows(more);
         memset(more, 0, sizeof *more);
         c->log.n = 0;
-        c->side.cfg.trace = NULL;
+        c->side.cfg.trace = c->keylog_dir ? edhoc_key_log_trace : NULL;
+        c->klog.next = NULL;
         edhoc_session_wipe(s);
         oscore_context_wipe(osc);
         bool comb = false;
@@ -2077,6 +2112,8 @@ out:
         free(run->trace[i].v);
     }
     free(run);
+    cli_keylog_close(&c->keylog);
+    edhoc_key_log_wipe(&c->klog);
     free(c);
     free(file_payload);
     file_payload = NULL;

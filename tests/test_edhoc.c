@@ -301,6 +301,37 @@ static void check_key_update(struct vec_scope v, struct edhoc_session *s)
     assert_vec(v, "oscore_master_salt_after_keyupdate", salt, sizeof salt);
 }
 
+/* The key log's edhoc_secrets row of a whole handshake is the trace's
+ * G_X, PRK_2e, TH_2, PRK_3e2m, TH_3, PRK_4e3m, TH_4 (RFC 9529 Sections 2
+ * and 3 print them), each as bare lower-case hex, comma-separated, one
+ * line; the same on both sides (TH_4 and PRK_4e3m are known once
+ * message_3 is made or handled, RFC 9528 5.4.3 and 5.4.4). */
+static void check_key_log(struct vec_scope v, const struct edhoc_key_log *kl)
+{
+    static const char *const keys[7] = {"g_x", "prk_2e", "th_2", "prk_3e2m",
+                                        "th_3", "prk_4e3m", "th_4"};
+    char want[1024] = "";
+    size_t at = 0;
+    for (size_t k = 0; k < 7; k++) {
+        uint8_t b[64];
+        size_t n = hexbytes(v, keys[k], b, sizeof b);
+        assert_true(n > 0);
+        if (k)
+            want[at++] = ',';
+        for (size_t j = 0; j < n; j++)
+            at += (size_t)snprintf(want + at, sizeof want - at, "%02x", b[j]);
+    }
+    want[at++] = '\n';
+    want[at] = '\0';
+    assert_true(edhoc_key_log_complete(kl));
+    char row[1024];
+    long n = edhoc_key_log_row(kl, row, sizeof row);
+    assert_int_equal(n, (long)at);
+    assert_string_equal(row, want);
+    /* Too small a buffer is refused, never a cut row. */
+    assert_int_equal(edhoc_key_log_row(kl, row, at), -1);
+}
+
 /* Resolver for the trace: the one credential whose ID_CRED is expected. */
 struct expect_cred {
     const uint8_t *id_cred;
@@ -411,6 +442,14 @@ static void run_trace(int trace_no)
         ci.trace = trace_check;
     }
 
+    /* The key log rides on the trace and hands every value on to the
+     * trace check, so both see the same handshake. */
+    struct edhoc_key_log kl_i = {.next = ci.trace, .next_ctx = ci.trace_ctx};
+    struct edhoc_key_log kl_r = {.next = cr.trace, .next_ctx = cr.trace_ctx};
+    ci.trace = edhoc_key_log_trace;
+    ci.trace_ctx = &kl_i;
+    cr.trace = edhoc_key_log_trace;
+    cr.trace_ctx = &kl_r;
     assert_int_equal(edhoc_session_set_conn_id(&i, si.cid, si.cid_len), 0);
     n1 = edhoc_initiator_prepare_message_1(&i, m1, sizeof m1);
     assert_true(n1 > 0);
@@ -454,6 +493,11 @@ static void run_trace(int trace_no)
     assert_int_equal(edhoc_initiator_process_message_4(&i, m4, (size_t)n4, &rx),
                      EDHOC_ERR_STATE);
 
+    check_key_log(v, &kl_i);
+    check_key_log(v, &kl_r);
+    edhoc_key_log_wipe(&kl_i);
+    assert_false(edhoc_key_log_complete(&kl_i));
+    assert_ptr_equal(kl_i.next, trace_check); /* wiping keeps the chain */
     check_prks(v, &i);
     check_prks(v, &r);
     check_oscore(v, &i, true);

@@ -732,4 +732,44 @@ int edhoc_kdf(const struct edhoc_crypto_ops *ops, int hash_alg, const uint8_t *p
 #ifdef __cplusplus
 }
 #endif
+/* ---- Key log: the secrets a capture needs to be opened decrypted ----
+ * A struct edhoc_key_log collects, from a session's trace, the values of
+ * one handshake that decrypt its messages (RFC 9528 5.3-5.5): G_X (which
+ * names the handshake in a capture), PRK_2e and TH_2 (KEYSTREAM_2),
+ * PRK_3e2m and TH_3 (K_3, IV_3), PRK_4e3m and TH_4 (K_4, IV_4). Install
+ * edhoc_key_log_trace as edhoc_config.trace with the log as trace_ctx; a
+ * trace callback the application had keeps receiving every value through
+ * next/next_ctx. The values are secrets: edhoc_key_log_wipe when done. */
+struct edhoc_key_log {
+    edhoc_trace_fn next; /* called with every traced value; may be NULL */
+    void *next_ctx;
+    uint8_t g_x[EDHOC_CRYPTO_MAX_HASH];
+    uint8_t prk_2e[EDHOC_CRYPTO_MAX_HASH], th_2[EDHOC_CRYPTO_MAX_HASH];
+    uint8_t prk_3e2m[EDHOC_CRYPTO_MAX_HASH], th_3[EDHOC_CRYPTO_MAX_HASH];
+    uint8_t prk_4e3m[EDHOC_CRYPTO_MAX_HASH], th_4[EDHOC_CRYPTO_MAX_HASH];
+    uint8_t len[7]; /* of each value above, in that order; 0: not seen yet */
+};
+
+void edhoc_key_log_trace(void *log, const char *name, const uint8_t *v, size_t len);
+
+/* All seven values are known (after message_3, on both sides). */
+bool edhoc_key_log_complete(const struct edhoc_key_log *log);
+
+/* One row of Wireshark's "edhoc_secrets" table, with its newline:
+ * G_X,PRK_2e,TH_2,PRK_3e2m,TH_3,PRK_4e3m,TH_4, each bare lower-case hex
+ * (the UAT syntax of a bytes field). Returns the row's length, or -1 if
+ * the log is not complete or cap is too small. */
+long edhoc_key_log_row(const struct edhoc_key_log *log, char *out, size_t cap);
+
+/* Forgets the values (next/next_ctx are kept for the next handshake). */
+void edhoc_key_log_wipe(struct edhoc_key_log *log);
+
+/* One row of Wireshark's OSCORE "oscore_contexts" table (Wireshark 4.0,
+ * all fields quoted: Sender ID, Recipient ID, Master Secret, Master Salt,
+ * ID Context as hex strings, then the algorithm's name), with its
+ * newline, for the context p of this side; -1 for an AEAD the table has
+ * no name for, or cap too small. */
+long edhoc_key_log_oscore_row(const struct edhoc_oscore_params *p, const uint8_t *id_context,
+                              size_t id_context_len, char *out, size_t cap);
+
 #endif

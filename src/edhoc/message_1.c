@@ -175,7 +175,9 @@ int edhoc_responder_process_message_1(struct edhoc_session *s, const uint8_t *ms
     const struct edhoc_suite *su = edhoc_suite_of(s);
 
     /* Y now, so that G_X is validated by computing G_XY before anything is
-     * accepted; TH_2 and PRK_2e follow directly. */
+     * accepted; TH_2 and PRK_2e follow directly. G_X is traced on this
+     * side too: it names the handshake in a key log (edhoc_key_log). */
+    edhoc_trace(s, "G_X", f.g_x, f.g_x_len);
     size_t g_y_len = 0;
     rc = ephemeral(s, su->ecdh_curve, s->own_eph, &g_y_len);
     if (rc)
