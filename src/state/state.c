@@ -145,7 +145,9 @@ static void set_why(char *why, size_t cap, const char *fmt, ...)
 
 static void wipe(void *p, size_t n)
 {
-    explicit_bzero(p, n);
+    /* The first growth of the queue wipes an empty one (NULL, 0). */
+    if (p && n)
+        explicit_bzero(p, n);
 }
 
 static uint32_t be32(const uint8_t *p)
