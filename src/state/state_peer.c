@@ -1,0 +1,645 @@
+/* Rows of the store: contexts put, read, deleted, touched, pruned, and
+ * the transactions around them (the writer thread applies its batches
+ * through the same apply_* functions). */
+#include "state_internal.h"
+
+bool state_id_ok(const uint8_t *id, size_t len)
+{
+    return len <= EDHOC_STATE_MAX_ID && (id != NULL || len == 0);
+}
+
+/* NULL is "no ID Context" and has no length; non-NULL may be empty. */
+bool state_id_context_ok(const uint8_t *idc, size_t len)
+{
+    return idc != NULL ? len <= EDHOC_STATE_MAX_ID_CONTEXT : len == 0;
+}
+
+/* Blobs bound here must be non-NULL even when empty: a NULL pointer would
+ * bind SQL NULL, which the NOT NULL columns refuse. */
+static int bind_id(sqlite3_stmt *st, int col, const uint8_t *id, size_t len)
+{
+    static const uint8_t none[1];
+    return sqlite3_bind_blob(st, col, len ? id : none, (int)len, SQLITE_STATIC);
+}
+
+/* Bind the key of one context to ?1..?3 (WHERE_KEY, and the first three
+ * columns of put_sql). */
+static int bind_key(sqlite3_stmt *st, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                    size_t rid_len)
+{
+    int rc;
+    if ((rc = bind_id(st, 1, rid, rid_len)) || (rc = sqlite3_bind_int(st, 2, idc != NULL)) ||
+        (rc = bind_id(st, 3, idc, idc_len)))
+        sqlite3_clear_bindings(st);
+    return rc;
+}
+
+/* Run a statement that returns no rows; returns the SQLite code. */
+static int step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* A context never used yet was last used when it was created. */
+static int64_t put_last_used(const struct edhoc_state_peer *p)
+{
+    if (p->last_used > 0)
+        return p->last_used;
+    if (p->created <= 0)
+        return 0;
+    return p->created > INT64_MAX / 1000 ? INT64_MAX : p->created * 1000;
+}
+
+int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_peer *p)
+{
+    if (db == NULL || p == NULL || !state_id_ok(p->recipient_id, p->recipient_id_len) ||
+        p->sender_id_len > EDHOC_STATE_MAX_ID || p->id_context_len > EDHOC_STATE_MAX_ID_CONTEXT ||
+        (!p->has_id_context && p->id_context_len != 0) ||
+        p->master_secret_len > EDHOC_STATE_MAX_SECRET ||
+        p->master_salt_len > EDHOC_STATE_MAX_SALT || p->ssn_mark > (uint64_t)INT64_MAX ||
+        strnlen(p->peer, sizeof p->peer) == sizeof p->peer || p->last_used < 0)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_put_peer(db->remote, p);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    if (db->gc)
+        return state_gc_put(db, p);
+    return state_apply_put(db, p);
+}
+
+int state_apply_put(struct edhoc_state_db *db, const struct edhoc_state_peer *p)
+{
+    /* A static context the database lacks after a jump (a stale copy)
+     * starts at the jump's mark, not at what its file says. */
+    uint64_t mark = p->method < 0 && p->ssn_mark < db->floor ? db->floor : p->ssn_mark;
+    int pre = state_before_write(db, mark);
+    if (pre)
+        return pre;
+
+    sqlite3_stmt *st = db->st_put;
+    int rc;
+    if ((rc = bind_key(st, p->has_id_context ? p->id_context : NULL, p->id_context_len,
+                       p->recipient_id, p->recipient_id_len)) ||
+        (rc = bind_id(st, 4, p->sender_id, p->sender_id_len)) ||
+        (rc = bind_id(st, 5, p->master_secret, p->master_secret_len)) ||
+        (rc = bind_id(st, 6, p->master_salt, p->master_salt_len)) ||
+        (rc = sqlite3_bind_int(st, 7, p->aead_alg)) ||
+        (rc = sqlite3_bind_int(st, 8, p->hkdf_alg)) ||
+        (rc = sqlite3_bind_int64(st, 9, (sqlite3_int64)mark)) ||
+        (rc = sqlite3_bind_text(st, 10, p->peer, -1, SQLITE_STATIC)) ||
+        (rc = sqlite3_bind_int64(st, 11, p->created)) ||
+        (rc = sqlite3_bind_int(st, 12, p->method)) ||
+        (rc = sqlite3_bind_int(st, 13, p->suite)) ||
+        (rc = sqlite3_bind_int64(st, 14, put_last_used(p)))) {
+        sqlite3_clear_bindings(st);
+        return EDHOC_STATE_ERR_IO;
+    }
+    rc = step_done(st);
+    return rc == SQLITE_OK ? 0 : state_map_sqlite_error(rc);
+}
+
+static int peer_exists(struct edhoc_state_db *db, const uint8_t *idc, size_t idc_len,
+                       const uint8_t *rid, size_t rid_len)
+{
+    sqlite3_stmt *st = db->st_exists;
+    int rc = bind_key(st, idc, idc_len, rid, rid_len);
+    if (rc != SQLITE_OK)
+        return state_map_sqlite_error(rc);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc == SQLITE_ROW)
+        return 0;
+    if (rc == SQLITE_DONE)
+        return EDHOC_STATE_ERR_NOT_FOUND;
+    return state_map_sqlite_error(rc);
+}
+
+int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
+                          size_t id_context_len, const uint8_t *recipient_id,
+                          size_t recipient_id_len, uint64_t mark)
+{
+    if (db == NULL || !state_id_ok(recipient_id, recipient_id_len) ||
+        !state_id_context_ok(id_context, id_context_len) || mark > (uint64_t)INT64_MAX)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_store_ssn(db->remote, id_context, id_context_len, recipient_id,
+                                      recipient_id_len, mark);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    if (db->gc) {
+        int result = 0;
+        uint64_t t = state_gc_key_item(db, GC_SSN, id_context, id_context_len, recipient_id,
+                                 recipient_id_len, mark, 0, &result);
+        return state_gc_wait_result(db, t, &result);
+    }
+    return state_apply_store_ssn(db, id_context, id_context_len, recipient_id, recipient_id_len, mark);
+}
+
+int state_apply_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
+                           size_t id_context_len, const uint8_t *recipient_id,
+                           size_t recipient_id_len, uint64_t mark)
+{
+    int pre = state_before_write(db, mark);
+    if (pre)
+        return pre;
+    sqlite3_stmt *st = db->st_store_ssn;
+    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 4, (sqlite3_int64)mark);
+    if (rc != SQLITE_OK) {
+        sqlite3_clear_bindings(st);
+        return state_map_sqlite_error(rc);
+    }
+    rc = step_done(st);
+    if (rc != SQLITE_OK)
+        return state_map_sqlite_error(rc);
+    if (sqlite3_changes(db->sql) > 0)
+        return 0;
+    /* Nothing changed: either the stored mark is already at or above this
+     * one (fine, it is durable) or there is no such context. */
+    return peer_exists(db, id_context, id_context_len, recipient_id, recipient_id_len);
+}
+
+int edhoc_state_store_ssn_cb(void *binding, uint64_t mark)
+{
+    const struct edhoc_state_ssn_binding *b = binding;
+    if (b == NULL || (!b->has_id_context && b->id_context_len != 0))
+        return EDHOC_STATE_ERR_ARG;
+    return edhoc_state_store_ssn(b->db, b->has_id_context ? b->id_context : NULL,
+                                 b->id_context_len, b->recipient_id, b->recipient_id_len, mark);
+}
+
+int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                            size_t id_context_len, const uint8_t *recipient_id,
+                            size_t recipient_id_len)
+{
+    if (db == NULL || !state_id_ok(recipient_id, recipient_id_len) ||
+        !state_id_context_ok(id_context, id_context_len))
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_delete_peer(db->remote, id_context, id_context_len, recipient_id,
+                                        recipient_id_len);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    if (db->gc) {
+        state_gc_key_item(db, GC_DELETE, id_context, id_context_len, recipient_id, recipient_id_len, 0,
+                    0, NULL);
+        return 0;
+    }
+    return state_apply_delete(db, id_context, id_context_len, recipient_id, recipient_id_len);
+}
+
+int state_apply_delete(struct edhoc_state_db *db, const uint8_t *id_context,
+                        size_t id_context_len, const uint8_t *recipient_id,
+                        size_t recipient_id_len)
+{
+    sqlite3_stmt *st = db->st_delete;
+    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
+    if (rc != SQLITE_OK)
+        return state_map_sqlite_error(rc);
+    rc = step_done(st);
+    if (rc != SQLITE_OK)
+        return state_map_sqlite_error(rc);
+    return sqlite3_changes(db->sql) > 0 ? 0 : EDHOC_STATE_ERR_NOT_FOUND;
+}
+
+static bool copy_blob(sqlite3_stmt *st, int col, uint8_t *dst, size_t cap, size_t *len)
+{
+    if (sqlite3_column_type(st, col) != SQLITE_BLOB)
+        return false;
+    const void *src = sqlite3_column_blob(st, col);
+    int n = sqlite3_column_bytes(st, col);
+    if (n < 0 || (size_t)n > cap || (n > 0 && src == NULL))
+        return false;
+    if (n > 0)
+        memcpy(dst, src, (size_t)n);
+    *len = (size_t)n;
+    return true;
+}
+
+static bool int_col(sqlite3_stmt *st, int col, int *out)
+{
+    sqlite3_int64 v = sqlite3_column_int64(st, col);
+    if (v < INT_MIN || v > INT_MAX)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+/* Decode one row (in PEER_COLUMNS order). A value out of range means the
+ * file was edited or damaged behind our back. */
+static int row_to_peer(sqlite3_stmt *st, struct edhoc_state_peer *p)
+{
+    memset(p, 0, sizeof *p);
+    int has_idc = 0;
+    if (!copy_blob(st, 0, p->recipient_id, sizeof p->recipient_id, &p->recipient_id_len) ||
+        !int_col(st, 1, &has_idc) || (has_idc != 0 && has_idc != 1) ||
+        !copy_blob(st, 2, p->id_context, sizeof p->id_context, &p->id_context_len) ||
+        (!has_idc && p->id_context_len != 0) ||
+        !copy_blob(st, 3, p->sender_id, sizeof p->sender_id, &p->sender_id_len) ||
+        !copy_blob(st, 4, p->master_secret, sizeof p->master_secret, &p->master_secret_len) ||
+        !copy_blob(st, 5, p->master_salt, sizeof p->master_salt, &p->master_salt_len) ||
+        !int_col(st, 6, &p->aead_alg) || !int_col(st, 7, &p->hkdf_alg) ||
+        !int_col(st, 11, &p->method) || !int_col(st, 12, &p->suite))
+        return EDHOC_STATE_ERR_CORRUPT;
+    p->has_id_context = has_idc == 1;
+    sqlite3_int64 mark = sqlite3_column_int64(st, 8);
+    if (mark < 0)
+        return EDHOC_STATE_ERR_CORRUPT;
+    p->ssn_mark = (uint64_t)mark;
+    const unsigned char *text = sqlite3_column_text(st, 9);
+    int n = sqlite3_column_bytes(st, 9);
+    if (text == NULL || n < 0 || (size_t)n >= sizeof p->peer)
+        return EDHOC_STATE_ERR_CORRUPT;
+    memcpy(p->peer, text, (size_t)n);
+    p->peer[n] = '\0';
+    p->created = sqlite3_column_int64(st, 10);
+    p->last_used = sqlite3_column_int64(st, 13);
+    if (p->last_used < 0)
+        return EDHOC_STATE_ERR_CORRUPT;
+    return 0;
+}
+
+static int read_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                     size_t id_context_len, const uint8_t *recipient_id,
+                     size_t recipient_id_len, struct edhoc_state_peer *out);
+
+int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                         size_t id_context_len, const uint8_t *recipient_id,
+                         size_t recipient_id_len, struct edhoc_state_peer *out)
+{
+    if (db == NULL || out == NULL || !state_id_ok(recipient_id, recipient_id_len) ||
+        !state_id_context_ok(id_context, id_context_len))
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_get_peer(db->remote, id_context, id_context_len, recipient_id,
+                                     recipient_id_len, out);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    state_gc_read_begin(db);
+    int err = read_peer(db, id_context, id_context_len, recipient_id, recipient_id_len, out);
+    state_gc_read_end(db);
+    return err;
+}
+
+static int read_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                     size_t id_context_len, const uint8_t *recipient_id,
+                     size_t recipient_id_len, struct edhoc_state_peer *out)
+{
+    sqlite3_stmt *st = db->st_get;
+    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
+    if (rc != SQLITE_OK) {
+        state_wipe(out, sizeof *out);
+        return state_map_sqlite_error(rc);
+    }
+    rc = sqlite3_step(st);
+    int err;
+    if (rc == SQLITE_ROW)
+        err = row_to_peer(st, out);
+    else if (rc == SQLITE_DONE)
+        err = EDHOC_STATE_ERR_NOT_FOUND;
+    else
+        err = state_map_sqlite_error(rc);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (err)
+        state_wipe(out, sizeof *out);
+    return err;
+}
+
+static int for_each(sqlite3_stmt *st, int (*fn)(void *ctx, const struct edhoc_state_peer *p),
+                    void *ctx)
+{
+    /* The one iteration statement cannot be stepped by two loops at once. */
+    if (sqlite3_stmt_busy(st))
+        return EDHOC_STATE_ERR_ARG;
+    struct edhoc_state_peer p;
+    int result = 0;
+    for (;;) {
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            result = state_map_sqlite_error(rc);
+            break;
+        }
+        result = row_to_peer(st, &p);
+        if (result == 0)
+            result = fn(ctx, &p);
+        if (result != 0)
+            break;
+    }
+    state_wipe(&p, sizeof p);
+    sqlite3_reset(st);
+    return result;
+}
+
+int edhoc_state_for_each_peer(struct edhoc_state_db *db,
+                              int (*fn)(void *ctx, const struct edhoc_state_peer *p), void *ctx)
+{
+    if (db == NULL || fn == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_for_each_peer(db->remote, 0, 0, fn, ctx);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    state_gc_read_begin(db);
+    int err = for_each(db->st_all, fn, ctx);
+    state_gc_read_end(db);
+    return err;
+}
+
+int edhoc_state_touch_peer(struct edhoc_state_db *db, const uint8_t *id_context,
+                           size_t id_context_len, const uint8_t *recipient_id,
+                           size_t recipient_id_len, int64_t last_used)
+{
+    if (db == NULL || !state_id_ok(recipient_id, recipient_id_len) ||
+        !state_id_context_ok(id_context, id_context_len) || last_used < 0)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_touch_peer(db->remote, id_context, id_context_len, recipient_id,
+                                       recipient_id_len, last_used);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    if (db->gc) {
+        state_gc_key_item(db, GC_TOUCH, id_context, id_context_len, recipient_id, recipient_id_len, 0,
+                    last_used, NULL);
+        return 0;
+    }
+    return state_apply_touch(db, id_context, id_context_len, recipient_id, recipient_id_len, last_used);
+}
+
+int state_apply_touch(struct edhoc_state_db *db, const uint8_t *id_context,
+                       size_t id_context_len, const uint8_t *recipient_id,
+                       size_t recipient_id_len, int64_t last_used)
+{
+    sqlite3_stmt *st = db->st_touch;
+    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 4, last_used);
+    if (rc != SQLITE_OK) {
+        sqlite3_clear_bindings(st);
+        return state_map_sqlite_error(rc);
+    }
+    rc = step_done(st);
+    if (rc != SQLITE_OK)
+        return state_map_sqlite_error(rc);
+    return sqlite3_changes(db->sql) > 0 ? 0 : EDHOC_STATE_ERR_NOT_FOUND;
+}
+
+/* Run one pruning DELETE with ?1 = v, ?2 = limit; *n: the rows it
+ * deleted. */
+static int prune_step(struct edhoc_state_db *db, sqlite3_stmt *st, int64_t v, int64_t limit,
+                      uint64_t *n)
+{
+    int rc = sqlite3_bind_int64(st, 1, v);
+    if (rc == SQLITE_OK && sqlite3_bind_parameter_count(st) >= 2)
+        rc = sqlite3_bind_int64(st, 2, limit);
+    if (rc == SQLITE_OK)
+        rc = step_done(st);
+    else
+        sqlite3_clear_bindings(st);
+    if (rc != SQLITE_OK)
+        return state_map_sqlite_error(rc);
+    *n = (uint64_t)sqlite3_changes64(db->sql);
+    return 0;
+}
+
+/* One integer from a query with ?1 = v (no row: *found false). */
+static int query_step(sqlite3_stmt *st, bool bind, int64_t v, int64_t *out, bool *found)
+{
+    int rc = bind ? sqlite3_bind_int64(st, 1, v) : SQLITE_OK;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    *found = rc == SQLITE_ROW;
+    if (*found)
+        *out = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : state_map_sqlite_error(rc);
+}
+
+/* Keep the `keep` most recently used EDHOC contexts; *n: rows deleted. */
+static int prune_excess(struct edhoc_state_db *db, uint64_t keep, uint64_t *n)
+{
+    *n = 0;
+    int64_t count = 0, t = INT64_MAX;
+    bool found = false;
+    int err = query_step(db->st_count_edhoc, false, 0, &count, &found);
+    if (err || !found || count < 0 || (uint64_t)count <= keep)
+        return err;
+    /* keep < count <= INT64_MAX: the keep-th most recent use exists. */
+    if (keep > 0) {
+        err = query_step(db->st_nth_used, true, (int64_t)keep - 1, &t, &found);
+        if (err || !found)
+            return err;
+    }
+    uint64_t older = 0, ties = 0;
+    err = prune_step(db, db->st_prune_expired, t, 0, &older);
+    if (!err && (uint64_t)count - older > keep)
+        err = prune_step(db, db->st_prune_ties, t, (int64_t)((uint64_t)count - older - keep),
+                         &ties);
+    *n = older + ties;
+    return err;
+}
+
+int edhoc_state_prune(struct edhoc_state_db *db, int64_t used_before, uint64_t keep,
+                      uint64_t *expired, uint64_t *evicted)
+{
+    uint64_t n_expired = 0, n_evicted = 0;
+    if (expired)
+        *expired = 0;
+    if (evicted)
+        *evicted = 0;
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_prune(db->remote, used_before, keep, expired, evicted);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    if (sqlite3_stmt_busy(db->st_all))
+        return EDHOC_STATE_ERR_ARG;
+    /* With group commit: after what is queued, in a transaction of its own
+     * (a rare call: at start-up, and by the writer of several workers). */
+    state_gc_read_begin(db);
+    int err = 0;
+    if (used_before > 0)
+        err = prune_step(db, db->st_prune_expired, used_before, 0, &n_expired);
+    if (!err && keep < (uint64_t)INT64_MAX)
+        err = prune_excess(db, keep, &n_evicted);
+    state_gc_read_end(db);
+    if (expired)
+        *expired = n_expired;
+    if (evicted)
+        *evicted = n_evicted;
+    return err;
+}
+
+long edhoc_state_count(struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_count(db->remote);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    state_gc_read_begin(db);
+    sqlite3_stmt *st = db->st_count;
+    int rc = sqlite3_step(st);
+    long n = rc == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : state_map_sqlite_error(rc);
+    sqlite3_reset(st);
+    state_gc_read_end(db);
+    return n;
+}
+
+int edhoc_state_begin(struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_begin(db->remote);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    if (db->gc)
+        return state_gc_begin(db);
+    if (!sqlite3_get_autocommit(db->sql))
+        return EDHOC_STATE_ERR_ARG;
+    int rc = step_done(db->st_begin);
+    return rc == SQLITE_OK ? 0 : state_map_sqlite_error(rc);
+}
+
+int edhoc_state_commit(struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_commit(db->remote);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    if (db->gc)
+        return state_gc_end(db);
+    if (sqlite3_get_autocommit(db->sql))
+        return EDHOC_STATE_ERR_ARG;
+    int rc = step_done(db->st_commit);
+    if (rc == SQLITE_OK)
+        return 0;
+    /* A failed COMMIT may leave the transaction open; end it so the handle
+     * is state_usable again and nothing half-done lingers. */
+    if (!sqlite3_get_autocommit(db->sql))
+        step_done(db->st_rollback);
+    return state_map_sqlite_error(rc);
+}
+
+int edhoc_state_rollback(struct edhoc_state_db *db)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_commit(db->remote);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    if (db->gc)
+        return state_gc_end(db); /* queued writes are not taken back (marks only go up) */
+    if (sqlite3_get_autocommit(db->sql))
+        return EDHOC_STATE_ERR_ARG;
+    int rc = step_done(db->st_rollback);
+    return rc == SQLITE_OK ? 0 : state_map_sqlite_error(rc);
+}
+
+unsigned edhoc_state_owner(const uint8_t *recipient_id, size_t len, unsigned count)
+{
+    if (count <= 1 || len == 0 || recipient_id == NULL)
+        return 0;
+    return recipient_id[len - 1] % count;
+}
+
+struct state_remote *state_remote_new(int fd);
+
+int edhoc_state_connect(int fd, struct edhoc_state_db **out)
+{
+    if (fd < 0 || out == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    *out = NULL;
+    struct edhoc_state_db *db = calloc(1, sizeof *db);
+    if (db == NULL)
+        return EDHOC_STATE_ERR_IO;
+    db->dir_fd = -1;
+    db->file_fd = -1;
+    db->remote = state_remote_new(fd);
+    if (db->remote == NULL) {
+        free(db);
+        return EDHOC_STATE_ERR_IO;
+    }
+    *out = db;
+    return 0;
+}
+
+struct owned_filter {
+    unsigned count, index;
+    int (*fn)(void *ctx, const struct edhoc_state_peer *p);
+    void *ctx;
+};
+
+static int owned_only(void *user, const struct edhoc_state_peer *p)
+{
+    const struct owned_filter *f = user;
+    if (edhoc_state_owner(p->recipient_id, p->recipient_id_len, f->count) != f->index)
+        return 0;
+    return f->fn(f->ctx, p);
+}
+
+int edhoc_state_for_each_owned_peer(struct edhoc_state_db *db, unsigned count, unsigned index,
+                                    int (*fn)(void *ctx, const struct edhoc_state_peer *p),
+                                    void *ctx)
+{
+    if (db == NULL || fn == NULL || (count > 1 && index >= count))
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        /* Filtered by the writer: a worker reads only its own rows. */
+        return state_remote_for_each_peer(db->remote, count, index, fn, ctx);
+    if (count <= 1)
+        return edhoc_state_for_each_peer(db, fn, ctx);
+    struct owned_filter f = {count, index, fn, ctx};
+    return edhoc_state_for_each_peer(db, owned_only, &f);
+}
+
+const char *edhoc_state_strerror(int err)
+{
+    switch (err) {
+    case 0:
+        return "success";
+    case EDHOC_STATE_ERR_IO:
+        return "cannot create, open or write the state database";
+    case EDHOC_STATE_ERR_FOREIGN:
+        return "not an edhoc-cli state database";
+    case EDHOC_STATE_ERR_CORRUPT:
+        return "state database is damaged";
+    case EDHOC_STATE_ERR_VERSION:
+        return "state database written by a newer schema version";
+    case EDHOC_STATE_ERR_NOT_FOUND:
+        return "no such context";
+    case EDHOC_STATE_ERR_ARG:
+        return "invalid argument";
+    case EDHOC_STATE_ERR_UNSAFE:
+        return "state directory or database open to other users";
+    default:
+        return "unknown state error";
+    }
+}
+
