@@ -27,68 +27,13 @@
 #include "state_internal.h"
 
 
-/* Bumped in every child of fork() (pthread_atfork): a handle compares it
- * with the generation it opened its connection in, instead of calling
- * getpid() on every call. */
-unsigned state_fork_generation;
-static void state_count_fork(void)
-{
-    state_fork_generation++;
-}
-static pthread_once_t state_atfork_once = PTHREAD_ONCE_INIT;
-static void state_register_atfork(void)
-{
-    pthread_atfork(NULL, NULL, state_count_fork);
-}
 
 /* ---- small helpers ---- */
 
 
-void state_set_why(char *why, size_t cap, const char *fmt, ...)
-{
-    if (why == NULL || cap == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, cap, fmt, ap);
-    va_end(ap);
-}
-
-void state_wipe(void *p, size_t n)
-{
-    /* The first growth of the queue wipes an empty one (NULL, 0). */
-    if (p && n)
-        explicit_bzero(p, n);
-}
-
 static uint32_t be32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Map an SQLite result to our error space. The extended codes are masked:
- * only the primary class matters for the caller. */
-int state_map_sqlite_error(int rc)
-{
-    switch (rc & 0xff) {
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-    case SQLITE_FORMAT:
-        return EDHOC_STATE_ERR_CORRUPT;
-    default:
-        return EDHOC_STATE_ERR_IO;
-    }
-}
-
-const char *state_sqlite_problem(int rc)
-{
-    switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return "database is locked by another process";
-    default:
-        return sqlite3_errstr(rc);
-    }
 }
 
 /* Percent-encode a path for a file: URI (only what RFC 3986 lets through
@@ -193,37 +138,6 @@ static int lock_exclusive(int fd, const char *path, const char *what, char *why,
         snprintf(holder, sizeof holder, " (pid %ld)", pid);
     state_set_why(why, cap, "%s: %s is in use by another process%s", path, what, holder);
     return EDHOC_STATE_ERR_IO;
-}
-
-int state_exec_sql(sqlite3 *sql, const char *text, const char *path, char *why, size_t cap)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(sql, text, NULL, NULL, &msg);
-    if (rc != SQLITE_OK) {
-        state_set_why(why, cap, "%s: %s", path, msg ? msg : sqlite3_errstr(rc));
-        sqlite3_free(msg);
-        return state_map_sqlite_error(rc);
-    }
-    return 0;
-}
-
-/* Run a one-row, one-integer pragma or query. */
-int state_query_int(sqlite3 *sql, const char *text, int64_t *out, int *rc_out)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(sql, text, -1, &st, NULL);
-    if (rc == SQLITE_OK) {
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            *out = sqlite3_column_int64(st, 0);
-            rc = SQLITE_OK;
-        } else if (rc == SQLITE_DONE) {
-            rc = SQLITE_NOTFOUND;
-        }
-    }
-    sqlite3_finalize(st);
-    *rc_out = rc;
-    return rc == SQLITE_OK ? 0 : -1;
 }
 
 static int fsync_path(const char *path)
@@ -845,7 +759,7 @@ int edhoc_state_open(const char *dir, struct edhoc_state_db **out, char *why, si
     if (err)
         goto fail;
     db->pid = getpid();
-    pthread_once(&state_atfork_once, state_register_atfork);
+    state_watch_forks();
     db->fork_gen = state_fork_generation;
     memcpy(db->path, path, sizeof db->path);
     *out = db;
@@ -902,7 +816,7 @@ int state_usable(struct edhoc_state_db *db)
         if (db->gc_restart_rows) {
             unsigned rows = db->gc_restart_rows;
             db->gc_restart_rows = 0;
-            edhoc_state_group_commit(db, rows, db->gc_restart_ms);
+            state_gc_start(db, rows, db->gc_restart_ms);
         }
     }
     return db->sql ? 0 : EDHOC_STATE_ERR_IO;

@@ -200,47 +200,6 @@ static void *gc_main(void *arg)
     return NULL;
 }
 
-int edhoc_state_group_commit(struct edhoc_state_db *db, unsigned max_rows, unsigned max_ms)
-{
-    if (db == NULL)
-        return EDHOC_STATE_ERR_ARG;
-    if (db->remote)
-        return state_remote_group(db->remote); /* the writer process sets the batches */
-    if (max_rows == 0)
-        return EDHOC_STATE_ERR_ARG;
-    if (db->gc)
-        return EDHOC_STATE_ERR_ARG;
-    int unusable = state_usable(db);
-    if (unusable)
-        return unusable;
-    if (!sqlite3_get_autocommit(db->sql))
-        return EDHOC_STATE_ERR_ARG; /* inside edhoc_state_begin/commit */
-    struct group_commit *g = calloc(1, sizeof *g);
-    if (g == NULL)
-        return EDHOC_STATE_ERR_IO;
-    g->max_rows = max_rows;
-    g->max_ms = max_ms;
-    g->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    pthread_mutexattr_t ma;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (g->efd < 0 || pthread_mutex_init(&g->sql_lock, &ma) ||
-        pthread_mutex_init(&g->q_lock, NULL) || pthread_cond_init(&g->q_cond, &ca) ||
-        pthread_cond_init(&g->done_cond, NULL)) {
-        if (g->efd >= 0)
-            close(g->efd);
-        free(g);
-        return EDHOC_STATE_ERR_IO;
-    }
-    pthread_mutexattr_destroy(&ma);
-    pthread_condattr_destroy(&ca);
-    db->gc = g;
-    return 0;
-}
-
 /* Under q_lock: start the writer in this process if it is not running. */
 static bool gc_ensure_thread(struct edhoc_state_db *db)
 {
@@ -428,26 +387,6 @@ int edhoc_state_flush(struct edhoc_state_db *db)
     return err;
 }
 
-int edhoc_state_store_ssn_async(struct edhoc_state_db *db, const uint8_t *id_context,
-                                size_t id_context_len, const uint8_t *recipient_id,
-                                size_t recipient_id_len, uint64_t mark, uint64_t *ticket)
-{
-    if (ticket)
-        *ticket = 0;
-    if (db == NULL || ticket == NULL || !state_id_ok(recipient_id, recipient_id_len) ||
-        !state_id_context_ok(id_context, id_context_len) || mark > (uint64_t)INT64_MAX)
-        return EDHOC_STATE_ERR_ARG;
-    if (db->remote || db->gc == NULL)
-        return edhoc_state_store_ssn(db, id_context, id_context_len, recipient_id,
-                                     recipient_id_len, mark);
-    int unusable = state_usable(db);
-    if (unusable)
-        return unusable;
-    *ticket = state_gc_key_item(db, GC_SSN, id_context, id_context_len, recipient_id,
-                          recipient_id_len, mark, 0, NULL);
-    return 0;
-}
-
 int edhoc_state_wait(struct edhoc_state_db *db, uint64_t ticket, bool block)
 {
     if (db == NULL)
@@ -575,3 +514,37 @@ int state_gc_status(struct edhoc_state_db *db, uint64_t lo, uint64_t hi)
     return err;
 }
 
+
+/* Group commit on a usable local handle (edhoc_state_group_commit checks
+ * the rest; a handle reopened after a fork resumes through here). */
+int state_gc_start(struct edhoc_state_db *db, unsigned max_rows, unsigned max_ms)
+{
+    if (max_rows == 0 || db->gc)
+        return EDHOC_STATE_ERR_ARG;
+    if (!sqlite3_get_autocommit(db->sql))
+        return EDHOC_STATE_ERR_ARG; /* inside edhoc_state_begin/commit */
+    struct group_commit *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return EDHOC_STATE_ERR_IO;
+    g->max_rows = max_rows;
+    g->max_ms = max_ms;
+    g->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (g->efd < 0 || pthread_mutex_init(&g->sql_lock, &ma) ||
+        pthread_mutex_init(&g->q_lock, NULL) || pthread_cond_init(&g->q_cond, &ca) ||
+        pthread_cond_init(&g->done_cond, NULL)) {
+        if (g->efd >= 0)
+            close(g->efd);
+        free(g);
+        return EDHOC_STATE_ERR_IO;
+    }
+    pthread_mutexattr_destroy(&ma);
+    pthread_condattr_destroy(&ca);
+    db->gc = g;
+    return 0;
+}

@@ -111,5 +111,14 @@ bool state_id_context_ok(const uint8_t *idc, size_t len);
 
 /* Bumped in every child of fork() (state.c). */
 extern unsigned state_fork_generation;
+void state_watch_forks(void); /* once per process, before the first handle */
+/* One row of a SELECT of the peer columns, into *p (state_rows.c). */
+int state_row_to_peer(sqlite3_stmt *st, struct edhoc_state_peer *p);
+/* Binding the key columns and running one statement (state_rows.c). */
+int state_bind_id(sqlite3_stmt *st, int col, const uint8_t *id, size_t len);
+int state_bind_key(sqlite3_stmt *st, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                   size_t rid_len);
+int state_step_done(sqlite3_stmt *st);
+int state_gc_start(struct edhoc_state_db *db, unsigned max_rows, unsigned max_ms);
 
 #endif

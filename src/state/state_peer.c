@@ -3,56 +3,6 @@
  * through the same apply_* functions). */
 #include "state_internal.h"
 
-bool state_id_ok(const uint8_t *id, size_t len)
-{
-    return len <= EDHOC_STATE_MAX_ID && (id != NULL || len == 0);
-}
-
-/* NULL is "no ID Context" and has no length; non-NULL may be empty. */
-bool state_id_context_ok(const uint8_t *idc, size_t len)
-{
-    return idc != NULL ? len <= EDHOC_STATE_MAX_ID_CONTEXT : len == 0;
-}
-
-/* Blobs bound here must be non-NULL even when empty: a NULL pointer would
- * bind SQL NULL, which the NOT NULL columns refuse. */
-static int bind_id(sqlite3_stmt *st, int col, const uint8_t *id, size_t len)
-{
-    static const uint8_t none[1];
-    return sqlite3_bind_blob(st, col, len ? id : none, (int)len, SQLITE_STATIC);
-}
-
-/* Bind the key of one context to ?1..?3 (WHERE_KEY, and the first three
- * columns of put_sql). */
-static int bind_key(sqlite3_stmt *st, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
-                    size_t rid_len)
-{
-    int rc;
-    if ((rc = bind_id(st, 1, rid, rid_len)) || (rc = sqlite3_bind_int(st, 2, idc != NULL)) ||
-        (rc = bind_id(st, 3, idc, idc_len)))
-        sqlite3_clear_bindings(st);
-    return rc;
-}
-
-/* Run a statement that returns no rows; returns the SQLite code. */
-static int step_done(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-/* A context never used yet was last used when it was created. */
-static int64_t put_last_used(const struct edhoc_state_peer *p)
-{
-    if (p->last_used > 0)
-        return p->last_used;
-    if (p->created <= 0)
-        return 0;
-    return p->created > INT64_MAX / 1000 ? INT64_MAX : p->created * 1000;
-}
-
 int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_peer *p)
 {
     if (db == NULL || p == NULL || !state_id_ok(p->recipient_id, p->recipient_id_len) ||
@@ -70,54 +20,6 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
     if (db->gc)
         return state_gc_put(db, p);
     return state_apply_put(db, p);
-}
-
-int state_apply_put(struct edhoc_state_db *db, const struct edhoc_state_peer *p)
-{
-    /* A static context the database lacks after a jump (a stale copy)
-     * starts at the jump's mark, not at what its file says. */
-    uint64_t mark = p->method < 0 && p->ssn_mark < db->floor ? db->floor : p->ssn_mark;
-    int pre = state_before_write(db, mark);
-    if (pre)
-        return pre;
-
-    sqlite3_stmt *st = db->st_put;
-    int rc;
-    if ((rc = bind_key(st, p->has_id_context ? p->id_context : NULL, p->id_context_len,
-                       p->recipient_id, p->recipient_id_len)) ||
-        (rc = bind_id(st, 4, p->sender_id, p->sender_id_len)) ||
-        (rc = bind_id(st, 5, p->master_secret, p->master_secret_len)) ||
-        (rc = bind_id(st, 6, p->master_salt, p->master_salt_len)) ||
-        (rc = sqlite3_bind_int(st, 7, p->aead_alg)) ||
-        (rc = sqlite3_bind_int(st, 8, p->hkdf_alg)) ||
-        (rc = sqlite3_bind_int64(st, 9, (sqlite3_int64)mark)) ||
-        (rc = sqlite3_bind_text(st, 10, p->peer, -1, SQLITE_STATIC)) ||
-        (rc = sqlite3_bind_int64(st, 11, p->created)) ||
-        (rc = sqlite3_bind_int(st, 12, p->method)) ||
-        (rc = sqlite3_bind_int(st, 13, p->suite)) ||
-        (rc = sqlite3_bind_int64(st, 14, put_last_used(p)))) {
-        sqlite3_clear_bindings(st);
-        return EDHOC_STATE_ERR_IO;
-    }
-    rc = step_done(st);
-    return rc == SQLITE_OK ? 0 : state_map_sqlite_error(rc);
-}
-
-static int peer_exists(struct edhoc_state_db *db, const uint8_t *idc, size_t idc_len,
-                       const uint8_t *rid, size_t rid_len)
-{
-    sqlite3_stmt *st = db->st_exists;
-    int rc = bind_key(st, idc, idc_len, rid, rid_len);
-    if (rc != SQLITE_OK)
-        return state_map_sqlite_error(rc);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc == SQLITE_ROW)
-        return 0;
-    if (rc == SQLITE_DONE)
-        return EDHOC_STATE_ERR_NOT_FOUND;
-    return state_map_sqlite_error(rc);
 }
 
 int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
@@ -140,31 +42,6 @@ int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
         return state_gc_wait_result(db, t, &result);
     }
     return state_apply_store_ssn(db, id_context, id_context_len, recipient_id, recipient_id_len, mark);
-}
-
-int state_apply_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
-                           size_t id_context_len, const uint8_t *recipient_id,
-                           size_t recipient_id_len, uint64_t mark)
-{
-    int pre = state_before_write(db, mark);
-    if (pre)
-        return pre;
-    sqlite3_stmt *st = db->st_store_ssn;
-    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 4, (sqlite3_int64)mark);
-    if (rc != SQLITE_OK) {
-        sqlite3_clear_bindings(st);
-        return state_map_sqlite_error(rc);
-    }
-    rc = step_done(st);
-    if (rc != SQLITE_OK)
-        return state_map_sqlite_error(rc);
-    if (sqlite3_changes(db->sql) > 0)
-        return 0;
-    /* Nothing changed: either the stored mark is already at or above this
-     * one (fine, it is durable) or there is no such context. */
-    return peer_exists(db, id_context, id_context_len, recipient_id, recipient_id_len);
 }
 
 int edhoc_state_store_ssn_cb(void *binding, uint64_t mark)
@@ -197,77 +74,6 @@ int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *id_context
     return state_apply_delete(db, id_context, id_context_len, recipient_id, recipient_id_len);
 }
 
-int state_apply_delete(struct edhoc_state_db *db, const uint8_t *id_context,
-                        size_t id_context_len, const uint8_t *recipient_id,
-                        size_t recipient_id_len)
-{
-    sqlite3_stmt *st = db->st_delete;
-    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
-    if (rc != SQLITE_OK)
-        return state_map_sqlite_error(rc);
-    rc = step_done(st);
-    if (rc != SQLITE_OK)
-        return state_map_sqlite_error(rc);
-    return sqlite3_changes(db->sql) > 0 ? 0 : EDHOC_STATE_ERR_NOT_FOUND;
-}
-
-static bool copy_blob(sqlite3_stmt *st, int col, uint8_t *dst, size_t cap, size_t *len)
-{
-    if (sqlite3_column_type(st, col) != SQLITE_BLOB)
-        return false;
-    const void *src = sqlite3_column_blob(st, col);
-    int n = sqlite3_column_bytes(st, col);
-    if (n < 0 || (size_t)n > cap || (n > 0 && src == NULL))
-        return false;
-    if (n > 0)
-        memcpy(dst, src, (size_t)n);
-    *len = (size_t)n;
-    return true;
-}
-
-static bool int_col(sqlite3_stmt *st, int col, int *out)
-{
-    sqlite3_int64 v = sqlite3_column_int64(st, col);
-    if (v < INT_MIN || v > INT_MAX)
-        return false;
-    *out = (int)v;
-    return true;
-}
-
-/* Decode one row (in PEER_COLUMNS order). A value out of range means the
- * file was edited or damaged behind our back. */
-static int row_to_peer(sqlite3_stmt *st, struct edhoc_state_peer *p)
-{
-    memset(p, 0, sizeof *p);
-    int has_idc = 0;
-    if (!copy_blob(st, 0, p->recipient_id, sizeof p->recipient_id, &p->recipient_id_len) ||
-        !int_col(st, 1, &has_idc) || (has_idc != 0 && has_idc != 1) ||
-        !copy_blob(st, 2, p->id_context, sizeof p->id_context, &p->id_context_len) ||
-        (!has_idc && p->id_context_len != 0) ||
-        !copy_blob(st, 3, p->sender_id, sizeof p->sender_id, &p->sender_id_len) ||
-        !copy_blob(st, 4, p->master_secret, sizeof p->master_secret, &p->master_secret_len) ||
-        !copy_blob(st, 5, p->master_salt, sizeof p->master_salt, &p->master_salt_len) ||
-        !int_col(st, 6, &p->aead_alg) || !int_col(st, 7, &p->hkdf_alg) ||
-        !int_col(st, 11, &p->method) || !int_col(st, 12, &p->suite))
-        return EDHOC_STATE_ERR_CORRUPT;
-    p->has_id_context = has_idc == 1;
-    sqlite3_int64 mark = sqlite3_column_int64(st, 8);
-    if (mark < 0)
-        return EDHOC_STATE_ERR_CORRUPT;
-    p->ssn_mark = (uint64_t)mark;
-    const unsigned char *text = sqlite3_column_text(st, 9);
-    int n = sqlite3_column_bytes(st, 9);
-    if (text == NULL || n < 0 || (size_t)n >= sizeof p->peer)
-        return EDHOC_STATE_ERR_CORRUPT;
-    memcpy(p->peer, text, (size_t)n);
-    p->peer[n] = '\0';
-    p->created = sqlite3_column_int64(st, 10);
-    p->last_used = sqlite3_column_int64(st, 13);
-    if (p->last_used < 0)
-        return EDHOC_STATE_ERR_CORRUPT;
-    return 0;
-}
-
 static int read_peer(struct edhoc_state_db *db, const uint8_t *id_context,
                      size_t id_context_len, const uint8_t *recipient_id,
                      size_t recipient_id_len, struct edhoc_state_peer *out);
@@ -296,7 +102,7 @@ static int read_peer(struct edhoc_state_db *db, const uint8_t *id_context,
                      size_t recipient_id_len, struct edhoc_state_peer *out)
 {
     sqlite3_stmt *st = db->st_get;
-    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
+    int rc = state_bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
     if (rc != SQLITE_OK) {
         state_wipe(out, sizeof *out);
         return state_map_sqlite_error(rc);
@@ -304,7 +110,7 @@ static int read_peer(struct edhoc_state_db *db, const uint8_t *id_context,
     rc = sqlite3_step(st);
     int err;
     if (rc == SQLITE_ROW)
-        err = row_to_peer(st, out);
+        err = state_row_to_peer(st, out);
     else if (rc == SQLITE_DONE)
         err = EDHOC_STATE_ERR_NOT_FOUND;
     else
@@ -332,7 +138,7 @@ static int for_each(sqlite3_stmt *st, int (*fn)(void *ctx, const struct edhoc_st
             result = state_map_sqlite_error(rc);
             break;
         }
-        result = row_to_peer(st, &p);
+        result = state_row_to_peer(st, &p);
         if (result == 0)
             result = fn(ctx, &p);
         if (result != 0)
@@ -380,24 +186,6 @@ int edhoc_state_touch_peer(struct edhoc_state_db *db, const uint8_t *id_context,
     return state_apply_touch(db, id_context, id_context_len, recipient_id, recipient_id_len, last_used);
 }
 
-int state_apply_touch(struct edhoc_state_db *db, const uint8_t *id_context,
-                       size_t id_context_len, const uint8_t *recipient_id,
-                       size_t recipient_id_len, int64_t last_used)
-{
-    sqlite3_stmt *st = db->st_touch;
-    int rc = bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 4, last_used);
-    if (rc != SQLITE_OK) {
-        sqlite3_clear_bindings(st);
-        return state_map_sqlite_error(rc);
-    }
-    rc = step_done(st);
-    if (rc != SQLITE_OK)
-        return state_map_sqlite_error(rc);
-    return sqlite3_changes(db->sql) > 0 ? 0 : EDHOC_STATE_ERR_NOT_FOUND;
-}
-
 /* Run one pruning DELETE with ?1 = v, ?2 = limit; *n: the rows it
  * deleted. */
 static int prune_step(struct edhoc_state_db *db, sqlite3_stmt *st, int64_t v, int64_t limit,
@@ -407,7 +195,7 @@ static int prune_step(struct edhoc_state_db *db, sqlite3_stmt *st, int64_t v, in
     if (rc == SQLITE_OK && sqlite3_bind_parameter_count(st) >= 2)
         rc = sqlite3_bind_int64(st, 2, limit);
     if (rc == SQLITE_OK)
-        rc = step_done(st);
+        rc = state_step_done(st);
     else
         sqlite3_clear_bindings(st);
     if (rc != SQLITE_OK)
@@ -518,7 +306,7 @@ int edhoc_state_begin(struct edhoc_state_db *db)
         return state_gc_begin(db);
     if (!sqlite3_get_autocommit(db->sql))
         return EDHOC_STATE_ERR_ARG;
-    int rc = step_done(db->st_begin);
+    int rc = state_step_done(db->st_begin);
     return rc == SQLITE_OK ? 0 : state_map_sqlite_error(rc);
 }
 
@@ -535,13 +323,13 @@ int edhoc_state_commit(struct edhoc_state_db *db)
         return state_gc_end(db);
     if (sqlite3_get_autocommit(db->sql))
         return EDHOC_STATE_ERR_ARG;
-    int rc = step_done(db->st_commit);
+    int rc = state_step_done(db->st_commit);
     if (rc == SQLITE_OK)
         return 0;
     /* A failed COMMIT may leave the transaction open; end it so the handle
      * is state_usable again and nothing half-done lingers. */
     if (!sqlite3_get_autocommit(db->sql))
-        step_done(db->st_rollback);
+        state_step_done(db->st_rollback);
     return state_map_sqlite_error(rc);
 }
 
@@ -558,7 +346,7 @@ int edhoc_state_rollback(struct edhoc_state_db *db)
         return state_gc_end(db); /* queued writes are not taken back (marks only go up) */
     if (sqlite3_get_autocommit(db->sql))
         return EDHOC_STATE_ERR_ARG;
-    int rc = step_done(db->st_rollback);
+    int rc = state_step_done(db->st_rollback);
     return rc == SQLITE_OK ? 0 : state_map_sqlite_error(rc);
 }
 
@@ -643,3 +431,37 @@ const char *edhoc_state_strerror(int err)
     }
 }
 
+
+int edhoc_state_store_ssn_async(struct edhoc_state_db *db, const uint8_t *id_context,
+                                size_t id_context_len, const uint8_t *recipient_id,
+                                size_t recipient_id_len, uint64_t mark, uint64_t *ticket)
+{
+    if (ticket)
+        *ticket = 0;
+    if (db == NULL || ticket == NULL || !state_id_ok(recipient_id, recipient_id_len) ||
+        !state_id_context_ok(id_context, id_context_len) || mark > (uint64_t)INT64_MAX)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote || db->gc == NULL)
+        return edhoc_state_store_ssn(db, id_context, id_context_len, recipient_id,
+                                     recipient_id_len, mark);
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    *ticket = state_gc_key_item(db, GC_SSN, id_context, id_context_len, recipient_id,
+                          recipient_id_len, mark, 0, NULL);
+    return 0;
+}
+
+int edhoc_state_group_commit(struct edhoc_state_db *db, unsigned max_rows, unsigned max_ms)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->remote)
+        return state_remote_group(db->remote); /* the writer process sets the batches */
+    if (max_rows == 0 || db->gc)
+        return EDHOC_STATE_ERR_ARG;
+    int unusable = state_usable(db);
+    if (unusable)
+        return unusable;
+    return state_gc_start(db, max_rows, max_ms);
+}
