@@ -713,11 +713,14 @@ static void test_load_against_responder(void **state)
         fail_msg("the second test responder did not start");
     snprintf(args, sizeof args,
              "bench load coap://127.0.0.1:%d --peers 2 --duration 1 --requests-per-peer 3 "
-             "--vs-plain --timeout 4",
+             "--vs-plain --timeout 15",
              port2);
     int rc_like = run_cli(args, false, &vs_out);
     stop_responder(pid2);
-    assert_int_equal(rc_like, 0);
+    /* (--timeout 15: a request that outlives the bound is a failure and
+     * exit 1; 4 s was once exceeded by a sanitized run on a busy machine.) */
+    if (rc_like != 0)
+        fail_msg("bench load --vs-plain: exit %d:\n%s", rc_like, vs_out);
     assert_non_null(strstr(vs_out, "| unprotected | - | - | - |"));
     assert_non_null(strstr(vs_out, "| 2.04 |"));
     assert_null(strstr(vs_out, "answered 4.01"));

@@ -1221,9 +1221,11 @@ static void test_edhoc_only_device(void **state)
     uint64_t t0 = net_now_ms();
     int rc = CLI_RUN(&out, 60,
                      "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
-                     "--timeout 1 --json-out %s",
+                     "--timeout 3 --json-out %s",
                      relay.port, json_path);
-    assert_true(net_now_ms() - t0 < 20000);
+    /* (--timeout 3: with 1 s a sanitized run on a busy machine once timed
+     * out in EDHOC itself, not only in the unanswered request.) */
+    assert_true(net_now_ms() - t0 < 45000);
     /* An OSCORE request without an answer fails its cell. */
     assert_int_equal(rc, 1);
     char *json = net_read_file(json_path);
@@ -1271,7 +1273,7 @@ static void test_edhoc_only_device(void **state)
     /* --request none: EDHOC only. Every cell the device supports is ok;
      * the combined request needs an OSCORE request: skipped. */
     rc = CLI_RUN(&out, 60,
-                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --timeout 1 "
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --timeout 3 "
                  "--request none --json",
                  relay.port);
     /* Exit 0: no cell failed (not supported and skipped do not count). */
@@ -1292,7 +1294,7 @@ static void test_edhoc_only_device(void **state)
     assert_non_null(strstr(out, "\"oscore\": {\"tested\": false, \"cells\": 0"));
     free(out);
     rc = CLI_RUN(&out, 60,
-                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --timeout 1 "
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --timeout 3 "
                  "--request none",
                  relay.port);
     assert_int_equal(rc, 0);
