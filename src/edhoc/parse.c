@@ -1,6 +1,6 @@
 /*
- * Decoding and validation of received EDHOC messages and plaintexts, the
- * cipher suite table, and the encodings shared with the writers
+ * Decoding and validation of received EDHOC messages and plaintexts, and
+ * the encodings shared with the writers
  * (connection identifiers, compact ID_CRED, EAD).
  *
  * Everything here is strict: RFC 9528 Section 3.1 requires deterministic
@@ -11,36 +11,6 @@
 #include <string.h>
 
 #include "edhoc_internal.h"
-
-/* RFC 9528 Section 10.2 */
-static const struct edhoc_suite suites[] = {
-    {0, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256, 8, EDHOC_COSE_CRV_X25519,
-     EDHOC_COSE_EDDSA, EDHOC_COSE_CRV_ED25519, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256},
-    {1, EDHOC_COSE_AES_CCM_16_128_128, EDHOC_COSE_SHA256, 16, EDHOC_COSE_CRV_X25519,
-     EDHOC_COSE_EDDSA, EDHOC_COSE_CRV_ED25519, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256},
-    {2, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256, 8, EDHOC_COSE_CRV_P256, EDHOC_COSE_ES256,
-     EDHOC_COSE_CRV_P256, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256},
-    {3, EDHOC_COSE_AES_CCM_16_128_128, EDHOC_COSE_SHA256, 16, EDHOC_COSE_CRV_P256,
-     EDHOC_COSE_ES256, EDHOC_COSE_CRV_P256, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256},
-    {4, EDHOC_COSE_CHACHA20_POLY1305, EDHOC_COSE_SHA256, 16, EDHOC_COSE_CRV_X25519,
-     EDHOC_COSE_EDDSA, EDHOC_COSE_CRV_ED25519, EDHOC_COSE_CHACHA20_POLY1305, EDHOC_COSE_SHA256},
-    {5, EDHOC_COSE_CHACHA20_POLY1305, EDHOC_COSE_SHA256, 16, EDHOC_COSE_CRV_P256,
-     EDHOC_COSE_ES256, EDHOC_COSE_CRV_P256, EDHOC_COSE_CHACHA20_POLY1305, EDHOC_COSE_SHA256},
-    {6, EDHOC_COSE_A128GCM, EDHOC_COSE_SHA256, 16, EDHOC_COSE_CRV_X25519, EDHOC_COSE_ES256,
-     EDHOC_COSE_CRV_P256, EDHOC_COSE_A128GCM, EDHOC_COSE_SHA256},
-    {24, EDHOC_COSE_A256GCM, EDHOC_COSE_SHA384, 16, EDHOC_COSE_CRV_P384, EDHOC_COSE_ES384,
-     EDHOC_COSE_CRV_P384, EDHOC_COSE_A256GCM, EDHOC_COSE_SHA384},
-    {25, EDHOC_COSE_CHACHA20_POLY1305, EDHOC_COSE_SHAKE256, 16, EDHOC_COSE_CRV_X448,
-     EDHOC_COSE_EDDSA, EDHOC_COSE_CRV_ED448, EDHOC_COSE_CHACHA20_POLY1305, EDHOC_COSE_SHAKE256},
-};
-
-const struct edhoc_suite *edhoc_suite_find(int id)
-{
-    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
-        if (suites[i].id == id)
-            return &suites[i];
-    return NULL;
-}
 
 int edhoc_map_cbor_err(int cbor_err)
 {
@@ -56,7 +26,7 @@ int edhoc_map_cbor_err(int cbor_err)
 }
 
 /* Next item, with CBOR errors mapped. */
-static int next(struct edhoc_cbor_reader *r, struct edhoc_cbor_item *it)
+static int read_item(struct edhoc_cbor_reader *r, struct edhoc_cbor_item *it)
 {
     return edhoc_map_cbor_err(edhoc_cbor_get(r, it));
 }
@@ -69,7 +39,7 @@ static bool is_int(const struct edhoc_cbor_item *it)
 /* Next item, which must be an integer. */
 static int next_int(struct edhoc_cbor_reader *r, struct edhoc_cbor_item *it)
 {
-    int rc = next(r, it);
+    int rc = read_item(r, it);
     if (rc)
         return rc;
     return is_int(it) ? 0 : EDHOC_ERR_MALFORMED;
@@ -99,7 +69,7 @@ int edhoc_get_bstr_id(struct edhoc_cbor_reader *r, uint8_t *out, size_t cap, siz
                       int bad_enc)
 {
     struct edhoc_cbor_item it;
-    int rc = next(r, &it);
+    int rc = read_item(r, &it);
     if (rc)
         return rc;
     if (is_int(&it)) {
@@ -128,7 +98,7 @@ int edhoc_ead_next(struct edhoc_cbor_reader *r, struct edhoc_ead_item *item)
 {
     struct edhoc_cbor_item it;
     int64_t label;
-    int rc = next(r, &it);
+    int rc = read_item(r, &it);
     if (rc)
         return rc;
     rc = int_value(&it, &label);
@@ -220,7 +190,7 @@ void edhoc_put_id_cred_compact(struct edhoc_cbor_writer *w, const uint8_t *map, 
 static int get_suites(struct edhoc_cbor_reader *r, int *out, size_t *n)
 {
     struct edhoc_cbor_item it;
-    int rc = next(r, &it);
+    int rc = read_item(r, &it);
     if (rc)
         return rc;
     size_t count = 1;
@@ -272,7 +242,7 @@ int edhoc_message_1_parse(const uint8_t *msg, size_t len, struct edhoc_message_1
     if (rc)
         return rc;
 
-    rc = next(&r, &it);
+    rc = read_item(&r, &it);
     if (rc)
         return rc;
     if (it.type != EDHOC_CBOR_BSTR)
@@ -308,7 +278,7 @@ static int single_bstr(const uint8_t *msg, size_t len, const uint8_t **p, size_t
     struct edhoc_cbor_reader r;
     struct edhoc_cbor_item it;
     edhoc_cbor_reader_init(&r, msg, len);
-    int rc = next(&r, &it);
+    int rc = read_item(&r, &it);
     if (rc)
         return rc;
     if (it.type != EDHOC_CBOR_BSTR)
@@ -436,7 +406,7 @@ static int plaintext_parse(const uint8_t *pt, size_t len, int method, int suite,
     rx->id_cred_enc_len = r.pos - rx->id_cred_off;
 
     /* Signature_or_MAC_x */
-    rc = next(&r, &it);
+    rc = read_item(&r, &it);
     if (rc)
         return rc;
     if (it.type != EDHOC_CBOR_BSTR)
@@ -498,7 +468,7 @@ int edhoc_error_message_parse(const uint8_t *msg, size_t len, struct edhoc_error
         return EDHOC_ERR_MALFORMED; /* ERR_INFO is not optional */
     switch (info->code) {
     case EDHOC_ERR_CODE_UNSPECIFIED:
-        rc = next(&r, &it);
+        rc = read_item(&r, &it);
         if (rc)
             return rc;
         if (it.type != EDHOC_CBOR_TSTR)
@@ -512,7 +482,7 @@ int edhoc_error_message_parse(const uint8_t *msg, size_t len, struct edhoc_error
             return rc;
         break;
     case EDHOC_ERR_CODE_UNKNOWN_CREDENTIAL:
-        rc = next(&r, &it);
+        rc = read_item(&r, &it);
         if (rc)
             return rc;
         if (it.type != EDHOC_CBOR_TRUE)
