@@ -35,6 +35,13 @@
 #include "util.h"
 #include "demo_creds.h"
 
+_Static_assert((int)CLI_WORKERS_EXIT_OK == (int)CLI_EXIT_OK &&
+                   (int)CLI_WORKERS_EXIT_FAILURE == (int)CLI_EXIT_FAILURE &&
+                   (int)CLI_WORKERS_EXIT_USAGE == (int)CLI_EXIT_USAGE &&
+                   (int)CLI_WORKERS_EXIT_INPUT == (int)CLI_EXIT_INPUT &&
+                   (int)CLI_WORKERS_EXIT_INTERNAL == (int)CLI_EXIT_INTERNAL,
+               "the supervisor's exit codes are the program's");
+
 #define MAX_LISTEN 8
 #define MAX_CREDS 8
 #define MAX_STATIC 16

@@ -1,5 +1,5 @@
 /*
- * The responder engine (src/coap/edhoc_coap.c) driven with message bytes,
+ * The responder engine (src/server/) driven with message bytes,
  * as a transport would: the crypto calls one handshake costs.
  *
  * A method 3 handshake that ends in an OSCORE context needs, on the

@@ -1,5 +1,5 @@
 /*
- * The responder engine's lookup tables (src/coap/server_tables.c) on their
+ * The responder engine's lookup tables (src/server/server_tables.c) on their
  * own: the pool of indexed entries, the hash table under collision-heavy
  * keys, deletion, reuse and growth; the recency list and its sort; and the
  * C_R choice's counters when most one-byte C_Rs are taken. Issue #15, "Constant-time lookups":

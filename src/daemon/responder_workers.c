@@ -49,7 +49,6 @@
 
 #include "daemon.h"
 #include "edhoc/state.h"
-#include "util.h"
 
 #define MAX_WORKERS 64
 #define MAX_PORTS 8
@@ -245,8 +244,8 @@ static void stop_all(struct supervisor *s)
 static int exit_code_of(int status)
 {
     if (WIFEXITED(status))
-        return WEXITSTATUS(status) ? WEXITSTATUS(status) : CLI_EXIT_FAILURE;
-    return CLI_EXIT_INTERNAL;
+        return WEXITSTATUS(status) ? WEXITSTATUS(status) : CLI_WORKERS_EXIT_FAILURE;
+    return CLI_WORKERS_EXIT_INTERNAL;
 }
 
 static void describe(int status, char *buf, size_t cap)
@@ -301,7 +300,7 @@ static int fork_worker(struct supervisor *s, unsigned i, struct cli_worker_role 
          * take the port with it still in the group. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
-            _exit(CLI_EXIT_INTERNAL);
+            _exit(CLI_WORKERS_EXIT_INTERNAL);
         close(rp[0]);
         close(gp[1]);
         if (sv[0] >= 0)
@@ -367,7 +366,7 @@ static int tell(struct supervisor *s, unsigned i, int stage, const uint16_t *por
 static int start_failed(const struct cli_workers_config *cfg, unsigned i, int rc, int *exit_code)
 {
     if (rc < 0) {
-        *exit_code = CLI_EXIT_OK;
+        *exit_code = CLI_WORKERS_EXIT_OK;
         return 1;
     }
     if (rc) {
@@ -386,12 +385,12 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
     memset(&s, 0, sizeof s);
     s.cfg = cfg;
     if (cfg->count < 2 || cfg->count > MAX_WORKERS || cfg->n_listen > MAX_PORTS) {
-        *exit_code = CLI_EXIT_USAGE;
+        *exit_code = CLI_WORKERS_EXIT_USAGE;
         return 1;
     }
     if (cfg->db && !(s.writer = edhoc_state_server_new(cfg->db))) {
         cli_log(LOG_ERR, "out of memory");
-        *exit_code = CLI_EXIT_INTERNAL;
+        *exit_code = CLI_WORKERS_EXIT_INTERNAL;
         return 1;
     }
     for (unsigned i = 0; i < MAX_WORKERS; i++)
@@ -404,7 +403,7 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
             return 0;
         if (f < 0) {
             cli_log(LOG_ERR, "cannot start worker %u: %s", i, strerror(errno));
-            *exit_code = CLI_EXIT_INTERNAL;
+            *exit_code = CLI_WORKERS_EXIT_INTERNAL;
             goto stop;
         }
     }
@@ -415,7 +414,7 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
     }
     /* Then each binds in index order: worker i is socket i of the group. */
     for (unsigned i = 0; i < cfg->count; i++) {
-        int rc = tell(&s, i, STAGE_BIND, ports, cfg->n_listen) ? CLI_EXIT_INTERNAL
+        int rc = tell(&s, i, STAGE_BIND, ports, cfg->n_listen) ? CLI_WORKERS_EXIT_INTERNAL
                                                                : wait_report(&s, i, STAGE_BOUND, &m);
         if (start_failed(cfg, i, rc, exit_code))
             goto stop;
@@ -429,7 +428,7 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
     /* The group is whole and steered: everyone serves. */
     for (unsigned i = 0; i < cfg->count; i++) {
         if (tell(&s, i, STAGE_SERVE, NULL, 0)) {
-            start_failed(cfg, i, CLI_EXIT_INTERNAL, exit_code);
+            start_failed(cfg, i, CLI_WORKERS_EXIT_INTERNAL, exit_code);
             goto stop;
         }
         close_pipes(&s, i);
@@ -441,7 +440,7 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
         char why[8400];
         if (cfg->pidfile && cli_pidfile_write(cfg->pidfile, why, sizeof why)) {
             cli_log(LOG_ERR, "%s", why);
-            *exit_code = CLI_EXIT_INPUT;
+            *exit_code = CLI_WORKERS_EXIT_INPUT;
             goto stop;
         }
         char text[MAX_PORTS * 8] = "";
@@ -450,11 +449,11 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
         if (cfg->ready_file &&
             cli_file_publish("--ready-file", cfg->ready_file, text, why, sizeof why)) {
             cli_log(LOG_ERR, "%s", why);
-            *exit_code = CLI_EXIT_INPUT;
+            *exit_code = CLI_WORKERS_EXIT_INPUT;
             goto stop;
         }
     }
-    *exit_code = CLI_EXIT_OK;
+    *exit_code = CLI_WORKERS_EXIT_OK;
     /* From here on the writer's handle commits in batches across poll
      * passes and workers (the workers have loaded: their reads are done). */
     uint64_t stats_due = 0, grouped_at = mono_ms();
@@ -509,7 +508,7 @@ stop:
      * as one that dies while serving: the service manager must see it.
      * Ended by our own SIGTERM is clean: a worker still starting has no
      * handler yet, and has served nothing. */
-    for (unsigned i = 0; i < s.started && *exit_code == CLI_EXIT_OK; i++) {
+    for (unsigned i = 0; i < s.started && *exit_code == CLI_WORKERS_EXIT_OK; i++) {
         if ((WIFEXITED(s.status[i]) && WEXITSTATUS(s.status[i]) == 0) ||
             (WIFSIGNALED(s.status[i]) && WTERMSIG(s.status[i]) == SIGTERM))
             continue;

@@ -1,6 +1,6 @@
 /*
  * edhoc/server_tables.h - the lookup structures of the responder engine
- * (edhoc_coap.c), sans-I/O and without knowledge of what they index, so
+ * (src/server/), sans-I/O and without knowledge of what they index, so
  * that each is tested on its own:
  *
  *   - a pool of fixed-size entries named by 32-bit indices (the OSCORE

@@ -10,6 +10,17 @@
 
 struct edhoc_state_db;
 
+/* The exit codes the supervisor hands back: those of edhoc-cli(1)'s EXIT
+ * STATUS (cli/util.h's CLI_EXIT_*, which cmd_responder.c checks they
+ * equal), here since this library sees nothing of the CLI. */
+enum {
+    CLI_WORKERS_EXIT_OK = 0,
+    CLI_WORKERS_EXIT_FAILURE = 1,
+    CLI_WORKERS_EXIT_USAGE = 2,
+    CLI_WORKERS_EXIT_INPUT = 3,
+    CLI_WORKERS_EXIT_INTERNAL = 10,
+};
+
 /* What a worker process is told by the supervisor. */
 struct cli_worker_role {
     unsigned count, index;
