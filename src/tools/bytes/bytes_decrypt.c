@@ -247,9 +247,11 @@ static void decrypt_aead_message(const struct keylog_edhoc_row *row,
         fail(m, BYTES_DEC_FAILED, BYTES_DEC_ERR_UNSUPPORTED, "the suite is not supported");
         return;
     }
-    const uint8_t *ct;
-    size_t ct_len;
-    if ((n == 3 ? edhoc_message_3_parse : edhoc_message_4_parse)(msg, len, &ct, &ct_len) != 0) {
+    const uint8_t *ct = NULL;
+    size_t ct_len = 0;
+    int parse_rc = n == 3 ? edhoc_message_3_parse(msg, len, &ct, &ct_len)
+                     : edhoc_message_4_parse(msg, len, &ct, &ct_len);
+    if (parse_rc != 0) {
         fail(m, BYTES_DEC_FAILED, BYTES_DEC_ERR_MALFORMED, "message_%d does not parse", n);
         return;
     }
