@@ -420,6 +420,8 @@ static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link,
     for (size_t k = 0; k < ex->n_msgs; k++) {
         const struct edhoc_capture_msg *m = &ex->msgs[k];
         json_t *j = json_object();
+        /* First: the members after it keep the order readers match on. */
+        cli_json_set(j, "decrypted", dec ? bytes_keylog_msg_json(m, &dec->msgs[k]) : json_null());
         cli_json_set(j, "name", json_string(edhoc_capture_msg_type_name(m->type)));
         cli_json_set(j, "packet", json_integer(m->packet));
         cli_json_set(j, "from", json_string(m->from_initiator ? "initiator" : "responder"));
@@ -434,7 +436,6 @@ static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link,
         cli_json_set(j, "frames", cli_json_int_or_null(link, m->link_frames));
         cli_json_set(j, "link_bytes", cli_json_int_or_null(link, (long long)m->link_bytes));
         cli_json_set(j, "answers", cli_json_int_or_null(m->answers >= 0, m->answers));
-        cli_json_set(j, "decrypted", dec ? bytes_keylog_msg_json(m, &dec->msgs[k]) : json_null());
         /* Its datagrams on the link's air, from the captured CoAP bytes. */
         bool air_model = link_model->type != EDHOC_NETACCT_LINK_NONE &&
                          link_model->type != EDHOC_NETACCT_LINK_MTU;

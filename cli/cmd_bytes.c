@@ -129,7 +129,8 @@ const struct cli_cmd_spec cli_spec_bytes = {
     .epilogue =
         "Exit codes: 0 ok (--compare: every run the libraries support succeeded); 1 a\n"
         "--compare run failed; 2 bad command line; 3 the capture cannot be opened or is\n"
-        "truncated/corrupt (the packets read before the damage are still reported);\n"
+        "truncated/corrupt (the packets read before the damage are still reported), or\n"
+        "the --keylog file is refused or has a line that is not a row;\n"
         "130/143 --compare interrupted by SIGINT/SIGTERM (what completed is printed,\n"
         "marked partial).",
 };
