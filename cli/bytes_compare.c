@@ -11,6 +11,7 @@
  * (--link 802.15.4, --link-mtu) is applied to each recorded datagram.
  */
 #include "bytes_compare.h"
+#include "bytes_output.h"
 
 #include <dirent.h>
 #include <errno.h>

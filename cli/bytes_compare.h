@@ -25,10 +25,6 @@ struct bytes_compare_opts {
  * (what completed is printed, marked partial). */
 int bytes_compare_run(const struct bytes_compare_opts *o);
 
-/* The link model as JSON: its parameters as numbers and words, with the
- * library's description of it as a separate explanation (cmd_bytes.c). */
-json_t *bytes_link_json(const struct edhoc_netacct_link *l);
-
 /* The parts of the initiator's --json report the comparison uses, read
  * with a JSON parser: the messages in order and the handshake time. */
 #define BYTES_INITIATOR_MAX_MSGS 48
