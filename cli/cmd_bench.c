@@ -27,6 +27,7 @@
 #include "edhoc/oscore.h"
 #include "edhoc/transport.h"
 #include "bench_output.h"
+#include "bench_sides.h"
 #include "commands.h"
 #include "edhoc_args.h"
 #include "net_report.h"
@@ -227,14 +228,14 @@ int cmd_bench(int argc, char **argv)
     report->mode = which;
     struct cli_progress progress;
     cli_progress_begin(&progress, "bench", p.verbose, p.quiet);
-    report->progress = &progress;
+    cli_bench_hooks(report, &progress);
     /* SIGINT/SIGTERM end the run with what completed. */
     cli_interrupt_catch();
     int rc = 0;
     if (!rc && !cli_interrupted() && (all || !strcmp(which, "crypto")))
         rc = bench_crypto_run(report);
     if (!rc && !cli_interrupted() && (all || !strcmp(which, "handshake")))
-        rc = bench_handshake_run(report, &hs);
+        rc = bench_handshake_run(report, &hs, &cli_bench_sides);
     if (!rc && !cli_interrupted() && (all || !strcmp(which, "oscore")))
         rc = bench_oscore_run(report);
     /* Not part of "all": a million contexts take a minute. */
@@ -243,6 +244,11 @@ int cmd_bench(int argc, char **argv)
     cli_progress_end(&progress);
     report->progress = NULL;
     report->partial = cli_interrupted() != 0;
+    if (rc) {
+        if (report->error[0])
+            fprintf(stderr, "edhoc-cli %s\n", report->error);
+        rc = cli_exit_for_tools(rc);
+    }
 
     if (!rc) {
         if (format == FORMAT_JSON)
@@ -2172,6 +2178,7 @@ int cmd_load(int argc, char **argv)
         struct bench_effort fe;
         bench_effort_default(&fe);
         fe.min_time = 0.3;
+        fe.interrupted = cli_interrupted;
         double fi = 0, fr = 0;
         /* Timed on the CPUs the responder may run on (it is idle now): a
          * responder pinned with taskset is compared with its own core's
@@ -2181,8 +2188,13 @@ int cmd_load(int argc, char **argv)
                      sched_getaffinity((pid_t)r->responder_pid, sizeof theirs, &theirs) == 0 &&
                      sched_getaffinity(0, sizeof own, &own) == 0 &&
                      sched_setaffinity(0, sizeof theirs, &theirs) == 0;
-        if (bench_handshake_floor(&fe, r->o.method, r->o.suites[0],
-                                  r->o.side[CLI_SIDE_I].id_cred_type, &fi, &fr) == 0 && fr > 0) {
+        char why[256] = "";
+        int frc = bench_handshake_floor(&fe, &cli_bench_sides, r->o.method, r->o.suites[0],
+                                        r->o.side[CLI_SIDE_I].id_cred_type, &fi, &fr, why,
+                                        sizeof why);
+        if (why[0])
+            fprintf(stderr, "edhoc-cli: %s\n", why);
+        if (frc == 0 && fr > 0) {
             floor_us = fr;
             floor_rate = 1e6 / fr;
         }
