@@ -16,316 +16,16 @@
 
 #include "edhoc/edhoc.h"
 #include "edhoc/oscore.h"
+#include "bench_record.h"
 #include "bench_report.h"
 
-#define SIDE_I 0
-#define SIDE_R 1
-
-/* ---- Recording the crypto calls of one handshake ---- */
-
-enum op_kind {
-    OP_RANDOM,
-    OP_HASH,
-    OP_EXTRACT,
-    OP_EXPAND,
-    OP_ENCRYPT,
-    OP_DECRYPT,
-    OP_KEYGEN,
-    OP_PUBLIC,
-    OP_ECDH,
-    OP_SIGN,
-    OP_VERIFY,
-    OP_KINDS
-};
-
-static const char *const op_names[OP_KINDS] = {
-    "random", "hash", "hkdf_extract", "hkdf_expand", "aead_encrypt", "aead_decrypt",
-    "keygen", "public_key", "ecdh", "sign", "verify",
-};
-
-#define OP_MAX_INPUTS 4
-
-struct recorded_op {
-    enum op_kind kind;
-    int side; /* SIDE_I / SIDE_R */
-    int alg;  /* algorithm or curve */
-    bool flag;
-    int rc;
-    size_t out_len;
-    uint8_t *in[OP_MAX_INPUTS];
-    size_t in_len[OP_MAX_INPUTS];
-};
-
-struct recording {
-    struct recorded_op *ops;
-    size_t n, cap;
-    int side;       /* whose step is running */
-    bool failed;    /* out of memory while recording */
-    size_t max_out; /* largest output, for the replay buffer */
-};
-
-static struct recording rec;
-static const struct edhoc_crypto_ops *backend;
-
-static void recording_clear(struct recording *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        for (int k = 0; k < OP_MAX_INPUTS; k++) {
-            edhoc_wipe(r->ops[i].in[k], r->ops[i].in_len[k]);
-            free(r->ops[i].in[k]);
-        }
-    free(r->ops);
-    memset(r, 0, sizeof *r);
-}
-
-static struct recorded_op *record_op(enum op_kind kind, int alg, size_t out_len)
-{
-    if (rec.n == rec.cap) {
-        size_t cap = rec.cap ? rec.cap * 2 : 64;
-        struct recorded_op *bigger = realloc(rec.ops, cap * sizeof *bigger);
-        if (!bigger) {
-            rec.failed = true;
-            return NULL;
-        }
-        rec.ops = bigger;
-        rec.cap = cap;
-    }
-    struct recorded_op *op = &rec.ops[rec.n++];
-    memset(op, 0, sizeof *op);
-    op->kind = kind;
-    op->side = rec.side;
-    op->alg = alg;
-    op->out_len = out_len;
-    if (out_len > rec.max_out)
-        rec.max_out = out_len;
-    return op;
-}
-
-static void record_input(struct recorded_op *op, int k, const uint8_t *p, size_t len)
-{
-    if (!op)
-        return;
-    op->in[k] = malloc(len ? len : 1);
-    if (!op->in[k]) {
-        rec.failed = true;
-        return;
-    }
-    if (len)
-        memcpy(op->in[k], p, len);
-    op->in_len[k] = len;
-}
-
-static int rec_random(void *ctx, uint8_t *out, size_t len)
-{
-    struct recorded_op *op = record_op(OP_RANDOM, 0, len);
-    int rc = backend->random(ctx, out, len);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_hash(int alg, const uint8_t *m, size_t l, uint8_t *o)
-{
-    struct recorded_op *op = record_op(OP_HASH, alg, edhoc_crypto_hash_len(alg));
-    record_input(op, 0, m, l);
-    int rc = backend->hash(alg, m, l, o);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_extract(int alg, const uint8_t *s, size_t sl, const uint8_t *i, size_t il,
-                       uint8_t *p)
-{
-    struct recorded_op *op = record_op(OP_EXTRACT, alg, edhoc_crypto_hash_len(alg));
-    record_input(op, 0, s, sl);
-    record_input(op, 1, i, il);
-    int rc = backend->hkdf_extract(alg, s, sl, i, il, p);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_expand(int alg, const uint8_t *p, size_t pl, const uint8_t *i, size_t il,
-                      uint8_t *o, size_t ol)
-{
-    struct recorded_op *op = record_op(OP_EXPAND, alg, ol);
-    record_input(op, 0, p, pl);
-    record_input(op, 1, i, il);
-    int rc = backend->hkdf_expand(alg, p, pl, i, il, o, ol);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_encrypt(int alg, const uint8_t *k, const uint8_t *n, const uint8_t *a, size_t al,
-                       const uint8_t *p, size_t pl, uint8_t *c)
-{
-    struct recorded_op *op = record_op(OP_ENCRYPT, alg, pl + edhoc_crypto_aead_tag_len(alg));
-    record_input(op, 0, k, edhoc_crypto_aead_key_len(alg));
-    record_input(op, 1, n, edhoc_crypto_aead_nonce_len(alg));
-    record_input(op, 2, a, al);
-    record_input(op, 3, p, pl);
-    int rc = backend->aead_encrypt(alg, k, n, a, al, p, pl, c);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_decrypt(int alg, const uint8_t *k, const uint8_t *n, const uint8_t *a, size_t al,
-                       const uint8_t *c, size_t cl, uint8_t *p)
-{
-    struct recorded_op *op = record_op(OP_DECRYPT, alg, cl);
-    record_input(op, 0, k, edhoc_crypto_aead_key_len(alg));
-    record_input(op, 1, n, edhoc_crypto_aead_nonce_len(alg));
-    record_input(op, 2, a, al);
-    record_input(op, 3, c, cl);
-    int rc = backend->aead_decrypt(alg, k, n, a, al, c, cl, p);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_keygen(int crv, bool dh, uint8_t *priv, uint8_t *pub, size_t *pl)
-{
-    struct recorded_op *op = record_op(OP_KEYGEN, crv, EDHOC_CRYPTO_MAX_PUB);
-    if (op)
-        op->flag = dh;
-    int rc = backend->keygen(crv, dh, priv, pub, pl);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_public(int crv, bool dh, const uint8_t *priv, uint8_t *pub, size_t *pl)
-{
-    struct recorded_op *op = record_op(OP_PUBLIC, crv, EDHOC_CRYPTO_MAX_PUB);
-    if (op)
-        op->flag = dh;
-    record_input(op, 0, priv, edhoc_crypto_priv_len(crv));
-    int rc = backend->public_key(crv, dh, priv, pub, pl);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_ecdh(int crv, const uint8_t *priv, const uint8_t *peer, size_t pl, uint8_t *sh)
-{
-    struct recorded_op *op = record_op(OP_ECDH, crv, edhoc_crypto_ecdh_secret_len(crv));
-    record_input(op, 0, priv, edhoc_crypto_priv_len(crv));
-    record_input(op, 1, peer, pl);
-    int rc = backend->ecdh(crv, priv, peer, pl, sh);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_sign(int crv, const uint8_t *priv, const uint8_t *m, size_t ml, uint8_t *sig)
-{
-    struct recorded_op *op = record_op(OP_SIGN, crv, edhoc_crypto_sig_len(crv));
-    record_input(op, 0, priv, edhoc_crypto_priv_len(crv));
-    record_input(op, 1, m, ml);
-    int rc = backend->sign(crv, priv, m, ml, sig);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_verify(int crv, const uint8_t *pub, size_t pl, const uint8_t *m, size_t ml,
-                      const uint8_t *sig, size_t sl)
-{
-    struct recorded_op *op = record_op(OP_VERIFY, crv, 0);
-    record_input(op, 0, pub, pl);
-    record_input(op, 1, m, ml);
-    record_input(op, 2, sig, sl);
-    int rc = backend->verify(crv, pub, pl, m, ml, sig, sl);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static struct edhoc_crypto_ops recording_ops;
+#define SIDE_I BENCH_SIDE_I
+#define SIDE_R BENCH_SIDE_R
 
 /* The backends every configuration is measured under, OpenSSL first. */
 static const struct edhoc_crypto_ops *(*const backends[])(void) = {
     edhoc_crypto_openssl, edhoc_crypto_sodium, edhoc_crypto_auto};
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
-
-/* A table recording the calls that it passes on to `under`. */
-static const struct edhoc_crypto_ops *make_recording_ops(const struct edhoc_crypto_ops *under)
-{
-    backend = under;
-    recording_ops = *backend;
-    recording_ops.random = rec_random;
-    recording_ops.hash = rec_hash;
-    recording_ops.hkdf_extract = rec_extract;
-    recording_ops.hkdf_expand = rec_expand;
-    recording_ops.aead_encrypt = rec_encrypt;
-    recording_ops.aead_decrypt = rec_decrypt;
-    recording_ops.keygen = rec_keygen;
-    recording_ops.public_key = rec_public;
-    recording_ops.ecdh = rec_ecdh;
-    recording_ops.sign = rec_sign;
-    recording_ops.verify = rec_verify;
-    return &recording_ops;
-}
-
-/* The same calls, against the backend alone. Returns 0, or -1 when a
- * call's result differs from the recorded one (the floor would then not
- * be the handshake's work). */
-static int replay(const struct recording *r, int side, uint8_t *out)
-{
-    const struct edhoc_crypto_ops *b = backend;
-    size_t len;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct recorded_op *op = &r->ops[i];
-        if (op->side != side)
-            continue;
-        int rc;
-        uint8_t *const *in = op->in;
-        const size_t *il = op->in_len;
-        switch (op->kind) {
-        case OP_RANDOM:
-            rc = b->random(b->rng_ctx, out, op->out_len);
-            break;
-        case OP_HASH:
-            rc = b->hash(op->alg, in[0], il[0], out);
-            break;
-        case OP_EXTRACT:
-            rc = b->hkdf_extract(op->alg, in[0], il[0], in[1], il[1], out);
-            break;
-        case OP_EXPAND:
-            rc = b->hkdf_expand(op->alg, in[0], il[0], in[1], il[1], out, op->out_len);
-            break;
-        case OP_ENCRYPT:
-            rc = b->aead_encrypt(op->alg, in[0], in[1], in[2], il[2], in[3], il[3], out);
-            break;
-        case OP_DECRYPT:
-            rc = b->aead_decrypt(op->alg, in[0], in[1], in[2], il[2], in[3], il[3], out);
-            break;
-        case OP_KEYGEN:
-            rc = b->keygen(op->alg, op->flag, out, out + EDHOC_CRYPTO_MAX_PRIV, &len);
-            break;
-        case OP_PUBLIC:
-            rc = b->public_key(op->alg, op->flag, in[0], out, &len);
-            break;
-        case OP_ECDH:
-            rc = b->ecdh(op->alg, in[0], in[1], il[1], out);
-            break;
-        case OP_SIGN:
-            rc = b->sign(op->alg, in[0], in[1], il[1], out);
-            break;
-        case OP_VERIFY:
-            rc = b->verify(op->alg, in[0], il[0], in[1], il[1], in[2], il[2]);
-            break;
-        default:
-            rc = -1;
-        }
-        if (rc != op->rc)
-            return -1;
-    }
-    return 0;
-}
 
 /* ---- One configuration ---- */
 
@@ -386,7 +86,7 @@ static int hs_run(struct hs_config *c, const struct edhoc_crypto_ops *ops, struc
 
     lookup_ns = 0;
     uint64_t t0 = tools_now_ns();
-    rec.side = SIDE_I;
+    bench_rec.side = SIDE_I;
     rc = edhoc_session_init(&s_i, EDHOC_INITIATOR, c->sides.cfg_i);
     if (!rc)
         rc = edhoc_session_set_conn_id(&s_i, &c_i, 1);
@@ -395,7 +95,7 @@ static int hs_run(struct hs_config *c, const struct edhoc_crypto_ops *ops, struc
     if (n1 < 0)
         return hs_fail(c, &s_i, "initiator, message_1", n1);
 
-    rec.side = SIDE_R;
+    bench_rec.side = SIDE_R;
     rc = edhoc_session_init(&s_r, EDHOC_RESPONDER, c->sides.cfg_r);
     if (!rc)
         rc = edhoc_session_set_conn_id(&s_r, &c_r, 1);
@@ -408,7 +108,7 @@ static int hs_run(struct hs_config *c, const struct edhoc_crypto_ops *ops, struc
         return hs_fail(c, &s_r, "responder, message_2", n2);
     }
 
-    rec.side = SIDE_I;
+    bench_rec.side = SIDE_I;
     rc = edhoc_initiator_handle_message_2(&s_i, c->m2, (size_t)n2, &c->rx_i, timed_resolve,
                                           (void *)ctx_i);
     int n3 = rc ? rc : edhoc_initiator_prepare_message_3(&s_i, c->m3, sizeof c->m3);
@@ -423,7 +123,7 @@ static int hs_run(struct hs_config *c, const struct edhoc_crypto_ops *ops, struc
         return hs_fail(c, &s_i, "initiator, message_3", n3);
     }
 
-    rec.side = SIDE_R;
+    bench_rec.side = SIDE_R;
     rc = edhoc_responder_handle_message_3(&s_r, c->m3, (size_t)n3, &c->rx_r, timed_resolve,
                                           (void *)ctx_r);
     if (!rc)
@@ -533,7 +233,7 @@ static int hs_measure(struct bench_report *r, struct hs_config *c, struct bench_
                       const struct edhoc_crypto_ops *plain, double *openssl_total_us)
 {
     const struct bench_effort *e = &r->effort;
-    const struct edhoc_crypto_ops *recording = make_recording_ops(plain);
+    const struct edhoc_crypto_ops *recording = bench_recording_ops(plain);
     struct hs_times ht;
     char label[160];
     snprintf(label, sizeof label, "method %d, %s, suite %d, %s", c->method,
@@ -541,18 +241,18 @@ static int hs_measure(struct bench_report *r, struct hs_config *c, struct bench_
 
     /* Warm-up, then the recorded handshake. */
     int rc = hs_run(c, plain, &ht);
-    recording_clear(&rec);
+    bench_recording_clear(&bench_rec);
     if (!rc)
         rc = hs_run(c, recording, &ht);
-    if (!rc && rec.failed)
+    if (!rc && bench_rec.failed)
         rc = -1;
     if (rc) {
         bench_report_error(r, "bench handshake: %s: %s", label,
                            c->error[0] ? c->error : "out of memory");
-        recording_clear(&rec);
+        bench_recording_clear(&bench_rec);
         return TOOLS_ERR_INTERNAL;
     }
-    uint8_t *out = malloc(rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
+    uint8_t *out = malloc(bench_rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
     size_t cap = 256;
     double *v[NV];
     for (int k = 0; k < NV; k++)
@@ -560,7 +260,7 @@ static int hs_measure(struct bench_report *r, struct hs_config *c, struct bench_
     bool oom = !out;
     for (int k = 0; k < NV; k++)
         oom = oom || !v[k];
-    if (oom || replay(&rec, SIDE_I, out) || replay(&rec, SIDE_R, out)) {
+    if (oom || bench_replay(&bench_rec, SIDE_I, out) || bench_replay(&bench_rec, SIDE_R, out)) {
         bench_report_error(r, "bench handshake: %s: %s", label,
                            oom ? "out of memory" : "replaying the crypto calls gave other results");
         rc = TOOLS_ERR_INTERNAL;
@@ -587,9 +287,9 @@ static int hs_measure(struct bench_report *r, struct hs_config *c, struct bench_
             goto out;
         }
         uint64_t a = tools_now_ns();
-        int r1 = replay(&rec, SIDE_I, out);
+        int r1 = bench_replay(&bench_rec, SIDE_I, out);
         uint64_t b = tools_now_ns();
-        int r2 = replay(&rec, SIDE_R, out);
+        int r2 = bench_replay(&bench_rec, SIDE_R, out);
         uint64_t d = tools_now_ns();
         if (r1 || r2) {
             bench_report_error(r, "bench handshake: %s: replay failed", label);
@@ -624,8 +324,8 @@ static int hs_measure(struct bench_report *r, struct hs_config *c, struct bench_
         goto out;
     }
     unsigned counts[OP_KINDS] = {0};
-    for (size_t i = 0; i < rec.n; i++)
-        counts[rec.ops[i].kind]++;
+    for (size_t i = 0; i < bench_rec.n; i++)
+        counts[bench_rec.ops[i].kind]++;
 
     bench_row_num(t, row, "method", c->method);
     bench_row_text(t, row, "id_cred", c->maker->id_cred_name(c->id_cred_type));
@@ -644,14 +344,14 @@ static int hs_measure(struct bench_report *r, struct hs_config *c, struct bench_
     bench_row_num(t, row, "ratio_min", total.min_us / floor.min_us);
     bench_row_num(t, row, "lookup_us", median_of(v[6], n));
     bench_row_num(t, row, "ratio_without_lookup", median_of(v[7], n) / floor.median_us);
-    bench_row_num(t, row, "crypto_calls", (double)rec.n);
+    bench_row_num(t, row, "crypto_calls", (double)bench_rec.n);
     bench_row_num(t, row, "bytes", (double)c->bytes);
     bench_row_stat(t, row, "total", &total);
     bench_row_stat(t, row, "floor", &floor);
     bench_row_text(t, row, "label", label);
     for (int k = 0; k < OP_KINDS; k++) {
         char key[40];
-        snprintf(key, sizeof key, "calls_%s", op_names[k]);
+        snprintf(key, sizeof key, "calls_%s", bench_op_names[k]);
         bench_row_num(t, row, key, counts[k]);
     }
     bench_row_num(t, row, "samples", (double)n);
@@ -660,7 +360,7 @@ out:
     for (int k = 0; k < NV; k++)
         free(v[k]);
     free(out);
-    recording_clear(&rec);
+    bench_recording_clear(&bench_rec);
     return rc;
 }
 
@@ -678,21 +378,21 @@ int bench_handshake_floor(const struct bench_effort *e, const struct bench_side_
     struct hs_times ht;
     int rc = hs_setup(c, error, error_cap);
     if (!rc) {
-        recording_clear(&rec);
-        rc = hs_run(c, make_recording_ops(edhoc_crypto_default()), &ht);
-        if (!rc && rec.failed)
+        bench_recording_clear(&bench_rec);
+        rc = hs_run(c, bench_recording_ops(edhoc_crypto_default()), &ht);
+        if (!rc && bench_rec.failed)
             rc = -1;
         if (rc)
             snprintf(error, error_cap, "crypto floor of method %d suite %d: %s", method, suite,
                      c->error[0] ? c->error : "out of memory");
     }
-    uint8_t *out = rc ? NULL : malloc(rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
+    uint8_t *out = rc ? NULL : malloc(bench_rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
     size_t cap = 256;
     long n = 0;
     double *vi = malloc(cap * sizeof *vi), *vr = malloc(cap * sizeof *vr);
     if (!rc && (!out || !vi || !vr))
         rc = TOOLS_ERR_INTERNAL;
-    if (!rc && (replay(&rec, SIDE_I, out) || replay(&rec, SIDE_R, out)))
+    if (!rc && (bench_replay(&bench_rec, SIDE_I, out) || bench_replay(&bench_rec, SIDE_R, out)))
         rc = TOOLS_ERR_INTERNAL; /* warm-up, and a check that the replay matches */
     uint64_t start = tools_now_ns();
     while (!rc && bench_effort_more(e, n, (double)(tools_now_ns() - start) / 1e9)) {
@@ -710,9 +410,9 @@ int bench_handshake_floor(const struct bench_effort *e, const struct bench_side_
             }
         }
         uint64_t a = tools_now_ns();
-        int r1 = replay(&rec, SIDE_I, out);
+        int r1 = bench_replay(&bench_rec, SIDE_I, out);
         uint64_t b = tools_now_ns();
-        int r2 = replay(&rec, SIDE_R, out);
+        int r2 = bench_replay(&bench_rec, SIDE_R, out);
         uint64_t d = tools_now_ns();
         if (r1 || r2)
             rc = TOOLS_ERR_INTERNAL;
@@ -727,7 +427,7 @@ int bench_handshake_floor(const struct bench_effort *e, const struct bench_side_
     free(vi);
     free(vr);
     free(out);
-    recording_clear(&rec);
+    bench_recording_clear(&bench_rec);
     hs_close(c);
     edhoc_wipe(c, sizeof *c);
     free(c);
