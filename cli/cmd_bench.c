@@ -1,42 +1,21 @@
 /*
- * edhoc-cli bench: crypto, handshake and OSCORE benchmarks on this host,
- * printed as Markdown tables (default), JSON or CSV, optionally drawn as
- * SVG charts; and the load generator (`edhoc-cli bench load`, also
- * cmd_load) that drives a responder over CoAP from many sockets.
+ * edhoc-cli bench: crypto, handshake and OSCORE benchmarks on this host
+ * (the engines of src/tools/bench), printed as Markdown tables (default),
+ * JSON or CSV, optionally drawn as SVG charts. `edhoc-cli bench load` is
+ * cmd_load (cmd_load.c).
  */
 #include <errno.h>
-#include <math.h> /* NAN */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <stdio.h>
-#include <sched.h>
-#include <sys/epoll.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <unistd.h>
 
-#include "edhoc/coap_msg.h"
 #include "edhoc/crypto.h"
 #include "edhoc/edhoc.h"
-#include "edhoc/oscore.h"
-#include "edhoc/transport.h"
 #include "bench_output.h"
 #include "bench_sides.h"
 #include "commands.h"
-#include "edhoc_args.h"
-#include "net_report.h"
 #include "progress.h"
 #include "util.h"
-#include "state_stats.h"
-
-#include <jansson.h>
-#include <sys/wait.h>
 
 enum bench_format { FORMAT_MARKDOWN, FORMAT_JSON, FORMAT_CSV };
 

@@ -4,17 +4,10 @@
  * --vs-state-none pair of runs, and the printing of the report. The load
  * itself is src/tools/bench/load.h's.
  */
-#include <errno.h>
 #include <limits.h>
-#include <math.h> /* isnan, NAN */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <jansson.h>
 
 #include "bench_output.h"
 #include "bench_sides.h"
