@@ -1,180 +1,14 @@
 /*
- * edhoc-cli bench: shared pieces of the three benchmarks - how much effort
- * a measurement takes, the statistics of its samples, and result tables
- * that render as Markdown, JSON, CSV or SVG charts.
- *
- * Every benchmark fills bench_table rows; the renderers know nothing about
- * what was measured, so the three outputs always show the same numbers.
+ * edhoc-cli bench and load: the renderers of a bench_report (Markdown,
+ * JSON, CSV, SVG charts). The report itself is the engines'
+ * (src/tools/bench/bench_report.h).
  */
 #ifndef CLI_BENCH_OUTPUT_H
 #define CLI_BENCH_OUTPUT_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 
-/* ---- Effort ---- */
-
-struct bench_effort {
-    long repeat;      /* at least this many samples per measurement */
-    double min_time;  /* and at least this many seconds per measurement */
-    bool quick;       /* smaller batches, fewer configurations */
-    long max_samples; /* hard cap per measurement (bounds memory and time) */
-    double max_time;  /* hard cap in seconds per measurement */
-};
-
-/* Defaults (full run) and --quick. */
-void bench_effort_default(struct bench_effort *e);
-void bench_effort_quick(struct bench_effort *e);
-
-/* Whether another sample is needed after n samples taken in elapsed_s
- * (none after SIGINT/SIGTERM: the run stops and reports what completed). */
-bool bench_effort_more(const struct bench_effort *e, long n, double elapsed_s);
-
-/* min / median of a set of per-call times, in microseconds. */
-struct bench_stat {
-    double min_us;
-    double median_us;
-    long samples;
-    long batch; /* calls per sample */
-};
-
-/* Sort v (n > 0 values, microseconds) in place and fill st. */
-void bench_stat_from(double *v, long n, long batch, struct bench_stat *st);
-
-/* The operation being timed: returns 0 or a negative error, which stops
- * the measurement. */
-typedef int (*bench_fn)(void *ctx);
-
-/* Time fn: calibrate a batch size so one sample is long enough for the
- * clock, then take samples per the effort. Returns 0 or fn's error. */
-int bench_measure(const struct bench_effort *e, bench_fn fn, void *ctx, struct bench_stat *st);
-
-/* ---- Tables ---- */
-
-enum bench_col_kind {
-    BENCH_COL_TEXT,  /* a label */
-    BENCH_COL_INT,   /* an integer (sizes, counts) */
-    BENCH_COL_NUM,   /* a number (microseconds, bytes) */
-    BENCH_COL_RATIO, /* a dimensionless ratio */
-    BENCH_COL_STAT,  /* min and median: "min / median" in Markdown, two fields elsewhere */
-    BENCH_COL_LABEL, /* text for the charts only (a row's name built from other columns) */
-};
-
-struct bench_column {
-    const char *key;   /* JSON / CSV name (CSV adds _min_us / _median_us for STAT) */
-    const char *title; /* Markdown header */
-    enum bench_col_kind kind;
-    bool hidden;       /* JSON and CSV only (chart series, details) */
-};
-
-struct bench_cell {
-    char *text; /* TEXT (owned) */
-    double num; /* INT, NUM, RATIO */
-    struct bench_stat stat;
-};
-
-enum bench_chart_kind {
-    BENCH_CHART_NONE = 0,
-    BENCH_CHART_BARS,  /* one group of bars per row, one bar per y column */
-    BENCH_CHART_LINES, /* x column on the x axis, one line per (group value, y column) */
-};
-
-#define BENCH_CHART_MAX_Y 4
-
-struct bench_chart {
-    enum bench_chart_kind kind;
-    int label_cols[3]; /* BARS: text columns joined into the row label; -1 = unused */
-    int x_col;         /* LINES */
-    int group_col;     /* LINES: one colour per distinct value */
-    /* LINES: a second column that also splits the lines (the crypto
-     * implementation: one line per algorithm and library, not one line
-     * through both libraries' points); index + 1, 0 for none. */
-    int group_col2_plus1;
-    int y_cols[BENCH_CHART_MAX_Y];
-    size_t n_y;
-    const char *y_title;
-};
-
-struct bench_table {
-    char name[32];   /* JSON / CSV identifier */
-    char title[128]; /* Markdown heading */
-    char note[1024]; /* a line under the heading (units, method) */
-    const struct bench_column *cols;
-    size_t n_cols;
-    struct bench_cell *cells; /* n_rows * n_cols */
-    size_t n_rows, cap_rows;
-    struct bench_chart chart;
-};
-
-/* A target the issue sets, checked by reading the measured value. */
-struct bench_target {
-    char id[64];     /* a word for scripts: "handshake_over_floor.m3.kid.s0" */
-    char name[160];  /* what it is, in words (JSON "title") */
-    double value;
-    double limit; /* met when value <= limit (at_least: value >= limit) */
-    bool at_least;
-    char unit[16];
-};
-
-/* Whether the measured value meets the target. */
-bool bench_target_met(const struct bench_target *g);
-
-#define BENCH_MAX_TABLES 12
-#define BENCH_MAX_TARGETS 24
-
-struct cli_progress;
-
-struct bench_report {
-    const char *command;        /* "bench" or "load" */
-    const char *mode;           /* crypto, handshake, oscore, all, contexts; load */
-    bool partial;               /* stopped by SIGINT/SIGTERM: what completed */
-    struct cli_progress *progress; /* where the benchmarks say how far they are; may be NULL */
-    const char *implementation; /* crypto backend */
-    char cpu[128];
-    char kernel[128];
-    struct bench_effort effort;
-    struct bench_table *tables[BENCH_MAX_TABLES];
-    size_t n_tables;
-    struct bench_target targets[BENCH_MAX_TARGETS];
-    size_t n_targets;
-};
-
-/* New empty table (NULL when out of memory); cols must outlive it. */
-struct bench_table *bench_table_new(const char *name, const char *title,
-                                    const struct bench_column *cols, size_t n_cols);
-void bench_table_free(struct bench_table *t);
-/* Append a zeroed row; returns its cells (NULL when out of memory). */
-struct bench_cell *bench_table_add_row(struct bench_table *t);
-/* The cell of column key in row (NULL for an unknown key). */
-struct bench_cell *bench_row_cell(const struct bench_table *t, struct bench_cell *row,
-                                  const char *key);
-/* Setters by column key; silently ignore unknown keys (a programming
- * error the tests catch as a missing value). */
-void bench_row_text(const struct bench_table *t, struct bench_cell *row, const char *key,
-                    const char *text);
-void bench_row_num(const struct bench_table *t, struct bench_cell *row, const char *key,
-                   double v);
-void bench_row_stat(const struct bench_table *t, struct bench_cell *row, const char *key,
-                    const struct bench_stat *st);
-
-void bench_report_init(struct bench_report *r, const char *implementation,
-                       const struct bench_effort *e);
-/* Takes ownership of t (freed by bench_report_free); false when full. */
-bool bench_report_add(struct bench_report *r, struct bench_table *t);
-/* A target met when value <= limit; id: letters, digits, '_', '.', '-';
- * unit: "" when none. */
-void bench_report_target(struct bench_report *r, const char *id, const char *name, double value,
-                         double limit, const char *unit);
-/* A target met when value >= limit. */
-void bench_report_target_at_least(struct bench_report *r, const char *id, const char *name,
-                                  double value, double limit, const char *unit);
-/* Progress line (cli/progress.h) of the running benchmark; nothing when
- * r->progress is NULL. */
-void bench_progress(struct bench_report *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void bench_report_free(struct bench_report *r);
+#include "bench_report.h"
 
 /* Markdown; a partial report says "interrupted: partial results" first. */
 void bench_print_markdown(FILE *f, const struct bench_report *r);
@@ -188,36 +22,7 @@ void bench_print_csv(FILE *f, const struct bench_report *r);
  * number of charts drawn (the caller refuses a run without any). */
 int bench_write_svg(FILE *f, const struct bench_report *r);
 
-/* ---- The benchmarks ---- */
-
-struct bench_handshake_opts {
-    int suites[16];
-    size_t n_suites; /* 0: suites 0 and 2 */
-};
-
-/* Each adds its tables (and targets) to r. Return 0 or a CLI exit code
- * after printing the reason on stderr. */
-int bench_crypto_run(struct bench_report *r);
-int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opts *o);
-int bench_oscore_run(struct bench_report *r);
-/* N established OSCORE contexts written to a state database and loaded by
- * the responder engine: time and resident memory. */
-int bench_contexts_run(struct bench_report *r, long count);
-
-/* The crypto floor of one in-process handshake (median microseconds of the
- * initiator's and the responder's crypto calls replayed alone), with the
- * built-in demo credentials. Returns 0 or a CLI exit code. */
-int bench_handshake_floor(const struct bench_effort *e, int method, int suite, int id_cred_type,
-                          double *initiator_us, double *responder_us);
-
-/* `edhoc-cli load URI ...` (also `edhoc-cli bench load URI ...`): many
- * initiators in one process against a responder. Returns the exit code. */
-int cmd_load(int argc, char **argv);
-
-/* Microseconds between two cli_now_ns() readings. */
-static inline double bench_us(uint64_t t0, uint64_t t1)
-{
-    return (double)(t1 - t0) / 1000.0;
-}
+/* The exit code of an engine's status (tools.h), 0 for TOOLS_OK. */
+int cli_exit_for_tools(int status);
 
 #endif

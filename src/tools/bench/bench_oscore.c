@@ -1,5 +1,5 @@
 /*
- * edhoc-cli bench oscore: protect and unprotect of a request and of its
+ * bench oscore: protect and unprotect of a request and of its
  * response per AEAD and payload size, beside the raw AEAD time for the
  * same payload size.
  *
@@ -8,15 +8,14 @@
  * number, so the replay window accepts every one), protects a response to
  * each, and the client unprotects those. Each phase is timed on its own.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "edhoc/coap_msg.h"
 #include "edhoc/crypto.h"
 #include "edhoc/oscore.h"
-#include "bench_output.h"
-#include "progress.h"
-#include "util.h"
+#include "bench_report.h"
 
 #define BATCH 16
 #define MAX_PAYLOAD 1000
@@ -107,7 +106,7 @@ static int make_contexts(struct oscore_job *j, int aead)
 static long run_batch(struct oscore_job *j, uint64_t ns[PHASES])
 {
     long rc;
-    uint64_t t0 = cli_now_ns();
+    uint64_t t0 = tools_now_ns();
     for (int k = 0; k < BATCH; k++) {
         rc = oscore_protect_request(&j->client, j->request, j->request_len, j->prot_req[k],
                                     MSG_CAP, &j->b_client[k]);
@@ -115,14 +114,14 @@ static long run_batch(struct oscore_job *j, uint64_t ns[PHASES])
             return rc;
         j->prot_req_len[k] = (size_t)rc;
     }
-    uint64_t t1 = cli_now_ns();
+    uint64_t t1 = tools_now_ns();
     for (int k = 0; k < BATCH; k++) {
         rc = oscore_unprotect_request(&j->server, j->prot_req[k], j->prot_req_len[k], j->inner,
                                       MSG_CAP, &j->b_server[k]);
         if (rc < 0)
             return rc;
     }
-    uint64_t t2 = cli_now_ns();
+    uint64_t t2 = tools_now_ns();
     for (int k = 0; k < BATCH; k++) {
         rc = oscore_protect_response(&j->server, &j->b_server[k], j->response, j->response_len,
                                      false, j->prot_resp[k], MSG_CAP);
@@ -130,14 +129,14 @@ static long run_batch(struct oscore_job *j, uint64_t ns[PHASES])
             return rc;
         j->prot_resp_len[k] = (size_t)rc;
     }
-    uint64_t t3 = cli_now_ns();
+    uint64_t t3 = tools_now_ns();
     for (int k = 0; k < BATCH; k++) {
         rc = oscore_unprotect_response(&j->client, &j->b_client[k], j->prot_resp[k],
                                        j->prot_resp_len[k], j->inner, MSG_CAP);
         if (rc < 0)
             return rc;
     }
-    uint64_t t4 = cli_now_ns();
+    uint64_t t4 = tools_now_ns();
     /* The raw AEAD on the payload alone, in the same time window. */
     for (int k = 0; k < BATCH; k++) {
         rc = j->ops->aead_encrypt(j->alg, j->key, j->nonce, j->aad, sizeof j->aad, j->pt, j->len,
@@ -145,14 +144,14 @@ static long run_batch(struct oscore_job *j, uint64_t ns[PHASES])
         if (rc)
             return OSCORE_ERR_CRYPTO;
     }
-    uint64_t t5 = cli_now_ns();
+    uint64_t t5 = tools_now_ns();
     for (int k = 0; k < BATCH; k++) {
         rc = j->ops->aead_decrypt(j->alg, j->key, j->nonce, j->aad, sizeof j->aad, j->ct,
                                   j->len + edhoc_crypto_aead_tag_len(j->alg), j->out);
         if (rc)
             return OSCORE_ERR_CRYPTO;
     }
-    uint64_t t6 = cli_now_ns();
+    uint64_t t6 = tools_now_ns();
     ns[4] = t5 - t4;
     ns[5] = t6 - t5;
     ns[0] = t1 - t0;
@@ -203,16 +202,16 @@ static int measure_one(const struct bench_effort *e, struct oscore_job *j, int a
                                               "protect_response", "unprotect_response"};
     const char *name = edhoc_crypto_alg_name(aead);
     if (make_contexts(j, aead) || build_messages(j, payload)) {
-        fprintf(stderr, "edhoc-cli bench oscore: %s: cannot set up the contexts\n", name);
-        return CLI_EXIT_INTERNAL;
+        bench_report_error(r, "bench oscore: %s: cannot set up the contexts", name);
+        return TOOLS_ERR_INTERNAL;
     }
     /* Raw AEAD inputs: the payload alone, with an AAD the size OSCORE uses. */
     j->alg = aead;
     j->len = payload;
     if (j->ops->aead_encrypt(aead, j->key, j->nonce, j->aad, sizeof j->aad, j->pt, payload,
                              j->ct)) {
-        fprintf(stderr, "edhoc-cli bench oscore: raw %s failed\n", name);
-        return CLI_EXIT_INTERNAL;
+        bench_report_error(r, "bench oscore: raw %s failed", name);
+        return TOOLS_ERR_INTERNAL;
     }
     uint64_t ns[PHASES];
     long rc = run_batch(j, ns); /* warm-up */
@@ -224,8 +223,8 @@ static int measure_one(const struct bench_effort *e, struct oscore_job *j, int a
         if (!v[k])
             rc = -1;
     }
-    uint64_t start = cli_now_ns();
-    while (!rc && bench_effort_more(e, n, (double)(cli_now_ns() - start) / 1e9)) {
+    uint64_t start = tools_now_ns();
+    while (!rc && bench_effort_more(e, n, (double)(tools_now_ns() - start) / 1e9)) {
         if ((size_t)n == cap) {
             cap *= 2;
             for (int k = 0; k < PHASES && !rc; k++) {
@@ -246,24 +245,24 @@ static int measure_one(const struct bench_effort *e, struct oscore_job *j, int a
         n++;
     }
     if (rc) {
-        fprintf(stderr, "edhoc-cli bench oscore: %s, %zu bytes: %s\n", name, payload,
-                oscore_strerror((int)rc));
+        bench_report_error(r, "bench oscore: %s, %zu bytes: %s", name, payload,
+                           oscore_strerror((int)rc));
         for (int k = 0; k < PHASES; k++)
             free(v[k]);
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     }
     struct bench_stat st[PHASES];
     for (int k = 0; k < PHASES; k++) {
         bench_stat_from(v[k], n, BATCH, &st[k]);
         free(v[k]);
     }
-    if (cli_interrupted())
+    if (bench_interrupted(e))
         return 0; /* a row measured in part is left out */
     const struct bench_stat enc = st[4], dec = st[5];
 
     struct bench_cell *row = bench_table_add_row(t);
     if (!row)
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     double req = st[0].median_us + st[1].median_us, resp = st[2].median_us + st[3].median_us;
     double raw = enc.median_us + dec.median_us;
     bench_row_text(t, row, "aead", name);
@@ -309,7 +308,7 @@ int bench_oscore_run(struct bench_report *r)
     struct bench_table *t = bench_table_new("oscore", "OSCORE protect and unprotect", os_cols,
                                             N_OS_COLS);
     if (!t || !bench_report_add(r, t))
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
              "Median microseconds per message: a CON POST to /bench with Content-Format and the "
              "payload, answered by a piggybacked 2.04 with a payload of the same size (reusing "
@@ -326,7 +325,7 @@ int bench_oscore_run(struct bench_report *r)
 
     struct oscore_job *j = calloc(1, sizeof *j);
     if (!j)
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     j->ops = edhoc_crypto_default();
     for (size_t i = 0; i < sizeof j->key; i++)
         j->key[i] = (uint8_t)(i * 7 + 1);
@@ -334,7 +333,7 @@ int bench_oscore_run(struct bench_report *r)
         j->pt[i] = (uint8_t)i;
     int rc = 0;
     for (size_t a = 0; a < sizeof aeads / sizeof aeads[0] && !rc; a++) {
-        for (size_t p = 0; p < sizeof payloads / sizeof payloads[0] && !rc && !cli_interrupted();
+        for (size_t p = 0; p < sizeof payloads / sizeof payloads[0] && !rc && !bench_interrupted(&r->effort);
              p++) {
             bench_progress(r, "oscore: %s, %zu bytes", edhoc_crypto_alg_name(aeads[a]),
                            payloads[p]);

@@ -1,18 +1,17 @@
 /*
- * edhoc-cli bench crypto: the operations of the crypto ops table one by
+ * bench crypto: the operations of the crypto ops table one by
  * one - signatures by message size, key generation and ECDH per curve,
  * AEADs by size, hashes and HKDF - each under every backend in turn
  * (OpenSSL, libsodium, the composite `auto`), one row per backend, so the
  * libraries compare side by side in one run on one host. The composite's
  * choices (src/crypto/crypto_select.c) come from these figures.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "edhoc/crypto.h"
-#include "bench_output.h"
-#include "progress.h"
-#include "util.h"
+#include "bench_report.h"
 
 #define MAX_MSG 1024
 
@@ -189,11 +188,11 @@ static void chart_bars(struct bench_table *t, const char *const *ys, size_t n)
     t->chart.y_title = "microseconds per call (median)";
 }
 
-static int failed(const char *what, int alg, int rc)
+static int failed(struct bench_report *r, const char *what, int alg, int rc)
 {
-    fprintf(stderr, "edhoc-cli bench crypto: %s (%s / %d) failed: %d\n", what,
-            edhoc_crypto_curve_name(alg), alg, rc);
-    return CLI_EXIT_INTERNAL;
+    bench_report_error(r, "bench crypto: %s (%s / %d) failed: %d", what,
+                       edhoc_crypto_curve_name(alg), alg, rc);
+    return TOOLS_ERR_INTERNAL;
 }
 
 static int bench_signatures(struct bench_report *r, struct crypto_job *j)
@@ -204,12 +203,12 @@ static int bench_signatures(struct bench_report *r, struct crypto_job *j)
     static const size_t sizes[] = {16, 32, 128, 1024};
     struct bench_table *t = bench_table_new("signatures", "Signatures", sig_cols, N_COLS(sig_cols));
     if (!t || !bench_report_add(r, t))
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
              "Microseconds per call, min / median. ES256/ES384 take COSE r||s signatures and "
              "hash the message inside the call; EdDSA is pure (no prehash).");
     chart_lines(t, "algo", "sign", "verify");
-    for (size_t c = 0; c < N_COLS(curves) && !cli_interrupted(); c++) {
+    for (size_t c = 0; c < N_COLS(curves) && !bench_interrupted(&r->effort); c++) {
         j->alg = curves[c];
         for (size_t s = 0; s < N_COLS(sizes); s++)
         for (size_t b = 0; b < N_BACKENDS; b++) {
@@ -218,22 +217,22 @@ static int bench_signatures(struct bench_report *r, struct crypto_job *j)
                 continue;
             int rc = j->ops->keygen(j->alg, false, j->priv, j->pub, &j->pub_len);
             if (rc)
-                return failed("keygen", j->alg, rc);
+                return failed(r, "keygen", j->alg, rc);
             bench_progress(r, "crypto: %s, %zu bytes", names[c], sizes[s]);
             j->len = sizes[s];
             fill(j->msg, j->len, (uint8_t)s);
             struct bench_stat st_sign, st_verify;
             rc = bench_measure(&r->effort, do_sign, j, &st_sign);
             if (rc)
-                return failed("sign", j->alg, rc);
+                return failed(r, "sign", j->alg, rc);
             rc = bench_measure(&r->effort, do_verify, j, &st_verify);
             if (rc)
-                return failed("verify", j->alg, rc);
-            if (cli_interrupted())
+                return failed(r, "verify", j->alg, rc);
+            if (bench_interrupted(&r->effort))
                 return 0; /* a row measured in part is left out */
             struct bench_cell *row = bench_table_add_row(t);
             if (!row)
-                return CLI_EXIT_INTERNAL;
+                return TOOLS_ERR_INTERNAL;
             bench_row_text(t, row, "algo", names[c]);
             bench_row_text(t, row, "implementation", j->ops->name);
             bench_row_num(t, row, "message_size", (double)j->len);
@@ -251,7 +250,7 @@ static int bench_ecdh(struct bench_report *r, struct crypto_job *j)
     struct bench_table *t = bench_table_new("ecdh", "Key generation and ECDH", dh_cols,
                                             N_COLS(dh_cols));
     if (!t || !bench_report_add(r, t))
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
              "Microseconds per call, min / median. Key generation as the EDHOC core makes "
              "ephemeral keys (random scalar, then the public key); P-256/P-384 public keys "
@@ -259,7 +258,7 @@ static int bench_ecdh(struct bench_report *r, struct crypto_job *j)
              "on-curve check.");
     static const char *const ys[] = {"keygen", "ecdh"};
     chart_bars(t, ys, 2);
-    for (size_t c = 0; c < N_COLS(curves) && !cli_interrupted(); c++)
+    for (size_t c = 0; c < N_COLS(curves) && !bench_interrupted(&r->effort); c++)
     for (size_t b = 0; b < N_BACKENDS; b++) {
         j->ops = backend_for(b, EDHOC_CRYPTO_OP_ECDH, curves[c]);
         if (!j->ops)
@@ -272,19 +271,19 @@ static int bench_ecdh(struct bench_report *r, struct crypto_job *j)
             rc = edhoc_crypto_keygen(j->ops, j->alg, true, other, j->peer_pub, &j->peer_pub_len);
         edhoc_wipe(other, sizeof other);
         if (rc)
-            return failed("keygen", j->alg, rc);
+            return failed(r, "keygen", j->alg, rc);
         struct bench_stat st_gen, st_dh;
         rc = bench_measure(&r->effort, do_keygen, j, &st_gen);
         if (rc)
-            return failed("keygen", j->alg, rc);
+            return failed(r, "keygen", j->alg, rc);
         rc = bench_measure(&r->effort, do_ecdh, j, &st_dh);
         if (rc)
-            return failed("ecdh", j->alg, rc);
-        if (cli_interrupted())
+            return failed(r, "ecdh", j->alg, rc);
+        if (bench_interrupted(&r->effort))
             return 0;
         struct bench_cell *row = bench_table_add_row(t);
         if (!row)
-            return CLI_EXIT_INTERNAL;
+            return TOOLS_ERR_INTERNAL;
         bench_row_text(t, row, "curve", edhoc_crypto_curve_name(j->alg));
         bench_row_text(t, row, "implementation", j->ops->name);
         bench_row_stat(t, row, "keygen", &st_gen);
@@ -301,7 +300,7 @@ static int bench_aeads(struct bench_report *r, struct crypto_job *j)
     static const size_t sizes[] = {16, 32, 128, 256, 1024};
     struct bench_table *t = bench_table_new("aead", "AEAD", aead_cols, N_COLS(aead_cols));
     if (!t || !bench_report_add(r, t))
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
              "Microseconds per call, min / median, with 16 bytes of additional data; decrypt "
              "includes the tag check.");
@@ -309,7 +308,7 @@ static int bench_aeads(struct bench_report *r, struct crypto_job *j)
     fill(j->key, sizeof j->key, 7);
     fill(j->nonce, sizeof j->nonce, 9);
     fill(j->aad, sizeof j->aad, 11);
-    for (size_t a = 0; a < N_COLS(algs) && !cli_interrupted(); a++) {
+    for (size_t a = 0; a < N_COLS(algs) && !bench_interrupted(&r->effort); a++) {
         j->alg = algs[a];
         for (size_t s = 0; s < N_COLS(sizes); s++)
         for (size_t b = 0; b < N_BACKENDS; b++) {
@@ -322,19 +321,19 @@ static int bench_aeads(struct bench_report *r, struct crypto_job *j)
             int rc = j->ops->aead_encrypt(j->alg, j->key, j->nonce, j->aad, sizeof j->aad, j->msg,
                                           j->len, j->ct);
             if (rc)
-                return failed("aead_encrypt", j->alg, rc);
+                return failed(r, "aead_encrypt", j->alg, rc);
             struct bench_stat st_enc, st_dec;
             rc = bench_measure(&r->effort, do_encrypt, j, &st_enc);
             if (rc)
-                return failed("aead_encrypt", j->alg, rc);
+                return failed(r, "aead_encrypt", j->alg, rc);
             rc = bench_measure(&r->effort, do_decrypt, j, &st_dec);
             if (rc)
-                return failed("aead_decrypt", j->alg, rc);
-            if (cli_interrupted())
+                return failed(r, "aead_decrypt", j->alg, rc);
+            if (bench_interrupted(&r->effort))
                 return 0;
             struct bench_cell *row = bench_table_add_row(t);
             if (!row)
-                return CLI_EXIT_INTERNAL;
+                return TOOLS_ERR_INTERNAL;
             bench_row_text(t, row, "aead", edhoc_crypto_alg_name(j->alg));
             bench_row_text(t, row, "implementation", j->ops->name);
             bench_row_num(t, row, "message_size", (double)j->len);
@@ -351,7 +350,7 @@ static int bench_kdfs(struct bench_report *r, struct crypto_job *j)
     static const char *const names[] = {"SHA-256", "SHA-384", "SHAKE256"};
     struct bench_table *t = bench_table_new("hkdf", "Hash and HKDF", kdf_cols, N_COLS(kdf_cols));
     if (!t || !bench_report_add(r, t))
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
              "Microseconds per call, min / median. Extract: a 32-byte salt and a 32-byte secret; "
              "Expand: a hash-length PRK and 40 bytes of info into 32 bytes. For SHAKE256, "
@@ -360,7 +359,7 @@ static int bench_kdfs(struct bench_report *r, struct crypto_job *j)
     chart_bars(t, ys, 3);
     fill(j->key, sizeof j->key, 3);
     fill(j->msg, 128, 5);
-    for (size_t a = 0; a < N_COLS(algs) && !cli_interrupted(); a++)
+    for (size_t a = 0; a < N_COLS(algs) && !bench_interrupted(&r->effort); a++)
     for (size_t b = 0; b < N_BACKENDS; b++) {
         j->ops = backend_for(b, EDHOC_CRYPTO_OP_HKDF, algs[a]);
         if (!j->ops)
@@ -370,22 +369,22 @@ static int bench_kdfs(struct bench_report *r, struct crypto_job *j)
         bench_progress(r, "crypto: %s", names[a]);
         int rc = j->ops->hkdf_extract(j->alg, j->key, 32, j->msg, 32, j->prk);
         if (rc)
-            return failed("hkdf_extract", j->alg, rc);
+            return failed(r, "hkdf_extract", j->alg, rc);
         struct bench_stat st_hash, st_ext, st_exp;
         rc = bench_measure(&r->effort, do_hash, j, &st_hash);
         if (rc)
-            return failed("hash", j->alg, rc);
+            return failed(r, "hash", j->alg, rc);
         rc = bench_measure(&r->effort, do_extract, j, &st_ext);
         if (rc)
-            return failed("hkdf_extract", j->alg, rc);
+            return failed(r, "hkdf_extract", j->alg, rc);
         rc = bench_measure(&r->effort, do_expand, j, &st_exp);
         if (rc)
-            return failed("hkdf_expand", j->alg, rc);
-        if (cli_interrupted())
+            return failed(r, "hkdf_expand", j->alg, rc);
+        if (bench_interrupted(&r->effort))
             return 0;
         struct bench_cell *row = bench_table_add_row(t);
         if (!row)
-            return CLI_EXIT_INTERNAL;
+            return TOOLS_ERR_INTERNAL;
         bench_row_text(t, row, "hash", names[a]);
         bench_row_text(t, row, "implementation", j->ops->name);
         bench_row_stat(t, row, "hash_128", &st_hash);
@@ -399,14 +398,14 @@ int bench_crypto_run(struct bench_report *r)
 {
     struct crypto_job *j = calloc(1, sizeof *j);
     if (!j)
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     j->ops = backends[0]();
     int rc = bench_signatures(r, j);
-    if (!rc && !cli_interrupted())
+    if (!rc && !bench_interrupted(&r->effort))
         rc = bench_ecdh(r, j);
-    if (!rc && !cli_interrupted())
+    if (!rc && !bench_interrupted(&r->effort))
         rc = bench_aeads(r, j);
-    if (!rc && !cli_interrupted())
+    if (!rc && !bench_interrupted(&r->effort))
         rc = bench_kdfs(r, j);
     edhoc_wipe(j, sizeof *j);
     free(j);

@@ -1,5 +1,5 @@
 /*
- * edhoc-cli bench handshake: complete in-process EDHOC handshakes per
+ * bench handshake: complete in-process EDHOC handshakes per
  * method, ID_CRED type and cipher suite, timed per role, beside their
  * crypto floor.
  *
@@ -10,321 +10,22 @@
  * medians is what the protocol code, CBOR, credential lookup and
  * bookkeeping add on top of the cryptography.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "edhoc/edhoc.h"
 #include "edhoc/oscore.h"
-#include "bench_output.h"
-#include "edhoc_args.h"
-#include "progress.h"
-#include "util.h"
+#include "bench_record.h"
+#include "bench_report.h"
 
-/* ---- Recording the crypto calls of one handshake ---- */
-
-enum op_kind {
-    OP_RANDOM,
-    OP_HASH,
-    OP_EXTRACT,
-    OP_EXPAND,
-    OP_ENCRYPT,
-    OP_DECRYPT,
-    OP_KEYGEN,
-    OP_PUBLIC,
-    OP_ECDH,
-    OP_SIGN,
-    OP_VERIFY,
-    OP_KINDS
-};
-
-static const char *const op_names[OP_KINDS] = {
-    "random", "hash", "hkdf_extract", "hkdf_expand", "aead_encrypt", "aead_decrypt",
-    "keygen", "public_key", "ecdh", "sign", "verify",
-};
-
-#define OP_MAX_INPUTS 4
-
-struct recorded_op {
-    enum op_kind kind;
-    int side; /* CLI_SIDE_I / CLI_SIDE_R */
-    int alg;  /* algorithm or curve */
-    bool flag;
-    int rc;
-    size_t out_len;
-    uint8_t *in[OP_MAX_INPUTS];
-    size_t in_len[OP_MAX_INPUTS];
-};
-
-struct recording {
-    struct recorded_op *ops;
-    size_t n, cap;
-    int side;       /* whose step is running */
-    bool failed;    /* out of memory while recording */
-    size_t max_out; /* largest output, for the replay buffer */
-};
-
-static struct recording rec;
-static const struct edhoc_crypto_ops *backend;
-
-static void recording_clear(struct recording *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        for (int k = 0; k < OP_MAX_INPUTS; k++) {
-            edhoc_wipe(r->ops[i].in[k], r->ops[i].in_len[k]);
-            free(r->ops[i].in[k]);
-        }
-    free(r->ops);
-    memset(r, 0, sizeof *r);
-}
-
-static struct recorded_op *record_op(enum op_kind kind, int alg, size_t out_len)
-{
-    if (rec.n == rec.cap) {
-        size_t cap = rec.cap ? rec.cap * 2 : 64;
-        struct recorded_op *bigger = realloc(rec.ops, cap * sizeof *bigger);
-        if (!bigger) {
-            rec.failed = true;
-            return NULL;
-        }
-        rec.ops = bigger;
-        rec.cap = cap;
-    }
-    struct recorded_op *op = &rec.ops[rec.n++];
-    memset(op, 0, sizeof *op);
-    op->kind = kind;
-    op->side = rec.side;
-    op->alg = alg;
-    op->out_len = out_len;
-    if (out_len > rec.max_out)
-        rec.max_out = out_len;
-    return op;
-}
-
-static void record_input(struct recorded_op *op, int k, const uint8_t *p, size_t len)
-{
-    if (!op)
-        return;
-    op->in[k] = malloc(len ? len : 1);
-    if (!op->in[k]) {
-        rec.failed = true;
-        return;
-    }
-    if (len)
-        memcpy(op->in[k], p, len);
-    op->in_len[k] = len;
-}
-
-static int rec_random(void *ctx, uint8_t *out, size_t len)
-{
-    struct recorded_op *op = record_op(OP_RANDOM, 0, len);
-    int rc = backend->random(ctx, out, len);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_hash(int alg, const uint8_t *m, size_t l, uint8_t *o)
-{
-    struct recorded_op *op = record_op(OP_HASH, alg, edhoc_crypto_hash_len(alg));
-    record_input(op, 0, m, l);
-    int rc = backend->hash(alg, m, l, o);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_extract(int alg, const uint8_t *s, size_t sl, const uint8_t *i, size_t il,
-                       uint8_t *p)
-{
-    struct recorded_op *op = record_op(OP_EXTRACT, alg, edhoc_crypto_hash_len(alg));
-    record_input(op, 0, s, sl);
-    record_input(op, 1, i, il);
-    int rc = backend->hkdf_extract(alg, s, sl, i, il, p);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_expand(int alg, const uint8_t *p, size_t pl, const uint8_t *i, size_t il,
-                      uint8_t *o, size_t ol)
-{
-    struct recorded_op *op = record_op(OP_EXPAND, alg, ol);
-    record_input(op, 0, p, pl);
-    record_input(op, 1, i, il);
-    int rc = backend->hkdf_expand(alg, p, pl, i, il, o, ol);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_encrypt(int alg, const uint8_t *k, const uint8_t *n, const uint8_t *a, size_t al,
-                       const uint8_t *p, size_t pl, uint8_t *c)
-{
-    struct recorded_op *op = record_op(OP_ENCRYPT, alg, pl + edhoc_crypto_aead_tag_len(alg));
-    record_input(op, 0, k, edhoc_crypto_aead_key_len(alg));
-    record_input(op, 1, n, edhoc_crypto_aead_nonce_len(alg));
-    record_input(op, 2, a, al);
-    record_input(op, 3, p, pl);
-    int rc = backend->aead_encrypt(alg, k, n, a, al, p, pl, c);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_decrypt(int alg, const uint8_t *k, const uint8_t *n, const uint8_t *a, size_t al,
-                       const uint8_t *c, size_t cl, uint8_t *p)
-{
-    struct recorded_op *op = record_op(OP_DECRYPT, alg, cl);
-    record_input(op, 0, k, edhoc_crypto_aead_key_len(alg));
-    record_input(op, 1, n, edhoc_crypto_aead_nonce_len(alg));
-    record_input(op, 2, a, al);
-    record_input(op, 3, c, cl);
-    int rc = backend->aead_decrypt(alg, k, n, a, al, c, cl, p);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_keygen(int crv, bool dh, uint8_t *priv, uint8_t *pub, size_t *pl)
-{
-    struct recorded_op *op = record_op(OP_KEYGEN, crv, EDHOC_CRYPTO_MAX_PUB);
-    if (op)
-        op->flag = dh;
-    int rc = backend->keygen(crv, dh, priv, pub, pl);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_public(int crv, bool dh, const uint8_t *priv, uint8_t *pub, size_t *pl)
-{
-    struct recorded_op *op = record_op(OP_PUBLIC, crv, EDHOC_CRYPTO_MAX_PUB);
-    if (op)
-        op->flag = dh;
-    record_input(op, 0, priv, edhoc_crypto_priv_len(crv));
-    int rc = backend->public_key(crv, dh, priv, pub, pl);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_ecdh(int crv, const uint8_t *priv, const uint8_t *peer, size_t pl, uint8_t *sh)
-{
-    struct recorded_op *op = record_op(OP_ECDH, crv, edhoc_crypto_ecdh_secret_len(crv));
-    record_input(op, 0, priv, edhoc_crypto_priv_len(crv));
-    record_input(op, 1, peer, pl);
-    int rc = backend->ecdh(crv, priv, peer, pl, sh);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_sign(int crv, const uint8_t *priv, const uint8_t *m, size_t ml, uint8_t *sig)
-{
-    struct recorded_op *op = record_op(OP_SIGN, crv, edhoc_crypto_sig_len(crv));
-    record_input(op, 0, priv, edhoc_crypto_priv_len(crv));
-    record_input(op, 1, m, ml);
-    int rc = backend->sign(crv, priv, m, ml, sig);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static int rec_verify(int crv, const uint8_t *pub, size_t pl, const uint8_t *m, size_t ml,
-                      const uint8_t *sig, size_t sl)
-{
-    struct recorded_op *op = record_op(OP_VERIFY, crv, 0);
-    record_input(op, 0, pub, pl);
-    record_input(op, 1, m, ml);
-    record_input(op, 2, sig, sl);
-    int rc = backend->verify(crv, pub, pl, m, ml, sig, sl);
-    if (op)
-        op->rc = rc;
-    return rc;
-}
-
-static struct edhoc_crypto_ops recording_ops;
+#define SIDE_I BENCH_SIDE_I
+#define SIDE_R BENCH_SIDE_R
 
 /* The backends every configuration is measured under, OpenSSL first. */
 static const struct edhoc_crypto_ops *(*const backends[])(void) = {
     edhoc_crypto_openssl, edhoc_crypto_sodium, edhoc_crypto_auto};
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
-
-/* A table recording the calls that it passes on to `under`. */
-static const struct edhoc_crypto_ops *make_recording_ops(const struct edhoc_crypto_ops *under)
-{
-    backend = under;
-    recording_ops = *backend;
-    recording_ops.random = rec_random;
-    recording_ops.hash = rec_hash;
-    recording_ops.hkdf_extract = rec_extract;
-    recording_ops.hkdf_expand = rec_expand;
-    recording_ops.aead_encrypt = rec_encrypt;
-    recording_ops.aead_decrypt = rec_decrypt;
-    recording_ops.keygen = rec_keygen;
-    recording_ops.public_key = rec_public;
-    recording_ops.ecdh = rec_ecdh;
-    recording_ops.sign = rec_sign;
-    recording_ops.verify = rec_verify;
-    return &recording_ops;
-}
-
-/* The same calls, against the backend alone. Returns 0, or -1 when a
- * call's result differs from the recorded one (the floor would then not
- * be the handshake's work). */
-static int replay(const struct recording *r, int side, uint8_t *out)
-{
-    const struct edhoc_crypto_ops *b = backend;
-    size_t len;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct recorded_op *op = &r->ops[i];
-        if (op->side != side)
-            continue;
-        int rc;
-        uint8_t *const *in = op->in;
-        const size_t *il = op->in_len;
-        switch (op->kind) {
-        case OP_RANDOM:
-            rc = b->random(b->rng_ctx, out, op->out_len);
-            break;
-        case OP_HASH:
-            rc = b->hash(op->alg, in[0], il[0], out);
-            break;
-        case OP_EXTRACT:
-            rc = b->hkdf_extract(op->alg, in[0], il[0], in[1], il[1], out);
-            break;
-        case OP_EXPAND:
-            rc = b->hkdf_expand(op->alg, in[0], il[0], in[1], il[1], out, op->out_len);
-            break;
-        case OP_ENCRYPT:
-            rc = b->aead_encrypt(op->alg, in[0], in[1], in[2], il[2], in[3], il[3], out);
-            break;
-        case OP_DECRYPT:
-            rc = b->aead_decrypt(op->alg, in[0], in[1], in[2], il[2], in[3], il[3], out);
-            break;
-        case OP_KEYGEN:
-            rc = b->keygen(op->alg, op->flag, out, out + EDHOC_CRYPTO_MAX_PRIV, &len);
-            break;
-        case OP_PUBLIC:
-            rc = b->public_key(op->alg, op->flag, in[0], out, &len);
-            break;
-        case OP_ECDH:
-            rc = b->ecdh(op->alg, in[0], in[1], il[1], out);
-            break;
-        case OP_SIGN:
-            rc = b->sign(op->alg, in[0], in[1], il[1], out);
-            break;
-        case OP_VERIFY:
-            rc = b->verify(op->alg, in[0], il[0], in[1], il[1], in[2], il[2]);
-            break;
-        default:
-            rc = -1;
-        }
-        if (rc != op->rc)
-            return -1;
-    }
-    return 0;
-}
 
 /* ---- One configuration ---- */
 
@@ -332,8 +33,8 @@ struct hs_config {
     int method;
     int id_cred_type;
     int suite;
-    struct cli_edhoc_opts opts; /* the sides' configs point into it */
-    struct cli_side si, sr;
+    const struct bench_side_maker *maker;
+    struct bench_sides sides; /* the caller's: configs and resolver */
     struct edhoc_received rx_i, rx_r;
     uint8_t m1[EDHOC_MAX_MESSAGE], m2[EDHOC_MAX_MESSAGE], m3[EDHOC_MAX_MESSAGE];
     size_t bytes; /* message_1 + message_2 + message_3 */
@@ -352,9 +53,10 @@ static uint64_t lookup_ns;
 static int timed_resolve(void *ctx, const uint8_t *id_cred, size_t id_cred_len,
                          const struct edhoc_cred **cred)
 {
-    uint64_t t0 = cli_now_ns();
-    int rc = cli_edhoc_resolve(ctx, id_cred, id_cred_len, cred);
-    lookup_ns += cli_now_ns() - t0;
+    const struct bench_sides *sides = ((const void *const *)ctx)[0];
+    uint64_t t0 = tools_now_ns();
+    int rc = sides->resolve(((void *const *)ctx)[1], id_cred, id_cred_len, cred);
+    lookup_ns += tools_now_ns() - t0;
     return rc;
 }
 
@@ -376,54 +78,57 @@ static int hs_run(struct hs_config *c, const struct edhoc_crypto_ops *ops, struc
     struct edhoc_session s_i = {0}, s_r = {0};
     struct edhoc_oscore_params p_i, p_r;
     int rc = 0;
-    c->si.cfg.ops = ops;
-    c->sr.cfg.ops = ops;
+    c->sides.cfg_i->ops = ops;
+    c->sides.cfg_r->ops = ops;
+    /* The timed resolver's context: the sides and the side's own context. */
+    const void *ctx_i[2] = {&c->sides, c->sides.resolve_ctx_i};
+    const void *ctx_r[2] = {&c->sides, c->sides.resolve_ctx_r};
 
     lookup_ns = 0;
-    uint64_t t0 = cli_now_ns();
-    rec.side = CLI_SIDE_I;
-    rc = edhoc_session_init(&s_i, EDHOC_INITIATOR, &c->si.cfg);
+    uint64_t t0 = tools_now_ns();
+    bench_rec.side = SIDE_I;
+    rc = edhoc_session_init(&s_i, EDHOC_INITIATOR, c->sides.cfg_i);
     if (!rc)
         rc = edhoc_session_set_conn_id(&s_i, &c_i, 1);
     int n1 = rc ? rc : edhoc_initiator_prepare_message_1(&s_i, c->m1, sizeof c->m1);
-    uint64_t t1 = cli_now_ns();
+    uint64_t t1 = tools_now_ns();
     if (n1 < 0)
         return hs_fail(c, &s_i, "initiator, message_1", n1);
 
-    rec.side = CLI_SIDE_R;
-    rc = edhoc_session_init(&s_r, EDHOC_RESPONDER, &c->sr.cfg);
+    bench_rec.side = SIDE_R;
+    rc = edhoc_session_init(&s_r, EDHOC_RESPONDER, c->sides.cfg_r);
     if (!rc)
         rc = edhoc_session_set_conn_id(&s_r, &c_r, 1);
     if (!rc)
         rc = edhoc_responder_process_message_1(&s_r, c->m1, (size_t)n1, &c->rx_r);
     int n2 = rc ? rc : edhoc_responder_prepare_message_2(&s_r, c->m2, sizeof c->m2);
-    uint64_t t2 = cli_now_ns();
+    uint64_t t2 = tools_now_ns();
     if (n2 < 0) {
         edhoc_session_wipe(&s_i);
         return hs_fail(c, &s_r, "responder, message_2", n2);
     }
 
-    rec.side = CLI_SIDE_I;
+    bench_rec.side = SIDE_I;
     rc = edhoc_initiator_handle_message_2(&s_i, c->m2, (size_t)n2, &c->rx_i, timed_resolve,
-                                          &c->si);
+                                          (void *)ctx_i);
     int n3 = rc ? rc : edhoc_initiator_prepare_message_3(&s_i, c->m3, sizeof c->m3);
     if (n3 >= 0) {
         rc = edhoc_session_oscore(&s_i, &p_i);
         if (rc)
             n3 = rc;
     }
-    uint64_t t3 = cli_now_ns();
+    uint64_t t3 = tools_now_ns();
     if (n3 < 0) {
         edhoc_session_wipe(&s_r);
         return hs_fail(c, &s_i, "initiator, message_3", n3);
     }
 
-    rec.side = CLI_SIDE_R;
+    bench_rec.side = SIDE_R;
     rc = edhoc_responder_handle_message_3(&s_r, c->m3, (size_t)n3, &c->rx_r, timed_resolve,
-                                          &c->sr);
+                                          (void *)ctx_r);
     if (!rc)
         rc = edhoc_session_oscore(&s_r, &p_r);
-    uint64_t t4 = cli_now_ns();
+    uint64_t t4 = tools_now_ns();
     if (rc) {
         edhoc_session_wipe(&s_i);
         return hs_fail(c, &s_r, "responder, message_3", rc);
@@ -447,31 +152,20 @@ static int hs_run(struct hs_config *c, const struct edhoc_crypto_ops *ops, struc
     return 0;
 }
 
-/* Both sides with built-in demo credentials for the method / suite /
- * ID_CRED type, each with exactly the peer's credential configured (the
- * usual provisioned deployment: lookup by kid, x5t or leaf certificate,
- * no chain building). */
-static int hs_setup(struct hs_config *c)
+/* Both sides from the caller (built-in demo credentials for the method /
+ * suite / ID_CRED type, each with exactly the peer's credential
+ * configured: the usual provisioned deployment). */
+static int hs_setup(struct hs_config *c, char *error, size_t cap)
 {
-    cli_edhoc_opts_init(&c->opts);
-    c->opts.method = c->method;
-    c->opts.suites[0] = c->suite;
-    c->opts.n_suites = 1;
-    c->opts.suites_r[0] = c->suite;
-    c->opts.n_suites_r = 1;
-    c->opts.side[CLI_SIDE_I].id_cred_type = c->id_cred_type;
-    c->opts.side[CLI_SIDE_R].id_cred_type = c->id_cred_type;
-    int rc = cli_edhoc_side_setup(&c->opts, CLI_SIDE_I, &c->si);
-    if (!rc)
-        rc = cli_edhoc_side_setup(&c->opts, CLI_SIDE_R, &c->sr);
-    if (rc)
-        return rc;
-    edhoc_cred_store_init(c->si.store);
-    edhoc_cred_store_init(c->sr.store);
-    rc = cli_edhoc_side_trust_peer(&c->si, &c->sr.cred);
-    if (!rc)
-        rc = cli_edhoc_side_trust_peer(&c->sr, &c->si.cred);
-    return rc;
+    return c->maker->open(c->maker->ctx, c->method, c->suite, c->id_cred_type, &c->sides, error,
+                          cap);
+}
+
+static void hs_close(struct hs_config *c)
+{
+    if (c->sides.cfg_i)
+        c->maker->close(c->maker->ctx, &c->sides);
+    memset(&c->sides, 0, sizeof c->sides);
 }
 
 static const struct bench_column hs_cols[] = {
@@ -535,29 +229,30 @@ static double median_of(double *v, long n)
 /* plain: the backend measured; openssl_total_us: the median total of the
  * same configuration with OpenSSL alone (measured first), 0 when this is
  * that row. */
-static int hs_measure(const struct bench_effort *e, struct hs_config *c, struct bench_table *t,
+static int hs_measure(struct bench_report *r, struct hs_config *c, struct bench_table *t,
                       const struct edhoc_crypto_ops *plain, double *openssl_total_us)
 {
-    const struct edhoc_crypto_ops *recording = make_recording_ops(plain);
+    const struct bench_effort *e = &r->effort;
+    const struct edhoc_crypto_ops *recording = bench_recording_ops(plain);
     struct hs_times ht;
     char label[160];
     snprintf(label, sizeof label, "method %d, %s, suite %d, %s", c->method,
-             cli_id_cred_type_name(c->id_cred_type), c->suite, plain->name);
+             c->maker->id_cred_name(c->id_cred_type), c->suite, plain->name);
 
     /* Warm-up, then the recorded handshake. */
     int rc = hs_run(c, plain, &ht);
-    recording_clear(&rec);
+    bench_recording_clear(&bench_rec);
     if (!rc)
         rc = hs_run(c, recording, &ht);
-    if (!rc && rec.failed)
+    if (!rc && bench_rec.failed)
         rc = -1;
     if (rc) {
-        fprintf(stderr, "edhoc-cli bench handshake: %s: %s\n", label,
-                c->error[0] ? c->error : "out of memory");
-        recording_clear(&rec);
-        return CLI_EXIT_INTERNAL;
+        bench_report_error(r, "bench handshake: %s: %s", label,
+                           c->error[0] ? c->error : "out of memory");
+        bench_recording_clear(&bench_rec);
+        return TOOLS_ERR_INTERNAL;
     }
-    uint8_t *out = malloc(rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
+    uint8_t *out = malloc(bench_rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
     size_t cap = 256;
     double *v[NV];
     for (int k = 0; k < NV; k++)
@@ -565,40 +260,40 @@ static int hs_measure(const struct bench_effort *e, struct hs_config *c, struct 
     bool oom = !out;
     for (int k = 0; k < NV; k++)
         oom = oom || !v[k];
-    if (oom || replay(&rec, CLI_SIDE_I, out) || replay(&rec, CLI_SIDE_R, out)) {
-        fprintf(stderr, "edhoc-cli bench handshake: %s: %s\n", label,
-                oom ? "out of memory" : "replaying the crypto calls gave other results");
-        rc = CLI_EXIT_INTERNAL;
+    if (oom || bench_replay(&bench_rec, SIDE_I, out) || bench_replay(&bench_rec, SIDE_R, out)) {
+        bench_report_error(r, "bench handshake: %s: %s", label,
+                           oom ? "out of memory" : "replaying the crypto calls gave other results");
+        rc = TOOLS_ERR_INTERNAL;
         goto out;
     }
 
     long n = 0;
-    uint64_t start = cli_now_ns();
-    while (bench_effort_more(e, n, (double)(cli_now_ns() - start) / 1e9)) {
+    uint64_t start = tools_now_ns();
+    while (bench_effort_more(e, n, (double)(tools_now_ns() - start) / 1e9)) {
         if ((size_t)n == cap) {
             cap *= 2;
             for (int k = 0; k < NV; k++) {
                 double *bigger = realloc(v[k], cap * sizeof(double));
                 if (!bigger) {
-                    rc = CLI_EXIT_INTERNAL;
+                    rc = TOOLS_ERR_INTERNAL;
                     goto out;
                 }
                 v[k] = bigger;
             }
         }
         if (hs_run(c, plain, &ht)) {
-            fprintf(stderr, "edhoc-cli bench handshake: %s: %s\n", label, c->error);
-            rc = CLI_EXIT_INTERNAL;
+            bench_report_error(r, "bench handshake: %s: %s", label, c->error);
+            rc = TOOLS_ERR_INTERNAL;
             goto out;
         }
-        uint64_t a = cli_now_ns();
-        int r1 = replay(&rec, CLI_SIDE_I, out);
-        uint64_t b = cli_now_ns();
-        int r2 = replay(&rec, CLI_SIDE_R, out);
-        uint64_t d = cli_now_ns();
+        uint64_t a = tools_now_ns();
+        int r1 = bench_replay(&bench_rec, SIDE_I, out);
+        uint64_t b = tools_now_ns();
+        int r2 = bench_replay(&bench_rec, SIDE_R, out);
+        uint64_t d = tools_now_ns();
         if (r1 || r2) {
-            fprintf(stderr, "edhoc-cli bench handshake: %s: replay failed\n", label);
-            rc = CLI_EXIT_INTERNAL;
+            bench_report_error(r, "bench handshake: %s: replay failed", label);
+            rc = TOOLS_ERR_INTERNAL;
             goto out;
         }
         v[0][n] = (double)ht.i_ns / 1000.0;
@@ -619,21 +314,21 @@ static int hs_measure(const struct bench_effort *e, struct hs_config *c, struct 
     struct bench_stat total, floor;
     bench_stat_from(v[2], n, 1, &total);
     bench_stat_from(v[5], n, 1, &floor);
-    if (cli_interrupted()) {
+    if (e->interrupted && e->interrupted()) {
         rc = 0; /* a configuration measured in part is left out */
         goto out;
     }
     struct bench_cell *row = bench_table_add_row(t);
     if (!row) {
-        rc = CLI_EXIT_INTERNAL;
+        rc = TOOLS_ERR_INTERNAL;
         goto out;
     }
     unsigned counts[OP_KINDS] = {0};
-    for (size_t i = 0; i < rec.n; i++)
-        counts[rec.ops[i].kind]++;
+    for (size_t i = 0; i < bench_rec.n; i++)
+        counts[bench_rec.ops[i].kind]++;
 
     bench_row_num(t, row, "method", c->method);
-    bench_row_text(t, row, "id_cred", cli_id_cred_type_name(c->id_cred_type));
+    bench_row_text(t, row, "id_cred", c->maker->id_cred_name(c->id_cred_type));
     bench_row_num(t, row, "suite", c->suite);
     bench_row_text(t, row, "implementation", plain->name);
     if (*openssl_total_us <= 0)
@@ -649,14 +344,14 @@ static int hs_measure(const struct bench_effort *e, struct hs_config *c, struct 
     bench_row_num(t, row, "ratio_min", total.min_us / floor.min_us);
     bench_row_num(t, row, "lookup_us", median_of(v[6], n));
     bench_row_num(t, row, "ratio_without_lookup", median_of(v[7], n) / floor.median_us);
-    bench_row_num(t, row, "crypto_calls", (double)rec.n);
+    bench_row_num(t, row, "crypto_calls", (double)bench_rec.n);
     bench_row_num(t, row, "bytes", (double)c->bytes);
     bench_row_stat(t, row, "total", &total);
     bench_row_stat(t, row, "floor", &floor);
     bench_row_text(t, row, "label", label);
     for (int k = 0; k < OP_KINDS; k++) {
         char key[40];
-        snprintf(key, sizeof key, "calls_%s", op_names[k]);
+        snprintf(key, sizeof key, "calls_%s", bench_op_names[k]);
         bench_row_num(t, row, key, counts[k]);
     }
     bench_row_num(t, row, "samples", (double)n);
@@ -665,40 +360,42 @@ out:
     for (int k = 0; k < NV; k++)
         free(v[k]);
     free(out);
-    recording_clear(&rec);
+    bench_recording_clear(&bench_rec);
     return rc;
 }
 
-int bench_handshake_floor(const struct bench_effort *e, int method, int suite, int id_cred_type,
-                          double *initiator_us, double *responder_us)
+int bench_handshake_floor(const struct bench_effort *e, const struct bench_side_maker *maker,
+                          int method, int suite, int id_cred_type, double *initiator_us,
+                          double *responder_us, char *error, size_t error_cap)
 {
     struct hs_config *c = calloc(1, sizeof *c);
     if (!c)
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     c->method = method;
     c->id_cred_type = id_cred_type;
     c->suite = suite;
+    c->maker = maker;
     struct hs_times ht;
-    int rc = hs_setup(c);
+    int rc = hs_setup(c, error, error_cap);
     if (!rc) {
-        recording_clear(&rec);
-        rc = hs_run(c, make_recording_ops(edhoc_crypto_default()), &ht);
-        if (!rc && rec.failed)
+        bench_recording_clear(&bench_rec);
+        rc = hs_run(c, bench_recording_ops(edhoc_crypto_default()), &ht);
+        if (!rc && bench_rec.failed)
             rc = -1;
         if (rc)
-            fprintf(stderr, "edhoc-cli: crypto floor of method %d suite %d: %s\n", method, suite,
-                    c->error[0] ? c->error : "out of memory");
+            snprintf(error, error_cap, "crypto floor of method %d suite %d: %s", method, suite,
+                     c->error[0] ? c->error : "out of memory");
     }
-    uint8_t *out = rc ? NULL : malloc(rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
+    uint8_t *out = rc ? NULL : malloc(bench_rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
     size_t cap = 256;
     long n = 0;
     double *vi = malloc(cap * sizeof *vi), *vr = malloc(cap * sizeof *vr);
     if (!rc && (!out || !vi || !vr))
-        rc = CLI_EXIT_INTERNAL;
-    if (!rc && (replay(&rec, CLI_SIDE_I, out) || replay(&rec, CLI_SIDE_R, out)))
-        rc = CLI_EXIT_INTERNAL; /* warm-up, and a check that the replay matches */
-    uint64_t start = cli_now_ns();
-    while (!rc && bench_effort_more(e, n, (double)(cli_now_ns() - start) / 1e9)) {
+        rc = TOOLS_ERR_INTERNAL;
+    if (!rc && (bench_replay(&bench_rec, SIDE_I, out) || bench_replay(&bench_rec, SIDE_R, out)))
+        rc = TOOLS_ERR_INTERNAL; /* warm-up, and a check that the replay matches */
+    uint64_t start = tools_now_ns();
+    while (!rc && bench_effort_more(e, n, (double)(tools_now_ns() - start) / 1e9)) {
         if ((size_t)n == cap) {
             cap *= 2;
             double *bi = realloc(vi, cap * sizeof *vi);
@@ -708,17 +405,17 @@ int bench_handshake_floor(const struct bench_effort *e, int method, int suite, i
             if (br)
                 vr = br;
             if (!bi || !br) {
-                rc = CLI_EXIT_INTERNAL;
+                rc = TOOLS_ERR_INTERNAL;
                 break;
             }
         }
-        uint64_t a = cli_now_ns();
-        int r1 = replay(&rec, CLI_SIDE_I, out);
-        uint64_t b = cli_now_ns();
-        int r2 = replay(&rec, CLI_SIDE_R, out);
-        uint64_t d = cli_now_ns();
+        uint64_t a = tools_now_ns();
+        int r1 = bench_replay(&bench_rec, SIDE_I, out);
+        uint64_t b = tools_now_ns();
+        int r2 = bench_replay(&bench_rec, SIDE_R, out);
+        uint64_t d = tools_now_ns();
         if (r1 || r2)
-            rc = CLI_EXIT_INTERNAL;
+            rc = TOOLS_ERR_INTERNAL;
         vi[n] = bench_us(a, b);
         vr[n] = bench_us(b, d);
         n++;
@@ -730,12 +427,11 @@ int bench_handshake_floor(const struct bench_effort *e, int method, int suite, i
     free(vi);
     free(vr);
     free(out);
-    recording_clear(&rec);
-    cli_edhoc_side_free(&c->si);
-    cli_edhoc_side_free(&c->sr);
+    bench_recording_clear(&bench_rec);
+    hs_close(c);
     edhoc_wipe(c, sizeof *c);
     free(c);
-    return rc;
+    return rc ? TOOLS_ERR_INTERNAL : 0;
 }
 
 static const struct bench_column mem_cols[] = {
@@ -750,7 +446,7 @@ static int add_memory_table(struct bench_report *r)
     struct bench_table *t = bench_table_new("memory", "Memory per handshake and per context",
                                             mem_cols, sizeof mem_cols / sizeof mem_cols[0]);
     if (!t || !bench_report_add(r, t))
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
              "sizeof of the caller-allocated structures (this build); none of them owns heap "
              "memory. One per: pending_handshake, received_message (a message being processed), "
@@ -773,7 +469,7 @@ static int add_memory_table(struct bench_report *r)
     for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
         struct bench_cell *row = bench_table_add_row(t);
         if (!row)
-            return CLI_EXIT_INTERNAL;
+            return TOOLS_ERR_INTERNAL;
         bench_row_text(t, row, "object", objs[i].name);
         bench_row_num(t, row, "bytes", (double)objs[i].size);
         bench_row_num(t, row, "heap", 0);
@@ -787,7 +483,8 @@ static int add_memory_table(struct bench_report *r)
     return 0;
 }
 
-int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opts *o)
+int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opts *o,
+                        const struct bench_side_maker *maker)
 {
     static const int default_suites[] = {0, 2};
     const int *suites = o->n_suites ? o->suites : default_suites;
@@ -802,16 +499,16 @@ int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opt
     };
     for (size_t i = 0; i < n_suites; i++) {
         if (!edhoc_suite_find(suites[i])) {
-            fprintf(stderr, "edhoc-cli bench handshake: cipher suite %d is not supported\n",
-                    suites[i]);
-            return CLI_EXIT_USAGE;
+            bench_report_error(r, "bench handshake: cipher suite %d is not supported",
+                               suites[i]);
+            return TOOLS_ERR_USAGE;
         }
     }
 
     struct bench_table *t = bench_table_new("handshake", "EDHOC handshake (in process)", hs_cols,
                                             N_HS_COLS);
     if (!t || !bench_report_add(r, t))
-        return CLI_EXIT_INTERNAL;
+        return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
              "Median microseconds per handshake: message_1 to message_3 and the OSCORE "
              "parameters on both sides, with built-in demo credentials, each side having the "
@@ -830,23 +527,23 @@ int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opt
 
     int rc = 0;
     for (size_t m = 0; m < sizeof modes / sizeof modes[0] && !rc; m++) {
-        for (size_t s = 0; s < n_suites && !rc && !cli_interrupted(); s++) {
+        for (size_t s = 0; s < n_suites && !rc && !bench_interrupted(&r->effort); s++) {
             bench_progress(r, "handshake: method %d, %s, suite %d", modes[m].method,
-                           cli_id_cred_type_name(modes[m].id_cred_type), suites[s]);
+                           maker->id_cred_name(modes[m].id_cred_type), suites[s]);
             struct hs_config *c = calloc(1, sizeof *c);
             if (!c)
-                return CLI_EXIT_INTERNAL;
+                return TOOLS_ERR_INTERNAL;
             c->method = modes[m].method;
             c->id_cred_type = modes[m].id_cred_type;
             c->suite = suites[s];
-            rc = hs_setup(c);
+            c->maker = maker;
+            rc = hs_setup(c, r->error, sizeof r->error);
             /* Every backend on the same configuration, OpenSSL first: the
              * others' totals are compared with its. */
             double openssl_total_us = 0;
-            for (size_t b = 0; b < N_BACKENDS && !rc && !cli_interrupted(); b++)
-                rc = hs_measure(&r->effort, c, t, backends[b](), &openssl_total_us);
-            cli_edhoc_side_free(&c->si);
-            cli_edhoc_side_free(&c->sr);
+            for (size_t b = 0; b < N_BACKENDS && !rc && !bench_interrupted(&r->effort); b++)
+                rc = hs_measure(r, c, t, backends[b](), &openssl_total_us);
+            hs_close(c);
             edhoc_wipe(c, sizeof *c);
             free(c);
         }

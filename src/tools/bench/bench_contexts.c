@@ -1,5 +1,5 @@
 /*
- * edhoc-cli bench contexts: what a responder with many established OSCORE
+ * bench contexts: what a responder with many established OSCORE
  * contexts costs. N contexts are written to a fresh state database (the
  * format `responder --state-dir` keeps), then loaded into a responder
  * engine in this process, the way the daemon loads them at start; the
@@ -22,9 +22,7 @@
 #include "edhoc/crypto.h"
 #include "edhoc/state.h"
 #include "edhoc/transport.h"
-#include "bench_output.h"
-#include "progress.h"
-#include "util.h"
+#include "bench_report.h"
 
 #define TARGET_CONTEXTS 1000000L
 #define TARGET_RSS_MIB 512.0
@@ -139,27 +137,27 @@ int bench_contexts_run(struct bench_report *r, long count)
     char dir[4096];
     if (snprintf(dir, sizeof dir, "%s/edhoc-bench-contexts-XXXXXX", tmp && *tmp ? tmp : "/tmp") >=
         (int)sizeof dir) {
-        fprintf(stderr, "edhoc-cli bench: TMPDIR is too long\n");
-        return CLI_EXIT_USAGE;
+        bench_report_error(r, "bench: TMPDIR is too long");
+        return TOOLS_ERR_USAGE;
     }
     if (!mkdtemp(dir)) {
-        fprintf(stderr, "edhoc-cli bench: cannot make a temporary directory in %s: %s\n",
-                tmp && *tmp ? tmp : "/tmp", strerror(errno));
-        return CLI_EXIT_INPUT;
+        bench_report_error(r, "bench: cannot make a temporary directory in %s: %s",
+                           tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        return TOOLS_ERR_INPUT;
     }
-    int rc = CLI_EXIT_INTERNAL;
+    int rc = TOOLS_ERR_INTERNAL;
     struct edhoc_state_db *db = NULL;
     struct edhoc_server *srv = NULL;
     char why[256] = "";
     int src = edhoc_state_open(dir, &db, why, sizeof why);
     if (src) {
-        fprintf(stderr, "edhoc-cli bench: state database: %s\n", why[0] ? why : edhoc_state_strerror(src));
+        bench_report_error(r, "bench: state database: %s", why[0] ? why : edhoc_state_strerror(src));
         goto out;
     }
-    uint64_t t0 = cli_now_ns();
+    uint64_t t0 = tools_now_ns();
     struct edhoc_state_peer p;
     long written = 0;
-    for (long i = 0; i < count && !src && !cli_interrupted(); i += INSERT_BATCH) {
+    for (long i = 0; i < count && !src && !bench_interrupted(&r->effort); i += INSERT_BATCH) {
         bench_progress(r, "contexts: %ld of %ld written", i, count);
         /* One transaction per batch: one sync per batch, not per context. */
         src = edhoc_state_begin(db);
@@ -177,13 +175,13 @@ int bench_contexts_run(struct bench_report *r, long count)
     }
     edhoc_wipe(&p, sizeof p);
     if (src) {
-        fprintf(stderr, "edhoc-cli bench: state database: %s\n", edhoc_state_strerror(src));
+        bench_report_error(r, "bench: state database: %s", edhoc_state_strerror(src));
         goto out;
     }
-    double write_s = (double)(cli_now_ns() - t0) / 1e9;
+    double write_s = (double)(tools_now_ns() - t0) / 1e9;
     edhoc_state_close(db);
     db = NULL;
-    if (cli_interrupted()) {
+    if (bench_interrupted(&r->effort)) {
         /* What completed: the contexts written, nothing loaded. */
         contexts_row(r, written, write_s, NAN, -1, -1, NAN, NAN, NAN);
         rc = 0;
@@ -192,10 +190,10 @@ int bench_contexts_run(struct bench_report *r, long count)
 
     /* The daemon's start: open the database, load every context. */
     long before = rss_kib();
-    t0 = cli_now_ns();
+    t0 = tools_now_ns();
     src = edhoc_state_open(dir, &db, why, sizeof why);
     if (src) {
-        fprintf(stderr, "edhoc-cli bench: state database: %s\n", why[0] ? why : edhoc_state_strerror(src));
+        bench_report_error(r, "bench: state database: %s", why[0] ? why : edhoc_state_strerror(src));
         goto out;
     }
     struct edhoc_server_config cfg = {
@@ -210,11 +208,11 @@ int bench_contexts_run(struct bench_report *r, long count)
         goto out;
     bench_progress(r, "contexts: loading %ld", count);
     long loaded = edhoc_server_load_state(srv);
-    double load_s = (double)(cli_now_ns() - t0) / 1e9;
+    double load_s = (double)(tools_now_ns() - t0) / 1e9;
     long after = rss_kib();
     if (loaded != count) {
-        fprintf(stderr, "edhoc-cli bench: loaded %ld of %ld contexts\n", loaded, count);
-        rc = CLI_EXIT_FAILURE;
+        bench_report_error(r, "bench: loaded %ld of %ld contexts", loaded, count);
+        rc = TOOLS_ERR_FAILURE;
         goto out;
     }
     struct edhoc_server_stats st;
