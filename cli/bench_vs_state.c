@@ -174,20 +174,68 @@ static void vs_num(char *out, size_t cap, double v, const char *fmt)
         snprintf(out, cap, fmt, v);
 }
 
-int load_vs_state_none(int argc, char **argv, int uri_index, int vs_index, int vs_args,
-                              const char *uri2)
+/* Adds one run to the totals of its responder: sums of handshakes, wall
+ * seconds and responder CPU-seconds (each rate is recomputed from them),
+ * and each run's p99 for their median. */
+struct vs_total {
+    double handshakes, secs, cpu_s;
+    double p99[20];
+    int runs;
+    struct load_writer_delta w;
+};
+
+static void vs_add(struct vs_total *t, const struct vs_row *r)
+{
+    t->handshakes += r->handshakes;
+    if (r->per_s > 0)
+        t->secs += r->handshakes / r->per_s;
+    t->cpu_s += r->per_cpu_s > 0 ? r->handshakes / r->per_cpu_s : NAN;
+    if (t->runs < 20)
+        t->p99[t->runs] = r->p99_ms;
+    t->runs++;
+    t->w.known = (t->runs == 1 || t->w.known) && r->w.known;
+    t->w.commits += r->w.commits;
+    t->w.rows += r->w.rows;
+    t->w.failed += r->w.failed;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static struct vs_row vs_of_total(struct vs_total *t)
+{
+    struct vs_row r = {0};
+    r.handshakes = t->handshakes;
+    r.per_s = t->secs > 0 ? t->handshakes / t->secs : NAN;
+    r.per_cpu_s = t->cpu_s > 0 ? t->handshakes / t->cpu_s : NAN;
+    int n = t->runs < 20 ? t->runs : 20;
+    qsort(t->p99, (size_t)n, sizeof t->p99[0], cmp_double);
+    r.p99_ms = n ? (n % 2 ? t->p99[n / 2] : (t->p99[n / 2 - 1] + t->p99[n / 2]) / 2) : NAN;
+    r.w = t->w;
+    return r;
+}
+
+int load_vs_state_none(int argc, char **argv, int uri_index, const bool *skip, const char *uri2,
+                       int rounds)
 {
     char **args = calloc((size_t)argc + 4, sizeof *args);
     if (!args)
         return CLI_EXIT_INTERNAL;
-    struct vs_row rows[2];
-    memset(rows, 0, sizeof rows);
+    struct vs_total totals[2];
+    memset(totals, 0, sizeof totals);
     const char *uris[2] = {argv[uri_index], uri2};
-    for (int k = 0; k < 2; k++) {
+    /* Rounds in the order A B, B A, A B ...: a machine that gets busier
+     * or quieter during the runs weighs on both rows alike. */
+    for (int run = 0; run < 2 * rounds; run++) {
+        int round = run / 2;
+        int k = (run % 2) ^ (round % 2);
         int n = 0;
         args[n++] = "edhoc-cli";
         for (int i = 0; i < argc; i++) {
-            if (i >= vs_index && i < vs_index + vs_args)
+            if (skip[i])
                 continue;
             args[n++] = i == uri_index ? (char *)uris[k] : argv[i];
         }
@@ -202,9 +250,11 @@ int load_vs_state_none(int argc, char **argv, int uri_index, int vs_index, int v
         struct cli_state_stats before, after;
         bool stats = pid > 0 && state_stats_path_of(pid, path, sizeof path) &&
                      cli_state_stats_read(path, &before);
-        fprintf(stderr, "edhoc-cli load: run %d of 2: %s (responder pid %ld, %s)\n", k + 1,
-                uris[k], pid, stats ? path : "no state writer figures");
-        int code = vs_child(args, &rows[k]);
+        fprintf(stderr, "edhoc-cli load: run %d of %d: %s (responder pid %ld, %s)\n", run + 1,
+                2 * rounds, uris[k], pid, stats ? path : "no state writer figures");
+        struct vs_row row;
+        memset(&row, 0, sizeof row);
+        int code = vs_child(args, &row);
         if (code) {
             fprintf(stderr, "edhoc-cli load: the run against %s failed (exit %d)\n", uris[k],
                     code);
@@ -212,16 +262,21 @@ int load_vs_state_none(int argc, char **argv, int uri_index, int vs_index, int v
             return code;
         }
         if (stats && state_stats_fresh(path, &before, &after))
-            rows[k].w = state_writer_delta(&before, &after);
+            row.w = state_writer_delta(&before, &after);
+        vs_add(&totals[k], &row);
     }
+    struct vs_row rows[2] = {vs_of_total(&totals[0]), vs_of_total(&totals[1])};
     free(args);
     printf("## edhoc-cli load --vs-state-none\n\n"
-           "The same load, one run after the other: against a responder with its state "
-           "directory (default), then one with --state-dir none. Commits: the state writer's "
-           "(DIR/" EDHOC_STATE_STATS_FILE "), each one transaction and one WAL fsync.\n\n"
+           "The same load against a responder with its state directory (default) and one "
+           "with --state-dir none, %d round%s of one run each, alternately in either order; "
+           "rates from the sums of all runs, p99 the median of the runs'. Commits: the state "
+           "writer's (DIR/" EDHOC_STATE_STATS_FILE "), each one transaction and one WAL "
+           "fsync.\n\n"
            "| Responder | State | Handshakes | Handshakes/s | Handshakes per responder "
            "CPU-second | p99 (ms) | Commits | Rows per commit | Commits/s | Commits per "
-           "handshake |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "handshake |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+           rounds, rounds == 1 ? "" : "s");
     for (int k = 0; k < 2; k++) {
         const struct vs_row *r = &rows[k];
         char c[5][32];

@@ -19,10 +19,11 @@ bool state_stats_fresh(const char *path, const struct cli_state_stats *before,
 /* What the writer did between two readings (known: the same writer). */
 struct load_writer_delta state_writer_delta(const struct cli_state_stats *a,
                                             const struct cli_state_stats *b);
-/* --vs-state-none URI2: argv without the option (at vs_index, vs_args
- * words), run against argv[uri_index] and then uri2; prints the table.
- * Returns the exit code. */
-int load_vs_state_none(int argc, char **argv, int uri_index, int vs_index, int vs_args,
-                       const char *uri2);
+/* --vs-state-none URI2: argv without the words skip[] marks (that option
+ * and --rounds), run against argv[uri_index] and against uri2, `rounds`
+ * times each in alternating order; prints the table. Returns the exit
+ * code. */
+int load_vs_state_none(int argc, char **argv, int uri_index, const bool *skip, const char *uri2,
+                       int rounds);
 
 #endif

@@ -31,6 +31,7 @@ enum {
     LOPT_VS_PLAIN,
     LOPT_RESPONDER_PID,
     LOPT_VS_STATE_NONE,
+    LOPT_ROUNDS,
     LOPT_TIMEOUT,
     LOPT_JSON,
     LOPT_CSV,
@@ -57,6 +58,9 @@ static const struct cli_opt load_run_opts[] = {
     {LOPT_VS_STATE_NONE, "vs-state-none", "URI2",
      "run the same load against URI (a default responder) and then URI2 (one with --state-dir "
      "none) and print both rows and their ratios"},
+    {LOPT_ROUNDS, "rounds", "N",
+     "with --vs-state-none: N rounds of both runs, alternately in either order (default 3), "
+     "so that a machine's drift weighs on both rows alike"},
     {LOPT_TIMEOUT, "timeout", "SECONDS",
      "give up on a response after SECONDS (decimals allowed; default 5)"},
     {0, NULL, NULL, NULL},
@@ -183,7 +187,9 @@ int cmd_load(int argc, char **argv)
     enum load_format format = FORMAT_MARKDOWN;
     bool format_given = false;
     const char *uri = NULL, *vs_state_none = NULL;
-    int uri_index = -1, vs_index = -1, vs_args = 0;
+    int uri_index = -1, vs_index = -1, vs_args = 0, rounds_index = -1, rounds_args = 0;
+    long rounds = 3;
+    bool rounds_given = false;
     bool duration_given = false;
     int exit_code = CLI_EXIT_USAGE;
 
@@ -253,6 +259,20 @@ int cmd_load(int argc, char **argv)
             bad = cli_opt_long(&p, 0, 4194304, &r->responder_pid);
             r->pid_given = true;
             break;
+        case LOPT_ROUNDS:
+            bad = cli_opt_long(&p, 1, 20, &rounds);
+            rounds_given = true;
+            /* Left out of the runs, as --vs-state-none. */
+            for (int i = 0; i < argc; i++) {
+                if (argv[i] == p.value) {
+                    rounds_index = i - 1;
+                    rounds_args = 2;
+                } else if (p.value > argv[i] && p.value <= argv[i] + strlen(argv[i])) {
+                    rounds_index = i;
+                    rounds_args = 1;
+                }
+            }
+            break;
         case LOPT_TIMEOUT:
             bad = cli_opt_seconds(&p, 0.001, 600, &v);
             r->timeout_ms = (int)v;
@@ -292,7 +312,22 @@ int cmd_load(int argc, char **argv)
                             "combine with --json, --csv, --vs-plain or --flood-sources\n");
             goto out;
         }
-        exit_code = load_vs_state_none(argc, argv, uri_index, vs_index, vs_args, vs_state_none);
+        bool *skip = calloc((size_t)argc + 1, sizeof *skip);
+        if (!skip) {
+            exit_code = CLI_EXIT_INTERNAL;
+            goto out;
+        }
+        for (int i = vs_index; i < vs_index + vs_args && i < argc; i++)
+            skip[i] = true;
+        for (int i = rounds_index; rounds_index >= 0 && i < rounds_index + rounds_args && i < argc;
+             i++)
+            skip[i] = true;
+        exit_code = load_vs_state_none(argc, argv, uri_index, skip, vs_state_none, (int)rounds);
+        free(skip);
+        goto out;
+    }
+    if (rounds_given) {
+        fprintf(stderr, "edhoc-cli load: --rounds goes with --vs-state-none\n");
         goto out;
     }
     if (r->max_handshakes && !duration_given)

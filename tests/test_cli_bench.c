@@ -831,6 +831,78 @@ static void test_load_against_responder(void **state)
  * are counted. Then a message_1 flood from 200 sources beside the peers
  * ("legitimate initiators' ... success rate 100%", issue 15 Targets),
  * against a small --max-pending: counts, never times. */
+/* load --vs-state-none (issue 24): the same load against a responder with
+ * its state directory and one with --state-dir none, in rounds of one run
+ * each, alternately in either order; both rows, their ratios and the
+ * targets, with the state writer's commits for the default row only. */
+static void test_load_vs_state_none(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(run_cli("load coap://127.0.0.1:5683 --rounds 2", true, &out), 2);
+    assert_non_null(strstr(out, "--rounds goes with --vs-state-none"));
+    free(out);
+    assert_int_equal(
+        run_cli("load coap://127.0.0.1:5683 --vs-state-none coap://127.0.0.1:5684 --rounds 0",
+                true, &out),
+        2);
+    free(out);
+    char sdir[400], extra[500];
+    snprintf(sdir, sizeof sdir, "%s/vs-state", workdir);
+    assert_int_equal(mkdir(sdir, 0700), 0);
+    snprintf(extra, sizeof extra, "--state-dir %s", sdir);
+    int port_a = 0, port_b = 0;
+    long pid_a = start_responder(&port_a, extra);
+    if (!pid_a)
+        fail_msg("the responder with a state directory did not start");
+    long pid_b = start_responder(&port_b, "");
+    if (!pid_b) {
+        stop_responder(pid_a);
+        fail_msg("the responder without state did not start");
+    }
+    char args[600];
+    snprintf(args, sizeof args,
+             "load coap://127.0.0.1:%d --vs-state-none coap://127.0.0.1:%d --rounds 2 "
+             "--peers 2 --duration 1 --requests-per-peer 0 --method 3 --suites 2 --timeout 15",
+             port_a, port_b);
+    int rc = run_cli(args, true, &out);
+    stop_responder(pid_a);
+    stop_responder(pid_b);
+    if (rc != 0)
+        fail_msg("load --vs-state-none: exit %d:\n%s", rc, out);
+    /* Four runs, A B then B A (stderr is merged: the progress lines). */
+    char want[200];
+    snprintf(want, sizeof want, "run 1 of 4: coap://127.0.0.1:%d ", port_a);
+    assert_non_null(strstr(out, want));
+    snprintf(want, sizeof want, "run 2 of 4: coap://127.0.0.1:%d ", port_b);
+    assert_non_null(strstr(out, want));
+    snprintf(want, sizeof want, "run 3 of 4: coap://127.0.0.1:%d ", port_b);
+    assert_non_null(strstr(out, want));
+    snprintf(want, sizeof want, "run 4 of 4: coap://127.0.0.1:%d ", port_a);
+    assert_non_null(strstr(out, want));
+    assert_non_null(strstr(out, "2 rounds of one run each"));
+    /* The default row has the writer's commits (a number), the other a dash. */
+    snprintf(want, sizeof want, "| coap://127.0.0.1:%d | default | ", port_a);
+    const char *row = strstr(out, want);
+    assert_non_null(row);
+    char cells[10][64];
+    int n = sscanf(row + strlen(want),
+                   "%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|",
+                   cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6],
+                   cells[7]);
+    assert_int_equal(n, 8);
+    assert_true(atof(cells[0]) >= 1); /* handshakes */
+    assert_true(atof(cells[4]) >= 1); /* commits: at least the handshakes' rows */
+    snprintf(want, sizeof want, "| coap://127.0.0.1:%d | none | ", port_b);
+    row = strstr(out, want);
+    assert_non_null(row);
+    assert_non_null(strstr(row, "| - | - | - | - |"));
+    assert_non_null(strstr(out, "| default / none | | | "));
+    assert_non_null(strstr(out, "Targets (issue 24): per responder CPU-second "));
+    assert_null(strstr(out, "nan"));
+    free(out);
+}
+
 static void test_load_echo_and_flood(void **state)
 {
     (void)state;
@@ -1231,6 +1303,7 @@ int main(void)
         cmocka_unit_test(test_json_and_svg),
         cmocka_unit_test(test_csv),
         cmocka_unit_test(test_load_against_responder),
+        cmocka_unit_test(test_load_vs_state_none),
         cmocka_unit_test(test_load_echo_and_flood),
         cmocka_unit_test(test_crypto_svg),
         cmocka_unit_test(test_bench_interrupted),
