@@ -9,7 +9,7 @@
  * measurement would make the backend of a process depend on the load of
  * the machine when it started, and two processes of one test run could
  * differ. Both backends give the same bytes for every deterministic
- * operation and accept the same inputs (tests/test_crypto.c runs every
+ * operation and accept the same inputs (tests/test_crypto*.c run every
  * known answer and every refusal through each), so the choice changes
  * only the time.
  */
