@@ -54,13 +54,19 @@ static bool same_key(const struct edhoc_state_peer *a, const struct edhoc_state_
            !memcmp(a->recipient_id, b->recipient_id, a->recipient_id_len);
 }
 
+static const char put_row[] =
+    "%s($%d::bytea,$%d::bytea,$%d::boolean,$%d::bytea,$%d::bytea,$%d::bytea,$%d::integer,"
+    "$%d::integer,$%d::bigint,$%d::text,$%d::bigint,$%d::integer,$%d::integer,$%d::bigint,"
+    "$%d::text,$%d::bigint," NOW_MS " + $%d::bigint)";
+
 /* One INSERT of rows [0, n), no key twice among them (ON CONFLICT cannot
  * touch a row twice in one statement). */
 static int put_chunk(struct edhoc_state_pg *db, const struct edhoc_state_peer *rows, size_t n,
                      int64_t token)
 {
     struct params ps;
-    size_t cap = sizeof put_head + sizeof put_tail + n * 200 + 64;
+    /* Each placeholder of the format grows by at most 5 digits. */
+    size_t cap = sizeof put_head + sizeof put_tail + n * (sizeof put_row + 17 * 5) + 1;
     char *sql = malloc(cap);
     int err = state_pg_params_init(&ps, (int)n * 14 + 3);
     if (err || sql == NULL) {
@@ -73,14 +79,9 @@ static int put_chunk(struct edhoc_state_pg *db, const struct edhoc_state_peer *r
     for (size_t i = 0; i < n; i++) {
         const struct edhoc_state_peer *p = &rows[i];
         int b = (int)i * 14 + 1;
-        at += (size_t)snprintf(sql + at, cap - at,
-                               "%s($%d::bytea,$%d::bytea,$%d::boolean,$%d::bytea,$%d::bytea,"
-                               "$%d::bytea,$%d::integer,$%d::integer,$%d::bigint,$%d::text,"
-                               "$%d::bigint,$%d::integer,$%d::integer,$%d::bigint,$%d::text,"
-                               "$%d::bigint," NOW_MS " + $%d::bigint)",
-                               i ? "," : "", b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7,
-                               b + 8, b + 9, b + 10, b + 11, b + 12, b + 13, shared, shared + 1,
-                               shared + 2);
+        at += (size_t)snprintf(sql + at, cap - at, put_row, i ? "," : "", b, b + 1, b + 2, b + 3,
+                               b + 4, b + 5, b + 6, b + 7, b + 8, b + 9, b + 10, b + 11, b + 12,
+                               b + 13, shared, shared + 1, shared + 2);
         state_pg_add_bytes(&ps, p->recipient_id, p->recipient_id_len);
         state_pg_add_bytes(&ps, p->sender_id, p->sender_id_len);
         state_pg_add_text(&ps, p->has_id_context ? "t" : "f");
