@@ -222,7 +222,6 @@ static void default_id_creds(struct interop_matrix_opts *o, const char *cred_pat
     }
 }
 
-
 /* --trace-dir holds session secrets (each trace has the ephemeral private
  * key, PRK_out and the OSCORE master secret; each capture the datagrams):
  * secrets readable by others, unless the directory is ours alone and every

@@ -26,12 +26,10 @@ static const char *variant_name(const struct interop_device_row *w)
     return !strcmp(w->framing, "bare") ? "bare" : w->combined ? "A.2 combined" : "A.2";
 }
 
-
 static const char *support(int ok, int tried)
 {
     return tried == 0 ? "not tested" : ok ? "yes" : "no";
 }
-
 
 static void suites_text(const struct interop_device_row *w, char *out, size_t cap)
 {

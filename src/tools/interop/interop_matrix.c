@@ -49,7 +49,6 @@ static void cell_name(struct interop_cell *c)
              c->framing == INTEROP_FR_BARE ? "-bare" : "");
 }
 
-
 /* A file of --trace-dir, mode 0600 before anything is written to it (a
  * file left by an earlier run is truncated and tightened); a symbolic link
  * is refused. Returns the descriptor or -1 with errno. */
