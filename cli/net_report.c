@@ -1,4 +1,5 @@
 #include "net_report.h"
+#include "edhoc_client.h"
 #include "options.h"
 
 #include <ctype.h>
@@ -513,7 +514,5 @@ json_t *cli_net_link_json(const struct edhoc_netacct_link *link)
 
 int cli_exit_for_client_open(int rc)
 {
-    return rc == EDHOC_TRANSPORT_ERR_RESOLVE || rc == EDHOC_TRANSPORT_ERR_UNREACHABLE
-               ? CLI_EXIT_TIMEOUT
-               : rc == EDHOC_TRANSPORT_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+    return edhoc_client_status_for_open(rc);
 }
