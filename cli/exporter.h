@@ -22,6 +22,7 @@
 
 #include "edhoc/crypto.h"
 #include "edhoc/edhoc.h"
+#include "edhoc_client.h"
 #include "json_out.h"
 #include "util.h"
 
@@ -260,15 +261,7 @@ static inline json_t *cli_exports_json(const struct cli_exports *x, bool after_k
  * with why when none can follow. */
 static inline bool cli_oscore_unavailable(int suite, char *why, size_t cap)
 {
-    const struct edhoc_suite *su = edhoc_suite_find(suite);
-    if (!su || su->app_hash == EDHOC_COSE_SHA256 || su->app_hash == EDHOC_COSE_SHA384)
-        return false;
-    snprintf(why, cap,
-             "no OSCORE context for suite %d: its application hash %s (RFC 9528 Section 3.6) "
-             "has no HMAC-based HKDF, the only kind RFC 8613 Section 3.2.1 derives OSCORE keys "
-             "with (RFC 9528 Appendix A.1 takes the OSCORE HKDF from the application hash)",
-             suite, edhoc_crypto_alg_name(su->app_hash));
-    return true;
+    return edhoc_client_oscore_unavailable(suite, why, cap);
 }
 
 #endif
