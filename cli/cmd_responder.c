@@ -292,6 +292,33 @@ const struct cli_cmd_spec cli_spec_responder = {
         "never overwritten); 1 cannot listen; 10 internal error.",
 };
 
+/* The warnings and notes the options call for: once, whatever the number
+ * of workers (they serve under the same options). */
+static void log_start(const struct responder *r, bool allow_unprotected, bool edhoc_only_suite,
+                      long amp_factor, long pressure_rate)
+{
+    if (r->demo)
+        cli_log(LOG_WARNING, "--demo: the built-in demo credentials' private keys are published: "
+                             "anyone can pose as this responder%s; for tests only",
+                r->o.n_trust ? "" : " and as the demo initiators it accepts");
+    if (allow_unprotected)
+        cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
+                             "too");
+    if (edhoc_only_suite)
+        cli_log(LOG_NOTICE, "suite 25: EDHOC only for suite 25, no OSCORE context follows "
+                            "(RFC 8613 Section 3.2.1 derives keys with an HMAC-based HKDF, which "
+                            "SHAKE256 has not; RFC 9528 Section 3.6)");
+    if (amp_factor > 0)
+        cli_log(LOG_INFO, "amplification limit: an address not yet verified is sent at most %ld "
+                          "times the bytes received from it (--amplification-factor); under "
+                          "pressure every message_1 of an unverified address gets 4.01 + Echo "
+                          "first (%s)",
+                amp_factor, pressure_rate ? "--pressure-rate" : "off: --pressure-rate 0");
+    else
+        cli_log(LOG_WARNING, "--amplification-factor 0: no amplification limit; anyone can make "
+                             "this responder send large answers to a spoofed address");
+}
+
 int cmd_responder(int argc, char **argv)
 {
     /* The daemon holds private keys and OSCORE master secrets. */
@@ -747,31 +774,14 @@ int cmd_responder(int argc, char **argv)
     }
     for (size_t i = 0; i < n_listen && role.count <= 1; i++)
         cli_log_listening(listen[i], edhoc_transport_server_port(t, i), listen_spec[i], 1);
+    /* Each worker's share of the stored and static contexts. */
     cli_log(LOG_NOTICE,
             "serving %s credentials, %zu stored context%s loaded, %zu static; %zu bytes per "
             "handshake in progress, %zu per OSCORE context",
             r->demo ? "built-in demo" : "configured", (size_t)loaded, loaded == 1 ? "" : "s",
             n_static_served, st.bytes_per_pending, st.bytes_per_context);
-    if (r->demo)
-        cli_log(LOG_WARNING, "--demo: the built-in demo credentials' private keys are published: "
-                             "anyone can pose as this responder%s; for tests only",
-                r->o.n_trust ? "" : " and as the demo initiators it accepts");
-    if (allow_unprotected)
-        cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
-                             "too");
-    if (edhoc_only_suite)
-        cli_log(LOG_NOTICE, "suite 25: EDHOC only for suite 25, no OSCORE context follows "
-                            "(RFC 8613 Section 3.2.1 derives keys with an HMAC-based HKDF, which "
-                            "SHAKE256 has not; RFC 9528 Section 3.6)");
-    if (amp)
-        cli_log(LOG_INFO, "amplification limit: an address not yet verified is sent at most %ld "
-                          "times the bytes received from it (--amplification-factor); under "
-                          "pressure every message_1 of an unverified address gets 4.01 + Echo "
-                          "first (%s)",
-                amp_factor, pressure_rate ? "--pressure-rate" : "off: --pressure-rate 0");
-    else
-        cli_log(LOG_WARNING, "--amplification-factor 0: no amplification limit; anyone can make "
-                             "this responder send large answers to a spoofed address");
+    if (role.index == 0)
+        log_start(r, allow_unprotected, edhoc_only_suite, amp_factor, pressure_rate);
 
     if (daemon && !use_syslog)
         cli_log(LOG_WARNING, "--daemon without --syslog: once detached, log lines go nowhere "
