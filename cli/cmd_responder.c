@@ -19,21 +19,19 @@
 #include "daemon.h"
 #include "edhoc/amplification.h"
 #include "edhoc/blockwise.h"
-#include "edhoc/capture.h"
-#include "edhoc/datagram_guard.h"
-#include "edhoc/coap_msg.h"
-#include "edhoc/netacct.h"
-#include "net_report.h"
 #include "edhoc/state.h"
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
 #include "interop_log.h"
 #include "context_lock.h"
+#include "listen.h"
 #include "oscore_seq.h"
+#include "responder_acct.h"
+#include "responder_creds.h"
+#include "responder_static.h"
 #include "responder_workers.h"
-#include "state_stats.h"
+#include "serve.h"
 #include "util.h"
-#include "demo_creds.h"
 
 _Static_assert((int)CLI_WORKERS_EXIT_OK == (int)CLI_EXIT_OK &&
                    (int)CLI_WORKERS_EXIT_FAILURE == (int)CLI_EXIT_FAILURE &&
@@ -43,47 +41,7 @@ _Static_assert((int)CLI_WORKERS_EXIT_OK == (int)CLI_EXIT_OK &&
                "the supervisor's exit codes are the program's");
 
 #define MAX_LISTEN 8
-#define MAX_CREDS 8
-#define MAX_STATIC 16
-#define N_SUITE_IDS 9
 
-static const int known_suites[N_SUITE_IDS] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
-
-/* One usable configuration: a credential for a method, with the suites it
- * serves. */
-struct ident {
-    bool ready;
-    struct cli_side side;
-    int suites[EDHOC_MAX_SUITES];
-    /* The options side's configuration was set up from: its EAD items and
-     * EAD callback context point into them, so they live as long as it. */
-    struct cli_edhoc_opts opts;
-};
-
-struct responder {
-    struct cli_edhoc_opts o;
-    const char *cred_paths[MAX_CREDS], *key_paths[MAX_CREDS];
-    size_t n_cred_paths, n_key_paths;
-    /* Loaded credentials (explicit mode). */
-    struct edhoc_cred *creds;
-    struct edhoc_key *keys;
-    size_t n_creds;
-    struct edhoc_cred_store *trust;
-    bool demo;
-    /* explicit: [cred][method]; demo: [method][suite index] */
-    struct ident *idents;
-    size_t n_idents;
-    int supported[EDHOC_MAX_SUITES];
-    size_t n_supported;
-    /* Per method, every supported suite some credential serves: what each
-     * configuration of that method accepts and what error code 2 lists
-     * (RFC 9528 Section 6.3), whichever credential answers. Worked out
-     * on the first message_1 of the method after a (re)load. */
-    int method_suites[4][EDHOC_MAX_SUITES];
-    size_t n_method_suites[4];
-    bool method_suites_known[4];
-    struct interop_log *ilog; /* --interop-log: every configuration traces into it */
-};
 
 static volatile sig_atomic_t stop_signal, reload_signal, stats_signal;
 
@@ -112,540 +70,30 @@ static void catch_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-/* ---- Bytes per layer of each handshake, and --pcap ----
- *
- * Every datagram is charged to its peer (address and port). The server
- * logs a handshake while it handles the last request of it, before the
- * response exists, so handshake lines are held until the next datagram is
- * about to be sent (the transport's presend hook), and printed then, with
- * the peer's datagrams: from its A.2 message_1 (a POST whose payload
- * starts with CBOR true) or, in the bare framing, from the previous
- * handshake line of that peer, to that response (message_4 or the 2.04;
- * its first block when block-wise) included. Printing before the send
- * keeps the log ahead of what the peer sees. Lines without a response
- * (timeouts, a bare message_3 left unanswered) are printed when the
- * transport returns, with the datagrams so far. */
 
-#define ACCT_PEERS 256
-#define ACCT_LINES 32
-
-struct peer_acct {
-    bool used;
-    struct sockaddr_storage addr;
-    uint64_t last_use;
-    struct edhoc_netacct_total tot;
-    bool ipv6;
-    bool absorb_next_sent; /* already counted on a printed line */
+/* What the serve loop leaves to the command. */
+struct serve_side {
+    struct responder *r;
+    struct responder_acct *acct;
 };
 
-struct held_line {
-    int level;
-    struct sockaddr_storage peer;
-    bool peer_known;
-    char text[600];
-};
-
-struct responder_acct {
-    struct edhoc_netacct_link link;
-    struct edhoc_capture *cap;
-    unsigned capture_errors;
-    struct peer_acct peers[ACCT_PEERS];
-    uint64_t uses;
-    struct held_line held[ACCT_LINES];
-    size_t n_held;
-    struct interop_log *ilog;
-    /* Handshake lines are printed at this log level (notice: failures),
-     * so the bytes per peer they report are counted. */
-    bool count_bytes;
-};
-
-/* The table is set-associative: a peer's address picks one set of
- * ACCT_WAYS entries, so a datagram costs a look at four entries rather
- * than a scan of all of them (that scan showed in profiles under load). */
-#define ACCT_WAYS 4
-
-static size_t acct_set_of(const struct sockaddr_storage *k)
+static void serve_tick(void *user, uint64_t now_ms)
 {
-    const uint8_t *b = (const uint8_t *)k;
-    size_t n = k->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 16777619u;
-    return (size_t)(h % (ACCT_PEERS / ACCT_WAYS)) * ACCT_WAYS;
+    struct serve_side *side = user;
+    if (side->r->ilog)
+        interop_log_tick(side->r->ilog, now_ms);
 }
 
-/* The peer's entry; a new one replaces the least recently used of its set. */
-static struct peer_acct *peer_acct_get(struct responder_acct *a, const struct sockaddr_storage *k,
-                                       bool create)
+static void serve_flush(void *user)
 {
-    size_t first = acct_set_of(k);
-    struct peer_acct *lru = &a->peers[first];
-    for (size_t i = first; i < first + ACCT_WAYS; i++) {
-        struct peer_acct *p = &a->peers[i];
-        if (p->used && cli_addr_equal(&p->addr, k)) {
-            p->last_use = ++a->uses;
-            return p;
-        }
-        if (!p->used || (lru->used && p->last_use < lru->last_use))
-            lru = p;
-    }
-    if (!create)
-        return NULL;
-    memset(lru, 0, sizeof *lru);
-    lru->used = true;
-    lru->addr = *k;
-    lru->last_use = ++a->uses;
-    return lru;
+    struct serve_side *side = user;
+    responder_acct_flush(side->acct);
 }
 
-static bool is_a2_message_1(const uint8_t *payload, size_t len)
+static int serve_reload(void *user)
 {
-    struct coap_msg m;
-    return edhoc_coap_msg_parse(payload, len, &m) == 0 && m.code == COAP_CODE_POST &&
-           m.payload_len > 0 && m.payload[0] == 0xf5;
-}
-
-static void datagram_layers(struct responder_acct *a, bool sent, const struct sockaddr *local,
-                            const struct sockaddr_storage *k, size_t len,
-                            struct edhoc_netacct_layers *l)
-{
-    struct sockaddr_storage lk;
-    cli_addr_normalize(local, &lk);
-    uint16_t lport = lk.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&lk)->sin_port)
-                                             : ntohs(((struct sockaddr_in6 *)&lk)->sin6_port);
-    uint16_t pport = k->ss_family == AF_INET ? ntohs(((const struct sockaddr_in *)k)->sin_port)
-                                             : ntohs(((const struct sockaddr_in6 *)k)->sin6_port);
-    cli_net_layers(&a->link, len, k->ss_family == AF_INET6, sent ? lport : pport,
-                   sent ? pport : lport, l);
-}
-
-static void on_datagram(void *user, bool sent, const struct sockaddr *local,
-                        const struct sockaddr *peer, const uint8_t *payload, size_t len)
-{
-    struct responder_acct *a = user;
-    if (a->cap && edhoc_capture_datagram_dir(a->cap, sent, local, peer, payload, len, NULL))
-        a->capture_errors++;
-    if (a->ilog)
-        interop_log_datagram(a->ilog, sent, local, peer, payload, len);
-    if (!a->count_bytes)
-        return;
-    struct sockaddr_storage k;
-    cli_addr_normalize(peer, &k);
-    if (k.ss_family != AF_INET && k.ss_family != AF_INET6)
-        return;
-    struct peer_acct *p = peer_acct_get(a, &k, true);
-    if (sent && p->absorb_next_sent) {
-        p->absorb_next_sent = false;
-        return;
-    }
-    if (!sent && is_a2_message_1(payload, len))
-        edhoc_netacct_total_clear(&p->tot);
-    struct edhoc_netacct_layers l;
-    datagram_layers(a, sent, local, &k, len, &l);
-    p->ipv6 = k.ss_family == AF_INET6;
-    edhoc_netacct_total_add(&p->tot, &l, 0, true);
-}
-
-static void held_print(struct responder_acct *a, size_t i, struct peer_acct *p)
-{
-    struct held_line *h = &a->held[i];
-    char line[900];
-    if (p) {
-        int n = snprintf(line, sizeof line,
-                         "%s; datagrams=%u coap_bytes=%zu udp_bytes=%zu ip_bytes=%zu ip=%s",
-                         h->text, p->tot.datagrams, p->tot.coap, p->tot.udp, p->tot.ip,
-                         p->ipv6 ? "IPv6" : "IPv4");
-        if (a->link.type != EDHOC_NETACCT_LINK_NONE && n > 0 && (size_t)n < sizeof line)
-            snprintf(line + n, sizeof line - (size_t)n, " frames=%u link_bytes=%zu",
-                     p->tot.frames, p->tot.link);
-        edhoc_netacct_total_clear(&p->tot);
-    } else {
-        snprintf(line, sizeof line, "%s", h->text);
-    }
-    cli_log_line(NULL, h->level, line);
-}
-
-/* A datagram about to leave: every held line is printed now, so the log
- * stays ahead of what any peer sees; the lines of its peer count it. */
-static void on_presend(void *user, bool sent, const struct sockaddr *local,
-                       const struct sockaddr *peer, const uint8_t *payload, size_t len)
-{
-    struct responder_acct *a = user;
-    (void)payload;
-    struct sockaddr_storage k;
-    cli_addr_normalize(peer, &k);
-    for (size_t i = 0; i < a->n_held; i++) {
-        struct held_line *h = &a->held[i];
-        struct peer_acct *p = h->peer_known ? peer_acct_get(a, &h->peer, false) : NULL;
-        if (p && cli_addr_equal(&h->peer, &k) && !p->absorb_next_sent) {
-            struct edhoc_netacct_layers l;
-            datagram_layers(a, sent, local, &k, len, &l);
-            p->ipv6 = k.ss_family == AF_INET6;
-            edhoc_netacct_total_add(&p->tot, &l, 0, true);
-            p->absorb_next_sent = true;
-        }
-        held_print(a, i, p);
-    }
-    a->n_held = 0;
-}
-
-static void held_flush(struct responder_acct *a)
-{
-    for (size_t i = 0; i < a->n_held; i++) {
-        struct held_line *h = &a->held[i];
-        held_print(a, i, h->peer_known ? peer_acct_get(a, &h->peer, false) : NULL);
-    }
-    a->n_held = 0;
-    if (a->cap)
-        edhoc_capture_flush(a->cap);
-}
-
-static void responder_log(void *user, int level, const char *line)
-{
-    struct responder_acct *a = user;
-    static const char tag[] = "handshake peer=";
-    if (strncmp(line, tag, sizeof tag - 1) != 0) {
-        cli_log_line(NULL, level, line);
-        return;
-    }
-    if (a->n_held == ACCT_LINES)
-        held_flush(a);
-    struct held_line *h = &a->held[a->n_held++];
-    h->level = level;
-    snprintf(h->text, sizeof h->text, "%s", line);
-    char peer[100];
-    size_t n = strcspn(line + sizeof tag - 1, " ");
-    snprintf(peer, sizeof peer, "%.*s", (int)(n < sizeof peer ? n : sizeof peer - 1),
-             line + sizeof tag - 1);
-    struct sockaddr_storage ss;
-    h->peer_known = edhoc_capture_endpoint_parse(peer, &ss) == 0;
-    if (h->peer_known)
-        cli_addr_normalize((const struct sockaddr *)&ss, &h->peer);
-}
-
-static int suite_index(int suite)
-{
-    for (int i = 0; i < N_SUITE_IDS; i++) {
-        if (known_suites[i] == suite)
-            return i;
-    }
-    return -1;
-}
-
-static bool supported(const struct responder *r, int suite)
-{
-    for (size_t i = 0; i < r->n_supported; i++) {
-        if (r->supported[i] == suite)
-            return true;
-    }
-    return false;
-}
-
-static void idents_free(struct responder *r)
-{
-    for (size_t i = 0; i < r->n_idents; i++) {
-        if (r->idents[i].ready) {
-            /* The shared trust store is not the identity's to free. */
-            r->idents[i].side.store = NULL;
-            cli_edhoc_side_free(&r->idents[i].side);
-        }
-    }
-    free(r->idents);
-    r->idents = NULL;
-    r->n_idents = 0;
-}
-
-/* The suites a credential can serve for method m, among the supported. */
-static size_t fitting_suites(const struct responder *r, const struct edhoc_cred *cred, int m,
-                             int *out)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->n_supported && n < EDHOC_MAX_SUITES; i++) {
-        if (edhoc_cred_check_key_type(cred, m, false, r->supported[i]) == 0)
-            out[n++] = r->supported[i];
-    }
-    return n;
-}
-
-static void ident_finish(struct responder *r, struct ident *id, int m)
-{
-    struct edhoc_config *cfg = &id->side.cfg;
-    size_t n = fitting_suites(r, &id->side.cred, m, id->suites);
-    if (r->method_suites_known[m]) {
-        cfg->suites = r->method_suites[m];
-        cfg->n_suites = r->n_method_suites[m];
-    } else {
-        /* Until method_suites() has run: only it hands out configurations. */
-        cfg->suites = id->suites;
-        cfg->n_suites = n;
-    }
-    cfg->accept_methods = 1u << m;
-    cfg->method = m;
-    cfg->tolerate = r->o.side[CLI_SIDE_R].tolerate;
-    cfg->emulate = r->o.side[CLI_SIDE_R].emulate;
-    if (r->ilog) {
-        cfg->trace = interop_log_trace;
-        cfg->trace_ctx = r->ilog;
-    }
-    id->ready = n > 0;
-}
-
-/* Demo mode: the built-in credential cli_edhoc_side_setup picks for the
- * responder of this method and suite. */
-static struct ident *demo_ident(struct responder *r, int m, int suite)
-{
-    int si = suite_index(suite);
-    if (si < 0)
-        return NULL;
-    struct ident *id = &r->idents[(size_t)m * N_SUITE_IDS + (size_t)si];
-    if (id->ready)
-        return id;
-    id->opts = r->o;
-    struct cli_edhoc_opts *o = &id->opts;
-    o->method = m;
-    o->suites[0] = suite;
-    o->n_suites = 1;
-    o->n_suites_r = 0;
-    /* Quiet: a suite without a built-in credential is simply not served. */
-    int saved = dup(2), devnull = -1;
-    FILE *null = fopen("/dev/null", "w");
-    if (null) {
-        devnull = fileno(null);
-        fflush(stderr);
-        dup2(devnull, 2);
-    }
-    int rc = cli_edhoc_side_setup(o, CLI_SIDE_R, &id->side);
-    if (rc && o->side[CLI_SIDE_R].id_cred_type) {
-        /* --id-cred names a type this credential cannot have (kccs of a
-         * certificate, x5t of a CCS): it keeps its default. */
-        cli_edhoc_side_free(&id->side);
-        o->side[CLI_SIDE_R].id_cred_type = 0;
-        rc = cli_edhoc_side_setup(o, CLI_SIDE_R, &id->side);
-    }
-    if (null) {
-        fflush(stderr);
-        dup2(saved, 2);
-        fclose(null);
-    }
-    if (saved >= 0)
-        close(saved);
-    if (rc) {
-        cli_edhoc_side_free(&id->side);
-        memset(&id->side, 0, sizeof id->side);
-        return NULL;
-    }
-    /* load_identities built r->trust as cli_edhoc_side_setup builds each
-     * side's (the --trust files, else the demo set): every demo
-     * configuration of every method is set up once a message_1 of the
-     * method comes (method_suites), so one copy serves them all rather
-     * than about 200 KB each. */
-    free(id->side.store);
-    id->side.store = r->trust;
-    ident_finish(r, id, m);
-    if (!id->ready) {
-        id->side.store = NULL;
-        cli_edhoc_side_free(&id->side);
-        memset(&id->side, 0, sizeof id->side);
-        return NULL;
-    }
-    return id;
-}
-
-static struct ident *explicit_ident(struct responder *r, size_t c, int m)
-{
-    struct ident *id = &r->idents[c * 4 + (size_t)m];
-    if (id->ready)
-        return id;
-    struct cli_side *side = &id->side;
-    memset(side, 0, sizeof *side);
-    side->role = CLI_SIDE_R;
-    edhoc_cred_copy(&side->cred, &r->creds[c]);
-    side->key = r->keys[c];
-    int idt = r->o.side[CLI_SIDE_R].id_cred_type;
-    if (idt == 0)
-        idt = side->cred.type == EDHOC_CRED_X509 ? EDHOC_ID_CRED_X5T : EDHOC_ID_CRED_KID;
-    if (edhoc_id_cred_encode(&side->cred, (enum edhoc_id_cred_type)idt, 0, side->id_cred,
-                             sizeof side->id_cred, &side->id_cred_len)) {
-        idt = side->cred.type == EDHOC_CRED_X509 ? EDHOC_ID_CRED_X5T : EDHOC_ID_CRED_KID;
-        if (edhoc_id_cred_encode(&side->cred, (enum edhoc_id_cred_type)idt, 0, side->id_cred,
-                                 sizeof side->id_cred, &side->id_cred_len))
-            return NULL;
-    }
-    side->store = r->trust;
-    side->cred_origin = r->cred_paths[c];
-    struct edhoc_config *cfg = &side->cfg;
-    cfg->ops = edhoc_crypto_default();
-    cfg->cred = &side->cred;
-    cfg->key = &side->key;
-    cfg->id_cred = side->id_cred;
-    cfg->id_cred_len = side->id_cred_len;
-    for (int x = 2; x <= 4; x += 2) {
-        if (r->o.n_ead[x]) {
-            cfg->ead[x] = r->o.ead[x];
-            cfg->n_ead[x] = r->o.n_ead[x];
-        }
-    }
-    cfg->ead_receive = cli_edhoc_ead_receive;
-    cfg->ead_ctx = &r->o;
-    ident_finish(r, id, m);
-    return id->ready ? id : NULL;
-}
-
-/* Whether some credential serves suite for method m (building its
- * configuration). */
-static bool suite_served(struct responder *r, int m, int suite)
-{
-    if (r->demo)
-        return demo_ident(r, m, suite) != NULL;
-    for (size_t c = 0; c < r->n_creds; c++) {
-        if (edhoc_cred_check_key_type(&r->creds[c], m, false, suite) == 0 &&
-            explicit_ident(r, c, m))
-            return true;
-    }
-    return false;
-}
-
-/* Every configuration of method m accepts the suites of method_suites[m],
- * not only those of its own credential: the core accepts a message_1
- * only when its selected suite is the first of SUITES_I in that set
- * (RFC 9528 Section 5.2.3), and answers error code 2 with that set when
- * SUITES_I has none of it (Section 6.3: "it SHOULD include all its
- * supported cipher suites"). With one credential's suites, a message_1
- * preferring a suite another credential serves was accepted with a less
- * preferred one, and SUITES_R named one credential's suites. */
-static void method_suites(struct responder *r, int m)
-{
-    if (r->method_suites_known[m])
-        return;
-    size_t n = 0;
-    for (size_t i = 0; i < r->n_supported; i++) {
-        if (suite_served(r, m, r->supported[i]))
-            r->method_suites[m][n++] = r->supported[i];
-    }
-    r->n_method_suites[m] = n;
-    r->method_suites_known[m] = true;
-    for (size_t i = 0; i < r->n_idents; i++) {
-        struct ident *id = &r->idents[i];
-        if (id->ready && id->side.cfg.method == m) {
-            id->side.cfg.suites = r->method_suites[m];
-            id->side.cfg.n_suites = n;
-        }
-    }
-}
-
-static const struct edhoc_config *select_config(void *user, int m, int suite,
-                                                edhoc_cred_resolver *resolve, void **resolve_ctx)
-{
-    struct responder *r = user;
-    if (m < 0 || m > 3 || (r->o.accept_methods && !(r->o.accept_methods & (1u << m))))
-        return NULL;
-    method_suites(r, m);
-    struct ident *id = NULL;
-    if (r->demo) {
-        if (supported(r, suite))
-            id = demo_ident(r, m, suite);
-        for (size_t i = 0; !id && i < r->n_supported; i++)
-            id = demo_ident(r, m, r->supported[i]);
-    } else {
-        for (size_t c = 0; c < r->n_creds && !id; c++) {
-            if (supported(r, suite) && edhoc_cred_check_key_type(&r->creds[c], m, false, suite) == 0)
-                id = explicit_ident(r, c, m);
-        }
-        /* No credential for that suite: one that fits the method answers,
-         * so the initiator learns our suites (error code 2). */
-        for (size_t c = 0; c < r->n_creds && !id; c++)
-            id = explicit_ident(r, c, m);
-    }
-    if (!id)
-        return NULL;
-    *resolve = cli_edhoc_resolve;
-    *resolve_ctx = &id->side;
-    return &id->side.cfg;
-}
-
-/* Load (or reload) credentials and trust. Returns 0 or a CLI exit code. */
-static int load_identities(struct responder *r)
-{
-    char why[512] = "";
-    struct edhoc_cred *creds = NULL;
-    struct edhoc_key *keys = NULL;
-    struct edhoc_cred_store *trust = calloc(1, sizeof *trust);
-    if (!trust)
-        return CLI_EXIT_INTERNAL;
-    edhoc_cred_store_init(trust);
-    size_t n = r->n_cred_paths;
-    if (n) {
-        creds = calloc(n, sizeof *creds);
-        keys = calloc(n, sizeof *keys);
-        if (!creds || !keys)
-            goto oom;
-    }
-    for (size_t i = 0; i < n; i++) {
-        int rc = edhoc_cred_load_file(&creds[i], r->cred_paths[i], why, sizeof why);
-        if (!rc)
-            rc = edhoc_key_load_file(&keys[i], r->key_paths[i], creds[i].curve, why, sizeof why);
-        if (!rc && edhoc_key_check_cred(&keys[i], &creds[i])) {
-            snprintf(why, sizeof why, "key %s does not belong to credential %s", r->key_paths[i],
-                     r->cred_paths[i]);
-            rc = -1;
-        }
-        /* --kid names the one credential (a certificate included): the
-         * responder's ID_CRED_R can then be a kid (RFC 9528 Section 3.5.3). */
-        if (!rc && r->o.side[CLI_SIDE_R].kid_len)
-            rc = edhoc_cred_set_kid(&creds[i], r->o.side[CLI_SIDE_R].kid,
-                                    r->o.side[CLI_SIDE_R].kid_len);
-        if (rc) {
-            cli_log(LOG_ERR, "credential: %s", why[0] ? why : edhoc_cred_strerror(rc));
-            goto fail;
-        }
-    }
-    for (size_t i = 0; i < r->o.n_trust; i++) {
-        int rc = edhoc_cred_store_add_file(trust, r->o.trust_paths[i], why, sizeof why);
-        if (rc) {
-            cli_log(LOG_ERR, "--trust: %s", why[0] ? why : edhoc_cred_strerror(rc));
-            goto fail;
-        }
-    }
-    if (r->o.n_trust == 0 && n == 0)
-        edhoc_demo_trust(trust);
-
-    /* Swap in. */
-    idents_free(r);
-    if (r->keys)
-        edhoc_wipe(r->keys, r->n_creds * sizeof *r->keys);
-    free(r->creds);
-    free(r->keys);
-    free(r->trust);
-    r->creds = creds;
-    r->keys = keys;
-    r->n_creds = n;
-    r->trust = trust;
-    r->demo = n == 0;
-    r->n_idents = r->demo ? 4 * N_SUITE_IDS : 4 * n;
-    memset(r->method_suites_known, 0, sizeof r->method_suites_known);
-    r->idents = calloc(r->n_idents, sizeof *r->idents);
-    if (!r->idents)
-        return CLI_EXIT_INTERNAL;
-    return 0;
-oom:
-    cli_log(LOG_ERR, "out of memory");
-fail:
-    if (keys)
-        edhoc_wipe(keys, n * sizeof *keys);
-    free(creds);
-    free(keys);
-    free(trust);
-    return CLI_EXIT_INPUT;
-}
-
-/* Notifications are confirmable, so that an observer that went away is
- * noticed (RFC 7641 Section 4.5). Among several workers the observer's
- * empty ACK or Reset finds the notifying worker by its Message ID
- * (edhoc/reuseport.h). */
-static int send_notification(void *user, struct edhoc_transport_peer *peer, const uint8_t *msg,
-                             size_t len)
-{
-    return edhoc_transport_peer_send(user, peer, msg, len, true);
+    struct serve_side *side = user;
+    return responder_creds_load(side->r);
 }
 
 /* ---- The command line ---- */
@@ -844,152 +292,31 @@ const struct cli_cmd_spec cli_spec_responder = {
         "never overwritten); 1 cannot listen; 10 internal error.",
 };
 
-/* The state the limits govern: contexts held against --max-contexts and
- * those that went, handshakes in progress (SIGUSR1, and at the stop). */
-static void log_stats(const struct edhoc_server_stats *st, const char *when)
+/* The warnings and notes the options call for: once, whatever the number
+ * of workers (they serve under the same options). */
+static void log_start(const struct responder *r, bool allow_unprotected, bool edhoc_only_suite,
+                      long amp_factor, long pressure_rate)
 {
-    cli_log(LOG_NOTICE,
-            "%s: contexts=%zu (max %zu) contexts_evicted=%llu contexts_expired=%llu pending=%zu "
-            "pending_evicted=%llu pending_expired=%llu handshakes_ok=%llu handshakes_failed=%llu "
-            "oscore_requests=%llu oscore_errors=%llu b2_started=%llu b2_completed=%llu "
-            "b2_refused=%llu",
-            when, st->contexts, st->max_contexts, (unsigned long long)st->contexts_evicted,
-            (unsigned long long)st->contexts_expired, st->pending,
-            (unsigned long long)st->evicted, (unsigned long long)st->expired,
-            (unsigned long long)st->handshakes_ok, (unsigned long long)st->handshakes_failed,
-            (unsigned long long)st->oscore_requests, (unsigned long long)st->oscore_errors,
-            (unsigned long long)st->b2_started, (unsigned long long)st->b2_completed,
-            (unsigned long long)st->b2_refused);
-}
-
-/* --listen HOST[:PORT], the host as a URI gives it (RFC 3986 Section
- * 3.2.2): a name, an IPv4 address, or an IPv6 address in brackets; no port
- * is CoAP's 5683 (RFC 7252 Section 6.1). A name is resolved once, here, to
- * the first address getaddrinfo gives. out: the numeric ADDR:PORT or
- * [ADDR]:PORT the transport binds. Returns 0, or -1 with why. */
-static int listen_resolve(const char *spec, char *out, size_t cap, char *why, size_t why_cap)
-{
-    char host[256];
-    const char *port = NULL;
-    size_t hl;
-    if (spec[0] == '[') {
-        const char *close = strchr(spec, ']');
-        if (!close || (close[1] && close[1] != ':')) {
-            snprintf(why, why_cap, "--listen %s: an IPv6 address goes in brackets, followed by "
-                                   "an optional :PORT (e.g. [::1]:5683)", spec);
-            return -1;
-        }
-        hl = (size_t)(close - spec - 1);
-        if (hl >= sizeof host)
-            hl = sizeof host - 1;
-        memcpy(host, spec + 1, hl);
-        host[hl] = '\0';
-        if (close[1] == ':')
-            port = close + 2;
-    } else {
-        const char *colon = strchr(spec, ':');
-        if (colon && strchr(colon + 1, ':')) {
-            snprintf(why, why_cap, "--listen %s: an IPv6 address goes in brackets, as in a URI "
-                                   "(e.g. [%s] or [::1]:5683)", spec, spec);
-            return -1;
-        }
-        hl = colon ? (size_t)(colon - spec) : strlen(spec);
-        if (hl >= sizeof host)
-            hl = sizeof host - 1;
-        memcpy(host, spec, hl);
-        host[hl] = '\0';
-        if (colon)
-            port = colon + 1;
-    }
-    if (!host[0]) {
-        snprintf(why, why_cap, "--listen %s: no host (every address: [::] or 0.0.0.0)", spec);
-        return -1;
-    }
-    long port_n = 5683;
-    if (port) {
-        char *end = NULL;
-        errno = 0;
-        port_n = strtol(port, &end, 10);
-        if (errno || end == port || *end || port_n < 0 || port_n > 65535) {
-            snprintf(why, why_cap, "--listen %s: the port must be 0..65535", spec);
-            return -1;
-        }
-    }
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_DGRAM;
-    hints.ai_protocol = IPPROTO_UDP;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0 || !res) {
-        snprintf(why, why_cap, "--listen %s: cannot resolve '%s': %s", spec, host,
-                 rc ? gai_strerror(rc) : "no address");
-        if (res)
-            freeaddrinfo(res);
-        return -1;
-    }
-    char addr[NI_MAXHOST];
-    rc = getnameinfo(res->ai_addr, res->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
-    bool v6 = res->ai_family == AF_INET6;
-    freeaddrinfo(res);
-    if (rc != 0) {
-        snprintf(why, why_cap, "--listen %s: %s", spec, gai_strerror(rc));
-        return -1;
-    }
-    snprintf(out, cap, v6 ? "[%s]:%ld" : "%s:%ld", addr, port_n);
-    return 0;
-}
-
-static int load_static_context(struct edhoc_server *srv, const char *path, size_t *served)
-{
-    struct oscore_config cfg;
-    int rc = cli_oscore_context_load("responder", "--oscore-context", path, &cfg);
-    if (rc)
-        return rc;
-    rc = edhoc_server_add_static_context(srv, &cfg, path);
-    edhoc_wipe(&cfg, sizeof cfg);
-    if (rc == EDHOC_SERVER_NOT_OWNED)
-        return 0; /* another worker serves it */
-    if (rc == 0)
-        (*served)++;
-    if (rc) {
-        cli_log(LOG_ERR, "--oscore-context %s: %s", path,
-                rc == OSCORE_ERR_INVALID ? "recipient ID already in use or invalid"
-                                         : rc <= -5000 && rc > -5100 ? edhoc_state_strerror(rc)
-                                                                     : oscore_strerror(rc));
-        return CLI_EXIT_INPUT;
-    }
-    return 0;
-}
-
-/* The amplification limit's counts, and the factor endpoints not yet
- * verified got: UDP payload bytes sent to them over bytes received
- * (SIGUSR1, and at the stop). */
-static void log_amplification(const struct edhoc_amp *amp, const struct edhoc_server_stats *st,
-                              const char *when)
-{
-    struct edhoc_amp_stats as;
-    edhoc_amp_get_stats(amp, &as);
-    cli_log(LOG_NOTICE,
-            "%s: amplification_factor=%u answers_held_back=%llu answers_withheld=%llu "
-            "echo_challenges=%llu endpoints_verified=%llu endpoints=%zu (verified %zu) "
-            "endpoints_evicted=%llu unverified_bytes_received=%llu unverified_bytes_sent=%llu "
-            "unverified_factor=%.2f pressure_challenges=%llu pressure_periods=%llu "
-            "endpoints_authenticated=%zu pending_evicted_unverified=%llu "
-            "pending_evicted_reachable=%llu pending_evicted_authenticated=%llu "
-            "pending_refused=%llu pressure_refused=%llu",
-            when, edhoc_amp_factor(amp), (unsigned long long)as.limited,
-            (unsigned long long)as.withheld, (unsigned long long)st->echo_challenges,
-            (unsigned long long)as.verified, as.endpoints, as.endpoints_verified,
-            (unsigned long long)as.evicted, (unsigned long long)as.unverified_received,
-            (unsigned long long)as.unverified_sent,
-            as.unverified_received ? (double)as.unverified_sent / (double)as.unverified_received
-                                   : 0.0,
-            (unsigned long long)as.pressure_challenges, (unsigned long long)as.pressure_periods,
-            as.endpoints_authenticated, (unsigned long long)as.pending_evicted[EDHOC_AMP_UNVERIFIED],
-            (unsigned long long)as.pending_evicted[EDHOC_AMP_REACHABLE],
-            (unsigned long long)as.pending_evicted[EDHOC_AMP_AUTHENTICATED],
-            (unsigned long long)as.pending_refused, (unsigned long long)as.pressure_refused);
+    if (r->demo)
+        cli_log(LOG_WARNING, "--demo: the built-in demo credentials' private keys are published: "
+                             "anyone can pose as this responder%s; for tests only",
+                r->o.n_trust ? "" : " and as the demo initiators it accepts");
+    if (allow_unprotected)
+        cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
+                             "too");
+    if (edhoc_only_suite)
+        cli_log(LOG_NOTICE, "suite 25: EDHOC only for suite 25, no OSCORE context follows "
+                            "(RFC 8613 Section 3.2.1 derives keys with an HMAC-based HKDF, which "
+                            "SHAKE256 has not; RFC 9528 Section 3.6)");
+    if (amp_factor > 0)
+        cli_log(LOG_INFO, "amplification limit: an address not yet verified is sent at most %ld "
+                          "times the bytes received from it (--amplification-factor); under "
+                          "pressure every message_1 of an unverified address gets 4.01 + Echo "
+                          "first (%s)",
+                amp_factor, pressure_rate ? "--pressure-rate" : "off: --pressure-rate 0");
+    else
+        cli_log(LOG_WARNING, "--amplification-factor 0: no amplification limit; anyone can make "
+                             "this responder send large answers to a spoofed address");
 }
 
 int cmd_responder(int argc, char **argv)
@@ -1188,7 +515,7 @@ int cmd_responder(int argc, char **argv)
     }
     for (size_t i = 0; i < n_listen; i++) {
         char why[NI_MAXHOST + 300];
-        if (listen_resolve(listen_spec[i], listen_addr[i], sizeof listen_addr[i], why,
+        if (cli_listen_resolve(listen_spec[i], listen_addr[i], sizeof listen_addr[i], why,
                            sizeof why)) {
             cli_opt_error(&p, "%s", why);
             goto out;
@@ -1208,7 +535,7 @@ int cmd_responder(int argc, char **argv)
          * (RFC 9528 Section 5.2.3), and then gets EDHOC without OSCORE
          * (RFC 8613 Section 3.2.1 has no HKDF for SHAKE256), as the log
          * line of each such handshake says. */
-        memcpy(r->supported, known_suites, sizeof known_suites);
+        memcpy(r->supported, responder_known_suites, sizeof responder_known_suites);
         r->n_supported = N_SUITE_IDS;
     }
     bool edhoc_only_suite = false;
@@ -1266,89 +593,22 @@ int cmd_responder(int argc, char **argv)
             goto out;
         }
     }
-    exit_code = load_identities(r);
+    exit_code = responder_creds_load(r);
     if (exit_code)
         goto out;
-    acct = calloc(1, sizeof *acct);
-    if (!acct) {
-        exit_code = CLI_EXIT_INTERNAL;
+    exit_code = responder_acct_open(&net, r->ilog, &acct);
+    if (exit_code)
         goto out;
-    }
-    acct->link = net.link;
-    acct->ilog = r->ilog;
-    acct->count_bytes = cli_log_threshold() >= LOG_NOTICE;
-    if (cli_net_capture_open(&net, "responder", &acct->cap)) {
+
+    struct edhoc_state_db *db = NULL;
+    if (state_dir && cli_serve_open_state(state_dir, &db)) {
         exit_code = CLI_EXIT_INPUT;
         goto out;
     }
-    edhoc_transport_set_datagram_hook2(on_datagram, acct);
-    edhoc_transport_set_presend_hook(on_presend, acct);
-
-    struct edhoc_state_db *db = NULL;
-    if (state_dir) {
-        char why[512] = "";
-        int rc = edhoc_state_open(state_dir, &db, why, sizeof why);
-        if (rc) {
-            cli_log(LOG_ERR, "state: %s%s", why[0] ? why : edhoc_state_strerror(rc),
-                    strstr(why, "in use")
-                        ? " (two responders serving the same contexts would repeat nonces: give "
-                          "each its own --state-dir, or --state-dir none to one that serves no "
-                          "static context)"
-                        : "");
-            exit_code = CLI_EXIT_INPUT;
-            goto out;
-        }
-        const char *recovery = edhoc_state_recovery(db);
-        if (recovery)
-            cli_log(LOG_WARNING, "state: %s", recovery);
-    }
-    /* A static context's nonces are unique only if one process on the host
-     * serves it, whatever state directory or copy of the file each is
-     * given: lock its keying material before anything serves (the workers
-     * inherit the locks; they go with the process). */
     if (n_static) {
-        char lock_dir[PATH_MAX], why[2 * PATH_MAX + 400] = "";
-        if (cli_lock_dir(lock_dir, sizeof lock_dir, why, sizeof why)) {
-            cli_log(LOG_ERR, "%s", why);
-            exit_code = CLI_EXIT_INPUT;
+        exit_code = responder_static_lock(static_paths, n_static, state_dir);
+        if (exit_code)
             goto close_db;
-        }
-        char ids[MAX_STATIC][33];
-        for (size_t i = 0; i < n_static; i++) {
-            struct oscore_config cfg;
-            int rc = cli_oscore_context_load("responder", "--oscore-context", static_paths[i],
-                                             &cfg);
-            if (rc) {
-                exit_code = rc;
-                goto close_db;
-            }
-            rc = cli_oscore_material_id(&cfg, ids[i]);
-            for (size_t j = 0; rc == 0 && j < i; j++) {
-                if (strcmp(ids[i], ids[j]))
-                    continue;
-                cli_log(LOG_ERR,
-                        "--oscore-context %s has the sender key of --oscore-context %s (same "
-                        "master secret and salt, ID Context and Sender ID): their nonces would "
-                        "collide; RFC 8613 Section 3.3: \"the quartet (Master Secret, Master "
-                        "Salt, ID Context, Sender ID) MUST be unique\"",
-                        static_paths[i], static_paths[j]);
-                rc = -1;
-            }
-            if (rc) {
-                edhoc_wipe(&cfg, sizeof cfg);
-                exit_code = CLI_EXIT_INPUT;
-                goto close_db;
-            }
-            int lock_fd = -1;
-            rc = cli_context_lock(lock_dir, &cfg, static_paths[i], state_dir, &lock_fd, why,
-                                  sizeof why);
-            edhoc_wipe(&cfg, sizeof cfg);
-            if (rc) {
-                cli_log(LOG_ERR, "%s", why);
-                exit_code = CLI_EXIT_INPUT;
-                goto close_db;
-            }
-        }
     }
 
     /* Before anything says the responder is up (the pid file, the ready
@@ -1357,29 +617,10 @@ int cmd_responder(int argc, char **argv)
      * signal that comes while contexts load is acted on once they are. */
     catch_signals();
     if (workers > 1) {
-        /* The stored rows are pruned once, here, to the whole responder's
-         * bounds; each worker then loads the rows it owns. */
-        if (db) {
-            uint64_t lifetime = (uint64_t)context_lifetime_ms, expired = 0, evicted = 0;
-            struct timespec now;
-            clock_gettime(CLOCK_REALTIME, &now);
-            int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-            int64_t used_before = lifetime < (uint64_t)now_ms ? now_ms - (int64_t)lifetime : 0;
-            int rc = edhoc_state_begin(db);
-            if (!rc)
-                rc = edhoc_state_prune(db, used_before, (uint64_t)max_contexts, &expired,
-                                       &evicted);
-            int crc = rc ? edhoc_state_rollback(db) : edhoc_state_commit(db);
-            if (rc || crc) {
-                cli_log(LOG_ERR, "state: cannot prune %s/%s: %s", state_dir, EDHOC_STATE_FILE,
-                        edhoc_state_strerror(rc ? rc : crc));
-                exit_code = CLI_EXIT_INPUT;
-                goto close_db;
-            }
-            if (expired || evicted)
-                cli_log(LOG_NOTICE, "state: %llu stored contexts idle for longer than the "
-                                    "context lifetime and %llu beyond max contexts %ld deleted",
-                        (unsigned long long)expired, (unsigned long long)evicted, max_contexts);
+        if (db && cli_serve_prune(db, state_dir, (uint64_t)context_lifetime_ms,
+                                  (uint64_t)max_contexts)) {
+            exit_code = CLI_EXIT_INPUT;
+            goto close_db;
         }
         if (daemon && !use_syslog)
             cli_log(LOG_WARNING, "--daemon without --syslog: once detached, log lines go "
@@ -1438,7 +679,7 @@ int cmd_responder(int argc, char **argv)
     struct edhoc_server_config scfg = {
         .amp = amp,
         .ops = edhoc_crypto_default(),
-        .select = select_config,
+        .select = responder_creds_select,
         .select_user = r,
         .max_pending = (size_t)max_pending,
         /* Each worker holds its share of the bound. */
@@ -1453,7 +694,7 @@ int cmd_responder(int argc, char **argv)
         .serve_unprotected = allow_unprotected,
         .framings = framings,
         .db = db,
-        .log = responder_log,
+        .log = responder_acct_log,
         .log_user = acct,
         .log_max_level = cli_log_threshold(),
         .record = r->ilog ? interop_log_record : NULL,
@@ -1489,7 +730,7 @@ int cmd_responder(int argc, char **argv)
     }
     size_t n_static_served = 0;
     for (size_t i = 0; i < n_static; i++) {
-        exit_code = load_static_context(srv, static_paths[i], &n_static_served);
+        exit_code = responder_static_load(srv, static_paths[i], &n_static_served);
         if (exit_code)
             goto free_srv;
     }
@@ -1533,31 +774,14 @@ int cmd_responder(int argc, char **argv)
     }
     for (size_t i = 0; i < n_listen && role.count <= 1; i++)
         cli_log_listening(listen[i], edhoc_transport_server_port(t, i), listen_spec[i], 1);
+    /* Each worker's share of the stored and static contexts. */
     cli_log(LOG_NOTICE,
             "serving %s credentials, %zu stored context%s loaded, %zu static; %zu bytes per "
             "handshake in progress, %zu per OSCORE context",
             r->demo ? "built-in demo" : "configured", (size_t)loaded, loaded == 1 ? "" : "s",
             n_static_served, st.bytes_per_pending, st.bytes_per_context);
-    if (r->demo)
-        cli_log(LOG_WARNING, "--demo: the built-in demo credentials' private keys are published: "
-                             "anyone can pose as this responder%s; for tests only",
-                r->o.n_trust ? "" : " and as the demo initiators it accepts");
-    if (allow_unprotected)
-        cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
-                             "too");
-    if (edhoc_only_suite)
-        cli_log(LOG_NOTICE, "suite 25: EDHOC only for suite 25, no OSCORE context follows "
-                            "(RFC 8613 Section 3.2.1 derives keys with an HMAC-based HKDF, which "
-                            "SHAKE256 has not; RFC 9528 Section 3.6)");
-    if (amp)
-        cli_log(LOG_INFO, "amplification limit: an address not yet verified is sent at most %ld "
-                          "times the bytes received from it (--amplification-factor); under "
-                          "pressure every message_1 of an unverified address gets 4.01 + Echo "
-                          "first (%s)",
-                amp_factor, pressure_rate ? "--pressure-rate" : "off: --pressure-rate 0");
-    else
-        cli_log(LOG_WARNING, "--amplification-factor 0: no amplification limit; anyone can make "
-                             "this responder send large answers to a spoofed address");
+    if (role.index == 0)
+        log_start(r, allow_unprotected, edhoc_only_suite, amp_factor, pressure_rate);
 
     if (daemon && !use_syslog)
         cli_log(LOG_WARNING, "--daemon without --syslog: once detached, log lines go nowhere "
@@ -1585,127 +809,29 @@ int cmd_responder(int argc, char **argv)
         }
     }
 
-    /* Loading and pruning were synchronous; from here on the state is
-     * written in batches (group commit: docs/DESIGN.md says what must be
-     * durable before which packet). A worker's handle sends its writes to
-     * the writer process without waiting. */
-    /* Test only: EDHOC_TEST_STATE_BATCH_MS=MS holds a batch open up to MS
-     * milliseconds (unless someone waits for it), so that a test can kill
-     * the responder while the newest contexts are not on disk yet. */
-    unsigned batch_ms = CLI_STATE_BATCH_MS;
-    const char *test_batch = getenv("EDHOC_TEST_STATE_BATCH_MS");
-    if (test_batch && sscanf(test_batch, "%u", &batch_ms) != 1)
-        batch_ms = CLI_STATE_BATCH_MS;
-    if (db && edhoc_state_group_commit(db, CLI_STATE_BATCH_ROWS, batch_ms))
-        cli_log(LOG_WARNING, "state: no group commit, one commit per handshake");
-    bool publish_stats = state_dir && edhoc_state_event_fd(db) >= 0;
-    uint64_t stats_due_ms = 0, grouped_ms = cli_now_ns() / 1000000;
-    if (publish_stats) {
-        /* At once: a load started the moment the responder is ready finds
-         * the figures to compare with. */
-        struct cli_state_stats ss = {.pid = (long)getpid()};
-        edhoc_state_get_writer_stats(db, &ss.w);
-        cli_state_stats_publish(state_dir, &ss);
-    }
-
-    /* Notifications go out through the transport. */
-    edhoc_server_set_sender(srv, send_notification, t);
-    edhoc_transport_server_on_failure(t, edhoc_server_peer_failed, srv);
-
-    while (!stop_signal) {
-        edhoc_server_tick(srv, cli_now_ns() / 1000000);
-        if (r->ilog)
-            interop_log_tick(r->ilog, cli_now_ns() / 1000000);
-        held_flush(acct);
-        if (edhoc_transport_run(t, 100)) {
-            held_flush(acct);
-            cli_log(LOG_ERR, "socket error");
-            break;
-        }
-        held_flush(acct);
-        if (publish_stats && cli_now_ns() / 1000000 >= stats_due_ms) {
-            uint64_t now = cli_now_ns() / 1000000;
-            stats_due_ms = now + 1000;
-            struct cli_state_stats ss = {.pid = (long)getpid(),
-                                         .uptime_s = (double)(now - grouped_ms) / 1000};
-            edhoc_state_get_writer_stats(db, &ss.w);
-            cli_state_stats_publish(state_dir, &ss);
-        }
-        if (stats_signal) {
-            stats_signal = 0;
-            edhoc_server_get_stats(srv, &st);
-            log_stats(&st, "SIGUSR1");
-            log_amplification(amp, &st, "SIGUSR1");
-        }
-        if (reload_signal) {
-            reload_signal = 0;
-            if (load_identities(r) == 0) {
-                edhoc_server_drop_pending(srv);
-                cli_log(LOG_NOTICE, "SIGHUP: credentials and trust reloaded; contexts kept");
-            } else {
-                cli_log(LOG_ERR, "SIGHUP: reload failed, keeping the previous credentials");
-            }
-        }
-    }
-    /* The next start keeps the most recently used contexts. */
-    edhoc_server_save_state(srv);
-    if (db) {
-        /* Everything queued reaches the disk before the exit. */
-        int frc = edhoc_state_flush(db);
-        if (frc)
-            cli_log(LOG_ERR, "state: a batch of writes failed: %s", edhoc_state_strerror(frc));
-        struct edhoc_state_writer_stats ws;
-        if (edhoc_state_get_writer_stats(db, &ws) == 0) {
-            cli_log(LOG_NOTICE, "state writer: %llu commits of %llu rows (largest %llu; closed "
-                                "by size %llu, time %llu, a waiter %llu), %llu failed",
-                    (unsigned long long)ws.commits, (unsigned long long)ws.rows,
-                    (unsigned long long)ws.largest_batch, (unsigned long long)ws.closed_by_size,
-                    (unsigned long long)ws.closed_by_time, (unsigned long long)ws.closed_by_wait,
-                    (unsigned long long)ws.failed_commits);
-            if (publish_stats) {
-                struct cli_state_stats ss = {
-                    .pid = (long)getpid(),
-                    .uptime_s = (double)(cli_now_ns() / 1000000 - grouped_ms) / 1000,
-                    .w = ws};
-                cli_state_stats_publish(state_dir, &ss);
-            }
-        }
-    }
-    edhoc_server_get_stats(srv, &st);
-    log_stats(&st, "stopping");
-    if (r->ilog) {
-        /* The interop log has a record for every handshake however it
-         * ends, those cut short by this stop included. */
-        char why[120];
-        if (stop_signal)
-            snprintf(why, sizeof why, "the responder stopped (signal %d) before message_3 came",
-                     (int)stop_signal);
-        else
-            snprintf(why, sizeof why, "the responder stopped (socket error) before message_3 "
-                                      "came");
-        edhoc_server_record_shutdown(srv, why);
-    }
-    {
-        struct edhoc_datagram_guard_stats gs;
-        edhoc_datagram_guard_stats(&gs);
-        char line[600];
-        edhoc_datagram_guard_stats_format(&gs, line, sizeof line);
-        cli_log(LOG_INFO, "%s (of %llu checked)", line, (unsigned long long)gs.checked);
-    }
-    cli_log(LOG_NOTICE,
-            "stopping on signal %d: %llu handshakes ok, %llu failed, %zu contexts, %llu OSCORE "
-            "requests",
-            (int)stop_signal, (unsigned long long)st.handshakes_ok,
-            (unsigned long long)st.handshakes_failed, st.contexts,
-            (unsigned long long)st.oscore_requests);
-    log_amplification(amp, &st, "stopping");
-    exit_code = stop_signal ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+    struct serve_side side = {.r = r, .acct = acct};
+    struct cli_serve_config serve = {
+        .srv = srv,
+        .t = t,
+        .db = db,
+        .amp = amp,
+        .state_dir = state_dir,
+        .stop_signal = &stop_signal,
+        .stats_signal = &stats_signal,
+        .reload_signal = &reload_signal,
+        .record_shutdown = r->ilog != NULL,
+        .tick = serve_tick,
+        .flush = serve_flush,
+        .reload = serve_reload,
+        .user = &side,
+    };
+    exit_code = cli_serve(&serve);
 free_t:
 free_srv:
     /* The server first: its observers hold sessions of the transport. */
     edhoc_server_free(srv);
     edhoc_transport_free(t);
-    held_flush(acct);
+    responder_acct_flush(acct);
     if (r->ilog)
         interop_log_set_server(r->ilog, NULL);
 close_db:
@@ -1714,20 +840,10 @@ close_db:
     if (pidfile && exit_code == CLI_EXIT_OK)
         unlink(pidfile);
 out:
-    edhoc_transport_set_datagram_hook2(NULL, NULL);
-    edhoc_transport_set_presend_hook(NULL, NULL);
+    responder_acct_close(acct);
     edhoc_amp_free(amp);
-    if (acct) {
-        edhoc_capture_close(acct->cap);
-        free(acct);
-    }
     interop_log_close(r->ilog);
-    idents_free(r);
-    if (r->keys)
-        edhoc_wipe(r->keys, r->n_creds * sizeof *r->keys);
-    free(r->creds);
-    free(r->keys);
-    free(r->trust);
+    responder_creds_free(r);
     free(r);
     return exit_code;
 }

@@ -470,6 +470,72 @@ static void test_listening_notice_names_host(void **state)
     stop_ok(&r);
 }
 
+static size_t occurrences(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+/* Issue 26: a --listen port already in use gets exactly one error line,
+ * saying which address and that it is in use, with exit code 1 ("cannot
+ * listen"), and no "listening on" notice; with --workers 2 the supervisor
+ * once added an error of its own ("worker 0 of 2 could not start"). */
+static void test_port_in_use_one_error(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    unsigned port = ntohs(a.sin_port);
+    static const char *const workers[] = {"--workers 1", "--workers 2"};
+    for (size_t i = 0; i < 2; i++) {
+        char *out = NULL;
+        int rc = CLI_RUN(&out, 20, "responder --demo --state-dir none %s --listen 127.0.0.1:%u",
+                         workers[i], port);
+        char want[120];
+        snprintf(want, sizeof want, "error: cannot listen on 127.0.0.1:%u: Address already in use",
+                 port);
+        if (rc != 1 || !out || !strstr(out, want) || occurrences(out, "error:") != 1 ||
+            strstr(out, "listening on"))
+            fail_msg("%s on a port in use: exit %d, expected 1 and one error line \"%s\", no "
+                     "\"listening on\":\n%s",
+                     workers[i], rc, want, out ? out : "");
+        free(out);
+    }
+    close(fd);
+}
+
+/* Issue 26: with --workers 2 the start notices (the --demo warning, the
+ * suite 25 note, the amplification limit) come once, not once per worker.
+ * The "serving ..." line stays one per worker: it gives each worker's
+ * share of the stored and static contexts. */
+static void test_start_notices_once(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "notices", "--workers 2 --listen 127.0.0.1:0 "
+                                                        "--state-dir none"),
+                     0);
+    stop_ok(&r);
+    char *log = net_read_file(r.log);
+    assert_non_null(log);
+    static const char *const once[] = {"--demo: the built-in demo credentials",
+                                       "suite 25: EDHOC only", "amplification limit:"};
+    assert_int_equal(occurrences(log, "serving built-in demo credentials, "), 2);
+    for (size_t i = 0; i < sizeof once / sizeof once[0]; i++) {
+        if (occurrences(log, once[i]) != 1)
+            fail_msg("\"%s\" %zu times, expected once:\n%s", once[i], occurrences(log, once[i]),
+                     log);
+    }
+    free(log);
+}
+
 /* An Observe registration under OSCORE made by hand (`oscore protect`,
  * nothing of our client): CON GET /counter, Observe 0, Message ID mid,
  * token 3 bytes t0 t1 t2, protected with the client context ctx at
@@ -760,6 +826,8 @@ int main(void)
         cmocka_unit_test_teardown(test_single_process_options, net_test_teardown),
         cmocka_unit_test_teardown(test_listen_port_is_exclusive, net_test_teardown),
         cmocka_unit_test_teardown(test_listening_notice_names_host, net_test_teardown),
+        cmocka_unit_test_teardown(test_port_in_use_one_error, net_test_teardown),
+        cmocka_unit_test_teardown(test_start_notices_once, net_test_teardown),
         cmocka_unit_test_teardown(test_observe_across_workers, net_test_teardown),
         cmocka_unit_test_teardown(test_inner_blockwise_across_workers, net_test_teardown),
         cmocka_unit_test_teardown(test_restart_serves_only_when_every_worker_loaded,

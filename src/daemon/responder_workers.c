@@ -370,7 +370,9 @@ static int start_failed(const struct cli_workers_config *cfg, unsigned i, int rc
         return 1;
     }
     if (rc) {
-        cli_log(LOG_ERR, "worker %u of %u could not start (exit code %d): stopping", i,
+        /* The worker logged why (a port in use, a bad file): one error
+         * line; an internal failure may have gone unexplained. */
+        cli_log(rc == CLI_WORKERS_EXIT_INTERNAL ? LOG_ERR : LOG_INFO, "worker %u of %u could not start (exit code %d): stopping", i,
                 cfg->count, rc);
         *exit_code = rc;
         return 1;
