@@ -2,8 +2,8 @@
  * End-to-end tests of `edhoc-cli simulate`: the RFC 9529 traces reproduced
  * through the command line from files, the three credential modes, the
  * exit code and message of each failure, the --json output against
- * docs/json/simulate.schema.json, the option table, and --repeat's
- * progress and interruption.
+ * docs/json/simulate.schema.json, the option table, --repeat's
+ * progress and interruption, and --keylog's rows.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -978,6 +978,103 @@ static void test_fixed_c_r_random_c_i(void **state)
     }
 }
 
+/* The hex of vector key `key`, appended to out. */
+static void append_vec_hex(struct vec_scope v, const char *key, char *out)
+{
+    uint8_t buf[256];
+    char hex[513];
+    hex_encode(buf, vec_hex(v, key, buf, sizeof buf), hex);
+    strcat(out, hex);
+}
+
+static void read_text_file(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+/* --keylog FILE: the rows initiator --keylog writes. For the RFC 9529
+ * trace 2 run, the edhoc_secrets row is G_X, PRK_2e, TH_2, PRK_3e2m,
+ * TH_3, PRK_4e3m, TH_4 of the trace (one row: both sides hold the same
+ * values), then the OSCORE contexts of both directions; a second run
+ * appends; the file is 0600 under umask 0; a symbolic link is refused. */
+static void test_keylog(void **state)
+{
+    (void)state;
+    struct vec_scope v = vec_load("rfc9529-trace2.json");
+    struct trace2_files f;
+    make_trace2_files(v, &f);
+    char log[300], args[4096];
+    snprintf(log, sizeof log, "%s/sim.keylog", workdir);
+    unlink(log);
+    snprintf(args, sizeof args,
+             "simulate --method 3 --suites 6,2 --suites-r 2 --cred-i %s --key-i %s --cred-r %s "
+             "--key-r %s --c-i 0e,37 --c-r 27 --ephemeral-i %s --ephemeral-r %s --keylog %s",
+             f.cred_i, f.key_i, f.cred_r, f.key_r, f.eph_i, f.eph_r, log);
+    mode_t old_mask = umask(0);
+    char *out;
+    int rc = run_cli(args, false, &out);
+    umask(old_mask);
+    if (rc != 0)
+        fail_msg("exit %d, output:\n%s", rc, out);
+    free(out);
+    struct stat st;
+    assert_int_equal(lstat(log, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+
+    static char want[4096], got[8192];
+    want[0] = '\0';
+    const char *fields[] = {"g_x", "prk_2e", "th_2", "prk_3e2m", "th_3", "prk_4e3m", "th_4"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        if (i)
+            strcat(want, ",");
+        append_vec_hex(v, fields[i], want);
+    }
+    strcat(want, "\n");
+    /* The client's context (Sender ID C_R), then the server's. */
+    const char *dirs[2][2] = {{"oscore_client_sender_id", "oscore_client_recipient_id"},
+                              {"oscore_server_sender_id", "oscore_server_recipient_id"}};
+    for (int d = 0; d < 2; d++) {
+        const char *keys[4] = {dirs[d][0], dirs[d][1], "oscore_master_secret",
+                               "oscore_master_salt"};
+        for (int k = 0; k < 4; k++) {
+            strcat(want, "\"");
+            append_vec_hex(v, keys[k], want);
+            strcat(want, "\",");
+        }
+        strcat(want, "\"\",\"AES-CCM-16-64-128 (CCM*)\"\n");
+    }
+    read_text_file(log, got, sizeof got);
+    assert_string_equal(got, want);
+
+    /* Appended, not replaced. */
+    rc = run_cli(args, false, &out);
+    assert_int_equal(rc, 0);
+    free(out);
+    read_text_file(log, got, sizeof got);
+    size_t wl = strlen(want);
+    assert_int_equal(strlen(got), 2 * wl);
+    assert_memory_equal(got + wl, want, wl);
+
+    /* Never through a symbolic link: refused, exit 3, the target untouched. */
+    char target[300], link_path[300];
+    snprintf(target, sizeof target, "%s/elsewhere", workdir);
+    snprintf(link_path, sizeof link_path, "%s/link.keylog", workdir);
+    write_file("elsewhere", "x", 1, 0600, target, sizeof target);
+    unlink(link_path);
+    assert_int_equal(symlink(target, link_path), 0);
+    snprintf(args, sizeof args, "simulate --keylog %s", link_path);
+    rc = run_cli(args, true, &out);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "symbolic link"));
+    free(out);
+    assert_int_equal(stat(target, &st), 0);
+    assert_int_equal(st.st_size, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -995,6 +1092,7 @@ int main(void)
         cmocka_unit_test(test_repeat_progress_and_interrupt),
         cmocka_unit_test(test_new_credential_forms),
         cmocka_unit_test(test_fixed_c_r_random_c_i),
+        cmocka_unit_test(test_keylog),
     };
     return cmocka_run_group_tests_name("cli_simulate", tests, setup, teardown);
 }
