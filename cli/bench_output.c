@@ -106,6 +106,11 @@ static bool md_shown(const struct bench_column *c)
 static void md_table(FILE *f, const struct bench_table *t)
 {
     fprintf(f, "### %s\n\n", t->title);
+    if (!t->n_rows) {
+        /* A header over no rows reads as a table that failed to print. */
+        fprintf(f, "%s\n\n", t->empty[0] ? t->empty : t->note[0] ? t->note : "No rows.");
+        return;
+    }
     if (t->note[0])
         fprintf(f, "%s\n\n", t->note);
     fputc('|', f);

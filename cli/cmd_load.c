@@ -99,13 +99,17 @@ static const struct cli_opt_renamed load_renamed[] = {
 
 const struct cli_cmd_spec cli_spec_load = {
     .name = "load",
-    .synopsis = "coap://HOST[:PORT] [OPTIONS]",
+    .synopsis = "coap://HOST[:PORT][/PATH] [OPTIONS]",
     .description =
         "Load-tests an EDHOC/OSCORE responder from one process: --peers initiators, each\n"
         "with its own UDP socket and C_I, run EDHOC over CoAP (RFC 9528 Appendix A.2)\n"
-        "and then --requests-per-peer OSCORE-protected POSTs to /echo with the new\n"
-        "context, in a loop, until --duration or --handshakes is reached. Only point it\n"
-        "at loopback or at test hosts of your own.\n\n"
+        "at PATH (default /.well-known/edhoc, as for initiator) and then\n"
+        "--requests-per-peer OSCORE-protected POSTs to /echo with the new context, in a\n"
+        "loop, until --duration or --handshakes is reached. After a transport failure\n"
+        "(unreachable, reset, no answer in time) a peer waits 100 ms before its next\n"
+        "attempt, twice as long after each further one up to 2 s, until a success (RFC\n"
+        "7252 Section 4.8); the flood of --flood-sources and its peers do not wait. Only\n"
+        "point it at loopback or at test hosts of your own.\n\n"
         "The responder's crypto floor (its crypto calls of one handshake, timed alone\n"
         "here, after the load, on the CPUs a local responder may run on) gives the rate\n"
         "one core could sustain; the report compares the measured\n"
@@ -121,8 +125,10 @@ const struct cli_cmd_spec cli_spec_load = {
         "\"interrupted: partial results\" (JSON \"partial\": true), and the exit status is\n"
         "130 or 143.\n\n"
         "Exit codes: 0 ok (failures are counted, not fatal); 1 no handshake or request\n"
-        "succeeded; 2 bad command line; 3 unusable credential; 6 the host name does not\n"
-        "resolve; 10 internal error; 130/143 interrupted (partial results).",
+        "succeeded (one line on standard error says the most frequent failure and its\n"
+        "count); 2 bad command line (also a URI with a query); 3 unusable credential; 6\n"
+        "the host name does not resolve; 10 internal error; 130/143 interrupted (partial\n"
+        "results).",
 };
 
 /* The state writer's figures around the first phase. */
@@ -161,6 +167,38 @@ static void load_progress_phase_end(void *ctx)
     struct load_progress_ctx *pc = ctx;
     cli_progress_end(pc->progress);
     cli_progress_begin(pc->progress, "load", pc->verbose, pc->quiet);
+}
+
+/* Exit 1 explained in one line: the most frequent cause of the failure
+ * table, with its count, and where it happened. */
+static void load_say_why_nothing_completed(const struct load_run *r)
+{
+    const char *what = r->plain ? "no request succeeded" : "no handshake completed";
+    char where[160];
+    snprintf(where, sizeof where, strchr(r->host, ':') ? "[%s]:%u" : "%s:%u", r->host,
+             (unsigned)r->port);
+    size_t top = 0;
+    for (size_t i = 1; i < r->n_causes; i++) {
+        if (r->causes[i].count > r->causes[top].count)
+            top = i;
+    }
+    if (!r->n_causes) {
+        fprintf(stderr, "edhoc-cli load: %s: nothing was attempted towards %s\n", what, where);
+        return;
+    }
+    const char *cause = r->causes[top].cause, *detail = r->causes[top].detail;
+    long count = r->causes[top].count;
+    char why[160];
+    snprintf(why, sizeof why, "%s%s%s, %ld time%s", cause, detail[0] ? ": " : "", detail, count,
+             count == 1 ? "" : "s");
+    bool unreached = !strcmp(cause, "transport") || !strcmp(cause, "timeout");
+    if (unreached && count == r->failures && r->message_1_failures == r->failures)
+        fprintf(stderr, "edhoc-cli load: %s: %s %s (%s)\n", what, where,
+                strcmp(cause, "timeout") ? "refused every message_1" : "answered no message_1",
+                why);
+    else
+        fprintf(stderr, "edhoc-cli load: %s: %ld failure%s towards %s, most often %s\n", what,
+                r->failures, r->failures == 1 ? "" : "s", where, why);
 }
 
 /* The command's state: the engine's run and the EDHOC set-up it uses. */
@@ -294,9 +332,14 @@ int cmd_load(int argc, char **argv)
         cli_opt_usage_error(&cli_spec_load, "which responder? give its URI");
         goto out;
     }
+    if (strchr(uri, '?')) {
+        fprintf(stderr, "edhoc-cli load: '%s': load sends no query; give "
+                        "coap://HOST[:PORT][/PATH]\n", uri);
+        goto out;
+    }
     if (load_parse_uri(r, uri)) {
-        fprintf(stderr, "edhoc-cli load: '%s': expected a responder as coap://HOST[:PORT]\n",
-                uri);
+        fprintf(stderr, "edhoc-cli load: '%s': expected a responder as "
+                        "coap://HOST[:PORT][/PATH]\n", uri);
         goto out;
     }
     if (vs_state_none) {
@@ -446,6 +489,8 @@ int cmd_load(int argc, char **argv)
     } else {
         exit_code = res.phases[0].handshakes || res.phases[0].requests ? CLI_EXIT_OK
                                                                        : CLI_EXIT_FAILURE;
+        if (exit_code == CLI_EXIT_FAILURE)
+            load_say_why_nothing_completed(r);
     }
 
 out:

@@ -1220,6 +1220,126 @@ static void test_load_no_answer(void **state)
     free(out);
 }
 
+/* Lines of text that contain needle. */
+static int count_lines_with(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *hit = strstr(line, needle);
+        if (hit && hit < line + len)
+            n++;
+        line = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+/* A port nobody serves (issue 26): one line on standard error says why
+ * nothing completed, with the count of the failure table; the peers back
+ * off after each transport failure instead of sending thousands of
+ * message_1s (RFC 7252 Section 4.8, clients are not to flood); the tables without rows
+ * are one-line notes; the URI's path is the EDHOC resource and a query is
+ * refused. */
+static void test_load_closed_port(void **state)
+{
+    (void)state;
+    uint16_t closed = net_closed_port();
+    assert_true(closed > 0);
+    char args[1024], err_path[512];
+    snprintf(err_path, sizeof err_path, "%s/closed.err", workdir);
+    snprintf(args, sizeof args,
+             "load coap://127.0.0.1:%u/some/path --peers 2 --duration 2 --responder-pid 0 "
+             "2>'%s'",
+             closed, err_path);
+    char *out;
+    assert_int_equal(run_cli(args, false, &out), 1);
+    char *err = net_read_file(err_path);
+    assert_non_null(err);
+    assert_int_equal(count_lines_with(err, "edhoc-cli load:"), 1);
+    char want[200];
+    snprintf(want, sizeof want,
+             "edhoc-cli load: no handshake completed: 127.0.0.1:%u refused every message_1 "
+             "(transport: peer unreachable or reset the exchange, ",
+             closed);
+    char *line = strstr(err, want);
+    if (!line)
+        fail_msg("stderr: %s", err);
+    long said = strtol(line + strlen(want), NULL, 10);
+    /* The attempts: every one failed, all of them in the one row. */
+    char buf[2048];
+    char *cells[MAX_CELLS];
+    const char *key[1] = {"transport"};
+    assert_int_equal(md_find_row(out, "Failures by cause", key, 1, buf, sizeof buf, cells), 3);
+    long attempts = strtol(cells[2], NULL, 10);
+    assert_int_equal(said, attempts);
+    if (attempts < 2 || attempts > 60)
+        fail_msg("%ld attempts from 2 peers in 2 s", attempts);
+    assert_int_equal(md_count_rows(out, "Failures by cause"), 1);
+    /* The path is shown as used. */
+    snprintf(want, sizeof want, "| coap://127.0.0.1:%u/some/path |", closed);
+    assert_non_null(strstr(out, want));
+    /* Notes, not headers over no rows. */
+    assert_null(strstr(out, "| Latency | Samples |"));
+    assert_null(strstr(out, "| Requests | Response |"));
+    assert_non_null(strstr(out, "No latency samples: no handshake or request completed."));
+    assert_non_null(strstr(out, "No request was answered."));
+    free(err);
+    free(out);
+    /* JSON keeps its shape (empty rows) and its schema. */
+    snprintf(args, sizeof args,
+             "load coap://127.0.0.1:%u --peers 2 --duration 0.5 --responder-pid 0 --json",
+             closed);
+    assert_int_equal(run_cli(args, false, &out), 1);
+    assert_int_equal(net_json_valid(out, "load", false), 0);
+    assert_non_null(strstr(out, "\"load_latency\""));
+    free(out);
+    /* A query is not sent: refused, not dropped. */
+    snprintf(args, sizeof args, "load 'coap://127.0.0.1:%u/p?a=1' --peers 1 --duration 1", closed);
+    assert_int_equal(run_cli(args, true, &out), 2);
+    assert_non_null(strstr(out, "load sends no query"));
+    free(out);
+
+    /* Against a responder: its EDHOC resource works when named, another
+     * path is what the responder refuses. */
+    int port = 0;
+    long pid = start_responder(&port, "");
+    if (!pid)
+        fail_msg("the test responder did not start");
+    snprintf(args, sizeof args,
+             "load coap://127.0.0.1:%d/.well-known/edhoc --peers 1 --handshakes 1 "
+             "--requests-per-peer 0 --timeout 4",
+             port);
+    int rc = run_cli(args, false, &out);
+    snprintf(want, sizeof want, "| coap://127.0.0.1:%d/.well-known/edhoc |", port);
+    bool shown = strstr(out, want) != NULL;
+    free(out);
+    snprintf(args, sizeof args,
+             "load coap://127.0.0.1:%d/not-edhoc --peers 1 --handshakes 2 --requests-per-peer 0 "
+             "--timeout 4 2>'%s'",
+             port, err_path);
+    int rc_wrong = run_cli(args, false, &out);
+    stop_responder(pid);
+    assert_int_equal(rc, 0);
+    assert_true(shown);
+    assert_int_equal(rc_wrong, 1);
+    const char *coap_error[1] = {"coap_error"};
+    assert_int_equal(md_find_row(out, "Failures by cause", coap_error, 1, buf, sizeof buf, cells),
+                     3);
+    assert_string_equal(cells[2], "2");
+    err = net_read_file(err_path);
+    assert_non_null(err);
+    assert_int_equal(count_lines_with(err, "edhoc-cli load:"), 1);
+    snprintf(want, sizeof want,
+             "edhoc-cli load: no handshake completed: 2 failures towards 127.0.0.1:%d, most "
+             "often coap_error: ",
+             port);
+    if (!strstr(err, want))
+        fail_msg("stderr: %s", err);
+    free(err);
+    free(out);
+}
+
 /* load's table has only what it uses: --c-i and --ephemeral were accepted
  * (and --ephemeral read) although every peer makes its own; --timeout-ms
  * is --timeout SECONDS now and says so; a host that does not resolve is
@@ -1310,6 +1430,7 @@ int main(void)
         cmocka_unit_test(test_contexts_interrupted),
         cmocka_unit_test(test_load_interrupted),
         cmocka_unit_test(test_load_no_answer),
+        cmocka_unit_test(test_load_closed_port),
         cmocka_unit_test(test_load_options),
         cmocka_unit_test(test_schema_refuses),
     };

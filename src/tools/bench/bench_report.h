@@ -107,6 +107,9 @@ struct bench_table {
     char name[32];   /* JSON / CSV identifier */
     char title[128]; /* Markdown heading */
     char note[1024]; /* a line under the heading (units, method) */
+    /* With no rows, the Markdown's line instead of the note and an empty
+     * table ("": the note alone); JSON and CSV keep their shapes. */
+    char empty[160];
     const struct bench_column *cols;
     size_t n_cols;
     struct bench_cell *cells; /* n_rows * n_cols */

@@ -37,9 +37,14 @@ int load_parse_uri(struct load_run *r, const char *uri)
         if (e == end + 1 || port < 1 || port > 65535 || (*e && *e != '/'))
             return -1;
         r->port = (uint16_t)port;
+        end = e;
     } else if (*end && *end != '/') {
         return -1;
     }
+    /* The path names the EDHOC resource, as for the initiator. */
+    if (strchr(end, '?') || strlen(end) >= sizeof r->path)
+        return -1;
+    snprintf(r->path, sizeof r->path, "%s", *end ? end : EDHOC_COAP_WELL_KNOWN);
     return 0;
 }
 
@@ -166,7 +171,7 @@ static double load_phase(struct load_run *r, double *responder_cpu_s, double *ge
         bool busy = false, progress = false;
         for (size_t i = 0; i < r->n_peers; i++) {
             struct load_peer *p = &r->peers[i];
-            if (p->state == PEER_IDLE)
+            if (p->state == PEER_IDLE || p->state == PEER_BACKOFF)
                 load_peer_start(r, i);
             busy |= p->state != PEER_DONE && p->state != PEER_IDLE;
         }

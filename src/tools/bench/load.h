@@ -26,7 +26,22 @@
 #define LOAD_PAYLOAD 32
 #define LOAD_MAX_SAMPLES 2000000
 
-enum load_state { PEER_IDLE, PEER_WAIT_M2, PEER_WAIT_M3, PEER_WAIT_RESPONSE, PEER_DONE };
+/* PEER_BACKOFF: after a transport failure, waiting for retry_ns before
+ * the next attempt (RFC 7252 Section 4.8: no flooding of a peer that
+ * does not answer). */
+enum load_state {
+    PEER_IDLE,
+    PEER_WAIT_M2,
+    PEER_WAIT_M3,
+    PEER_WAIT_RESPONSE,
+    PEER_BACKOFF,
+    PEER_DONE
+};
+
+/* The backoff after a transport failure: from the first delay, doubled by
+ * each failure in a row up to the last, and forgotten at a success. */
+#define LOAD_BACKOFF_FIRST_MS 100
+#define LOAD_BACKOFF_MAX_MS 2000
 
 struct load_peer {
     struct edhoc_transport *t;
@@ -47,6 +62,8 @@ struct load_peer {
     uint8_t m1[512];
     size_t m1_len;
     bool echo_sent; /* this handshake's message_1 already carried an Echo */
+    unsigned backoff_ms; /* the next backoff's length; 0: no failure in a row */
+    uint64_t retry_ns;   /* PEER_BACKOFF: when the next attempt may start */
 };
 
 /* --flood-sources: message_1s from many source addresses that never send
@@ -101,6 +118,7 @@ struct load_run {
     char uri[256];
     char host[128];
     uint16_t port;
+    char path[128]; /* the EDHOC resource: the URI's path, /.well-known/edhoc when none */
     unsigned requests_per_peer;
     double duration_s;
     long max_handshakes; /* 0: no limit (duration only) */
@@ -118,6 +136,7 @@ struct load_run {
     bool pid_given;
     uint8_t plain_code; /* response code of the unprotected requests */
     long hs_started, hs_ok, req_ok, failures;
+    long message_1_failures; /* failures while sending message_1 or awaiting message_2 */
     long echo_challenges; /* 4.01 + Echo answers to the peers' message_1s */
     struct load_flood flood;
     long no_oscore; /* OSCORE requests answered without OSCORE (among failures) */
@@ -170,7 +189,8 @@ struct load_writer_delta {
  * floor rate (issue #15). */
 #define RESPONDER_CPU_OF_FLOOR_TARGET 0.85
 
-/* r->uri, host and port from "coap://HOST[:PORT]..."; 0 or -1. */
+/* r->uri, host, port and path from "coap://HOST[:PORT][/PATH]"; 0, or
+ * -1 (not such a URI; a query, which load does not send, is refused). */
 int load_parse_uri(struct load_run *r, const char *uri);
 /* The local process serving r's port (a responder's supervisor for its
  * workers), or 0: only for a loopback host. */

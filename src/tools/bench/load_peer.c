@@ -117,11 +117,31 @@ static void peer_reset(struct load_run *r, struct load_peer *p)
     (void)r;
 }
 
+/* A transport failure (unreachable, reset, no answer in time): the peer
+ * waits before its next attempt, longer with each failure in a row, so
+ * that a port nobody serves is not flooded (RFC 7252 Section 4.8). The
+ * flood's peers keep going at once: the flood measures them as they are. */
+static void peer_back_off(struct load_run *r, struct load_peer *p)
+{
+    if (r->flood.sources)
+        return;
+    p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : LOAD_BACKOFF_FIRST_MS;
+    if (p->backoff_ms > LOAD_BACKOFF_MAX_MS)
+        p->backoff_ms = LOAD_BACKOFF_MAX_MS;
+    p->retry_ns = tools_now_ns() + (uint64_t)p->backoff_ms * 1000000u;
+    p->state = PEER_BACKOFF;
+}
+
 static void peer_fail(struct load_run *r, struct load_peer *p, const char *cause,
                       const char *detail)
 {
+    /* Before the request went out (IDLE) or while awaiting message_2. */
+    if (!r->plain && (p->state == PEER_WAIT_M2 || p->state == PEER_IDLE))
+        r->message_1_failures++;
     load_cause(r, cause, detail);
     peer_reset(r, p);
+    if (!strcmp(cause, "transport") || !strcmp(cause, "timeout"))
+        peer_back_off(r, p);
 }
 
 static int peer_send(struct load_run *r, struct load_peer *p, const uint8_t *msg, size_t len,
@@ -174,7 +194,7 @@ static void peer_send_request(struct load_run *r, struct load_peer *p)
 bool load_peer_service(struct load_run *r, size_t index)
 {
     struct load_peer *p = &r->peers[index];
-    if (p->state == PEER_DONE || p->state == PEER_IDLE)
+    if (p->state == PEER_DONE || p->state == PEER_IDLE || p->state == PEER_BACKOFF)
         return false;
     edhoc_transport_run(p->t, 0);
     long n = edhoc_transport_client_wait(p->t, p->token, p->token_len, r->resp, sizeof r->resp,
@@ -199,6 +219,11 @@ void load_peer_start(struct load_run *r, size_t index)
         p->state = PEER_DONE;
         return;
     }
+    if (p->state == PEER_BACKOFF) {
+        if (tools_now_ns() < p->retry_ns)
+            return;
+        p->state = PEER_IDLE;
+    }
     if (r->plain) {
         /* Unprotected requests only: the baseline OSCORE is compared with. */
         r->hs_started++;
@@ -219,8 +244,8 @@ void load_peer_start(struct load_run *r, size_t index)
         return;
     }
     r->msg[0] = 0xf5; /* CBOR true: message_1 follows (RFC 9528 A.2) */
-    long cn = load_request(COAP_CODE_POST, EDHOC_COAP_WELL_KNOWN, EDHOC_COAP_CF_CID_EDHOC, r->msg,
-                           (size_t)n + 1, r->coap, sizeof r->coap);
+    long cn = load_request(COAP_CODE_POST, r->path, EDHOC_COAP_CF_CID_EDHOC, r->msg, (size_t)n + 1,
+                           r->coap, sizeof r->coap);
     if (cn < 0) {
         peer_fail(r, p, "internal", "cannot build the message_1 request");
         return;
@@ -308,7 +333,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
             peer_fail(r, p, "edhoc_message_2", edhoc_strerror(n));
             return;
         }
-        long cn = load_request(COAP_CODE_POST, EDHOC_COAP_WELL_KNOWN, EDHOC_COAP_CF_CID_EDHOC,
+        long cn = load_request(COAP_CODE_POST, r->path, EDHOC_COAP_CF_CID_EDHOC,
                                r->msg, (size_t)pre + (size_t)n, r->coap, sizeof r->coap);
         if (cn < 0) {
             peer_fail(r, p, "internal", "cannot build the message_3 request");
@@ -345,6 +370,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
             return;
         }
         r->hs_ok++;
+        p->backoff_ms = 0;
         p->have_ctx = true;
         load_series_add(&r->hs_lat, (double)(now - p->started_ns) / 1e6);
         p->requests_left = r->requests_per_peer;
@@ -393,6 +419,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
             }
         }
         r->req_ok++;
+        p->backoff_ms = 0;
         load_series_add(p->sent_plain && r->vs_plain ? &r->plain_lat : &r->req_lat,
                    (double)(now - p->sent_ns) / 1e6);
         /* With --vs-plain, unprotected requests do not use up the OSCORE

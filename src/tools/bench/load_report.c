@@ -171,6 +171,9 @@ int load_report(struct load_run *r, struct load_result *res, const struct load_w
         (r->flood.sources && (!flt || !bench_report_add(report, flt))))
         return TOOLS_ERR_INTERNAL;
     snprintf(lt->note, sizeof lt->note, "%s", load_latency_note);
+    snprintf(lt->empty, sizeof lt->empty, "No latency samples: no %s completed.",
+             phases[0].plain ? "request" : "handshake or request");
+    snprintf(ft->empty, sizeof ft->empty, "No failures.");
     int nl = snprintf(t->note, sizeof t->note,
              "%s, method %d, suite %d, %u request%s of %d bytes per handshake, one process, "
              "one socket per peer.",
