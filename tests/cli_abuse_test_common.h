@@ -465,7 +465,8 @@ static inline void expect_code(int fd, uint16_t port, const uint8_t *req, size_t
     }
 }
 
-static inline void expect_block1(const struct coap_view *v, uint32_t num, bool more, const char *what)
+static inline void expect_block1(const struct coap_view *v, uint32_t num, bool more,
+                                 const char *what)
 {
     uint32_t b = 0;
     if (!view_uint(v, O_BLOCK1, &b))

@@ -368,8 +368,9 @@ static inline void capture_free(struct capture *c)
  * the actual block size is then 2**(SZX + 4)"; in descriptive use every
  * block but the last carries exactly that many bytes (only the last, M
  * unset, may be shorter). Put together, the blocks are the body. */
-static inline void check_blocks(struct report *r, const char *what, const struct dgram *const *blocks,
-                                size_t count, const uint8_t *body, size_t n, unsigned bs)
+static inline void check_blocks(struct report *r, const char *what,
+                                const struct dgram *const *blocks, size_t count,
+                                const uint8_t *body, size_t n, unsigned bs)
 {
     size_t want = ceil_div(n, bs);
     if (count != want) {

@@ -122,7 +122,8 @@ static bool get(const char *f, const char *path, char *val, size_t cap)
 
 /* The index of the nth element of array whose member key is value (JSON
  * text, e.g. "\"message_1\""), or -1. */
-static inline int index_of(const char *f, const char *array, const char *key, const char *value, int nth)
+static inline int index_of(const char *f, const char *array, const char *key, const char *value,
+                           int nth)
 {
     for (int i = 0; i < 1000; i++) {
         char path[200], v[600];
