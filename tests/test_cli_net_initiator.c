@@ -1,0 +1,367 @@
+/*
+ * End-to-end tests of `edhoc-cli initiator` against a real `edhoc-cli
+ * responder` on loopback, its choices: suite negotiation (RFC 9528
+ * Section 6.3), SUITES_R, suites across credentials, the demo's suite 25;
+ * its options, the schema it refuses, and an interrupted --repeat.
+ */
+#include "cli_net_test_common.h"
+
+static void test_suite_negotiation(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "suite2", "--listen 127.0.0.1:0 --suites 2"), 0);
+    char *out;
+    /* Suite 6 first: the responder answers error code 2 with SUITES_R 2. */
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 6,2 --json",
+                     r.port);
+    char *f = expect_ok_json(out, rc);
+    assert_has(f, "attempts=2");
+    assert_has(f, "suite=2");
+    assert_has(f, "suites_r=[2]");
+    int e = index_of(f, "messages", "name", "\"error\"", 0);
+    char path[64];
+    snprintf(path, sizeof path, "messages.%d.from=\"responder\"", e);
+    assert_has(f, path);
+    free(f);
+    free(out);
+    /* No common suite at all: the peer's error, exit code 4. */
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 0", r.port);
+    assert_int_equal(rc, 4);
+    assert_non_null(strstr(out, "edhoc-cli initiator:"));
+    assert_non_null(strstr(out, "The responder's SUITES_R (error code 2): 2\n"));
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 0 --json", r.port);
+    assert_int_equal(rc, 4);
+    assert_valid(out, "initiator");
+    f = flat(out);
+    assert_has(f, "outcome=\"failed\"");
+    assert_has(f, "suites_r=[2]");
+    assert_has(f, "error.err_code=2");
+    assert_has(f, "error.exit_code=4");
+    /* No suite agreed: null, not -1 (issue 14 item 7). */
+    assert_has(f, "suite=null");
+    free(f);
+    free(out);
+    /* Agreement at the first attempt: no SUITES_R to report. */
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2 --json", r.port);
+    f = expect_ok_json(out, rc);
+    assert_has(f, "suites_r=null");
+    free(f);
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
+/* SUITES_R names exactly the suites the responder completes for the
+ * method, whichever credential serves each: RFC 9528 Section 6.3, "If the
+ * Responder does not support any cipher suite in SUITES_I, then it SHOULD
+ * include all its supported cipher suites in SUITES_R". A demo responder
+ * serving suites 0, 6, 24 and 25 holds four credentials per method (an
+ * Ed25519, a P-256, a P-384 and an Ed448 signature key for method 0; an
+ * X25519, a P-384 and an X448 static DH key for method 3); SUITES_R used
+ * to list those of one of them only ([0] for method 0, [0, 6] for 3).
+ * Each suite listed then completes, and each other one gets error code 2. */
+static void test_suites_r_is_what_completes(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "suites-r", "--listen 127.0.0.1:0 --suites 0,6,24,25"),
+                     0);
+    static const int all[] = {0, 1, 2, 3, 4, 5, 6, 24, 25};
+    static const int methods[] = {0, 3};
+    for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
+        int m = methods[k];
+        char *out;
+        int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method %d --suites 1 "
+                                   "--request none --json",
+                         r.port, m);
+        if (rc != 4)
+            fail_msg("method %d, suite 1: exit %d\n%s", m, rc, out);
+        char *f = flat(out);
+        assert_has(f, "error.err_code=2");
+        if (!has(f, "suites_r=[0, 6, 24, 25]"))
+            fail_msg("method %d: SUITES_R is not [0, 6, 24, 25]:%s", m, f);
+        free(f);
+        free(out);
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+            bool listed = all[i] == 0 || all[i] == 6 || all[i] == 24 || all[i] == 25;
+            rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method %d --suites %d "
+                                   "--request none --json",
+                         r.port, m, all[i]);
+            f = flat(out);
+            char line[64];
+            if (listed) {
+                snprintf(line, sizeof line, "suite=%d", all[i]);
+                if (rc != 0 || !has(f, line))
+                    fail_msg("method %d suite %d is in SUITES_R but does not complete (exit %d):%s",
+                             m, all[i], rc, f);
+            } else if (rc != 4 || !has(f, "error.err_code=2")) {
+                fail_msg("method %d suite %d is not in SUITES_R but got exit %d:%s", m, all[i],
+                         rc, f);
+            }
+            free(f);
+            free(out);
+        }
+    }
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
+/* RFC 9528 Section 5.2.3: the Responder accepts message_1 only if the
+ * selected suite is the first suite in SUITES_I it supports. Method 2,
+ * demo responder with suites 0 (Ed25519 signature) and 6 (P-256
+ * signature), initiator preferring 4, 6, 0 (its X25519 static DH key fits
+ * all three): error code 2 lists 0 and 6, so the second message_1
+ * selects 6 (SUITES_I [4, 6]). It used to list only 0, whose credential
+ * answered, and then accepted SUITES_I [4, 6, 0] with suite 0 although it
+ * serves 6, which the initiator prefers. */
+static void test_suite_negotiation_across_credentials(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "suites-06", "--listen 127.0.0.1:0 --suites 0,6"), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 2 --suites 4,6,0 "
+                               "--request none --json",
+                     r.port);
+    char *f = expect_ok_json(out, rc);
+    assert_has(f, "suites_r=[0, 6]");
+    assert_has(f, "attempts=2");
+    assert_has(f, "suite=6");
+    free(f);
+    free(out);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
+/* The demo responder serves suite 25 by default (--suites: "default:
+ * all"; the demo set has X448 and Ed448 credentials for both sides):
+ * EDHOC only, since RFC 8613 Section 3.2.1 has no HKDF for its SHAKE256
+ * (--request none). It used to leave 25 out and answer error code 2. */
+static void test_demo_serves_suite_25(void **state)
+{
+    (void)state;
+    for (int m = 0; m <= 3; m++) {
+        char *out;
+        int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method %d --suites 25 "
+                                   "--request none --json",
+                         main_responder.port, m);
+        char *f = expect_ok_json(out, rc);
+        assert_has(f, "suite=25");
+        assert_has(f, "attempts=1");
+        free(f);
+        free(out);
+    }
+}
+
+/* ---- The command-line contract of issue 14 ---- */
+
+/* `edhoc-cli ARGS` in the background, standard output and error into
+ * files; stopped by teardown if the test fails first. */
+static void spawn_cli(struct net_proc *p, const char *args, const char *out_path,
+                      const char *err_path)
+{
+    memset(p, 0, sizeof *p);
+    /* Nothing of an earlier run may be mistaken for this one's output. */
+    unlink(out_path);
+    unlink(err_path);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "exec %s %s >%s 2>%s", cli, args, out_path, err_path);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    p->pid = pid;
+    for (size_t i = 0; i < NET_MAX_PROCS; i++) {
+        if (!net_procs[i]) {
+            net_procs[i] = p;
+            break;
+        }
+    }
+}
+
+/* Wait (at most timeout_ms) until path holds needle. */
+static bool wait_for_text(const char *path, const char *needle, unsigned timeout_ms)
+{
+    uint64_t end = net_now_ms() + timeout_ms;
+    do {
+        char *t = net_read_file(path);
+        bool found = t && strstr(t, needle);
+        free(t);
+        if (found)
+            return true;
+        net_sleep_ms(50);
+    } while (net_now_ms() < end);
+    return false;
+}
+
+/* Options the initiator does not use are refused, not ignored (issue 14
+ * item 1: it took --cred-r /nonexistent, --suites-r and an undocumented
+ * --methods); durations take decimals; an unresolvable host is the network
+ * exit code, not "bad command line". */
+static void test_initiator_options(void **state)
+{
+    (void)state;
+    char *out;
+    static const char *const refused[] = {"--cred-r /nonexistent", "--suites-r 2", "--methods 3",
+                                          "--key-r x", "--c-r 01", "--ead-2 5"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        int rc = CLI_RUN(&out, 10, "initiator coap://127.0.0.1:1 %s", refused[i]);
+        if (rc != 2 || !strstr(out, "unknown option"))
+            fail_msg("initiator %s: exit %d\n%s", refused[i], rc, out);
+        assert_null(strstr(out, "message_1"));
+        free(out);
+    }
+    /* The table is the help: what is refused is not offered. */
+    int rc = CLI_RUN(&out, 10, "initiator --help");
+    assert_int_equal(rc, 0);
+    assert_null(strstr(out, "--cred-r"));
+    assert_null(strstr(out, "--suites-r"));
+    assert_null(strstr(out, "--methods"));
+    assert_non_null(strstr(out, "--timeout SECONDS"));
+    assert_non_null(strstr(out, "docs/json/initiator.schema.json"));
+    free(out);
+    rc = CLI_RUN(&out, 10, "help initiator");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "usage: edhoc-cli initiator URI"));
+    free(out);
+    /* --timeout with decimals (it took whole seconds only: "0.5" was "expected a
+     * number", exit 2), and --opt=value. */
+    uint16_t silent = 0;
+    int fd = net_silent_socket(&silent);
+    assert_true(fd >= 0);
+    uint64_t t0 = net_now_ms();
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --timeout 0.5 --json", silent);
+    uint64_t took = net_now_ms() - t0;
+    if (rc != 6)
+        fail_msg("--timeout 0.5 against a silent peer: exit %d\n%s", rc, out);
+    assert_true(took < 5000);
+    assert_valid(out, "initiator");
+    char *f = flat(out);
+    assert_has(f, "outcome=\"failed\"");
+    assert_has(f, "error.exit_code=6");
+    /* Nothing agreed, nothing answered: null, not -1 or "?". */
+    assert_has(f, "suite=null");
+    assert_has(f, "id_cred_r=null");
+    assert_has(f, "handshake_ms=null");
+    assert_has(f, "oscore=null");
+    free(f);
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --timeout=0.3", silent);
+    assert_int_equal(rc, 6);
+    free(out);
+    close(fd);
+    rc = CLI_RUN(&out, 10, "initiator coap://127.0.0.1:1 --timeout 0");
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--timeout"));
+    free(out);
+    /* A credential without its key: the message names the options the
+     * initiator takes (--cred, --key), not simulate's --cred-i/--key-i. */
+    rc = CLI_RUN(&out, 10, "initiator coap://127.0.0.1:9 --cred /nonexistent");
+    if (rc != 2 || !strstr(out, "the initiator needs both --cred and --key (--cred given alone)"))
+        fail_msg("--cred without --key: exit %d\n%s", rc, out);
+    free(out);
+    /* A host name that does not resolve is a peer that cannot be reached:
+     * exit 6 as documented ("timeout or peer unreachable"), it was 2. */
+    rc = CLI_RUN(&out, 30, "initiator coap://no-such-host.invalid/ --timeout 5");
+    if (rc != 6)
+        fail_msg("unresolvable host: exit %d\n%s", rc, out);
+    assert_non_null(strstr(out, "no-such-host.invalid"));
+    free(out);
+    /* With --json, the report of a failed run, valid against the schema,
+     * with the failure's exit code and text (it printed nothing). */
+    rc = CLI_RUN(&out, 30, "initiator coap://no-such-host.invalid/ --timeout 5 --json 2>/dev/null");
+    if (rc != 6 || !strstr(out, "\"text\": \"no-such-host.invalid: host name does not resolve\"") ||
+        !strstr(out, "\"exit_code\": 6"))
+        fail_msg("unresolvable host, --json: exit %d\n%s", rc, out);
+    assert_valid(out, "initiator");
+    free(out);
+}
+
+/* The schema check can fail: a report without one of its required members,
+ * or with -1 where null belongs, is refused. */
+static void test_initiator_schema_refuses(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = net_cli_run(&out, 30, true, "initiator coap://127.0.0.1:%u --json",
+                         main_responder.port);
+    char *f = expect_ok_json(out, rc);
+    free(f);
+    char *doc = json_doc(out);
+    assert_int_equal(net_json_valid(doc, "initiator", false), 0);
+    char *cut = strstr(doc, "  \"round_trips\": ");
+    assert_non_null(cut);
+    char *eol = strchr(cut, '\n');
+    memmove(cut, eol + 1, strlen(eol + 1) + 1);
+    assert_int_not_equal(net_json_valid(doc, "initiator", false), 0);
+    free(doc);
+    /* The old sentinel: an EDHOC size of -1 for an OSCORE message. */
+    doc = json_doc(out);
+    char *null_bytes = strstr(doc, "\"edhoc_bytes\": null");
+    assert_non_null(null_bytes);
+    memcpy(null_bytes + strlen("\"edhoc_bytes\": "), "-1  ", 4);
+    assert_int_not_equal(net_json_valid(doc, "initiator", false), 0);
+    free(doc);
+    free(out);
+}
+
+/* SIGINT during --repeat: the report of what completed, marked partial,
+ * exit 130 (issue 14: "interrupted runs still report"); the progress line
+ * is on standard error with -v when it is not a terminal. */
+static void test_initiator_repeat_interrupted(void **state)
+{
+    (void)state;
+    char args[300], opath[300], epath[300];
+    net_path(opath, sizeof opath, "repeat.out");
+    net_path(epath, sizeof epath, "repeat.err");
+    snprintf(args, sizeof args, "initiator coap://127.0.0.1:%u --repeat 1000000 --json -v",
+             main_responder.port);
+    static struct net_proc p;
+    spawn_cli(&p, args, opath, epath);
+    /* The first progress line comes after a few seconds of handshakes. */
+    if (!wait_for_text(epath, "initiator: handshake ", 30000))
+        fail_msg("no progress line on standard error");
+    assert_int_equal(net_proc_stop(&p, SIGINT, 10000), 130);
+    char *out = net_read_file(opath);
+    assert_non_null(out);
+    assert_valid(out, "initiator");
+    char *f = flat(out);
+    assert_has(f, "partial=true");
+    assert_has(f, "outcome=\"ok\"");
+    char v[40];
+    assert_true(get(f, "repeat.ok", v, sizeof v));
+    assert_true(atol(v) > 1);
+    assert_has(f, "repeat.failed=0");
+    free(f);
+    free(out);
+    /* Text: the summary and the line saying it is partial. */
+    snprintf(args, sizeof args, "initiator coap://127.0.0.1:%u --repeat 1000000 -v",
+             main_responder.port);
+    spawn_cli(&p, args, opath, epath);
+    if (!wait_for_text(epath, "initiator: handshake ", 30000))
+        fail_msg("no progress line on standard error");
+    assert_int_equal(net_proc_stop(&p, SIGTERM, 10000), 143);
+    out = net_read_file(opath);
+    assert_non_null(strstr(out, "Outcome: ok"));
+    assert_non_null(strstr(out, "\nRepeat: "));
+    assert_non_null(strstr(out, "interrupted: partial results"));
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_suite_negotiation, check_alive),
+        cmocka_unit_test_setup(test_suites_r_is_what_completes, check_alive),
+        cmocka_unit_test_setup(test_suite_negotiation_across_credentials, check_alive),
+        cmocka_unit_test_setup(test_demo_serves_suite_25, check_alive),
+        cmocka_unit_test_setup(test_initiator_options, check_alive),
+        cmocka_unit_test_setup(test_initiator_schema_refuses, check_alive),
+        cmocka_unit_test_setup(test_initiator_repeat_interrupted, check_alive),
+    };
+    /* One test by name (a glob): CMOCKA_TEST_FILTER=test_load_* */
+    if (getenv("CMOCKA_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("CMOCKA_TEST_FILTER"));
+    return cmocka_run_group_tests_name("cli_net_initiator", tests, setup, net_group_teardown);
+}
