@@ -570,12 +570,14 @@ static void test_compare(void **state)
     free(out);
 
     /* The global bound holds: with one second every run either finishes
-     * or is reported as stopped by it, and the command ends soon after.
-     * "Soon" is measured against this machine as it is now: the same
-     * program refusing a bad command line (start, parse, exit) under the
-     * same load, so that a busy or sanitized run does not fail the bound
-     * while a run that ignores --timeout (several seconds of handshakes
-     * per exchange) still does. */
+     * or is reported as stopped by it (checked below), and the command
+     * does not hang past it. The whole comparison takes about 1.5 s on an
+     * idle machine, so wall time cannot tell a bound from none; what it
+     * catches is an exchange left waiting with no end. The allowance is
+     * measured against this machine as it is now: the same program
+     * refusing a bad command line (start, parse, exit) under the same
+     * load, so that a busy or sanitized run does not fail it (4 s was once
+     * exceeded by a sanitized run beside other tests). */
     clock_gettime(CLOCK_MONOTONIC, &t0);
     assert_int_equal(run_cli("bytes --compare --timeout 0", true, &out), 2);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -585,7 +587,7 @@ static void test_compare(void **state)
     int rc = run_cli("bytes --compare --timeout 1", true, &out);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double bounded_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    if (bounded_s > 4.0 + 4 * start_s)
+    if (bounded_s > 15.0 + 10 * start_s)
         fail_msg("bytes --compare --timeout 1 took %.2f s (a bad command line took %.2f s)",
                  bounded_s, start_s);
     if (rc != 0) {
