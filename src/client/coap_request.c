@@ -66,6 +66,8 @@ static long protect_logged(struct oscore_context *ctx, struct client_seq_log *lo
     return n;
 }
 
+static long add_user_options(const struct client_coap_run *r, uint8_t *msg, long len, size_t cap);
+
 /* The response carries an Observe option (outer: under OSCORE it is
  * also outer, RFC 8613 Section 4.1.3.5.2). */
 static bool has_observe(const uint8_t *msg, size_t len)
@@ -137,6 +139,7 @@ static int deregister(struct client_coap_run *r, struct edhoc_transport *t, cons
     struct oscore_context *ctx = r->follow.active;
     long n = cli_coap_build_request(r->p.code, r->p.path, r->p.query, r->p.content_format, NULL, 0,
                                     1, r->req, EDHOC_TRANSPORT_MAX_MESSAGE);
+    n = add_user_options(r, r->req, n, EDHOC_TRANSPORT_MAX_MESSAGE);
     if (n < 0)
         return -1;
     struct oscore_binding b;
@@ -153,7 +156,7 @@ static int deregister(struct client_coap_run *r, struct edhoc_transport *t, cons
     /* Drop what is queued: notifications that came before it. */
     while (edhoc_transport_client_wait(t, tok, tl, r->resp, EDHOC_TRANSPORT_MAX_MESSAGE, 0) > 0)
         ;
-    if (edhoc_transport_client_send_on(t, msg, (size_t)n, true, tok, tl))
+    if (edhoc_transport_client_send_on(t, msg, (size_t)n, !r->p.non, tok, tl))
         return -1;
     uint64_t end = client_now_ns() + 5000000000ull;
     if (end > deadline + 2000000000ull)
@@ -372,6 +375,36 @@ static int oscore_request(struct client_coap_run *r, struct edhoc_transport *t)
     return (ri.code >> 5) >= 4 ? EDHOC_CLIENT_FAILURE : EDHOC_CLIENT_OK;
 }
 
+/* The request msg with Accept and the user's options added (each after
+ * those of a number not above its own, RFC 7252 Section 3.1), in place.
+ * Returns the new length or -1. */
+static long add_user_options(const struct client_coap_run *r, uint8_t *msg, long len, size_t cap)
+{
+    if (len < 0 || (r->p.accept < 0 && r->p.n_extra == 0))
+        return len;
+    struct coap_msg m;
+    if (edhoc_coap_msg_parse(msg, (size_t)len, &m))
+        return -1;
+    uint8_t acc[4];
+    if (r->p.accept >= 0 &&
+        edhoc_coap_msg_add_option(&m, COAP_OPT_ACCEPT, acc,
+                                  edhoc_coap_uint_encode((uint32_t)r->p.accept, acc)))
+        return -1;
+    for (size_t i = 0; i < r->p.n_extra; i++)
+        if (edhoc_coap_msg_add_option(&m, r->p.extra[i].number, r->p.extra[i].value,
+                                      r->p.extra[i].len))
+            return -1;
+    /* m points into msg: encode elsewhere first. */
+    uint8_t *tmp = malloc(cap);
+    if (!tmp)
+        return -1;
+    long n = edhoc_coap_msg_encode(&m, tmp, cap);
+    if (n > 0)
+        memcpy(msg, tmp, (size_t)n);
+    free(tmp);
+    return n < 0 ? -1 : n;
+}
+
 int client_coap_prepare(struct client_coap_run *r)
 {
     r->deregistered = 1;
@@ -387,6 +420,7 @@ int client_coap_prepare(struct client_coap_run *r)
     long n =
         cli_coap_build_request(r->p.code, r->p.path, r->p.query, r->p.content_format, r->p.body,
                                r->p.body_len, r->p.observe ? 0 : -1, r->req, r->cap);
+    n = add_user_options(r, r->req, n, r->cap);
     if (n < 0) {
         notice(r, "cannot build the request (too many options?)");
         return EDHOC_CLIENT_USAGE;
@@ -444,7 +478,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
     struct client_b2_follow *follow = &r->follow;
     size_t msg_cap = r->cap;
     int exit_code = EDHOC_CLIENT_OK;
-    int rc = edhoc_transport_client_send(t, r->send_msg, (size_t)r->n_send, true, tok, &tl);
+    int rc = edhoc_transport_client_send(t, r->send_msg, (size_t)r->n_send, !r->p.non, tok, &tl);
     if (rc) {
         notice(r, "cannot send: %s", edhoc_transport_strerror(rc));
         r->error = "send";
@@ -485,9 +519,9 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
                     edhoc_transport_client_forget(t, tok, tl);
                     long pn = protect_logged(follow->active, &r->seqs, r->req, (size_t)r->n_req,
                                              r->prot, msg_cap, &r->b);
-                    rc = pn < 0
-                             ? EDHOC_TRANSPORT_ERR_MALFORMED
-                             : edhoc_transport_client_send(t, r->prot, (size_t)pn, true, tok, &tl);
+                    rc = pn < 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
+                                : edhoc_transport_client_send(t, r->prot, (size_t)pn, !r->p.non,
+                                                              tok, &tl);
                     if (rc) {
                         notice(r, "cannot send request #2 of RFC 8613 Appendix B.2: %s",
                                pn < 0 ? oscore_strerror((int)pn) : edhoc_transport_strerror(rc));
@@ -534,7 +568,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
                 peer_lost = true;
                 break;
             }
-            rc = edhoc_transport_client_send(t, r->prot, (size_t)pn, true, tok, &tl);
+            rc = edhoc_transport_client_send(t, r->prot, (size_t)pn, !r->p.non, tok, &tl);
             if (rc) {
                 notice(r, "cannot send: %s", edhoc_transport_strerror(rc));
                 r->error = "send";
@@ -555,7 +589,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
             long an = cli_coap_with_echo(r->send_msg, (size_t)r->n_send, ev, (size_t)el, r->prot,
                                          msg_cap);
             rc = an < 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
-                        : edhoc_transport_client_send(t, r->prot, (size_t)an, true, tok, &tl);
+                        : edhoc_transport_client_send(t, r->prot, (size_t)an, !r->p.non, tok, &tl);
             if (rc) {
                 notice(r, "cannot send: %s", edhoc_transport_strerror(rc));
                 r->error = "send";

@@ -69,6 +69,15 @@ struct client_coap_hooks {
     void *user;
 };
 
+/* An option the user added to the request (-O NUM,VALUE). */
+struct client_coap_option {
+    uint16_t number;
+    const uint8_t *value;
+    size_t len;
+};
+
+#define CLIENT_COAP_MAX_EXTRA 16
+
 struct client_coap_params {
     uint8_t code; /* the method */
     const char *path, *query;
@@ -81,6 +90,10 @@ struct client_coap_params {
     size_t max_body;
     long timeout_ms;
     bool output; /* the command writes bodies to a file */
+    bool non;    /* a Non-confirmable request (RFC 7252 Section 4.3) */
+    long accept; /* Accept (RFC 7252 Section 5.10.4), -1: none */
+    struct client_coap_option extra[CLIENT_COAP_MAX_EXTRA];
+    size_t n_extra;
     bool verbose, quiet;
 };
 
