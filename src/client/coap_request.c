@@ -66,8 +66,6 @@ static long protect_logged(struct oscore_context *ctx, struct client_seq_log *lo
     return n;
 }
 
-static long add_user_options(const struct client_coap_run *r, uint8_t *msg, long len, size_t cap);
-
 /* The response carries an Observe option (outer: under OSCORE it is
  * also outer, RFC 8613 Section 4.1.3.5.2). */
 static bool has_observe(const uint8_t *msg, size_t len)
@@ -139,7 +137,8 @@ static int deregister(struct client_coap_run *r, struct edhoc_transport *t, cons
     struct oscore_context *ctx = r->follow.active;
     long n = cli_coap_build_request(r->p.code, r->p.path, r->p.query, r->p.content_format, NULL, 0,
                                     1, r->req, EDHOC_TRANSPORT_MAX_MESSAGE);
-    n = add_user_options(r, r->req, n, EDHOC_TRANSPORT_MAX_MESSAGE);
+    n = cli_coap_add_options(r->req, n, EDHOC_TRANSPORT_MAX_MESSAGE, r->p.accept, r->p.extra,
+                              r->p.n_extra);
     if (n < 0)
         return -1;
     struct oscore_binding b;
@@ -375,36 +374,6 @@ static int oscore_request(struct client_coap_run *r, struct edhoc_transport *t)
     return (ri.code >> 5) >= 4 ? EDHOC_CLIENT_FAILURE : EDHOC_CLIENT_OK;
 }
 
-/* The request msg with Accept and the user's options added (each after
- * those of a number not above its own, RFC 7252 Section 3.1), in place.
- * Returns the new length or -1. */
-static long add_user_options(const struct client_coap_run *r, uint8_t *msg, long len, size_t cap)
-{
-    if (len < 0 || (r->p.accept < 0 && r->p.n_extra == 0))
-        return len;
-    struct coap_msg m;
-    if (edhoc_coap_msg_parse(msg, (size_t)len, &m))
-        return -1;
-    uint8_t acc[4];
-    if (r->p.accept >= 0 &&
-        edhoc_coap_msg_add_option(&m, COAP_OPT_ACCEPT, acc,
-                                  edhoc_coap_uint_encode((uint32_t)r->p.accept, acc)))
-        return -1;
-    for (size_t i = 0; i < r->p.n_extra; i++)
-        if (edhoc_coap_msg_add_option(&m, r->p.extra[i].number, r->p.extra[i].value,
-                                      r->p.extra[i].len))
-            return -1;
-    /* m points into msg: encode elsewhere first. */
-    uint8_t *tmp = malloc(cap);
-    if (!tmp)
-        return -1;
-    long n = edhoc_coap_msg_encode(&m, tmp, cap);
-    if (n > 0)
-        memcpy(msg, tmp, (size_t)n);
-    free(tmp);
-    return n < 0 ? -1 : n;
-}
-
 int client_coap_prepare(struct client_coap_run *r)
 {
     r->deregistered = 1;
@@ -420,7 +389,7 @@ int client_coap_prepare(struct client_coap_run *r)
     long n =
         cli_coap_build_request(r->p.code, r->p.path, r->p.query, r->p.content_format, r->p.body,
                                r->p.body_len, r->p.observe ? 0 : -1, r->req, r->cap);
-    n = add_user_options(r, r->req, n, r->cap);
+    n = cli_coap_add_options(r->req, n, r->cap, r->p.accept, r->p.extra, r->p.n_extra);
     if (n < 0) {
         notice(r, "cannot build the request (too many options?)");
         return EDHOC_CLIENT_USAGE;

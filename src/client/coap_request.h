@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client_coap.h"
 #include "edhoc/oscore.h"
 
 struct edhoc_transport;
@@ -67,13 +68,6 @@ struct client_coap_hooks {
     /* Nonzero once the run should stop (SIGINT/SIGTERM). */
     int (*interrupted)(void *user);
     void *user;
-};
-
-/* An option the user added to the request (-O NUM,VALUE). */
-struct client_coap_option {
-    uint16_t number;
-    const uint8_t *value;
-    size_t len;
 };
 
 #define CLIENT_COAP_MAX_EXTRA 16
