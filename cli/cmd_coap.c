@@ -40,6 +40,7 @@ enum {
     OPT_NON,
     OPT_ACCEPT,
     OPT_OPTION,
+    OPT_TOKEN,
 };
 
 static const struct cli_opt request_opts[] = {
@@ -63,6 +64,9 @@ static const struct cli_opt request_opts[] = {
      "repeatable; the options the request gets from the URI and the other\n"
      "options (Uri-Path, Uri-Query, Content-Format, Accept, Observe, Block1,\n"
      "Block2, OSCORE, Echo) are refused"},
+    {OPT_TOKEN, "token", "HEX",
+     "the request's token, 0 to 8 bytes in hex (RFC 7252 Section 5.3.1; \"\"\n"
+     "for an empty one); default: a fresh one from the transport"},
     {OPT_OUTPUT, "output", "FILE", "write the response body to FILE instead of printing it"},
     {OPT_MAX_BODY, "max-body", "N",
      "largest request or response body (16..1048576, default 65536); bodies\n"
@@ -121,6 +125,7 @@ static const struct cli_opt_short coap_short_names[] = {
     {OPT_NON, 'N'},
     {OPT_ACCEPT, 'A'},
     {OPT_OPTION, 'O'},
+    {OPT_TOKEN, 'T'},
     {0, 0},
 };
 
@@ -258,6 +263,28 @@ static const char *option_set_elsewhere(long number)
 
 /* NUM,VALUE of --option into o (value bytes in buf). Returns 0, or -1
  * after printing why. */
+/* RFC 7252 Section 5.3.1: "The Token is ... between 0 and 8 bytes". */
+static int token_arg(const struct cli_opt_parser *p, uint8_t token[8], size_t *len)
+{
+    const char *v = p->value;
+    if (v[0] == '0' && (v[1] == 'x' || v[1] == 'X'))
+        v += 2;
+    size_t digits = strspn(v, "0123456789abcdefABCDEF");
+    if (v[digits] || digits % 2) {
+        fprintf(stderr, "edhoc-cli coap: %s '%s': expected hex (an even number of digits)\n",
+                p->flag, p->value);
+        return -1;
+    }
+    if (digits > 16) {
+        fprintf(stderr,
+                "edhoc-cli coap: %s '%s': %zu bytes, a token has 0 to 8 (RFC 7252 Section 5.3.1)\n",
+                p->flag, p->value, digits / 2);
+        return -1;
+    }
+    *len = digits ? (size_t)cli_hex_decode(v, token, 8) : 0;
+    return 0;
+}
+
 static int option_arg(const struct cli_opt_parser *p, struct client_coap_option *o, uint8_t *buf,
                       size_t cap)
 {
@@ -326,7 +353,9 @@ int cmd_coap(int argc, char **argv)
     long cf = -1, observe = 0, timeout_ms = 10000, block_size = 0, repeat = 0;
     long max_body = EDHOC_BW_DEFAULT_MAX_BODY;
     long accept = -1;
-    bool non = false;
+    bool non = false, has_token = false;
+    uint8_t token[8];
+    size_t token_len = 0;
     struct client_coap_option extra[CLIENT_COAP_MAX_EXTRA];
     static uint8_t extra_values[CLIENT_COAP_MAX_EXTRA][256];
     size_t n_extra = 0;
@@ -373,6 +402,7 @@ int cmd_coap(int argc, char **argv)
         case OPT_CONTENT_FORMAT: bad = content_format_arg(&p, &cf); break;
         case OPT_ACCEPT: bad = content_format_arg(&p, &accept); break;
         case OPT_NON: non = true; break;
+        case OPT_TOKEN: bad = token_arg(&p, token, &token_len); has_token = !bad; break;
         case OPT_OPTION:
             if (n_extra == CLIENT_COAP_MAX_EXTRA) {
                 fprintf(stderr, "edhoc-cli coap: %s: at most %d options\n", p.flag,
@@ -561,9 +591,12 @@ int cmd_coap(int argc, char **argv)
         .output = output_path != NULL,
         .non = non,
         .accept = accept,
+        .has_token = has_token,
+        .token_len = token_len,
         .verbose = p.verbose > 0,
         .quiet = p.quiet,
     };
+    memcpy(run.p.token, token, token_len);
     memcpy(run.p.extra, extra, n_extra * sizeof extra[0]);
     run.p.n_extra = n_extra;
     run.h = (struct client_coap_hooks){

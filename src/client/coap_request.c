@@ -66,6 +66,25 @@ static long protect_logged(struct oscore_context *ctx, struct client_seq_log *lo
     return n;
 }
 
+/* The request with the user's token (--token) or a fresh one; the token
+ * used in tok / *tl. */
+static int send_request(const struct client_coap_run *r, struct edhoc_transport *t,
+                        const uint8_t *msg, size_t len, uint8_t tok[8], size_t *tl)
+{
+    if (!r->p.has_token)
+        return edhoc_transport_client_send(t, msg, len, !r->p.non, tok, tl);
+    memcpy(tok, r->p.token, r->p.token_len);
+    *tl = r->p.token_len;
+    return edhoc_transport_client_send_token(t, msg, len, !r->p.non, r->p.token, r->p.token_len);
+}
+
+static void xfer_token(const struct client_coap_run *r, struct cli_oscore_xfer *x)
+{
+    x->has_token = r->p.has_token;
+    memcpy(x->token, r->p.token, sizeof x->token);
+    x->token_len = r->p.token_len;
+}
+
 /* The response carries an Observe option (outer: under OSCORE it is
  * also outer, RFC 8613 Section 4.1.3.5.2). */
 static bool has_observe(const uint8_t *msg, size_t len)
@@ -261,8 +280,8 @@ static int b2_probe(struct client_coap_run *r, struct edhoc_transport *t, uint64
         rc = EDHOC_CLIENT_OSCORE;
         goto out;
     }
-    long rn =
-        edhoc_transport_client_request(t, prot, (size_t)pn, resp, cap, client_left_ms(deadline));
+    long rn = cli_client_request(t, prot, (size_t)pn, r->p.has_token ? r->p.token : NULL,
+                                 r->p.token_len, resp, cap, client_left_ms(deadline));
     if (rn < 0) {
         rc = transport_failure(r, rn);
         goto out;
@@ -300,6 +319,7 @@ static int oscore_request(struct client_coap_run *r, struct edhoc_transport *t)
         .sent = log_sent,
         .user = &r->seqs,
     };
+    xfer_token(r, &x);
     struct cli_oscore_result res;
     uint64_t deadline = client_now_ns() + (uint64_t)r->p.timeout_ms * 1000000ull;
     int xr = cli_oscore_exchange_bw(t, f->active, r->req, (size_t)r->n_req, out, cap,
@@ -447,7 +467,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
     struct client_b2_follow *follow = &r->follow;
     size_t msg_cap = r->cap;
     int exit_code = EDHOC_CLIENT_OK;
-    int rc = edhoc_transport_client_send(t, r->send_msg, (size_t)r->n_send, !r->p.non, tok, &tl);
+    int rc = send_request(r, t, r->send_msg, (size_t)r->n_send, tok, &tl);
     if (rc) {
         notice(r, "cannot send: %s", edhoc_transport_strerror(rc));
         r->error = "send";
@@ -489,7 +509,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
                     long pn = protect_logged(follow->active, &r->seqs, r->req, (size_t)r->n_req,
                                              r->prot, msg_cap, &r->b);
                     rc = pn < 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
-                                : edhoc_transport_client_send(t, r->prot, (size_t)pn, !r->p.non,
+                                : send_request(r, t, r->prot, (size_t)pn,
                                                               tok, &tl);
                     if (rc) {
                         notice(r, "cannot send request #2 of RFC 8613 Appendix B.2: %s",
@@ -537,7 +557,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
                 peer_lost = true;
                 break;
             }
-            rc = edhoc_transport_client_send(t, r->prot, (size_t)pn, !r->p.non, tok, &tl);
+            rc = send_request(r, t, r->prot, (size_t)pn, tok, &tl);
             if (rc) {
                 notice(r, "cannot send: %s", edhoc_transport_strerror(rc));
                 r->error = "send";
@@ -558,7 +578,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
             long an = cli_coap_with_echo(r->send_msg, (size_t)r->n_send, ev, (size_t)el, r->prot,
                                          msg_cap);
             rc = an < 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
-                        : edhoc_transport_client_send(t, r->prot, (size_t)an, !r->p.non, tok, &tl);
+                        : send_request(r, t, r->prot, (size_t)an, tok, &tl);
             if (rc) {
                 notice(r, "cannot send: %s", edhoc_transport_strerror(rc));
                 r->error = "send";
@@ -649,12 +669,14 @@ int client_coap_exchange(struct client_coap_run *r, struct edhoc_transport *t)
                                             .max_body = r->p.max_body,
                                             .sent = log_sent,
                                             .user = &r->seqs};
+                xfer_token(r, &x);
                 struct cli_oscore_result rr;
                 if (cli_oscore_exchange_bw(t, r->follow.active, r->req, (size_t)r->n_req, r->plain,
                                            r->cap, left, NULL, NULL, &x, &rr))
                     break;
-            } else if (edhoc_transport_client_request(t, r->req, (size_t)r->n_req, r->resp, r->cap,
-                                                      left) < 0) {
+            } else if (cli_client_request(t, r->req, (size_t)r->n_req,
+                                          r->p.has_token ? r->p.token : NULL, r->p.token_len,
+                                          r->resp, r->cap, left) < 0) {
                 break;
             }
             ok++;
