@@ -509,8 +509,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
                     long pn = protect_logged(follow->active, &r->seqs, r->req, (size_t)r->n_req,
                                              r->prot, msg_cap, &r->b);
                     rc = pn < 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
-                                : send_request(r, t, r->prot, (size_t)pn,
-                                                              tok, &tl);
+                                : send_request(r, t, r->prot, (size_t)pn, tok, &tl);
                     if (rc) {
                         notice(r, "cannot send request #2 of RFC 8613 Appendix B.2: %s",
                                pn < 0 ? oscore_strerror((int)pn) : edhoc_transport_strerror(rc));

@@ -540,10 +540,9 @@ static void pending_clear(struct pending *p)
 
 /* given: a token pending already (send_on); chosen: a token the caller
  * picked, not pending; neither: a fresh one from libcoap. */
-static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
-                       bool confirmable, const uint8_t *given, size_t given_len,
-                       const uint8_t *chosen, size_t chosen_len, uint8_t token[8],
-                       size_t *token_len)
+static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len, bool confirmable,
+                       const uint8_t *given, size_t given_len, const uint8_t *chosen,
+                       size_t chosen_len, uint8_t token[8], size_t *token_len)
 {
     if (!t || !t->session || !msg)
         return EDHOC_TRANSPORT_ERR_ARG;
