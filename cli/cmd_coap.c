@@ -261,8 +261,6 @@ static const char *option_set_elsewhere(long number)
     }
 }
 
-/* NUM,VALUE of --option into o (value bytes in buf). Returns 0, or -1
- * after printing why. */
 /* RFC 7252 Section 5.3.1: "The Token is ... between 0 and 8 bytes". */
 static int token_arg(const struct cli_opt_parser *p, uint8_t token[8], size_t *len)
 {
@@ -285,6 +283,8 @@ static int token_arg(const struct cli_opt_parser *p, uint8_t token[8], size_t *l
     return 0;
 }
 
+/* NUM,VALUE of --option into o (value bytes in buf). Returns 0, or -1
+ * after printing why. */
 static int option_arg(const struct cli_opt_parser *p, struct client_coap_option *o, uint8_t *buf,
                       size_t cap)
 {
