@@ -66,8 +66,7 @@ static long protect_logged(struct oscore_context *ctx, struct client_seq_log *lo
     return n;
 }
 
-/* The request with the user's token (--token) or a fresh one; the token
- * used in tok / *tl. */
+/* The request with --token's token or a fresh one (copied to tok, *tl). */
 static int send_request(const struct client_coap_run *r, struct edhoc_transport *t,
                         const uint8_t *msg, size_t len, uint8_t tok[8], size_t *tl)
 {
@@ -78,11 +77,17 @@ static int send_request(const struct client_coap_run *r, struct edhoc_transport 
     return edhoc_transport_client_send_token(t, msg, len, !r->p.non, r->p.token, r->p.token_len);
 }
 
-static void xfer_token(const struct client_coap_run *r, struct cli_oscore_xfer *x)
+/* The inner block-wise settings and the token of the OSCORE requests. */
+static struct cli_oscore_xfer request_xfer(struct client_coap_run *r)
 {
-    x->has_token = r->p.has_token;
-    memcpy(x->token, r->p.token, sizeof x->token);
-    x->token_len = r->p.token_len;
+    struct cli_oscore_xfer x = {.block_size = r->p.block_size ? r->p.block_size : 1024,
+                                .max_body = r->p.max_body,
+                                .sent = log_sent,
+                                .user = &r->seqs,
+                                .has_token = r->p.has_token,
+                                .token_len = r->p.token_len};
+    memcpy(x.token, r->p.token, sizeof x.token);
+    return x;
 }
 
 /* The response carries an Observe option (outer: under OSCORE it is
@@ -313,13 +318,7 @@ static int oscore_request(struct client_coap_run *r, struct edhoc_transport *t)
     struct client_b2_follow *f = &r->follow;
     uint8_t *out = r->plain;
     size_t cap = r->cap;
-    struct cli_oscore_xfer x = {
-        .block_size = r->p.block_size ? r->p.block_size : 1024,
-        .max_body = r->p.max_body,
-        .sent = log_sent,
-        .user = &r->seqs,
-    };
-    xfer_token(r, &x);
+    struct cli_oscore_xfer x = request_xfer(r);
     struct cli_oscore_result res;
     uint64_t deadline = client_now_ns() + (uint64_t)r->p.timeout_ms * 1000000ull;
     int xr = cli_oscore_exchange_bw(t, f->active, r->req, (size_t)r->n_req, out, cap,
@@ -664,11 +663,7 @@ int client_coap_exchange(struct client_coap_run *r, struct edhoc_transport *t)
             int left = client_left_ms(deadline);
             sent++;
             if (r->ctx) {
-                struct cli_oscore_xfer x = {.block_size = r->p.block_size ? r->p.block_size : 1024,
-                                            .max_body = r->p.max_body,
-                                            .sent = log_sent,
-                                            .user = &r->seqs};
-                xfer_token(r, &x);
+                struct cli_oscore_xfer x = request_xfer(r);
                 struct cli_oscore_result rr;
                 if (cli_oscore_exchange_bw(t, r->follow.active, r->req, (size_t)r->n_req, r->plain,
                                            r->cap, left, NULL, NULL, &x, &rr))
