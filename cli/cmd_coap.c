@@ -14,6 +14,7 @@
 #include "progress.h"
 #include "edhoc/blockwise.h"
 #include "edhoc/capture.h"
+#include "edhoc/coap_msg.h"
 #include "edhoc/oscore.h"
 #include "edhoc/transport.h"
 #include "net_report.h"
@@ -36,13 +37,36 @@ enum {
     OPT_REPEAT,
     OPT_BLOCK_SIZE,
     OPT_JSON,
+    OPT_NON,
+    OPT_ACCEPT,
+    OPT_OPTION,
+    OPT_TOKEN,
 };
 
 static const struct cli_opt request_opts[] = {
     {OPT_PAYLOAD, "payload", "TEXT", "request payload"},
     {OPT_PAYLOAD_HEX, "payload-hex", "HEX", "request payload given as hex"},
     {OPT_PAYLOAD_FILE, "payload-file", "FILE", "request payload read from FILE (- for standard input)"},
-    {OPT_CONTENT_FORMAT, "content-format", "N", "Content-Format of the payload (0..65535)"},
+    {OPT_CONTENT_FORMAT, "content-format", "NAME|N",
+     "Content-Format of the payload: a number (0..65535) or a registered name\n"
+     "(text/plain;charset=utf-8, application/link-format, application/xml,\n"
+     "application/octet-stream, application/exi, application/json,\n"
+     "application/cbor, application/senml+json, application/senml+cbor,\n"
+     "application/oscore)"},
+    {OPT_ACCEPT, "accept", "NAME|N",
+     "the Content-Format wanted in the response (Accept, RFC 7252 Section\n"
+     "5.10.4), a number or a name as for --content-format"},
+    {OPT_NON, "non", NULL,
+     "send a Non-confirmable request (RFC 7252 Section 4.3), not retransmitted;\n"
+     "a plain request only"},
+    {OPT_OPTION, "option", "NUM,VALUE",
+     "add option NUM with VALUE (text, or 0x followed by hex) to the request;\n"
+     "repeatable; the options the request gets from the URI and the other\n"
+     "options (Uri-Path, Uri-Query, Content-Format, Accept, Observe, Block1,\n"
+     "Block2, OSCORE, Echo) are refused"},
+    {OPT_TOKEN, "token", "HEX",
+     "the request's token, 0 to 8 bytes in hex (RFC 7252 Section 5.3.1; \"\"\n"
+     "for an empty one); default: a fresh one from the transport"},
     {OPT_OUTPUT, "output", "FILE", "write the response body to FILE instead of printing it"},
     {OPT_MAX_BODY, "max-body", "N",
      "largest request or response body (16..1048576, default 65536); bodies\n"
@@ -96,7 +120,17 @@ static const struct cli_opt_renamed coap_renamed[] = {
     {NULL, NULL},
 };
 
+/* coap-client's spellings. */
+static const struct cli_opt_short coap_short_names[] = {
+    {OPT_NON, 'N'},
+    {OPT_ACCEPT, 'A'},
+    {OPT_OPTION, 'O'},
+    {OPT_TOKEN, 'T'},
+    {0, 0},
+};
+
 const struct cli_cmd_spec cli_spec_coap = {
+    .short_names = coap_short_names,
     .name = "coap",
     .synopsis = "METHOD URI [OPTIONS]",
     .description =
@@ -170,6 +204,131 @@ static int read_payload(const char *text, const char *hex, const char *file, siz
     return 0;
 }
 
+/* The IANA CoAP Content-Formats registry's names for the numbers. */
+static const struct {
+    const char *name;
+    long number;
+} content_formats[] = {
+    {"text/plain;charset=utf-8", 0},
+    {"application/link-format", 40},
+    {"application/xml", 41},
+    {"application/octet-stream", 42},
+    {"application/exi", 47},
+    {"application/json", 50},
+    {"application/cbor", 60},
+    {"application/senml+json", 110},
+    {"application/senml+cbor", 112},
+    {"application/oscore", 10001},
+};
+
+/* NAME|N of --content-format and --accept. Returns 0, or -1 after
+ * printing why. */
+static int content_format_arg(const struct cli_opt_parser *p, long *out)
+{
+    for (size_t i = 0; i < sizeof content_formats / sizeof content_formats[0]; i++) {
+        if (!strcmp(p->value, content_formats[i].name)) {
+            *out = content_formats[i].number;
+            return 0;
+        }
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(p->value, &end, 10);
+    if (p->value[0] >= '0' && p->value[0] <= '9' && !*end && !errno && v <= 65535) {
+        *out = v;
+        return 0;
+    }
+    fprintf(stderr, "edhoc-cli coap: %s '%s': a number from 0 to 65535 or a registered name "
+                    "(application/json, application/cbor, ...; see edhoc-cli coap --help)\n",
+            p->flag, p->value);
+    return -1;
+}
+
+/* The options the request gets otherwise, refused with -O. */
+static const char *option_set_elsewhere(long number)
+{
+    switch (number) {
+    case COAP_OPT_OBSERVE: return "Observe (use --observe)";
+    case COAP_OPT_OSCORE: return "OSCORE (use --oscore-context)";
+    case COAP_OPT_URI_PATH: return "Uri-Path (from the URI)";
+    case COAP_OPT_CONTENT_FORMAT: return "Content-Format (use --content-format)";
+    case COAP_OPT_URI_QUERY: return "Uri-Query (from the URI)";
+    case COAP_OPT_ACCEPT: return "Accept (use --accept)";
+    case COAP_OPT_BLOCK2: return "Block2 (block-wise is done for you)";
+    case COAP_OPT_BLOCK1: return "Block1 (block-wise is done for you)";
+    case COAP_OPT_ECHO: return "Echo (answered for you, RFC 9175)";
+    default: return NULL;
+    }
+}
+
+/* RFC 7252 Section 5.3.1: "The Token is ... between 0 and 8 bytes". */
+static int token_arg(const struct cli_opt_parser *p, uint8_t token[8], size_t *len)
+{
+    const char *v = p->value;
+    if (v[0] == '0' && (v[1] == 'x' || v[1] == 'X'))
+        v += 2;
+    size_t digits = strspn(v, "0123456789abcdefABCDEF");
+    if (v[digits] || digits % 2) {
+        fprintf(stderr, "edhoc-cli coap: %s '%s': expected hex (an even number of digits)\n",
+                p->flag, p->value);
+        return -1;
+    }
+    if (digits > 16) {
+        fprintf(stderr,
+                "edhoc-cli coap: %s '%s': %zu bytes, a token has 0 to 8 (RFC 7252 Section 5.3.1)\n",
+                p->flag, p->value, digits / 2);
+        return -1;
+    }
+    *len = digits ? (size_t)cli_hex_decode(v, token, 8) : 0;
+    return 0;
+}
+
+/* NUM,VALUE of --option into o (value bytes in buf). Returns 0, or -1
+ * after printing why. */
+static int option_arg(const struct cli_opt_parser *p, struct client_coap_option *o, uint8_t *buf,
+                      size_t cap)
+{
+    const char *comma = strchr(p->value, ',');
+    char *end;
+    errno = 0;
+    long num = strtol(p->value, &end, 10);
+    if (!comma || end != comma || p->value[0] < '0' || p->value[0] > '9' || errno || num < 1 ||
+        num > 65535) {
+        fprintf(stderr, "edhoc-cli coap: %s '%s': expected NUM,VALUE with NUM an option number "
+                        "from 1 to 65535\n",
+                p->flag, p->value);
+        return -1;
+    }
+    const char *why = option_set_elsewhere(num);
+    if (why) {
+        fprintf(stderr, "edhoc-cli coap: %s %ld: option %s is set by edhoc-cli itself\n", p->flag,
+                num, why);
+        return -1;
+    }
+    const char *v = comma + 1;
+    long len;
+    if (v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+        len = cli_hex_decode(v + 2, buf, cap);
+        if (len < 0) {
+            fprintf(stderr, "edhoc-cli coap: %s %ld: '%s' is not hex (at most %zu bytes)\n",
+                    p->flag, num, v, cap);
+            return -1;
+        }
+    } else {
+        len = (long)strlen(v);
+        if ((size_t)len > cap) {
+            fprintf(stderr, "edhoc-cli coap: %s %ld: value longer than %zu bytes\n", p->flag, num,
+                    cap);
+            return -1;
+        }
+        memcpy(buf, v, (size_t)len);
+    }
+    o->number = (uint16_t)num;
+    o->value = buf;
+    o->len = (size_t)len;
+    return 0;
+}
+
 /* The progress line of --observe and --repeat. */
 static struct cli_progress coap_progress;
 
@@ -193,6 +352,13 @@ int cmd_coap(int argc, char **argv)
     const char *payload_file = NULL, *output_path = NULL;
     long cf = -1, observe = 0, timeout_ms = 10000, block_size = 0, repeat = 0;
     long max_body = EDHOC_BW_DEFAULT_MAX_BODY;
+    long accept = -1;
+    bool non = false, has_token = false;
+    uint8_t token[8];
+    size_t token_len = 0;
+    struct client_coap_option extra[CLIENT_COAP_MAX_EXTRA];
+    static uint8_t extra_values[CLIENT_COAP_MAX_EXTRA][256];
+    size_t n_extra = 0;
     long long seq = 0;
     bool json = false, seq_given = false;
     const char *state_opt = NULL;
@@ -214,7 +380,6 @@ int cmd_coap(int argc, char **argv)
                 return cli_opt_error(&p, "unexpected argument '%s'", p.value);
             continue;
         }
-        long n = 0;
         int bad = 0;
         switch (p.opt->id) {
         case CLI_OPT_ID_NET: bad = cli_net_take(&net, &p); break;
@@ -234,7 +399,21 @@ int cmd_coap(int argc, char **argv)
             break;
         }
         case OPT_REPEAT: bad = cli_opt_long(&p, 1, 100000000, &repeat); break;
-        case OPT_CONTENT_FORMAT: bad = cli_opt_long(&p, 0, 65535, &n); cf = n; break;
+        case OPT_CONTENT_FORMAT: bad = content_format_arg(&p, &cf); break;
+        case OPT_ACCEPT: bad = content_format_arg(&p, &accept); break;
+        case OPT_NON: non = true; break;
+        case OPT_TOKEN: bad = token_arg(&p, token, &token_len); has_token = !bad; break;
+        case OPT_OPTION:
+            if (n_extra == CLIENT_COAP_MAX_EXTRA) {
+                fprintf(stderr, "edhoc-cli coap: %s: at most %d options\n", p.flag,
+                        CLIENT_COAP_MAX_EXTRA);
+                bad = 1;
+            } else {
+                bad = option_arg(&p, &extra[n_extra], extra_values[n_extra],
+                                 sizeof extra_values[n_extra]);
+                n_extra += !bad;
+            }
+            break;
         case OPT_OBSERVE: bad = cli_opt_long(&p, 0, 65535, &observe); break;
         case OPT_TIMEOUT: bad = cli_opt_seconds(&p, 0.001, 3600, &timeout_ms); break;
         case OPT_BLOCK_SIZE: bad = cli_opt_long(&p, 16, 1024, &block_size); break;
@@ -260,6 +439,9 @@ int cmd_coap(int argc, char **argv)
     if (!ctx_path && (state_opt || seq_given))
         return cli_opt_error(&p, "%s goes with --oscore-context (a plain request has no "
                                  "sequence numbers)", state_opt ? "--state-dir" : "--seq");
+    if (non && ctx_path)
+        return cli_opt_error(&p, "--non goes with a plain request (the OSCORE exchange is "
+                                 "confirmable)");
     if (observe && repeat > 1)
         return cli_opt_error(&p, "--observe and --repeat do not go together");
     if (json && output_path && !strcmp(output_path, "-"))
@@ -407,9 +589,16 @@ int cmd_coap(int argc, char **argv)
         .max_body = (size_t)max_body,
         .timeout_ms = timeout_ms,
         .output = output_path != NULL,
+        .non = non,
+        .accept = accept,
+        .has_token = has_token,
+        .token_len = token_len,
         .verbose = p.verbose > 0,
         .quiet = p.quiet,
     };
+    memcpy(run.p.token, token, token_len);
+    memcpy(run.p.extra, extra, n_extra * sizeof extra[0]);
+    run.p.n_extra = n_extra;
     run.h = (struct client_coap_hooks){
         .response = coap_report_response,
         .notice = coap_report_notice,

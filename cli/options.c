@@ -40,7 +40,7 @@ static void print_version_line(FILE *f)
 
 void (*cli_opt_version_print)(FILE *f) = print_version_line;
 
-static char short_of(const struct cli_opt *o)
+static char common_short_of(const struct cli_opt *o)
 {
     switch (o->id) {
     case COMMON_VERBOSE: return 'v';
@@ -48,6 +48,28 @@ static char short_of(const struct cli_opt *o)
     case COMMON_HELP: return 'h';
     default: return 0;
     }
+}
+
+/* The short letter of o (a common option, or one of spec's own), or 0. */
+static char short_of(const struct cli_cmd_spec *spec, const struct cli_opt *o)
+{
+    char s = common_short_of(o);
+    if (s || !spec || !spec->short_names)
+        return s;
+    for (const struct cli_opt_short *sn = spec->short_names; sn->id; sn++)
+        if (sn->id == o->id)
+            return sn->letter;
+    return 0;
+}
+
+/* The command's own option spelt -c, or NULL. */
+static const struct cli_opt *command_short(const struct cli_cmd_spec *spec, char c)
+{
+    for (const struct cli_opt_group *g = spec->groups; g && g->title; g++)
+        for (const struct cli_opt *o = g->opts; o->id; o++)
+            if (short_of(spec, o) == c && !common_short_of(o))
+                return o;
+    return NULL;
 }
 
 void cli_opt_begin(struct cli_opt_parser *p, const struct cli_cmd_spec *spec, int argc,
@@ -201,8 +223,26 @@ static enum cli_opt_status next_short(struct cli_opt_parser *p)
     char c = *p->short_rest++;
     if (!*p->short_rest)
         p->short_rest = NULL;
+    const struct cli_opt *own = c ? command_short(p->spec, c) : NULL;
+    if (own) {
+        snprintf(p->flag, sizeof p->flag, "-%c", c);
+        p->opt = own;
+        if (own->arg) {
+            /* -THEX or -T HEX: the rest of the word is the value. */
+            if (p->short_rest) {
+                p->value = p->short_rest;
+                p->short_rest = NULL;
+            } else if (p->next < p->argc) {
+                p->value = p->argv[p->next++];
+            } else {
+                cli_opt_error(p, "-%c needs a value (%s)", c, own->arg);
+                return fail(p);
+            }
+        }
+        return CLI_OPT_OPTION;
+    }
     for (const struct cli_opt *o = common_opts; o->id; o++) {
-        if (short_of(o) == c) {
+        if (common_short_of(o) == c) {
             snprintf(p->flag, sizeof p->flag, "-%c", c);
             enum cli_opt_status st = take_common(p, o);
             return st == CLI_OPT_POSITIONAL ? cli_opt_next(p) : st;
@@ -433,10 +473,10 @@ int cli_opt_choice(struct cli_opt_parser *p, const char *const *choices, int *in
 #define HELP_COL 26
 #define HELP_WIDTH 79
 
-static void print_opt(FILE *f, const struct cli_opt *o)
+static void print_opt(FILE *f, const struct cli_cmd_spec *spec, const struct cli_opt *o)
 {
     char left[96];
-    char s = short_of(o);
+    char s = short_of(spec, o);
     if (s)
         snprintf(left, sizeof left, "-%c, --%s%s%s", s, o->name, o->arg ? " " : "",
                  o->arg ? o->arg : "");
@@ -485,11 +525,11 @@ void cli_opt_print_help(const struct cli_cmd_spec *spec, FILE *f)
     for (const struct cli_opt_group *g = spec->groups; g && g->title; g++) {
         fprintf(f, "\n%s:\n", g->title);
         for (const struct cli_opt *o = g->opts; o->id; o++)
-            print_opt(f, o);
+            print_opt(f, spec, o);
     }
     fprintf(f, "\nCommon options (every command; --opt=value and --opt value both work):\n");
     for (const struct cli_opt *o = common_opts; o->id; o++)
-        print_opt(f, o);
+        print_opt(f, spec, o);
     if (spec->epilogue)
         fprintf(f, "\n%s\n", spec->epilogue);
 }
@@ -504,8 +544,14 @@ int cli_opt_usage_error(const struct cli_cmd_spec *spec, const char *why)
 void cli_opt_print_list(const struct cli_cmd_spec *spec, FILE *f)
 {
     for (const struct cli_opt_group *g = spec->groups; g && g->title; g++) {
-        for (const struct cli_opt *o = g->opts; o->id; o++)
+        for (const struct cli_opt *o = g->opts; o->id; o++) {
             fprintf(f, "--%s%s%s\n", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+            /* The short spelling on a line of its own: "-T HEX --token". */
+            char s = common_short_of(o) ? 0 : short_of(spec, o);
+            if (s)
+                fprintf(f, "-%c%s%s --%s\n", s, o->arg ? " " : "", o->arg ? o->arg : "",
+                        o->name);
+        }
     }
     for (const struct cli_opt *o = common_opts; o->id; o++)
         fprintf(f, "--%s%s%s\n", o->name, o->arg ? " " : "", o->arg ? o->arg : "");

@@ -6,8 +6,9 @@
  * before anything reads it.
  *
  * Spelling rules, the same in every command: `--name value` and
- * `--name=value`; `--` ends the options; short forms only for the common
- * ones (-h, -v, -q), bundled as -vv; `-v/--verbose` (repeatable),
+ * `--name=value`; `--` ends the options; short forms for the common
+ * ones (-h, -v, -q), bundled as -vv, and those a command names in its
+ * short_names (coap's -N, -T, -A, -O: `-T HEX` or `-THEX`); `-v/--verbose` (repeatable),
  * `-q/--quiet`, `-h/--help` and `--version` are accepted by every command.
  */
 #ifndef CLI_OPTIONS_H
@@ -41,6 +42,12 @@ struct cli_opt_renamed {
     const char *use_instead;     /* "--timeout SECONDS (decimals allowed, e.g. --timeout 0.5)" */
 };
 
+/* A command's own short spelling of one of its options. */
+struct cli_opt_short {
+    int id;      /* the option's id; 0 ends the list */
+    char letter; /* 'N' for -N */
+};
+
 struct cli_cmd_spec {
     const char *name;            /* "coap" */
     const char *synopsis;        /* after "edhoc-cli coap ": "METHOD URI [OPTIONS]" (may hold '\n') */
@@ -48,6 +55,7 @@ struct cli_cmd_spec {
     const struct cli_opt_group *groups;  /* ends with {NULL, NULL} */
     const struct cli_opt_renamed *renamed; /* ends with {NULL, NULL}; may be NULL */
     const char *epilogue;        /* exit codes and notes; may be NULL */
+    const struct cli_opt_short *short_names; /* ends with {0, 0}; may be NULL */
 };
 
 enum cli_opt_status {

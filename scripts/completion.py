@@ -59,9 +59,12 @@ def value_kind(arg):
 def options(cli, command):
     out = []
     for line in run(cli, "help", "--options", command).splitlines():
-        if not line.startswith("--"):
+        if not line.startswith("-"):
             continue
         name, _, arg = line.partition(" ")
+        if not name.startswith("--"):
+            # A command's own short spelling: "-T HEX --token", "-N --non".
+            arg = arg.rpartition(" ")[0] if " " in arg else ""
         words, files = value_kind(arg) if arg else ([], None)
         out.append({"name": name, "arg": arg, "words": words, "files": files})
     return out

@@ -52,7 +52,7 @@ expect "openssl sodium auto" edhoc-cli --crypto ""
 expect "--verbose --version" edhoc-cli --ver
 # Every command's options are exactly its table's.
 for c in $commands; do
-  expect "$("$cli" help --options "$c" | awk '{print $1}' | xargs)" edhoc-cli "$c" --
+  expect "$("$cli" help --options "$c" | awk '$1 ~ /^--/ {print $1}' | xargs)" edhoc-cli "$c" --
 done
 # Values where the table lists them, in both spellings.
 expect "ccs x509 cwt" edhoc-cli keygen --type ""

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -166,4 +167,31 @@ void cli_unprotected_answer_text(const uint8_t *msg, size_t len, char *out, size
                  " (the server has seen this sequence number: the context was used elsewhere, "
                  "by another tool or with another state directory)");
     }
+}
+
+long cli_coap_add_options(uint8_t *msg, long len, size_t cap, long accept,
+                          const struct client_coap_option *extra, size_t n_extra)
+{
+    if (len < 0 || (accept < 0 && n_extra == 0))
+        return len;
+    struct coap_msg m;
+    if (edhoc_coap_msg_parse(msg, (size_t)len, &m))
+        return -1;
+    uint8_t acc[4];
+    if (accept >= 0 &&
+        edhoc_coap_msg_add_option(&m, COAP_OPT_ACCEPT, acc,
+                                  edhoc_coap_uint_encode((uint32_t)accept, acc)))
+        return -1;
+    for (size_t i = 0; i < n_extra; i++)
+        if (edhoc_coap_msg_add_option(&m, extra[i].number, extra[i].value, extra[i].len))
+            return -1;
+    /* m points into msg: encode elsewhere first. */
+    uint8_t *tmp = malloc(cap);
+    if (!tmp)
+        return -1;
+    long n = edhoc_coap_msg_encode(&m, tmp, cap);
+    if (n > 0)
+        memcpy(msg, tmp, (size_t)n);
+    free(tmp);
+    return n < 0 ? -1 : n;
 }

@@ -21,6 +21,19 @@ long cli_coap_build_request(uint8_t code, const char *path, const char *query, i
                             const uint8_t *payload, size_t payload_len, long observe, uint8_t *out,
                             size_t cap);
 
+/* An option the user added to the request (-O NUM,VALUE). */
+struct client_coap_option {
+    uint16_t number;
+    const uint8_t *value;
+    size_t len;
+};
+
+/* The request msg with Accept (accept < 0: none) and the options extra
+ * added, each after those of a number not above its own (RFC 7252
+ * Section 3.1), in place. Returns the new length or -1. */
+long cli_coap_add_options(uint8_t *msg, long len, size_t cap, long accept,
+                          const struct client_coap_option *extra, size_t n_extra);
+
 /* "2.05 Content", "4.01 Unauthorized", ... */
 const char *cli_coap_code_name(uint8_t code, char *buf, size_t cap);
 

@@ -66,6 +66,30 @@ static long protect_logged(struct oscore_context *ctx, struct client_seq_log *lo
     return n;
 }
 
+/* The request with --token's token or a fresh one (copied to tok, *tl). */
+static int send_request(const struct client_coap_run *r, struct edhoc_transport *t,
+                        const uint8_t *msg, size_t len, uint8_t tok[8], size_t *tl)
+{
+    if (!r->p.has_token)
+        return edhoc_transport_client_send(t, msg, len, !r->p.non, tok, tl);
+    memcpy(tok, r->p.token, r->p.token_len);
+    *tl = r->p.token_len;
+    return edhoc_transport_client_send_token(t, msg, len, !r->p.non, r->p.token, r->p.token_len);
+}
+
+/* The inner block-wise settings and the token of the OSCORE requests. */
+static struct cli_oscore_xfer request_xfer(struct client_coap_run *r)
+{
+    struct cli_oscore_xfer x = {.block_size = r->p.block_size ? r->p.block_size : 1024,
+                                .max_body = r->p.max_body,
+                                .sent = log_sent,
+                                .user = &r->seqs,
+                                .has_token = r->p.has_token,
+                                .token_len = r->p.token_len};
+    memcpy(x.token, r->p.token, sizeof x.token);
+    return x;
+}
+
 /* The response carries an Observe option (outer: under OSCORE it is
  * also outer, RFC 8613 Section 4.1.3.5.2). */
 static bool has_observe(const uint8_t *msg, size_t len)
@@ -137,6 +161,8 @@ static int deregister(struct client_coap_run *r, struct edhoc_transport *t, cons
     struct oscore_context *ctx = r->follow.active;
     long n = cli_coap_build_request(r->p.code, r->p.path, r->p.query, r->p.content_format, NULL, 0,
                                     1, r->req, EDHOC_TRANSPORT_MAX_MESSAGE);
+    n = cli_coap_add_options(r->req, n, EDHOC_TRANSPORT_MAX_MESSAGE, r->p.accept, r->p.extra,
+                              r->p.n_extra);
     if (n < 0)
         return -1;
     struct oscore_binding b;
@@ -153,7 +179,7 @@ static int deregister(struct client_coap_run *r, struct edhoc_transport *t, cons
     /* Drop what is queued: notifications that came before it. */
     while (edhoc_transport_client_wait(t, tok, tl, r->resp, EDHOC_TRANSPORT_MAX_MESSAGE, 0) > 0)
         ;
-    if (edhoc_transport_client_send_on(t, msg, (size_t)n, true, tok, tl))
+    if (edhoc_transport_client_send_on(t, msg, (size_t)n, !r->p.non, tok, tl))
         return -1;
     uint64_t end = client_now_ns() + 5000000000ull;
     if (end > deadline + 2000000000ull)
@@ -259,8 +285,8 @@ static int b2_probe(struct client_coap_run *r, struct edhoc_transport *t, uint64
         rc = EDHOC_CLIENT_OSCORE;
         goto out;
     }
-    long rn =
-        edhoc_transport_client_request(t, prot, (size_t)pn, resp, cap, client_left_ms(deadline));
+    long rn = cli_client_request(t, prot, (size_t)pn, r->p.has_token ? r->p.token : NULL,
+                                 r->p.token_len, resp, cap, client_left_ms(deadline));
     if (rn < 0) {
         rc = transport_failure(r, rn);
         goto out;
@@ -292,12 +318,7 @@ static int oscore_request(struct client_coap_run *r, struct edhoc_transport *t)
     struct client_b2_follow *f = &r->follow;
     uint8_t *out = r->plain;
     size_t cap = r->cap;
-    struct cli_oscore_xfer x = {
-        .block_size = r->p.block_size ? r->p.block_size : 1024,
-        .max_body = r->p.max_body,
-        .sent = log_sent,
-        .user = &r->seqs,
-    };
+    struct cli_oscore_xfer x = request_xfer(r);
     struct cli_oscore_result res;
     uint64_t deadline = client_now_ns() + (uint64_t)r->p.timeout_ms * 1000000ull;
     int xr = cli_oscore_exchange_bw(t, f->active, r->req, (size_t)r->n_req, out, cap,
@@ -387,6 +408,7 @@ int client_coap_prepare(struct client_coap_run *r)
     long n =
         cli_coap_build_request(r->p.code, r->p.path, r->p.query, r->p.content_format, r->p.body,
                                r->p.body_len, r->p.observe ? 0 : -1, r->req, r->cap);
+    n = cli_coap_add_options(r->req, n, r->cap, r->p.accept, r->p.extra, r->p.n_extra);
     if (n < 0) {
         notice(r, "cannot build the request (too many options?)");
         return EDHOC_CLIENT_USAGE;
@@ -444,7 +466,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
     struct client_b2_follow *follow = &r->follow;
     size_t msg_cap = r->cap;
     int exit_code = EDHOC_CLIENT_OK;
-    int rc = edhoc_transport_client_send(t, r->send_msg, (size_t)r->n_send, true, tok, &tl);
+    int rc = send_request(r, t, r->send_msg, (size_t)r->n_send, tok, &tl);
     if (rc) {
         notice(r, "cannot send: %s", edhoc_transport_strerror(rc));
         r->error = "send";
@@ -485,9 +507,8 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
                     edhoc_transport_client_forget(t, tok, tl);
                     long pn = protect_logged(follow->active, &r->seqs, r->req, (size_t)r->n_req,
                                              r->prot, msg_cap, &r->b);
-                    rc = pn < 0
-                             ? EDHOC_TRANSPORT_ERR_MALFORMED
-                             : edhoc_transport_client_send(t, r->prot, (size_t)pn, true, tok, &tl);
+                    rc = pn < 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
+                                : send_request(r, t, r->prot, (size_t)pn, tok, &tl);
                     if (rc) {
                         notice(r, "cannot send request #2 of RFC 8613 Appendix B.2: %s",
                                pn < 0 ? oscore_strerror((int)pn) : edhoc_transport_strerror(rc));
@@ -534,7 +555,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
                 peer_lost = true;
                 break;
             }
-            rc = edhoc_transport_client_send(t, r->prot, (size_t)pn, true, tok, &tl);
+            rc = send_request(r, t, r->prot, (size_t)pn, tok, &tl);
             if (rc) {
                 notice(r, "cannot send: %s", edhoc_transport_strerror(rc));
                 r->error = "send";
@@ -555,7 +576,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
             long an = cli_coap_with_echo(r->send_msg, (size_t)r->n_send, ev, (size_t)el, r->prot,
                                          msg_cap);
             rc = an < 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
-                        : edhoc_transport_client_send(t, r->prot, (size_t)an, true, tok, &tl);
+                        : send_request(r, t, r->prot, (size_t)an, tok, &tl);
             if (rc) {
                 notice(r, "cannot send: %s", edhoc_transport_strerror(rc));
                 r->error = "send";
@@ -642,16 +663,14 @@ int client_coap_exchange(struct client_coap_run *r, struct edhoc_transport *t)
             int left = client_left_ms(deadline);
             sent++;
             if (r->ctx) {
-                struct cli_oscore_xfer x = {.block_size = r->p.block_size ? r->p.block_size : 1024,
-                                            .max_body = r->p.max_body,
-                                            .sent = log_sent,
-                                            .user = &r->seqs};
+                struct cli_oscore_xfer x = request_xfer(r);
                 struct cli_oscore_result rr;
                 if (cli_oscore_exchange_bw(t, r->follow.active, r->req, (size_t)r->n_req, r->plain,
                                            r->cap, left, NULL, NULL, &x, &rr))
                     break;
-            } else if (edhoc_transport_client_request(t, r->req, (size_t)r->n_req, r->resp, r->cap,
-                                                      left) < 0) {
+            } else if (cli_client_request(t, r->req, (size_t)r->n_req,
+                                          r->p.has_token ? r->p.token : NULL, r->p.token_len,
+                                          r->resp, r->cap, left) < 0) {
                 break;
             }
             ok++;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client_coap.h"
 #include "edhoc/oscore.h"
 
 struct edhoc_transport;
@@ -69,6 +70,8 @@ struct client_coap_hooks {
     void *user;
 };
 
+#define CLIENT_COAP_MAX_EXTRA 16
+
 struct client_coap_params {
     uint8_t code; /* the method */
     const char *path, *query;
@@ -81,6 +84,13 @@ struct client_coap_params {
     size_t max_body;
     long timeout_ms;
     bool output; /* the command writes bodies to a file */
+    bool non;    /* a Non-confirmable request (RFC 7252 Section 4.3) */
+    long accept; /* Accept (RFC 7252 Section 5.10.4), -1: none */
+    bool has_token; /* the request's token given (RFC 7252 Section 5.3.1) */
+    uint8_t token[8];
+    size_t token_len;
+    struct client_coap_option extra[CLIENT_COAP_MAX_EXTRA];
+    size_t n_extra;
     bool verbose, quiet;
 };
 

@@ -23,6 +23,20 @@ static long piv_value(const uint8_t *msg, size_t len)
     return v;
 }
 
+long cli_client_request(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                        const uint8_t *token, size_t token_len, uint8_t *out, size_t cap,
+                        int timeout_ms)
+{
+    if (!token)
+        return edhoc_transport_client_request(t, msg, len, out, cap, timeout_ms);
+    int rc = edhoc_transport_client_send_token(t, msg, len, true, token, token_len);
+    if (rc)
+        return rc;
+    long n = edhoc_transport_client_wait(t, token, token_len, out, cap, timeout_ms);
+    edhoc_transport_client_forget(t, token, token_len);
+    return n;
+}
+
 /* One OSCORE request (with its Echo retry) and its response. */
 static int exchange_one(struct edhoc_transport *t, struct oscore_context *ctx, const uint8_t *req,
                         size_t req_len, uint8_t *out, size_t cap, uint64_t deadline,
@@ -58,8 +72,8 @@ static int exchange_one(struct edhoc_transport *t, struct oscore_context *ctx, c
         }
         uint64_t now = client_now_ns();
         int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
-        long rn = edhoc_transport_client_request(t, prot, (size_t)pn, resp,
-                                                 EDHOC_TRANSPORT_MAX_MESSAGE, left);
+        long rn = cli_client_request(t, prot, (size_t)pn, x && x->has_token ? x->token : NULL,
+                                     x ? x->token_len : 0, resp, EDHOC_TRANSPORT_MAX_MESSAGE, left);
         if (rn < 0) {
             r->transport_err = (int)rn;
             goto out;

@@ -41,7 +41,18 @@ struct cli_oscore_xfer {
     /* Called after each request is protected (e.g. to log its Partial IV). */
     void (*sent)(void *user, const struct oscore_binding *b);
     void *user;
+    /* The requests' token (RFC 7252 Section 5.3.1), when has_token;
+     * otherwise a fresh one each. */
+    bool has_token;
+    uint8_t token[8];
+    size_t token_len;
 };
+
+/* edhoc_transport_client_request (a confirmable request and its
+ * response) with this token when token is not NULL (0..8 bytes). */
+long cli_client_request(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                        const uint8_t *token, size_t token_len, uint8_t *out, size_t cap,
+                        int timeout_ms);
 
 struct cli_dgram_log;
 /* cli_oscore_exchange for bodies of any size: a request body above

@@ -538,9 +538,11 @@ static void pending_clear(struct pending *p)
     memset(p, 0, sizeof *p);
 }
 
-static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
-                       bool confirmable, const uint8_t *given, size_t given_len, uint8_t token[8],
-                       size_t *token_len)
+/* given: a token pending already (send_on); chosen: a token the caller
+ * picked, not pending; neither: a fresh one from libcoap. */
+static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len, bool confirmable,
+                       const uint8_t *given, size_t given_len, const uint8_t *chosen,
+                       size_t chosen_len, uint8_t token[8], size_t *token_len)
 {
     if (!t || !t->session || !msg)
         return EDHOC_TRANSPORT_ERR_ARG;
@@ -563,9 +565,20 @@ static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len
         }
         if (!p)
             return EDHOC_TRANSPORT_ERR_NOMEM;
-        coap_session_new_token(t->session, &tl, tok);
+        if (chosen) {
+            /* Responses are matched by token (RFC 7252 Section 5.3.2):
+             * one already waiting would take the other's. */
+            if (chosen_len > 8 || pending_find(t, chosen, chosen_len))
+                return EDHOC_TRANSPORT_ERR_ARG;
+            memcpy(tok, chosen, chosen_len);
+            tl = chosen_len;
+        } else {
+            coap_session_new_token(t->session, &tl, tok);
+            if (tl == 0)
+                return EDHOC_TRANSPORT_ERR_SEND;
+        }
     }
-    if (tl == 0 || tl > 8)
+    if (tl > 8)
         return EDHOC_TRANSPORT_ERR_SEND;
     /* The whole request stays with the token: further Block1 blocks and
      * Block2 follow-ups are cut from it. */
@@ -622,15 +635,25 @@ static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len
 int edhoc_transport_client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
                                 bool confirmable, uint8_t token[8], size_t *token_len)
 {
-    return client_send(t, msg, len, confirmable, NULL, 0, token, token_len);
+    return client_send(t, msg, len, confirmable, NULL, 0, NULL, 0, token, token_len);
+}
+
+int edhoc_transport_client_send_token(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                                      bool confirmable, const uint8_t *token, size_t token_len)
+{
+    if ((!token && token_len) || token_len > 8)
+        return EDHOC_TRANSPORT_ERR_ARG;
+    static const uint8_t empty[1];
+    return client_send(t, msg, len, confirmable, NULL, 0, token ? token : empty, token_len, NULL,
+                       NULL);
 }
 
 int edhoc_transport_client_send_on(struct edhoc_transport *t, const uint8_t *msg, size_t len,
                                    bool confirmable, const uint8_t *token, size_t token_len)
 {
-    if (!token || !token_len || token_len > 8)
+    if (!token || token_len > 8)
         return EDHOC_TRANSPORT_ERR_ARG;
-    return client_send(t, msg, len, confirmable, token, token_len, NULL, NULL);
+    return client_send(t, msg, len, confirmable, token, token_len, NULL, 0, NULL, NULL);
 }
 
 /* The Block option `number` of a response, if any. */

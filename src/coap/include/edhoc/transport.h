@@ -157,6 +157,13 @@ int edhoc_transport_client_open(struct edhoc_transport **t, const char *host, ui
 int edhoc_transport_client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len,
                                 bool confirmable, uint8_t token[8], size_t *token_len);
 
+/* edhoc_transport_client_send with the token given (0..8 bytes, RFC 7252
+ * Section 5.3.1) instead of a fresh one. Returns 0,
+ * EDHOC_TRANSPORT_ERR_ARG (longer than 8 bytes, or that token is waiting
+ * for a response already), _MALFORMED, _SEND, _NOMEM. */
+int edhoc_transport_client_send_token(struct edhoc_transport *t, const uint8_t *msg, size_t len,
+                                      bool confirmable, const uint8_t *token, size_t token_len);
+
 /* Wait up to timeout_ms for the next response with this token (block-wise
  * bodies reassembled) and copy it into out as a whole CoAP message
  * (payload = the whole body). Returns its length, or
@@ -171,7 +178,8 @@ long edhoc_transport_client_request(struct edhoc_transport *t, const uint8_t *ms
 
 /* Send a request with a token already in use by this client (an Observe
  * deregistration reuses the registration's token, RFC 7641 Section 3.6);
- * responses queue on that token as for edhoc_transport_client_send.
+ * responses queue on that token as for edhoc_transport_client_send; an
+ * empty token (token_len 0) too, if that is the one pending.
  * Returns 0, EDHOC_TRANSPORT_ERR_ARG (token not pending), _MALFORMED,
  * _SEND. */
 int edhoc_transport_client_send_on(struct edhoc_transport *t, const uint8_t *msg, size_t len,
