@@ -323,6 +323,82 @@ static void test_responder_workers_rows(void **state)
     free(o);
 }
 
+/* interop --keylog DIR: each cell's initiator gets --keylog DIR, so
+ * every completed cell appends its row and its context, and a cell the
+ * device refused at message_1 (suite 0 against a responder of suite 2
+ * only: EDHOC error 2) none. The combined cell, which a responder that
+ * sends message_4 refuses (RFC 9668 Section 3.1), sent message_3 and its
+ * OSCORE request, so it has its rows too: the initiator writes them once
+ * message_3 is made, and they open what the capture holds of it. */
+static void test_interop_rows(void **state)
+{
+    (void)state;
+    struct net_proc ri;
+    assert_int_equal(net_responder_start(&ri, "kl-interop",
+                                         "--listen 127.0.0.1:0 --state-dir none --message-4 "
+                                         "--suites 2"),
+                     0);
+    char dir[300], path[340];
+    net_path(dir, sizeof dir, "kl-interop");
+    char *out = NULL;
+    int rc = net_cli_run(&out, 120, true,
+                         "interop coap://127.0.0.1:%u --methods 3 --suites 0,2 --id-creds kid "
+                         "--framing a2 --keylog %s --json",
+                         ri.port, dir);
+    if (rc != 0)
+        fail_msg("interop exited %d:\n%s", rc, out);
+    int completed = net_count(out, "\"edhoc_completed\": true");
+    int refused = net_count(out, "\"edhoc_completed\": false");
+    int combined_refused = net_count(out, "\"unsupported\": \"combined\"");
+    free(out);
+    assert_int_equal(completed, 2);
+    assert_int_equal(refused, 3);
+    assert_int_equal(combined_refused, 1);
+    assert_int_equal(mode_of(dir), 0700);
+    snprintf(path, sizeof path, "%s/edhoc_secrets", dir);
+    assert_int_equal(mode_of(path), 0600);
+    char *e = net_read_file(path);
+    assert_non_null(e);
+    assert_int_equal(whole_edhoc_rows(e), completed + combined_refused);
+    free(e);
+    snprintf(path, sizeof path, "%s/oscore_contexts", dir);
+    char *o = net_read_file(path);
+    assert_non_null(o);
+    assert_int_equal(count_char(o, '\n'), completed + combined_refused);
+    free(o);
+}
+
+/* A directory the key log may not use stops the matrix before any cell
+ * runs: exit code 3, one line naming it. */
+static void test_interop_symlink_refused(void **state)
+{
+    (void)state;
+    char dir[300], link[340], target[300];
+    net_path(dir, sizeof dir, "kl-interop-link");
+    net_path(target, sizeof target, "interop-elsewhere");
+    snprintf(link, sizeof link, "%s/edhoc_secrets", dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    net_write_file(target, "", 0600);
+    assert_int_equal(symlink(target, link), 0);
+    char *out = NULL;
+    int rc = net_cli_run(&out, 30, false,
+                         "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
+                         "--keylog %s",
+                         responder.port, dir);
+    char want[600];
+    snprintf(want, sizeof want,
+             "edhoc-cli interop: --keylog %s: is a symbolic link; the key log is never "
+             "written through one",
+             link);
+    if (!strstr(out, want))
+        fail_msg("want '%s' in:\n%s", want, out);
+    assert_int_equal(rc, 3);
+    free(out);
+    char *t = net_read_file(target);
+    assert_string_equal(t, "");
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +407,8 @@ int main(void)
         cmocka_unit_test(test_responder_rows),
         cmocka_unit_test(test_responder_symlink_refused),
         cmocka_unit_test(test_responder_workers_rows),
+        cmocka_unit_test(test_interop_rows),
+        cmocka_unit_test(test_interop_symlink_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, net_group_teardown);
 }
