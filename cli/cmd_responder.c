@@ -318,8 +318,7 @@ static void keylog_oscore(void *user, const struct edhoc_oscore_params *p)
 {
     const struct responder_keylog *k = user;
     if (cli_keylog_write_oscore_responder(&k->files, p) != 0)
-        cli_log(LOG_WARNING, "--keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s", k->dir,
-                strerror(errno));
+        cli_log(LOG_WARNING, "--keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s", k->dir, strerror(errno));
 }
 
 static void log_start(const struct responder *r, bool allow_unprotected, bool edhoc_only_suite,

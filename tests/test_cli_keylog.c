@@ -291,8 +291,8 @@ static void test_responder_workers_rows(void **state)
     char dir[300], path[340];
     net_path(dir, sizeof dir, "kl-workers");
     char args[600];
-    snprintf(args, sizeof args,
-             "--workers 2 --listen 127.0.0.1:0 --state-dir none --keylog %s", dir);
+    snprintf(args, sizeof args, "--workers 2 --listen 127.0.0.1:0 --state-dir none --keylog %s",
+             dir);
     struct net_proc kw;
     assert_int_equal(net_responder_start(&kw, "kl-workers", args), 0);
     enum { RUNS = 4, REPEAT = 3 };
