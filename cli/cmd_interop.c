@@ -8,6 +8,7 @@
  * report.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "interop_matrix.h"
 #include "interop_output.h"
 #include "interop_report.h"
+#include "keylog.h"
 #include "path_check.h"
 #include "progress.h"
 #include "util.h"
@@ -43,6 +45,7 @@ enum {
     OPT_KEY,
     OPT_TRUST,
     OPT_TRACE_DIR,
+    OPT_KEYLOG,
     OPT_REPORT,
     OPT_JSON,
     OPT_JSON_OUT,
@@ -74,6 +77,11 @@ static const struct cli_opt matrix_opts[] = {
      "keep each cell's RFC 9529-style trace in DIR/<cell>.txt and every datagram of the cell "
      "in DIR/<cell>.pcap (session secrets: DIR is made 0700, its files 0600; an existing DIR "
      "that group or others can access is refused)"},
+    {OPT_KEYLOG, "keylog", "DIR",
+     "pass --keylog DIR to each cell's initiator: every completed cell appends its "
+     "handshake's secrets to DIR/edhoc_secrets and its OSCORE context to DIR/oscore_contexts "
+     "(mode 0600, no symbolic links; DIR 0700), so that a capture of the matrix opens "
+     "decrypted"},
     {0, NULL, NULL, NULL},
 };
 
@@ -154,9 +162,10 @@ const struct cli_cmd_spec cli_spec_interop = {
     .epilogue =
         "Exit codes: 0 no cell failed (not supported and skipped cells do not count);\n"
         "1 some cell failed; 2 bad command line (also when the initiator refuses the\n"
-        "options every cell shares); 3 the trace directory or the --json-out file cannot\n"
-        "be used, or no cell could be run with our credentials; 10 internal error;\n"
-        "130/143 interrupted by SIGINT/SIGTERM (the completed cells are printed).\n"
+        "options every cell shares); 3 the trace directory, the --keylog directory or the\n"
+        "--json-out file cannot be used, or no cell could be run with our credentials;\n"
+        "10 internal error; 130/143 interrupted by SIGINT/SIGTERM (the completed cells\n"
+        "are printed).\n"
         "With --report: 0 the last attempt of every combination ended well; 1 some did\n"
         "not; 3 DIR or its log cannot be read, or --json-out not written.",
 };
@@ -267,7 +276,7 @@ int cmd_interop(int argc, char **argv)
     o.timeout_ms = 5000;
     o.framing = INTEROP_FR_BOTH;
     struct interop_output_opts out = {false, NULL, false};
-    const char *cred_path = NULL;
+    const char *cred_path = NULL, *keylog_dir = NULL;
     static const int def_methods[] = {0, 1, 2, 3}, def_suites[] = {0, 2};
     static const char *const framings[] = {"a2", "A.2", "bare", "auto", NULL};
     static const enum interop_framing framing_of[] = {INTEROP_FR_A2, INTEROP_FR_A2,
@@ -320,6 +329,13 @@ int cmd_interop(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             break;
         case OPT_TRACE_DIR: o.trace_dir = p.value; break;
+        case OPT_KEYLOG:
+            if (o.n_pass + 2 > INTEROP_MAX_PASS)
+                return cli_opt_error(&p, "too many options");
+            o.pass[o.n_pass++] = "--keylog";
+            o.pass[o.n_pass++] = p.value;
+            keylog_dir = p.value;
+            break;
         case OPT_REPORT: report_dir = p.value; break;
         case OPT_JSON: out.json = true; break;
         case OPT_JSON_OUT: out.json_out = p.value; break;
@@ -380,6 +396,16 @@ int cmd_interop(int argc, char **argv)
         default_id_creds(&o, cred_path);
     if (o.trace_dir && prepare_trace_dir(o.trace_dir) != 0)
         return CLI_EXIT_INPUT;
+    if (keylog_dir) {
+        /* Refused once here, not by every cell. */
+        struct cli_keylog k;
+        char why[PATH_MAX + 200];
+        if (cli_keylog_open(&k, keylog_dir, why, sizeof why)) {
+            fprintf(stderr, "edhoc-cli interop: %s\n", why);
+            return CLI_EXIT_INPUT;
+        }
+        cli_keylog_close(&k);
+    }
     size_t planned = interop_matrix_planned(&o);
     if (planned > INTEROP_MAX_CELLS)
         return cli_opt_error(&p, "at most %d cells (this matrix has %zu); narrow it",

@@ -23,6 +23,7 @@
 #include "edhoc/transport.h"
 #include "edhoc_args.h"
 #include "interop_log.h"
+#include "keylog.h"
 #include "context_lock.h"
 #include "listen.h"
 #include "oscore_seq.h"
@@ -120,6 +121,7 @@ enum {
     OPT_TRANSFER_TIMEOUT,
     OPT_INTEROP_LOG,
     OPT_INTEROP_LOG_MAX,
+    OPT_KEYLOG,
     OPT_READY_FILE,
     OPT_DAEMON,
     OPT_PIDFILE,
@@ -233,6 +235,10 @@ static const struct cli_opt interop_opts[] = {
     {OPT_INTEROP_LOG_MAX, "interop-log-max", "N",
      "handshakes with trace and pcap files (default 10000; later ones get the\n"
      "jsonl line only)"},
+    {OPT_KEYLOG, "keylog", "DIR",
+     "append each completed handshake's secrets to DIR/edhoc_secrets and its OSCORE\n"
+     "context to DIR/oscore_contexts (mode 0600, no symbolic links; DIR 0700), rows of\n"
+     "Wireshark's EDHOC and OSCORE tables; with --workers every row is one write"},
     {0, NULL, NULL, NULL},
 };
 
@@ -294,6 +300,27 @@ const struct cli_cmd_spec cli_spec_responder = {
 
 /* The warnings and notes the options call for: once, whatever the number
  * of workers (they serve under the same options). */
+/* --keylog DIR: the rows of each completed handshake (the engine calls
+ * these). */
+struct responder_keylog {
+    const char *dir;
+    struct cli_keylog files;
+};
+
+static void keylog_edhoc(void *user, const struct edhoc_key_log *log)
+{
+    const struct responder_keylog *k = user;
+    if (cli_keylog_write_edhoc(&k->files, log) != 0)
+        cli_log(LOG_WARNING, "--keylog %s/" CLI_KEYLOG_EDHOC_FILE ": %s", k->dir, strerror(errno));
+}
+
+static void keylog_oscore(void *user, const struct edhoc_oscore_params *p)
+{
+    const struct responder_keylog *k = user;
+    if (cli_keylog_write_oscore_responder(&k->files, p) != 0)
+        cli_log(LOG_WARNING, "--keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s", k->dir, strerror(errno));
+}
+
 static void log_start(const struct responder *r, bool allow_unprotected, bool edhoc_only_suite,
                       long amp_factor, long pressure_rate)
 {
@@ -348,6 +375,7 @@ int cmd_responder(int argc, char **argv)
          max_body = EDHOC_BW_DEFAULT_MAX_BODY, max_sessions = 512,
          transfer_timeout_ms = EDHOC_BW_DEFAULT_LIFETIME_MS;
     long workers = 0; /* 0: the CPUs */
+    struct responder_keylog keylog = {.files = {.edhoc_fd = -1, .oscore_fd = -1}};
     struct cli_worker_role role = {.count = 1, .state_fd = -1, .ready_fd = -1, .go_fd = -1};
     int exit_code = CLI_EXIT_USAGE;
     struct cli_net_opts net;
@@ -446,6 +474,7 @@ int cmd_responder(int argc, char **argv)
             break;
         case OPT_INTEROP_LOG: interop_dir = p.value; break;
         case OPT_INTEROP_LOG_MAX: bad = cli_opt_long(&p, 0, LONG_MAX, &interop_max); break;
+        case OPT_KEYLOG: keylog.dir = p.value; break;
         case OPT_READY_FILE: ready_file = p.value; break;
         case OPT_DAEMON: daemon = true; break;
         case OPT_PIDFILE: pidfile = p.value; break;
@@ -593,6 +622,16 @@ int cmd_responder(int argc, char **argv)
             goto out;
         }
     }
+    if (keylog.dir) {
+        /* Before the workers start: they share the descriptors, appended
+         * to with one write(2) per row. */
+        char why[PATH_MAX + 200];
+        if (cli_keylog_open(&keylog.files, keylog.dir, why, sizeof why)) {
+            cli_log(LOG_ERR, "%s", why);
+            exit_code = CLI_EXIT_INPUT;
+            goto out;
+        }
+    }
     exit_code = responder_creds_load(r);
     if (exit_code)
         goto out;
@@ -704,6 +743,9 @@ int cmd_responder(int argc, char **argv)
         .block_size = (unsigned)block_size,
         .transfer_lifetime_ms = (uint32_t)transfer_timeout_ms,
         .c_r_form = c_r_form,
+        .edhoc_keys = keylog.dir ? keylog_edhoc : NULL,
+        .oscore_keys = keylog.dir ? keylog_oscore : NULL,
+        .keys_user = &keylog,
     };
     if (r->o.side[CLI_SIDE_R].n_c_id == 1) {
         scfg.c_r_len = r->o.side[CLI_SIDE_R].c_id_len[0];
@@ -843,6 +885,7 @@ out:
     responder_acct_close(acct);
     edhoc_amp_free(amp);
     interop_log_close(r->ilog);
+    cli_keylog_close(&keylog.files);
     responder_creds_free(r);
     free(r);
     return exit_code;

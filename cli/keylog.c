@@ -106,6 +106,21 @@ int cli_keylog_write_oscore(const struct cli_keylog *k, const struct edhoc_oscor
     return rc;
 }
 
+int cli_keylog_write_oscore_responder(const struct cli_keylog *k,
+                                      const struct edhoc_oscore_params *p)
+{
+    struct edhoc_oscore_params client = *p;
+    memcpy(client.sender_id, p->recipient_id, p->recipient_id_len);
+    client.sender_id_len = p->recipient_id_len;
+    memcpy(client.recipient_id, p->sender_id, p->sender_id_len);
+    client.recipient_id_len = p->sender_id_len;
+    int rc = cli_keylog_write_oscore(k, &client);
+    int saved = errno;
+    edhoc_wipe(&client, sizeof client);
+    errno = saved;
+    return rc;
+}
+
 void cli_keylog_close(struct cli_keylog *k)
 {
     if (k->edhoc_fd >= 0)

@@ -28,6 +28,13 @@ int cli_keylog_open(struct cli_keylog *k, const char *dir, char *why, size_t cap
 int cli_keylog_write_edhoc(const struct cli_keylog *k, const struct edhoc_key_log *log);
 int cli_keylog_write_oscore(const struct cli_keylog *k, const struct edhoc_oscore_params *p);
 
+/* The responder's context p, written as the initiator writes it: the
+ * rows of Wireshark's OSCORE table are the CoAP client's view (Sender ID:
+ * the kid of the requests), so that either side's row opens the same
+ * capture. */
+int cli_keylog_write_oscore_responder(const struct cli_keylog *k,
+                                      const struct edhoc_oscore_params *p);
+
 void cli_keylog_close(struct cli_keylog *k);
 
 #endif

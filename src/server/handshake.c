@@ -92,7 +92,7 @@ long srv_on_message_1(struct edhoc_server *srv, const struct coap_msg *req, cons
             srv_pending_free(srv, o);
         }
     }
-    edhoc_session_init(&h->s, EDHOC_RESPONDER, cfg);
+    edhoc_session_init(&h->s, EDHOC_RESPONDER, srv_key_log_start(srv, h, cfg));
     size_t c_r_len = 0;
     if (srv_choose_c_r(srv, f.c_i, f.c_i_len, h->c_r, &c_r_len)) {
         srv_pending_free(srv, h);
@@ -278,6 +278,9 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
         else
             srv_ctx_persist(p);
     }
+    /* Only a context that is served: one not stored is not. */
+    if (!rc)
+        srv_key_log_oscore(srv, &op);
     edhoc_wipe(&op, sizeof op);
     /* The evictions stand whatever became of the new context. */
     srv_state_write_end(srv);
@@ -460,6 +463,7 @@ long srv_run_message_3(struct edhoc_server *srv, const struct coap_msg *req, str
         srv_pending_free(srv, h);
         return n;
     }
+    srv_key_log_completed(srv, h);
     if (!oscore_follows(h)) {
         /* EDHOC only: RFC 8613 Section 3.2.1 derives OSCORE keys with an
          * HKDF over HMAC, which this suite's hash (SHAKE256) has not, so

@@ -92,6 +92,7 @@ void srv_pending_free(struct edhoc_server *srv, struct pending *h)
     edhoc_ilru_remove(&srv->pending_age, h->self);
     edhoc_ilru_remove(&srv->pending_by_trust[h->trust], h->self);
     edhoc_session_wipe(&h->s);
+    srv_key_log_free(h);
     edhoc_pool_release(&srv->pending_pool, h->self);
     srv->n_pending--;
 }
@@ -134,6 +135,7 @@ struct pending *srv_pending_alloc(struct edhoc_server *srv, enum edhoc_amp_trust
     h->used = true;
     h->seq = ++srv->pending_seq;
     h->trust = (uint8_t)trust;
+    h->klog = NULL;
     edhoc_ilru_push(&srv->pending_age, i);
     edhoc_ilru_push(&srv->pending_by_trust[trust], i);
     srv->n_pending++;

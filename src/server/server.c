@@ -206,8 +206,10 @@ void edhoc_server_free(struct edhoc_server *srv)
     /* Every handshake in progress is in the age list, every context in
      * the table: wiped (released entries were zeroed when released). */
     for (uint32_t i = edhoc_ilru_oldest(&srv->pending_age); i != EDHOC_NONE;
-         i = edhoc_ilru_newer(&srv->pending_age, i))
+         i = edhoc_ilru_newer(&srv->pending_age, i)) {
         edhoc_session_wipe(&srv_pending_at(srv, i)->s);
+        srv_key_log_free(srv_pending_at(srv, i));
+    }
     for (size_t b = 0; srv->contexts.buckets && b <= srv->contexts.mask; b++) {
         for (uint32_t i = srv->contexts.buckets[b]; i != EDHOC_NONE;
              i = edhoc_itab_next(&srv->contexts, i))

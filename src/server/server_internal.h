@@ -92,7 +92,16 @@ struct pending {
      * place in pending_by_trust[trust]: eviction takes the lowest first. */
     uint8_t trust;
     struct edhoc_ilink trust_age;
+    /* With cfg.edhoc_keys only (NULL otherwise): a copy of cfg whose
+     * trace fills this handshake's key log (srv_key_log_start). */
+    struct srv_key_log *klog;
     struct edhoc_session s;
+};
+
+/* The session's configuration, its trace through the key log first. */
+struct srv_key_log {
+    struct edhoc_config cfg;
+    struct edhoc_key_log log;
 };
 
 /* A context whose first OSCORE request is to be reported. */
@@ -331,6 +340,16 @@ struct pending *srv_pending_find(struct edhoc_server *srv, const uint8_t *c_r, s
 struct pending *srv_pending_find_bare(struct edhoc_server *srv, const char *peer);
 void srv_pending_index(struct edhoc_server *srv, struct pending *h);
 void srv_pending_free(struct edhoc_server *srv, struct pending *h);
+/* key_log.c: the configuration h's session starts with (a copy tracing
+ * into h's key log when cfg.edhoc_keys is set); the log handed to
+ * cfg.edhoc_keys once message_3 verified; this side's OSCORE parameters
+ * to cfg.oscore_keys; the log freed with its handshake (the session's
+ * configuration goes with it: free after edhoc_session_wipe). */
+const struct edhoc_config *srv_key_log_start(struct edhoc_server *srv, struct pending *h,
+                                             const struct edhoc_config *cfg);
+void srv_key_log_completed(struct edhoc_server *srv, struct pending *h);
+void srv_key_log_oscore(struct edhoc_server *srv, const struct edhoc_oscore_params *p);
+void srv_key_log_free(struct pending *h);
 struct pending *srv_pending_alloc(struct edhoc_server *srv, enum edhoc_amp_trust trust);
 void srv_c_r_one_byte_allowed(int form, uint64_t out[4]);
 int srv_choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_len, uint8_t *out,

@@ -461,6 +461,16 @@ struct edhoc_server_config {
      * stored rows are pruned there once, not by each worker. */
     unsigned workers;
     unsigned worker_index;
+    /* The key log (optional, edhoc-cli responder --keylog): edhoc_keys is
+     * called once per handshake whose message_3 verified, with the
+     * complete log of its secrets (edhoc_key_log_row); oscore_keys once
+     * per OSCORE context derived from a handshake, with this side's
+     * parameters (Sender ID C_I, Recipient ID C_R). Both are called from
+     * inside edhoc_server_handle, before the response is sent; the values
+     * are secrets the server wipes when they return. */
+    void (*edhoc_keys)(void *user, const struct edhoc_key_log *log);
+    void (*oscore_keys)(void *user, const struct edhoc_oscore_params *p);
+    void *keys_user;
 };
 
 /* Sized for a million peers: about 280 bytes of memory each (`edhoc-cli
