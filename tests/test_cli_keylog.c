@@ -16,6 +16,8 @@
 #include "net_test_util.h"
 
 static struct net_proc responder;
+/* Static: the teardown stops what a failed test left running. */
+static struct net_proc resp_keylog, resp_workers, resp_interop;
 
 static int group_setup(void **state)
 {
@@ -190,16 +192,16 @@ static void test_responder_rows(void **state)
     net_path(pcap, sizeof pcap, "resp.pcap");
     char args[600];
     snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir none --keylog %s", rdir);
-    struct net_proc kr;
+    struct net_proc *kr = &resp_keylog;
     mode_t old = umask(0);
-    int started = net_responder_start(&kr, "kl-resp", args);
+    int started = net_responder_start(kr, "kl-resp", args);
     umask(old);
     assert_int_equal(started, 0);
     char *out = NULL;
     int rc = net_cli_run(&out, 30, false,
                          "initiator coap://127.0.0.1:%u --request \"POST /echo hello-responder\" "
                          "--keylog %s --pcap %s --timeout 20",
-                         kr.port, idir, pcap);
+                         kr->port, idir, pcap);
     if (rc != 0)
         fail_msg("initiator exited %d:\n%s", rc, out);
     free(out);
@@ -231,7 +233,7 @@ static void test_responder_rows(void **state)
     free(r_edhoc);
     free(i_edhoc);
     free(i_oscore);
-    assert_int_equal(net_proc_stop(&kr, SIGTERM, 10000), 0);
+    assert_int_equal(net_proc_stop(kr, SIGTERM, 10000), 0);
 
     if (system("command -v tshark >/dev/null 2>&1") != 0) {
         free(r_oscore);
@@ -243,7 +245,7 @@ static void test_responder_rows(void **state)
     snprintf(cmd, sizeof cmd,
              "tshark -n -r %s -d udp.port==%u,coap -o \"uat:oscore_contexts:$(head -n 1 %s)\" "
              "-Y oscore -T fields -e oscore.code -e oscore.tag -e text",
-             pcap, kr.port, path);
+             pcap, kr->port, path);
     rc = net_sh(cmd, &out, 60);
     print_message("%s\n%s", cmd, out);
     assert_int_equal(rc, 0);
@@ -293,8 +295,8 @@ static void test_responder_workers_rows(void **state)
     char args[600];
     snprintf(args, sizeof args, "--workers 2 --listen 127.0.0.1:0 --state-dir none --keylog %s",
              dir);
-    struct net_proc kw;
-    assert_int_equal(net_responder_start(&kw, "kl-workers", args), 0);
+    struct net_proc *kw = &resp_workers;
+    assert_int_equal(net_responder_start(kw, "kl-workers", args), 0);
     enum { RUNS = 4, REPEAT = 3 };
     /* Separate runs, from separate source ports: the port's group spreads
      * them over both workers. */
@@ -303,12 +305,12 @@ static void test_responder_workers_rows(void **state)
         int rc = net_cli_run(&out, 60, false,
                              "initiator coap://127.0.0.1:%u --request none --repeat %d "
                              "--timeout 30",
-                             kw.port, REPEAT);
+                             kw->port, REPEAT);
         if (rc != 0)
             fail_msg("initiator exited %d:\n%s", rc, out);
         free(out);
     }
-    assert_int_equal(net_proc_stop(&kw, SIGTERM, 10000), 0);
+    assert_int_equal(net_proc_stop(kw, SIGTERM, 10000), 0);
     snprintf(path, sizeof path, "%s/edhoc_secrets", dir);
     char *e = net_read_file(path);
     assert_non_null(e);
@@ -333,8 +335,8 @@ static void test_responder_workers_rows(void **state)
 static void test_interop_rows(void **state)
 {
     (void)state;
-    struct net_proc ri;
-    assert_int_equal(net_responder_start(&ri, "kl-interop",
+    struct net_proc *ri = &resp_interop;
+    assert_int_equal(net_responder_start(ri, "kl-interop",
                                          "--listen 127.0.0.1:0 --state-dir none --message-4 "
                                          "--suites 2"),
                      0);
@@ -344,13 +346,14 @@ static void test_interop_rows(void **state)
     int rc = net_cli_run(&out, 120, true,
                          "interop coap://127.0.0.1:%u --methods 3 --suites 0,2 --id-creds kid "
                          "--framing a2 --keylog %s --json",
-                         ri.port, dir);
+                         ri->port, dir);
     if (rc != 0)
         fail_msg("interop exited %d:\n%s", rc, out);
     int completed = net_count(out, "\"edhoc_completed\": true");
     int refused = net_count(out, "\"edhoc_completed\": false");
     int combined_refused = net_count(out, "\"unsupported\": \"combined\"");
     free(out);
+    assert_int_equal(net_proc_stop(ri, SIGTERM, 10000), 0);
     assert_int_equal(completed, 2);
     assert_int_equal(refused, 3);
     assert_int_equal(combined_refused, 1);
