@@ -67,7 +67,11 @@ static inline void pg_cluster_fail(struct pg_cluster *c, const char *fmt, ...)
     size_t got = fread(tail, 1, sizeof tail - 1, f);
     tail[got] = '\0';
     fclose(f);
-    snprintf(c->why + n, sizeof c->why - (size_t)n, "; %s ends: %s", c->log, tail);
+    /* A long path and log can overflow why: the start of the message, which names
+     * the step, matters more than the end of the log, so truncation is accepted. */
+    int more = snprintf(c->why + n, sizeof c->why - (size_t)n, "; %s ends: %s", c->log, tail);
+    if (more < 0 || (size_t)more >= sizeof c->why - (size_t)n)
+        c->why[sizeof c->why - 1] = '\0';
 }
 
 static inline bool pg_cluster_find_bindir(struct pg_cluster *c)
