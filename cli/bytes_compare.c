@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "demo_creds.h"
 #include "edhoc/dtls_compare.h"
 #include "edhoc/netacct.h"
 #include "net_report.h"
@@ -501,8 +502,24 @@ static void run_dtls(const struct cmp_ctx *c, struct cmp_run *r, enum edhoc_dtls
         snprintf(r->detail, sizeof r->detail, "out of memory");
         return;
     }
+    /* The 293-byte demo certificates, as the EDHOC x5chain rows use. */
+    struct demo_pki {
+        struct edhoc_cred srv, cli, ca;
+        struct edhoc_key srv_key, cli_key;
+    } *pki = calloc(1, sizeof *pki);
+    struct edhoc_dtls_creds creds = {0};
+    if (pki && edhoc_demo_cred_293('R', &pki->srv, &pki->srv_key) == 0 &&
+        edhoc_demo_cred_293('I', &pki->cli, &pki->cli_key) == 0 && edhoc_demo_ca(&pki->ca) == 0)
+        creds = (struct edhoc_dtls_creds){.server_cred = &pki->srv, .client_cred = &pki->cli,
+                                          .ca = &pki->ca, .server_key = &pki->srv_key,
+                                          .client_key = &pki->cli_key};
     long left = remaining_ms(c);
-    int rc = left > 0 ? edhoc_dtls_compare_run(mode, (unsigned)left, res) : EDHOC_DTLS_ERR_TIMEOUT;
+    int rc = left > 0 ? edhoc_dtls_compare_run(mode, (unsigned)left, &creds, res)
+                      : EDHOC_DTLS_ERR_TIMEOUT;
+    if (pki) {
+        edhoc_wipe(pki, sizeof *pki);
+        free(pki);
+    }
     if (left <= 0)
         snprintf(res->detail, sizeof res->detail, "the --timeout bound was reached before this run");
     if (rc == EDHOC_DTLS_ERR_UNSUPPORTED) {

@@ -23,7 +23,6 @@
 
 #include "edhoc/cred.h"
 #include "edhoc/crypto.h"
-#include "demo_creds.h"
 
 /* ---- Counting relay ---- */
 
@@ -445,10 +444,13 @@ struct pki_material {
     size_t key_der_len;
 };
 
-static int load_pki(char role, struct pki_material *m)
+static int load_pki(const struct edhoc_cred *cred, const struct edhoc_key *key,
+                    struct pki_material *m)
 {
-    if (edhoc_demo_cred_293(role, &m->cred, &m->key) != 0 || m->cred.n_certs < 1)
+    if (!cred || !key || cred->n_certs < 1)
         return EDHOC_DTLS_ERR_CREDENTIAL;
+    m->cred = *cred;
+    m->key = *key;
     m->key_der_len = p256_private_key_der(&m->key, &m->cred, m->key_der, sizeof m->key_der);
     return m->key_der_len ? 0 : EDHOC_DTLS_ERR_CREDENTIAL;
 }
@@ -494,13 +496,14 @@ static void fail(struct edhoc_dtls_result *res, const char *why)
     snprintf(res->detail, sizeof res->detail, "%s", why);
 }
 
-static int dtls_compare_run(enum edhoc_dtls_mode mode, struct edhoc_dtls_result *res,
-                            uint64_t start, uint64_t deadline);
+static int dtls_compare_run(enum edhoc_dtls_mode mode, const struct edhoc_dtls_creds *creds,
+                            struct edhoc_dtls_result *res, uint64_t start, uint64_t deadline);
 
 int edhoc_dtls_compare_run(enum edhoc_dtls_mode mode, unsigned timeout_ms,
-                           struct edhoc_dtls_result *res)
+                           const struct edhoc_dtls_creds *creds, struct edhoc_dtls_result *res)
 {
-    if (!res || timeout_ms == 0 || mode > EDHOC_DTLS_MODE_PSK)
+    if (!res || timeout_ms == 0 || mode > EDHOC_DTLS_MODE_PSK ||
+        (mode != EDHOC_DTLS_MODE_PSK && !creds))
         return EDHOC_DTLS_ERR_ARG;
     memset(res, 0, sizeof *res);
     uint64_t start = now_ns(), deadline = start + (uint64_t)timeout_ms * 1000000u;
@@ -510,13 +513,13 @@ int edhoc_dtls_compare_run(enum edhoc_dtls_mode mode, unsigned timeout_ms,
      * comparison on loopback (both ends are ours). */
     bool guard_was_on = edhoc_datagram_guard_enabled();
     edhoc_datagram_guard_set_enabled(false);
-    int rc = dtls_compare_run(mode, res, start, deadline);
+    int rc = dtls_compare_run(mode, creds, res, start, deadline);
     edhoc_datagram_guard_set_enabled(guard_was_on);
     return rc;
 }
 
-static int dtls_compare_run(enum edhoc_dtls_mode mode, struct edhoc_dtls_result *res,
-                            uint64_t start, uint64_t deadline)
+static int dtls_compare_run(enum edhoc_dtls_mode mode, const struct edhoc_dtls_creds *creds,
+                            struct edhoc_dtls_result *res, uint64_t start, uint64_t deadline)
 {
     coap_startup();
     /* libcoap's own logging would interleave with the report. */
@@ -545,12 +548,14 @@ static int dtls_compare_run(enum edhoc_dtls_mode mode, struct edhoc_dtls_result 
         goto out;
     }
     if (mode != EDHOC_DTLS_MODE_PSK) {
-        if (load_pki('R', srv_m) || load_pki('I', cli_m) || edhoc_demo_ca(ca) != 0 ||
-            ca->n_certs < 1) {
-            fail(res, "the 293-byte demo certificates or the demo CA could not be loaded");
+        if (load_pki(creds->server_cred, creds->server_key, srv_m) ||
+            load_pki(creds->client_cred, creds->client_key, cli_m) || !creds->ca ||
+            creds->ca->n_certs < 1) {
+            fail(res, "no certificate chain, private key or CA for the DTLS run");
             rc = EDHOC_DTLS_ERR_CREDENTIAL;
             goto out;
         }
+        *ca = *creds->ca;
     }
 
     sctx = coap_new_context(NULL);

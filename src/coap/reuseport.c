@@ -12,6 +12,11 @@
  * where a well-formed message has the bytes.
  */
 #include "edhoc/reuseport.h"
+#include "edhoc/server.h"
+
+/* The engine checks worker indexes against its own copy of the limit. */
+_Static_assert(EDHOC_REUSEPORT_MAX_WORKERS == EDHOC_SERVER_MAX_WORKERS,
+               "the steering program and the engine count workers alike");
 
 #include <linux/filter.h>
 #include <stdbool.h>

@@ -163,7 +163,12 @@ int cli_serve(const struct cli_serve_config *cfg)
     }
 
     /* Notifications go out through the transport. */
-    edhoc_server_set_sender(srv, send_notification, t);
+    static const struct edhoc_server_peer_calls peer_calls = {
+        .send = send_notification,
+        .hold = edhoc_transport_peer_hold,
+        .release = edhoc_transport_peer_release,
+    };
+    edhoc_server_set_sender(srv, &peer_calls, t);
     edhoc_transport_server_on_failure(t, edhoc_server_peer_failed, srv);
 
     while (!*stop_signal) {

@@ -258,10 +258,10 @@ static long on_combined(struct edhoc_server *srv, struct edhoc_transport_peer *p
     m.option_count = w;
     m.payload = req->payload + m3_len;
     m.payload_len = req->payload_len - (size_t)m3_len;
-    uint8_t *plain = malloc(EDHOC_TRANSPORT_MAX_MESSAGE);
+    uint8_t *plain = malloc(EDHOC_SERVER_MAX_MESSAGE);
     if (!plain)
         return -1;
-    long n = edhoc_coap_msg_encode(&m, plain, EDHOC_TRANSPORT_MAX_MESSAGE);
+    long n = edhoc_coap_msg_encode(&m, plain, EDHOC_SERVER_MAX_MESSAGE);
     long resp = n < 0 ? srv_build(req, COAP_CODE_BAD_REQUEST, -1, NULL, 0, out, cap)
                       : srv_on_oscore(srv, peer, peer_name, ctx, plain, (size_t)n, out, cap);
     free(plain);

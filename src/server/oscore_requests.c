@@ -231,7 +231,9 @@ static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *
         srv_resource(srv, &in, &r);
     }
     const struct coap_option *obs = edhoc_coap_msg_find_option(&in, COAP_OPT_OBSERVE);
-    if (obs && r.code == COAP_CODE_CONTENT && srv_path_is(&in, "/counter")) {
+    /* Without a way to hold the peer, no registration (RFC 7641 Section
+     * 3.1: the answer without Observe says so). */
+    if (obs && r.code == COAP_CODE_CONTENT && srv_path_is(&in, "/counter") && srv->cfg.hold_peer) {
         uint32_t v = 1;
         edhoc_coap_option_uint(obs, &v);
         struct observer *o = srv_observer_find(srv, &ctx->key, in.token, in.token_len);
@@ -244,7 +246,8 @@ static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *
             }
             if (o && !o->used) {
                 o->used = true;
-                o->peer = edhoc_transport_peer_hold(peer);
+                o->peer = srv->cfg.hold_peer(peer);
+                o->release = srv->cfg.release_peer;
                 o->key = ctx->key;
                 memcpy(o->token, in.token, in.token_len);
                 o->token_len = in.token_len;

@@ -198,7 +198,8 @@ void srv_observer_drop(struct observer *o)
 {
     if (!o->used)
         return;
-    edhoc_transport_peer_release(o->peer);
+    if (o->release)
+        o->release(o->peer);
     memset(o, 0, sizeof *o);
 }
 

@@ -114,7 +114,7 @@ struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
 {
     if (!cfg || !cfg->ops || !cfg->select ||
         (cfg->workers > 1 &&
-         (cfg->workers > EDHOC_REUSEPORT_MAX_WORKERS || cfg->worker_index >= cfg->workers)))
+         (cfg->workers > EDHOC_SERVER_MAX_WORKERS || cfg->worker_index >= cfg->workers)))
         return NULL;
     struct edhoc_server *srv = calloc(1, sizeof *srv);
     if (!srv)
@@ -172,7 +172,7 @@ struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
     for (int t = 0; t < EDHOC_AMP_TRUST_LEVELS; t++)
         edhoc_ilru_init(&srv->pending_by_trust[t], &srv->pending_pool,
                         offsetof(struct pending, trust_age));
-    srv->inner_cap = srv->cfg.max_body + EDHOC_TRANSPORT_MAX_MESSAGE;
+    srv->inner_cap = srv->cfg.max_body + EDHOC_SERVER_MAX_MESSAGE;
     struct edhoc_bw_limits limits = {.max_body = srv->cfg.max_body,
                                      .lifetime_ms = srv->cfg.transfer_lifetime_ms};
     srv->inner = malloc(srv->inner_cap);
@@ -227,8 +227,7 @@ void edhoc_server_free(struct edhoc_server *srv)
     if (srv->state_txn)
         edhoc_state_rollback(srv->cfg.db);
     for (size_t i = 0; i < MAX_OBSERVERS; i++) {
-        if (srv->observers[i].used)
-            edhoc_transport_peer_release(srv->observers[i].peer);
+        srv_observer_drop(&srv->observers[i]);
     }
     edhoc_wipe(&srv->rx, sizeof srv->rx);
     /* Decrypted requests and responses may be secret. */
@@ -258,12 +257,12 @@ void edhoc_server_get_stats(const struct edhoc_server *srv, struct edhoc_server_
     st->observers = obs;
 }
 
-void edhoc_server_set_sender(struct edhoc_server *srv,
-                             int (*send)(void *user, struct edhoc_transport_peer *peer,
-                                         const uint8_t *msg, size_t len),
+void edhoc_server_set_sender(struct edhoc_server *srv, const struct edhoc_server_peer_calls *calls,
                              void *user)
 {
-    srv->cfg.send = send;
+    srv->cfg.send = calls ? calls->send : NULL;
+    srv->cfg.hold_peer = calls ? calls->hold : NULL;
+    srv->cfg.release_peer = calls ? calls->release : NULL;
     srv->cfg.send_user = user;
 }
 

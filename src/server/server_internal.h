@@ -18,9 +18,8 @@
 #include "edhoc/state.h"
 #include "edhoc/blockwise.h"
 #include "edhoc/server_tables.h"
-#include "edhoc/transport.h"
+#include "edhoc/server.h"
 #include "edhoc/amplification.h"
-#include "edhoc/reuseport.h"
 
 #define MAX_OBSERVERS  64
 #define MAX_PEER_NAME  64
@@ -115,6 +114,7 @@ struct first_request {
 struct observer {
     bool used;
     struct edhoc_transport_peer *peer;
+    void (*release)(struct edhoc_transport_peer *peer); /* the server's, at registration */
     struct ctx_key key; /* of the context its notifications are protected with */
     uint8_t token[8];
     uint8_t token_len;

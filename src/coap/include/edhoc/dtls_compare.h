@@ -123,8 +123,18 @@ struct edhoc_dtls_result {
  * EDHOC_DTLS_ERR_SOCKET, EDHOC_DTLS_ERR_SETUP, EDHOC_DTLS_ERR_HANDSHAKE,
  * EDHOC_DTLS_ERR_TIMEOUT or EDHOC_DTLS_ERR_OVERFLOW; on failure
  * res->detail says why and res->log holds what was seen. */
+/* The certificates of the certificate and raw-public-key modes (PSK needs
+ * none: creds may be NULL): each side's P-256 credential (a chain, the
+ * end-entity certificate first) with its private key, and the CA both
+ * trust. The caller brings them (the comparison uses the 293-byte demo
+ * certificates of src/demo), so the transport layer holds no key. */
+struct edhoc_dtls_creds {
+    const struct edhoc_cred *server_cred, *client_cred, *ca;
+    const struct edhoc_key *server_key, *client_key;
+};
+
 int edhoc_dtls_compare_run(enum edhoc_dtls_mode mode, unsigned timeout_ms,
-                           struct edhoc_dtls_result *res);
+                           const struct edhoc_dtls_creds *creds, struct edhoc_dtls_result *res);
 
 /* "libcoap 4.3.1 (OpenSSL 3.0.x)" style description of the library in use. */
 size_t edhoc_dtls_library_describe(char *buf, size_t cap);
