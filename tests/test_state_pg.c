@@ -577,6 +577,78 @@ static void test_server_restart(void **state)
     edhoc_state_pg_close(db);
 }
 
+/* ---- the store behind an edhoc_state_db handle (state_pg_backend.c) ---- */
+
+static struct edhoc_state_db *open_handle(const char *conninfo, const char *owner)
+{
+    struct edhoc_state_db *db = NULL;
+    char why[600];
+    int rc = edhoc_state_pg_open_db(conninfo, owner, LEASE_MS, &db, NULL, why, sizeof why);
+    if (rc != 0)
+        fail_msg("open %s: %d %s", conninfo, rc, why);
+    return db;
+}
+
+/* Two responders on one store, through the calls the engine makes: A
+ * creates a context (put with its first block), B gets a request for it
+ * and takes it over (get), A's next reservation finds the context taken
+ * (RFC 8613 Section 7.2.1: a number is used once per key, so A must not
+ * send under it any more), and the blocks A and B were given never
+ * overlap. Then A takes it back, and B finds out in turn. */
+static void test_handles_take_over(void **state)
+{
+    (void)state;
+    char ci[700];
+    fresh_db("handles", ci, sizeof ci);
+    struct edhoc_state_db *a = open_handle(ci, "host-a:1");
+    struct edhoc_state_db *b = open_handle(ci, "host-b:2");
+    assert_true(edhoc_state_is_shared(a));
+    assert_string_equal(edhoc_state_backend_name(a), "postgresql");
+
+    struct edhoc_state_peer p, got;
+    make_peer(&p, 7);
+    p.method = 3;
+    p.ssn_mark = 32; /* the first block of a new context: 0..31 */
+    assert_int_equal(edhoc_state_put_peer(a, &p), 0);
+    /* A uses 0..31, then reserves 32..63 before sending 32. */
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 64), 0);
+
+    /* B has it in no memory: the engine looks it up and gets the row
+     * with its mark, above everything A was given. */
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&p), &got), 0);
+    assert_int_equal(got.ssn_mark, 64);
+    assert_memory_equal(got.master_secret, p.master_secret, p.master_secret_len);
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&p), 96), 0);
+
+    /* A goes on past its block: refused, the context is B's. */
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 96), EDHOC_STATE_ERR_TAKEN_OVER);
+    assert_int_equal(sql_number(ci, "SELECT max(ssn_mark) FROM edhoc_contexts"), 96);
+
+    /* The device's next request reaches A: A takes it back above B's. */
+    assert_int_equal(edhoc_state_get_peer(a, KEY(&p), &got), 0);
+    assert_int_equal(got.ssn_mark, 96);
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 128), 0);
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&p), 128), EDHOC_STATE_ERR_TAKEN_OVER);
+
+    /* Unknown context: NOT_FOUND, as the SQLite store says it. */
+    struct edhoc_state_peer q;
+    make_peer(&q, 8);
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&q), &got), EDHOC_STATE_ERR_NOT_FOUND);
+    /* An eviction at A gives the lease up (the row stays: the fleet's
+     * context, not A's memory); B's next request finds it. */
+    assert_int_equal(edhoc_state_delete_peer(a, KEY(&p)), 0);
+    assert_int_equal(sql_number(ci, "SELECT count(*) FROM edhoc_contexts WHERE owner IS NULL"), 1);
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&p), &got), 0);
+    assert_int_equal(got.ssn_mark, 128);
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&p), 160), 0);
+    /* Transactions are each call's own; a use time costs nothing. */
+    assert_int_equal(edhoc_state_begin(b), 0);
+    assert_int_equal(edhoc_state_touch_peer(b, KEY(&p), 1), 0);
+    assert_int_equal(edhoc_state_commit(b), 0);
+    edhoc_state_close(a);
+    edhoc_state_close(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -585,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_put_get_batches),
         cmocka_unit_test(test_two_hosts_race_for_a_lease),
         cmocka_unit_test(test_server_restart),
+        cmocka_unit_test(test_handles_take_over),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -368,6 +368,62 @@ int edhoc_state_for_each_owned_peer(struct edhoc_state_db *db, unsigned count, u
                                     int (*fn)(void *ctx, const struct edhoc_state_peer *p),
                                     void *ctx);
 
+/* ---- Other stores behind the same handle ----
+ * A backend is a store that is not this SQLite file: the fleet's
+ * PostgreSQL store (src/state/state_pg.h, linked into the program only, so
+ * that libedhoc does not depend on libpq). edhoc_state_open_backend wraps
+ * it in a handle; every call above then goes to its functions, with the
+ * same arguments, keys, rules and EDHOC_STATE_ERR_* answers as the SQLite
+ * store's, except:
+ *   - store_ssn is durable on return (no group commit: a reservation is
+ *     one round trip, made a block ahead of need by the caller's marks);
+ *   - get_peer of a shared store takes the context for this process (the
+ *     fleet's lease): the caller may serve it from then on, above the
+ *     returned ssn_mark, and must verify freshness (RFC 8613 Appendix
+ *     B.1.2: Echo) as after a restart;
+ *   - store_ssn answers EDHOC_STATE_ERR_TAKEN_OVER when another process
+ *     took the context: the caller drops its copy (and finds it again
+ *     with get_peer on the next request that names it).
+ * A NULL function is a call the store does not offer (EDHOC_STATE_ERR_ARG;
+ * begin/commit/rollback: 0, each call being atomic on its own). */
+#define EDHOC_STATE_ERR_TAKEN_OVER (-5008) /* another process serves the context now */
+
+struct edhoc_state_backend {
+    const char *name; /* for messages: "postgresql" */
+    /* Contexts may be in the store that this process did not load or
+     * create: look one up (get_peer) on a request that names no context
+     * in memory. */
+    bool shared;
+    int (*put_peer)(void *impl, const struct edhoc_state_peer *p);
+    int (*get_peer)(void *impl, const uint8_t *id_context, size_t id_context_len,
+                    const uint8_t *recipient_id, size_t recipient_id_len,
+                    struct edhoc_state_peer *out);
+    int (*store_ssn)(void *impl, const uint8_t *id_context, size_t id_context_len,
+                     const uint8_t *recipient_id, size_t recipient_id_len, uint64_t mark);
+    int (*delete_peer)(void *impl, const uint8_t *id_context, size_t id_context_len,
+                       const uint8_t *recipient_id, size_t recipient_id_len);
+    int (*touch_peer)(void *impl, const uint8_t *id_context, size_t id_context_len,
+                      const uint8_t *recipient_id, size_t recipient_id_len, int64_t last_used);
+    /* The contexts to serve at start (a shared store: those this process
+     * holds, none after a fresh start). */
+    int (*for_each_peer)(void *impl, int (*fn)(void *ctx, const struct edhoc_state_peer *p),
+                         void *ctx);
+    int (*prune)(void *impl, int64_t used_before, uint64_t keep, uint64_t *expired,
+                 uint64_t *evicted);
+    int (*flush)(void *impl);
+    void (*close)(void *impl); /* by edhoc_state_close */
+};
+
+/* A handle on impl through ops (both outlive the handle; close is called
+ * by edhoc_state_close). Returns 0 or EDHOC_STATE_ERR_ARG / _IO. */
+int edhoc_state_open_backend(const struct edhoc_state_backend *ops, void *impl,
+                             struct edhoc_state_db **db);
+/* True when a request for a context not in memory should look it up in
+ * the store (a shared backend). */
+bool edhoc_state_is_shared(const struct edhoc_state_db *db);
+/* The backend's name, or "sqlite". */
+const char *edhoc_state_backend_name(const struct edhoc_state_db *db);
+
 struct edhoc_state_server;
 struct edhoc_state_server_stats {
     uint64_t requests;      /* requests served */

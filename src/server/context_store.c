@@ -63,6 +63,34 @@ static int load_one(void *user, const struct edhoc_state_peer *sp)
     return 0;
 }
 
+struct peer_ctx *srv_ctx_fetch(struct edhoc_server *srv, const struct ctx_key *key)
+{
+    struct edhoc_state_peer sp;
+    int rc = edhoc_state_get_peer(srv->cfg.db, srv_key_idc(key), key->idc_len, key->rid,
+                                  key->rid_len, &sp);
+    struct peer_ctx *p = NULL;
+    if (rc == 0) {
+        /* A static context is served only by a responder configured with
+         * it (its file is the authority), and a B.2 row never moves. */
+        if (sp.method >= 0 && load_one(srv, &sp) == 0)
+            p = srv_ctx_find(srv, key);
+        if (p) {
+            srv->st.contexts_fetched++;
+            srv_log(srv, EDHOC_LOG_INFO,
+                    "state: context of a request not in memory taken from the %s store "
+                    "(established by %s); its sequence numbers continue above %llu, Echo first "
+                    "(RFC 8613 Appendix B.1.2)",
+                    edhoc_state_backend_name(srv->cfg.db), sp.peer,
+                    (unsigned long long)sp.ssn_mark);
+        }
+    } else if (rc != EDHOC_STATE_ERR_NOT_FOUND) {
+        srv_log(srv, EDHOC_LOG_ERR, "state: cannot look up a context in the %s store: %s",
+                edhoc_state_backend_name(srv->cfg.db), edhoc_state_strerror(rc));
+    }
+    edhoc_wipe(&sp, sizeof sp);
+    return p;
+}
+
 static int ctx_used_before(const void *a, const void *b)
 {
     uint32_t x = ((const struct peer_ctx *)a)->used_ds, y = ((const struct peer_ctx *)b)->used_ds;

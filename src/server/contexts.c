@@ -232,6 +232,8 @@ static int store_ssn(void *user, uint64_t mark)
     }
     if (rc) {
         srv->store_err = rc;
+        if (rc == EDHOC_STATE_ERR_TAKEN_OVER)
+            srv->taken_over = p->key;
         srv_log(srv, EDHOC_LOG_ERR, "cannot store the sequence number mark: %s",
                 edhoc_state_strerror(rc));
         return rc;

@@ -43,12 +43,15 @@ long srv_unprotect_request(struct edhoc_server *srv, const struct oscore_option 
     *ctx = NULL;
     if (oo->kid_len > OSCORE_MAX_ID)
         return OSCORE_ERR_CONTEXT_NOT_FOUND;
+    bool shared = edhoc_state_is_shared(srv->cfg.db);
     if (oo->has_kid_context) {
         if (oo->kid_context_len > OSCORE_MAX_ID_CONTEXT)
             return OSCORE_ERR_CONTEXT_NOT_FOUND;
         struct ctx_key key;
         srv_key_set(&key, oo->kid_context, oo->kid_context_len, oo->kid, oo->kid_len);
         *ctx = srv_ctx_find(srv, &key);
+        if (!*ctx && shared)
+            *ctx = srv_ctx_fetch(srv, &key);
         if (!*ctx)
             return OSCORE_ERR_CONTEXT_NOT_FOUND;
         long n = oscore_unprotect_request(&(*ctx)->osc, req, len, srv->inner, srv->inner_cap, b);
@@ -71,6 +74,20 @@ long srv_unprotect_request(struct edhoc_server *srv, const struct oscore_option 
         if (!*ctx || (n == OSCORE_ERR_REPLAY && verdict != OSCORE_ERR_REPLAY)) {
             *ctx = p;
             verdict = n;
+        }
+    }
+    if (!*ctx && shared) {
+        /* None in memory: the fleet's store may have it, established with
+         * another responder (an EDHOC-derived context has no ID Context,
+         * RFC 9528 Appendix A.1). */
+        struct ctx_key key;
+        srv_key_set(&key, NULL, 0, oo->kid, oo->kid_len);
+        struct peer_ctx *p = srv_ctx_fetch(srv, &key);
+        if (p) {
+            long n = oscore_unprotect_request(&p->osc, req, len, srv->inner, srv->inner_cap, b);
+            *ctx = p;
+            srv_ctx_verified(srv, p, n);
+            return n;
         }
     }
     return verdict;
@@ -99,6 +116,21 @@ static long not_protected(struct edhoc_server *srv, const char *peer_name, const
 {
     srv->st.oscore_errors++;
     struct coap_msg m;
+    if (err == OSCORE_ERR_PERSIST && srv->store_err == EDHOC_STATE_ERR_TAKEN_OVER &&
+        !edhoc_coap_msg_parse(req, len, &m)) {
+        /* Another responder of the fleet took the context over: its block
+         * of sequence numbers starts above every one ours reserved, so
+         * nothing of ours may be sent under it any more. Drop our copy;
+         * Max-Age 0: retry at once, wherever the balancer sends it (here,
+         * the store gives the context back by the same takeover). */
+        srv_ctx_remove(srv, &srv->taken_over);
+        srv->st.contexts_taken_over++;
+        srv_log(srv, EDHOC_LOG_NOTICE,
+                "OSCORE peer=%s: %s not sent: another responder of the fleet serves this context "
+                "now; our copy dropped, answered 5.03 with Max-Age 0",
+                peer_name, what);
+        return srv_service_unavailable(&m, 0, out, cap);
+    }
     if (err == OSCORE_ERR_PERSIST && !edhoc_coap_msg_parse(req, len, &m)) {
         srv_log(srv, EDHOC_LOG_ERR,
                 "OSCORE peer=%s: %s not sent: the sequence-number mark its Partial IV needs "

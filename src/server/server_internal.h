@@ -163,6 +163,9 @@ struct edhoc_server {
     uint32_t start_ds;          /* when the server started (to_ds) */
     bool state_txn;             /* a transaction of cfg.db is open (srv_state_write_begin) */
     int store_err;              /* the last failed sequence-number mark write (store_ssn) */
+    /* The context whose reservation found it taken over by another
+     * responder of the fleet (store_err EDHOC_STATE_ERR_TAKEN_OVER). */
+    struct ctx_key taken_over;
     /* Pending handshakes: by C_R, by bare peer address, and in age order
      * (eviction and expiry take the oldest). */
     struct edhoc_pool pending_pool;
@@ -278,6 +281,11 @@ struct peer_ctx *srv_ctx_find(struct edhoc_server *srv, const struct ctx_key *ke
 struct b2_entry *srv_b2_find(struct edhoc_server *srv, const uint8_t *rid, size_t len);
 bool srv_rid_in_use(struct edhoc_server *srv, const uint8_t *rid, size_t len);
 void srv_ctx_remove(struct edhoc_server *srv, const struct ctx_key *key);
+/* A shared store (edhoc_state_is_shared): the context of key taken from
+ * the store for this responder and put in memory, to be served above its
+ * mark after an Echo round trip; NULL when the store has none (or fails,
+ * which is logged). */
+struct peer_ctx *srv_ctx_fetch(struct edhoc_server *srv, const struct ctx_key *key);
 struct ctx_mark *srv_ctx_mark_of(struct edhoc_server *srv, const struct peer_ctx *p);
 struct peer_ctx *srv_ctx_insert(struct edhoc_server *srv, const struct ctx_key *key,
                                 bool is_static);

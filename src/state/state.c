@@ -831,6 +831,12 @@ void edhoc_state_close(struct edhoc_state_db *db)
         free(db);
         return;
     }
+    if (db->be) {
+        if (db->be->close)
+            db->be->close(db->be_impl);
+        free(db);
+        return;
+    }
     /* What is queued is committed first (a clean stop loses nothing). */
     state_gc_stop(db);
     /* The last close checkpoints: with the generation written, the main

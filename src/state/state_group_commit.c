@@ -375,6 +375,8 @@ int edhoc_state_flush(struct edhoc_state_db *db)
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
         return state_remote_flush(db->remote);
+    if (db->be)
+        return db->be->flush ? db->be->flush(db->be_impl) : 0;
     struct group_commit *g = db->gc;
     if (g == NULL)
         return 0; /* every write was durable on return */

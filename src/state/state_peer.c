@@ -14,6 +14,8 @@ int edhoc_state_put_peer(struct edhoc_state_db *db, const struct edhoc_state_pee
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
         return state_remote_put_peer(db->remote, p);
+    if (db->be)
+        return db->be->put_peer ? db->be->put_peer(db->be_impl, p) : EDHOC_STATE_ERR_ARG;
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -32,6 +34,10 @@ int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
     if (db->remote)
         return state_remote_store_ssn(db->remote, id_context, id_context_len, recipient_id,
                                       recipient_id_len, mark);
+    if (db->be)
+        return db->be->store_ssn ? db->be->store_ssn(db->be_impl, id_context, id_context_len,
+                                                     recipient_id, recipient_id_len, mark)
+                                 : EDHOC_STATE_ERR_ARG;
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -63,6 +69,10 @@ int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *id_context
     if (db->remote)
         return state_remote_delete_peer(db->remote, id_context, id_context_len, recipient_id,
                                         recipient_id_len);
+    if (db->be)
+        return db->be->delete_peer ? db->be->delete_peer(db->be_impl, id_context, id_context_len,
+                                                         recipient_id, recipient_id_len)
+                                   : EDHOC_STATE_ERR_ARG;
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -88,6 +98,10 @@ int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *id_context,
     if (db->remote)
         return state_remote_get_peer(db->remote, id_context, id_context_len, recipient_id,
                                      recipient_id_len, out);
+    if (db->be)
+        return db->be->get_peer ? db->be->get_peer(db->be_impl, id_context, id_context_len,
+                                                   recipient_id, recipient_id_len, out)
+                                : EDHOC_STATE_ERR_ARG;
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -156,6 +170,9 @@ int edhoc_state_for_each_peer(struct edhoc_state_db *db,
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
         return state_remote_for_each_peer(db->remote, 0, 0, fn, ctx);
+    if (db->be)
+        return db->be->for_each_peer ? db->be->for_each_peer(db->be_impl, fn, ctx)
+                                     : EDHOC_STATE_ERR_ARG;
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -175,6 +192,10 @@ int edhoc_state_touch_peer(struct edhoc_state_db *db, const uint8_t *id_context,
     if (db->remote)
         return state_remote_touch_peer(db->remote, id_context, id_context_len, recipient_id,
                                        recipient_id_len, last_used);
+    if (db->be)
+        return db->be->touch_peer ? db->be->touch_peer(db->be_impl, id_context, id_context_len,
+                                                       recipient_id, recipient_id_len, last_used)
+                                  : 0; /* use times are statistics */
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -254,6 +275,8 @@ int edhoc_state_prune(struct edhoc_state_db *db, int64_t used_before, uint64_t k
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
         return state_remote_prune(db->remote, used_before, keep, expired, evicted);
+    if (db->be)
+        return db->be->prune ? db->be->prune(db->be_impl, used_before, keep, expired, evicted) : 0;
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -281,6 +304,8 @@ long edhoc_state_count(struct edhoc_state_db *db)
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
         return state_remote_count(db->remote);
+    if (db->be)
+        return EDHOC_STATE_ERR_ARG;
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -299,6 +324,8 @@ int edhoc_state_begin(struct edhoc_state_db *db)
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
         return state_remote_begin(db->remote);
+    if (db->be)
+        return 0; /* each call of a backend is atomic on its own */
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -316,6 +343,8 @@ int edhoc_state_commit(struct edhoc_state_db *db)
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
         return state_remote_commit(db->remote);
+    if (db->be)
+        return 0; /* each call of a backend is atomic on its own */
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -339,6 +368,8 @@ int edhoc_state_rollback(struct edhoc_state_db *db)
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
         return state_remote_commit(db->remote);
+    if (db->be)
+        return 0;
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
@@ -426,6 +457,8 @@ const char *edhoc_state_strerror(int err)
         return "invalid argument";
     case EDHOC_STATE_ERR_UNSAFE:
         return "state directory or database open to other users";
+    case EDHOC_STATE_ERR_TAKEN_OVER:
+        return "another responder of the fleet serves this context now";
     default:
         return "unknown state error";
     }
@@ -441,7 +474,7 @@ int edhoc_state_store_ssn_async(struct edhoc_state_db *db, const uint8_t *id_con
     if (db == NULL || ticket == NULL || !state_id_ok(recipient_id, recipient_id_len) ||
         !state_id_context_ok(id_context, id_context_len) || mark > (uint64_t)INT64_MAX)
         return EDHOC_STATE_ERR_ARG;
-    if (db->remote || db->gc == NULL)
+    if (db->remote || db->be || db->gc == NULL)
         return edhoc_state_store_ssn(db, id_context, id_context_len, recipient_id,
                                      recipient_id_len, mark);
     int unusable = state_usable(db);
@@ -458,10 +491,40 @@ int edhoc_state_group_commit(struct edhoc_state_db *db, unsigned max_rows, unsig
         return EDHOC_STATE_ERR_ARG;
     if (db->remote)
         return state_remote_group(db->remote); /* the writer process sets the batches */
+    if (db->be)
+        return EDHOC_STATE_ERR_ARG; /* a backend batches (or not) on its own */
     if (max_rows == 0 || db->gc)
         return EDHOC_STATE_ERR_ARG;
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
     return state_gc_start(db, max_rows, max_ms);
+}
+
+int edhoc_state_open_backend(const struct edhoc_state_backend *ops, void *impl,
+                             struct edhoc_state_db **out)
+{
+    if (out)
+        *out = NULL;
+    if (ops == NULL || out == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    struct edhoc_state_db *db = calloc(1, sizeof *db);
+    if (db == NULL)
+        return EDHOC_STATE_ERR_IO;
+    db->dir_fd = -1;
+    db->file_fd = -1;
+    db->be = ops;
+    db->be_impl = impl;
+    *out = db;
+    return 0;
+}
+
+bool edhoc_state_is_shared(const struct edhoc_state_db *db)
+{
+    return db && db->be && db->be->shared;
+}
+
+const char *edhoc_state_backend_name(const struct edhoc_state_db *db)
+{
+    return db && db->be && db->be->name ? db->be->name : "sqlite";
 }

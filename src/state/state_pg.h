@@ -151,6 +151,18 @@ int edhoc_state_pg_release(struct edhoc_state_pg *db, const uint8_t *id_context,
                            size_t id_context_len, const uint8_t *recipient_id,
                            size_t recipient_id_len, const struct edhoc_state_pg_lease *lease);
 
+/* The store as an edhoc_state_db handle for the responder engine
+ * (edhoc_state_open_backend; state_pg_backend.c): contexts created here are
+ * put with a lease to this owner, a request for a context not in memory
+ * takes it over (edhoc_state_get_peer), every mark is a reservation under
+ * the lease, and a reservation that finds the lease taken answers
+ * EDHOC_STATE_ERR_TAKEN_OVER. Arguments as edhoc_state_pg_open; *pg (may
+ * be NULL) gets the connection for its statistics, closed with the
+ * handle (edhoc_state_close). */
+int edhoc_state_pg_open_db(const char *conninfo, const char *owner, int64_t lease_ms,
+                           struct edhoc_state_db **db, struct edhoc_state_pg **pg, char *why,
+                           size_t why_cap);
+
 /* As their edhoc_state_* namesakes (edhoc/state.h). */
 int edhoc_state_pg_get_peer(struct edhoc_state_pg *db, const uint8_t *id_context,
                             size_t id_context_len, const uint8_t *recipient_id,

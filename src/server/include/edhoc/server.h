@@ -283,6 +283,10 @@ struct edhoc_server_stats {
      * request #1 or #2 refused (not verified, unknown or used R2, every R2
      * slot taken, ID Context too long). */
     uint64_t b2_started, b2_completed, b2_refused;
+    /* A shared store (the fleet's): contexts taken from it on a request
+     * that named none in memory, and copies dropped because another
+     * responder took them over. */
+    uint64_t contexts_fetched, contexts_taken_over;
     size_t pending, contexts, observers;
     size_t max_contexts;
     size_t bytes_per_context, bytes_per_pending; /* memory of one entry */
