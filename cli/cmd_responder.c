@@ -109,6 +109,7 @@ enum {
     OPT_ALLOW_UNPROTECTED,
     OPT_DEMO,
     OPT_STATE_DIR,
+    OPT_STATE,
     OPT_OSCORE_CONTEXT,
     OPT_MAX_PENDING,
     OPT_HANDSHAKE_TIMEOUT,
@@ -179,6 +180,12 @@ static const struct cli_opt state_opts[] = {
      "~/.local/state/edhoc-cli; created 0700, one responder at a time); none:\n"
      "nothing survives a restart, which only EDHOC-derived contexts can afford:\n"
      "--oscore-context is then refused"},
+    {OPT_STATE, "state", "postgresql://...|sqlite:DIR",
+     "where contexts live: sqlite:DIR is --state-dir DIR; a PostgreSQL\n"
+     "connection string (libpq's: PGPASSFILE, a service file and sslmode\n"
+     "apply) is the store of a responder fleet: every responder on it serves\n"
+     "every context, taking a context over when a request for it reaches it\n"
+     "(one worker; no --oscore-context)"},
     {OPT_OSCORE_CONTEXT, "oscore-context", "FILE",
      "a static OSCORE context (libcoap format; repeatable, at most 16); with\n"
      "rfc8613_b_2,bool,true it runs RFC 8613 Appendix B.2 where Echo would go"},
@@ -360,6 +367,7 @@ int cmd_responder(int argc, char **argv)
     size_t n_listen = 0;
     const char *static_paths[MAX_STATIC];
     size_t n_static = 0;
+    const char *state_spec = NULL, *fleet_store = NULL;
     const char *state_dir = NULL, *pidfile = NULL, *ready_file = NULL, *interop_dir = NULL;
     long interop_max = INTEROP_LOG_MAX_FILES;
     bool daemon = false, use_syslog = false, echo_m1 = false, allow_unprotected = false;
@@ -445,6 +453,7 @@ int cmd_responder(int argc, char **argv)
         case OPT_ALLOW_UNPROTECTED: allow_unprotected = true; break;
         case OPT_DEMO: demo = true; break;
         case OPT_STATE_DIR: state_dir = p.value; break;
+        case OPT_STATE: state_spec = p.value; break;
         case OPT_OSCORE_CONTEXT:
             if (n_static >= MAX_STATIC) {
                 cli_opt_error(&p, "at most %d --oscore-context", MAX_STATIC);
@@ -487,6 +496,28 @@ int cmd_responder(int argc, char **argv)
     if (r->o.side[CLI_SIDE_R].n_c_id > 1) {
         cli_opt_error(&p, "--c-r: one value (every handshake uses it)");
         goto out;
+    }
+    if (state_spec) {
+        char why[300];
+        if (cli_serve_parse_state(state_spec, state_dir, &state_dir, &fleet_store, why,
+                                  sizeof why)) {
+            cli_opt_error(&p, "%s", why);
+            goto out;
+        }
+        if (fleet_store && workers > 1) {
+            cli_opt_error(&p, "--workers %ld with a PostgreSQL --state: one process per host "
+                              "serves the fleet's store; use --workers 1",
+                          workers);
+            goto out;
+        }
+        if (fleet_store && n_static) {
+            cli_opt_error(&p, "--oscore-context with a PostgreSQL --state: a static context "
+                              "belongs to the responder configured with it, not to the fleet; "
+                              "serve it from a responder with --state-dir");
+            goto out;
+        }
+        if (fleet_store)
+            workers = 1;
     }
     {
         /* One capture file, one interop log and one fixed C_R belong to
@@ -588,7 +619,7 @@ int cmd_responder(int argc, char **argv)
         snprintf(pcap_abs + l, sizeof pcap_abs - l, "/%s", net.pcap);
         net.pcap = pcap_abs;
     }
-    {
+    if (!fleet_store) {
         /* Durable by default: a static context's sequence numbers must
          * survive restarts (RFC 8613 Section 7.2, Appendix B.1), and
          * EDHOC-derived contexts then survive them too. */
@@ -641,6 +672,10 @@ int cmd_responder(int argc, char **argv)
 
     struct edhoc_state_db *db = NULL;
     if (state_dir && cli_serve_open_state(state_dir, &db)) {
+        exit_code = CLI_EXIT_INPUT;
+        goto out;
+    }
+    if (fleet_store && cli_serve_open_fleet(fleet_store, &db)) {
         exit_code = CLI_EXIT_INPUT;
         goto out;
     }

@@ -12,6 +12,7 @@
 #include "edhoc/transport.h"
 #include "responder_workers.h"
 #include "serve.h"
+#include "state_pg.h"
 #include "state_stats.h"
 
 static uint64_t now_ms(void)
@@ -96,6 +97,55 @@ int cli_serve_open_state(const char *state_dir, struct edhoc_state_db **db)
     const char *recovery = edhoc_state_recovery(*db);
     if (recovery)
         cli_log(LOG_WARNING, "state: %s", recovery);
+    return 0;
+}
+
+int cli_serve_parse_state(const char *spec, const char *given_dir, const char **state_dir,
+                          const char **fleet, char *why, size_t why_cap)
+{
+    if (given_dir) {
+        snprintf(why, why_cap, "--state and --state-dir name the store twice: give one");
+        return -1;
+    }
+    if (!strncmp(spec, "sqlite:", 7) && spec[7]) {
+        *state_dir = spec + 7;
+        return 0;
+    }
+    /* libpq's two forms: a URI, or key=value pairs ("host=... dbname=..."). */
+    if (!strncmp(spec, "postgresql://", 13) || !strncmp(spec, "postgres://", 11) ||
+        strchr(spec, '=')) {
+        char msg[300];
+        if (edhoc_state_pg_check_conninfo(spec, msg, sizeof msg) < 0) {
+            snprintf(why, why_cap, "--state: not a PostgreSQL connection string: %s", msg);
+            return -1;
+        }
+        *fleet = spec;
+        return 0;
+    }
+    snprintf(why, why_cap,
+             "--state '%s': expected sqlite:DIR or a PostgreSQL connection string "
+             "(postgresql://... or key=value ...)",
+             spec);
+    return -1;
+}
+
+int cli_serve_open_fleet(const char *conninfo, struct edhoc_state_db **db)
+{
+    char msg[300];
+    if (edhoc_state_pg_check_conninfo(conninfo, msg, sizeof msg) == 1)
+        cli_log(LOG_WARNING, "state: %s", msg);
+    char why[600] = "";
+    struct edhoc_state_pg *pg = NULL;
+    int rc = edhoc_state_pg_open_db(conninfo, NULL, CLI_FLEET_LEASE_MS, db, &pg, why, sizeof why);
+    if (rc) {
+        cli_log(LOG_ERR, "state: the PostgreSQL store: %s",
+                why[0] ? why : edhoc_state_pg_strerror(rc));
+        return -1;
+    }
+    cli_log(LOG_NOTICE,
+            "state: the fleet's PostgreSQL store, as %s: contexts taken over when a request for "
+            "one reaches this responder, sequence numbers reserved in the store before use",
+            edhoc_state_pg_owner(pg));
     return 0;
 }
 

@@ -39,6 +39,16 @@ struct cli_serve_config {
 /* The state database of state_dir opened (a recovery said). Returns 0, or
  * -1 (logged: the fix when another responder holds it). */
 int cli_serve_open_state(const char *state_dir, struct edhoc_state_db **db);
+/* responder --state SPEC: "sqlite:DIR" sets *state_dir to DIR, a
+ * PostgreSQL connection string ("postgresql://...", "postgres://...")
+ * sets *fleet; given_dir is --state-dir, if any (both at once is an
+ * error). Returns 0, or -1 with the reason in why. */
+int cli_serve_parse_state(const char *spec, const char *given_dir, const char **state_dir,
+                          const char **fleet, char *why, size_t why_cap);
+/* The fleet's store (state_pg.h) as the engine's handle, its schema
+ * created or checked; a password in the string is warned about. Logs and
+ * returns -1 when the server cannot be reached or refuses. */
+int cli_serve_open_fleet(const char *conninfo, struct edhoc_state_db **db);
 /* Before the workers start: the stored rows pruned once, to the whole
  * responder's bounds (each worker then loads the rows it owns). Returns
  * 0, or -1 (logged). */

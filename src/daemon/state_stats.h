@@ -18,6 +18,10 @@
  * at 25 ms and 8.5 us at 50 ms, against about 205 us of handshake. */
 #define CLI_STATE_BATCH_ROWS 512
 #define CLI_STATE_BATCH_MS 50
+/* The lease of a context in the fleet's store, renewed with each
+ * reservation: another responder may take an idle one without a
+ * takeover once it ran out. */
+#define CLI_FLEET_LEASE_MS 30000
 
 #define EDHOC_STATE_STATS_FILE "edhoc-cli-state.stats"
 

@@ -1,0 +1,230 @@
+/*
+ * A responder fleet on one PostgreSQL store (responder --state
+ * postgresql://...): three responders on 127.0.0.1, 127.0.0.2 and
+ * 127.0.0.3 sharing one database of a private cluster (tests/pg_cluster.h),
+ * devices that run EDHOC with the first and then send their OSCORE
+ * requests to all three in turn, as a UDP balancer would spread them.
+ *
+ * What each expectation comes from:
+ *   - RFC 8613 Section 7.2: "An AEAD nonce MUST NOT be used more than once
+ *     per AEAD key": the nonce checker (tests/nonce_check.c) runs over the
+ *     captures of every responder and every device, and finds no (key,
+ *     nonce) pair that sealed two different messages, although three
+ *     processes on three addresses sent under each device's keys;
+ *   - RFC 8613 Appendix B.1.2: a responder that takes a context over has
+ *     no replay window for it, so its first answer is a 4.01 with an Echo
+ *     option (RFC 9175 Section 2.4) and the device's retry with the echoed
+ *     value gets the 2.05;
+ *   - a responder killed with kill -9 loses nothing but its memory: its
+ *     devices go on with the others, whose reservations in the store are
+ *     above every number the dead one was given.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+
+#include "net_test_util.h"
+#include "nonce_check.h"
+#include "pg_cluster.h"
+
+#define CLI_RUN(out, timeout_s, ...) net_cli_run(out, timeout_s, false, __VA_ARGS__)
+
+static struct pg_cluster cluster;
+static char store[900]; /* the responders' --state */
+
+enum { RESPONDERS = 3, DEVICES = 2 };
+static struct net_proc resp[RESPONDERS];
+static char device_conf[DEVICES][300];
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (net_make_dir("fleet"))
+        return -1;
+    if (pg_cluster_init(&cluster) != 0 || pg_cluster_start(&cluster) != 0 ||
+        pg_cluster_create_db(&cluster, "fleet") != 0) {
+        fprintf(stderr, "test_cli_fleet: %s\n", cluster.why);
+        pg_cluster_destroy(&cluster);
+        return -1;
+    }
+    /* libpq's URI form, the server on its Unix socket directory. */
+    snprintf(store, sizeof store, "postgresql:///fleet?host=%s&port=%d&user=%s", cluster.dir,
+             PG_CLUSTER_PORT, PG_CLUSTER_SUPERUSER);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    net_group_teardown(state);
+    pg_cluster_destroy(&cluster);
+    return 0;
+}
+
+static void start_responder(int i)
+{
+    char args[1400], name[20];
+    snprintf(name, sizeof name, "r%d", i);
+    snprintf(args, sizeof args, "--listen 127.0.0.%d:0 --state '%s' --pcap %s/r%d.pcap", i + 1,
+             store, net_dir, i);
+    if (net_responder_start(&resp[i], name, args) != 0) {
+        char *log = net_read_file(resp[i].log);
+        fail_msg("responder %d did not start:\n%s", i, log ? log : "");
+    }
+}
+
+/* One OSCORE GET /time of device d to responder i; returns the output. */
+static char *device_get(int d, int i, int round)
+{
+    char *out;
+    int rc = CLI_RUN(&out, 30,
+                     "coap GET coap://127.0.0.%d:%u/time --oscore-context %s --json "
+                     "--pcap %s/d%d-r%d-%d.pcap",
+                     i + 1, resp[i].port, device_conf[d], net_dir, d, i, round);
+    if (rc != 0 || !strstr(out, "2.05"))
+        fail_msg("device %d to responder %d (round %d): exit %d\n%s", d, i, round, rc, out);
+    return out;
+}
+
+static void test_devices_served_by_every_responder(void **state)
+{
+    (void)state;
+    for (int i = 0; i < RESPONDERS; i++)
+        start_responder(i);
+    char *log = net_read_file(resp[0].log);
+    assert_non_null(strstr(log, "the fleet's PostgreSQL store"));
+    free(log);
+
+    /* EDHOC with the first responder; the keys exported for the device's
+     * later requests (its sequence numbers in the client state directory,
+     * above the initiator's own request). */
+    for (int d = 0; d < DEVICES; d++) {
+        char *out;
+        int rc = CLI_RUN(&out, 30,
+                         "initiator coap://127.0.0.1:%u --request \"GET /time\" --export-secrets "
+                         "--json --pcap %s/d%d-edhoc.pcap",
+                         resp[0].port, net_dir, d);
+        if (rc != 0 || !strstr(out, "2.05"))
+            fail_msg("device %d: EDHOC with responder 0: %d\n%s", d, rc, out);
+        char ms[80], salt[80], sid[20], rid[20], text[600], name[40];
+        net_json_str(out, "master_secret", ms, sizeof ms);
+        net_json_str(out, "master_salt", salt, sizeof salt);
+        net_json_str(out, "sender_id", sid, sizeof sid);
+        net_json_str(out, "recipient_id", rid, sizeof rid);
+        free(out);
+        snprintf(name, sizeof name, "device%d.conf", d);
+        net_path(device_conf[d], sizeof device_conf[d], name);
+        snprintf(text, sizeof text,
+                 "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
+                 "recipient_id,hex,\"%s\"\n",
+                 ms, salt, sid, rid);
+        net_write_file(device_conf[d], text, 0600);
+    }
+
+    /* Round robin over the three: the second and third take each
+     * context from the store on its first request, with an Echo round
+     * trip (RFC 8613 Appendix B.1.2). */
+    for (int round = 0; round < 2; round++) {
+        for (int i = 1; i <= RESPONDERS; i++) {
+            for (int d = 0; d < DEVICES; d++) {
+                char *out = device_get(d, i % RESPONDERS, round);
+                if (round == 0 && i < RESPONDERS && !strstr(out, "\"echo\": true"))
+                    fail_msg("device %d: first request to responder %d had no Echo round trip "
+                             "(a context taken over has no replay window):\n%s",
+                             d, i, out);
+                free(out);
+            }
+        }
+    }
+    for (int i = 1; i < RESPONDERS; i++) {
+        log = net_read_file(resp[i].log);
+        if (net_count(log, "taken from the postgresql store") != DEVICES)
+            fail_msg("responder %d: %s", i, log);
+        free(log);
+    }
+
+    /* The first is killed: its devices go on with the other two. */
+    assert_int_equal(net_proc_stop(&resp[0], SIGKILL, 5000), 128 + SIGKILL);
+    for (int round = 2; round < 4; round++) {
+        for (int i = 1; i < RESPONDERS; i++) {
+            for (int d = 0; d < DEVICES; d++)
+                free(device_get(d, i, round));
+        }
+    }
+    for (int i = 1; i < RESPONDERS; i++)
+        assert_int_equal(net_proc_stop(&resp[i], SIGTERM, 5000), 0);
+
+    /* Every capture of both ends through the checker. */
+    struct nonce_check *nc = nonce_check_new();
+    char why[512];
+    for (int d = 0; d < DEVICES; d++)
+        assert_int_equal(nonce_check_add_context_file(nc, device_conf[d], why, sizeof why), 0);
+    DIR *dir = opendir(net_dir);
+    assert_non_null(dir);
+    unsigned captures = 0;
+    for (struct dirent *e; (e = readdir(dir));) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 5, ".pcap"))
+            continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", net_dir, e->d_name);
+        if (nonce_check_add_pcap(nc, path, why, sizeof why))
+            fprintf(stderr, "# %s\n", why); /* r0.pcap, cut by kill -9 */
+        captures++;
+    }
+    closedir(dir);
+    const struct nonce_check_report *rep = nonce_check_report(nc);
+    if (rep->n_violations) {
+        nonce_check_print(nc, stderr);
+        fail_msg("%zu (key, nonce) pairs sealed two different messages", rep->n_violations);
+    }
+    /* It saw the exchanges: each device's requests of six rounds to two or
+     * three responders, and their answers, from both ends. */
+    assert_true(captures >= RESPONDERS + DEVICES);
+    assert_true(rep->responses >= 2 * DEVICES * (3 + 3 + 2 + 2));
+    assert_int_equal(rep->unattributed, 0);
+    nonce_check_free(nc);
+}
+
+/* (net_sh runs the line inside single quotes: double ones here.) */
+/* What cannot work on a shared store is refused before anything starts,
+ * each with the reason (exit 2, the usage contract of edhoc-cli(1)). */
+static void test_refused_combinations(void **state)
+{
+    (void)state;
+    char *out;
+    int rc = CLI_RUN(&out, 30, "responder --demo --state \"%s\" --workers 2 --listen 127.0.0.1:0",
+                     store);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--workers 2 with a PostgreSQL --state"));
+    free(out);
+    rc = CLI_RUN(&out, 30, "responder --demo --state \"%s\" --state-dir %s/x --listen 127.0.0.1:0",
+                 store, net_dir);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--state and --state-dir name the store twice"));
+    free(out);
+    rc = CLI_RUN(&out, 30, "responder --demo --state mysql://db --listen 127.0.0.1:0");
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "expected sqlite:DIR or a PostgreSQL"));
+    free(out);
+    /* A store out of reach, in libpq's key=value form: the responder does
+     * not start (exit 3), and says which store and why. */
+    rc = CLI_RUN(&out, 30,
+                 "responder --demo --state \"host=%s/nowhere port=%d dbname=fleet\" "
+                 "--listen 127.0.0.1:0",
+                 net_dir, PG_CLUSTER_PORT);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "state: the PostgreSQL store"));
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_devices_served_by_every_responder),
+        cmocka_unit_test(test_refused_combinations),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
