@@ -188,6 +188,118 @@ static void test_devices_served_by_every_responder(void **state)
     nonce_check_free(nc);
 }
 
+/* EDHOC with responder r; the device's context file written to conf. */
+static void device_handshake(struct net_proc *r, int addr, const char *name, char *conf,
+                             size_t cap)
+{
+    char *out;
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.%d:%u --request \"GET /time\" --export-secrets "
+                     "--json --pcap %s/%s-edhoc.pcap",
+                     addr, r->port, net_dir, name);
+    if (rc != 0 || !strstr(out, "2.05"))
+        fail_msg("%s: EDHOC: %d\n%s", name, rc, out);
+    char ms[80], salt[80], sid[20], rid[20], text[600], file[60];
+    net_json_str(out, "master_secret", ms, sizeof ms);
+    net_json_str(out, "master_salt", salt, sizeof salt);
+    net_json_str(out, "sender_id", sid, sizeof sid);
+    net_json_str(out, "recipient_id", rid, sizeof rid);
+    free(out);
+    snprintf(file, sizeof file, "%s.conf", name);
+    net_path(conf, cap, file);
+    snprintf(text, sizeof text,
+             "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
+             "recipient_id,hex,\"%s\"\n",
+             ms, salt, sid, rid);
+    net_write_file(conf, text, 0600);
+}
+
+static int conf_get(char **out, const struct net_proc *r, int addr, const char *conf)
+{
+    return CLI_RUN(out, 30, "coap GET coap://127.0.0.%d:%u/time --oscore-context %s --json", addr,
+                   r->port, conf);
+}
+
+/* The store stopped under a running fleet, then started again. What is
+ * in memory goes on (a response to a fresh request uses the request's
+ * nonce, RFC 8613 Section 5.2: no reservation needed); what would need
+ * the store gets 5.03 with Max-Age ("the number of seconds after which to
+ * retry", RFC 7252 Section 5.9.3.4), not an error that blames the device
+ * (not 4.01 "Security context not found", which would send it to a new
+ * handshake that cannot be kept either); each responder says once that
+ * the store is out of reach and once that it answers again, and serves as
+ * before without being restarted. */
+static void test_store_restarted(void **state)
+{
+    (void)state;
+    static struct net_proc a, b;
+    char args[1400], conf[300], conf2[300];
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state '%s'", store);
+    assert_int_equal(net_responder_start(&a, "down-a", args), 0);
+    snprintf(args, sizeof args, "--listen 127.0.0.2:0 --state '%s'", store);
+    assert_int_equal(net_responder_start(&b, "down-b", args), 0);
+    device_handshake(&a, 1, "down-dev", conf, sizeof conf);
+
+    if (pg_cluster_stop(&cluster) != 0)
+        fail_msg("%s", cluster.why);
+    char *out;
+    int rc = conf_get(&out, &a, 1, conf);
+    if (rc != 0 || !strstr(out, "2.05"))
+        fail_msg("the context in memory, store stopped: %d\n%s", rc, out);
+    free(out);
+    rc = conf_get(&out, &b, 2, conf);
+    if (!strstr(out, "5.03") || strstr(out, "Security context not found"))
+        fail_msg("a context not in memory, store stopped: %d\n%s", rc, out);
+    free(out);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\"", a.port);
+    if (rc == 0 || !strstr(out, "5.03"))
+        fail_msg("a new handshake, store stopped: %d\n%s", rc, out);
+    free(out);
+
+    if (pg_cluster_start(&cluster) != 0)
+        fail_msg("%s", cluster.why);
+    /* Back by themselves: each responder's next call reconnects. The
+     * device retries as Max-Age says; here, until it is served. */
+    uint64_t deadline = net_now_ms() + 60000;
+    for (;;) {
+        rc = conf_get(&out, &b, 2, conf);
+        bool ok = rc == 0 && strstr(out, "2.05");
+        if (ok || net_now_ms() > deadline) {
+            if (!ok)
+                fail_msg("not served after the store came back: %d\n%s", rc, out);
+            free(out);
+            break;
+        }
+        free(out);
+        net_sleep_ms(250);
+    }
+    for (;;) {
+        rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\"", a.port);
+        bool ok = rc == 0 && strstr(out, "2.05");
+        free(out);
+        if (ok)
+            break;
+        if (net_now_ms() > deadline)
+            fail_msg("no handshake after the store came back");
+        net_sleep_ms(250);
+    }
+    device_handshake(&a, 1, "down-dev2", conf2, sizeof conf2);
+    rc = conf_get(&out, &b, 2, conf2);
+    if (rc != 0 || !strstr(out, "2.05"))
+        fail_msg("a context made after the restart, on the other responder: %d\n%s", rc, out);
+    free(out);
+    assert_int_equal(net_proc_stop(&a, SIGTERM, 5000), 0);
+    assert_int_equal(net_proc_stop(&b, SIGTERM, 5000), 0);
+    struct net_proc *both[2] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        char *log = net_read_file(both[i]->log);
+        if (net_count(log, "store is out of reach (") != 1 ||
+            net_count(log, "store answers again") != 1)
+            fail_msg("responder %d: each transition once:\n%s", i, log);
+        free(log);
+    }
+}
+
 /* (net_sh runs the line inside single quotes: double ones here.) */
 /* What cannot work on a shared store is refused before anything starts,
  * each with the reason (exit 2, the usage contract of edhoc-cli(1)). */
@@ -224,6 +336,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_devices_served_by_every_responder),
+        cmocka_unit_test(test_store_restarted),
         cmocka_unit_test(test_refused_combinations),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -63,11 +63,36 @@ static int load_one(void *user, const struct edhoc_state_peer *sp)
     return 0;
 }
 
+void srv_store_outcome(struct edhoc_server *srv, int rc, const char *what)
+{
+    if (!edhoc_state_is_shared(srv->cfg.db))
+        return;
+    uint64_t now = srv_mono_ms();
+    if (rc == EDHOC_STATE_ERR_IO) {
+        srv->store_unavailable = true;
+        srv->store_probe_ms = now + SRV_STORE_RETRY_S * 1000u;
+        if (!srv->store_down) {
+            srv->store_down = true;
+            srv->store_down_ms = now;
+            srv_log(srv, EDHOC_LOG_ERR,
+                    "state: the %s store is out of reach (%s failed): contexts in memory go on "
+                    "within their reserved sequence numbers; new handshakes and contexts not in "
+                    "memory get 5.03 with Max-Age %u until it answers",
+                    edhoc_state_backend_name(srv->cfg.db), what, SRV_STORE_RETRY_S);
+        }
+    } else if (srv->store_down) {
+        srv->store_down = false;
+        srv_log(srv, EDHOC_LOG_NOTICE, "state: the %s store answers again, after %.1f s",
+                edhoc_state_backend_name(srv->cfg.db), (double)(now - srv->store_down_ms) / 1000);
+    }
+}
+
 struct peer_ctx *srv_ctx_fetch(struct edhoc_server *srv, const struct ctx_key *key)
 {
     struct edhoc_state_peer sp;
     int rc = edhoc_state_get_peer(srv->cfg.db, srv_key_idc(key), key->idc_len, key->rid,
                                   key->rid_len, &sp);
+    srv_store_outcome(srv, rc, "a context not in memory looked up");
     struct peer_ctx *p = NULL;
     if (rc == 0) {
         /* A static context is served only by a responder configured with
@@ -83,7 +108,7 @@ struct peer_ctx *srv_ctx_fetch(struct edhoc_server *srv, const struct ctx_key *k
                     edhoc_state_backend_name(srv->cfg.db), sp.peer,
                     (unsigned long long)sp.ssn_mark);
         }
-    } else if (rc != EDHOC_STATE_ERR_NOT_FOUND) {
+    } else if (rc != EDHOC_STATE_ERR_NOT_FOUND && rc != EDHOC_STATE_ERR_IO) {
         srv_log(srv, EDHOC_LOG_ERR, "state: cannot look up a context in the %s store: %s",
                 edhoc_state_backend_name(srv->cfg.db), edhoc_state_strerror(rc));
     }

@@ -230,6 +230,7 @@ static int store_ssn(void *user, uint64_t mark)
         if (!rc && m)
             *m = (struct ctx_mark){mark, 0};
     }
+    srv_store_outcome(srv, rc, "a sequence-number reservation");
     if (rc) {
         srv->store_err = rc;
         if (rc == EDHOC_STATE_ERR_TAKEN_OVER)

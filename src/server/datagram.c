@@ -313,7 +313,20 @@ static long handle(struct edhoc_server *srv, struct edhoc_transport_peer *peer,
             return srv_on_b2_request(srv, b2, peer, peer_name, &oo, req, len, out, cap);
         struct peer_ctx *ctx;
         struct oscore_binding b;
+        srv->store_unavailable = false;
         long n = srv_unprotect_request(srv, &oo, req, len, &ctx, &b);
+        if (!ctx && srv->store_unavailable) {
+            /* Not "Security context not found": the store that may hold
+             * it did not answer, and a new handshake would fail too. */
+            srv->store_unavailable = false;
+            struct coap_msg m;
+            if (edhoc_coap_msg_parse(req, len, &m))
+                return -1;
+            srv_log(srv, EDHOC_LOG_INFO,
+                    "OSCORE peer=%s: the context store is out of reach; 5.03 with Max-Age %u",
+                    peer_name, SRV_STORE_RETRY_S);
+            return srv_service_unavailable(&m, SRV_STORE_RETRY_S, out, cap);
+        }
         if (!ctx) {
             srv->st.oscore_errors++;
             srv_log(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: no context for this %s", peer_name,

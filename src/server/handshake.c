@@ -30,6 +30,21 @@ long srv_on_message_1(struct edhoc_server *srv, const struct coap_msg *req, cons
         srv_hs_emit(srv, &rec);
         return n;
     }
+    if (srv->store_down && srv_mono_ms() < srv->store_probe_ms) {
+        /* The store that would keep the context is out of reach: no
+         * handshake's work for a context that cannot be kept. A message_1
+         * after Max-Age goes through, and its context's put tries the
+         * store again. */
+        srv->st.handshakes_failed++;
+        srv_log(srv, EDHOC_LOG_INFO,
+                "handshake peer=%s outcome=refused: message_1: the context store is out of "
+                "reach; 5.03 with Max-Age %u",
+                peer, SRV_STORE_RETRY_S);
+        rec.error_text = "the context store is out of reach (5.03)";
+        rec.duration_ms = srv_mono_ms() - srv->req_t0_ms;
+        srv_hs_emit(srv, &rec);
+        return srv_service_unavailable(req, SRV_STORE_RETRY_S, out, cap);
+    }
     int suite = f.suites[f.n_suites - 1];
     rec.method = f.method;
     for (size_t i = 0; i < f.n_suites && i < EDHOC_MAX_SUITES; i++)
@@ -266,6 +281,7 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
             sp.method = edhoc_session_method(&h->s);
             sp.suite = edhoc_session_suite(&h->s);
             rc = edhoc_state_put_peer(srv->cfg.db, &sp);
+            srv_store_outcome(srv, rc, "storing a new context");
         }
         edhoc_wipe(&sp, sizeof sp);
         /* Durable here, or not served. */
@@ -480,9 +496,16 @@ long srv_run_message_3(struct edhoc_server *srv, const struct coap_msg *req, str
         static const char why[] = "no OSCORE for this suite (RFC 8613 Section 3.2.1)";
         return srv_build(req, COAP_CODE(5, 1), -1, (const uint8_t *)why, sizeof why - 1, out, cap);
     }
+    srv->store_unavailable = false;
     *ctx = establish(srv, h);
     if (*ctx)
         srv_amp_handshake_completed(srv, h, own_peer);
+    if (!*ctx && srv->store_unavailable) {
+        srv->store_unavailable = false;
+        no_context(srv, h, m3_len, combined, EDHOC_SERVER_FAILED,
+                   "the context store is out of reach: 5.03", "the context store is out of reach");
+        return srv_service_unavailable(req, SRV_STORE_RETRY_S, out, cap);
+    }
     if (!*ctx) {
         no_context(srv, h, m3_len, combined, EDHOC_SERVER_FAILED,
                    "cannot set up the OSCORE context", "cannot set up the OSCORE context");

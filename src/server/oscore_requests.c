@@ -99,11 +99,6 @@ static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *
                          const char *bw_peer, const uint8_t *req, size_t len, uint8_t *out,
                          size_t cap);
 
-/* How long a client waits before it asks again when a sequence-number
- * mark could not be stored: a full disk or a failing device seldom
- * recovers within a second, and each try costs a write. */
-#define STORE_RETRY_S 5u
-
 /* A response (what) that could not be protected with result err: the
  * unprotected error answer, and the cause in the log. When the mark its
  * Partial IV needed could not be stored (OSCORE_ERR_PERSIST), no protected
@@ -137,8 +132,8 @@ static long not_protected(struct edhoc_server *srv, const char *peer_name, const
                 "cannot be stored (%s); answered 5.03 with Max-Age %u",
                 peer_name, what,
                 srv->store_err ? edhoc_state_strerror(srv->store_err) : oscore_strerror((int)err),
-                STORE_RETRY_S);
-        return srv_service_unavailable(&m, STORE_RETRY_S, out, cap);
+                SRV_STORE_RETRY_S);
+        return srv_service_unavailable(&m, SRV_STORE_RETRY_S, out, cap);
     }
     srv_log(srv, EDHOC_LOG_ERR, "OSCORE peer=%s: cannot protect %s: %s", peer_name, what,
             oscore_strerror((int)err));

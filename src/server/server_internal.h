@@ -166,6 +166,13 @@ struct edhoc_server {
     /* The context whose reservation found it taken over by another
      * responder of the fleet (store_err EDHOC_STATE_ERR_TAKEN_OVER). */
     struct ctx_key taken_over;
+    /* A shared store out of reach (srv_store_outcome): since when, when a
+     * new handshake may probe it again, and whether the request being
+     * answered found it so (its answer is then 5.03, not an error of the
+     * request's). */
+    bool store_down;
+    uint64_t store_down_ms, store_probe_ms;
+    bool store_unavailable;
     /* Pending handshakes: by C_R, by bare peer address, and in age order
      * (eviction and expiry take the oldest). */
     struct edhoc_pool pending_pool;
@@ -286,6 +293,16 @@ void srv_ctx_remove(struct edhoc_server *srv, const struct ctx_key *key);
  * mark after an Echo round trip; NULL when the store has none (or fails,
  * which is logged). */
 struct peer_ctx *srv_ctx_fetch(struct edhoc_server *srv, const struct ctx_key *key);
+/* How long a client waits before it asks again when the state store
+ * failed (5.03 Max-Age, RFC 7252 Section 5.9.3.4): a full disk or a store
+ * out of reach seldom recovers within a second, and each try costs a
+ * write or a connection attempt. */
+#define SRV_STORE_RETRY_S 5u
+/* The result rc of a call on a shared store (the fleet's): the first
+ * failure to reach it and its first answer after that are logged once
+ * each; while it is out of reach the request being answered gets 5.03
+ * (store_unavailable). No-op for a store of this host. */
+void srv_store_outcome(struct edhoc_server *srv, int rc, const char *what);
 struct ctx_mark *srv_ctx_mark_of(struct edhoc_server *srv, const struct peer_ctx *p);
 struct peer_ctx *srv_ctx_insert(struct edhoc_server *srv, const struct ctx_key *key,
                                 bool is_static);
