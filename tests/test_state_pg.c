@@ -610,6 +610,7 @@ static void test_handles_take_over(void **state)
     p.method = 3;
     p.ssn_mark = 32; /* the first block of a new context: 0..31 */
     assert_int_equal(edhoc_state_put_peer(a, &p), 0);
+    assert_int_equal(edhoc_state_flush(a), 0);
     /* A uses 0..31, then reserves 32..63 before sending 32. */
     assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 64), 0);
 
@@ -649,6 +650,94 @@ static void test_handles_take_over(void **state)
     edhoc_state_close(b);
 }
 
+/* Two responders race for one context through the engine's calls, 1,000
+ * rounds each, in two threads with a connection each: every round takes
+ * the context over (a request reached this responder) and reserves the
+ * block it would use next, as the engine does before it sends under a
+ * number. A reservation either succeeds, and its block [mark at the
+ * takeover, new mark) is this responder's alone, or answers
+ * EDHOC_STATE_ERR_TAKEN_OVER (the engine then drops its copy). The
+ * blocks both sides were given must never overlap (RFC 8613 Section
+ * 7.2.1: a number is used once per key). */
+struct handle_racer {
+    struct edhoc_state_db *db;
+    const struct edhoc_state_peer *ctx;
+    struct block *blocks;
+    size_t nblocks;
+    int taken_over, errors;
+};
+
+static void *handle_race(void *arg)
+{
+    struct handle_racer *r = arg;
+    for (int i = 0; i < 1000; i++) {
+        struct edhoc_state_peer got;
+        int rc = edhoc_state_get_peer(r->db, KEY(r->ctx), &got);
+        if (rc != 0) {
+            r->errors++;
+            continue;
+        }
+        uint64_t from = got.ssn_mark;
+        rc = edhoc_state_store_ssn(r->db, KEY(r->ctx), from + 32);
+        if (rc == EDHOC_STATE_ERR_TAKEN_OVER)
+            r->taken_over++;
+        else if (rc != 0)
+            r->errors++;
+        else
+            r->blocks[r->nblocks++] = (struct block){from, from + 32};
+    }
+    return NULL;
+}
+
+static void test_handles_race_1000(void **state)
+{
+    (void)state;
+    char ci[700];
+    fresh_db("handle_race", ci, sizeof ci);
+    struct edhoc_state_peer p;
+    make_peer(&p, 11);
+    p.method = 0;
+    p.ssn_mark = 32;
+    struct handle_racer r[2];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 2; i++) {
+        r[i].db = open_handle(ci, i ? "racer-b:2" : "racer-a:1");
+        r[i].ctx = &p;
+        r[i].blocks = calloc(1000, sizeof *r[i].blocks);
+    }
+    assert_int_equal(edhoc_state_put_peer(r[0].db, &p), 0);
+    /* The put is the writer thread's: the row is there once flushed. */
+    assert_int_equal(edhoc_state_flush(r[0].db), 0);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, handle_race, &r[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    size_t n = r[0].nblocks + r[1].nblocks;
+    struct block *all = calloc(n + 1, sizeof *all);
+    all[0] = (struct block){0, 32}; /* the creator's first block, from the put */
+    memcpy(all + 1, r[0].blocks, r[0].nblocks * sizeof *all);
+    memcpy(all + 1 + r[0].nblocks, r[1].blocks, r[1].nblocks * sizeof *all);
+    qsort(all, n + 1, sizeof *all, by_first);
+    for (size_t i = 1; i <= n; i++) {
+        if (all[i].first < all[i - 1].end)
+            fail_msg("blocks [%llu, %llu) and [%llu, %llu) overlap",
+                     (unsigned long long)all[i - 1].first, (unsigned long long)all[i - 1].end,
+                     (unsigned long long)all[i].first, (unsigned long long)all[i].end);
+    }
+    fprintf(stderr, "# 2 x 1000 takeovers: %zu blocks reserved, %d + %d found taken over\n", n,
+            r[0].taken_over, r[1].taken_over);
+    assert_int_equal(r[0].errors + r[1].errors, 0);
+    /* Both won some and lost some: the race happened. */
+    assert_true(r[0].nblocks > 0 && r[1].nblocks > 0);
+    assert_int_equal(n + (size_t)r[0].taken_over + (size_t)r[1].taken_over, 2000);
+    free(all);
+    for (int i = 0; i < 2; i++) {
+        free(r[i].blocks);
+        edhoc_state_close(r[i].db);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -658,6 +747,7 @@ int main(void)
         cmocka_unit_test(test_two_hosts_race_for_a_lease),
         cmocka_unit_test(test_server_restart),
         cmocka_unit_test(test_handles_take_over),
+        cmocka_unit_test(test_handles_race_1000),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -129,23 +129,43 @@ int cli_serve_parse_state(const char *spec, const char *given_dir, const char **
     return -1;
 }
 
+/* The fleet store's connection, for its round trips in the log. */
+static struct edhoc_state_pg_backend *fleet_pg;
+
+static void log_fleet(const struct edhoc_server_stats *st, const char *when)
+{
+    if (!fleet_pg)
+        return;
+    struct edhoc_state_pg_stats ps;
+    edhoc_state_pg_backend_stats(fleet_pg, &ps);
+    uint64_t hs = st->handshakes_ok;
+    cli_log(LOG_NOTICE,
+            "%s: postgresql store: round_trips=%llu (%.2f per handshake) contexts_put=%llu "
+            "contexts_fetched=%llu contexts_taken_over=%llu reconnects=%llu failed=%llu",
+            when, (unsigned long long)ps.round_trips,
+            hs ? (double)ps.round_trips / (double)hs : 0.0, (unsigned long long)ps.rows_put,
+            (unsigned long long)st->contexts_fetched, (unsigned long long)st->contexts_taken_over,
+            (unsigned long long)ps.reconnects, (unsigned long long)ps.failed);
+}
+
 int cli_serve_open_fleet(const char *conninfo, struct edhoc_state_db **db)
 {
     char msg[300];
     if (edhoc_state_pg_check_conninfo(conninfo, msg, sizeof msg) == 1)
         cli_log(LOG_WARNING, "state: %s", msg);
     char why[600] = "";
-    struct edhoc_state_pg *pg = NULL;
+    struct edhoc_state_pg_backend *pg = NULL;
     int rc = edhoc_state_pg_open_db(conninfo, NULL, CLI_FLEET_LEASE_MS, db, &pg, why, sizeof why);
     if (rc) {
         cli_log(LOG_ERR, "state: the PostgreSQL store: %s",
                 why[0] ? why : edhoc_state_pg_strerror(rc));
         return -1;
     }
+    fleet_pg = pg;
     cli_log(LOG_NOTICE,
             "state: the fleet's PostgreSQL store, as %s: contexts taken over when a request for "
             "one reaches this responder, sequence numbers reserved in the store before use",
-            edhoc_state_pg_owner(pg));
+            edhoc_state_pg_backend_owner(pg));
     return 0;
 }
 
@@ -244,6 +264,7 @@ int cli_serve(const struct cli_serve_config *cfg)
             *cfg->stats_signal = 0;
             edhoc_server_get_stats(srv, &st);
             log_stats(&st, "SIGUSR1");
+            log_fleet(&st, "SIGUSR1");
             log_amplification(amp, &st, "SIGUSR1");
         }
         if (*cfg->reload_signal) {
@@ -282,6 +303,7 @@ int cli_serve(const struct cli_serve_config *cfg)
     }
     edhoc_server_get_stats(srv, &st);
     log_stats(&st, "stopping");
+    log_fleet(&st, "stopping");
     if (cfg->record_shutdown) {
         /* The interop log has a record for every handshake however it
          * ends, those cut short by this stop included. */

@@ -153,15 +153,21 @@ int edhoc_state_pg_release(struct edhoc_state_pg *db, const uint8_t *id_context,
 
 /* The store as an edhoc_state_db handle for the responder engine
  * (edhoc_state_open_backend; state_pg_backend.c): contexts created here are
- * put with a lease to this owner, a request for a context not in memory
- * takes it over (edhoc_state_get_peer), every mark is a reservation under
- * the lease, and a reservation that finds the lease taken answers
- * EDHOC_STATE_ERR_TAKEN_OVER. Arguments as edhoc_state_pg_open; *pg (may
- * be NULL) gets the connection for its statistics, closed with the
- * handle (edhoc_state_close). */
+ * put by a writer thread of the handle, in batches, each leased to this
+ * owner; a request for a context not in memory takes it over
+ * (edhoc_state_get_peer); every mark is a reservation under the lease; a
+ * reservation that finds the lease taken answers
+ * EDHOC_STATE_ERR_TAKEN_OVER. Arguments as edhoc_state_pg_open; *fleet
+ * (may be NULL) names the backend for its figures, valid until
+ * edhoc_state_close of *db. */
+struct edhoc_state_pg_backend;
 int edhoc_state_pg_open_db(const char *conninfo, const char *owner, int64_t lease_ms,
-                           struct edhoc_state_db **db, struct edhoc_state_pg **pg, char *why,
-                           size_t why_cap);
+                           struct edhoc_state_db **db, struct edhoc_state_pg_backend **fleet,
+                           char *why, size_t why_cap);
+/* Round trips and the rest, over both of the backend's connections. */
+void edhoc_state_pg_backend_stats(const struct edhoc_state_pg_backend *fleet,
+                                  struct edhoc_state_pg_stats *out);
+const char *edhoc_state_pg_backend_owner(const struct edhoc_state_pg_backend *fleet);
 
 /* As their edhoc_state_* namesakes (edhoc/state.h). */
 int edhoc_state_pg_get_peer(struct edhoc_state_pg *db, const uint8_t *id_context,

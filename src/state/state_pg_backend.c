@@ -11,13 +11,22 @@
  * same (key, nonce) whatever the timing. A reservation that finds the
  * lease taken answers EDHOC_STATE_ERR_TAKEN_OVER: the engine drops its
  * copy.
+ *
+ * New contexts are put by a writer thread with a connection of its own,
+ * in one statement for all that queued while the previous one was in
+ * flight (group commit, as the SQLite writer's: one round trip for many
+ * handshakes, and none in the datagram thread). Nothing waits for a put
+ * before message_2/4 or the first response (docs/DESIGN.md: a context
+ * lost before its row commits costs its device a new handshake, never a
+ * nonce), except the context's own next reservation, which needs its row.
  */
 #include "state_pg.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "edhoc/crypto.h"
 
 struct lease_entry {
     struct lease_entry *next;
@@ -26,13 +35,26 @@ struct lease_entry {
     uint8_t idc[EDHOC_STATE_MAX_ID_CONTEXT];
     uint8_t rid[EDHOC_STATE_MAX_ID];
     struct edhoc_state_pg_lease lease;
+    unsigned pending; /* puts queued or in flight; the lease is known at 0 */
+    bool failed;      /* the last put did not commit: no row, no lease */
 };
 
+#define PUT_BATCH 128 /* rows per statement (edhoc_state_pg_put_peers) */
+#define PUT_QUEUE_MAX 65536 /* the datagram thread waits beyond this */
+
 struct pg_backend {
-    struct edhoc_state_pg *pg;
+    struct edhoc_state_pg *pg;   /* the datagram thread's: get, reservations, releases */
+    struct edhoc_state_pg *pg_w; /* the writer thread's: puts */
     int64_t lease_ms;
+    /* Under lock: the leases, the put queue, the writer's state. */
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
     struct lease_entry **buckets;
     size_t n_buckets, n;
+    struct edhoc_state_peer *queue;
+    size_t queued, queue_cap, in_flight;
+    bool stop, down, writer_running;
+    pthread_t writer;
 };
 
 static uint64_t key_hash(const uint8_t *idc, size_t idc_len, const uint8_t *rid, size_t rid_len)
@@ -122,14 +144,118 @@ static void lease_forget(struct pg_backend *b, const uint8_t *idc, size_t idc_le
     }
 }
 
+static void lease_put_done(struct pg_backend *b, const struct edhoc_state_peer *p, int rc,
+                           const struct edhoc_state_pg_lease *l)
+{
+    const uint8_t *idc = p->has_id_context ? p->id_context : NULL;
+    struct lease_entry **slot = lease_slot(b, idc, p->id_context_len, p->recipient_id,
+                                           p->recipient_id_len);
+    struct lease_entry *e = *slot;
+    if (!e)
+        return; /* deleted meanwhile */
+    if (e->pending)
+        e->pending--;
+    e->failed = rc != 0;
+    if (!rc)
+        e->lease = *l;
+}
+
+static void *writer_main(void *arg)
+{
+    struct pg_backend *b = arg;
+    struct edhoc_state_peer *batch = calloc(PUT_BATCH, sizeof *batch);
+    struct edhoc_state_pg_lease leases[PUT_BATCH];
+    pthread_mutex_lock(&b->lock);
+    while (batch) {
+        while (b->queued == 0 && !b->stop)
+            pthread_cond_wait(&b->work, &b->lock);
+        if (b->queued == 0)
+            break;
+        size_t take = b->queued < PUT_BATCH ? b->queued : PUT_BATCH;
+        memcpy(batch, b->queue, take * sizeof *batch);
+        memmove(b->queue, b->queue + take, (b->queued - take) * sizeof *b->queue);
+        explicit_bzero(b->queue + b->queued - take, take * sizeof *b->queue);
+        b->queued -= take;
+        b->in_flight = take;
+        pthread_mutex_unlock(&b->lock);
+        int rc = edhoc_state_pg_put_peers(b->pg_w, batch, take, leases);
+        pthread_mutex_lock(&b->lock);
+        for (size_t i = 0; i < take; i++)
+            lease_put_done(b, &batch[i], rc, &leases[i]);
+        explicit_bzero(batch, take * sizeof *batch);
+        b->down = rc == EDHOC_STATE_ERR_IO;
+        b->in_flight = 0;
+        pthread_cond_broadcast(&b->done);
+    }
+    /* Out of memory at start: what is queued fails, and nobody waits. */
+    for (size_t i = 0; i < b->queued; i++)
+        lease_put_done(b, &b->queue[i], EDHOC_STATE_ERR_IO, NULL);
+    explicit_bzero(b->queue, b->queued * sizeof *b->queue);
+    b->queued = 0;
+    pthread_cond_broadcast(&b->done);
+    pthread_mutex_unlock(&b->lock);
+    free(batch);
+    return NULL;
+}
+
+/* Under lock: until no put of e is queued or in flight. */
+static void wait_put(struct pg_backend *b, struct lease_entry **slot, const uint8_t *idc,
+                     size_t idc_len, const uint8_t *rid, size_t rid_len)
+{
+    while (*slot && (*slot)->pending) {
+        pthread_cond_wait(&b->done, &b->lock);
+        slot = lease_slot(b, idc, idc_len, rid, rid_len);
+    }
+}
+
 static int be_put(void *impl, const struct edhoc_state_peer *p)
 {
     struct pg_backend *b = impl;
-    struct edhoc_state_pg_lease l;
-    int rc = edhoc_state_pg_put_peers(b->pg, p, 1, &l);
-    if (rc == 0)
-        rc = lease_keep(b, p->has_id_context ? p->id_context : NULL, p->id_context_len,
-                        p->recipient_id, p->recipient_id_len, &l);
+    const uint8_t *idc = p->has_id_context ? p->id_context : NULL;
+    struct edhoc_state_pg_lease none = {0};
+    pthread_mutex_lock(&b->lock);
+    if (b->down || !b->writer_running) {
+        /* The store did not answer the writer's last statement: this put
+         * is the probe, at once and in this thread, so that new
+         * handshakes get 5.03 until the store answers (and the first one
+         * after that finds out). */
+        pthread_mutex_unlock(&b->lock);
+        struct edhoc_state_pg_lease l;
+        int rc = edhoc_state_pg_put_peers(b->pg, p, 1, &l);
+        pthread_mutex_lock(&b->lock);
+        if (rc == 0) {
+            b->down = false;
+            rc = lease_keep(b, idc, p->id_context_len, p->recipient_id, p->recipient_id_len, &l);
+        }
+        pthread_mutex_unlock(&b->lock);
+        return rc;
+    }
+    while (b->queued >= PUT_QUEUE_MAX)
+        pthread_cond_wait(&b->done, &b->lock);
+    int rc = lease_keep(b, idc, p->id_context_len, p->recipient_id, p->recipient_id_len, &none);
+    if (rc == 0 && b->queued == b->queue_cap) {
+        size_t cap = b->queue_cap ? 2 * b->queue_cap : 64;
+        struct edhoc_state_peer *q = malloc(cap * sizeof *q);
+        if (!q) {
+            rc = EDHOC_STATE_ERR_IO;
+        } else {
+            if (b->queued)
+                memcpy(q, b->queue, b->queued * sizeof *q);
+            explicit_bzero(b->queue, b->queue_cap * sizeof *b->queue);
+            free(b->queue);
+            b->queue = q;
+            b->queue_cap = cap;
+        }
+    }
+    if (rc == 0) {
+        struct lease_entry *e =
+            *lease_slot(b, idc, p->id_context_len, p->recipient_id, p->recipient_id_len);
+        e->pending++;
+        e->failed = false;
+        b->queue[b->queued++] = *p;
+        pthread_cond_signal(&b->work);
+    }
+    pthread_mutex_unlock(&b->lock);
     return rc;
 }
 
@@ -144,8 +270,11 @@ static int be_get(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t 
      * given, since the row's ssn_mark only grows. */
     int rc = edhoc_state_pg_acquire(b->pg, idc, idc_len, rid, rid_len, 0, b->lease_ms, true, &l,
                                     out);
-    if (rc == 0)
+    if (rc == 0) {
+        pthread_mutex_lock(&b->lock);
         rc = lease_keep(b, idc, idc_len, rid, rid_len, &l);
+        pthread_mutex_unlock(&b->lock);
+    }
     return rc;
 }
 
@@ -153,31 +282,42 @@ static int be_store_ssn(void *impl, const uint8_t *idc, size_t idc_len, const ui
                         size_t rid_len, uint64_t mark)
 {
     struct pg_backend *b = impl;
+    pthread_mutex_lock(&b->lock);
     struct lease_entry **slot = lease_slot(b, idc, idc_len, rid, rid_len);
-    if (!*slot) {
-        /* A context we serve without a lease we know of (a static one, or
-         * one whose lease we forgot): take it, without taking it from
-         * another responder that holds it. */
-        struct edhoc_state_pg_lease l;
-        int rc = edhoc_state_pg_acquire(b->pg, idc, idc_len, rid, rid_len, 0, b->lease_ms, false,
-                                        &l, NULL);
+    /* A reservation needs the row: a context put a moment ago waits for
+     * its put (the only wait a new context ever causes). */
+    wait_put(b, slot, idc, idc_len, rid, rid_len);
+    slot = lease_slot(b, idc, idc_len, rid, rid_len);
+    if (*slot && (*slot)->failed) {
+        lease_forget(b, idc, idc_len, rid, rid_len);
+        pthread_mutex_unlock(&b->lock);
+        return EDHOC_STATE_ERR_IO; /* never stored: no number of it may go out */
+    }
+    bool known = *slot != NULL;
+    struct edhoc_state_pg_lease l = known ? (*slot)->lease : (struct edhoc_state_pg_lease){0};
+    pthread_mutex_unlock(&b->lock);
+    int rc;
+    if (!known) {
+        /* A context we serve without a lease we know of (one whose lease
+         * we forgot): take it, without taking it from another responder
+         * that holds it. */
+        rc = edhoc_state_pg_acquire(b->pg, idc, idc_len, rid, rid_len, 0, b->lease_ms, false, &l,
+                                    NULL);
         if (rc == EDHOC_STATE_ERR_LEASED)
             return EDHOC_STATE_ERR_TAKEN_OVER;
-        if (rc == 0)
-            rc = lease_keep(b, idc, idc_len, rid, rid_len, &l);
         if (rc)
             return rc;
-        slot = lease_slot(b, idc, idc_len, rid, rid_len);
-        if (!*slot)
-            return EDHOC_STATE_ERR_IO;
     }
-    struct edhoc_state_pg_lease *l = &(*slot)->lease;
-    uint64_t count = mark > l->end ? mark - l->end : 0;
-    int rc = edhoc_state_pg_reserve(b->pg, idc, idc_len, rid, rid_len, count, b->lease_ms, l);
+    uint64_t count = mark > l.end ? mark - l.end : 0;
+    rc = edhoc_state_pg_reserve(b->pg, idc, idc_len, rid, rid_len, count, b->lease_ms, &l);
+    pthread_mutex_lock(&b->lock);
     if (rc == EDHOC_STATE_ERR_LEASE_LOST) {
         lease_forget(b, idc, idc_len, rid, rid_len);
-        return EDHOC_STATE_ERR_TAKEN_OVER;
+        rc = EDHOC_STATE_ERR_TAKEN_OVER;
+    } else if (rc == 0) {
+        rc = lease_keep(b, idc, idc_len, rid, rid_len, &l);
     }
+    pthread_mutex_unlock(&b->lock);
     return rc;
 }
 
@@ -185,19 +325,20 @@ static int be_delete(void *impl, const uint8_t *idc, size_t idc_len, const uint8
                      size_t rid_len)
 {
     struct pg_backend *b = impl;
+    pthread_mutex_lock(&b->lock);
     struct lease_entry **slot = lease_slot(b, idc, idc_len, rid, rid_len);
-    int rc;
-    if (*slot) {
-        /* Only our own: a context another responder took over is its to
-         * keep (an eviction here is about our memory, not the fleet's). */
-        rc = edhoc_state_pg_release(b->pg, idc, idc_len, rid, rid_len, &(*slot)->lease);
-        if (rc == EDHOC_STATE_ERR_LEASE_LOST)
-            rc = 0;
-        lease_forget(b, idc, idc_len, rid, rid_len);
-    } else {
-        rc = 0;
-    }
-    return rc;
+    wait_put(b, slot, idc, idc_len, rid, rid_len);
+    slot = lease_slot(b, idc, idc_len, rid, rid_len);
+    bool ours = *slot && !(*slot)->failed;
+    struct edhoc_state_pg_lease l = ours ? (*slot)->lease : (struct edhoc_state_pg_lease){0};
+    lease_forget(b, idc, idc_len, rid, rid_len);
+    pthread_mutex_unlock(&b->lock);
+    if (!ours)
+        return 0;
+    /* Only our own: a context another responder took over is its to keep
+     * (an eviction here is about our memory, not the fleet's). */
+    int rc = edhoc_state_pg_release(b->pg, idc, idc_len, rid, rid_len, &l);
+    return rc == EDHOC_STATE_ERR_LEASE_LOST ? 0 : rc;
 }
 
 static int be_touch(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
@@ -228,17 +369,44 @@ static int be_prune(void *impl, int64_t used_before, uint64_t keep, uint64_t *ex
     return edhoc_state_pg_prune(b->pg, used_before, UINT64_MAX, expired, NULL);
 }
 
+static int be_flush(void *impl)
+{
+    struct pg_backend *b = impl;
+    pthread_mutex_lock(&b->lock);
+    while (b->queued || b->in_flight)
+        pthread_cond_wait(&b->done, &b->lock);
+    int rc = b->down ? EDHOC_STATE_ERR_IO : 0;
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
 static void be_close(void *impl)
 {
     struct pg_backend *b = impl;
-    for (size_t i = 0; i < b->n_buckets; i++) {
+    if (b->writer_running) {
+        /* What is queued is put first (a clean stop loses nothing). */
+        pthread_mutex_lock(&b->lock);
+        b->stop = true;
+        pthread_cond_signal(&b->work);
+        pthread_mutex_unlock(&b->lock);
+        pthread_join(b->writer, NULL);
+    }
+    explicit_bzero(b->queue, b->queue_cap * sizeof *b->queue);
+    free(b->queue);
+    pthread_mutex_destroy(&b->lock);
+    pthread_cond_destroy(&b->work);
+    pthread_cond_destroy(&b->done);
+    if (b->pg_w)
+        edhoc_state_pg_close(b->pg_w);
+    for (size_t i = 0; b->buckets && i < b->n_buckets; i++) {
         for (struct lease_entry *e = b->buckets[i], *next; e; e = next) {
             next = e->next;
             free(e);
         }
     }
     free(b->buckets);
-    edhoc_state_pg_close(b->pg);
+    if (b->pg)
+        edhoc_state_pg_close(b->pg);
     free(b);
 }
 
@@ -252,36 +420,70 @@ static const struct edhoc_state_backend pg_backend_ops = {
     .touch_peer = be_touch,
     .for_each_peer = be_for_each,
     .prune = be_prune,
+    .flush = be_flush,
     .close = be_close,
 };
 
+void edhoc_state_pg_backend_stats(const struct edhoc_state_pg_backend *fleet,
+                                  struct edhoc_state_pg_stats *out)
+{
+    const struct pg_backend *b = (const struct pg_backend *)fleet;
+    struct edhoc_state_pg_stats a = {0}, w = {0};
+    if (b) {
+        edhoc_state_pg_get_stats(b->pg, &a);
+        edhoc_state_pg_get_stats(b->pg_w, &w);
+    }
+    out->round_trips = a.round_trips + w.round_trips;
+    out->reconnects = a.reconnects + w.reconnects;
+    out->failed = a.failed + w.failed;
+    out->rows_put = a.rows_put + w.rows_put;
+}
+
+const char *edhoc_state_pg_backend_owner(const struct edhoc_state_pg_backend *fleet)
+{
+    const struct pg_backend *b = (const struct pg_backend *)fleet;
+    return b ? edhoc_state_pg_owner(b->pg) : "";
+}
+
 int edhoc_state_pg_open_db(const char *conninfo, const char *owner, int64_t lease_ms,
-                           struct edhoc_state_db **db, struct edhoc_state_pg **pg_out, char *why,
-                           size_t why_cap)
+                           struct edhoc_state_db **db, struct edhoc_state_pg_backend **fleet,
+                           char *why, size_t why_cap)
 {
     if (db == NULL)
         return EDHOC_STATE_ERR_ARG;
     *db = NULL;
-    if (pg_out)
-        *pg_out = NULL;
+    if (fleet)
+        *fleet = NULL;
     struct pg_backend *b = calloc(1, sizeof *b);
     if (!b)
         return EDHOC_STATE_ERR_IO;
     b->n_buckets = 64;
     b->buckets = calloc(b->n_buckets, sizeof *b->buckets);
     b->lease_ms = lease_ms;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->work, NULL);
+    pthread_cond_init(&b->done, NULL);
     int rc = b->buckets ? edhoc_state_pg_open(conninfo, owner, lease_ms, &b->pg, why, why_cap)
                         : EDHOC_STATE_ERR_IO;
+    /* The writer's connection names the same owner: its puts lease the
+     * rows to this process, whose reservations quote the tokens. */
     if (rc == 0)
+        rc = edhoc_state_pg_open(conninfo, edhoc_state_pg_owner(b->pg), lease_ms, &b->pg_w, why,
+                                 why_cap);
+    if (rc == 0) {
+        sigset_t all, old;
+        sigfillset(&all);
+        /* Signals stay with the threads that handle them. */
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        b->writer_running = pthread_create(&b->writer, NULL, writer_main, b) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         rc = edhoc_state_open_backend(&pg_backend_ops, b, db);
+    }
     if (rc) {
-        if (b->pg)
-            edhoc_state_pg_close(b->pg);
-        free(b->buckets);
-        free(b);
+        be_close(b);
         return rc;
     }
-    if (pg_out)
-        *pg_out = b->pg;
+    if (fleet)
+        *fleet = (struct edhoc_state_pg_backend *)b;
     return 0;
 }
