@@ -31,6 +31,7 @@ enum {
     LOPT_VS_PLAIN,
     LOPT_RESPONDER_PID,
     LOPT_VS_STATE_NONE,
+    LOPT_VS,
     LOPT_ROUNDS,
     LOPT_TIMEOUT,
     LOPT_JSON,
@@ -55,11 +56,13 @@ static const struct cli_opt load_run_opts[] = {
     {LOPT_RESPONDER_PID, "responder-pid", "PID",
      "the responder's process, for its CPU time (default: the local process holding the "
      "port when HOST is loopback; 0: none)"},
+    {LOPT_VS, "vs", "URI2",
+     "run the same load against URI and then URI2 and print both rows, what each responder "
+     "keeps its state in (default: SQLite, postgresql or none, from its figures) and their ratios"},
     {LOPT_VS_STATE_NONE, "vs-state-none", "URI2",
-     "run the same load against URI (a default responder) and then URI2 (one with --state-dir "
-     "none) and print both rows and their ratios"},
+     "--vs URI2, with URI a default responder and URI2 one with --state-dir none"},
     {LOPT_ROUNDS, "rounds", "N",
-     "with --vs-state-none: N rounds of both runs, alternately in either order (default 3), "
+     "with --vs: N rounds of both runs, alternately in either order (default 3), "
      "so that a machine's drift weighs on both rows alike"},
     {LOPT_TIMEOUT, "timeout", "SECONDS",
      "give up on a response after SECONDS (decimals allowed; default 5)"},
@@ -254,6 +257,7 @@ int cmd_load(int argc, char **argv)
         int bad = 0;
         switch (p.opt->id) {
         case CLI_OPT_ID_EDHOC: bad = cli_edhoc_take(&lc->o, CLI_SIDE_I, &p); break;
+        case LOPT_VS:
         case LOPT_VS_STATE_NONE:
             vs_state_none = p.value;
             /* Which arguments to leave out of the two runs: "--vs-state-none

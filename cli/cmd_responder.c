@@ -5,6 +5,7 @@
  * sequence-number marks in a state database.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -619,6 +620,19 @@ int cmd_responder(int argc, char **argv)
         snprintf(pcap_abs + l, sizeof pcap_abs - l, "/%s", net.pcap);
         net.pcap = pcap_abs;
     }
+    char figures_abs[PATH_MAX];
+    const char *figures_dir = NULL;
+    if (fleet_store) {
+        /* The store's figures (round trips, for `load`) in the default
+         * state directory, held open so that load finds it. */
+        char why[PATH_MAX + 200] = "";
+        /* The descriptor stays open until the exit (close-on-exec). */
+        if (cli_state_dir(NULL, figures_abs, sizeof figures_abs, why, sizeof why) == 0 &&
+            open(figures_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) >= 0)
+            figures_dir = figures_abs;
+        else
+            cli_log(LOG_INFO, "state: no figures for load (%s)", why[0] ? why : strerror(errno));
+    }
     if (!fleet_store) {
         /* Durable by default: a static context's sequence numbers must
          * survive restarts (RFC 8613 Section 7.2, Appendix B.1), and
@@ -893,6 +907,7 @@ int cmd_responder(int argc, char **argv)
         .db = db,
         .amp = amp,
         .state_dir = state_dir,
+        .figures_dir = figures_dir,
         .stop_signal = &stop_signal,
         .stats_signal = &stats_signal,
         .reload_signal = &reload_signal,

@@ -343,6 +343,53 @@ static void test_store_restarted(void **state)
     }
 }
 
+/* load --vs against a default (SQLite) responder and a fleet's: the rows
+ * say which is which (from each responder's figures), the fleet's row
+ * has the store's round trips per handshake (at most one: its puts are
+ * batched), and the fleet's targets are printed. */
+static void test_load_vs_fleet(void **state)
+{
+    (void)state;
+    static struct net_proc s, f;
+    char args[1400];
+    assert_int_equal(net_responder_start(&s, "vs-sqlite", "--listen 127.0.0.1:0"), 0);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state '%s'", store);
+    assert_int_equal(net_responder_start(&f, "vs-fleet", args), 0);
+    char *out;
+    int rc = CLI_RUN(&out, 120,
+                     "load coap://127.0.0.1:%u --vs coap://127.0.0.1:%u --rounds 1 --peers 2 "
+                     "--duration 1 --requests-per-peer 0 --method 3 --suites 2 --timeout 15",
+                     s.port, f.port);
+    assert_int_equal(net_proc_stop(&s, SIGTERM, 5000), 0);
+    assert_int_equal(net_proc_stop(&f, SIGTERM, 5000), 0);
+    if (rc != 0)
+        fail_msg("load --vs: %d\n%s", rc, out);
+    char want[200];
+    snprintf(want, sizeof want, "| coap://127.0.0.1:%u | postgresql | ", f.port);
+    const char *row = strstr(out, want);
+    if (!row)
+        fail_msg("no postgresql row:\n%s", out);
+    /* The last cell of the row: round trips per handshake. */
+    char line[600];
+    size_t len = strcspn(row, "\n");
+    snprintf(line, sizeof line, "%.*s", (int)len, row);
+    char *cells[16], *save = NULL;
+    int n = 0;
+    for (char *c = strtok_r(line, "|", &save); c && n < 16; c = strtok_r(NULL, "|", &save))
+        cells[n++] = c;
+    if (n != 11)
+        fail_msg("%d cells in the postgresql row:\n%s", n, out);
+    double rt = atof(cells[10]);
+    if (!(rt > 0 && rt <= 1))
+        fail_msg("round trips per handshake '%s':\n%s", cells[10], out);
+    snprintf(want, sizeof want, "| coap://127.0.0.1:%u | default | ", s.port);
+    assert_non_null(strstr(out, want));
+    assert_non_null(strstr(out, "| default / postgresql | "));
+    assert_non_null(strstr(out, "Targets (issue 27): postgresql / default (SQLite)"));
+    assert_null(strstr(out, "Targets (issue 24)"));
+    free(out);
+}
+
 /* (net_sh runs the line inside single quotes: double ones here.) */
 /* What cannot work on a shared store is refused before anything starts,
  * each with the reason (exit 2, the usage contract of edhoc-cli(1)). */
@@ -380,6 +427,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_devices_served_by_every_responder),
         cmocka_unit_test(test_store_restarted),
+        cmocka_unit_test(test_load_vs_fleet),
         cmocka_unit_test(test_refused_combinations),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

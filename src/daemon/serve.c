@@ -148,6 +148,24 @@ static void log_fleet(const struct edhoc_server_stats *st, const char *when)
             (unsigned long long)ps.reconnects, (unsigned long long)ps.failed);
 }
 
+static void fleet_figures(struct edhoc_server *srv, const char *dir)
+{
+    static uint64_t started_ms;
+    if (!started_ms)
+        started_ms = now_ms();
+    struct edhoc_state_pg_stats ps;
+    edhoc_state_pg_backend_stats(fleet_pg, &ps);
+    struct edhoc_server_stats st;
+    edhoc_server_get_stats(srv, &st);
+    struct cli_state_stats ss = {.pid = (long)getpid(),
+                                 .uptime_s = (double)(now_ms() - started_ms) / 1000 + 0.001,
+                                 .fleet = true,
+                                 .round_trips = ps.round_trips,
+                                 .rows_put = ps.rows_put,
+                                 .handshakes = st.handshakes_ok};
+    cli_state_stats_publish(dir, &ss);
+}
+
 int cli_serve_open_fleet(const char *conninfo, struct edhoc_state_db **db)
 {
     char msg[300];
@@ -223,6 +241,11 @@ int cli_serve(const struct cli_serve_config *cfg)
     if (db && edhoc_state_group_commit(db, CLI_STATE_BATCH_ROWS, batch_ms))
         cli_log(LOG_WARNING, "state: no group commit, one commit per handshake");
     bool publish_stats = state_dir && edhoc_state_event_fd(db) >= 0;
+    /* A fleet's responder publishes its store's figures the same way, in
+     * the directory it holds open (load finds it through /proc/PID/fd). */
+    const char *fleet_dir = fleet_pg ? cfg->figures_dir : NULL;
+    if (fleet_dir)
+        fleet_figures(srv, fleet_dir);
     uint64_t stats_due_ms = 0, grouped_ms = now_ms();
     if (publish_stats) {
         /* At once: a load started the moment the responder is ready finds
@@ -259,6 +282,10 @@ int cli_serve(const struct cli_serve_config *cfg)
                                          .uptime_s = (double)(now - grouped_ms) / 1000};
             edhoc_state_get_writer_stats(db, &ss.w);
             cli_state_stats_publish(state_dir, &ss);
+        }
+        if (fleet_dir && now_ms() >= stats_due_ms) {
+            stats_due_ms = now_ms() + 1000;
+            fleet_figures(srv, fleet_dir);
         }
         if (*cfg->stats_signal) {
             *cfg->stats_signal = 0;
@@ -300,6 +327,10 @@ int cli_serve(const struct cli_serve_config *cfg)
                 cli_state_stats_publish(state_dir, &ss);
             }
         }
+    }
+    if (fleet_dir) {
+        edhoc_state_flush(db); /* the last puts counted */
+        fleet_figures(srv, fleet_dir);
     }
     edhoc_server_get_stats(srv, &st);
     log_stats(&st, "stopping");

@@ -22,6 +22,9 @@ struct cli_serve_config {
     struct edhoc_state_db *db; /* NULL: --state-dir none */
     const struct edhoc_amp *amp; /* NULL: no amplification limit */
     const char *state_dir;       /* where the writer's figures go, or NULL */
+    /* A fleet's responder: where its store's figures go (the default
+     * state directory), or NULL. */
+    const char *figures_dir;
     volatile sig_atomic_t *stop_signal, *stats_signal, *reload_signal;
     /* The interop log wants a record of every handshake cut short by the
      * stop (edhoc_server_record_shutdown). */

@@ -26,6 +26,11 @@ int cli_state_stats_publish(const char *dir, const struct cli_state_stats *s)
                      s->pid, s->uptime_s * 1000, w->commits, w->rows, w->failed_commits,
                      w->failed_rows, w->largest_batch, w->closed_by_size, w->closed_by_time,
                      w->closed_by_wait, w->waits, w->queued);
+    if (s->fleet && n > 0 && (size_t)n < sizeof text)
+        n += snprintf(text + n, sizeof text - (size_t)n,
+                      "store postgresql\nround_trips %" PRIu64 "\nrows_put %" PRIu64
+                      "\nhandshakes %" PRIu64 "\n",
+                      s->round_trips, s->rows_put, s->handshakes);
     unlink(tmp);
     int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
@@ -64,7 +69,12 @@ bool cli_state_stats_read(const char *path, struct cli_state_stats *s)
                       {"closed_by_time", &s->w.closed_by_time},
                       {"closed_by_wait", &s->w.closed_by_wait},
                       {"waits", &s->w.waits},
-                      {"queued", &s->w.queued}};
+                      {"queued", &s->w.queued},
+                      {"round_trips", &s->round_trips},
+                      {"rows_put", &s->rows_put},
+                      {"handshakes", &s->handshakes}};
+        if (!strcmp(key, "round_trips"))
+            s->fleet = true;
         if (!strcmp(key, "pid"))
             s->pid = (long)v;
         else if (!strcmp(key, "uptime_ms"))

@@ -29,6 +29,11 @@ struct cli_state_stats {
     long pid;             /* the process that writes the database */
     double uptime_s;      /* since group commit started */
     struct edhoc_state_writer_stats w;
+    /* A responder of a fleet (--state postgresql://...): its store's
+     * round trips and contexts put, and its handshakes, instead of a
+     * writer's commits (w stays zero). */
+    bool fleet;
+    uint64_t round_trips, rows_put, handshakes;
 };
 
 /* Write DIR/EDHOC_STATE_STATS_FILE (0600, through a temporary file and a

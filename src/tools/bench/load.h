@@ -182,6 +182,10 @@ struct load_result {
 struct load_writer_delta {
     bool known;
     uint64_t commits, rows, failed;
+    /* A fleet's responder: its store's round trips over the run, and the
+     * handshakes it counted meanwhile. */
+    bool fleet;
+    uint64_t round_trips, fleet_handshakes;
     const char *path;
 };
 
