@@ -12,7 +12,7 @@
 
 #include "edhoc/cred.h"
 #include "commands.h"
-#include "json_out.h"
+#include "output/json_out.h"
 #include "keygen_cred.h"
 #include "path_check.h"
 #include "util.h"
