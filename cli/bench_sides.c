@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_output.h"
+#include "output/bench_output.h"
 #include "bench_sides.h"
 #include "edhoc_args.h"
-#include "progress.h"
+#include "output/progress.h"
 #include "util.h"
 
 struct cli_bench_pair {

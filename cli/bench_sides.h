@@ -12,7 +12,7 @@ struct cli_progress;
 extern const struct bench_side_maker cli_bench_sides;
 
 /* Progress lines to progress (NULL: none) and SIGINT/SIGTERM
- * (cli/progress.h) as the report's interruption. */
+ * (cli/output/progress.h) as the report's interruption. */
 void cli_bench_hooks(struct bench_report *r, struct cli_progress *progress);
 
 #endif

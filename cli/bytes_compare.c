@@ -11,7 +11,7 @@
  * (--link 802.15.4, --link-mtu) is applied to each recorded datagram.
  */
 #include "bytes_compare.h"
-#include "bytes_output.h"
+#include "output/bytes_output.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,7 +30,7 @@
 #include "edhoc/dtls_compare.h"
 #include "edhoc/netacct.h"
 #include "net_report.h"
-#include "progress.h"
+#include "output/progress.h"
 #include "util.h"
 
 #define CMP_MAX_MSGS BYTES_INITIATOR_MAX_MSGS

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "edhoc/netacct.h"
-#include "json_out.h"
+#include "output/json_out.h"
 
 struct bytes_compare_opts {
     bool json;

@@ -11,10 +11,10 @@
 
 #include "edhoc/crypto.h"
 #include "edhoc/edhoc.h"
-#include "bench_output.h"
+#include "output/bench_output.h"
 #include "bench_sides.h"
 #include "commands.h"
-#include "progress.h"
+#include "output/progress.h"
 #include "util.h"
 
 enum bench_format { FORMAT_MARKDOWN, FORMAT_JSON, FORMAT_CSV };

@@ -10,7 +10,7 @@
 #include "bytes_capture.h"
 #include "bytes_compare.h"
 #include "bytes_decrypt.h"
-#include "bytes_output.h"
+#include "output/bytes_output.h"
 #include "commands.h"
 #include "edhoc/netacct.h"
 #include "keylog_read.h"

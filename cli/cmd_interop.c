@@ -16,11 +16,11 @@
 
 #include "commands.h"
 #include "interop_matrix.h"
-#include "interop_output.h"
+#include "output/interop_output.h"
 #include "interop_report.h"
 #include "keylog.h"
 #include "path_check.h"
-#include "progress.h"
+#include "output/progress.h"
 #include "util.h"
 
 /* The engine reads the initiator's exit codes by these names. */

@@ -1,20 +1,21 @@
-/* edhoc-cli keygen: create a credential (CCS or X.509) and its private key. */
+/* edhoc-cli keygen: create a credential (CCS, CWT or X.509) and its private key
+ * (the options and their checks, the files, the report; the key and the
+ * credential are made in keygen_cred.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "edhoc/cred.h"
 #include "commands.h"
-#include "json_out.h"
+#include "output/json_out.h"
+#include "keygen_cred.h"
 #include "path_check.h"
 #include "util.h"
-#include "demo_creds.h"
 
 enum {
     OPT_TYPE = 1,
@@ -138,19 +139,6 @@ static int parse_curve(const char *s)
         if (!strcasecmp(s, names[i].name))
             return names[i].curve;
     return 0;
-}
-
-static const char *curve_name(int curve)
-{
-    switch (curve) {
-    case EDHOC_COSE_CRV_P256: return "P-256";
-    case EDHOC_COSE_CRV_P384: return "P-384";
-    case EDHOC_COSE_CRV_X25519: return "X25519";
-    case EDHOC_COSE_CRV_X448: return "X448";
-    case EDHOC_COSE_CRV_ED25519: return "Ed25519";
-    case EDHOC_COSE_CRV_ED448: return "Ed448";
-    default: return "?";
-    }
 }
 
 /* "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SSZ" as UTC. */
@@ -319,12 +307,12 @@ int cmd_keygen(int argc, char **argv)
     if (x509 && dh_only && !ca_cert) {
         fprintf(stderr, "edhoc-cli keygen: an %s key cannot sign, so it cannot self-sign its "
                         "certificate: give --ca-cert and --ca-key of a CA to sign it\n",
-                curve_name(curve));
+                keygen_curve_name(curve));
         return CLI_EXIT_USAGE;
     }
     if (x509 && dh_only && is_ca) {
         fprintf(stderr, "edhoc-cli keygen: an %s key cannot sign, so it cannot be a CA\n",
-                curve_name(curve));
+                keygen_curve_name(curve));
         return CLI_EXIT_USAGE;
     }
     if (!strcmp(out_key, "-")) {
@@ -371,162 +359,46 @@ int cmd_keygen(int argc, char **argv)
 
     int rc = CLI_EXIT_FAILURE;
     char why[512] = "";
-    struct edhoc_key key, issuer_key;
-    struct edhoc_cred *cred = calloc(1, sizeof *cred);
-    struct edhoc_cred *issuer = calloc(1, sizeof *issuer);
-    char *text = malloc(4 * EDHOC_CRED_MAX_DATA);
-    memset(&key, 0, sizeof key);
-    memset(&issuer_key, 0, sizeof issuer_key);
-    if (!cred || !issuer || !text)
+    struct keygen_made made;
+    if (keygen_made_init(&made))
         goto out;
-
-    if (cwt) {
-        /* The issuer key's file names its curve (PKCS#8 PEM), so no hint. */
-        int e = edhoc_key_load_file(&issuer_key, issuer_key_path, 0, why, sizeof why);
-        if (e == 0 && (issuer_key.curve == EDHOC_COSE_CRV_X25519 ||
-                       issuer_key.curve == EDHOC_COSE_CRV_X448)) {
-            e = EDHOC_CRED_ERR_KEY_TYPE;
-            snprintf(why, sizeof why, "%s: an %s key cannot sign a CWT (Ed25519, Ed448, P-256 "
-                     "or P-384)", issuer_key_path, curve_name(issuer_key.curve));
-        }
-        if (e != 0) {
+    if (kid_len > 0) {
+        memcpy(made.kid, kid, (size_t)kid_len);
+        made.kid_len = kid_len;
+    }
+    struct keygen_params kp = {
+        .curve = curve,
+        .x509 = x509,
+        .cwt = cwt,
+        .hex = hex,
+        .is_ca = is_ca,
+        .no_ext = no_ext,
+        .subject = subject,
+        .ca_cert = ca_cert,
+        .ca_key = ca_key,
+        .issuer_key_path = issuer_key_path,
+        .issuer_name = issuer_name,
+        .not_before = not_before,
+        .not_after = not_after,
+        .now = now,
+        .issuer_kid = issuer_kid,
+        .issuer_kid_len = (size_t)issuer_kid_len,
+    };
+    rc = keygen_make(&kp, &made, why, sizeof why);
+    if (rc) {
+        if (why[0])
             fprintf(stderr, "edhoc-cli keygen: %s\n", why);
-            rc = CLI_EXIT_INPUT;
-            goto out;
-        }
-    }
-    if (ca_cert) {
-        int e = edhoc_cred_load_file(issuer, ca_cert, why, sizeof why);
-        if (e == 0 && issuer->type != EDHOC_CRED_X509) {
-            e = EDHOC_CRED_ERR_FORMAT;
-            snprintf(why, sizeof why, "%s: not an X.509 certificate", ca_cert);
-        }
-        if (e == 0)
-            e = edhoc_key_load_file(&issuer_key, ca_key, issuer->curve, why, sizeof why);
-        if (e == 0 && edhoc_key_check_cred(&issuer_key, issuer) != 0) {
-            e = EDHOC_CRED_ERR_KEY_TYPE;
-            snprintf(why, sizeof why, "%s is not the private key of %s", ca_key, ca_cert);
-        }
-        if (e != 0) {
-            fprintf(stderr, "edhoc-cli keygen: %s\n", why);
-            rc = CLI_EXIT_INPUT;
-            goto out;
-        }
-    }
-
-    if (edhoc_key_generate(&key, curve) != 0) {
-        fprintf(stderr, "edhoc-cli keygen: key generation failed\n");
         goto out;
     }
-    if (kid_len < 0 && !x509) {
-        /* One byte that EDHOC can send as a one-byte CBOR integer
-         * (0x00..0x17 and 0x20..0x37), none of the built-in demo
-         * credentials' kids (kid collisions): the demo trust is loaded
-         * first, so a kid it holds would name the demo credential, and a
-         * handshake with the new one would fail (MAC_3 verification). */
-        uint8_t demo[64], free_kids[48];
-        size_t n_demo = edhoc_demo_kids(demo, sizeof demo), n_free = 0;
-        if (n_demo == 0 || n_demo > sizeof demo) {
-            fprintf(stderr, "edhoc-cli keygen: cannot list the demo credentials' kids\n");
-            goto out;
-        }
-        for (unsigned v = 0; v < 0x38; v++) {
-            if (v >= 0x18 && v < 0x20)
-                continue;
-            if (!memchr(demo, (int)v, n_demo))
-                free_kids[n_free++] = (uint8_t)v;
-        }
-        uint8_t r = 0;
-        if (n_free == 0) {
-            fprintf(stderr, "edhoc-cli keygen: every one-byte kid is a demo credential's: "
-                            "give --kid\n");
-            goto out;
-        }
-        if (getrandom(&r, 1, 0) != 1) {
-            fprintf(stderr, "edhoc-cli keygen: no random bytes for the kid\n");
-            goto out;
-        }
-        kid[0] = free_kids[r % n_free]; /* the slight bias does not matter */
-        kid_len = 1;
-    }
+    rc = CLI_EXIT_FAILURE;
+    /* The kid chosen, when none was given. */
+    kid_len = made.kid_len;
+    memcpy(kid, made.kid, sizeof kid);
+    const struct edhoc_cred *cred = made.cred;
+    const void *cred_out = made.out;
+    size_t cred_out_len = made.out_len;
 
-    int e;
-    if (x509) {
-        struct edhoc_x509_params p = {
-            .subject_cn = subject ? subject : (is_ca ? "edhoc-cli CA" : "edhoc-cli device"),
-            .not_before = not_before,
-            .not_after = not_after,
-            .is_ca = is_ca,
-            .issuer = ca_cert ? issuer : NULL,
-            .issuer_key = ca_cert ? &issuer_key : NULL,
-            .no_extensions = no_ext,
-        };
-        e = edhoc_x509_create(cred, &key, &p);
-        if (e == 0 && kid_len > 0)
-            e = edhoc_cred_set_kid(cred, kid, (size_t)kid_len);
-    } else if (cwt) {
-        uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
-        size_t pub_len;
-        e = edhoc_key_public(&key, pub, &pub_len);
-        struct edhoc_cwt_params cp = {
-            .curve = curve,
-            .pub = pub,
-            .pub_len = pub_len,
-            .kid = kid,
-            .kid_len = (size_t)kid_len,
-            .subject = subject ? subject : "edhoc-cli device",
-            .issuer_name = issuer_name,
-            .not_before = not_before,
-            .not_after = not_after,
-            .issued_at = now,
-            .issuer_key = &issuer_key,
-            .issuer_kid = issuer_kid,
-            .issuer_kid_len = (size_t)issuer_kid_len,
-        };
-        if (e == 0)
-            e = edhoc_cwt_create(cred, &cp);
-    } else {
-        uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
-        size_t pub_len;
-        e = edhoc_key_public(&key, pub, &pub_len);
-        if (e == 0)
-            e = edhoc_cred_build_ccs(cred, curve, pub, pub_len, kid, (size_t)kid_len,
-                                     subject ? subject : "edhoc-cli device");
-    }
-    if (e != 0) {
-        fprintf(stderr, "edhoc-cli keygen: cannot create the credential: %s\n",
-                edhoc_cred_strerror(e));
-        goto out;
-    }
-
-    size_t text_len;
-    const void *cred_out;
-    size_t cred_out_len;
-    if (x509) {
-        /* A kid goes before the leaf's block as PEM explanatory text (RFC
-         * 7468 Section 5.2), where other PEM readers skip it. */
-        size_t head = 0;
-        if (kid_len > 0) {
-            head = (size_t)snprintf(text, 64, "EDHOC-kid: ");
-            for (long i = 0; i < kid_len; i++)
-                head += (size_t)snprintf(text + head, 4, "%02x", kid[i]);
-            text[head++] = '\n';
-        }
-        if (edhoc_x509_to_pem(cred, text + head, 4 * EDHOC_CRED_MAX_DATA - head, &text_len) != 0)
-            goto out;
-        cred_out = text;
-        cred_out_len = head + text_len;
-    } else if (hex) {
-        for (size_t i = 0; i < cred->cred_len; i++)
-            sprintf(text + 2 * i, "%02x", cred->cred[i]);
-        text[2 * cred->cred_len] = '\n';
-        cred_out = text;
-        cred_out_len = 2 * cred->cred_len + 1;
-    } else {
-        cred_out = cred->cred;
-        cred_out_len = cred->cred_len;
-    }
-    if (edhoc_key_write_file(&key, out_key, force, why, sizeof why) != 0) {
+    if (edhoc_key_write_file(&made.key, out_key, force, why, sizeof why) != 0) {
         fprintf(stderr, "edhoc-cli keygen: %s\n", why);
         goto out;
     }
@@ -554,7 +426,7 @@ int cmd_keygen(int argc, char **argv)
         json_t *root = json_object();
         cli_json_set(root, "type", json_string(type_word));
         cli_json_set(root, "ca", json_boolean(x509 && is_ca));
-        cli_json_set(root, "curve", json_string(curve_name(curve)));
+        cli_json_set(root, "curve", json_string(keygen_curve_name(curve)));
         cli_json_set(root, "key_use", json_string(usage));
         cli_json_set(root, "kid_hex", kid_len > 0 ? cli_json_hex_value(kid, (size_t)kid_len)
                                                   : json_null());
@@ -591,7 +463,7 @@ int cmd_keygen(int argc, char **argv)
     fprintf(report, "type:        %s%s\n",
             x509 ? "X.509 certificate" : cwt ? "CWT (signed claims set)" : "CCS (CWT Claims Set)",
             x509 ? (is_ca ? " (CA)" : "") : "");
-    fprintf(report, "curve:       %s (%s)\n", curve_name(curve),
+    fprintf(report, "curve:       %s (%s)\n", keygen_curve_name(curve),
             dh_only ? "static Diffie-Hellman"
             : (curve == EDHOC_COSE_CRV_ED25519 || curve == EDHOC_COSE_CRV_ED448)
                 ? "signature"
@@ -631,10 +503,6 @@ int cmd_keygen(int argc, char **argv)
     fprintf(report, "wrote %s (PKCS#8 PEM private key, mode 0600)\n", out_key);
     rc = CLI_EXIT_OK;
 out:
-    edhoc_wipe(&key, sizeof key);
-    edhoc_wipe(&issuer_key, sizeof issuer_key);
-    free(cred);
-    free(issuer);
-    free(text);
+    keygen_made_free(&made);
     return rc;
 }

@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_output.h"
+#include "output/bench_output.h"
 #include "bench_sides.h"
 #include "bench_vs_state.h"
 #include "commands.h"
 #include "edhoc_args.h"
 #include "load.h"
 #include "net_report.h"
-#include "progress.h"
+#include "output/progress.h"
 #include "state_stats.h"
 #include "util.h"
 

@@ -13,7 +13,7 @@
 #include "edhoc/oscore.h"
 #include "commands.h"
 #include "edhoc_args.h"
-#include "json_out.h"
+#include "output/json_out.h"
 #include "oscore_seq.h"
 #include "util.h"
 

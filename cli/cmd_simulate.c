@@ -15,9 +15,9 @@
 #include "edhoc_args.h"
 #include "exporter.h"
 #include "path_check.h"
-#include "progress.h"
+#include "output/progress.h"
 #include "simulate.h"
-#include "simulate_output.h"
+#include "output/simulate_output.h"
 #include "tools.h"
 #include "util.h"
 

@@ -23,7 +23,7 @@
 #include "edhoc/crypto.h"
 #include "edhoc/edhoc.h"
 #include "edhoc_client.h"
-#include "json_out.h"
+#include "output/json_out.h"
 #include "util.h"
 
 #define CLI_MAX_EXPORTS 8

@@ -12,7 +12,7 @@
 
 #include "interop_devices.h"
 #include "interop_report.h"
-#include "json_out.h"
+#include "output/json_out.h"
 #include "util.h"
 
 static void md_cell(FILE *f, const char *s)

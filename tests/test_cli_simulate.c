@@ -723,7 +723,7 @@ static void test_option_table(void **state)
 /* --repeat: no progress on standard error when it is not a terminal
  * (issue #14: "nothing on stderr when not a terminal unless -v"), and
  * SIGINT / SIGTERM end the run with the figures of the runs done, marked
- * partial, exit 128 + the signal (the contract of cli/progress.h). */
+ * partial, exit 128 + the signal (the contract of cli/output/progress.h). */
 static void test_repeat_progress_and_interrupt(void **state)
 {
     (void)state;

@@ -4,7 +4,7 @@
  * with the targets the measured values are checked against.
  *
  * Every benchmark fills bench_table rows; the program's renderers
- * (cli/bench_output.c: Markdown, JSON, CSV, SVG) know nothing about what
+ * (cli/output/bench_output.c: Markdown, JSON, CSV, SVG) know nothing about what
  * was measured, so every output shows the same numbers.
  */
 #ifndef EDHOC_TOOLS_BENCH_REPORT_H

@@ -1,7 +1,7 @@
 /* edhoc-cli bytes CAPTURE, the engine: a capture file read through the
  * capture library's analysis (src/capture), and the datagrams of the
  * messages it found read back for decryption. Results only; the command
- * (cli/cmd_bytes.c, cli/bytes_output.c) prints them. */
+ * (cli/cmd_bytes.c, cli/output/bytes_output.c) prints them. */
 #ifndef EDHOC_TOOLS_BYTES_CAPTURE_H
 #define EDHOC_TOOLS_BYTES_CAPTURE_H
 
