@@ -420,6 +420,17 @@ static void test_refused_combinations(void **state)
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "state: the PostgreSQL store"));
     free(out);
+    /* A password on the command line: accepted, with a warning that
+     * names the better places (libpq's password and service files). */
+    rc = CLI_RUN(&out, 30,
+                 "responder --demo --state \"postgresql://edhoc:secret@/fleet?host=%s/nowhere\" "
+                 "--listen 127.0.0.1:0",
+                 net_dir);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "warning: state: the PostgreSQL connection string holds a "
+                                "password"));
+    assert_non_null(strstr(out, "PGPASSFILE"));
+    free(out);
 }
 
 int main(void)
