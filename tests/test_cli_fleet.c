@@ -63,29 +63,27 @@ static int group_teardown(void **state)
     return 0;
 }
 
-/* Rows in the store, or -1. */
-static long store_rows(void)
+/* Rows leased to the process pid (its owner name is "HOST:PID"). */
+static long owned_rows(long pid)
 {
-    char ci[900];
+    char ci[900], q[200];
     pg_cluster_conninfo(&cluster, "fleet", ci, sizeof ci);
+    snprintf(q, sizeof q, "SELECT count(*) FROM edhoc_contexts WHERE owner LIKE '%%:%ld'", pid);
     PGconn *c = PQconnectdb(ci);
-    PGresult *r = PQexec(c, "SELECT count(*) FROM edhoc_contexts");
+    PGresult *r = PQexec(c, q);
     long n = PQresultStatus(r) == PGRES_TUPLES_OK ? atol(PQgetvalue(r, 0, 0)) : -1;
     PQclear(r);
     PQfinish(c);
     return n;
 }
 
-/* A new context's row is put by the responder's writer thread, after the
- * handshake was answered: wait until n rows are there (another responder
- * finds a context from then on). */
-static void wait_store_rows(long n)
+static void wait_owned_rows(long pid, long n)
 {
     uint64_t deadline = net_now_ms() + 30000;
     long have;
-    while ((have = store_rows()) < n) {
+    while ((have = owned_rows(pid)) < n) {
         if (net_now_ms() > deadline)
-            fail_msg("%ld of %ld contexts in the store after 30 s", have, n);
+            fail_msg("%ld of %ld contexts of pid %ld in the store after 30 s", have, n, pid);
         net_sleep_ms(20);
     }
 }
@@ -150,7 +148,7 @@ static void test_devices_served_by_every_responder(void **state)
         net_write_file(device_conf[d], text, 0600);
     }
 
-    wait_store_rows(DEVICES);
+    wait_owned_rows(resp[0].pid, DEVICES);
     /* Round robin over the three: the second and third take each
      * context from the store on its first request, with an Echo round
      * trip (RFC 8613 Appendix B.1.2). */
@@ -266,9 +264,8 @@ static void test_store_restarted(void **state)
     assert_int_equal(net_responder_start(&a, "down-a", args), 0);
     snprintf(args, sizeof args, "--listen 127.0.0.2:0 --state '%s'", store);
     assert_int_equal(net_responder_start(&b, "down-b", args), 0);
-    long before = store_rows();
     device_handshake(&a, 1, "down-dev", conf, sizeof conf);
-    wait_store_rows(before + 1);
+    wait_owned_rows(a.pid, 1);
 
     if (pg_cluster_stop(&cluster) != 0)
         fail_msg("%s", cluster.why);
@@ -324,9 +321,9 @@ static void test_store_restarted(void **state)
             fail_msg("no handshake after the store came back");
         net_sleep_ms(250);
     }
-    before = store_rows();
+    long before = owned_rows(a.pid);
     device_handshake(&a, 1, "down-dev2", conf2, sizeof conf2);
-    wait_store_rows(before + 1);
+    wait_owned_rows(a.pid, before + 1);
     rc = conf_get(&out, &b, 2, conf2);
     if (rc != 0 || !strstr(out, "2.05"))
         fail_msg("a context made after the restart, on the other responder: %d\n%s", rc, out);
@@ -390,6 +387,55 @@ static void test_load_vs_fleet(void **state)
     free(out);
 }
 
+/* --daemon detaches after the store was opened: the child opens its own
+ * connections and writer (a connection is never shared by two
+ * processes), serves handshakes whose contexts reach the store, and
+ * stops on SIGTERM. */
+static void test_daemon_on_the_store(void **state)
+{
+    (void)state;
+    char pidfile[300], ready[300];
+    net_path(pidfile, sizeof pidfile, "fleetd.pid");
+    net_path(ready, sizeof ready, "fleetd.ready");
+    char *out;
+    int rc = CLI_RUN(&out, 30,
+                     "responder --demo --listen 127.0.0.1:0 --daemon --pidfile %s --ready-file %s "
+                     "--state \"%s\"",
+                     pidfile, ready, store);
+    if (rc != 0)
+        fail_msg("responder --daemon: %d\n%s", rc, out);
+    free(out);
+    pid_t pid = 0;
+    unsigned port = 0;
+    uint64_t end = net_now_ms() + 10000;
+    while (net_now_ms() < end && (!pid || !port)) {
+        char *p = net_read_file(pidfile), *r = net_read_file(ready);
+        if (p)
+            pid = (pid_t)atoi(p);
+        if (r)
+            port = (unsigned)atoi(r);
+        free(p);
+        free(r);
+        net_sleep_ms(20);
+    }
+    assert_true(pid > 1);
+    assert_true(port > 0);
+    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\"", port);
+    if (rc != 0 || !strstr(out, "2.05"))
+        fail_msg("initiator against the daemon: %d\n%s", rc, out);
+    free(out);
+    /* Put by the detached process, under its own name. */
+    wait_owned_rows(pid, 1);
+    kill(pid, SIGTERM);
+    end = net_now_ms() + 10000;
+    while (net_now_ms() < end && kill(pid, 0) == 0)
+        net_sleep_ms(20);
+    if (kill(pid, 0) == 0) {
+        kill(pid, SIGKILL);
+        fail_msg("the daemon did not stop on SIGTERM");
+    }
+}
+
 /* (net_sh runs the line inside single quotes: double ones here.) */
 /* What cannot work on a shared store is refused before anything starts,
  * each with the reason (exit 2, the usage contract of edhoc-cli(1)). */
@@ -439,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_devices_served_by_every_responder),
         cmocka_unit_test(test_store_restarted),
         cmocka_unit_test(test_load_vs_fleet),
+        cmocka_unit_test(test_daemon_on_the_store),
         cmocka_unit_test(test_refused_combinations),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

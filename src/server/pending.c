@@ -206,14 +206,21 @@ int srv_choose_c_r(struct edhoc_server *srv, const uint8_t *c_i, size_t c_i_len,
     if (c_r_random(srv, r, sizeof r))
         return -1;
     uint32_t rv = (uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 | (uint32_t)r[2] << 8 | r[3];
-    int one = edhoc_cid_space_pick_one(&srv->cids, srv->c_r_one_allowed, c_i_len == 1 ? c_i[0] : -1,
-                                       srv_clock_ms(srv), rv);
+    /* A fleet's responders choose C_Rs without asking each other, and a
+     * C_R is the Recipient ID that names a context in the shared store:
+     * four random bytes there, not the first free one-byte value every
+     * responder would pick alike (docs/DESIGN.md, "The state backend
+     * interface and the fleet responder"). */
+    bool shared = edhoc_state_is_shared(srv->cfg.db);
+    int one = shared ? -1
+                     : edhoc_cid_space_pick_one(&srv->cids, srv->c_r_one_allowed,
+                                                c_i_len == 1 ? c_i[0] : -1, srv_clock_ms(srv), rv);
     if (one >= 0) {
         out[0] = (uint8_t)one;
         *out_len = 1;
         return 0;
     }
-    for (size_t len = edhoc_cid_space_len(&srv->cids, 4); len <= 4; len++) {
+    for (size_t len = shared ? 4 : edhoc_cid_space_len(&srv->cids, 4); len <= 4; len++) {
         for (int attempt = 0; attempt < 8; attempt++) {
             uint8_t c[4];
             if (c_r_random(srv, c, len))

@@ -408,6 +408,20 @@ void edhoc_state_pg_close(struct edhoc_state_pg *db)
     free(db);
 }
 
+void edhoc_state_pg_forget(struct edhoc_state_pg *db)
+{
+    if (db == NULL)
+        return;
+    /* The socket closed first, so PQfinish has nothing to send on:
+     * the session is another process's. */
+    int fd = PQsocket(db->conn);
+    if (fd >= 0)
+        close(fd);
+    PQfinish(db->conn);
+    state_pg_wipe(db, sizeof *db);
+    free(db);
+}
+
 int edhoc_state_pg_schema_version(struct edhoc_state_pg *db)
 {
     PGresult *res;

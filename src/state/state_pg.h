@@ -102,6 +102,10 @@ int edhoc_state_pg_open(const char *conninfo, const char *owner, int64_t lease_m
                         struct edhoc_state_pg **db, char *why, size_t why_cap);
 void edhoc_state_pg_close(struct edhoc_state_pg *db);
 
+/* In a child of fork(): free the handle without a word to the server, whose
+ * session is the parent's. */
+void edhoc_state_pg_forget(struct edhoc_state_pg *db);
+
 /* The warning about the connection string (a password in it), or NULL. */
 const char *edhoc_state_pg_warning(const struct edhoc_state_pg *db);
 /* The same check without connecting: 1 and the warning in msg, 0 when

@@ -55,7 +55,68 @@ struct pg_backend {
     size_t queued, queue_cap, in_flight;
     bool stop, down, writer_running;
     pthread_t writer;
+    /* To open both connections again in a child of fork() (--daemon
+     * detaches after the store is open): the connection string (wiped on
+     * close) and the fork count it was opened under. */
+    char *conninfo;
+    unsigned fork_gen;
 };
+
+/* Bumped in every child of fork(): the writer thread stayed in the
+ * parent, and a connection must not be shared by two processes. */
+static volatile unsigned pg_fork_generation;
+static pthread_once_t pg_atfork_once = PTHREAD_ONCE_INIT;
+
+static void pg_atfork_child(void)
+{
+    pg_fork_generation++;
+}
+
+static void pg_atfork_register(void)
+{
+    pthread_atfork(NULL, NULL, pg_atfork_child);
+}
+
+static void *writer_main(void *arg);
+static int writer_start(struct pg_backend *b);
+
+/* In a child of fork(): new locks, new connections under this process's
+ * name, a writer of its own. What the parent had queued stays the
+ * parent's. Returns 0 or the reason the store cannot be reached. */
+static int after_fork(struct pg_backend *b)
+{
+    b->fork_gen = pg_fork_generation;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->work, NULL);
+    pthread_cond_init(&b->done, NULL);
+    explicit_bzero(b->queue, b->queue_cap * sizeof *b->queue);
+    b->queued = b->in_flight = 0;
+    b->writer_running = b->stop = false;
+    /* The inherited connections are the parent's sockets: closed here
+     * without a word on them (PQfinish would tell the server that the
+     * parent's session ends). */
+    edhoc_state_pg_forget(b->pg);
+    edhoc_state_pg_forget(b->pg_w);
+    b->pg = b->pg_w = NULL;
+    char why[300];
+    int rc = edhoc_state_pg_open(b->conninfo, NULL, b->lease_ms, &b->pg, why, sizeof why);
+    if (rc == 0)
+        rc = edhoc_state_pg_open(b->conninfo, edhoc_state_pg_owner(b->pg), b->lease_ms, &b->pg_w,
+                                 why, sizeof why);
+    if (rc == 0)
+        rc = writer_start(b);
+    b->down = rc != 0;
+    return rc;
+}
+
+#define FORK_CHECK(b)                                                                              \
+    do {                                                                                           \
+        if ((b)->fork_gen != pg_fork_generation) {                                                 \
+            int fork_rc_ = after_fork(b);                                                          \
+            if (fork_rc_)                                                                          \
+                return fork_rc_;                                                                   \
+        }                                                                                          \
+    } while (0)
 
 static uint64_t key_hash(const uint8_t *idc, size_t idc_len, const uint8_t *rid, size_t rid_len)
 {
@@ -198,6 +259,17 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+static int writer_start(struct pg_backend *b)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    /* Signals stay with the threads that handle them. */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    b->writer_running = pthread_create(&b->writer, NULL, writer_main, b) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return b->writer_running ? 0 : EDHOC_STATE_ERR_IO;
+}
+
 /* Under lock: until no put of e is queued or in flight. */
 static void wait_put(struct pg_backend *b, struct lease_entry **slot, const uint8_t *idc,
                      size_t idc_len, const uint8_t *rid, size_t rid_len)
@@ -211,6 +283,7 @@ static void wait_put(struct pg_backend *b, struct lease_entry **slot, const uint
 static int be_put(void *impl, const struct edhoc_state_peer *p)
 {
     struct pg_backend *b = impl;
+    FORK_CHECK(b);
     const uint8_t *idc = p->has_id_context ? p->id_context : NULL;
     struct edhoc_state_pg_lease none = {0};
     pthread_mutex_lock(&b->lock);
@@ -263,6 +336,7 @@ static int be_get(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t 
                   size_t rid_len, struct edhoc_state_peer *out)
 {
     struct pg_backend *b = impl;
+    FORK_CHECK(b);
     struct edhoc_state_pg_lease l;
     /* A request for this context reached us: it is ours from now on
      * (takeover). Nothing is reserved here: the engine's first mark is
@@ -282,6 +356,7 @@ static int be_store_ssn(void *impl, const uint8_t *idc, size_t idc_len, const ui
                         size_t rid_len, uint64_t mark)
 {
     struct pg_backend *b = impl;
+    FORK_CHECK(b);
     pthread_mutex_lock(&b->lock);
     struct lease_entry **slot = lease_slot(b, idc, idc_len, rid, rid_len);
     /* A reservation needs the row: a context put a moment ago waits for
@@ -325,6 +400,7 @@ static int be_delete(void *impl, const uint8_t *idc, size_t idc_len, const uint8
                      size_t rid_len)
 {
     struct pg_backend *b = impl;
+    FORK_CHECK(b);
     pthread_mutex_lock(&b->lock);
     struct lease_entry **slot = lease_slot(b, idc, idc_len, rid, rid_len);
     wait_put(b, slot, idc, idc_len, rid, rid_len);
@@ -363,6 +439,7 @@ static int be_prune(void *impl, int64_t used_before, uint64_t keep, uint64_t *ex
                     uint64_t *evicted)
 {
     struct pg_backend *b = impl;
+    FORK_CHECK(b);
     (void)keep; /* one responder's memory bound is not the fleet's */
     if (evicted)
         *evicted = 0;
@@ -372,6 +449,7 @@ static int be_prune(void *impl, int64_t used_before, uint64_t keep, uint64_t *ex
 static int be_flush(void *impl)
 {
     struct pg_backend *b = impl;
+    FORK_CHECK(b);
     pthread_mutex_lock(&b->lock);
     while (b->queued || b->in_flight)
         pthread_cond_wait(&b->done, &b->lock);
@@ -383,6 +461,14 @@ static int be_flush(void *impl)
 static void be_close(void *impl)
 {
     struct pg_backend *b = impl;
+    if (b->fork_gen != pg_fork_generation) {
+        /* Never used in this child: the thread and connections are the
+         * parent's. */
+        edhoc_state_pg_forget(b->pg);
+        edhoc_state_pg_forget(b->pg_w);
+        b->pg = b->pg_w = NULL;
+        b->writer_running = false;
+    }
     if (b->writer_running) {
         /* What is queued is put first (a clean stop loses nothing). */
         pthread_mutex_lock(&b->lock);
@@ -407,6 +493,10 @@ static void be_close(void *impl)
     free(b->buckets);
     if (b->pg)
         edhoc_state_pg_close(b->pg);
+    if (b->conninfo) {
+        explicit_bzero(b->conninfo, strlen(b->conninfo));
+        free(b->conninfo);
+    }
     free(b);
 }
 
@@ -460,10 +550,13 @@ int edhoc_state_pg_open_db(const char *conninfo, const char *owner, int64_t leas
     b->n_buckets = 64;
     b->buckets = calloc(b->n_buckets, sizeof *b->buckets);
     b->lease_ms = lease_ms;
+    pthread_once(&pg_atfork_once, pg_atfork_register);
+    b->fork_gen = pg_fork_generation;
+    b->conninfo = conninfo ? strdup(conninfo) : NULL;
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->work, NULL);
     pthread_cond_init(&b->done, NULL);
-    int rc = b->buckets ? edhoc_state_pg_open(conninfo, owner, lease_ms, &b->pg, why, why_cap)
+    int rc = b->buckets && b->conninfo ? edhoc_state_pg_open(conninfo, owner, lease_ms, &b->pg, why, why_cap)
                         : EDHOC_STATE_ERR_IO;
     /* The writer's connection names the same owner: its puts lease the
      * rows to this process, whose reservations quote the tokens. */
@@ -471,12 +564,7 @@ int edhoc_state_pg_open_db(const char *conninfo, const char *owner, int64_t leas
         rc = edhoc_state_pg_open(conninfo, edhoc_state_pg_owner(b->pg), lease_ms, &b->pg_w, why,
                                  why_cap);
     if (rc == 0) {
-        sigset_t all, old;
-        sigfillset(&all);
-        /* Signals stay with the threads that handle them. */
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        b->writer_running = pthread_create(&b->writer, NULL, writer_main, b) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        writer_start(b); /* without a writer, puts are made by the caller */
         rc = edhoc_state_open_backend(&pg_backend_ops, b, db);
     }
     if (rc) {
