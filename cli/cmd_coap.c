@@ -20,6 +20,7 @@
 #include "net_report.h"
 #include "oscore_seq.h"
 #include "util.h"
+#include "verbose_dump.h"
 
 
 enum {
@@ -629,7 +630,9 @@ int cmd_coap(int argc, char **argv)
     cli_progress_begin(&coap_progress, "coap", p.verbose, p.quiet || !long_run);
     if (long_run)
         cli_interrupt_catch();
+    cli_verbose_start("coap", p.verbose);
     exit_code = client_coap_exchange(&run, t);
+    cli_verbose_stop();
     coap_report_repeat(&rep, &run);
     cli_progress_end(&coap_progress);
     bool partial = cli_interrupted() != 0;

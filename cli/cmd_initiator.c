@@ -26,6 +26,7 @@
 #include "initiator_output.h"
 #include "json_out.h"
 #include "progress.h"
+#include "verbose_dump.h"
 
 _Static_assert((int)EDHOC_CLIENT_OK == (int)CLI_EXIT_OK && (int)EDHOC_CLIENT_FAILURE == (int)CLI_EXIT_FAILURE &&
                    (int)EDHOC_CLIENT_USAGE == (int)CLI_EXIT_USAGE && (int)EDHOC_CLIENT_INPUT == (int)CLI_EXIT_INPUT &&
@@ -510,6 +511,7 @@ int cmd_initiator(int argc, char **argv)
     cli_dgram_log_start(&cl->log);
     cl->log.link = c->net.link;
     cl->log.capture = c->capture;
+    cli_verbose_start("initiator", c->verbose);
     bool combined_done = false;
     bool hs_ok = edhoc_client_connect(cl, run, s, rx, osc, c->timeout_ms, &combined_done) == 0;
     /* --timeout bounds the whole run, both framings of auto included. */
@@ -540,6 +542,9 @@ int cmd_initiator(int argc, char **argv)
         run->next_ssn = oscore_context_ssn(osc);
     cli_initiator_record_conf(c, run, hs_ok);
     run->t_end = cli_now_ns();
+    /* -v shows the first handshake and its requests; thousands of
+     * --repeat handshakes would only drown their progress line. */
+    cli_verbose_stop();
     /* --repeat: more handshakes on the same socket, for throughput. */
     long done = 1, failed = 0;
     uint64_t rep_t0 = cli_now_ns();

@@ -349,6 +349,94 @@ static void test_initiator_repeat_interrupted(void **state)
     free(out);
 }
 
+/* A line of text that contains both needles, or NULL. */
+static const char *line_with2(const char *text, const char *a, const char *b)
+{
+    for (const char *l = text; l && *l;) {
+        const char *eol = strchr(l, '\n');
+        size_t n = eol ? (size_t)(eol - l) : strlen(l);
+        char line[4096];
+        snprintf(line, sizeof line, "%.*s", (int)n, l);
+        if (strstr(line, a) && strstr(line, b))
+            return l;
+        l = eol ? eol + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* `edhoc-cli initiator URI ARGS`: standard output in *out, standard error
+ * in *err. Returns the exit code. */
+static int initiator_split(char **out, char **err, uint16_t port, const char *args)
+{
+    char epath[300];
+    net_path(epath, sizeof epath, "verbose.err");
+    unlink(epath);
+    int rc = net_cli_run(out, 30, false, "initiator coap://127.0.0.1:%u %s 2>%s", port, args,
+                         epath);
+    *err = net_read_file(epath);
+    assert_non_null(*err);
+    return rc;
+}
+
+/* -v prints every CoAP message of the run on standard error, -vv also the
+ * datagrams in hex and the EDHOC messages with their CBOR items (issue
+ * 26); standard output stays what scripts parse. */
+static void test_initiator_verbose(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "verbose", "--state-dir none --listen 127.0.0.1:0"),
+                     0);
+    char *out, *err, peer[64];
+    assert_int_equal(initiator_split(&out, &err, r.port, ""), 0);
+    assert_string_equal(err, "");
+    free(out);
+    free(err);
+    assert_int_equal(initiator_split(&out, &err, r.port, "-v"), 0);
+    snprintf(peer, sizeof peer, "edhoc-cli initiator: -> 127.0.0.1:%u CON 0.02 POST MID 0x",
+             r.port);
+    if (!line_with2(err, peer, " Uri-Path:\".well-known\" Uri-Path:\"edhoc\" Content-Format:65"))
+        fail_msg("no message_1 request line in:\n%s", err);
+    snprintf(peer, sizeof peer, "edhoc-cli initiator: <- 127.0.0.1:%u ACK 2.04 Changed MID 0x",
+             r.port);
+    if (!line_with2(err, peer, " Content-Format:64 payload "))
+        fail_msg("no message_2 response line in:\n%s", err);
+    if (!line_with2(err, "(OSCORE outer)", "OSCORE inner request, before protection: 0.01 GET "
+                                           "Uri-Path:\".well-known\" Uri-Path:\"core\"") &&
+        !line_with2(err, "OSCORE inner request, before protection: 0.01 GET ",
+                    "Uri-Path:\".well-known\" Uri-Path:\"core\""))
+        fail_msg("no inner request line in:\n%s", err);
+    if (!line_with2(err, "OSCORE inner response, verified: ", "2.05 Content"))
+        fail_msg("no inner 2.05 line in:\n%s", err);
+    assert_null(strstr(err, "EDHOC message_"));
+    assert_null(strstr(err, "     0000  "));
+    free(out);
+    free(err);
+    /* -vv: message_2 as many bytes as the report says it has. */
+    assert_int_equal(initiator_split(&out, &err, r.port, "-vv"), 0);
+    const char *row = strstr(out, "\n  message_2 ");
+    assert_non_null(row);
+    long reported = -1;
+    assert_int_equal(sscanf(row, "\n  message_2 R->I %ld", &reported), 1);
+    char want[80];
+    snprintf(want, sizeof want, "edhoc-cli initiator: EDHOC message_2 received, %ld bytes\n",
+             reported);
+    if (!strstr(err, want))
+        fail_msg("no '%s' in:\n%s", want, err);
+    assert_non_null(strstr(err, "edhoc-cli initiator:     METHOD = 3\n"));
+    assert_non_null(strstr(err, "edhoc-cli initiator:     G_Y_CIPHERTEXT_2 = h'"));
+    assert_non_null(strstr(err, "edhoc-cli initiator:     0000  "));
+    free(out);
+    free(err);
+    /* --json: one document on standard output, -vv or not. */
+    assert_int_equal(initiator_split(&out, &err, r.port, "--json -vv"), 0);
+    assert_non_null(strstr(err, "EDHOC message_3 sent, "));
+    assert_valid(out, "initiator");
+    free(out);
+    free(err);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +447,7 @@ int main(void)
         cmocka_unit_test_setup(test_initiator_options, check_alive),
         cmocka_unit_test_setup(test_initiator_schema_refuses, check_alive),
         cmocka_unit_test_setup(test_initiator_repeat_interrupted, check_alive),
+        cmocka_unit_test_setup(test_initiator_verbose, check_alive),
     };
     /* One test by name (a glob): CMOCKA_TEST_FILTER=test_load_* */
     if (getenv("CMOCKA_TEST_FILTER"))
