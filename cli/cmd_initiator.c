@@ -25,6 +25,7 @@
 #include "edhoc/transport.h"
 #include "initiator_output.h"
 #include "json_out.h"
+#include "oscore_seq.h"
 #include "progress.h"
 #include "verbose_dump.h"
 
@@ -196,8 +197,9 @@ static const struct cli_opt export_opts[] = {
      "DIR/oscore_contexts (mode 0600, no symbolic links; DIR 0700), rows of Wireshark's EDHOC "
      "and OSCORE tables, so that captures open decrypted (tshark, Wireshark)"},
     {OPT_STATE_DIR, "state-dir", "DIR|none",
-     "where --export-oscore-conf records the sequence numbers (default $STATE_DIRECTORY, else "
-     "$XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli; none: FILE.seq only)"},
+     "where --export-oscore-conf, or --export-secrets without it, records the sequence numbers "
+     "(default $STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli, else "
+     "~/.local/state/edhoc-cli; none: FILE.seq only)"},
     {0, NULL, NULL, NULL},
 };
 
@@ -356,8 +358,10 @@ int cmd_initiator(int argc, char **argv)
         cli_opt_error(&p, CLI_EXPORT_NEEDS_SECRETS);
         goto out;
     }
-    if (c->state_dir_arg && !c->export_conf) {
-        fprintf(stderr, "edhoc-cli initiator: --state-dir goes with --export-oscore-conf\n");
+    /* Both record the sequence numbers the run used (initiator_conf.c). */
+    if (c->state_dir_arg && !c->export_conf && !c->o.export_secrets) {
+        fprintf(stderr, "edhoc-cli initiator: --state-dir goes with --export-oscore-conf or "
+                        "--export-secrets\n");
         goto out;
     }
     if (cli_uri_parse(uri, &c->uri))
@@ -375,6 +379,25 @@ int cmd_initiator(int argc, char **argv)
         if (cli_initiator_export_prepare(c, why, sizeof why)) {
             fprintf(stderr, "edhoc-cli initiator: --export-oscore-conf %s: %s\n", c->export_conf,
                     why);
+            exit_code = CLI_EXIT_INPUT;
+            goto out;
+        }
+    }
+    if (c->o.export_secrets && !c->export_conf && c->state_dir_arg) {
+        /* The printed context's numbers go to DIR only: with none they
+         * would be recorded nowhere, and a tool continuing the context
+         * could reuse a nonce (RFC 8613 Section 7.2.1). */
+        char why[400];
+        int sd = cli_state_dir(c->state_dir_arg, c->state_dir, sizeof c->state_dir, why,
+                               sizeof why);
+        if (sd > 0) {
+            fprintf(stderr, "edhoc-cli initiator: --state-dir none: --export-secrets records the "
+                            "sequence numbers used in a state directory only; give a DIR, or "
+                            "--export-oscore-conf FILE for FILE.seq\n");
+            goto out;
+        }
+        if (sd < 0) {
+            fprintf(stderr, "edhoc-cli initiator: --state-dir: %s\n", why);
             exit_code = CLI_EXIT_INPUT;
             goto out;
         }

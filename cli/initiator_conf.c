@@ -142,8 +142,9 @@ int cli_initiator_export_conf(const struct initiator *c, struct edhoc_client_run
     char swhy[300];
     char dir[4096];
     const char *state_dir = c->state_dir;
-    if (!write_file) {
-        /* --export-secrets alone: the default state directory. */
+    if (!write_file && !c->state_dir_arg) {
+        /* --export-secrets alone: the default state directory, unless
+         * --state-dir named one (resolved by the command). */
         int sd = cli_state_dir(NULL, dir, sizeof dir, swhy, sizeof swhy);
         if (sd < 0) {
             snprintf(why, cap, "cannot record the sequence numbers used: %s", swhy);
