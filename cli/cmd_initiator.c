@@ -9,7 +9,8 @@
  *
  * Here: the options, their checks and the run; the flow is the client
  * engine's (src/client/edhoc_client.c), the reports are in
- * initiator_report.c, --export-oscore-conf in initiator_conf.c.
+ * initiator_report.c, --export-oscore-conf and --keylog in
+ * initiator_conf.c, the --request messages in initiator_requests.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -39,102 +40,10 @@ _Static_assert((int)EDHOC_CLIENT_OK == (int)CLI_EXIT_OK && (int)EDHOC_CLIENT_FAI
                "the client engine's statuses are the exit codes");
 _Static_assert(EDHOC_CLIENT_MAX_ATTEMPTS == CLI_MAX_ATTEMPTS, "one attempt per --c-i value");
 
-/* --payload-file: the payload of every --request given without one. */
-static uint8_t *file_payload;
-static size_t file_payload_len;
-
-/* "METHOD PATH [PAYLOAD]" -> a plain request. */
-static long build_user_request(const char *spec, uint8_t *out, size_t cap, char *err, size_t errcap)
-{
-    char m[16], path[512];
-    const char *sp = strchr(spec, ' ');
-    if (!sp || (size_t)(sp - spec) >= sizeof m) {
-        snprintf(err, errcap, "--request '%s': expected 'METHOD PATH [PAYLOAD]'", spec);
-        return -1;
-    }
-    memcpy(m, spec, (size_t)(sp - spec));
-    m[sp - spec] = '\0';
-    while (*sp == ' ')
-        sp++;
-    size_t pl = strcspn(sp, " ");
-    if (pl == 0 || pl >= sizeof path) {
-        snprintf(err, errcap, "--request '%s': no path", spec);
-        return -1;
-    }
-    memcpy(path, sp, pl);
-    path[pl] = '\0';
-    const char *payload = sp + pl;
-    if (*payload == ' ')
-        payload++;
-    int code = cli_coap_method(m);
-    if (code < 0) {
-        snprintf(err, errcap, "--request '%s': unknown method %s", spec, m);
-        return -1;
-    }
-    char *q = strchr(path, '?');
-    const char *query = "";
-    if (q) {
-        *q = '\0';
-        query = q + 1;
-    }
-    const uint8_t *body = (const uint8_t *)payload;
-    size_t body_len = strlen(payload);
-    if (!body_len && file_payload) {
-        body = file_payload;
-        body_len = file_payload_len;
-    }
-    long n = cli_coap_build_request((uint8_t)code, path, query, body_len ? 0 : -1, body, body_len,
-                                    -1, out, cap);
-    if (n < 0)
-        snprintf(err, errcap, "--request '%s': cannot encode", spec);
-    return n;
-}
 
 /* --output FILE: where the body of the last --request's response goes. */
 static const char *output_path;
 
-static int read_payload_file(const char *path)
-{
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) {
-        fprintf(stderr, "edhoc-cli initiator: --payload-file %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    free(file_payload);
-    file_payload = malloc(EDHOC_BW_DEFAULT_MAX_BODY + 1);
-    size_t n = file_payload ? fread(file_payload, 1, EDHOC_BW_DEFAULT_MAX_BODY + 1, f) : 0;
-    bool bad = !file_payload || ferror(f) || n > EDHOC_BW_DEFAULT_MAX_BODY;
-    if (f != stdin)
-        fclose(f);
-    if (bad) {
-        fprintf(stderr, "edhoc-cli initiator: --payload-file %s: %s\n", path,
-                file_payload ? "unreadable or above 65536 bytes" : "out of memory");
-        free(file_payload);
-        file_payload = NULL;
-        return -1;
-    }
-    file_payload_len = n;
-    return 0;
-}
-
-/* --keylog: the handshake's secrets once message_3 is made, then its
- * OSCORE context (the client engine calls these). */
-static void keylog_edhoc(void *user)
-{
-    struct initiator *c = user;
-    if (cli_keylog_write_edhoc(&c->keylog, &c->klog) != 0)
-        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_EDHOC_FILE ": %s\n",
-                c->keylog_dir, strerror(errno));
-    edhoc_key_log_wipe(&c->klog);
-}
-
-static void keylog_oscore(void *user, const struct edhoc_oscore_params *p)
-{
-    struct initiator *c = user;
-    if (cli_keylog_write_oscore(&c->keylog, p) != 0)
-        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s\n",
-                c->keylog_dir, strerror(errno));
-}
 
 enum {
     OPT_REQUEST = 1,
@@ -293,7 +202,7 @@ int cmd_initiator(int argc, char **argv)
                 c->requests[c->n_requests++] = p.value;
             break;
         case OPT_PAYLOAD_FILE:
-            if (read_payload_file(p.value)) {
+            if (cli_initiator_read_payload_file(p.value)) {
                 exit_code = CLI_EXIT_INPUT; /* a file that cannot be used, as documented */
                 goto out;
             }
@@ -444,7 +353,7 @@ int cmd_initiator(int argc, char **argv)
         uint8_t *scratch = malloc(edhoc_client_request_cap());
         for (size_t i = 0; scratch && i < c->n_requests; i++) {
             char err[200];
-            if (build_user_request(c->requests[i], scratch, edhoc_client_request_cap(), err, sizeof err) < 0) {
+            if (cli_initiator_build_request(c->requests[i], scratch, edhoc_client_request_cap(), err, sizeof err) < 0) {
                 fprintf(stderr, "edhoc-cli initiator: %.160s\n", err);
                 free(scratch);
                 goto out;
@@ -468,8 +377,8 @@ int cmd_initiator(int argc, char **argv)
         c->klog.next_ctx = c->side.cfg.trace_ctx;
         c->side.cfg.trace = edhoc_key_log_trace;
         c->side.cfg.trace_ctx = &c->klog;
-        c->cl.edhoc_keys = keylog_edhoc;
-        c->cl.oscore_keys = keylog_oscore;
+        c->cl.edhoc_keys = cli_initiator_keylog_edhoc;
+        c->cl.oscore_keys = cli_initiator_keylog_oscore;
         c->cl.keys_user = c;
     }
     c->side.cfg.pad_message_1 = (size_t)pad_message_1;
@@ -503,7 +412,7 @@ int cmd_initiator(int argc, char **argv)
     }
     if (c->cl.combined) {
         char err[200];
-        long fn = build_user_request(c->requests[0], first, request_cap, err, sizeof err);
+        long fn = cli_initiator_build_request(c->requests[0], first, request_cap, err, sizeof err);
         cl->first_request = first;
         cl->first_request_len = fn > 0 ? (size_t)fn : 0;
         cl->first_request_name = c->requests[0];
@@ -554,7 +463,7 @@ int cmd_initiator(int argc, char **argv)
         run->t_handshake = cli_now_ns();
         for (size_t i = combined_done ? 1 : 0; i < c->n_requests; i++) {
             char err[200];
-            long qn = build_user_request(c->requests[i], cl->req, request_cap, err, sizeof err);
+            long qn = cli_initiator_build_request(c->requests[i], cl->req, request_cap, err, sizeof err);
             if (edhoc_client_oscore_request(cl, run, osc, i, c->requests[i], cl->req, (size_t)qn,
                                             plain, request_cap, deadline))
                 break;
@@ -675,7 +584,6 @@ out:
     cli_keylog_close(&c->keylog);
     edhoc_key_log_wipe(&c->klog);
     free(c);
-    free(file_payload);
-    file_payload = NULL;
+    cli_initiator_payload_free();
     return exit_code;
 }

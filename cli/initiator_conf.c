@@ -260,3 +260,22 @@ void cli_initiator_record_conf(const struct initiator *c, struct edhoc_client_ru
                     why, (unsigned long long)run->next_ssn);
     }
 }
+
+/* --keylog: the handshake's secrets once message_3 is made, then its
+ * OSCORE context (the client engine calls these). */
+void cli_initiator_keylog_edhoc(void *user)
+{
+    struct initiator *c = user;
+    if (cli_keylog_write_edhoc(&c->keylog, &c->klog) != 0)
+        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_EDHOC_FILE ": %s\n",
+                c->keylog_dir, strerror(errno));
+    edhoc_key_log_wipe(&c->klog);
+}
+
+void cli_initiator_keylog_oscore(void *user, const struct edhoc_oscore_params *p)
+{
+    struct initiator *c = user;
+    if (cli_keylog_write_oscore(&c->keylog, p) != 0)
+        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s\n",
+                c->keylog_dir, strerror(errno));
+}
