@@ -23,7 +23,6 @@
 #include "util.h"
 #include "verbose_dump.h"
 
-
 enum {
     OPT_OSCORE_CONTEXT = 1,
     OPT_STATE_DIR,
@@ -148,7 +147,6 @@ const struct cli_cmd_spec cli_spec_coap = {
         "interrupted (SIGINT/SIGTERM), what was received reported.",
 };
 
-
 /* The progress line of --observe and --repeat. */
 static struct cli_progress coap_progress;
 
@@ -233,7 +231,7 @@ int cmd_coap(int argc, char **argv)
                 bad = 1;
             } else {
                 bad = cli_coap_option_arg(&p, &extra[n_extra], extra_values[n_extra],
-                                 sizeof extra_values[n_extra]);
+                                          sizeof extra_values[n_extra]);
                 n_extra += !bad;
             }
             break;

@@ -40,10 +40,8 @@ _Static_assert((int)EDHOC_CLIENT_OK == (int)CLI_EXIT_OK && (int)EDHOC_CLIENT_FAI
                "the client engine's statuses are the exit codes");
 _Static_assert(EDHOC_CLIENT_MAX_ATTEMPTS == CLI_MAX_ATTEMPTS, "one attempt per --c-i value");
 
-
 /* --output FILE: where the body of the last --request's response goes. */
 static const char *output_path;
-
 
 enum {
     OPT_REQUEST = 1,
@@ -297,8 +295,8 @@ int cmd_initiator(int argc, char **argv)
          * would be recorded nowhere, and a tool continuing the context
          * could reuse a nonce (RFC 8613 Section 7.2.1). */
         char why[400];
-        int sd = cli_state_dir(c->state_dir_arg, c->state_dir, sizeof c->state_dir, why,
-                               sizeof why);
+        int sd =
+            cli_state_dir(c->state_dir_arg, c->state_dir, sizeof c->state_dir, why, sizeof why);
         if (sd > 0) {
             fprintf(stderr, "edhoc-cli initiator: --state-dir none: --export-secrets records the "
                             "sequence numbers used in a state directory only; give a DIR, or "
@@ -353,7 +351,8 @@ int cmd_initiator(int argc, char **argv)
         uint8_t *scratch = malloc(edhoc_client_request_cap());
         for (size_t i = 0; scratch && i < c->n_requests; i++) {
             char err[200];
-            if (cli_initiator_build_request(c->requests[i], scratch, edhoc_client_request_cap(), err, sizeof err) < 0) {
+            if (cli_initiator_build_request(c->requests[i], scratch, edhoc_client_request_cap(),
+                                            err, sizeof err) < 0) {
                 fprintf(stderr, "edhoc-cli initiator: %.160s\n", err);
                 free(scratch);
                 goto out;
@@ -463,7 +462,8 @@ int cmd_initiator(int argc, char **argv)
         run->t_handshake = cli_now_ns();
         for (size_t i = combined_done ? 1 : 0; i < c->n_requests; i++) {
             char err[200];
-            long qn = cli_initiator_build_request(c->requests[i], cl->req, request_cap, err, sizeof err);
+            long qn =
+                cli_initiator_build_request(c->requests[i], cl->req, request_cap, err, sizeof err);
             if (edhoc_client_oscore_request(cl, run, osc, i, c->requests[i], cl->req, (size_t)qn,
                                             plain, request_cap, deadline))
                 break;

@@ -518,8 +518,9 @@ static int pick_demo_cred(const struct cli_edhoc_opts *o, int role, int suite,
         /* Named as the command spells them: --cred on initiator and
          * responder, --cred-i / --cred-r on simulate. */
         const char *sfx = o->side[role].flag_suffix;
-        fprintf(stderr, "edhoc-cli: --id-cred%s kcwt: there is no built-in CWT; make one with "
-                        "keygen --type cwt and give it with --cred%s and --key%s\n",
+        fprintf(stderr,
+                "edhoc-cli: --id-cred%s kcwt: there is no built-in CWT; make one with "
+                "keygen --type cwt and give it with --cred%s and --key%s\n",
                 sfx, sfx, sfx);
         return CLI_EXIT_USAGE;
     }

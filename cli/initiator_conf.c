@@ -276,6 +276,7 @@ void cli_initiator_keylog_oscore(void *user, const struct edhoc_oscore_params *p
 {
     struct initiator *c = user;
     if (cli_keylog_write_oscore(&c->keylog, p) != 0)
-        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s\n",
+        fprintf(stderr,
+                "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s\n",
                 c->keylog_dir, strerror(errno));
 }

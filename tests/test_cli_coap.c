@@ -407,8 +407,7 @@ static void test_verbose(void **state)
     assert_int_equal(coap_split(&quiet_out, &quiet_err, args), 0);
     assert_non_null(strstr(quiet_out, "hello"));
     assert_string_equal(quiet_err, "");
-    snprintf(args, sizeof args, "POST coap://127.0.0.1:%u/echo --payload hello -v",
-             demo_none.port);
+    snprintf(args, sizeof args, "POST coap://127.0.0.1:%u/echo --payload hello -v", demo_none.port);
     assert_int_equal(coap_split(&out, &err, args), 0);
     assert_string_equal(out, quiet_out);
     if (!line_with(err, "edhoc-cli coap: ", peer, " Uri-Path:\"echo\"", " payload 5 bytes", NULL))
@@ -513,9 +512,12 @@ static int teardown_all(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_non),          cmocka_unit_test(test_token),
-        cmocka_unit_test(test_token_oscore), cmocka_unit_test(test_content_formats),
-        cmocka_unit_test(test_user_option),  cmocka_unit_test(test_verbose),
+        cmocka_unit_test(test_non),
+        cmocka_unit_test(test_token),
+        cmocka_unit_test(test_token_oscore),
+        cmocka_unit_test(test_content_formats),
+        cmocka_unit_test(test_user_option),
+        cmocka_unit_test(test_verbose),
         cmocka_unit_test(test_verbose_oscore),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);

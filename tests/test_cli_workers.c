@@ -524,16 +524,17 @@ static void test_start_notices_once(void **state)
 {
     (void)state;
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "notices", "--workers 2 --listen 127.0.0.1:0 "
-                                                        "--state-dir none"),
+    assert_int_equal(net_responder_start(&r, "notices",
+                                         "--workers 2 --listen 127.0.0.1:0 "
+                                         "--state-dir none"),
                      0);
     char *log = net_read_file(r.log);
     assert_non_null(log);
-    static const char *const once[] = {"--demo: the built-in demo credentials",
-                                       "suite 25: EDHOC only", "amplification limit:",
-                                       "--state-dir none: EDHOC-derived contexts end",
-                                       "serving built-in demo credentials, 0 stored contexts "
-                                       "loaded, 0 static;"};
+    static const char *const once[] = {
+        "--demo: the built-in demo credentials", "suite 25: EDHOC only",
+        "amplification limit:", "--state-dir none: EDHOC-derived contexts end",
+        "serving built-in demo credentials, 0 stored contexts "
+        "loaded, 0 static;"};
     for (size_t i = 0; i < sizeof once / sizeof once[0]; i++) {
         if (occurrences(log, once[i]) != 1)
             fail_msg("\"%s\" %zu times by the ready file, expected once:\n%s", once[i],

@@ -138,8 +138,8 @@ void cli_worker_load_delay_for_tests(const struct cli_worker_role *role)
 int cli_worker_loaded(const struct cli_worker_role *role, char (*listen)[NI_MAXHOST + 16],
                       size_t n_listen, struct cli_worker_loads *loads)
 {
-    struct ready_msg m = {.stage = STAGE_LOADED, .contexts = loads->contexts,
-                          .statics = loads->statics};
+    struct ready_msg m = {
+        .stage = STAGE_LOADED, .contexts = loads->contexts, .statics = loads->statics};
     if (!role || send_msg(role->ready_fd, &m) || await_stage(role, STAGE_BIND, &m))
         return -1;
     loads->total_contexts = (size_t)m.contexts;
@@ -363,8 +363,8 @@ static int wait_report(struct supervisor *s, unsigned i, int stage, struct ready
 
 static int tell(struct supervisor *s, unsigned i, int stage, const uint16_t *ports, size_t n)
 {
-    struct ready_msg m = {.stage = stage, .n = (uint32_t)n, .contexts = s->contexts,
-                          .statics = s->statics};
+    struct ready_msg m = {
+        .stage = stage, .n = (uint32_t)n, .contexts = s->contexts, .statics = s->statics};
     for (size_t k = 0; k < n && k < MAX_PORTS; k++)
         m.ports[k] = ports[k];
     return send_msg(s->go_fd[i], &m);
