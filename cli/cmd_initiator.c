@@ -9,7 +9,8 @@
  *
  * Here: the options, their checks and the run; the flow is the client
  * engine's (src/client/edhoc_client.c), the reports are in
- * initiator_report.c, --export-oscore-conf in initiator_conf.c.
+ * initiator_report.c, --export-oscore-conf and --keylog in
+ * initiator_conf.c, the --request messages in initiator_requests.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -25,7 +26,9 @@
 #include "edhoc/transport.h"
 #include "initiator_output.h"
 #include "json_out.h"
+#include "oscore_seq.h"
 #include "progress.h"
+#include "verbose_dump.h"
 
 _Static_assert((int)EDHOC_CLIENT_OK == (int)CLI_EXIT_OK && (int)EDHOC_CLIENT_FAILURE == (int)CLI_EXIT_FAILURE &&
                    (int)EDHOC_CLIENT_USAGE == (int)CLI_EXIT_USAGE && (int)EDHOC_CLIENT_INPUT == (int)CLI_EXIT_INPUT &&
@@ -37,102 +40,8 @@ _Static_assert((int)EDHOC_CLIENT_OK == (int)CLI_EXIT_OK && (int)EDHOC_CLIENT_FAI
                "the client engine's statuses are the exit codes");
 _Static_assert(EDHOC_CLIENT_MAX_ATTEMPTS == CLI_MAX_ATTEMPTS, "one attempt per --c-i value");
 
-/* --payload-file: the payload of every --request given without one. */
-static uint8_t *file_payload;
-static size_t file_payload_len;
-
-/* "METHOD PATH [PAYLOAD]" -> a plain request. */
-static long build_user_request(const char *spec, uint8_t *out, size_t cap, char *err, size_t errcap)
-{
-    char m[16], path[512];
-    const char *sp = strchr(spec, ' ');
-    if (!sp || (size_t)(sp - spec) >= sizeof m) {
-        snprintf(err, errcap, "--request '%s': expected 'METHOD PATH [PAYLOAD]'", spec);
-        return -1;
-    }
-    memcpy(m, spec, (size_t)(sp - spec));
-    m[sp - spec] = '\0';
-    while (*sp == ' ')
-        sp++;
-    size_t pl = strcspn(sp, " ");
-    if (pl == 0 || pl >= sizeof path) {
-        snprintf(err, errcap, "--request '%s': no path", spec);
-        return -1;
-    }
-    memcpy(path, sp, pl);
-    path[pl] = '\0';
-    const char *payload = sp + pl;
-    if (*payload == ' ')
-        payload++;
-    int code = cli_coap_method(m);
-    if (code < 0) {
-        snprintf(err, errcap, "--request '%s': unknown method %s", spec, m);
-        return -1;
-    }
-    char *q = strchr(path, '?');
-    const char *query = "";
-    if (q) {
-        *q = '\0';
-        query = q + 1;
-    }
-    const uint8_t *body = (const uint8_t *)payload;
-    size_t body_len = strlen(payload);
-    if (!body_len && file_payload) {
-        body = file_payload;
-        body_len = file_payload_len;
-    }
-    long n = cli_coap_build_request((uint8_t)code, path, query, body_len ? 0 : -1, body, body_len,
-                                    -1, out, cap);
-    if (n < 0)
-        snprintf(err, errcap, "--request '%s': cannot encode", spec);
-    return n;
-}
-
 /* --output FILE: where the body of the last --request's response goes. */
 static const char *output_path;
-
-static int read_payload_file(const char *path)
-{
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) {
-        fprintf(stderr, "edhoc-cli initiator: --payload-file %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    free(file_payload);
-    file_payload = malloc(EDHOC_BW_DEFAULT_MAX_BODY + 1);
-    size_t n = file_payload ? fread(file_payload, 1, EDHOC_BW_DEFAULT_MAX_BODY + 1, f) : 0;
-    bool bad = !file_payload || ferror(f) || n > EDHOC_BW_DEFAULT_MAX_BODY;
-    if (f != stdin)
-        fclose(f);
-    if (bad) {
-        fprintf(stderr, "edhoc-cli initiator: --payload-file %s: %s\n", path,
-                file_payload ? "unreadable or above 65536 bytes" : "out of memory");
-        free(file_payload);
-        file_payload = NULL;
-        return -1;
-    }
-    file_payload_len = n;
-    return 0;
-}
-
-/* --keylog: the handshake's secrets once message_3 is made, then its
- * OSCORE context (the client engine calls these). */
-static void keylog_edhoc(void *user)
-{
-    struct initiator *c = user;
-    if (cli_keylog_write_edhoc(&c->keylog, &c->klog) != 0)
-        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_EDHOC_FILE ": %s\n",
-                c->keylog_dir, strerror(errno));
-    edhoc_key_log_wipe(&c->klog);
-}
-
-static void keylog_oscore(void *user, const struct edhoc_oscore_params *p)
-{
-    struct initiator *c = user;
-    if (cli_keylog_write_oscore(&c->keylog, p) != 0)
-        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s\n",
-                c->keylog_dir, strerror(errno));
-}
 
 enum {
     OPT_REQUEST = 1,
@@ -195,8 +104,9 @@ static const struct cli_opt export_opts[] = {
      "DIR/oscore_contexts (mode 0600, no symbolic links; DIR 0700), rows of Wireshark's EDHOC "
      "and OSCORE tables, so that captures open decrypted (tshark, Wireshark)"},
     {OPT_STATE_DIR, "state-dir", "DIR|none",
-     "where --export-oscore-conf records the sequence numbers (default $STATE_DIRECTORY, else "
-     "$XDG_STATE_HOME/edhoc-cli, else ~/.local/state/edhoc-cli; none: FILE.seq only)"},
+     "where --export-oscore-conf, or --export-secrets without it, records the sequence numbers "
+     "(default $STATE_DIRECTORY, else $XDG_STATE_HOME/edhoc-cli, else "
+     "~/.local/state/edhoc-cli; none: FILE.seq only)"},
     {0, NULL, NULL, NULL},
 };
 
@@ -290,7 +200,7 @@ int cmd_initiator(int argc, char **argv)
                 c->requests[c->n_requests++] = p.value;
             break;
         case OPT_PAYLOAD_FILE:
-            if (read_payload_file(p.value)) {
+            if (cli_initiator_read_payload_file(p.value)) {
                 exit_code = CLI_EXIT_INPUT; /* a file that cannot be used, as documented */
                 goto out;
             }
@@ -355,8 +265,10 @@ int cmd_initiator(int argc, char **argv)
         cli_opt_error(&p, CLI_EXPORT_NEEDS_SECRETS);
         goto out;
     }
-    if (c->state_dir_arg && !c->export_conf) {
-        fprintf(stderr, "edhoc-cli initiator: --state-dir goes with --export-oscore-conf\n");
+    /* Both record the sequence numbers the run used (initiator_conf.c). */
+    if (c->state_dir_arg && !c->export_conf && !c->o.export_secrets) {
+        fprintf(stderr, "edhoc-cli initiator: --state-dir goes with --export-oscore-conf or "
+                        "--export-secrets\n");
         goto out;
     }
     if (cli_uri_parse(uri, &c->uri))
@@ -374,6 +286,25 @@ int cmd_initiator(int argc, char **argv)
         if (cli_initiator_export_prepare(c, why, sizeof why)) {
             fprintf(stderr, "edhoc-cli initiator: --export-oscore-conf %s: %s\n", c->export_conf,
                     why);
+            exit_code = CLI_EXIT_INPUT;
+            goto out;
+        }
+    }
+    if (c->o.export_secrets && !c->export_conf && c->state_dir_arg) {
+        /* The printed context's numbers go to DIR only: with none they
+         * would be recorded nowhere, and a tool continuing the context
+         * could reuse a nonce (RFC 8613 Section 7.2.1). */
+        char why[400];
+        int sd =
+            cli_state_dir(c->state_dir_arg, c->state_dir, sizeof c->state_dir, why, sizeof why);
+        if (sd > 0) {
+            fprintf(stderr, "edhoc-cli initiator: --state-dir none: --export-secrets records the "
+                            "sequence numbers used in a state directory only; give a DIR, or "
+                            "--export-oscore-conf FILE for FILE.seq\n");
+            goto out;
+        }
+        if (sd < 0) {
+            fprintf(stderr, "edhoc-cli initiator: --state-dir: %s\n", why);
             exit_code = CLI_EXIT_INPUT;
             goto out;
         }
@@ -420,7 +351,8 @@ int cmd_initiator(int argc, char **argv)
         uint8_t *scratch = malloc(edhoc_client_request_cap());
         for (size_t i = 0; scratch && i < c->n_requests; i++) {
             char err[200];
-            if (build_user_request(c->requests[i], scratch, edhoc_client_request_cap(), err, sizeof err) < 0) {
+            if (cli_initiator_build_request(c->requests[i], scratch, edhoc_client_request_cap(),
+                                            err, sizeof err) < 0) {
                 fprintf(stderr, "edhoc-cli initiator: %.160s\n", err);
                 free(scratch);
                 goto out;
@@ -444,8 +376,8 @@ int cmd_initiator(int argc, char **argv)
         c->klog.next_ctx = c->side.cfg.trace_ctx;
         c->side.cfg.trace = edhoc_key_log_trace;
         c->side.cfg.trace_ctx = &c->klog;
-        c->cl.edhoc_keys = keylog_edhoc;
-        c->cl.oscore_keys = keylog_oscore;
+        c->cl.edhoc_keys = cli_initiator_keylog_edhoc;
+        c->cl.oscore_keys = cli_initiator_keylog_oscore;
         c->cl.keys_user = c;
     }
     c->side.cfg.pad_message_1 = (size_t)pad_message_1;
@@ -479,7 +411,7 @@ int cmd_initiator(int argc, char **argv)
     }
     if (c->cl.combined) {
         char err[200];
-        long fn = build_user_request(c->requests[0], first, request_cap, err, sizeof err);
+        long fn = cli_initiator_build_request(c->requests[0], first, request_cap, err, sizeof err);
         cl->first_request = first;
         cl->first_request_len = fn > 0 ? (size_t)fn : 0;
         cl->first_request_name = c->requests[0];
@@ -510,6 +442,7 @@ int cmd_initiator(int argc, char **argv)
     cli_dgram_log_start(&cl->log);
     cl->log.link = c->net.link;
     cl->log.capture = c->capture;
+    cli_verbose_start("initiator", c->verbose);
     bool combined_done = false;
     bool hs_ok = edhoc_client_connect(cl, run, s, rx, osc, c->timeout_ms, &combined_done) == 0;
     /* --timeout bounds the whole run, both framings of auto included. */
@@ -529,7 +462,8 @@ int cmd_initiator(int argc, char **argv)
         run->t_handshake = cli_now_ns();
         for (size_t i = combined_done ? 1 : 0; i < c->n_requests; i++) {
             char err[200];
-            long qn = build_user_request(c->requests[i], cl->req, request_cap, err, sizeof err);
+            long qn =
+                cli_initiator_build_request(c->requests[i], cl->req, request_cap, err, sizeof err);
             if (edhoc_client_oscore_request(cl, run, osc, i, c->requests[i], cl->req, (size_t)qn,
                                             plain, request_cap, deadline))
                 break;
@@ -540,6 +474,9 @@ int cmd_initiator(int argc, char **argv)
         run->next_ssn = oscore_context_ssn(osc);
     cli_initiator_record_conf(c, run, hs_ok);
     run->t_end = cli_now_ns();
+    /* -v shows the first handshake and its requests; thousands of
+     * --repeat handshakes would only drown their progress line. */
+    cli_verbose_stop();
     /* --repeat: more handshakes on the same socket, for throughput. */
     long done = 1, failed = 0;
     uint64_t rep_t0 = cli_now_ns();
@@ -647,7 +584,6 @@ out:
     cli_keylog_close(&c->keylog);
     edhoc_key_log_wipe(&c->klog);
     free(c);
-    free(file_payload);
-    file_payload = NULL;
+    cli_initiator_payload_free();
     return exit_code;
 }

@@ -300,12 +300,14 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
         return -1;
     }
     struct cli_side_opts *so = &o->side[side];
+    /* How this command spells the side's options (--cred, or --cred-i on
+     * a command that sets both sides), for the messages that name them. */
+    snprintf(so->flag_suffix, sizeof so->flag_suffix, "%s", name + strlen(base));
     if (!strcmp(base, "--cred") || !strcmp(base, "--key")) {
         if (!strcmp(base, "--cred"))
             so->cred_path = value;
         else
             so->key_path = value;
-        snprintf(so->flag_suffix, sizeof so->flag_suffix, "%s", name + strlen(base));
         return 1;
     }
     if (!strcmp(base, "--ephemeral")) {
@@ -513,9 +515,13 @@ static int pick_demo_cred(const struct cli_edhoc_opts *o, int role, int suite,
     int idt = o->side[role].id_cred_type;
     int rc;
     if (idt == EDHOC_ID_CRED_KCWT) {
-        fprintf(stderr, "edhoc-cli: --id-cred kcwt: there is no built-in CWT; make one with "
-                        "keygen --type cwt and give it with --cred%s and --key%s\n",
-                initiator ? "-i" : "-r", initiator ? "-i" : "-r");
+        /* Named as the command spells them: --cred on initiator and
+         * responder, --cred-i / --cred-r on simulate. */
+        const char *sfx = o->side[role].flag_suffix;
+        fprintf(stderr,
+                "edhoc-cli: --id-cred%s kcwt: there is no built-in CWT; make one with "
+                "keygen --type cwt and give it with --cred%s and --key%s\n",
+                sfx, sfx, sfx);
         return CLI_EXIT_USAGE;
     }
     if (for_dh && suite == 2 && (idt == 0 || idt == EDHOC_ID_CRED_KID || idt == EDHOC_ID_CRED_KCCS)) {
@@ -669,12 +675,14 @@ int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_si
         const char *kind = side->cred.type == EDHOC_CRED_X509 ? "X.509"
                            : side->cred.type == EDHOC_CRED_CWT ? "CWT"
                                                                 : "CCS";
+        /* The kid option as this command spells it, like --cred's
+         * (--kid, or --kid-i where a command sets both sides). */
+        char kid_hint[64];
+        snprintf(kid_hint, sizeof kid_hint, "it has no kid (give one with --kid%s)",
+                 so->flag_suffix);
         fprintf(stderr, "edhoc-cli: %s: cannot name this %s credential by %s: %s\n", who, kind,
                 cli_id_cred_type_name(idt),
-                idt == EDHOC_ID_CRED_KID
-                    ? (role == CLI_SIDE_I ? "it has no kid (give one with --kid or --kid-i)"
-                                          : "it has no kid (give one with --kid or --kid-r)")
-                    : edhoc_cred_strerror(rc));
+                idt == EDHOC_ID_CRED_KID ? kid_hint : edhoc_cred_strerror(rc));
         return CLI_EXIT_INPUT;
     }
 

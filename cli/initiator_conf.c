@@ -142,8 +142,9 @@ int cli_initiator_export_conf(const struct initiator *c, struct edhoc_client_run
     char swhy[300];
     char dir[4096];
     const char *state_dir = c->state_dir;
-    if (!write_file) {
-        /* --export-secrets alone: the default state directory. */
+    if (!write_file && !c->state_dir_arg) {
+        /* --export-secrets alone: the default state directory, unless
+         * --state-dir named one (resolved by the command). */
         int sd = cli_state_dir(NULL, dir, sizeof dir, swhy, sizeof swhy);
         if (sd < 0) {
             snprintf(why, cap, "cannot record the sequence numbers used: %s", swhy);
@@ -258,4 +259,24 @@ void cli_initiator_record_conf(const struct initiator *c, struct edhoc_client_ru
                     "context must start at sequence number %llu\n",
                     why, (unsigned long long)run->next_ssn);
     }
+}
+
+/* --keylog: the handshake's secrets once message_3 is made, then its
+ * OSCORE context (the client engine calls these). */
+void cli_initiator_keylog_edhoc(void *user)
+{
+    struct initiator *c = user;
+    if (cli_keylog_write_edhoc(&c->keylog, &c->klog) != 0)
+        fprintf(stderr, "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_EDHOC_FILE ": %s\n",
+                c->keylog_dir, strerror(errno));
+    edhoc_key_log_wipe(&c->klog);
+}
+
+void cli_initiator_keylog_oscore(void *user, const struct edhoc_oscore_params *p)
+{
+    struct initiator *c = user;
+    if (cli_keylog_write_oscore(&c->keylog, p) != 0)
+        fprintf(stderr,
+                "edhoc-cli initiator: warning: --keylog %s/" CLI_KEYLOG_OSCORE_FILE ": %s\n",
+                c->keylog_dir, strerror(errno));
 }

@@ -61,6 +61,19 @@ void cli_initiator_record_conf(const struct initiator *c, struct edhoc_client_ru
 /* What --export-oscore-conf wrote and how to continue with it. */
 void cli_initiator_print_conf(FILE *f, const struct initiator *c,
                               const struct edhoc_client_run *run);
+/* "METHOD PATH [PAYLOAD]" of --request as a plain request (the
+ * --payload-file payload when it gives none). Returns its length, or -1
+ * with err. */
+long cli_initiator_build_request(const char *spec, uint8_t *out, size_t cap, char *err,
+                                 size_t errcap);
+/* --payload-file FILE (- for standard input), at most 65536 bytes.
+ * Returns 0, or -1 after printing why. */
+int cli_initiator_read_payload_file(const char *path);
+void cli_initiator_payload_free(void);
+/* --keylog: the handshake's secrets once message_3 is made, then its
+ * OSCORE context (the client engine calls these with the initiator). */
+void cli_initiator_keylog_edhoc(void *user);
+void cli_initiator_keylog_oscore(void *user, const struct edhoc_oscore_params *p);
 void cli_initiator_print_text(const struct initiator *c, const struct edhoc_client_run *run);
 void cli_initiator_print_json(const struct initiator *c, const struct edhoc_client_run *run);
 

@@ -119,9 +119,19 @@ static void keylog_oscore(void *user, const struct edhoc_oscore_params *p)
 
 /* The warnings and notes the options call for: once, whatever the number
  * of workers (they serve under the same options). */
-static void log_start(const struct responder *r, bool allow_unprotected, bool edhoc_only_suite,
-                      long amp_factor, long pressure_rate)
+static void log_start(const struct responder *r, const struct cli_worker_loads *loads,
+                      const struct edhoc_server_stats *st, bool allow_unprotected,
+                      bool edhoc_only_suite, long amp_factor, long pressure_rate, bool no_state)
 {
+    /* Every worker's stored and static contexts. */
+    cli_log(LOG_NOTICE,
+            "serving %s credentials, %zu stored context%s loaded, %zu static; %zu bytes per "
+            "handshake in progress, %zu per OSCORE context",
+            r->demo ? "built-in demo" : "configured", loads->total_contexts,
+            loads->total_contexts == 1 ? "" : "s", loads->total_statics, st->bytes_per_pending,
+            st->bytes_per_context);
+    if (no_state)
+        cli_log(LOG_NOTICE, "--state-dir none: EDHOC-derived contexts end with this process");
     if (r->demo)
         cli_log(LOG_WARNING, "--demo: the built-in demo credentials' private keys are published: "
                              "anyone can pose as this responder%s; for tests only",
@@ -208,8 +218,6 @@ int responder_run(const struct responder_run_config *cfg)
             goto out;
         }
         state_dir = sd == 0 ? state_abs : NULL;
-        if (!state_dir)
-            cli_log(LOG_NOTICE, "--state-dir none: EDHOC-derived contexts end with this process");
     }
     if (pidfile && pidfile[0] != '/' && getcwd(pid_abs, sizeof pid_abs)) {
         size_t l = strlen(pid_abs);
@@ -390,7 +398,9 @@ int responder_run(const struct responder_run_config *cfg)
     }
     /* No worker binds before every worker holds its contexts: the port's
      * group would hand the missing worker's requests to the others. */
-    if (role.count > 1 && cli_worker_loaded(&role, listen_addr, n_listen)) {
+    struct cli_worker_loads loads = {(size_t)loaded, n_static_served, (size_t)loaded,
+                                     n_static_served};
+    if (role.count > 1 && cli_worker_loaded(&role, listen_addr, n_listen, &loads)) {
         exit_code = stop_signal ? CLI_EXIT_OK : CLI_EXIT_INTERNAL;
         goto free_srv;
     }
@@ -417,6 +427,13 @@ int responder_run(const struct responder_run_config *cfg)
     }
     struct edhoc_server_stats st;
     edhoc_server_get_stats(srv, &st);
+    /* The start notices once for the responder, worker 0 speaking for
+     * all (before the ready file, which follows every worker's bind),
+     * and only once it listens: a port in use gets its error alone. */
+    bool no_state = !state_dir && !fleet_store;
+    if (role.count > 1 && role.index == 0)
+        log_start(r, &loads, &st, allow_unprotected, edhoc_only_suite, amp_factor, pressure_rate,
+                  no_state);
     if (role.count > 1) {
         uint16_t ports[MAX_LISTEN];
         for (size_t i = 0; i < n_listen; i++)
@@ -428,14 +445,9 @@ int responder_run(const struct responder_run_config *cfg)
     }
     for (size_t i = 0; i < n_listen && role.count <= 1; i++)
         cli_log_listening(listen[i], edhoc_transport_server_port(t, i), listen_spec[i], 1);
-    /* Each worker's share of the stored and static contexts. */
-    cli_log(LOG_NOTICE,
-            "serving %s credentials, %zu stored context%s loaded, %zu static; %zu bytes per "
-            "handshake in progress, %zu per OSCORE context",
-            r->demo ? "built-in demo" : "configured", (size_t)loaded, loaded == 1 ? "" : "s",
-            n_static_served, st.bytes_per_pending, st.bytes_per_context);
-    if (role.index == 0)
-        log_start(r, allow_unprotected, edhoc_only_suite, amp_factor, pressure_rate);
+    if (role.count <= 1)
+        log_start(r, &loads, &st, allow_unprotected, edhoc_only_suite, amp_factor, pressure_rate,
+                  no_state);
 
     if (daemon && !use_syslog)
         cli_log(LOG_WARNING, "--daemon without --syslog: once detached, log lines go nowhere "

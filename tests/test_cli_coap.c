@@ -1,7 +1,8 @@
 /*
  * edhoc-cli coap's coap-client options (-N, -T, -A, --content-format, -O)
  * against a demo responder, checked on the wire: every request and
- * response is read back from the client's --pcap file.
+ * response is read back from the client's --pcap file; and what -v / -vv
+ * show of them on standard error.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -351,6 +352,148 @@ static void test_user_option(void **state)
     refused("not hex", "-O 2048,0xzz");
 }
 
+static struct net_proc demo_none;
+
+/* A line of text that contains every one of the needles (NULL-ended), or
+ * NULL. */
+static const char *line_with(const char *text, ...)
+{
+    for (const char *l = text; l && *l;) {
+        const char *eol = strchr(l, '\n');
+        size_t n = eol ? (size_t)(eol - l) : strlen(l);
+        char line[4096];
+        snprintf(line, sizeof line, "%.*s", (int)n, l);
+        va_list ap;
+        va_start(ap, text);
+        bool all = true;
+        for (const char *needle; (needle = va_arg(ap, const char *));)
+            all = all && strstr(line, needle);
+        va_end(ap);
+        if (all)
+            return l;
+        l = eol ? eol + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* `edhoc-cli coap ARGS` with standard output in *out and standard error
+ * in *err. Returns the exit code. */
+static int coap_split(char **out, char **err, const char *args)
+{
+    char epath[300];
+    net_path(epath, sizeof epath, "verbose.err");
+    unlink(epath);
+    int rc = net_cli_run(out, 30, false, "coap %s --timeout 5 2>%s", args, epath);
+    *err = net_read_file(epath);
+    assert_non_null(*err);
+    return rc;
+}
+
+/* -v: one line per CoAP message on standard error (issue 26), standard
+ * output as without it; -vv adds each datagram in hex. */
+static void test_verbose(void **state)
+{
+    (void)state;
+    if (!demo_none.pid)
+        assert_int_equal(net_responder_start(&demo_none, "verbose",
+                                             "--state-dir none --listen 127.0.0.1:0 "
+                                             "--allow-unprotected"),
+                         0);
+    char args[400], peer[64];
+    snprintf(peer, sizeof peer, "-> 127.0.0.1:%u CON 0.02 POST MID 0x", demo_none.port);
+    char *out, *err, *quiet_out, *quiet_err;
+    /* Without -v standard error stays empty. */
+    snprintf(args, sizeof args, "POST coap://127.0.0.1:%u/echo --payload hello", demo_none.port);
+    assert_int_equal(coap_split(&quiet_out, &quiet_err, args), 0);
+    assert_non_null(strstr(quiet_out, "hello"));
+    assert_string_equal(quiet_err, "");
+    snprintf(args, sizeof args, "POST coap://127.0.0.1:%u/echo --payload hello -v", demo_none.port);
+    assert_int_equal(coap_split(&out, &err, args), 0);
+    assert_string_equal(out, quiet_out);
+    if (!line_with(err, "edhoc-cli coap: ", peer, " Uri-Path:\"echo\"", " payload 5 bytes", NULL))
+        fail_msg("no request line in:\n%s", err);
+    snprintf(peer, sizeof peer, "<- 127.0.0.1:%u ACK 2.04 Changed MID 0x", demo_none.port);
+    if (!line_with(err, "edhoc-cli coap: ", peer, " payload 5 bytes", NULL))
+        fail_msg("no 2.04 response line in:\n%s", err);
+    assert_null(strstr(err, "     0000 "));
+    free(out);
+    free(err);
+    /* -vv: the datagrams in hex, a POST's header first (CON, 0.02). */
+    snprintf(args, sizeof args, "POST coap://127.0.0.1:%u/echo --payload hello -vv",
+             demo_none.port);
+    assert_int_equal(coap_split(&out, &err, args), 0);
+    assert_string_equal(out, quiet_out);
+    if (!line_with(err, "edhoc-cli coap:     0000  4", " 02 ", NULL))
+        fail_msg("no hex dump in:\n%s", err);
+    free(out);
+    free(err);
+    free(quiet_out);
+    free(quiet_err);
+    /* --json's document is still one document alone (scripts parse it). */
+    char *json_plain, *json_verbose;
+    snprintf(args, sizeof args, "POST coap://127.0.0.1:%u/echo --payload hello --json",
+             demo_none.port);
+    assert_int_equal(coap_split(&json_plain, &err, args), 0);
+    assert_string_equal(err, "");
+    free(err);
+    snprintf(args, sizeof args, "POST coap://127.0.0.1:%u/echo --payload hello --json -vv",
+             demo_none.port);
+    assert_int_equal(coap_split(&json_verbose, &err, args), 0);
+    assert_non_null(strstr(err, "<- 127.0.0.1:"));
+    assert_null(strstr(json_verbose, "edhoc-cli coap:"));
+    assert_int_equal(net_json_valid(json_verbose, "coap", false), 0);
+    free(json_plain);
+    free(json_verbose);
+    free(err);
+}
+
+/* Under OSCORE -v shows the outer message and, once verified, the inner
+ * one: the request's real code and Uri-Path are only inside (RFC 8613
+ * Section 4.1: Uri-Path is Class E). */
+static void test_verbose_oscore(void **state)
+{
+    (void)state;
+    start_plain();
+    char srv[300], cl[300], sdir[300], cdir[300], args[1200];
+    net_path(srv, sizeof srv, "vsrv.conf");
+    net_path(cl, sizeof cl, "vclient.conf");
+    net_path(sdir, sizeof sdir, "vsrv.state");
+    net_path(cdir, sizeof cdir, "vclient.state");
+    net_write_file(srv,
+                   "master_secret,hex,\"0102030405060708090a0b0c0d0e0f11\"\n"
+                   "master_salt,hex,\"9e7ca92223786340\"\n"
+                   "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n",
+                   0600);
+    net_write_file(cl,
+                   "master_secret,hex,\"0102030405060708090a0b0c0d0e0f11\"\n"
+                   "master_salt,hex,\"9e7ca92223786340\"\n"
+                   "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n",
+                   0600);
+    static struct net_proc r;
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --oscore-context %s --state-dir %s", srv,
+             sdir);
+    assert_int_equal(net_responder_start(&r, "voscore", args), 0);
+    mkdir(cdir, 0700);
+    snprintf(args, sizeof args,
+             "GET coap://127.0.0.1:%u/time --oscore-context %s --state-dir %s -v", r.port, cl,
+             cdir);
+    char *out, *err;
+    assert_int_equal(coap_split(&out, &err, args), 0);
+    if (!line_with(err, "-> 127.0.0.1:", " CON 0.02 POST (OSCORE outer) MID ", " OSCORE:0x", NULL))
+        fail_msg("no outer request line in:\n%s", err);
+    assert_null(line_with(err, "-> 127.0.0.1:", "Uri-Path", NULL));
+    if (!line_with(err, "OSCORE inner request, before protection: 0.01 GET Uri-Path:\"time\"",
+                   NULL))
+        fail_msg("no inner request line in:\n%s", err);
+    if (!line_with(err, "<- 127.0.0.1:", " ACK 2.04 Changed (OSCORE outer) ", NULL))
+        fail_msg("no outer response line in:\n%s", err);
+    if (!line_with(err, "OSCORE inner response, verified: 2.05 Content", NULL))
+        fail_msg("no inner response line in:\n%s", err);
+    free(out);
+    free(err);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
 static int setup_all(void **state)
 {
     (void)state;
@@ -369,9 +512,13 @@ static int teardown_all(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_non),          cmocka_unit_test(test_token),
-        cmocka_unit_test(test_token_oscore), cmocka_unit_test(test_content_formats),
+        cmocka_unit_test(test_non),
+        cmocka_unit_test(test_token),
+        cmocka_unit_test(test_token_oscore),
+        cmocka_unit_test(test_content_formats),
         cmocka_unit_test(test_user_option),
+        cmocka_unit_test(test_verbose),
+        cmocka_unit_test(test_verbose_oscore),
     };
     return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }

@@ -349,6 +349,195 @@ static void test_initiator_repeat_interrupted(void **state)
     free(out);
 }
 
+/* --export-secrets prints a context another tool may continue, and
+ * records the numbers this run sent with it: in --state-dir DIR when one
+ * is given (it was refused: "--state-dir goes with --export-oscore-conf"),
+ * so that `coap --oscore-context ... --state-dir DIR` continues above them
+ * (RFC 8613 Section 7.2.1: a nonce is never used twice with one key). */
+static void test_initiator_export_secrets_state_dir(void **state)
+{
+    (void)state;
+    char dir[300], conf[300];
+    net_path(dir, sizeof dir, "secrets.state");
+    net_path(conf, sizeof conf, "secrets.conf");
+    char *out;
+    int rc =
+        net_cli_run(&out, 30, true, "initiator coap://127.0.0.1:%u --export-secrets --state-dir %s",
+                    main_responder.port, dir);
+    if (rc != 0)
+        fail_msg("--export-secrets --state-dir: exit %d\n%s", rc, out);
+    /* The printed conf lines, as a file. */
+    const char *at = strstr(out, "as a libcoap OSCORE conf (the initiator's side):\n");
+    assert_non_null(at);
+    at = strchr(at, '\n') + 1;
+    char text[1024] = "";
+    size_t n = 0;
+    while (!strncmp(at, "    ", 4)) {
+        const char *eol = strchr(at, '\n');
+        n += (size_t)snprintf(text + n, sizeof text - n, "%.*s\n", (int)(eol - at - 4), at + 4);
+        at = eol + 1;
+    }
+    assert_non_null(strstr(text, "master_secret,hex,"));
+    net_write_file(conf, text, 0600);
+    free(out);
+    rc = net_cli_run(&out, 30, false,
+                     "coap GET coap://127.0.0.1:%u/time --oscore-context %s --state-dir %s "
+                     "--seq 0 2>&1 >/dev/null",
+                     main_responder.port, conf, dir);
+    if (rc != 2 || !strstr(out, "--seq 0: sequence numbers below 1 may already have been used"))
+        fail_msg("coap --seq 0 after the run, same state directory: exit %d\n%s", rc, out);
+    free(out);
+    /* none would record them nowhere: refused before anything is sent. */
+    rc = net_cli_run(&out, 30, false,
+                     "initiator coap://127.0.0.1:%u --export-secrets --state-dir none "
+                     "2>&1 >/dev/null",
+                     main_responder.port);
+    assert_int_equal(rc, 2);
+    assert_string_equal(out, "edhoc-cli initiator: --state-dir none: --export-secrets records "
+                             "the sequence numbers used in a state directory only; give a DIR, "
+                             "or --export-oscore-conf FILE for FILE.seq\n");
+    free(out);
+    rc = net_cli_run(&out, 30, false, "initiator coap://127.0.0.1:1 --state-dir %s 2>&1 >/dev/null",
+                     dir);
+    assert_int_equal(rc, 2);
+    assert_string_equal(out, "edhoc-cli initiator: --state-dir goes with --export-oscore-conf "
+                             "or --export-secrets\n");
+    free(out);
+}
+
+/* Messages name the options the initiator accepts (--cred, --key,
+ * --kid, --id-cred), never simulate's --cred-i/--kid-i spelling. */
+static void test_initiator_messages_name_its_options(void **state)
+{
+    (void)state;
+    char *out;
+    int rc =
+        net_cli_run(&out, 10, false, "initiator coap://127.0.0.1:1 --id-cred kcwt 2>&1 >/dev/null");
+    assert_int_equal(rc, 2);
+    assert_string_equal(out, "edhoc-cli: --id-cred kcwt: there is no built-in CWT; make one with "
+                             "keygen --type cwt and give it with --cred and --key\n");
+    free(out);
+    /* simulate sets both sides and spells them so. */
+    rc = net_cli_run(&out, 10, false, "simulate --id-cred-r kcwt 2>&1 >/dev/null");
+    assert_int_equal(rc, 2);
+    assert_string_equal(out, "edhoc-cli: --id-cred-r kcwt: there is no built-in CWT; make one "
+                             "with keygen --type cwt and give it with --cred-r and --key-r\n");
+    free(out);
+    /* A certificate without a kid, to be named by kid. */
+    char cred[300], key[300];
+    net_path(cred, sizeof cred, "nokid.pem");
+    net_path(key, sizeof key, "nokid.key");
+    rc = net_cli_run(&out, 30, false,
+                     "keygen --type x509 --suite 2 --use sign --out-cred %s --out-key %s", cred,
+                     key);
+    assert_int_equal(rc, 0);
+    free(out);
+    rc = net_cli_run(&out, 10, false,
+                     "initiator coap://127.0.0.1:1 --method 0 --suites 2 --cred %s --key %s "
+                     "--id-cred kid 2>&1 >/dev/null",
+                     cred, key);
+    assert_int_equal(rc, 3);
+    assert_string_equal(out, "edhoc-cli: initiator: cannot name this X.509 credential by kid: it "
+                             "has no kid (give one with --kid)\n");
+    free(out);
+    rc = net_cli_run(&out, 10, false,
+                     "simulate --method 0 --suites 2 --cred-i %s --key-i %s --id-cred-i kid "
+                     "2>&1 >/dev/null",
+                     cred, key);
+    assert_int_equal(rc, 3);
+    assert_string_equal(out, "edhoc-cli: initiator: cannot name this X.509 credential by kid: it "
+                             "has no kid (give one with --kid-i)\n");
+    free(out);
+}
+
+/* A line of text that contains both needles, or NULL. */
+static const char *line_with2(const char *text, const char *a, const char *b)
+{
+    for (const char *l = text; l && *l;) {
+        const char *eol = strchr(l, '\n');
+        size_t n = eol ? (size_t)(eol - l) : strlen(l);
+        char line[4096];
+        snprintf(line, sizeof line, "%.*s", (int)n, l);
+        if (strstr(line, a) && strstr(line, b))
+            return l;
+        l = eol ? eol + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* `edhoc-cli initiator URI ARGS`: standard output in *out, standard error
+ * in *err. Returns the exit code. */
+static int initiator_split(char **out, char **err, uint16_t port, const char *args)
+{
+    char epath[300];
+    net_path(epath, sizeof epath, "verbose.err");
+    unlink(epath);
+    int rc =
+        net_cli_run(out, 30, false, "initiator coap://127.0.0.1:%u %s 2>%s", port, args, epath);
+    *err = net_read_file(epath);
+    assert_non_null(*err);
+    return rc;
+}
+
+/* -v prints every CoAP message of the run on standard error, -vv also the
+ * datagrams in hex and the EDHOC messages with their CBOR items (issue
+ * 26); standard output stays what scripts parse. */
+static void test_initiator_verbose(void **state)
+{
+    (void)state;
+    static struct net_proc r;
+    assert_int_equal(net_responder_start(&r, "verbose", "--state-dir none --listen 127.0.0.1:0"),
+                     0);
+    char *out, *err, peer[64];
+    assert_int_equal(initiator_split(&out, &err, r.port, ""), 0);
+    assert_string_equal(err, "");
+    free(out);
+    free(err);
+    assert_int_equal(initiator_split(&out, &err, r.port, "-v"), 0);
+    snprintf(peer, sizeof peer, "edhoc-cli initiator: -> 127.0.0.1:%u CON 0.02 POST MID 0x",
+             r.port);
+    if (!line_with2(err, peer, " Uri-Path:\".well-known\" Uri-Path:\"edhoc\" Content-Format:65"))
+        fail_msg("no message_1 request line in:\n%s", err);
+    snprintf(peer, sizeof peer, "edhoc-cli initiator: <- 127.0.0.1:%u ACK 2.04 Changed MID 0x",
+             r.port);
+    if (!line_with2(err, peer, " Content-Format:64 payload "))
+        fail_msg("no message_2 response line in:\n%s", err);
+    if (!line_with2(err, "OSCORE inner request, before protection: 0.01 GET ",
+                    "Uri-Path:\".well-known\" Uri-Path:\"core\""))
+        fail_msg("no inner request line in:\n%s", err);
+    if (!line_with2(err, "(OSCORE outer)", "-> 127.0.0.1:"))
+        fail_msg("no outer OSCORE request line in:\n%s", err);
+    if (!line_with2(err, "OSCORE inner response, verified: ", "2.05 Content"))
+        fail_msg("no inner 2.05 line in:\n%s", err);
+    assert_null(strstr(err, "EDHOC message_"));
+    assert_null(strstr(err, "     0000  "));
+    free(out);
+    free(err);
+    /* -vv: message_2 as many bytes as the report says it has. */
+    assert_int_equal(initiator_split(&out, &err, r.port, "-vv"), 0);
+    const char *row = strstr(out, "\n  message_2 ");
+    assert_non_null(row);
+    long reported = -1;
+    assert_int_equal(sscanf(row, "\n  message_2 R->I %ld", &reported), 1);
+    char want[80];
+    snprintf(want, sizeof want, "edhoc-cli initiator: EDHOC message_2 received, %ld bytes\n",
+             reported);
+    if (!strstr(err, want))
+        fail_msg("no '%s' in:\n%s", want, err);
+    assert_non_null(strstr(err, "edhoc-cli initiator:     METHOD = 3\n"));
+    assert_non_null(strstr(err, "edhoc-cli initiator:     G_Y_CIPHERTEXT_2 = h'"));
+    assert_non_null(strstr(err, "edhoc-cli initiator:     0000  "));
+    free(out);
+    free(err);
+    /* --json: one document on standard output, -vv or not. */
+    assert_int_equal(initiator_split(&out, &err, r.port, "--json -vv"), 0);
+    assert_non_null(strstr(err, "EDHOC message_3 sent, "));
+    assert_valid(out, "initiator");
+    free(out);
+    free(err);
+    net_proc_stop(&r, SIGTERM, 5000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +548,9 @@ int main(void)
         cmocka_unit_test_setup(test_initiator_options, check_alive),
         cmocka_unit_test_setup(test_initiator_schema_refuses, check_alive),
         cmocka_unit_test_setup(test_initiator_repeat_interrupted, check_alive),
+        cmocka_unit_test_setup(test_initiator_verbose, check_alive),
+        cmocka_unit_test_setup(test_initiator_export_secrets_state_dir, check_alive),
+        cmocka_unit_test_setup(test_initiator_messages_name_its_options, check_alive),
     };
     /* One test by name (a glob): CMOCKA_TEST_FILTER=test_load_* */
     if (getenv("CMOCKA_TEST_FILTER"))

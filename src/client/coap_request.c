@@ -3,6 +3,7 @@
  * Appendix B.2, Observe and its deregistration, --repeat.
  */
 #include "coap_request.h"
+#include "client_trace.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,8 +62,10 @@ static long protect_logged(struct oscore_context *ctx, struct client_seq_log *lo
                            struct oscore_binding *b)
 {
     long n = oscore_protect_request(ctx, req, len, out, cap, b);
-    if (n >= 0)
+    if (n >= 0) {
         log_sent(log, b);
+        client_trace_inner(true, req, len);
+    }
     return n;
 }
 
@@ -199,6 +202,7 @@ static int deregister(struct client_coap_run *r, struct edhoc_transport *t, cons
                                                 EDHOC_TRANSPORT_MAX_MESSAGE);
             if (un < 0)
                 continue; /* a notification of the registration, or not ours */
+            client_trace_inner(false, r->plain, (size_t)un);
             shown = r->plain;
             shown_len = (size_t)un;
         }
@@ -527,6 +531,7 @@ static int single_exchange(struct client_coap_run *r, struct edhoc_transport *t,
                     peer_lost = true;
                     break;
                 }
+                client_trace_inner(false, r->plain, (size_t)un);
                 shown = r->plain;
                 shown_len = (size_t)un;
                 protected_resp = true;

@@ -11,6 +11,7 @@
 
 #include "client_coap.h"
 #include "client_time.h"
+#include "client_trace.h"
 #include "edhoc_client_internal.h"
 #include "oscore_exchange.h"
 #include "edhoc/blockwise.h"
@@ -20,10 +21,30 @@
 #include "edhoc/transport.h"
 
 /* Rows for the exchange just finished (request and response directions). */
+/* An EDHOC message of a row, to the trace hook under its own name
+ * ("message_3" of the combined request); rows that name a CoAP answer
+ * ("(2.04 Changed)") carry none. */
+static void trace_edhoc(const char *row, bool sent, const uint8_t *msg, long len)
+{
+    if (!msg || len < 0)
+        return;
+    if (!strncmp(row, "message_", 8) && row[8] >= '1' && row[8] <= '4') {
+        char name[10];
+        memcpy(name, row, 9);
+        name[9] = '\0';
+        client_trace_edhoc(name, sent, msg, (size_t)len);
+    } else if (!strcmp(row, "error")) {
+        client_trace_edhoc(row, sent, msg, (size_t)len);
+    }
+}
+
 static void add_exchange_rows(struct edhoc_client_run *run, const struct cli_dgram_log *log,
                               const char *req_name, const uint8_t *req_msg, long req_edhoc,
                               const char *resp_name, const uint8_t *resp_msg, long resp_edhoc)
 {
+    trace_edhoc(req_name, true, req_msg, req_edhoc);
+    if (resp_name)
+        trace_edhoc(resp_name, false, resp_msg, resp_edhoc);
     if (log->n == 0)
         return;
     const struct cli_exchange *e = &log->ex[log->n - 1];
@@ -340,6 +361,8 @@ no_oscore:
         long pn = prot && comb && plain ? oscore_protect_request(osc, c->req, (size_t)qn, prot,
                                                                  EDHOC_TRANSPORT_MAX_MESSAGE, &b)
                                         : OSCORE_ERR_BUFFER;
+        if (pn >= 0)
+            client_trace_inner(true, c->req, (size_t)qn);
         struct coap_msg m;
         if (pn < 0 || edhoc_coap_msg_parse(prot, (size_t)pn, &m) ||
             m.payload_len + (size_t)n3 > EDHOC_TRANSPORT_MAX_MESSAGE - 200) {
@@ -401,6 +424,7 @@ no_oscore:
                               oscore_strerror((int)un));
             goto comb_out;
         }
+        client_trace_inner(false, plain, (size_t)un);
         struct edhoc_client_answer *a = &run->answers[run->n_answers++];
         snprintf(a->request, sizeof a->request, "%s", c->first_request_name);
         const uint8_t *pl;

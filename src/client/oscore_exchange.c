@@ -6,6 +6,7 @@
 
 #include "client_coap.h"
 #include "client_time.h"
+#include "client_trace.h"
 #include "dgram_log.h"
 #include "edhoc/blockwise.h"
 #include "edhoc/coap_msg.h"
@@ -61,6 +62,7 @@ static int exchange_one(struct edhoc_transport *t, struct oscore_context *ctx, c
             r->oscore_err = (int)pn;
             goto out;
         }
+        client_trace_inner(true, cur, cur_len);
         r->request_bytes = (size_t)pn;
         r->requests++;
         if (x && x->sent)
@@ -98,6 +100,7 @@ static int exchange_one(struct edhoc_transport *t, struct oscore_context *ctx, c
             r->oscore_err = (int)un;
             goto out;
         }
+        client_trace_inner(false, out, (size_t)un);
         r->response_len = un;
         r->response_piv = piv_value(resp, (size_t)rn);
         struct coap_msg inner;

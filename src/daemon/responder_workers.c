@@ -88,6 +88,9 @@ struct ready_msg {
     int32_t exit_code;
     uint32_t n;
     uint16_t ports[MAX_PORTS];
+    /* LOADED: the worker's stored and static contexts; BIND: the sums
+     * over every worker, so that one of them can say them once. */
+    uint64_t contexts, statics;
 };
 
 static int send_msg(int fd, const struct ready_msg *m)
@@ -133,11 +136,14 @@ void cli_worker_load_delay_for_tests(const struct cli_worker_role *role)
 }
 
 int cli_worker_loaded(const struct cli_worker_role *role, char (*listen)[NI_MAXHOST + 16],
-                      size_t n_listen)
+                      size_t n_listen, struct cli_worker_loads *loads)
 {
-    struct ready_msg m = {.stage = STAGE_LOADED};
+    struct ready_msg m = {
+        .stage = STAGE_LOADED, .contexts = loads->contexts, .statics = loads->statics};
     if (!role || send_msg(role->ready_fd, &m) || await_stage(role, STAGE_BIND, &m))
         return -1;
+    loads->total_contexts = (size_t)m.contexts;
+    loads->total_statics = (size_t)m.statics;
     /* Port 0: the others join the port worker 0 was given. */
     for (size_t k = 0; role->index > 0 && k < n_listen && k < m.n; k++)
         set_port(listen[k], sizeof listen[k], m.ports[k]);
@@ -170,6 +176,7 @@ static uint64_t mono_ms(void)
 
 struct supervisor {
     const struct cli_workers_config *cfg;
+    uint64_t contexts, statics; /* every worker's, as they loaded */
     struct edhoc_state_server *writer;
     pid_t pid[MAX_WORKERS];
     int status[MAX_WORKERS];
@@ -356,7 +363,8 @@ static int wait_report(struct supervisor *s, unsigned i, int stage, struct ready
 
 static int tell(struct supervisor *s, unsigned i, int stage, const uint16_t *ports, size_t n)
 {
-    struct ready_msg m = {.stage = stage, .n = (uint32_t)n};
+    struct ready_msg m = {
+        .stage = stage, .n = (uint32_t)n, .contexts = s->contexts, .statics = s->statics};
     for (size_t k = 0; k < n && k < MAX_PORTS; k++)
         m.ports[k] = ports[k];
     return send_msg(s->go_fd[i], &m);
@@ -413,6 +421,8 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
     for (unsigned i = 0; i < cfg->count; i++) {
         if (start_failed(cfg, i, wait_report(&s, i, STAGE_LOADED, &m), exit_code))
             goto stop;
+        s.contexts += m.contexts;
+        s.statics += m.statics;
     }
     /* Then each binds in index order: worker i is socket i of the group. */
     for (unsigned i = 0; i < cfg->count; i++) {

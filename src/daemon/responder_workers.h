@@ -61,11 +61,19 @@ unsigned cli_workers_cpus(void);
 int cli_workers_start(const struct cli_workers_config *config, struct cli_worker_role *role,
                       int *exit_code);
 
-/* A worker has loaded its contexts: say so, and wait for its turn to
- * bind; listen's ports become worker 0's (port 0). Returns 0, or -1 on a
- * stop signal or without a supervisor. */
+/* What a worker loaded, and what all of them did (filled in by
+ * cli_worker_loaded), for the one line that says it for the responder. */
+struct cli_worker_loads {
+    size_t contexts, statics;
+    size_t total_contexts, total_statics;
+};
+
+/* A worker has loaded its contexts: say so with its counts, and wait for
+ * its turn to bind; listen's ports become worker 0's (port 0), loads'
+ * totals every worker's. Returns 0, or -1 on a stop signal or without a
+ * supervisor. */
 int cli_worker_loaded(const struct cli_worker_role *role, char (*listen)[NI_MAXHOST + 16],
-                      size_t n_listen);
+                      size_t n_listen, struct cli_worker_loads *loads);
 
 /* A worker listens: send its ports (n of them) and wait until every
  * worker does; or it failed with exit_code. Returns 0 (serve), or -1. */
