@@ -12,7 +12,7 @@
 #include "coap_request.h"
 #include "commands.h"
 #include "edhoc_args.h"
-#include "progress.h"
+#include "output/progress.h"
 #include "edhoc/blockwise.h"
 #include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"

@@ -25,9 +25,9 @@
 #include "edhoc/oscore.h"
 #include "edhoc/transport.h"
 #include "initiator_output.h"
-#include "json_out.h"
+#include "output/json_out.h"
 #include "oscore_seq.h"
-#include "progress.h"
+#include "output/progress.h"
 #include "verbose_dump.h"
 
 _Static_assert((int)EDHOC_CLIENT_OK == (int)CLI_EXIT_OK && (int)EDHOC_CLIENT_FAILURE == (int)CLI_EXIT_FAILURE &&

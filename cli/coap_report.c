@@ -7,7 +7,7 @@
 
 #include "coap_request.h"
 #include "edhoc/oscore.h"
-#include "json_out.h"
+#include "output/json_out.h"
 #include "net_report.h"
 #include "util.h"
 

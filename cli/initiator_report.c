@@ -11,7 +11,7 @@
 #include "edhoc/oscore.h"
 #include "edhoc/transport.h"
 #include "initiator_output.h"
-#include "json_out.h"
+#include "output/json_out.h"
 
 static void print_trace_text(FILE *f, const struct edhoc_client_run *run)
 {

@@ -14,7 +14,7 @@
 #include "edhoc/capture.h"
 #include "edhoc/coap_msg.h"
 #include "edhoc/transport.h"
-#include "json_out.h"
+#include "output/json_out.h"
 #include "util.h"
 
 int cli_uri_parse(const char *uri, struct cli_uri *u)
