@@ -60,7 +60,7 @@ bool state_stats_path_of(long pid, char *out, size_t cap)
 /* The file is replaced every second: the next one after `before`, or
  * what is there after 1.5 s. */
 bool state_stats_fresh(const char *path, const struct cli_state_stats *before,
-                              struct cli_state_stats *after)
+                       struct cli_state_stats *after)
 {
     uint64_t until = cli_now_ns() + 1500000000ull;
     bool ok = false;
@@ -74,7 +74,7 @@ bool state_stats_fresh(const char *path, const struct cli_state_stats *before,
 }
 
 struct load_writer_delta state_writer_delta(const struct cli_state_stats *a,
-                                                    const struct cli_state_stats *b)
+                                            const struct cli_state_stats *b)
 {
     struct load_writer_delta d = {0};
     d.fleet = a->fleet && b->fleet && b->pid == a->pid && b->round_trips >= a->round_trips;
@@ -155,7 +155,8 @@ static int vs_child(char **args, struct vs_row *row)
     json_t *tables = root ? json_object_get(root, "tables") : NULL;
     size_t i;
     json_t *tab;
-    json_array_foreach(tables, i, tab) {
+    json_array_foreach(tables, i, tab)
+    {
         const char *name = json_string_value(json_object_get(tab, "name"));
         json_t *rows = json_object_get(tab, "rows");
         json_t *r0 = json_array_get(rows, 0);
@@ -170,7 +171,8 @@ static int vs_child(char **args, struct vs_row *row)
         } else if (!strcmp(name, "load_latency")) {
             size_t j;
             json_t *lr;
-            json_array_foreach(rows, j, lr) {
+            json_array_foreach(rows, j, lr)
+            {
                 const char *what = json_string_value(json_object_get(lr, "what"));
                 if (what && !strcmp(what, "handshake"))
                     row->p99_ms = json_num(lr, "p99_ms");
@@ -275,8 +277,7 @@ int load_vs_state_none(int argc, char **argv, int uri_index, const bool *skip, c
         memset(&row, 0, sizeof row);
         int code = vs_child(args, &row);
         if (code) {
-            fprintf(stderr, "edhoc-cli load: the run against %s failed (exit %d)\n", uris[k],
-                    code);
+            fprintf(stderr, "edhoc-cli load: the run against %s failed (exit %d)\n", uris[k], code);
             free(args);
             return code;
         }
@@ -310,8 +311,7 @@ int load_vs_state_none(int argc, char **argv, int uri_index, const bool *skip, c
         double secs = r->per_s > 0 ? r->handshakes / r->per_s : NAN;
         vs_num(c[0], sizeof c[0], r->w.known ? (double)r->w.commits : NAN, "%.0f");
         vs_num(c[1], sizeof c[1],
-               r->w.known && r->w.commits ? (double)r->w.rows / (double)r->w.commits : NAN,
-               "%.1f");
+               r->w.known && r->w.commits ? (double)r->w.rows / (double)r->w.commits : NAN, "%.1f");
         vs_num(c[2], sizeof c[2], r->w.known ? (double)r->w.commits / secs : NAN, "%.1f");
         vs_num(c[3], sizeof c[3],
                r->w.known && r->handshakes > 0 ? (double)r->w.commits / r->handshakes : NAN,
@@ -321,8 +321,8 @@ int load_vs_state_none(int argc, char **argv, int uri_index, const bool *skip, c
                            ? (double)r->w.round_trips / (double)r->w.fleet_handshakes
                            : NAN;
         vs_num(c[5], sizeof c[5], rt_per_hs[k], "%.3f");
-        printf("| %s | %s | %.0f | %.0f | %s | %.2f | %s | %s | %s | %s | %s |\n", uris[k],
-               kind[k], r->handshakes, r->per_s, c[4], r->p99_ms, c[0], c[1], c[2], c[3], c[5]);
+        printf("| %s | %s | %.0f | %.0f | %s | %.2f | %s | %s | %s | %s | %s |\n", uris[k], kind[k],
+               r->handshakes, r->per_s, c[4], r->p99_ms, c[0], c[1], c[2], c[3], c[5]);
     }
     double wall = rows[0].per_s / rows[1].per_s;
     double cpu = rows[0].per_cpu_s / rows[1].per_cpu_s;
@@ -340,22 +340,39 @@ int load_vs_state_none(int argc, char **argv, int uri_index, const bool *skip, c
         printf("Targets (issue 24): per responder CPU-second %s (at least 0.95): %s; wall clock "
                "%s (at least 0.95): %s; p99 %s (at most 1.2): %s; commits per handshake %s (at "
                "most 0.05): %s.\n",
-               cc, isnan(cpu) ? "unknown" : cpu >= 0.95 ? "met" : "not met", cw,
-               isnan(wall) ? "unknown" : wall >= 0.95 ? "met" : "not met", cp,
-               isnan(p99) ? "unknown" : p99 <= 1.2 ? "met" : "not met", cs,
-               isnan(syncs) ? "unknown" : syncs <= 0.05 ? "met" : "not met");
+               cc,
+               isnan(cpu)    ? "unknown"
+               : cpu >= 0.95 ? "met"
+                             : "not met",
+               cw,
+               isnan(wall)    ? "unknown"
+               : wall >= 0.95 ? "met"
+                              : "not met",
+               cp,
+               isnan(p99)   ? "unknown"
+               : p99 <= 1.2 ? "met"
+                            : "not met",
+               cs,
+               isnan(syncs)    ? "unknown"
+               : syncs <= 0.05 ? "met"
+                               : "not met");
     int fl = !strcmp(kind[0], "postgresql") ? 0 : !strcmp(kind[1], "postgresql") ? 1 : -1;
     if (fl >= 0 && !strcmp(kind[1 - fl], "default")) {
         double ratio = rows[fl].per_cpu_s / rows[1 - fl].per_cpu_s;
         char cr[32], ct[32];
         vs_num(cr, sizeof cr, ratio, "%.3f");
         vs_num(ct, sizeof ct, rt_per_hs[fl], "%.3f");
-        printf("Targets (issue 27): postgresql / default (SQLite) handshakes per responder CPU-second %s "
+        printf("Targets (issue 27): postgresql / default (SQLite) handshakes per responder "
+               "CPU-second %s "
                "(at least 0.9): %s; store round trips per handshake %s (at most 1): %s.\n",
-               cr, isnan(ratio) ? "unknown" : ratio >= 0.9 ? "met" : "not met", ct,
-               isnan(rt_per_hs[fl]) ? "unknown" : rt_per_hs[fl] <= 1 ? "met" : "not met");
+               cr,
+               isnan(ratio)   ? "unknown"
+               : ratio >= 0.9 ? "met"
+                              : "not met",
+               ct,
+               isnan(rt_per_hs[fl]) ? "unknown"
+               : rt_per_hs[fl] <= 1 ? "met"
+                                    : "not met");
     }
     return CLI_EXIT_OK;
 }
-
-

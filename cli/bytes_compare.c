@@ -33,30 +33,30 @@
 #include "output/progress.h"
 #include "util.h"
 
-#define CMP_MAX_MSGS BYTES_INITIATOR_MAX_MSGS
-#define CMP_MAX_RUNS 8
+#define CMP_MAX_MSGS   BYTES_INITIATOR_MAX_MSGS
+#define CMP_MAX_RUNS   8
 #define CMP_DETAIL_MAX 400
 
 /* The figures people quote, with where they come from (not measured). */
-#define PUBLISHED_SOURCE "pre-RFC EDHOC draft and a paper; not measured here"
-#define PUBLISHED_X5CHAIN 808
-#define PUBLISHED_BY_REF 242
+#define PUBLISHED_SOURCE    "pre-RFC EDHOC draft and a paper; not measured here"
+#define PUBLISHED_X5CHAIN   808
+#define PUBLISHED_BY_REF    242
 #define PUBLISHED_STATIC_DH 101
-#define PUBLISHED_TLS13 1371
-#define PUBLISHED_DTLS13 1500
+#define PUBLISHED_TLS13     1371
+#define PUBLISHED_DTLS13    1500
 
 struct cmp_msg {
     char name[48];
     char records[CMP_DETAIL_MAX]; /* DTLS: the records of the flight */
     bool from_client;
     bool handshake;
-    long edhoc;                   /* EDHOC message bytes, -1 for none */
-    bool echo_challenged;         /* the same message_1 is sent again with an Echo value */
-    size_t udp;                   /* UDP payload bytes */
+    long edhoc;           /* EDHOC message bytes, -1 for none */
+    bool echo_challenged; /* the same message_1 is sent again with an Echo value */
+    size_t udp;           /* UDP payload bytes */
     unsigned dgrams;
     unsigned frames;
     size_t frame_bytes;
-    struct edhoc_netacct_air air;  /* on the modelled link, its datagrams summed */
+    struct edhoc_netacct_air air; /* on the modelled link, its datagrams summed */
 };
 
 struct cmp_total {
@@ -82,19 +82,19 @@ struct cmp_run {
     size_t n;
     struct cmp_total hs, req;
     unsigned round_trips;
-    long published;       /* -1 none */
-    int method, suite;    /* EDHOC */
-    bool cross_checked;   /* EDHOC: relay counts equal the initiator's own */
+    long published;     /* -1 none */
+    int method, suite;  /* EDHOC */
+    bool cross_checked; /* EDHOC: relay counts equal the initiator's own */
     uint16_t cipher_suite;
     unsigned response_code;
     double handshake_ms;
-    struct cli_air_summary air;   /* the handshake on the modelled link */
+    struct cli_air_summary air; /* the handshake on the modelled link */
 };
 
 struct cmp_ctx {
     bool json;
     bool has_link;
-    bool has_air;                 /* a link with a time model (802.15.4, BLE, LoRaWAN) */
+    bool has_air; /* a link with a time model (802.15.4, BLE, LoRaWAN) */
     struct edhoc_netacct_link link;
     struct edhoc_netacct_radio radio;
     uint64_t deadline_ns;
@@ -111,9 +111,11 @@ static void account(const struct cmp_ctx *c, struct cmp_msg *m, size_t len, cons
     m->dgrams++;
     if (!c->has_link)
         return;
-    struct edhoc_netacct_dgram d = {
-        .udp_payload = len, .ipv6 = false, .payload = coap,
-        .dir = m->from_client ? EDHOC_NETACCT_DIR_UP : EDHOC_NETACCT_DIR_DOWN};
+    struct edhoc_netacct_dgram d = {.udp_payload = len,
+                                    .ipv6 = false,
+                                    .payload = coap,
+                                    .dir = m->from_client ? EDHOC_NETACCT_DIR_UP
+                                                          : EDHOC_NETACCT_DIR_DOWN};
     struct edhoc_netacct_layers l;
     if (edhoc_netacct_datagram(&c->link, &d, &l, NULL, 0) == 0) {
         m->frames += l.frames;
@@ -295,7 +297,8 @@ int bytes_initiator_report_parse(const char *text, struct bytes_initiator_report
     }
     size_t i;
     const json_t *m;
-    json_array_foreach(msgs, i, m) {
+    json_array_foreach(msgs, i, m)
+    {
         const json_t *name = json_object_get(m, "name"), *from = json_object_get(m, "from");
         if (!json_is_object(m) || !json_is_string(name) || !json_is_string(from)) {
             snprintf(why, why_cap, "messages[%zu] has no \"name\" or \"from\"", i);
@@ -327,9 +330,9 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
     /* A throwaway responder on the public demo credentials (--demo: the
      * comparison measures their sizes, and it listens on loopback only):
      * its EDHOC contexts need not outlive it. */
-    char *rargv[] = {"edhoc-cli", "responder", "--demo", "--listen", "127.0.0.1:0",
-                     "--ready-file", ready, "--id-cred", (char *)id_cred, "--state-dir", "none",
-                     NULL};
+    char *rargv[] = {"edhoc-cli",     "responder",    "--demo", "--listen",
+                     "127.0.0.1:0",   "--ready-file", ready,    "--id-cred",
+                     (char *)id_cred, "--state-dir",  "none",   NULL};
     pid_t resp = spawn_self(rargv, -1, logfd);
     if (logfd >= 0)
         close(logfd);
@@ -371,9 +374,10 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
      * one): the relay and this loop stop the run at the bound anyway. */
     long left_s = remaining_ms(c) / 1000;
     snprintf(timeout_s, sizeof timeout_s, "%ld", left_s < 1 ? 1 : left_s > 10 ? 10 : left_s);
-    char *iargv[] = {"edhoc-cli", "initiator", uri, "--method", method_s, "--suites", suite_s,
-                     "--id-cred", (char *)id_cred, "--c-i", "37", "--request", "GET /time",
-                     "--timeout", timeout_s, "--json", NULL};
+    char *iargv[] = {"edhoc-cli", "initiator", uri,         "--method",      method_s,
+                     "--suites",  suite_s,     "--id-cred", (char *)id_cred, "--c-i",
+                     "37",        "--request", "GET /time", "--timeout",     timeout_s,
+                     "--json",    NULL};
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
         snprintf(r->detail, sizeof r->detail, "pipe: %s", strerror(errno));
         goto fail;
@@ -469,8 +473,10 @@ static void run_edhoc(const struct cmp_ctx *c, struct cmp_run *r, int method, co
     r->handshake_ms = rep->handshake_ms;
     air_totals(c, r);
     if (!r->cross_checked)
-        snprintf(r->detail, sizeof r->detail, "the relay saw %zu datagrams that do not match the "
-                 "initiator's own count; relay numbers shown", log->n);
+        snprintf(r->detail, sizeof r->detail,
+                 "the relay saw %zu datagrams that do not match the "
+                 "initiator's own count; relay numbers shown",
+                 log->n);
     r->status = CMP_OK;
     goto done;
 
@@ -510,8 +516,10 @@ static void run_dtls(const struct cmp_ctx *c, struct cmp_run *r, enum edhoc_dtls
     struct edhoc_dtls_creds creds = {0};
     if (pki && edhoc_demo_cred_293('R', &pki->srv, &pki->srv_key) == 0 &&
         edhoc_demo_cred_293('I', &pki->cli, &pki->cli_key) == 0 && edhoc_demo_ca(&pki->ca) == 0)
-        creds = (struct edhoc_dtls_creds){.server_cred = &pki->srv, .client_cred = &pki->cli,
-                                          .ca = &pki->ca, .server_key = &pki->srv_key,
+        creds = (struct edhoc_dtls_creds){.server_cred = &pki->srv,
+                                          .client_cred = &pki->cli,
+                                          .ca = &pki->ca,
+                                          .server_key = &pki->srv_key,
                                           .client_key = &pki->cli_key};
     long left = remaining_ms(c);
     int rc = left > 0 ? edhoc_dtls_compare_run(mode, (unsigned)left, &creds, res)
@@ -521,7 +529,8 @@ static void run_dtls(const struct cmp_ctx *c, struct cmp_run *r, enum edhoc_dtls
         free(pki);
     }
     if (left <= 0)
-        snprintf(res->detail, sizeof res->detail, "the --timeout bound was reached before this run");
+        snprintf(res->detail, sizeof res->detail,
+                 "the --timeout bound was reached before this run");
     if (rc == EDHOC_DTLS_ERR_UNSUPPORTED) {
         r->status = CMP_UNSUPPORTED;
         snprintf(r->detail, sizeof r->detail, "%s", res->detail);
@@ -558,8 +567,7 @@ static void run_dtls(const struct cmp_ctx *c, struct cmp_run *r, enum edhoc_dtls
                          d->to_server ? "GET /time (DTLS)" : "2.05 response (DTLS)");
         }
         size_t used = strlen(m->records);
-        snprintf(m->records + used, sizeof m->records - used, "%s%s", used ? " | " : "",
-                 d->label);
+        snprintf(m->records + used, sizeof m->records - used, "%s%s", used ? " | " : "", d->label);
         account(c, m, d->len, NULL); /* DTLS records: no CoAP header to compress */
     }
     totals(r);
@@ -717,10 +725,11 @@ static void print_text(const struct cmp_ctx *c, const struct cmp_run *runs, size
            c->radio.name);
     printf("  (%s)\n", c->radio.source);
     if (c->link.type == EDHOC_NETACCT_LINK_LORAWAN)
-        printf("  LoRaWAN: SCHC compresses each EDHOC run's CoAP headers from the bytes the\n"
-               "  relay forwarded; a DTLS record is not CoAP and travels whole after IPv6 + UDP.\n");
-    printf("%-24s %6s %5s %11s %11s %11s %11s %11s %9s %9s\n", "mode", "frames", "frags",
-           "on air", "duty wait", "link time", "host", "end-to-end", "I mJ", "R mJ");
+        printf(
+            "  LoRaWAN: SCHC compresses each EDHOC run's CoAP headers from the bytes the\n"
+            "  relay forwarded; a DTLS record is not CoAP and travels whole after IPv6 + UDP.\n");
+    printf("%-24s %6s %5s %11s %11s %11s %11s %11s %9s %9s\n", "mode", "frames", "frags", "on air",
+           "duty wait", "link time", "host", "end-to-end", "I mJ", "R mJ");
     for (size_t i = 0; i < nruns; i++) {
         const struct cmp_run *r = &runs[i];
         if (r->status != CMP_OK)
@@ -763,8 +772,8 @@ static json_t *json_run(const struct cmp_ctx *c, const struct cmp_run *r)
     cli_json_set(o, "detail", cli_json_string_or_null(r->detail[0] ? r->detail : NULL));
     cli_json_set(o, "method", cli_json_int_or_null(edhoc, r->method));
     cli_json_set(o, "suite", cli_json_int_or_null(edhoc, r->suite));
-    cli_json_set(o, "cross_checked", edhoc && r->status == CMP_OK ? json_boolean(r->cross_checked)
-                                                                  : json_null());
+    cli_json_set(o, "cross_checked",
+                 edhoc && r->status == CMP_OK ? json_boolean(r->cross_checked) : json_null());
     const char *cs_name = r->cipher_suite ? edhoc_dtls_cipher_suite_name(r->cipher_suite) : NULL;
     cli_json_set(o, "cipher_suite", cli_json_int_or_null(r->cipher_suite != 0, r->cipher_suite));
     cli_json_set(o, "cipher_suite_name", cli_json_string_or_null(cs_name));
@@ -779,7 +788,8 @@ static json_t *json_run(const struct cmp_ctx *c, const struct cmp_run *r)
         cli_json_set(jm, "udp_bytes", json_integer((json_int_t)m->udp));
         cli_json_set(jm, "datagrams", json_integer(m->dgrams));
         cli_json_set(jm, "frames", cli_json_int_or_null(c->has_link, m->frames));
-        cli_json_set(jm, "link_bytes", cli_json_int_or_null(c->has_link, (long long)m->frame_bytes));
+        cli_json_set(jm, "link_bytes",
+                     cli_json_int_or_null(c->has_link, (long long)m->frame_bytes));
         cli_json_set(jm, "records", cli_json_string_or_null(m->records[0] ? m->records : NULL));
         cli_json_set(jm, "air", c->has_air ? cli_net_air_json(&c->radio, &m->air) : json_null());
         json_array_append_new(msgs, jm);
@@ -787,9 +797,10 @@ static json_t *json_run(const struct cmp_ctx *c, const struct cmp_run *r)
     cli_json_set(o, "messages", msgs);
     cli_json_set(o, "handshake_total", measured ? json_total(c, &r->hs, edhoc) : json_null());
     cli_json_set(o, "round_trips", cli_json_int_or_null(measured, r->round_trips));
-    cli_json_set(o, "handshake_ms", r->status == CMP_OK && r->handshake_ms >= 0
-                                        ? cli_json_real_or_null(r->handshake_ms)
-                                        : json_null());
+    cli_json_set(o, "handshake_ms",
+                 r->status == CMP_OK && r->handshake_ms >= 0
+                     ? cli_json_real_or_null(r->handshake_ms)
+                     : json_null());
     cli_json_set(o, "request", measured ? json_total(c, &r->req, false) : json_null());
     cli_json_set(o, "air", measured && c->has_air ? cli_air_summary_json(&r->air) : json_null());
     cli_json_set(o, "published_edhoc_bytes", cli_json_int_or_null(r->published >= 0, r->published));
@@ -895,26 +906,30 @@ int bytes_compare_run(const struct bytes_compare_opts *o)
     } edhoc_modes[] = {
         {"x5chain", "x5chain", "x5chain",
          "method 0 (signatures), suite 2, ID_CRED_I/R x5chain (293-byte P-256 certificates "
-         "by value), C_I/C_R 1 byte", 0, PUBLISHED_X5CHAIN},
+         "by value), C_I/C_R 1 byte",
+         0, PUBLISHED_X5CHAIN},
         {"x5t", "x5t", "x5t",
          "method 0 (signatures), suite 2, ID_CRED_I/R x5t (the same certificates by "
-         "reference), C_I/C_R 1 byte", 0, PUBLISHED_BY_REF},
+         "reference), C_I/C_R 1 byte",
+         0, PUBLISHED_BY_REF},
         {"static DH (kid)", "static_dh_kid", "kid",
          "method 3 (static DH), suite 2, CCS P-256 static DH keys (the built-in RFC 9529 "
-         "trace 2 ones) named by kid, C_I/C_R 1 byte", 3,
-         PUBLISHED_STATIC_DH},
+         "trace 2 ones) named by kid, C_I/C_R 1 byte",
+         3, PUBLISHED_STATIC_DH},
         /* The smallest reference to a certificate: a kid naming it (RFC
          * 9528 Section 3.5.3: a kid may reference any credential), sent
          * as a one-byte int, where x5t takes a hash. */
         {"x5 by kid", "x5_kid", "kid",
          "method 0 (signatures), suite 2, ID_CRED_I/R kid naming the same certificates "
-         "(one byte each), C_I/C_R 1 byte", 0, -1},
+         "(one byte each), C_I/C_R 1 byte",
+         0, -1},
     };
     static const struct {
         const char *mode, *key, *config;
         enum edhoc_dtls_mode m;
     } dtls_modes[] = {
-        {"X.509", "x509", "mutual authentication with the same 293-byte certificates, the "
+        {"X.509", "x509",
+         "mutual authentication with the same 293-byte certificates, the "
          "demo CA as trust anchor (OpenSSL sends the chain it can build)",
          EDHOC_DTLS_MODE_X509},
         {"RPK", "rpk", "raw public keys (the same P-256 keys)", EDHOC_DTLS_MODE_RPK},

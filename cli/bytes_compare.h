@@ -12,12 +12,12 @@
 
 struct bytes_compare_opts {
     bool json;
-    struct edhoc_netacct_link link; /* type NONE: no link model */
+    struct edhoc_netacct_link link;   /* type NONE: no link model */
     struct edhoc_netacct_radio radio; /* energy profile (--radio-profile) */
     bool radio_set;                   /* else the link's built-in one */
-    long timeout_ms;                /* bound on the whole run */
-    int verbose;                    /* -v count: progress lines when not a terminal */
-    bool quiet;                     /* -q: no progress */
+    long timeout_ms;                  /* bound on the whole run */
+    int verbose;                      /* -v count: progress lines when not a terminal */
+    bool quiet;                       /* -q: no progress */
 };
 
 /* Returns the process exit code: 0 every run that the libraries support
@@ -31,13 +31,13 @@ int bytes_compare_run(const struct bytes_compare_opts *o);
 struct bytes_initiator_msg {
     char name[48];
     bool from_initiator;
-    long edhoc_bytes; /* -1: not an EDHOC message (null) */
+    long edhoc_bytes;     /* -1: not an EDHOC message (null) */
     bool echo_challenged; /* sent again with an Echo value: its EDHOC bytes count once */
     long coap_bytes;
     unsigned datagrams;
 };
 struct bytes_initiator_report {
-    bool ok;          /* "outcome": "ok" */
+    bool ok; /* "outcome": "ok" */
     struct bytes_initiator_msg msgs[BYTES_INITIATOR_MAX_MSGS];
     size_t n_msgs;
     double handshake_ms; /* < 0: null */

@@ -122,8 +122,10 @@ int cmd_bench(int argc, char **argv)
             for (k = 0; bench_modes[k] && strcmp(bench_modes[k], p.value); k++)
                 ;
             if (!bench_modes[k])
-                return cli_opt_error(&p, "unknown benchmark '%s' (crypto, handshake, oscore, "
-                                         "all, contexts; or load URI)", p.value);
+                return cli_opt_error(&p,
+                                     "unknown benchmark '%s' (crypto, handshake, oscore, "
+                                     "all, contexts; or load URI)",
+                                     p.value);
             which = bench_modes[k];
             mode_given = true;
             continue;
@@ -146,8 +148,7 @@ int cmd_bench(int argc, char **argv)
             int n = cli_parse_int_list(p.value, hs.suites,
                                        (int)(sizeof hs.suites / sizeof hs.suites[0]));
             if (n <= 0)
-                return cli_opt_error(&p, "--suites: expected a list like 0,2,3, got '%s'",
-                                     p.value);
+                return cli_opt_error(&p, "--suites: expected a list like 0,2,3, got '%s'", p.value);
             hs.n_suites = (size_t)n;
             break;
         }
@@ -162,8 +163,10 @@ int cmd_bench(int argc, char **argv)
     }
     /* An option the chosen benchmark would ignore is refused. */
     if (hs.n_suites && !all && strcmp(which, "handshake"))
-        return cli_opt_error(&p, "--suites chooses the handshakes of bench handshake (or all), "
-                                 "not of bench %s", which);
+        return cli_opt_error(&p,
+                             "--suites chooses the handshakes of bench handshake (or all), "
+                             "not of bench %s",
+                             which);
     if (contexts && strcmp(which, "contexts"))
         return cli_opt_error(&p, "--contexts is for bench contexts, not bench %s", which);
     if (svg_path && !strcmp(which, "contexts"))
@@ -258,4 +261,3 @@ int cmd_bench(int argc, char **argv)
     free(report);
     return rc;
 }
-

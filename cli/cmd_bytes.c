@@ -34,9 +34,9 @@ enum {
 };
 
 static const struct cli_opt compare_opts[] = {
-    {OPT_COMPARE, "compare",
-     NULL, "instead of reading a capture: EDHOC against DTLS 1.2, measured on loopback (see "
-           "above)"},
+    {OPT_COMPARE, "compare", NULL,
+     "instead of reading a capture: EDHOC against DTLS 1.2, measured on loopback (see "
+     "above)"},
     {OPT_TIMEOUT, "timeout", "SECONDS",
      "with --compare: bound on the whole run (decimals allowed; 0.1..600, default 60)"},
     {0, NULL, NULL, NULL},
@@ -47,19 +47,23 @@ static const struct cli_opt link_opts[] = {
      "also count frames, bytes, time on air and energy on IEEE 802.15.4 (6LoWPAN IPHC, RFC 4944 "
      "fragmentation), Bluetooth LE (RFC 7668) or LoRaWAN (SCHC, RFC 8724/8824/9011); the "
      "assumptions are printed with the table (docs/airtime.md)"},
-    {OPT_LINK_MTU, "link-mtu", "N", "also count frames of a generic link carrying at most N bytes "
-                                    "of IP each"},
-    {OPT_FRAME_OVERHEAD, "frame-overhead", "N", "bytes each frame adds on a --link-mtu link "
-                                                "(default 0)"},
+    {OPT_LINK_MTU, "link-mtu", "N",
+     "also count frames of a generic link carrying at most N bytes "
+     "of IP each"},
+    {OPT_FRAME_OVERHEAD, "frame-overhead", "N",
+     "bytes each frame adds on a --link-mtu link "
+     "(default 0)"},
     {OPT_MAC_HEADER, "mac-header", "N",
      "802.15.4 MAC header bytes per frame (default 23: extended addresses, no PAN ID "
      "compression; 9 for short addresses)"},
     {OPT_FCS, "fcs", "N", "802.15.4 frame check sequence bytes (default 2)"},
     {OPT_SECURITY, "security", "N", "802.15.4 security header and MIC bytes per frame (default 0)"},
-    {OPT_PHY, "phy-header", "N", "802.15.4 PHY bytes counted per frame (default 0; 6 for O-QPSK "
-                                 "2.4 GHz)"},
-    {OPT_HOP_LIMIT, "hop-limit", "N", "IPv6 hop limit on the 802.15.4 link (default 64; 1, 64 and "
-                                      "255 are elided, others cost 1 byte)"},
+    {OPT_PHY, "phy-header", "N",
+     "802.15.4 PHY bytes counted per frame (default 0; 6 for O-QPSK "
+     "2.4 GHz)"},
+    {OPT_HOP_LIMIT, "hop-limit", "N",
+     "IPv6 hop limit on the 802.15.4 link (default 64; 1, 64 and "
+     "255 are elided, others cost 1 byte)"},
     {0, NULL, NULL, NULL},
 };
 
@@ -126,13 +130,12 @@ const struct cli_cmd_spec cli_spec_bytes = {
         "between client and server.",
     .groups = bytes_groups,
     .renamed = bytes_renamed,
-    .epilogue =
-        "Exit codes: 0 ok (--compare: every run the libraries support succeeded); 1 a\n"
-        "--compare run failed; 2 bad command line; 3 the capture cannot be opened or is\n"
-        "truncated/corrupt (the packets read before the damage are still reported), or\n"
-        "the --keylog file is refused or has a line that is not a row;\n"
-        "130/143 --compare interrupted by SIGINT/SIGTERM (what completed is printed,\n"
-        "marked partial).",
+    .epilogue = "Exit codes: 0 ok (--compare: every run the libraries support succeeded); 1 a\n"
+                "--compare run failed; 2 bad command line; 3 the capture cannot be opened or is\n"
+                "truncated/corrupt (the packets read before the damage are still reported), or\n"
+                "the --keylog file is refused or has a line that is not a row;\n"
+                "130/143 --compare interrupted by SIGINT/SIGTERM (what completed is printed,\n"
+                "marked partial).",
 };
 
 /* ---- A capture ---- */
@@ -153,8 +156,10 @@ static int read_capture(const char *path, const struct edhoc_netacct_link *link,
         if (rc == BYTES_CAPTURE_OPEN) {
             fprintf(stderr, "edhoc-cli bytes: cannot read %s: %s\n", path, why);
         } else if (rc == BYTES_CAPTURE_LINK) {
-            fprintf(stderr, "edhoc-cli bytes: %s: link type %d is not supported (Ethernet, Linux "
-                            "cooked, raw IP and loopback are)\n", path, run.dlt);
+            fprintf(stderr,
+                    "edhoc-cli bytes: %s: link type %d is not supported (Ethernet, Linux "
+                    "cooked, raw IP and loopback are)\n",
+                    path, run.dlt);
             /* DLT_IEEE802_15_4_WITHFCS, _NONASK_PHY, _NOFCS, _TAP */
             int dlt = run.dlt;
             if (dlt == 195 || dlt == 215 || dlt == 230 || dlt == 283)
@@ -190,8 +195,7 @@ static int read_capture(const char *path, const struct edhoc_netacct_link *link,
     }
     int exit_code = CLI_EXIT_OK;
     if (run.read_error[0]) {
-        fprintf(stderr, "edhoc-cli bytes: %s is truncated or corrupt: %s\n", path,
-                run.read_error);
+        fprintf(stderr, "edhoc-cli bytes: %s is truncated or corrupt: %s\n", path, run.read_error);
         exit_code = CLI_EXIT_INPUT;
     }
     bytes_capture_run_free(&run);
@@ -202,10 +206,10 @@ static int read_capture(const char *path, const struct edhoc_netacct_link *link,
 
 /* Where an option of one mode was given in the other. */
 struct mode_use {
-    const char *compare_only;  /* --timeout */
-    const char *capture_only;  /* --addr */
-    const char *needs_154;     /* --mac-header, --fcs, ... */
-    const char *needs_mtu;     /* --frame-overhead */
+    const char *compare_only; /* --timeout */
+    const char *capture_only; /* --addr */
+    const char *needs_154;    /* --mac-header, --fcs, ... */
+    const char *needs_mtu;    /* --frame-overhead */
 };
 
 int cmd_bytes(int argc, char **argv)
@@ -220,8 +224,7 @@ int cmd_bytes(int argc, char **argv)
     unsigned mtu = 0, overhead = 0;
     const char *path = NULL, *keylog_path = NULL;
     struct mode_use used = {0};
-    static const char *const link_names[] = {"none", "802.15.4", "802154", "ble", "lorawan",
-                                             NULL};
+    static const char *const link_names[] = {"none", "802.15.4", "802154", "ble", "lorawan", NULL};
     struct edhoc_netacct_link air_link = {.type = EDHOC_NETACCT_LINK_NONE};
     struct edhoc_netacct_radio radio;
     bool radio_set = false;
@@ -280,16 +283,19 @@ int cmd_bytes(int argc, char **argv)
         case OPT_HOP_LIMIT:
             if (cli_opt_long(&p, 0, p.opt->id == OPT_HOP_LIMIT ? 255 : 65535, &v))
                 return CLI_EXIT_USAGE;
-            if (p.opt->id == OPT_MAC_HEADER) l154.mac_header = (unsigned)v;
-            else if (p.opt->id == OPT_FCS) l154.fcs = (unsigned)v;
-            else if (p.opt->id == OPT_SECURITY) l154.security = (unsigned)v;
-            else if (p.opt->id == OPT_PHY) l154.phy_header = (unsigned)v;
-            else l154.hop_limit = (unsigned)v;
+            if (p.opt->id == OPT_MAC_HEADER)
+                l154.mac_header = (unsigned)v;
+            else if (p.opt->id == OPT_FCS)
+                l154.fcs = (unsigned)v;
+            else if (p.opt->id == OPT_SECURITY)
+                l154.security = (unsigned)v;
+            else if (p.opt->id == OPT_PHY)
+                l154.phy_header = (unsigned)v;
+            else
+                l154.hop_limit = (unsigned)v;
             used.needs_154 = p.opt->name;
             break;
-        case OPT_KEYLOG:
-            keylog_path = p.value;
-            break;
+        case OPT_KEYLOG: keylog_path = p.value; break;
         case OPT_ADDR:
             if (cli_opt_choice(&p, bytes_addr_names, &idx))
                 return CLI_EXIT_USAGE;
@@ -308,12 +314,15 @@ int cmd_bytes(int argc, char **argv)
         return cli_opt_error(&p, "--keylog opens the messages of a capture; --compare reads none "
                                  "(leave one of them out)");
     if (compare && used.capture_only)
-        return cli_opt_error(&p, "%s describes the addresses of a capture; --compare runs on IPv4 "
-                                 "loopback, counted as link-local addresses", used.capture_only);
+        return cli_opt_error(&p,
+                             "%s describes the addresses of a capture; --compare runs on IPv4 "
+                             "loopback, counted as link-local addresses",
+                             used.capture_only);
     if (!compare && used.compare_only)
-        return cli_opt_error(&p, "%s bounds --compare; reading a capture is not bounded (add "
-                                 "--compare, or leave %s out)", used.compare_only,
-                             used.compare_only);
+        return cli_opt_error(&p,
+                             "%s bounds --compare; reading a capture is not bounded (add "
+                             "--compare, or leave %s out)",
+                             used.compare_only, used.compare_only);
     if (!compare && !path)
         return cli_opt_usage_error(&cli_spec_bytes, "which capture file? (or --compare)");
     if ((use_154 || air_link.type != EDHOC_NETACCT_LINK_NONE) && mtu)
@@ -328,8 +337,10 @@ int cmd_bytes(int argc, char **argv)
     if (use_154) {
         link = l154;
         if (link.mac_header + link.fcs + link.security + 24 > EDHOC_NETACCT_802154_FRAME_MAX)
-            return cli_opt_error(&p, "802.15.4 per-frame overhead %u leaves no room in 127-byte "
-                                     "frames", link.mac_header + link.fcs + link.security);
+            return cli_opt_error(&p,
+                                 "802.15.4 per-frame overhead %u leaves no room in 127-byte "
+                                 "frames",
+                                 link.mac_header + link.fcs + link.security);
     } else if (air_link.type != EDHOC_NETACCT_LINK_NONE) {
         link = air_link;
     } else if (mtu) {

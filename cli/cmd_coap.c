@@ -47,7 +47,8 @@ enum {
 static const struct cli_opt request_opts[] = {
     {OPT_PAYLOAD, "payload", "TEXT", "request payload"},
     {OPT_PAYLOAD_HEX, "payload-hex", "HEX", "request payload given as hex"},
-    {OPT_PAYLOAD_FILE, "payload-file", "FILE", "request payload read from FILE (- for standard input)"},
+    {OPT_PAYLOAD_FILE, "payload-file", "FILE",
+     "request payload read from FILE (- for standard input)"},
     {OPT_CONTENT_FORMAT, "content-format", "NAME|N",
      "Content-Format of the payload: a number (0..65535) or a registered name\n"
      "(text/plain;charset=utf-8, application/link-format, application/xml,\n"
@@ -73,14 +74,16 @@ static const struct cli_opt request_opts[] = {
      "largest request or response body (16..1048576, default 65536); bodies\n"
      "above --block-size go block-wise, inside OSCORE under --oscore-context\n"
      "(RFC 8613 4.1.3.4.1)"},
-    {OPT_BLOCK_SIZE, "block-size", "N", "block-wise transfer above N bytes (16..1024, default 1024)"},
+    {OPT_BLOCK_SIZE, "block-size", "N",
+     "block-wise transfer above N bytes (16..1024, default 1024)"},
     {OPT_OBSERVE, "observe", "N",
      "register as an observer, print N notifications, then deregister with a\n"
      "new request (RFC 7641 Section 3.6); Ctrl-C deregisters too"},
     {OPT_REPEAT, "repeat", "N",
      "send the request N times in a row and print requests/s; Ctrl-C stops\n"
      "early and reports what was done"},
-    {OPT_TIMEOUT, "timeout", "SECONDS", "give up after SECONDS (decimals allowed; default 10; bounds everything)"},
+    {OPT_TIMEOUT, "timeout", "SECONDS",
+     "give up after SECONDS (decimals allowed; default 10; bounds everything)"},
     {0, NULL, NULL, NULL},
 };
 
@@ -123,11 +126,7 @@ static const struct cli_opt_renamed coap_renamed[] = {
 
 /* coap-client's spellings. */
 static const struct cli_opt_short coap_short_names[] = {
-    {OPT_NON, 'N'},
-    {OPT_ACCEPT, 'A'},
-    {OPT_OPTION, 'O'},
-    {OPT_TOKEN, 'T'},
-    {0, 0},
+    {OPT_NON, 'N'}, {OPT_ACCEPT, 'A'}, {OPT_OPTION, 'O'}, {OPT_TOKEN, 'T'}, {0, 0},
 };
 
 const struct cli_cmd_spec cli_spec_coap = {
@@ -139,12 +138,11 @@ const struct cli_cmd_spec cli_spec_coap = {
         "coap://HOST[:PORT]/PATH[?QUERY] and prints the response.",
     .groups = coap_groups,
     .renamed = coap_renamed,
-    .epilogue =
-        "Exit codes: 0 a 2.xx response; 1 a 4.xx/5.xx response; 2 bad command line;\n"
-        "3 unusable context file or state directory; 6 no response in time, peer\n"
-        "unreachable or host name not resolved; 7 OSCORE protection or verification\n"
-        "failed, or the peer answered without OSCORE; 130/143 --observe or --repeat\n"
-        "interrupted (SIGINT/SIGTERM), what was received reported.",
+    .epilogue = "Exit codes: 0 a 2.xx response; 1 a 4.xx/5.xx response; 2 bad command line;\n"
+                "3 unusable context file or state directory; 6 no response in time, peer\n"
+                "unreachable or host name not resolved; 7 OSCORE protection or verification\n"
+                "failed, or the peer answered without OSCORE; 130/143 --observe or --repeat\n"
+                "interrupted (SIGINT/SIGTERM), what was received reported.",
 };
 
 /* The progress line of --observe and --repeat. */
@@ -208,7 +206,9 @@ int cmd_coap(int argc, char **argv)
         case OPT_PAYLOAD_FILE: payload_file = p.value; break;
         case OPT_OUTPUT: output_path = p.value; break;
         case OPT_JSON: json = true; break;
-        case OPT_MAX_BODY: bad = cli_opt_long(&p, 16, (long)EDHOC_BW_MAX_BODY_LIMIT, &max_body); break;
+        case OPT_MAX_BODY:
+            bad = cli_opt_long(&p, 16, (long)EDHOC_BW_MAX_BODY_LIMIT, &max_body);
+            break;
         case OPT_SEQ: {
             uint64_t v;
             bad = cli_opt_u64(&p, 0, OSCORE_SSN_MAX, &v);
@@ -258,8 +258,10 @@ int cmd_coap(int argc, char **argv)
     }
     /* What this request would not use is refused, not ignored. */
     if (!ctx_path && (state_opt || seq_given))
-        return cli_opt_error(&p, "%s goes with --oscore-context (a plain request has no "
-                                 "sequence numbers)", state_opt ? "--state-dir" : "--seq");
+        return cli_opt_error(&p,
+                             "%s goes with --oscore-context (a plain request has no "
+                             "sequence numbers)",
+                             state_opt ? "--state-dir" : "--seq");
     if (non && ctx_path)
         return cli_opt_error(&p, "--non goes with a plain request (the OSCORE exchange is "
                                  "confirmable)");
@@ -306,12 +308,13 @@ int cmd_coap(int argc, char **argv)
             return rc;
         }
         ctx = calloc(1, sizeof *ctx);
-        rc = ctx ? oscore_context_init_config(ctx, edhoc_crypto_default(), &cfg) : OSCORE_ERR_INVALID;
+        rc = ctx ? oscore_context_init_config(ctx, edhoc_crypto_default(), &cfg)
+                 : OSCORE_ERR_INVALID;
         int exit_rc = CLI_EXIT_INPUT;
         if (rc) {
             snprintf(why, sizeof why, "%s", oscore_strerror(rc));
-        } else if (cli_seq_open(&seq_store, sd == 0 ? state_dir : NULL, conf_path, seq_path,
-                                &cfg, why, sizeof why)) {
+        } else if (cli_seq_open(&seq_store, sd == 0 ? state_dir : NULL, conf_path, seq_path, &cfg,
+                                why, sizeof why)) {
             rc = -1;
         } else {
             /* Reserve what this run is likely to send in one go (the

@@ -30,8 +30,10 @@
 #include "output/progress.h"
 #include "verbose_dump.h"
 
-_Static_assert((int)EDHOC_CLIENT_OK == (int)CLI_EXIT_OK && (int)EDHOC_CLIENT_FAILURE == (int)CLI_EXIT_FAILURE &&
-                   (int)EDHOC_CLIENT_USAGE == (int)CLI_EXIT_USAGE && (int)EDHOC_CLIENT_INPUT == (int)CLI_EXIT_INPUT &&
+_Static_assert((int)EDHOC_CLIENT_OK == (int)CLI_EXIT_OK &&
+                   (int)EDHOC_CLIENT_FAILURE == (int)CLI_EXIT_FAILURE &&
+                   (int)EDHOC_CLIENT_USAGE == (int)CLI_EXIT_USAGE &&
+                   (int)EDHOC_CLIENT_INPUT == (int)CLI_EXIT_INPUT &&
                    (int)EDHOC_CLIENT_PEER_ERROR == (int)CLI_EXIT_PEER_ERROR &&
                    (int)EDHOC_CLIENT_VERIFY == (int)CLI_EXIT_VERIFY &&
                    (int)EDHOC_CLIENT_TIMEOUT == (int)CLI_EXIT_TIMEOUT &&
@@ -68,8 +70,7 @@ static const struct cli_opt request_opts[] = {
      "the payload of every --request given without one (- for standard input; at most 65536 "
      "bytes, block-wise above --block-size, inside OSCORE)"},
     {OPT_OUTPUT, "output", "FILE", "write the body of the last response to FILE"},
-    {OPT_COMBINED, "combined", NULL,
-     "send message_3 inside the first OSCORE request (RFC 9668)"},
+    {OPT_COMBINED, "combined", NULL, "send message_3 inside the first OSCORE request (RFC 9668)"},
     {OPT_FRAMING, "framing", "a2|bare|auto",
      "a2: RFC 9528 Appendix A.2 (true / C_R prefixes, Content-Formats 65/64; default); bare: "
      "the messages as they are, no Content-Format, message_3 Non-confirmable and no reply to "
@@ -116,44 +117,40 @@ static const struct cli_opt app_key_opts[] = {
 };
 
 static const struct cli_opt_group initiator_groups[] = {
-    {"Requests and transport", request_opts},
-    {"EDHOC", cli_edhoc_opts_initiator},
-    {"OSCORE context for other tools", export_opts},
-    {"Keys for applications", app_key_opts},
-    {"Link and capture", cli_net_opts_link},
-    {NULL, NULL},
+    {"Requests and transport", request_opts},        {"EDHOC", cli_edhoc_opts_initiator},
+    {"OSCORE context for other tools", export_opts}, {"Keys for applications", app_key_opts},
+    {"Link and capture", cli_net_opts_link},         {NULL, NULL},
 };
 
 const struct cli_cmd_spec cli_spec_initiator = {
     .name = "initiator",
     .synopsis = "URI [OPTIONS]",
-    .description =
-        "Runs EDHOC as CoAP client against URI (coap://HOST[:PORT][/PATH], path\n"
-        "default /.well-known/edhoc), derives the OSCORE context (RFC 9528 Appendix\n"
-        "A.1) and sends OSCORE-protected requests, printing each decrypted response\n"
-        "and every message's size per layer. --json prints one document\n"
-        "(docs/json/initiator.schema.json).",
+    .description = "Runs EDHOC as CoAP client against URI (coap://HOST[:PORT][/PATH], path\n"
+                   "default /.well-known/edhoc), derives the OSCORE context (RFC 9528 Appendix\n"
+                   "A.1) and sends OSCORE-protected requests, printing each decrypted response\n"
+                   "and every message's size per layer. --json prints one document\n"
+                   "(docs/json/initiator.schema.json).",
     .groups = initiator_groups,
     .renamed = NULL,
-    .epilogue =
-        CLI_EDHOC_DEMO_NOTE "\n\n"
-        "Exit codes:\n"
-        "  0 ok (--request none, bare framing, no message_4: message_3 sent, its\n"
-        "    acceptance unconfirmed, as the report says)\n"
-        "  1 other failure (e.g. an unexpected CoAP response)\n"
-        "  2 bad command line\n"
-        "  3 unusable input file, or the --export-oscore-conf file, FILE.seq or the\n"
-        "    state directory cannot be written\n"
-        "  4 the responder sent an EDHOC error message (ERR_CODE and diagnostic are\n"
-        "    printed; includes no common cipher suite)\n"
-        "  5 verification failed (MAC, signature, unknown or untrusted credential)\n"
-        "  6 timeout, host unreachable or its name does not resolve\n"
-        "  7 OSCORE protection or verification failed, or an OSCORE request answered\n"
-        "    without OSCORE, whatever its code (\"the peer answered without OSCORE:\n"
-        "    CODE[: DIAGNOSTIC]\": an unprotected answer proves nothing)\n"
-        " 10 internal error\n"
-        "130/143 --repeat interrupted by SIGINT/SIGTERM (the report covers what\n"
-        "    completed)",
+    .epilogue = CLI_EDHOC_DEMO_NOTE
+    "\n\n"
+    "Exit codes:\n"
+    "  0 ok (--request none, bare framing, no message_4: message_3 sent, its\n"
+    "    acceptance unconfirmed, as the report says)\n"
+    "  1 other failure (e.g. an unexpected CoAP response)\n"
+    "  2 bad command line\n"
+    "  3 unusable input file, or the --export-oscore-conf file, FILE.seq or the\n"
+    "    state directory cannot be written\n"
+    "  4 the responder sent an EDHOC error message (ERR_CODE and diagnostic are\n"
+    "    printed; includes no common cipher suite)\n"
+    "  5 verification failed (MAC, signature, unknown or untrusted credential)\n"
+    "  6 timeout, host unreachable or its name does not resolve\n"
+    "  7 OSCORE protection or verification failed, or an OSCORE request answered\n"
+    "    without OSCORE, whatever its code (\"the peer answered without OSCORE:\n"
+    "    CODE[: DIAGNOSTIC]\": an unprotected answer proves nothing)\n"
+    " 10 internal error\n"
+    "130/143 --repeat interrupted by SIGINT/SIGTERM (the report covers what\n"
+    "    completed)",
 };
 
 int cmd_initiator(int argc, char **argv)
@@ -217,8 +214,7 @@ int cmd_initiator(int argc, char **argv)
                 c->cl.framing = EDHOC_FRAMING_A2;
                 c->cl.framing_auto = true;
             } else {
-                bad = cli_opt_error(&p, "--framing: expected a2, bare or auto, got '%s'",
-                                    p.value);
+                bad = cli_opt_error(&p, "--framing: expected a2, bare or auto, got '%s'", p.value);
             }
             break;
         case OPT_TIMEOUT: bad = cli_opt_seconds(&p, 0.001, 3600, &c->timeout_ms); break;
@@ -340,8 +336,7 @@ int cmd_initiator(int argc, char **argv)
                         c->o.suites[i],
                         handshake_only ? "an OSCORE context (--export-oscore-conf)"
                                        : "OSCORE (--request)",
-                        why, c->export_conf ? " without --export-oscore-conf" : "",
-                        c->o.suites[i]);
+                        why, c->export_conf ? " without --export-oscore-conf" : "", c->o.suites[i]);
                 goto out;
             }
         }
@@ -480,7 +475,8 @@ int cmd_initiator(int argc, char **argv)
     /* --repeat: more handshakes on the same socket, for throughput. */
     long done = 1, failed = 0;
     uint64_t rep_t0 = cli_now_ns();
-    struct edhoc_client_run *more = c->repeat > 1 && !run->exit_code ? calloc(1, sizeof *more) : NULL;
+    struct edhoc_client_run *more =
+        c->repeat > 1 && !run->exit_code ? calloc(1, sizeof *more) : NULL;
     struct cli_progress progress;
     if (more) {
         /* Stopped by SIGINT/SIGTERM, the report covers the handshakes done. */
@@ -533,8 +529,8 @@ int cmd_initiator(int argc, char **argv)
         run->repeat_failed = failed;
         run->repeat_s = rep_s;
         if (failed)
-            edhoc_client_fail(run, CLI_EXIT_FAILURE, "%ld of %ld repeated handshakes failed", failed,
-                 done + failed);
+            edhoc_client_fail(run, CLI_EXIT_FAILURE, "%ld of %ld repeated handshakes failed",
+                              failed, done + failed);
     }
     if (output_path && run->n_answers && !run->exit_code) {
         /* The body of the last response, exactly (--output). */

@@ -159,15 +159,14 @@ const struct cli_cmd_spec cli_spec_interop = {
         "running is stopped and left out, and what completed is printed, marked partial.",
     .groups = interop_groups,
     .renamed = interop_renamed,
-    .epilogue =
-        "Exit codes: 0 no cell failed (not supported and skipped cells do not count);\n"
-        "1 some cell failed; 2 bad command line (also when the initiator refuses the\n"
-        "options every cell shares); 3 the trace directory, the --keylog directory or the\n"
-        "--json-out file cannot be used, or no cell could be run with our credentials;\n"
-        "10 internal error; 130/143 interrupted by SIGINT/SIGTERM (the completed cells\n"
-        "are printed).\n"
-        "With --report: 0 the last attempt of every combination ended well; 1 some did\n"
-        "not; 3 DIR or its log cannot be read, or --json-out not written.",
+    .epilogue = "Exit codes: 0 no cell failed (not supported and skipped cells do not count);\n"
+                "1 some cell failed; 2 bad command line (also when the initiator refuses the\n"
+                "options every cell shares); 3 the trace directory, the --keylog directory or the\n"
+                "--json-out file cannot be used, or no cell could be run with our credentials;\n"
+                "10 internal error; 130/143 interrupted by SIGINT/SIGTERM (the completed cells\n"
+                "are printed).\n"
+                "With --report: 0 the last attempt of every combination ended well; 1 some did\n"
+                "not; 3 DIR or its log cannot be read, or --json-out not written.",
 };
 
 static bool parse_list(const struct cli_opt_parser *p, int *out, int *n, int lo, int hi)
@@ -247,8 +246,8 @@ static int prepare_trace_dir(const char *dir)
     }
     /* The rules of every directory of secrets (path_check.h). */
     char why[8500];
-    if (edhoc_secret_dir_check("--trace-dir", dir, "the traces hold session secrets", created,
-                               why, sizeof why)) {
+    if (edhoc_secret_dir_check("--trace-dir", dir, "the traces hold session secrets", created, why,
+                               sizeof why)) {
         fprintf(stderr, "edhoc-cli interop: %s\n", why);
         return -1;
     }
@@ -279,8 +278,8 @@ int cmd_interop(int argc, char **argv)
     const char *cred_path = NULL, *keylog_dir = NULL;
     static const int def_methods[] = {0, 1, 2, 3}, def_suites[] = {0, 2};
     static const char *const framings[] = {"a2", "A.2", "bare", "auto", NULL};
-    static const enum interop_framing framing_of[] = {INTEROP_FR_A2, INTEROP_FR_A2,
-                                                      INTEROP_FR_BARE, INTEROP_FR_AUTO};
+    static const enum interop_framing framing_of[] = {INTEROP_FR_A2, INTEROP_FR_A2, INTEROP_FR_BARE,
+                                                      INTEROP_FR_AUTO};
     bool have_methods = false, have_suites = false;
     const char *report_dir = NULL;
     /* An option of the matrix given with --report, named in the refusal. */
@@ -368,11 +367,15 @@ int cmd_interop(int argc, char **argv)
     if (report_dir) {
         /* The other direction reads a log: nothing of the matrix applies. */
         if (o.uri)
-            return cli_opt_error(&p, "--report reads the log of a responder and tests no device "
-                                     "(got '%s'; run them separately)", o.uri);
+            return cli_opt_error(&p,
+                                 "--report reads the log of a responder and tests no device "
+                                 "(got '%s'; run them separately)",
+                                 o.uri);
         if (matrix_only)
-            return cli_opt_error(&p, "--%s applies to the matrix against a device (edhoc-cli "
-                                     "interop URI), not to --report", matrix_only);
+            return cli_opt_error(&p,
+                                 "--%s applies to the matrix against a device (edhoc-cli "
+                                 "interop URI), not to --report",
+                                 matrix_only);
         struct interop_report_opts ro = {report_dir, out.json, out.json_out};
         return interop_report_run(&ro);
     }

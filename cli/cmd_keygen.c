@@ -69,8 +69,9 @@ static const struct cli_opt x509_opts[] = {
     {OPT_CA, "ca", NULL, "make a CA certificate, to sign others with"},
     {OPT_NO_EXT, "no-extensions", NULL,
      "a leaf certificate without X.509v3 extensions (smallest on the wire)"},
-    {OPT_DAYS, "days", "N", "validity from now, in days (1..36500, default 365; also\n"
-                            "for --type cwt)"},
+    {OPT_DAYS, "days", "N",
+     "validity from now, in days (1..36500, default 365; also\n"
+     "for --type cwt)"},
     {OPT_NOT_BEFORE, "not-before", "DATE", "start of validity, YYYY-MM-DD[THH:MM:SSZ] (UTC)"},
     {OPT_NOT_AFTER, "not-after", "DATE", "end of validity, YYYY-MM-DD[THH:MM:SSZ] (UTC)"},
     {0, NULL, NULL, NULL},
@@ -114,25 +115,26 @@ const struct cli_cmd_spec cli_spec_keygen = {
     .name = "keygen",
     .synopsis = "--type ccs|x509|cwt (--curve CURVE | --suite N --use sign|dh)\n"
                 "                        --out-cred FILE --out-key FILE [OPTIONS]",
-    .description =
-        "Creates a key pair and a credential for it: a CCS (CWT Claims Set with a\n"
-        "COSE_Key, RFC 8392), an X.509 certificate, or a CWT (the claims set signed\n"
-        "by an issuer key as a COSE_Sign1). The private key is written as\n"
-        "PKCS#8 PEM into a new file of mode 0600 (never through a symbolic link), and\n"
-        "not into a directory others can write, where the key would be refused when\n"
-        "loaded.",
+    .description = "Creates a key pair and a credential for it: a CCS (CWT Claims Set with a\n"
+                   "COSE_Key, RFC 8392), an X.509 certificate, or a CWT (the claims set signed\n"
+                   "by an issuer key as a COSE_Sign1). The private key is written as\n"
+                   "PKCS#8 PEM into a new file of mode 0600 (never through a symbolic link), and\n"
+                   "not into a directory others can write, where the key would be refused when\n"
+                   "loaded.",
     .groups = keygen_groups,
-    .epilogue =
-        "Exit codes: 0 ok; 1 failure; 2 bad command line; 3 unusable input file or\n"
-        "output directory (e.g. a CA key readable by others).",
+    .epilogue = "Exit codes: 0 ok; 1 failure; 2 bad command line; 3 unusable input file or\n"
+                "output directory (e.g. a CA key readable by others).",
 };
 
 static int parse_curve(const char *s)
 {
-    static const struct { const char *name; int curve; } names[] = {
-        {"P-256", EDHOC_COSE_CRV_P256}, {"P256", EDHOC_COSE_CRV_P256},
-        {"P-384", EDHOC_COSE_CRV_P384}, {"P384", EDHOC_COSE_CRV_P384},
-        {"X25519", EDHOC_COSE_CRV_X25519}, {"X448", EDHOC_COSE_CRV_X448},
+    static const struct {
+        const char *name;
+        int curve;
+    } names[] = {
+        {"P-256", EDHOC_COSE_CRV_P256},      {"P256", EDHOC_COSE_CRV_P256},
+        {"P-384", EDHOC_COSE_CRV_P384},      {"P384", EDHOC_COSE_CRV_P384},
+        {"X25519", EDHOC_COSE_CRV_X25519},   {"X448", EDHOC_COSE_CRV_X448},
         {"Ed25519", EDHOC_COSE_CRV_ED25519}, {"Ed448", EDHOC_COSE_CRV_ED448},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -229,8 +231,10 @@ int cmd_keygen(int argc, char **argv)
         case OPT_CURVE:
             curve = parse_curve(p.value);
             if (!curve)
-                return cli_opt_error(&p, "--curve: unknown curve '%s' (P-256, P-384, Ed25519, "
-                                         "Ed448, X25519, X448)", p.value);
+                return cli_opt_error(&p,
+                                     "--curve: unknown curve '%s' (P-256, P-384, Ed25519, "
+                                     "Ed448, X25519, X448)",
+                                     p.value);
             break;
         case OPT_SUITE:
             bad = cli_opt_long(&p, -65536, 65535, &suite);
@@ -288,7 +292,8 @@ int cmd_keygen(int argc, char **argv)
     if (!cwt && (issuer_key_path || issuer_kid_hex || issuer_name))
         return cli_opt_error(&p, "--issuer-key, --issuer-kid and --issuer are for --type cwt");
     if (x509 && hex)
-        return cli_opt_error(&p, "--hex writes a CCS or CWT as hex; certificates are written as PEM");
+        return cli_opt_error(&p,
+                             "--hex writes a CCS or CWT as hex; certificates are written as PEM");
     if (no_ext && is_ca)
         return cli_opt_error(&p, "a CA certificate needs its extensions");
     if (days_given && not_after_s)
@@ -305,8 +310,9 @@ int cmd_keygen(int argc, char **argv)
         return cli_opt_error(&p, "--ca-cert and --ca-key go together");
     bool dh_only = curve == EDHOC_COSE_CRV_X25519 || curve == EDHOC_COSE_CRV_X448;
     if (x509 && dh_only && !ca_cert) {
-        fprintf(stderr, "edhoc-cli keygen: an %s key cannot sign, so it cannot self-sign its "
-                        "certificate: give --ca-cert and --ca-key of a CA to sign it\n",
+        fprintf(stderr,
+                "edhoc-cli keygen: an %s key cannot sign, so it cannot self-sign its "
+                "certificate: give --ca-cert and --ca-key of a CA to sign it\n",
                 keygen_curve_name(curve));
         return CLI_EXIT_USAGE;
     }
@@ -413,8 +419,9 @@ int cmd_keygen(int argc, char **argv)
                             : "signature_or_static_dh";
     const char *subject_used =
         subject ? subject : (x509 && is_ca ? "edhoc-cli CA" : "edhoc-cli device");
-    const char *format = x509 ? "pem" : cwt ? (hex ? "cwt_hex" : "cwt_cbor")
-                                            : (hex ? "ccs_hex" : "ccs_cbor");
+    const char *format = x509  ? "pem"
+                         : cwt ? (hex ? "cwt_hex" : "cwt_cbor")
+                               : (hex ? "ccs_hex" : "ccs_cbor");
     const char *type_word = x509 ? "x509" : cwt ? "cwt" : "ccs";
     char nb[32] = "", na[32] = "";
     if (x509 || cwt) {
@@ -428,13 +435,14 @@ int cmd_keygen(int argc, char **argv)
         cli_json_set(root, "ca", json_boolean(x509 && is_ca));
         cli_json_set(root, "curve", json_string(keygen_curve_name(curve)));
         cli_json_set(root, "key_use", json_string(usage));
-        cli_json_set(root, "kid_hex", kid_len > 0 ? cli_json_hex_value(kid, (size_t)kid_len)
-                                                  : json_null());
+        cli_json_set(root, "kid_hex",
+                     kid_len > 0 ? cli_json_hex_value(kid, (size_t)kid_len) : json_null());
         cli_json_set(root, "subject", json_string(subject_used));
         cli_json_set(root, "self_signed", x509 ? json_boolean(!ca_cert) : json_null());
-        cli_json_set(root, "issuer_file", x509 ? cli_json_string_or_null(ca_cert)
-                                          : cwt ? json_string(issuer_key_path)
-                                                : json_null());
+        cli_json_set(root, "issuer_file",
+                     x509  ? cli_json_string_or_null(ca_cert)
+                     : cwt ? json_string(issuer_key_path)
+                           : json_null());
         cli_json_set(root, "issuer_kid_hex",
                      issuer_kid_len > 0 ? cli_json_hex_value(issuer_kid, (size_t)issuer_kid_len)
                                         : json_null());
@@ -461,7 +469,9 @@ int cmd_keygen(int argc, char **argv)
      * goes to standard error. */
     FILE *report = to_stdout ? stderr : stdout;
     fprintf(report, "type:        %s%s\n",
-            x509 ? "X.509 certificate" : cwt ? "CWT (signed claims set)" : "CCS (CWT Claims Set)",
+            x509  ? "X.509 certificate"
+            : cwt ? "CWT (signed claims set)"
+                  : "CCS (CWT Claims Set)",
             x509 ? (is_ca ? " (CA)" : "") : "");
     fprintf(report, "curve:       %s (%s)\n", keygen_curve_name(curve),
             dh_only ? "static Diffie-Hellman"

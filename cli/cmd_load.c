@@ -337,21 +337,27 @@ int cmd_load(int argc, char **argv)
         goto out;
     }
     if (strchr(uri, '?')) {
-        fprintf(stderr, "edhoc-cli load: '%s': load sends no query; give "
-                        "coap://HOST[:PORT][/PATH]\n", uri);
+        fprintf(stderr,
+                "edhoc-cli load: '%s': load sends no query; give "
+                "coap://HOST[:PORT][/PATH]\n",
+                uri);
         goto out;
     }
     if (load_parse_uri(r, uri)) {
-        fprintf(stderr, "edhoc-cli load: '%s': expected a responder as "
-                        "coap://HOST[:PORT][/PATH]\n", uri);
+        fprintf(stderr,
+                "edhoc-cli load: '%s': expected a responder as "
+                "coap://HOST[:PORT][/PATH]\n",
+                uri);
         goto out;
     }
     if (vs_state_none) {
         struct load_run probe;
         memset(&probe, 0, sizeof probe);
         if (load_parse_uri(&probe, vs_state_none)) {
-            fprintf(stderr, "edhoc-cli load: --vs-state-none '%s': expected a responder as "
-                            "coap://HOST[:PORT]\n", vs_state_none);
+            fprintf(stderr,
+                    "edhoc-cli load: --vs-state-none '%s': expected a responder as "
+                    "coap://HOST[:PORT]\n",
+                    vs_state_none);
             goto out;
         }
         if (format_given || r->vs_plain || r->flood.sources || uri_index < 0 || vs_index < 0) {
@@ -491,8 +497,8 @@ int cmd_load(int argc, char **argv)
         fprintf(stderr, "edhoc-cli load: interrupted: partial results\n");
         exit_code = cli_interrupt_exit_code();
     } else {
-        exit_code = res.phases[0].handshakes || res.phases[0].requests ? CLI_EXIT_OK
-                                                                       : CLI_EXIT_FAILURE;
+        exit_code =
+            res.phases[0].handshakes || res.phases[0].requests ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
         if (exit_code == CLI_EXIT_FAILURE)
             load_say_why_nothing_completed(r);
     }

@@ -58,8 +58,7 @@ static const struct cli_opt seq_opts[] = {
 };
 
 static const struct cli_opt output_opts[] = {
-    {OPT_JSON, "json", NULL,
-     "one JSON object on standard output (docs/json/oscore.schema.json)"},
+    {OPT_JSON, "json", NULL, "one JSON object on standard output (docs/json/oscore.schema.json)"},
     {0, NULL, NULL, NULL},
 };
 
@@ -73,17 +72,15 @@ static const struct cli_opt_group oscore_groups[] = {
 const struct cli_cmd_spec cli_spec_oscore = {
     .name = "oscore",
     .synopsis = "protect|unprotect --context FILE [OPTIONS] MESSAGE_HEX",
-    .description =
-        "Protects, or verifies and decrypts, one CoAP (UDP) message given as hex with\n"
-        "the OSCORE (RFC 8613) context in FILE, libcoap's OSCORE conf format\n"
-        "(keyword,encoding,value lines: master_secret, master_salt, id_context,\n"
-        "sender_id, recipient_id, aead_alg, hkdf_alg, replay_window, ...).\n"
-        "protect prints the protected message as hex, unprotect the inner message;\n"
-        "-v also decodes it (code, options, payload) on standard error.",
+    .description = "Protects, or verifies and decrypts, one CoAP (UDP) message given as hex with\n"
+                   "the OSCORE (RFC 8613) context in FILE, libcoap's OSCORE conf format\n"
+                   "(keyword,encoding,value lines: master_secret, master_salt, id_context,\n"
+                   "sender_id, recipient_id, aead_alg, hkdf_alg, replay_window, ...).\n"
+                   "protect prints the protected message as hex, unprotect the inner message;\n"
+                   "-v also decodes it (code, options, payload) on standard error.",
     .groups = oscore_groups,
-    .epilogue =
-        "Exit codes: 0 ok; 2 bad command line; 3 unusable context file or hex input;\n"
-        "7 OSCORE processing failed (the reason is printed).",
+    .epilogue = "Exit codes: 0 ok; 2 bad command line; 3 unusable context file or hex input;\n"
+                "7 OSCORE processing failed (the reason is printed).",
 };
 
 /* ---- The context file: a secret ---- */
@@ -100,8 +97,8 @@ static const char *code_text(uint8_t code, char buf[8])
 static bool is_string_option(uint16_t n)
 {
     return n == COAP_OPT_URI_HOST || n == COAP_OPT_LOCATION_PATH || n == COAP_OPT_URI_PATH ||
-           n == COAP_OPT_URI_QUERY || n == COAP_OPT_LOCATION_QUERY ||
-           n == COAP_OPT_PROXY_URI || n == COAP_OPT_PROXY_SCHEME;
+           n == COAP_OPT_URI_QUERY || n == COAP_OPT_LOCATION_QUERY || n == COAP_OPT_PROXY_URI ||
+           n == COAP_OPT_PROXY_SCHEME;
 }
 
 static bool is_uint_option(uint16_t n)
@@ -250,9 +247,9 @@ static const char *error_word(int err)
 
 struct args {
     bool protect;
-    const char *op;           /* "protect" / "unprotect" */
+    const char *op; /* "protect" / "unprotect" */
     const char *context_path;
-    int role;                 /* -1: from the message; 0 client, 1 server */
+    int role; /* -1: from the message; 0 client, 1 server */
     const char *request_hex;
     const char *message_hex;
     bool have_seq;
@@ -335,8 +332,7 @@ static int reserve_from_store(const struct args *a, const struct oscore_config *
         fprintf(stderr, "edhoc-cli oscore: %s\n", why);
         return CLI_EXIT_INPUT;
     }
-    int rc = cli_seq_open(store, sd == 0 ? dir : NULL, a->context_path, NULL, cfg, why,
-                          sizeof why);
+    int rc = cli_seq_open(store, sd == 0 ? dir : NULL, a->context_path, NULL, cfg, why, sizeof why);
     if (!rc)
         rc = cli_seq_attach(*store, ctx, 1, 0, why, sizeof why);
     if (rc) {
@@ -355,22 +351,23 @@ static void note_explicit_seq(const struct args *a, const struct oscore_config *
 {
     char dir[4096], why[512] = "";
     int sd = cli_state_dir(a->state_dir, dir, sizeof dir, why, sizeof why);
-    if (sd >= 0 && cli_seq_note_used(sd == 0 ? dir : NULL, a->context_path, NULL, cfg, seq + 1,
-                                     why, sizeof why) == 0)
+    if (sd >= 0 && cli_seq_note_used(sd == 0 ? dir : NULL, a->context_path, NULL, cfg, seq + 1, why,
+                                     sizeof why) == 0)
         why[0] = '\0';
     if (why[0])
         fprintf(stderr, "edhoc-cli oscore: sequence number %llu not recorded: %s\n",
                 (unsigned long long)seq, why);
 }
 
-static int init_context(const char *path, const struct oscore_config *cfg,
-                        struct oscore_context *c)
+static int init_context(const char *path, const struct oscore_config *cfg, struct oscore_context *c)
 {
     int rc = oscore_context_init_config(c, edhoc_crypto_default(), cfg);
     if (rc == OSCORE_ERR_INVALID) {
         size_t max_id = edhoc_crypto_aead_nonce_len(cfg->aead_alg) - 6;
-        fprintf(stderr, "edhoc-cli oscore: %s: sender_id and recipient_id must differ and be at "
-                "most %zu bytes for this AEAD\n", path, max_id);
+        fprintf(stderr,
+                "edhoc-cli oscore: %s: sender_id and recipient_id must differ and be at "
+                "most %zu bytes for this AEAD\n",
+                path, max_id);
         return CLI_EXIT_INPUT;
     }
     if (rc) {
@@ -464,8 +461,10 @@ int cmd_oscore(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (!is_request && !a.request_hex) {
-        fprintf(stderr, "edhoc-cli oscore: to %s a response, give the protected request with --request HEX\n",
-                a.op);
+        fprintf(
+            stderr,
+            "edhoc-cli oscore: to %s a response, give the protected request with --request HEX\n",
+            a.op);
         return CLI_EXIT_USAGE;
     }
     if (is_request && a.request_hex) {

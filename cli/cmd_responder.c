@@ -349,8 +349,10 @@ int cmd_responder(int argc, char **argv)
         case OPT_BLOCK_SIZE:
             bad = cli_opt_long(&p, 16, 1024, &block_size);
             if (!bad && (block_size & (block_size - 1)))
-                bad = cli_opt_error(&p, "--block-size: a power of two (16, 32, ..., 1024), "
-                                        "got '%s'", p.value);
+                bad = cli_opt_error(&p,
+                                    "--block-size: a power of two (16, 32, ..., 1024), "
+                                    "got '%s'",
+                                    p.value);
             break;
         case OPT_MAX_BODY:
             bad = cli_opt_long(&p, 16, (long)EDHOC_BW_MAX_BODY_LIMIT, &max_body);
@@ -384,8 +386,9 @@ int cmd_responder(int argc, char **argv)
             goto out;
         }
         if (fleet_store && workers > 1) {
-            cli_opt_error(&p, "--workers %ld with a PostgreSQL --state: one process per host "
-                              "serves the fleet's store; use --workers 1",
+            cli_opt_error(&p,
+                          "--workers %ld with a PostgreSQL --state: one process per host "
+                          "serves the fleet's store; use --workers 1",
                           workers);
             goto out;
         }
@@ -401,8 +404,10 @@ int cmd_responder(int argc, char **argv)
     {
         /* One capture file, one interop log and one fixed C_R belong to
          * one process. */
-        const char *single = net.pcap ? "--pcap" : interop_dir ? "--interop-log"
-                             : r->o.side[CLI_SIDE_R].n_c_id ? "--c-r" : NULL;
+        const char *single = net.pcap                       ? "--pcap"
+                             : interop_dir                  ? "--interop-log"
+                             : r->o.side[CLI_SIDE_R].n_c_id ? "--c-r"
+                                                            : NULL;
         if (single && workers > 1) {
             cli_opt_error(&p, "--workers %ld with %s: one process writes it; use --workers 1",
                           workers, single);
@@ -414,8 +419,8 @@ int cmd_responder(int argc, char **argv)
         }
     }
     if (r->n_cred_paths != r->n_key_paths) {
-        cli_opt_error(&p, "give --cred and --key in pairs (%zu --cred, %zu --key)",
-                      r->n_cred_paths, r->n_key_paths);
+        cli_opt_error(&p, "give --cred and --key in pairs (%zu --cred, %zu --key)", r->n_cred_paths,
+                      r->n_key_paths);
         goto out;
     }
     if (state_dir && !strcmp(state_dir, "none") && n_static) {
@@ -455,7 +460,7 @@ int cmd_responder(int argc, char **argv)
     for (size_t i = 0; i < n_listen; i++) {
         char why[NI_MAXHOST + 300];
         if (cli_listen_resolve(listen_spec[i], listen_addr[i], sizeof listen_addr[i], why,
-                           sizeof why)) {
+                               sizeof why)) {
             cli_opt_error(&p, "%s", why);
             goto out;
         }

@@ -58,7 +58,7 @@ static int derive_exports(void *ctx, const struct edhoc_session *s_i,
 
 struct sim_keylog {
     const char *path;
-    int fd;           /* -1: closed */
+    int fd;            /* -1: closed */
     bool write_failed; /* said once */
 };
 
@@ -98,8 +98,9 @@ static void sim_keylog_put(struct sim_keylog *k, char *row, long n)
     if (!ok && !k->write_failed) {
         k->write_failed = true;
         fprintf(stderr, "edhoc-cli simulate: warning: --keylog %s: %s\n", k->path,
-                n > 0 ? strerror(errno) : "a row the key log cannot hold (OSCORE rows name "
-                                          "AES-CCM-16-64-128 only)");
+                n > 0 ? strerror(errno)
+                      : "a row the key log cannot hold (OSCORE rows name "
+                        "AES-CCM-16-64-128 only)");
     }
 }
 
@@ -238,12 +239,12 @@ int cmd_simulate(int argc, char **argv)
         case CLI_OPT_ID_NET: bad = cli_net_take(&sim_net, &p); break;
         case OPT_REPEAT: bad = cli_opt_long(&p, 1, 1000000, &repeat); break;
         case OPT_KEY_UPDATE: {
-            long n = p.value[0] ? cli_hex_decode(p.value, set.ku_context, sizeof set.ku_context)
-                                : 0;
+            long n =
+                p.value[0] ? cli_hex_decode(p.value, set.ku_context, sizeof set.ku_context) : 0;
             if (n < 0)
-                bad = cli_opt_error(&p,
-                                    "--key-update: expected hex of at most %d bytes, got '%.80s'",
-                                    CLI_EXPORT_MAX_CONTEXT, p.value);
+                bad =
+                    cli_opt_error(&p, "--key-update: expected hex of at most %d bytes, got '%.80s'",
+                                  CLI_EXPORT_MAX_CONTEXT, p.value);
             set.ku_context_len = n < 0 ? 0 : (size_t)n;
             set.key_update = true;
             break;
@@ -349,7 +350,8 @@ int cmd_simulate(int argc, char **argv)
                 run->failed_side == 'I' ? "initiator" : "responder", run->why);
         exit_code = cli_exit_for_edhoc_error(run->err);
     } else if (run->have_oscore && !simulate_oscore_contexts_match(run)) {
-        fprintf(stderr, "edhoc-cli simulate: initiator and responder derived different OSCORE contexts\n");
+        fprintf(stderr,
+                "edhoc-cli simulate: initiator and responder derived different OSCORE contexts\n");
         exit_code = CLI_EXIT_INTERNAL;
     } else if (!post_values_match) {
         fprintf(stderr, "edhoc-cli simulate: initiator and responder derived different keys after "

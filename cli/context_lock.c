@@ -55,8 +55,8 @@ int cli_context_lock(const char *lock_dir, const struct oscore_config *cfg, cons
         return -1;
     }
     int f = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (f < 0 || edhoc_secret_file_check("", path, f, "it locks an OSCORE context", false, why,
-                                         why_cap)) {
+    if (f < 0 ||
+        edhoc_secret_file_check("", path, f, "it locks an OSCORE context", false, why, why_cap)) {
         if (f < 0)
             snprintf(why, why_cap, "%s: %s", path, strerror(errno));
         else

@@ -26,20 +26,13 @@ void cli_edhoc_opts_init(struct cli_edhoc_opts *o)
 const char *cli_id_cred_type_name(int type)
 {
     switch (type) {
-    case EDHOC_ID_CRED_KID:
-        return "kid";
-    case EDHOC_ID_CRED_KCCS:
-        return "kccs";
-    case EDHOC_ID_CRED_X5T:
-        return "x5t";
-    case EDHOC_ID_CRED_X5CHAIN:
-        return "x5chain";
-    case EDHOC_ID_CRED_X5BAG:
-        return "x5bag";
-    case EDHOC_ID_CRED_KCWT:
-        return "kcwt";
-    default:
-        return "?";
+    case EDHOC_ID_CRED_KID: return "kid";
+    case EDHOC_ID_CRED_KCCS: return "kccs";
+    case EDHOC_ID_CRED_X5T: return "x5t";
+    case EDHOC_ID_CRED_X5CHAIN: return "x5chain";
+    case EDHOC_ID_CRED_X5BAG: return "x5bag";
+    case EDHOC_ID_CRED_KCWT: return "kcwt";
+    default: return "?";
     }
 }
 
@@ -80,13 +73,16 @@ static int parse_suites(const char *flag, const char *value, int *out, size_t *n
     int tmp[EDHOC_MAX_SUITES];
     int count = cli_parse_int_list(value, tmp, EDHOC_MAX_SUITES);
     if (count <= 0) {
-        fprintf(stderr, "edhoc-cli: %s: expected a comma-separated list of cipher suites, got '%s'\n",
-                flag, value);
+        fprintf(stderr,
+                "edhoc-cli: %s: expected a comma-separated list of cipher suites, got '%s'\n", flag,
+                value);
         return -1;
     }
     for (int i = 0; i < count; i++) {
         if (!edhoc_suite_find(tmp[i])) {
-            fprintf(stderr, "edhoc-cli: %s: cipher suite %d is not supported (supported: 0, 1, 2, 3, 4, 5, 6, 24, 25)\n",
+            fprintf(stderr,
+                    "edhoc-cli: %s: cipher suite %d is not supported (supported: 0, 1, 2, 3, 4, 5, "
+                    "6, 24, 25)\n",
                     flag, tmp[i]);
             return -1;
         }
@@ -160,8 +156,10 @@ static int parse_ead(const char *flag, const char *value, struct cli_edhoc_opts 
         uint8_t *v = o->ead_values + o->ead_values_used;
         long len = cli_hex_decode(end + 1, v, sizeof o->ead_values - o->ead_values_used);
         if (len < 0) {
-            fprintf(stderr, "edhoc-cli: %s: value of '%s' is not hex (or all EAD values exceed %zu bytes)\n",
-                    flag, value, sizeof o->ead_values);
+            fprintf(
+                stderr,
+                "edhoc-cli: %s: value of '%s' is not hex (or all EAD values exceed %zu bytes)\n",
+                flag, value, sizeof o->ead_values);
             return -1;
         }
         o->ead_values_used += (size_t)len;
@@ -214,10 +212,10 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
         return 1;
     }
 
-    static const char *const valued[] = {"--method", "--suites", "--suites-r", "--trust", "--cred",
-                                         "--key", "--id-cred", "--c-i", "--c-r", "--ephemeral",
-                                         "--ead-1", "--ead-2", "--ead-3", "--ead-4", "--ead-accept",
-                                         "--methods", "--tolerate", "--emulate", "--kid"};
+    static const char *const valued[] = {
+        "--method",     "--suites",  "--suites-r",  "--trust",   "--cred",  "--key",   "--id-cred",
+        "--c-i",        "--c-r",     "--ephemeral", "--ead-1",   "--ead-2", "--ead-3", "--ead-4",
+        "--ead-accept", "--methods", "--tolerate",  "--emulate", "--kid"};
     bool known = false;
     for (size_t i = 0; i < sizeof valued / sizeof valued[0]; i++) {
         if (!strcmp(name, valued[i]) || !strcmp(base, valued[i]))
@@ -318,8 +316,9 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
         unsigned mask = 0;
         char why[160];
         if (edhoc_deviations_parse(value, &mask, why, sizeof why)) {
-            fprintf(stderr, "edhoc-cli: %s: %s (known: c-bstr, kid-int, id-cred-compact, "
-                            "cred-wrap, ead-omitted)\n",
+            fprintf(stderr,
+                    "edhoc-cli: %s: %s (known: c-bstr, kid-int, id-cred-compact, "
+                    "cred-wrap, ead-omitted)\n",
                     name, why);
             return -1;
         }
@@ -356,35 +355,43 @@ int cli_edhoc_parse_option(struct cli_edhoc_opts *o, int own_side, const char *n
 
 /* ---- Option tables: one entry per spelling a command takes. ---- */
 
-#define E CLI_OPT_ID_EDHOC
+#define E        CLI_OPT_ID_EDHOC
 #define H_METHOD "authentication method 0..3 (default 3)"
 #define H_SUITES "cipher suites, most preferred first (default 2)"
-#define H_CRED "own credential: CCS or CWT (CBOR or hex), or X.509 (PEM/DER, chain\n" \
-               "leaf first)"
-#define H_KID "key identifier of the own credential, hex (any type: replaces a CCS's or\n" \
-              "CWT's, names a certificate); sent as a one-byte integer when it has one"
-#define H_KEY "private key: PEM (PKCS#8) or raw hex; refused if group/others can read it,\n" \
-              "if another user owns it, or if its directory is writable by others"
-#define H_TRUST "CA certificates or credentials to accept (repeatable); when given,\n" \
-                "the built-in demo set is not trusted at all"
-#define H_ID_CRED "how ID_CRED names the credential: kid, kccs, kcwt, x5t, x5chain,\n" \
-                  "x5bag (default: kid for a CCS or CWT, x5t for a certificate)"
-#define H_EPHEMERAL "raw ephemeral private keys, hex, one per line, one per attempt\n" \
-                    "(a test aid: reproduces a trace)"
-#define H_TOLERATE "accept these deviations of the peer from RFC 9528 (named by the\n" \
-                   "diagnosis of a failed MAC/signature: c-bstr, kid-int,\n" \
-                   "id-cred-compact, cred-wrap, ead-omitted); the report says so on\n" \
-                   "every handshake it affected; an initiator's message_3 then\n" \
-                   "follows a deviation message_2 showed, as such a device expects"
-#define H_EMULATE "test aid: commit these deviations, as the devices that have them do"
-#define H_EAD "EAD item (label < 0 is critical; repeatable)"
+#define H_CRED                                                                                     \
+    "own credential: CCS or CWT (CBOR or hex), or X.509 (PEM/DER, chain\n"                         \
+    "leaf first)"
+#define H_KID                                                                                      \
+    "key identifier of the own credential, hex (any type: replaces a CCS's or\n"                   \
+    "CWT's, names a certificate); sent as a one-byte integer when it has one"
+#define H_KEY                                                                                      \
+    "private key: PEM (PKCS#8) or raw hex; refused if group/others can read it,\n"                 \
+    "if another user owns it, or if its directory is writable by others"
+#define H_TRUST                                                                                    \
+    "CA certificates or credentials to accept (repeatable); when given,\n"                         \
+    "the built-in demo set is not trusted at all"
+#define H_ID_CRED                                                                                  \
+    "how ID_CRED names the credential: kid, kccs, kcwt, x5t, x5chain,\n"                           \
+    "x5bag (default: kid for a CCS or CWT, x5t for a certificate)"
+#define H_EPHEMERAL                                                                                \
+    "raw ephemeral private keys, hex, one per line, one per attempt\n"                             \
+    "(a test aid: reproduces a trace)"
+#define H_TOLERATE                                                                                 \
+    "accept these deviations of the peer from RFC 9528 (named by the\n"                            \
+    "diagnosis of a failed MAC/signature: c-bstr, kid-int,\n"                                      \
+    "id-cred-compact, cred-wrap, ead-omitted); the report says so on\n"                            \
+    "every handshake it affected; an initiator's message_3 then\n"                                 \
+    "follows a deviation message_2 showed, as such a device expects"
+#define H_EMULATE    "test aid: commit these deviations, as the devices that have them do"
+#define H_EAD        "EAD item (label < 0 is critical; repeatable)"
 #define H_EAD_ACCEPT "an EAD label the receiving side understands (repeatable)"
-#define H_TRACE "print every intermediate value with its RFC 9529 name"
-#define H_JSON "machine-readable output (docs/json.md)"
-#define H_EXPORT "include the derived OSCORE context (secrets!) in the output:\n" \
-                 "hkdf_alg as libcoap's OSCORE conf takes it (-10 for SHA-256) and the\n" \
-                 "next sender sequence numbers (null where the peer's is not known); the\n" \
-                 "initiator records the numbers it sent in the state directory"
+#define H_TRACE      "print every intermediate value with its RFC 9529 name"
+#define H_JSON       "machine-readable output (docs/json.md)"
+#define H_EXPORT                                                                                   \
+    "include the derived OSCORE context (secrets!) in the output:\n"                               \
+    "hkdf_alg as libcoap's OSCORE conf takes it (-10 for SHA-256) and the\n"                       \
+    "next sender sequence numbers (null where the peer's is not known); the\n"                     \
+    "initiator records the numbers it sent in the state directory"
 
 const struct cli_opt cli_edhoc_opts_simulate[] = {
     {E, "method", "N", H_METHOD},
@@ -524,7 +531,8 @@ static int pick_demo_cred(const struct cli_edhoc_opts *o, int role, int suite,
                 sfx, sfx, sfx);
         return CLI_EXIT_USAGE;
     }
-    if (for_dh && suite == 2 && (idt == 0 || idt == EDHOC_ID_CRED_KID || idt == EDHOC_ID_CRED_KCCS)) {
+    if (for_dh && suite == 2 &&
+        (idt == 0 || idt == EDHOC_ID_CRED_KID || idt == EDHOC_ID_CRED_KCCS)) {
         rc = edhoc_demo_trace_cred(2, r, &side->cred, &side->key);
         side->cred_origin = "built-in RFC 9529 trace 2 CCS";
     } else if (!for_dh && suite == 0 && (idt == 0 || idt == EDHOC_ID_CRED_X5T)) {
@@ -537,8 +545,7 @@ static int pick_demo_cred(const struct cli_edhoc_opts *o, int role, int suite,
         /* Certificates for x5t/x5chain, a CCS for kccs, else the usual kind
          * (certificates for signature keys, CCS for static DH keys). */
         enum edhoc_cred_type type = 0;
-        if (idt == EDHOC_ID_CRED_X5T || idt == EDHOC_ID_CRED_X5CHAIN ||
-            idt == EDHOC_ID_CRED_X5BAG)
+        if (idt == EDHOC_ID_CRED_X5T || idt == EDHOC_ID_CRED_X5CHAIN || idt == EDHOC_ID_CRED_X5BAG)
             type = EDHOC_CRED_X509;
         else if (idt == EDHOC_ID_CRED_KCCS)
             type = EDHOC_CRED_CCS;
@@ -627,8 +634,9 @@ int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_si
         if (!so->cred_path || !so->key_path) {
             /* In the spelling the command took (--cred, or --cred-i on a
              * command that sets both sides). */
-            fprintf(stderr, "edhoc-cli: the %s needs both --cred%s and --key%s (%s%s given alone)\n",
-                    who, so->flag_suffix, so->flag_suffix, so->cred_path ? "--cred" : "--key",
+            fprintf(stderr,
+                    "edhoc-cli: the %s needs both --cred%s and --key%s (%s%s given alone)\n", who,
+                    so->flag_suffix, so->flag_suffix, so->cred_path ? "--cred" : "--key",
                     so->flag_suffix);
             return CLI_EXIT_USAGE;
         }
@@ -655,10 +663,11 @@ int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_si
     if (rc) {
         bool for_dh = false;
         int want = edhoc_cred_auth_curve(o->method, role == CLI_SIDE_I, suite, &for_dh);
-        fprintf(stderr,
-                "edhoc-cli: the %s credential has a %s key, but method %d suite %d needs a %s %s key\n",
-                who, edhoc_crypto_curve_name(side->cred.curve), o->method, suite,
-                want > 0 ? edhoc_crypto_curve_name(want) : "?", for_dh ? "static DH" : "signature");
+        fprintf(
+            stderr,
+            "edhoc-cli: the %s credential has a %s key, but method %d suite %d needs a %s %s key\n",
+            who, edhoc_crypto_curve_name(side->cred.curve), o->method, suite,
+            want > 0 ? edhoc_crypto_curve_name(want) : "?", for_dh ? "static DH" : "signature");
         return CLI_EXIT_INPUT;
     }
 
@@ -672,9 +681,9 @@ int cli_edhoc_side_setup(const struct cli_edhoc_opts *o, int role, struct cli_si
     rc = edhoc_id_cred_encode(&side->cred, (enum edhoc_id_cred_type)idt, 0, side->id_cred,
                               sizeof side->id_cred, &side->id_cred_len);
     if (rc) {
-        const char *kind = side->cred.type == EDHOC_CRED_X509 ? "X.509"
+        const char *kind = side->cred.type == EDHOC_CRED_X509  ? "X.509"
                            : side->cred.type == EDHOC_CRED_CWT ? "CWT"
-                                                                : "CCS";
+                                                               : "CCS";
         /* The kid option as this command spells it, like --cred's
          * (--kid, or --kid-i where a command sets both sides). */
         char kid_hint[64];
@@ -812,14 +821,11 @@ int cli_exit_for_edhoc_error(int err)
     case EDHOC_CRED_ERR_KEY_TYPE:
     case EDHOC_CRED_ERR_CHAIN_LOOP:
     case EDHOC_CRED_ERR_CHAIN_DEPTH:
-    case EDHOC_CRED_ERR_AMBIGUOUS:
-        return CLI_EXIT_VERIFY;
+    case EDHOC_CRED_ERR_AMBIGUOUS: return CLI_EXIT_VERIFY;
     case EDHOC_ERR_PEER_ERROR:
     case EDHOC_ERR_NO_COMMON_SUITE:
-    case EDHOC_ERR_WRONG_SUITE:
-        return CLI_EXIT_PEER_ERROR;
-    default:
-        return CLI_EXIT_FAILURE;
+    case EDHOC_ERR_WRONG_SUITE: return CLI_EXIT_PEER_ERROR;
+    default: return CLI_EXIT_FAILURE;
     }
 }
 
@@ -851,8 +857,10 @@ void cli_print_oscore_json_ssn(FILE *f, const struct edhoc_oscore_params *p, boo
     int hkdf = cli_oscore_conf_hkdf(p->hash_alg, &libcoap);
     fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d", p->aead_alg, hkdf);
     if (!libcoap)
-        fprintf(f, ", \"hkdf_alg_note\": \"libcoap has no hkdf_alg value for this hash and "
-                   "cannot use the context; edhoc-cli reads %d\"", hkdf);
+        fprintf(f,
+                ", \"hkdf_alg_note\": \"libcoap has no hkdf_alg value for this hash and "
+                "cannot use the context; edhoc-cli reads %d\"",
+                hkdf);
     if (sender_next >= 0)
         fprintf(f, ", \"sender_next_seq\": %lld", sender_next);
     else
@@ -874,8 +882,9 @@ void cli_write_oscore_conf(FILE *f, const struct edhoc_oscore_params *p, const c
     bool libcoap;
     int hkdf = cli_oscore_conf_hkdf(p->hash_alg, &libcoap);
     if (!libcoap)
-        fprintf(f, "%s# hkdf_alg %d (HKDF with %s): libcoap has no value for it and cannot use "
-                   "this context; edhoc-cli reads it\n",
+        fprintf(f,
+                "%s# hkdf_alg %d (HKDF with %s): libcoap has no value for it and cannot use "
+                "this context; edhoc-cli reads it\n",
                 prefix, hkdf, edhoc_crypto_alg_name(p->hash_alg));
     fprintf(f, "%smaster_secret,hex,\"", prefix);
     cli_hex_print(f, p->master_secret, p->master_secret_len);

@@ -15,11 +15,11 @@
 #include "edhoc/edhoc.h"
 #include "options.h"
 
-#define CLI_SIDE_I 0
-#define CLI_SIDE_R 1
-#define CLI_MAX_ATTEMPTS 4   /* message_1 attempts (suite negotiation) */
-#define CLI_MAX_EAD 8        /* EAD items per message given on the command line */
-#define CLI_MAX_TRUST 8
+#define CLI_SIDE_I       0
+#define CLI_SIDE_R       1
+#define CLI_MAX_ATTEMPTS 4 /* message_1 attempts (suite negotiation) */
+#define CLI_MAX_EAD      8 /* EAD items per message given on the command line */
+#define CLI_MAX_TRUST    8
 
 /* Per-side settings as given on the command line. */
 struct cli_side_opts {
@@ -33,7 +33,7 @@ struct cli_side_opts {
     size_t kid_len;
     uint8_t c_id[CLI_MAX_ATTEMPTS][EDHOC_MAX_CONN_ID];
     size_t c_id_len[CLI_MAX_ATTEMPTS];
-    size_t n_c_id;                   /* 0 = chosen by the library */
+    size_t n_c_id; /* 0 = chosen by the library */
     const char *ephemeral_path;
     /* Deviations of the peer this side accepts (--tolerate) and commits
      * itself as a test aid (--emulate): EDHOC_DEV_* bits. */
@@ -42,18 +42,18 @@ struct cli_side_opts {
 
 struct cli_edhoc_opts {
     int method;
-    int suites[EDHOC_MAX_SUITES];    /* initiator, in order of preference */
+    int suites[EDHOC_MAX_SUITES]; /* initiator, in order of preference */
     size_t n_suites;
-    int suites_r[EDHOC_MAX_SUITES];  /* responder's supported suites */
-    size_t n_suites_r;               /* 0 = all suites the library has */
-    unsigned accept_methods;         /* responder: bit per method; 0 = all */
+    int suites_r[EDHOC_MAX_SUITES]; /* responder's supported suites */
+    size_t n_suites_r;              /* 0 = all suites the library has */
+    unsigned accept_methods;        /* responder: bit per method; 0 = all */
     struct cli_side_opts side[2];
     const char *trust_paths[CLI_MAX_TRUST];
     size_t n_trust;
     bool message_4;
     struct edhoc_ead_item ead[5][CLI_MAX_EAD];
     size_t n_ead[5];
-    uint8_t ead_values[2048];        /* storage of the EAD values above */
+    uint8_t ead_values[2048]; /* storage of the EAD values above */
     size_t ead_values_used;
     int64_t ead_accept[CLI_MAX_EAD]; /* labels both sides understand */
     size_t n_ead_accept;
@@ -64,19 +64,19 @@ struct cli_edhoc_opts {
 
 /* A side ready to run: everything edhoc_config points to lives here. */
 struct cli_side {
-    int role;                         /* CLI_SIDE_I / CLI_SIDE_R */
+    int role; /* CLI_SIDE_I / CLI_SIDE_R */
     struct edhoc_cred cred;
     struct edhoc_key key;
     uint8_t id_cred[EDHOC_MAX_ID_CRED];
     size_t id_cred_len;
-    struct edhoc_cred_store *store;   /* heap: large */
+    struct edhoc_cred_store *store; /* heap: large */
     struct edhoc_config cfg;
     uint8_t ephemerals[CLI_MAX_ATTEMPTS][EDHOC_CRYPTO_MAX_PRIV];
     size_t ephemeral_len[CLI_MAX_ATTEMPTS];
     size_t n_ephemerals;
-    const char *cred_origin;          /* "file ...", "built-in ..." */
-    struct edhoc_cred resolved;       /* the peer credential last resolved */
-    int resolve_error;                /* why the last resolution failed (EDHOC_CRED_ERR_*), 0 */
+    const char *cred_origin;    /* "file ...", "built-in ..." */
+    struct edhoc_cred resolved; /* the peer credential last resolved */
+    int resolve_error;          /* why the last resolution failed (EDHOC_CRED_ERR_*), 0 */
 };
 
 void cli_edhoc_opts_init(struct cli_edhoc_opts *o);
@@ -101,7 +101,6 @@ struct oscore_config;
 int cli_oscore_context_load(const char *prog, const char *option, const char *path,
                             struct oscore_config *cfg);
 
-
 /* The shared EDHOC options each command declares (options.h tables; every
  * entry has the id CLI_OPT_ID_EDHOC): only what the command uses. */
 struct cli_opt;
@@ -116,10 +115,10 @@ extern const struct cli_opt cli_edhoc_opts_load[];
 int cli_edhoc_take(struct cli_edhoc_opts *o, int own_side, const struct cli_opt_parser *p);
 /* What a command using the built-in demo credentials should tell users
  * (for its help epilogue). */
-#define CLI_EDHOC_DEMO_NOTE                                                                      \
-    "Without credential options the built-in demo credentials are used: the RFC 9529 trace 1\n"  \
-    "(method 0, suite 0, x5t) and trace 2 (method 3, suite 2, kid) credentials, and otherwise\n"  \
-    "certificates from a demo CA / CCS static-DH keys for the suite's curves. Their private\n"    \
+#define CLI_EDHOC_DEMO_NOTE                                                                        \
+    "Without credential options the built-in demo credentials are used: the RFC 9529 trace 1\n"    \
+    "(method 0, suite 0, x5t) and trace 2 (method 3, suite 2, kid) credentials, and otherwise\n"   \
+    "certificates from a demo CA / CCS static-DH keys for the suite's curves. Their private\n"     \
     "keys are published: they prove nothing about who is talking."
 
 /* Suite the exchange is expected to settle on (the initiator's most

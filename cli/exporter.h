@@ -26,7 +26,7 @@
 #include "output/json_out.h"
 #include "util.h"
 
-#define CLI_MAX_EXPORTS 8
+#define CLI_MAX_EXPORTS        8
 #define CLI_EXPORT_MAX_CONTEXT 256
 /* 255 x 32 bytes: the most one HKDF-SHA-256 expand can give (RFC 5869
  * Section 2.3), the smallest such bound among the suites, so every length
@@ -34,16 +34,16 @@
 #define CLI_EXPORT_MAX_LENGTH 8160
 
 /* The refusal of --export without --export-secrets, word for word. */
-#define CLI_EXPORT_NEEDS_SECRETS                                                                  \
-    "--export prints keying material derived from PRK_exporter, a secret: add --export-secrets " \
+#define CLI_EXPORT_NEEDS_SECRETS                                                                   \
+    "--export prints keying material derived from PRK_exporter, a secret: add --export-secrets "   \
     "to print it"
 
-#define CLI_EXPORT_HELP                                                                           \
-    "after the handshake, print EDHOC_Exporter(LABEL, CONTEXT, LENGTH) (RFC 9528 Section "        \
-    "4.2.1): LABEL from the EDHOC Exporter Label registry (0 and 1 give the OSCORE Master "       \
-    "Secret and Salt; 2..23, the unassigned and reserved part of the Standards Action range, "    \
-    "and labels above 65535 are refused; 24..32767 Expert Review, 32768..65535 Private Use), "    \
-    "CONTEXT in hex (empty: h''), LENGTH 1..8160 bytes; repeatable, at most 8; secret output: "  \
+#define CLI_EXPORT_HELP                                                                            \
+    "after the handshake, print EDHOC_Exporter(LABEL, CONTEXT, LENGTH) (RFC 9528 Section "         \
+    "4.2.1): LABEL from the EDHOC Exporter Label registry (0 and 1 give the OSCORE Master "        \
+    "Secret and Salt; 2..23, the unassigned and reserved part of the Standards Action range, "     \
+    "and labels above 65535 are refused; 24..32767 Expert Review, 32768..65535 Private Use), "     \
+    "CONTEXT in hex (empty: h''), LENGTH 1..8160 bytes; repeatable, at most 8; secret output: "    \
     "needs --export-secrets"
 
 struct cli_export {
@@ -134,8 +134,10 @@ static inline int cli_export_parse(const char *spec, struct cli_export *e, char 
     const char *c1 = strchr(spec, ',');
     const char *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
     if (!c1 || !c2 || strchr(c2 + 1, ',')) {
-        snprintf(why, cap, "expected LABEL,CONTEXT_HEX,LENGTH (e.g. 32768,0102,16; an empty "
-                           "context: 32768,,16), got '%.80s'", spec);
+        snprintf(why, cap,
+                 "expected LABEL,CONTEXT_HEX,LENGTH (e.g. 32768,0102,16; an empty "
+                 "context: 32768,,16), got '%.80s'",
+                 spec);
         return -1;
     }
     uint64_t label, length;
@@ -193,8 +195,7 @@ static inline int cli_exports_compute(const struct edhoc_session *s, struct cli_
         e->value = malloc(e->length);
         if (!e->value)
             return EDHOC_ERR_CRYPTO;
-        int rc = edhoc_session_export(s, e->label, e->context, e->context_len, e->value,
-                                      e->length);
+        int rc = edhoc_session_export(s, e->label, e->context, e->context_len, e->value, e->length);
         if (rc) {
             free(e->value);
             e->value = NULL;

@@ -126,11 +126,11 @@ static void print_layer_row(FILE *f, const char *name, const char *dir, const ch
     fputc('\n', f);
 }
 
-static void print_layers_text(FILE *f, const struct initiator *c, const struct edhoc_client_run *run)
+static void print_layers_text(FILE *f, const struct initiator *c,
+                              const struct edhoc_client_run *run)
 {
     bool link = have_link(c), air = have_air(c);
-    struct edhoc_netacct_radio radio = cli_net_radio(&c->net.link, &c->net.radio,
-                                                     c->net.radio_set);
+    struct edhoc_netacct_radio radio = cli_net_radio(&c->net.link, &c->net.radio, c->net.radio_set);
     const struct edhoc_netacct_radio *rp = air ? &radio : NULL;
     bool v6 = false, v4 = false;
     for (size_t i = 0; i < run->n_rows; i++) {
@@ -139,8 +139,10 @@ static void print_layers_text(FILE *f, const struct initiator *c, const struct e
             v4 |= !run->rows[i].ipv6;
         }
     }
-    fprintf(f, "\nPer layer (datagrams as sent/received; IP = %s)\n", v6 && v4 ? "IPv6/IPv4"
-                                                                           : v6 ? "IPv6" : "IPv4");
+    fprintf(f, "\nPer layer (datagrams as sent/received; IP = %s)\n",
+            v6 && v4 ? "IPv6/IPv4"
+            : v6     ? "IPv6"
+                     : "IPv4");
     fprintf(f, "  %-32s %-4s %7s %7s %6s %6s%s", "message", "dir", "EDHOC", "CoAP", "UDP", "IP",
             link ? " frames    link" : "");
     if (air)
@@ -187,7 +189,8 @@ void cli_initiator_print_text(const struct initiator *c, const struct edhoc_clie
             strchr(c->uri.host, ':') ? "[" : "", c->uri.host, strchr(c->uri.host, ':') ? "]" : "",
             c->uri.port, c->uri.path[0] ? c->uri.path : EDHOC_COAP_WELL_KNOWN, c->o.method,
             cli_method_name(c->o.method),
-            c->cl.framing == EDHOC_FRAMING_A2 ? "RFC 9528 A.2" : "bare (no prefix, no Content-Format)",
+            c->cl.framing == EDHOC_FRAMING_A2 ? "RFC 9528 A.2"
+                                              : "bare (no prefix, no Content-Format)",
             c->cl.combined ? ", EDHOC + OSCORE combined request (RFC 9668)" : "");
     if (c->cl.framing_auto && run->auto_a2_failure[0])
         fprintf(f, "  --framing auto: A.2 got no message_2 (%s); bare tried next\n",
@@ -212,9 +215,11 @@ void cli_initiator_print_text(const struct initiator *c, const struct edhoc_clie
     size_t edhoc, coap, dgrams, hs;
     totals(run, &edhoc, &coap, &dgrams, &hs);
     fprintf(f, "  %-32s      %7zu %9zu %10zu\n", "total", edhoc, coap, dgrams);
-    fprintf(f, "  EDHOC messages %zu bytes in %zu CoAP/UDP bytes (handshake exchanges)\n", edhoc, hs);
-    fprintf(f, "  (CoAP/UDP: every datagram of the exchange in that direction, as sent or received:\n"
-               "   retransmissions, block-wise follow-ups and empty ACKs included)\n");
+    fprintf(f, "  EDHOC messages %zu bytes in %zu CoAP/UDP bytes (handshake exchanges)\n", edhoc,
+            hs);
+    fprintf(f,
+            "  (CoAP/UDP: every datagram of the exchange in that direction, as sent or received:\n"
+            "   retransmissions, block-wise follow-ups and empty ACKs included)\n");
     print_layers_text(f, c, run);
     double hs_ms = run->t_handshake ? (double)(run->t_handshake - run->t0) / 1e6 : 0;
     double all_ms = (double)(run->t_end - run->t_start) / 1e6;
@@ -247,8 +252,9 @@ void cli_initiator_print_text(const struct initiator *c, const struct edhoc_clie
     if (run->followed) {
         char names[120];
         edhoc_deviations_format(run->followed, names, sizeof names);
-        fprintf(f, "Followed in message_3 (--tolerate): %s: context_3 built as the responder "
-                   "built context_2, so that it verifies MAC_3 its own way\n",
+        fprintf(f,
+                "Followed in message_3 (--tolerate): %s: context_3 built as the responder "
+                "built context_2, so that it verifies MAC_3 its own way\n",
                 names);
     }
     fprintf(f, "Round trips: %zu; handshake %.3f ms, wall time %.3f ms\n", run->exchanges, hs_ms,
@@ -273,8 +279,9 @@ void cli_initiator_print_text(const struct initiator *c, const struct edhoc_clie
         cli_hex_print(f, p->master_secret, p->master_secret_len);
         fprintf(f, "\n  master salt   ");
         cli_hex_print(f, p->master_salt, p->master_salt_len);
-        fprintf(f, "\n  next sender sequence number: initiator %llu; responder: its own state, "
-                   "not known to this run\n",
+        fprintf(f,
+                "\n  next sender sequence number: initiator %llu; responder: its own state, "
+                "not known to this run\n",
                 (unsigned long long)run->next_ssn);
         fprintf(f, "  as a libcoap OSCORE conf (the initiator's side):\n");
         cli_write_oscore_conf(f, p, "    ");
@@ -325,7 +332,8 @@ static json_t *oscore_json(const struct initiator *c, const struct edhoc_client_
     json_t *o = json_object();
     bool secrets = c->o.export_secrets;
     cli_json_set(o, "master_secret",
-                 secrets ? cli_json_hex_value(p->master_secret, p->master_secret_len) : json_null());
+                 secrets ? cli_json_hex_value(p->master_secret, p->master_secret_len)
+                         : json_null());
     cli_json_set(o, "master_salt",
                  secrets ? cli_json_hex_value(p->master_salt, p->master_salt_len) : json_null());
     cli_json_set(o, "sender_id", cli_json_hex_value(p->sender_id, p->sender_id_len));
@@ -345,8 +353,8 @@ static json_t *message_json(const struct initiator *c, const struct edhoc_client
     cli_json_set(m, "name", json_string(r->name));
     cli_json_set(m, "from", json_string(r->dir == 'I' ? "initiator" : "responder"));
     cli_json_set(m, "edhoc_bytes", cli_json_int_or_null(r->edhoc_bytes >= 0, r->edhoc_bytes));
-    cli_json_set(m, "hex", r->edhoc ? cli_json_hex_value(r->edhoc, (size_t)r->edhoc_bytes)
-                                    : json_null());
+    cli_json_set(m, "hex",
+                 r->edhoc ? cli_json_hex_value(r->edhoc, (size_t)r->edhoc_bytes) : json_null());
     cli_json_set(m, "echo_challenged", json_boolean(r->echo_challenged));
     cli_json_set(m, "coap_bytes", json_integer((json_int_t)r->coap_bytes));
     cli_json_set(m, "datagrams", json_integer(r->datagrams));
@@ -357,8 +365,8 @@ static json_t *message_json(const struct initiator *c, const struct edhoc_client
     cli_json_set(m, "link_bytes", cli_json_int_or_null(link, (long long)r->lay.link));
     json_t *air = json_null();
     if (have_air(c)) {
-        struct edhoc_netacct_radio radio = cli_net_radio(&c->net.link, &c->net.radio,
-                                                         c->net.radio_set);
+        struct edhoc_netacct_radio radio =
+            cli_net_radio(&c->net.link, &c->net.radio, c->net.radio_set);
         struct edhoc_netacct_air a = row_air(r);
         air = cli_net_air_json(&radio, &a);
     }
@@ -374,22 +382,22 @@ void cli_initiator_print_json(const struct initiator *c, const struct edhoc_clie
     if (run->exit_code) {
         err = json_object();
         cli_json_set(err, "exit_code", json_integer(run->exit_code));
-        cli_json_set(err, "text", json_string(run->failure[0] ? run->failure
-                                                              : "some repeated handshakes failed"));
-        cli_json_set(err, "err_code", cli_json_int_or_null(run->have_peer_error,
-                                                           run->peer_err_code));
+        cli_json_set(
+            err, "text",
+            json_string(run->failure[0] ? run->failure : "some repeated handshakes failed"));
+        cli_json_set(err, "err_code",
+                     cli_json_int_or_null(run->have_peer_error, run->peer_err_code));
         cli_json_set(err, "diagnostic",
                      run->have_peer_error ? json_string(run->peer_diag) : json_null());
     }
     cli_json_set(root, "error", err);
     cli_json_set(root, "partial", json_boolean(run->partial));
-    cli_json_set(root, "peer", cli_json_string_or_null(c->cl.t ? edhoc_transport_client_peer(c->cl.t)
-                                                            : NULL));
+    cli_json_set(root, "peer",
+                 cli_json_string_or_null(c->cl.t ? edhoc_transport_client_peer(c->cl.t) : NULL));
     cli_json_set(root, "framing", json_string(c->cl.framing == EDHOC_FRAMING_A2 ? "A.2" : "bare"));
     cli_json_set(root, "framing_auto", json_boolean(c->cl.framing_auto));
-    cli_json_set(root, "framing_a2_failure", run->auto_a2_failure[0]
-                                                 ? json_string(run->auto_a2_failure)
-                                                 : json_null());
+    cli_json_set(root, "framing_a2_failure",
+                 run->auto_a2_failure[0] ? json_string(run->auto_a2_failure) : json_null());
     cli_json_set(root, "combined", json_boolean(c->cl.combined));
     cli_json_set(root, "method", json_integer(c->o.method));
     cli_json_set(root, "suite", cli_json_int_or_null(run->suite >= 0, run->suite));
@@ -414,9 +422,12 @@ void cli_initiator_print_json(const struct initiator *c, const struct edhoc_clie
     cli_json_set(root, "message_3_acceptance",
                  run->m3_acceptance ? json_string(run->m3_acceptance) : json_null());
     cli_json_set(root, "diagnosis", run->diagnosis[0] ? json_string(run->diagnosis) : json_null());
-    cli_json_set(root, "id_cred_i", json_string(cli_id_cred_type_name(
-                                        cli_id_cred_type_of(c->side.id_cred, c->side.id_cred_len))));
-    cli_json_set(root, "id_cred_r", run->have_id_cred_r ? json_string(cli_id_cred_type_name(run->id_cred_r_type)) : json_null());
+    cli_json_set(root, "id_cred_i",
+                 json_string(cli_id_cred_type_name(
+                     cli_id_cred_type_of(c->side.id_cred, c->side.id_cred_len))));
+    cli_json_set(root, "id_cred_r",
+                 run->have_id_cred_r ? json_string(cli_id_cred_type_name(run->id_cred_r_type))
+                                     : json_null());
     json_t *msgs = json_array();
     for (size_t i = 0; i < run->n_rows; i++)
         json_array_append_new(msgs, message_json(c, &run->rows[i]));
@@ -438,8 +449,8 @@ void cli_initiator_print_json(const struct initiator *c, const struct edhoc_clie
     cli_json_set(root, "layers", layers);
     json_t *radio_j = json_null(), *air_j = json_null();
     if (have_air(c)) {
-        struct edhoc_netacct_radio radio = cli_net_radio(&c->net.link, &c->net.radio,
-                                                         c->net.radio_set);
+        struct edhoc_netacct_radio radio =
+            cli_net_radio(&c->net.link, &c->net.radio, c->net.radio_set);
         struct cli_air_summary s;
         handshake_air(c, run, &radio, &s);
         radio_j = cli_net_radio_json(&radio);
@@ -506,9 +517,8 @@ void cli_initiator_print_json(const struct initiator *c, const struct edhoc_clie
         cli_json_set(rep, "failed", json_integer(run->repeat_failed));
         cli_json_set(rep, "seconds", json_real(run->repeat_s));
         cli_json_set(rep, "handshakes_per_second",
-                     cli_json_real_or_null(run->repeat_s > 0
-                                               ? (double)(run->repeat_ok - 1) / run->repeat_s
-                                               : NAN));
+                     cli_json_real_or_null(
+                         run->repeat_s > 0 ? (double)(run->repeat_ok - 1) / run->repeat_s : NAN));
     }
     cli_json_set(root, "repeat", rep);
     json_t *trace = json_null();

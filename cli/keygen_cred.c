@@ -44,8 +44,7 @@ void keygen_made_free(struct keygen_made *m)
 }
 
 /* The CWT issuer's key, or the CA's certificate and key. */
-static int load_issuer(const struct keygen_params *p, struct keygen_made *m, char *why,
-                       size_t cap)
+static int load_issuer(const struct keygen_params *p, struct keygen_made *m, char *why, size_t cap)
 {
     if (p->cwt) {
         /* The issuer key's file names its curve (PKCS#8 PEM), so no hint. */
@@ -53,8 +52,10 @@ static int load_issuer(const struct keygen_params *p, struct keygen_made *m, cha
         if (e == 0 && (m->issuer_key.curve == EDHOC_COSE_CRV_X25519 ||
                        m->issuer_key.curve == EDHOC_COSE_CRV_X448)) {
             e = EDHOC_CRED_ERR_KEY_TYPE;
-            snprintf(why, cap, "%s: an %s key cannot sign a CWT (Ed25519, Ed448, P-256 "
-                     "or P-384)", p->issuer_key_path, keygen_curve_name(m->issuer_key.curve));
+            snprintf(why, cap,
+                     "%s: an %s key cannot sign a CWT (Ed25519, Ed448, P-256 "
+                     "or P-384)",
+                     p->issuer_key_path, keygen_curve_name(m->issuer_key.curve));
         }
         if (e != 0)
             return CLI_EXIT_INPUT;
@@ -115,8 +116,8 @@ static int create(const struct keygen_params *p, struct keygen_made *m)
     int e;
     if (p->x509) {
         struct edhoc_x509_params xp = {
-            .subject_cn = p->subject ? p->subject
-                                     : (p->is_ca ? "edhoc-cli CA" : "edhoc-cli device"),
+            .subject_cn =
+                p->subject ? p->subject : (p->is_ca ? "edhoc-cli CA" : "edhoc-cli device"),
             .not_before = p->not_before,
             .not_after = p->not_after,
             .is_ca = p->is_ca,
@@ -153,8 +154,7 @@ static int create(const struct keygen_params *p, struct keygen_made *m)
         size_t pub_len;
         e = edhoc_key_public(&m->key, pub, &pub_len);
         if (e == 0)
-            e = edhoc_cred_build_ccs(m->cred, p->curve, pub, pub_len, m->kid,
-                                     (size_t)m->kid_len,
+            e = edhoc_cred_build_ccs(m->cred, p->curve, pub, pub_len, m->kid, (size_t)m->kid_len,
                                      p->subject ? p->subject : "edhoc-cli device");
     }
     return e;

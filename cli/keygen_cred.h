@@ -24,10 +24,10 @@ struct keygen_params {
 struct keygen_made {
     struct edhoc_key key, issuer_key;
     struct edhoc_cred *cred, *issuer;
-    char *text;                       /* the PEM or hex written */
-    uint8_t kid[EDHOC_CRED_MAX_KID];  /* given (kid_len > 0) or chosen */
-    long kid_len;                     /* -1: none given (one is chosen but for X.509) */
-    const void *out;                  /* the credential file's bytes */
+    char *text;                      /* the PEM or hex written */
+    uint8_t kid[EDHOC_CRED_MAX_KID]; /* given (kid_len > 0) or chosen */
+    long kid_len;                    /* -1: none given (one is chosen but for X.509) */
+    const void *out;                 /* the credential file's bytes */
     size_t out_len;
 };
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#define CLI_KEYLOG_EDHOC_FILE "edhoc_secrets"
+#define CLI_KEYLOG_EDHOC_FILE  "edhoc_secrets"
 #define CLI_KEYLOG_OSCORE_FILE "oscore_contexts"
 
 struct cli_keylog {

@@ -16,16 +16,24 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"simulate", cmd_simulate, "run initiator and responder in one process and report the exchange", &cli_spec_simulate},
-    {"keygen", cmd_keygen, "create a credential (CCS or X.509) and its private key", &cli_spec_keygen},
-    {"oscore", cmd_oscore, "protect or unprotect one CoAP message with an OSCORE context", &cli_spec_oscore},
-    {"initiator", cmd_initiator, "run EDHOC against a CoAP peer, then send OSCORE-protected requests", &cli_spec_initiator},
-    {"responder", cmd_responder, "serve /.well-known/edhoc and OSCORE-protected resources (daemon)", &cli_spec_responder},
-    {"coap", cmd_coap, "send one CoAP request, plain or with a static OSCORE context", &cli_spec_coap},
+    {"simulate", cmd_simulate, "run initiator and responder in one process and report the exchange",
+     &cli_spec_simulate},
+    {"keygen", cmd_keygen, "create a credential (CCS or X.509) and its private key",
+     &cli_spec_keygen},
+    {"oscore", cmd_oscore, "protect or unprotect one CoAP message with an OSCORE context",
+     &cli_spec_oscore},
+    {"initiator", cmd_initiator,
+     "run EDHOC against a CoAP peer, then send OSCORE-protected requests", &cli_spec_initiator},
+    {"responder", cmd_responder, "serve /.well-known/edhoc and OSCORE-protected resources (daemon)",
+     &cli_spec_responder},
+    {"coap", cmd_coap, "send one CoAP request, plain or with a static OSCORE context",
+     &cli_spec_coap},
     {"bytes", cmd_bytes, "bytes over the air per layer, from a capture file", &cli_spec_bytes},
     {"bench", cmd_bench, "benchmark crypto, handshakes and OSCORE on this host", &cli_spec_bench},
     {"load", cmd_load, "load-test a responder: many initiators in one process", &cli_spec_load},
-    {"interop", cmd_interop, "test matrix against a device: every method, suite, credential type, framing", &cli_spec_interop},
+    {"interop", cmd_interop,
+     "test matrix against a device: every method, suite, credential type, framing",
+     &cli_spec_interop},
 };
 
 static void usage(FILE *out)
@@ -69,8 +77,8 @@ int main(int argc, char **argv)
         return run(argc - (command - 1), argv + (command - 1));
     }
     /* `bench load` is `load`: its options go after both words. */
-    int words = !strcmp(word, "bench") && command + 1 < argc && !strcmp(argv[command + 1], "load")
-                    ? 2 : 1;
+    int words =
+        !strcmp(word, "bench") && command + 1 < argc && !strcmp(argv[command + 1], "load") ? 2 : 1;
     char **moved = calloc((size_t)argc + 1, sizeof *moved);
     if (!moved) {
         fprintf(stderr, "edhoc-cli: out of memory\n");

@@ -119,8 +119,10 @@ static int cli_net_parse_option(struct cli_net_opts *o, const char *prog, const 
         else if (!strcasecmp(value, "none"))
             o->link.type = EDHOC_NETACCT_LINK_NONE;
         else {
-            fprintf(stderr, "edhoc-cli %s: --link: expected 802.15.4, ble, lorawan or none, got "
-                            "'%s'\n", prog, value);
+            fprintf(stderr,
+                    "edhoc-cli %s: --link: expected 802.15.4, ble, lorawan or none, got "
+                    "'%s'\n",
+                    prog, value);
             return -1;
         }
     } else {
@@ -135,36 +137,39 @@ static int cli_net_parse_option(struct cli_net_opts *o, const char *prog, const 
     return 1;
 }
 
-#define H_PCAP "write every datagram sent or received to FILE (pcap, raw IP with\n" \
-               "the real addresses and ports)"
-#define H_LINK                                                                            \
-    "also count frames, bytes, time on air and energy on IEEE 802.15.4\n"                \
-    "(6LoWPAN), Bluetooth LE (RFC 7668) or LoRaWAN (SCHC); the\n"                      \
+#define H_PCAP                                                                                     \
+    "write every datagram sent or received to FILE (pcap, raw IP with\n"                           \
+    "the real addresses and ports)"
+#define H_LINK                                                                                     \
+    "also count frames, bytes, time on air and energy on IEEE 802.15.4\n"                          \
+    "(6LoWPAN), Bluetooth LE (RFC 7668) or LoRaWAN (SCHC); the\n"                                  \
     "assumptions are printed with the table (docs/airtime.md)"
-#define AIR_OPTS                                                                          \
-    {CLI_OPT_ID_NET, "csma-be", "N",                                                      \
-     "802.15.4: backoff exponent of the mean CSMA-CA backoff (0..8,\n"                  \
-     "default 3 = macMinBE)"},                                                             \
-    {CLI_OPT_ID_NET, "retries", "N",                                                      \
-     "802.15.4: retransmissions assumed per frame (0..7, default 0)"},                     \
-    {CLI_OPT_ID_NET, "phy", "1m|2m", "BLE: LE 1M or LE 2M PHY (default 1m)"},              \
-    {CLI_OPT_ID_NET, "ble-data-length", "N",                                              \
-     "BLE: largest link-layer payload, 27..251 (default 27)"},                             \
-    {CLI_OPT_ID_NET, "ble-interval", "MS",                                                \
-     "BLE: connection interval, 7.5..4000 ms in steps of 1.25 (default\n"               \
-     "7.5); a message waits for the next connection event"},                               \
-    {CLI_OPT_ID_NET, "ble-unencrypted", NULL,                                             \
-     "BLE: no link-layer encryption (no 4-byte MIC per PDU)"},                             \
-    {CLI_OPT_ID_NET, "region", "eu868|us915", "LoRaWAN: regional parameters (default eu868)"}, \
-    {CLI_OPT_ID_NET, "data-rate", "N",                                                    \
-     "LoRaWAN: uplink data rate (eu868 0..5 = SF12..SF7, us915 0..4;\n"                \
-     "default 0); downlinks use RX1 with RX1DROffset 0"},                                  \
-    {CLI_OPT_ID_NET, "duty-cycle", "PCT",                                                 \
-     "LoRaWAN: duty cycle per sub-band in percent (0.001..100; default\n"               \
-     "1 for eu868, 100 = none for us915)"},                                                \
-    {CLI_OPT_ID_NET, "radio-profile", "NAME|FILE",                                        \
-     "energy from cc2538, nrf52840, sx1276 or a key=value file (volts,\n"               \
-     "tx_ma, rx_ma, tx_startup_us, rx_startup_us); default by link"}
+#define AIR_OPTS                                                                                   \
+    {CLI_OPT_ID_NET, "csma-be", "N",                                                               \
+     "802.15.4: backoff exponent of the mean CSMA-CA backoff (0..8,\n"                             \
+     "default 3 = macMinBE)"},                                                                     \
+        {CLI_OPT_ID_NET, "retries", "N",                                                           \
+         "802.15.4: retransmissions assumed per frame (0..7, default 0)"},                         \
+        {CLI_OPT_ID_NET, "phy", "1m|2m", "BLE: LE 1M or LE 2M PHY (default 1m)"},                  \
+        {CLI_OPT_ID_NET, "ble-data-length", "N",                                                   \
+         "BLE: largest link-layer payload, 27..251 (default 27)"},                                 \
+        {CLI_OPT_ID_NET, "ble-interval", "MS",                                                     \
+         "BLE: connection interval, 7.5..4000 ms in steps of 1.25 (default\n"                      \
+         "7.5); a message waits for the next connection event"},                                   \
+        {CLI_OPT_ID_NET, "ble-unencrypted", NULL,                                                  \
+         "BLE: no link-layer encryption (no 4-byte MIC per PDU)"},                                 \
+        {CLI_OPT_ID_NET, "region", "eu868|us915", "LoRaWAN: regional parameters (default eu868)"}, \
+        {CLI_OPT_ID_NET, "data-rate", "N",                                                         \
+         "LoRaWAN: uplink data rate (eu868 0..5 = SF12..SF7, us915 0..4;\n"                        \
+         "default 0); downlinks use RX1 with RX1DROffset 0"},                                      \
+        {CLI_OPT_ID_NET, "duty-cycle", "PCT",                                                      \
+         "LoRaWAN: duty cycle per sub-band in percent (0.001..100; default\n"                      \
+         "1 for eu868, 100 = none for us915)"},                                                    \
+    {                                                                                              \
+        CLI_OPT_ID_NET, "radio-profile", "NAME|FILE",                                              \
+            "energy from cc2538, nrf52840, sx1276 or a key=value file (volts,\n"                   \
+            "tx_ma, rx_ma, tx_startup_us, rx_startup_us); default by link"                         \
+    }
 const struct cli_opt cli_net_opts_link[] = {
     {CLI_OPT_ID_NET, "link", "802.15.4|ble|lorawan|none", H_LINK},
     {CLI_OPT_ID_NET, "link-mtu", "N", "also count frames of a link carrying N bytes of IP each"},
@@ -256,8 +261,7 @@ int cli_net_air_option(const char *prog, const char *flag, const char *value,
         link->csma_be = (unsigned)n;
     } else if (!strcmp(flag, "--retries")) {
         if (!parse_ulong(value, 0, 7, &n))
-            return air_error(prog, "%s: expected 0..7 (macMaxFrameRetries), got '%s'", flag,
-                             value);
+            return air_error(prog, "%s: expected 0..7 (macMaxFrameRetries), got '%s'", flag, value);
         link->retries = (unsigned)n;
     } else if (!strcmp(flag, "--phy")) {
         if (strcasecmp(value, "1m") && strcasecmp(value, "2m"))
@@ -269,8 +273,7 @@ int cli_net_air_option(const char *prog, const char *flag, const char *value,
         link->ble_data_length = (unsigned)n;
     } else if (!strcmp(flag, "--ble-interval")) {
         /* Core Vol 6 Part B 4.5.1: connInterval = 1.25 ms * (6..3200). */
-        if (!parse_double(value, 7.5, 4000, &d) ||
-            (long)(d * 1000 + 0.5) % 1250 != 0)
+        if (!parse_double(value, 7.5, 4000, &d) || (long)(d * 1000 + 0.5) % 1250 != 0)
             return air_error(prog, "%s: expected 7.5..4000 ms in steps of 1.25, got '%s'", flag,
                              value);
         link->ble_interval_us = (unsigned)(d * 1000 + 0.5);
@@ -309,8 +312,10 @@ int cli_net_air_option(const char *prog, const char *flag, const char *value,
         size_t len = 0;
         uint8_t *text = cli_read_file(value, &len);
         if (!text)
-            return air_error(prog, "%s: '%s' is neither a built-in profile (cc2538, nrf52840, "
-                             "sx1276) nor a readable file", flag, value);
+            return air_error(prog,
+                             "%s: '%s' is neither a built-in profile (cc2538, nrf52840, "
+                             "sx1276) nor a readable file",
+                             flag, value);
         char why[200] = "";
         int rc = edhoc_netacct_radio_parse((const char *)text, len, radio, why, sizeof why);
         free(text);
@@ -349,9 +354,10 @@ void cli_air_summary_print(FILE *f, const struct cli_air_summary *s,
     if (s->host_ms >= 0)
         snprintf(host, sizeof host, " + host %s (%s)",
                  cli_air_time((uint64_t)(s->host_ms * 1000 + 0.5), a5, sizeof a5), host_what);
-    fprintf(f, "  %s (docs/airtime.md): %u frames%s, %s on air, duty-cycle wait %s, link time %s;\n"
-               "  end-to-end %s = %s one after another on the link%s;\n"
-               "  energy initiator %.3f mJ, responder %.3f mJ, radio %s (%s)\n",
+    fprintf(f,
+            "  %s (docs/airtime.md): %u frames%s, %s on air, duty-cycle wait %s, link time %s;\n"
+            "  end-to-end %s = %s one after another on the link%s;\n"
+            "  energy initiator %.3f mJ, responder %.3f mJ, radio %s (%s)\n",
             heading, s->frames, s->fragments ? " (SCHC fragments among them)" : "",
             cli_air_time(s->air_us, a1, sizeof a1), cli_air_time(s->wait_us, a2, sizeof a2),
             cli_air_time(s->link_us, a3, sizeof a3), cli_air_time(s->e2e_us, a4, sizeof a4),
@@ -370,17 +376,16 @@ json_t *cli_net_air_params_json(const struct edhoc_netacct_link *l)
     json_t *o = json_object();
     cli_json_set(o, "csma_be", cli_json_int_or_null(f154, l->csma_be));
     cli_json_set(o, "retries", cli_json_int_or_null(f154, l->retries));
-    cli_json_set(o, "ble_phy", cli_json_string_or_null(ble ? (l->ble_phy == 2 ? "2m" : "1m")
-                                                          : NULL));
+    cli_json_set(o, "ble_phy",
+                 cli_json_string_or_null(ble ? (l->ble_phy == 2 ? "2m" : "1m") : NULL));
     cli_json_set(o, "ble_data_length", cli_json_int_or_null(ble, l->ble_data_length));
     cli_json_set(o, "ble_encrypted", ble ? json_boolean(l->ble_encrypted) : json_null());
     cli_json_set(o, "ble_interval_ms", ble ? json_real(l->ble_interval_us / 1e3) : json_null());
-    cli_json_set(o, "region", cli_json_string_or_null(
-                                  lora ? (l->region == EDHOC_NETACCT_US915 ? "us915" : "eu868")
-                                       : NULL));
+    cli_json_set(o, "region",
+                 cli_json_string_or_null(
+                     lora ? (l->region == EDHOC_NETACCT_US915 ? "us915" : "eu868") : NULL));
     cli_json_set(o, "data_rate", cli_json_int_or_null(lora, l->data_rate));
-    cli_json_set(o, "duty_cycle_percent",
-                 lora ? json_real(l->duty_cycle_ppm / 1e4) : json_null());
+    cli_json_set(o, "duty_cycle_percent", lora ? json_real(l->duty_cycle_ppm / 1e4) : json_null());
     cli_json_set(o, "rx1_delay_ms", cli_json_int_or_null(lora, l->rx1_delay_ms));
     cli_json_set(o, "rx2_delay_ms", cli_json_int_or_null(lora, l->rx2_delay_ms));
     cli_json_set(o, "preamble", cli_json_int_or_null(lora, l->preamble));
@@ -456,8 +461,7 @@ int cli_net_take(struct cli_net_opts *o, const struct cli_opt_parser *p)
     return rc > 0 ? 0 : -1;
 }
 
-int cli_net_capture_open(const struct cli_net_opts *o, const char *prog,
-                         struct edhoc_capture **cap)
+int cli_net_capture_open(const struct cli_net_opts *o, const char *prog, struct edhoc_capture **cap)
 {
     *cap = NULL;
     if (!o->pcap)
@@ -465,7 +469,8 @@ int cli_net_capture_open(const struct cli_net_opts *o, const char *prog,
     char err[256] = "";
     *cap = edhoc_capture_open(o->pcap, EDHOC_CAPTURE_DLT_RAW, err, sizeof err);
     if (!*cap) {
-        fprintf(stderr, "edhoc-cli %s: --pcap %s: %s\n", prog, o->pcap, err[0] ? err : "cannot open");
+        fprintf(stderr, "edhoc-cli %s: --pcap %s: %s\n", prog, o->pcap,
+                err[0] ? err : "cannot open");
         return -1;
     }
     return 0;
@@ -490,7 +495,7 @@ json_t *cli_net_link_json(const struct edhoc_netacct_link *link)
     if (link->type == EDHOC_NETACCT_LINK_NONE)
         return json_null();
     bool lowpan = link->type == EDHOC_NETACCT_LINK_802154;
-    const char *type = lowpan ? "802.15.4"
+    const char *type = lowpan                                     ? "802.15.4"
                        : link->type == EDHOC_NETACCT_LINK_BLE     ? "ble"
                        : link->type == EDHOC_NETACCT_LINK_LORAWAN ? "lorawan"
                                                                   : "mtu";

@@ -81,13 +81,12 @@ json_t *cli_net_air_json(const struct edhoc_netacct_radio *r, const struct edhoc
  * of measured processing when >= 0), and the energy per role. */
 struct cli_air_summary {
     uint64_t air_us, wait_us, link_us, e2e_us;
-    double host_ms;       /* < 0: not measured */
+    double host_ms; /* < 0: not measured */
     unsigned frames, fragments;
     double initiator_mj, responder_mj;
 };
 void cli_air_summary_add(struct cli_air_summary *s, const struct edhoc_netacct_radio *r,
-                         const struct edhoc_netacct_air *a, unsigned frames,
-                         bool from_initiator);
+                         const struct edhoc_netacct_air *a, unsigned frames, bool from_initiator);
 json_t *cli_air_summary_json(const struct cli_air_summary *s);
 /* The summary as three text lines: "  HEADING (docs/airtime.md): frames,
  * time on air, duty-cycle wait, link time; end-to-end = SUBJECT one after

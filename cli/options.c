@@ -72,8 +72,7 @@ static const struct cli_opt *command_short(const struct cli_cmd_spec *spec, char
     return NULL;
 }
 
-void cli_opt_begin(struct cli_opt_parser *p, const struct cli_cmd_spec *spec, int argc,
-                   char **argv)
+void cli_opt_begin(struct cli_opt_parser *p, const struct cli_cmd_spec *spec, int argc, char **argv)
 {
     memset(p, 0, sizeof *p);
     p->spec = spec;
@@ -177,8 +176,7 @@ static enum cli_opt_status take_common(struct cli_opt_parser *p, const struct cl
         p->quiet = true;
         p->verbose = 0;
         return CLI_OPT_POSITIONAL;
-    default:
-        return CLI_OPT_OPTION;
+    default: return CLI_OPT_OPTION;
     }
 }
 
@@ -248,8 +246,10 @@ static enum cli_opt_status next_short(struct cli_opt_parser *p)
             return st == CLI_OPT_POSITIONAL ? cli_opt_next(p) : st;
         }
     }
-    cli_opt_error(p, "unknown option '-%c' (the short options are -h, -v and -q; see "
-                     "edhoc-cli %s --help)", c, p->spec->name);
+    cli_opt_error(p,
+                  "unknown option '-%c' (the short options are -h, -v and -q; see "
+                  "edhoc-cli %s --help)",
+                  c, p->spec->name);
     return fail(p);
 }
 
@@ -375,8 +375,10 @@ int cli_opt_leading(int argc, char **argv, const char *const *commands)
         while (cmd < argc && !is_command(argv[cmd], commands))
             cmd++;
         if (cmd >= argc) {
-            fprintf(stderr, "edhoc-cli: %s goes after the command (edhoc-cli COMMAND %s; "
-                            "edhoc-cli --help lists the commands)\n", a, a);
+            fprintf(stderr,
+                    "edhoc-cli: %s goes after the command (edhoc-cli COMMAND %s; "
+                    "edhoc-cli --help lists the commands)\n",
+                    a, a);
             return -1;
         }
         char fixed[512];
@@ -444,7 +446,8 @@ int cli_opt_seconds(struct cli_opt_parser *p, double min_s, double max_s, long *
     for (const char *c = p->value; plain && *c; c++)
         plain = (*c >= '0' && *c <= '9') || *c == '.';
     if (!plain || errno || !isfinite(v) || v < min_s || v > max_s) {
-        cli_opt_error(p, "%s: expected seconds from %g to %g (decimals allowed, e.g. 0.5), got '%s'",
+        cli_opt_error(p,
+                      "%s: expected seconds from %g to %g (decimals allowed, e.g. 0.5), got '%s'",
                       p->flag, min_s, max_s, p->value);
         return -1;
     }
@@ -463,14 +466,14 @@ int cli_opt_choice(struct cli_opt_parser *p, const char *const *choices, int *in
     char list[256] = "";
     size_t used = 0;
     for (int i = 0; choices[i] && used < sizeof list; i++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
-                                 choices[i]);
+        used +=
+            (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", choices[i]);
     cli_opt_error(p, "%s: expected one of %s, got '%s'", p->flag, list, p->value);
     return -1;
 }
 
 /* Help column of the option texts. */
-#define HELP_COL 26
+#define HELP_COL   26
 #define HELP_WIDTH 79
 
 static void print_opt(FILE *f, const struct cli_cmd_spec *spec, const struct cli_opt *o)
@@ -536,7 +539,8 @@ void cli_opt_print_help(const struct cli_cmd_spec *spec, FILE *f)
 
 int cli_opt_usage_error(const struct cli_cmd_spec *spec, const char *why)
 {
-    fprintf(stderr, "edhoc-cli %s: %s\nusage: edhoc-cli %s %s\n(edhoc-cli %s --help lists the options)\n",
+    fprintf(stderr,
+            "edhoc-cli %s: %s\nusage: edhoc-cli %s %s\n(edhoc-cli %s --help lists the options)\n",
             spec->name, why, spec->name, spec->synopsis, spec->name);
     return CLI_EXIT_USAGE;
 }
@@ -549,8 +553,7 @@ void cli_opt_print_list(const struct cli_cmd_spec *spec, FILE *f)
             /* The short spelling on a line of its own: "-T HEX --token". */
             char s = common_short_of(o) ? 0 : short_of(spec, o);
             if (s)
-                fprintf(f, "-%c%s%s --%s\n", s, o->arg ? " " : "", o->arg ? o->arg : "",
-                        o->name);
+                fprintf(f, "-%c%s%s --%s\n", s, o->arg ? " " : "", o->arg ? o->arg : "", o->name);
         }
     }
     for (const struct cli_opt *o = common_opts; o->id; o++)

@@ -25,21 +25,21 @@ enum {
 };
 
 struct cli_opt {
-    int id;            /* > 0; 0 ends a group's list */
-    const char *name;  /* long name without the dashes: "timeout" */
-    const char *arg;   /* the value's name in help ("SECONDS"); NULL: a flag */
-    const char *help;  /* one paragraph, wrapped when printed */
+    int id;           /* > 0; 0 ends a group's list */
+    const char *name; /* long name without the dashes: "timeout" */
+    const char *arg;  /* the value's name in help ("SECONDS"); NULL: a flag */
+    const char *help; /* one paragraph, wrapped when printed */
 };
 
 struct cli_opt_group {
-    const char *title;           /* "Request options" */
-    const struct cli_opt *opts;  /* ends with {0} */
+    const char *title;          /* "Request options" */
+    const struct cli_opt *opts; /* ends with {0} */
 };
 
 /* An option spelling the command had before: refused with the new one. */
 struct cli_opt_renamed {
-    const char *old_name;        /* without dashes: "timeout-ms" */
-    const char *use_instead;     /* "--timeout SECONDS (decimals allowed, e.g. --timeout 0.5)" */
+    const char *old_name;    /* without dashes: "timeout-ms" */
+    const char *use_instead; /* "--timeout SECONDS (decimals allowed, e.g. --timeout 0.5)" */
 };
 
 /* A command's own short spelling of one of its options. */
@@ -49,20 +49,20 @@ struct cli_opt_short {
 };
 
 struct cli_cmd_spec {
-    const char *name;            /* "coap" */
-    const char *synopsis;        /* after "edhoc-cli coap ": "METHOD URI [OPTIONS]" (may hold '\n') */
-    const char *description;     /* paragraphs, wrapped by the author; may be NULL */
-    const struct cli_opt_group *groups;  /* ends with {NULL, NULL} */
-    const struct cli_opt_renamed *renamed; /* ends with {NULL, NULL}; may be NULL */
-    const char *epilogue;        /* exit codes and notes; may be NULL */
+    const char *name;        /* "coap" */
+    const char *synopsis;    /* after "edhoc-cli coap ": "METHOD URI [OPTIONS]" (may hold '\n') */
+    const char *description; /* paragraphs, wrapped by the author; may be NULL */
+    const struct cli_opt_group *groups;      /* ends with {NULL, NULL} */
+    const struct cli_opt_renamed *renamed;   /* ends with {NULL, NULL}; may be NULL */
+    const char *epilogue;                    /* exit codes and notes; may be NULL */
     const struct cli_opt_short *short_names; /* ends with {0, 0}; may be NULL */
 };
 
 enum cli_opt_status {
-    CLI_OPT_OPTION,      /* p->opt and (for options with a value) p->value are set */
-    CLI_OPT_POSITIONAL,  /* p->value is the argument */
-    CLI_OPT_DONE,        /* every argument was read */
-    CLI_OPT_EXIT,        /* stop and return p->exit_code (0 after --help/--version,
+    CLI_OPT_OPTION,     /* p->opt and (for options with a value) p->value are set */
+    CLI_OPT_POSITIONAL, /* p->value is the argument */
+    CLI_OPT_DONE,       /* every argument was read */
+    CLI_OPT_EXIT,       /* stop and return p->exit_code (0 after --help/--version,
                           * 2 after an error, already printed) */
 };
 
@@ -70,13 +70,13 @@ struct cli_opt_parser {
     const struct cli_cmd_spec *spec;
     int argc;
     char **argv;
-    int next;                    /* index of the next argument */
-    const char *short_rest;      /* the rest of a bundle such as -vq */
-    bool options_ended;          /* after "--" */
+    int next;               /* index of the next argument */
+    const char *short_rest; /* the rest of a bundle such as -vq */
+    bool options_ended;     /* after "--" */
     /* Results of the last cli_opt_next. */
     const struct cli_opt *opt;
     const char *value;
-    char flag[72];               /* "--timeout": the spelling for messages and edhoc_args */
+    char flag[72]; /* "--timeout": the spelling for messages and edhoc_args */
     int exit_code;
     /* The common options, counted here for the command to read. */
     int verbose;

@@ -15,7 +15,6 @@
 #include "responder_acct.h"
 #include "util.h"
 
-
 /* ---- Bytes per layer of each handshake, and --pcap ----
  *
  * Every datagram is charged to its peer (address and port). The server
@@ -160,8 +159,8 @@ static void held_print(struct responder_acct *a, size_t i, struct peer_acct *p)
                          h->text, p->tot.datagrams, p->tot.coap, p->tot.udp, p->tot.ip,
                          p->ipv6 ? "IPv6" : "IPv4");
         if (a->link.type != EDHOC_NETACCT_LINK_NONE && n > 0 && (size_t)n < sizeof line)
-            snprintf(line + n, sizeof line - (size_t)n, " frames=%u link_bytes=%zu",
-                     p->tot.frames, p->tot.link);
+            snprintf(line + n, sizeof line - (size_t)n, " frames=%u link_bytes=%zu", p->tot.frames,
+                     p->tot.link);
         edhoc_netacct_total_clear(&p->tot);
     } else {
         snprintf(line, sizeof line, "%s", h->text);

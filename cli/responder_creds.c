@@ -229,8 +229,7 @@ static void method_suites(struct responder *r, int m)
 }
 
 const struct edhoc_config *responder_creds_select(void *user, int m, int suite,
-                                                  edhoc_cred_resolver *resolve,
-                                                  void **resolve_ctx)
+                                                  edhoc_cred_resolver *resolve, void **resolve_ctx)
 {
     struct responder *r = user;
     if (m < 0 || m > 3 || (r->o.accept_methods && !(r->o.accept_methods & (1u << m))))
@@ -244,7 +243,8 @@ const struct edhoc_config *responder_creds_select(void *user, int m, int suite,
             id = demo_ident(r, m, r->supported[i]);
     } else {
         for (size_t c = 0; c < r->n_creds && !id; c++) {
-            if (supported(r, suite) && edhoc_cred_check_key_type(&r->creds[c], m, false, suite) == 0)
+            if (supported(r, suite) &&
+                edhoc_cred_check_key_type(&r->creds[c], m, false, suite) == 0)
                 id = explicit_ident(r, c, m);
         }
         /* No credential for that suite: one that fits the method answers,

@@ -12,7 +12,7 @@
 
 #include "edhoc_args.h"
 
-#define MAX_CREDS 8
+#define MAX_CREDS   8
 #define N_SUITE_IDS 9
 
 struct interop_log;
@@ -61,8 +61,7 @@ struct responder {
 int responder_creds_load(struct responder *r);
 /* The engine's select callback (edhoc_server_config.select, user r). */
 const struct edhoc_config *responder_creds_select(void *user, int m, int suite,
-                                                  edhoc_cred_resolver *resolve,
-                                                  void **resolve_ctx);
+                                                  edhoc_cred_resolver *resolve, void **resolve_ctx);
 /* Everything loaded wiped and freed; r itself stays. */
 void responder_creds_free(struct responder *r);
 

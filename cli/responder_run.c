@@ -42,7 +42,6 @@ _Static_assert((int)CLI_WORKERS_EXIT_OK == (int)CLI_EXIT_OK &&
                    (int)CLI_WORKERS_EXIT_INTERNAL == (int)CLI_EXIT_INTERNAL,
                "the supervisor's exit codes are the program's");
 
-
 static volatile sig_atomic_t stop_signal, reload_signal, stats_signal;
 
 static void on_signal(int sig)
@@ -69,7 +68,6 @@ static void catch_signals(void)
     sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
-
 
 /* What the serve loop leaves to the command. */
 struct serve_side {
@@ -133,8 +131,9 @@ static void log_start(const struct responder *r, const struct cli_worker_loads *
     if (no_state)
         cli_log(LOG_NOTICE, "--state-dir none: EDHOC-derived contexts end with this process");
     if (r->demo)
-        cli_log(LOG_WARNING, "--demo: the built-in demo credentials' private keys are published: "
-                             "anyone can pose as this responder%s; for tests only",
+        cli_log(LOG_WARNING,
+                "--demo: the built-in demo credentials' private keys are published: "
+                "anyone can pose as this responder%s; for tests only",
                 r->o.n_trust ? "" : " and as the demo initiators it accepts");
     if (allow_unprotected)
         cli_log(LOG_WARNING, "--allow-unprotected: the resources answer requests without OSCORE "
@@ -144,10 +143,11 @@ static void log_start(const struct responder *r, const struct cli_worker_loads *
                             "(RFC 8613 Section 3.2.1 derives keys with an HMAC-based HKDF, which "
                             "SHAKE256 has not; RFC 9528 Section 3.6)");
     if (amp_factor > 0)
-        cli_log(LOG_INFO, "amplification limit: an address not yet verified is sent at most %ld "
-                          "times the bytes received from it (--amplification-factor); under "
-                          "pressure every message_1 of an unverified address gets 4.01 + Echo "
-                          "first (%s)",
+        cli_log(LOG_INFO,
+                "amplification limit: an address not yet verified is sent at most %ld "
+                "times the bytes received from it (--amplification-factor); under "
+                "pressure every message_1 of an unverified address gets 4.01 + Echo "
+                "first (%s)",
                 amp_factor, pressure_rate ? "--pressure-rate" : "off: --pressure-rate 0");
     else
         cli_log(LOG_WARNING, "--amplification-factor 0: no amplification limit; anyone can make "
@@ -159,13 +159,13 @@ int responder_run(const struct responder_run_config *cfg)
     struct responder *r = cfg->r;
     struct cli_net_opts net = *cfg->net;
     const char **listen_spec = cfg->listen_spec;
-    char (*listen_addr)[NI_MAXHOST + 16] = cfg->listen_addr;
+    char(*listen_addr)[NI_MAXHOST + 16] = cfg->listen_addr;
     const char **listen = cfg->listen;
     size_t n_listen = cfg->n_listen;
     const char *const *static_paths = cfg->static_paths;
     size_t n_static = cfg->n_static;
-    const char *state_dir = cfg->state_dir, *pidfile = cfg->pidfile,
-               *ready_file = cfg->ready_file, *interop_dir = cfg->interop_dir;
+    const char *state_dir = cfg->state_dir, *pidfile = cfg->pidfile, *ready_file = cfg->ready_file,
+               *interop_dir = cfg->interop_dir;
     long interop_max = cfg->interop_max;
     bool daemon = cfg->daemon, use_syslog = cfg->use_syslog, echo_m1 = cfg->echo_m1,
          allow_unprotected = cfg->allow_unprotected, edhoc_only_suite = cfg->edhoc_only_suite;
@@ -174,8 +174,8 @@ int responder_run(const struct responder_run_config *cfg)
     int c_r_form = cfg->c_r_form;
     long max_contexts = cfg->max_contexts, context_lifetime_ms = cfg->context_lifetime_ms;
     long max_pending = cfg->max_pending, hs_timeout_ms = cfg->hs_timeout_ms,
-         block_size = cfg->block_size, max_body = cfg->max_body,
-         max_sessions = cfg->max_sessions, transfer_timeout_ms = cfg->transfer_timeout_ms;
+         block_size = cfg->block_size, max_body = cfg->max_body, max_sessions = cfg->max_sessions,
+         transfer_timeout_ms = cfg->transfer_timeout_ms;
     long workers = cfg->workers;
     int verbosity = cfg->verbosity;
     struct edhoc_amp *amp = NULL;
@@ -276,8 +276,8 @@ int responder_run(const struct responder_run_config *cfg)
      * signal that comes while contexts load is acted on once they are. */
     catch_signals();
     if (workers > 1) {
-        if (db && cli_serve_prune(db, state_dir, (uint64_t)context_lifetime_ms,
-                                  (uint64_t)max_contexts)) {
+        if (db &&
+            cli_serve_prune(db, state_dir, (uint64_t)context_lifetime_ms, (uint64_t)max_contexts)) {
             exit_code = CLI_EXIT_INPUT;
             goto close_db;
         }
@@ -418,8 +418,8 @@ int responder_run(const struct responder_run_config *cfg)
         .worker_index = role.index,
     };
     char why[256] = "";
-    int rc = edhoc_transport_server_open(&t, listen, n_listen, &tcfg, edhoc_server_handle, srv,
-                                         why, sizeof why);
+    int rc = edhoc_transport_server_open(&t, listen, n_listen, &tcfg, edhoc_server_handle, srv, why,
+                                         sizeof why);
     if (rc) {
         cli_log(LOG_ERR, "%s", why[0] ? why : edhoc_transport_strerror(rc));
         exit_code = rc == EDHOC_TRANSPORT_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;

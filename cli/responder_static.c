@@ -68,9 +68,9 @@ int responder_static_load(struct edhoc_server *srv, const char *path, size_t *se
         (*served)++;
     if (rc) {
         cli_log(LOG_ERR, "--oscore-context %s: %s", path,
-                rc == OSCORE_ERR_INVALID ? "recipient ID already in use or invalid"
-                                         : rc <= -5000 && rc > -5100 ? edhoc_state_strerror(rc)
-                                                                     : oscore_strerror(rc));
+                rc == OSCORE_ERR_INVALID    ? "recipient ID already in use or invalid"
+                : rc <= -5000 && rc > -5100 ? edhoc_state_strerror(rc)
+                                            : oscore_strerror(rc));
         return CLI_EXIT_INPUT;
     }
     return 0;

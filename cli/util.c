@@ -132,8 +132,7 @@ int cli_parse_int_list(const char *s, int *out, int cap)
     return n;
 }
 
-bool cli_split_option(const char *arg, const char *next, char *name, size_t cap,
-                      const char **value)
+bool cli_split_option(const char *arg, const char *next, char *name, size_t cap, const char **value)
 {
     const char *eq = strchr(arg, '=');
     if (eq) {

@@ -12,13 +12,13 @@
 /* Exit codes shared by every subcommand (documented in --help). */
 enum cli_exit {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_FAILURE = 1,     /* the operation failed (verification, decryption, ...) */
-    CLI_EXIT_USAGE = 2,       /* bad command line */
-    CLI_EXIT_INPUT = 3,       /* an input file or value could not be used */
-    CLI_EXIT_PEER_ERROR = 4,  /* the peer sent an EDHOC error message */
-    CLI_EXIT_VERIFY = 5,      /* MAC/signature/credential verification failed */
-    CLI_EXIT_TIMEOUT = 6,     /* no answer in time */
-    CLI_EXIT_OSCORE = 7,      /* OSCORE protect/unprotect failed */
+    CLI_EXIT_FAILURE = 1,    /* the operation failed (verification, decryption, ...) */
+    CLI_EXIT_USAGE = 2,      /* bad command line */
+    CLI_EXIT_INPUT = 3,      /* an input file or value could not be used */
+    CLI_EXIT_PEER_ERROR = 4, /* the peer sent an EDHOC error message */
+    CLI_EXIT_VERIFY = 5,     /* MAC/signature/credential verification failed */
+    CLI_EXIT_TIMEOUT = 6,    /* no answer in time */
+    CLI_EXIT_OSCORE = 7,     /* OSCORE protect/unprotect failed */
     CLI_EXIT_INTERNAL = 10,
 };
 

@@ -21,7 +21,7 @@
 #include "util.h"
 
 #define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x)  STR_(x)
 
 /* "libpcap version 1.10.3 (with TPACKET_V3)" -> "1.10.3" */
 static void pcap_number(char *out, size_t cap)

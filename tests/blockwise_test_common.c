@@ -46,8 +46,7 @@ void b_block(struct builder *b, uint16_t number, uint32_t num, bool more, unsign
     b_opt(b, number, st, edhoc_block_encode(&blk, st));
 }
 
-size_t b_encode(struct builder *b, const uint8_t *payload, size_t plen, uint8_t *out,
-                size_t cap)
+size_t b_encode(struct builder *b, const uint8_t *payload, size_t plen, uint8_t *out, size_t cap)
 {
     b->m.payload = plen ? payload : NULL;
     b->m.payload_len = plen;
@@ -68,8 +67,8 @@ void set_mid(uint8_t *msg, uint16_t mid)
     msg[3] = (uint8_t)mid;
 }
 
-int srv(struct edhoc_bw_server *s, const char *peer, const uint8_t *msg, size_t len,
-        uint64_t now, struct result *r)
+int srv(struct edhoc_bw_server *s, const char *peer, const uint8_t *msg, size_t len, uint64_t now,
+        struct result *r)
 {
     r->whole = NULL;
     r->verdict = edhoc_bw_server_request(s, peer, msg, len, now, &r->whole, &r->whole_len, r->out,
@@ -92,8 +91,7 @@ bool has_block(const struct coap_msg *m, uint16_t number, struct edhoc_block *b)
     return true;
 }
 
-void assert_block(const struct coap_msg *m, uint16_t number, uint32_t num, bool more,
-                  unsigned szx)
+void assert_block(const struct coap_msg *m, uint16_t number, uint32_t num, bool more, unsigned szx)
 {
     struct edhoc_block b;
     assert_true(has_block(m, number, &b));

@@ -39,8 +39,7 @@ void b_uint(struct builder *b, uint16_t number, uint32_t v);
 
 void b_block(struct builder *b, uint16_t number, uint32_t num, bool more, unsigned szx);
 
-size_t b_encode(struct builder *b, const uint8_t *payload, size_t plen, uint8_t *out,
-                size_t cap);
+size_t b_encode(struct builder *b, const uint8_t *payload, size_t plen, uint8_t *out, size_t cap);
 
 void fill(uint8_t *p, size_t n, unsigned seed);
 
@@ -55,13 +54,12 @@ struct result {
     struct coap_msg reply;
 };
 
-int srv(struct edhoc_bw_server *s, const char *peer, const uint8_t *msg, size_t len,
-        uint64_t now, struct result *r);
+int srv(struct edhoc_bw_server *s, const char *peer, const uint8_t *msg, size_t len, uint64_t now,
+        struct result *r);
 
 bool has_block(const struct coap_msg *m, uint16_t number, struct edhoc_block *b);
 
-void assert_block(const struct coap_msg *m, uint16_t number, uint32_t num, bool more,
-                  unsigned szx);
+void assert_block(const struct coap_msg *m, uint16_t number, uint32_t num, bool more, unsigned szx);
 
 uint32_t uint_option(const struct coap_msg *m, uint16_t number);
 

@@ -94,16 +94,19 @@ static inline size_t coap(uint8_t type, uint8_t code, uint16_t mid, uint8_t toke
     uint8_t cfv[4];
     static uint8_t body[256];
     if (oscore_len >= 0)
-        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OSCORE, oscore, (size_t)oscore_len), 0);
-    if (edhoc_path) {
-        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)".well-known",
-                                             11), 0);
-        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5),
+        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OSCORE, oscore, (size_t)oscore_len),
                          0);
+    if (edhoc_path) {
+        assert_int_equal(
+            edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)".well-known", 11),
+            0);
+        assert_int_equal(
+            edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5), 0);
     }
     if (cf >= 0)
         assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv,
-                                             edhoc_coap_uint_encode((uint32_t)cf, cfv)), 0);
+                                                   edhoc_coap_uint_encode((uint32_t)cf, cfv)),
+                         0);
     if (prefix_len)
         memcpy(body, prefix, prefix_len);
     if (len)
@@ -118,8 +121,8 @@ static inline size_t coap(uint8_t type, uint8_t code, uint16_t mid, uint8_t toke
 static const uint8_t CBOR_TRUE[] = {0xf5};
 static const uint8_t C_R[] = {0x27};
 static const uint8_t OSCORE_REQ_OPT[] = {0x09, 0x00, 0x27}; /* n=1, k=1: PIV 0, kid 0x27 */
-static const uint8_t CIPHERTEXT[] = {0x61, 0x2f, 0x10, 0x92, 0xf1, 0x77, 0x6f, 0x1c,
-                                     0x16, 0x68, 0xb3, 0x82, 0x5e};
+static const uint8_t CIPHERTEXT[] = {0x61, 0x2f, 0x10, 0x92, 0xf1, 0x77, 0x6f,
+                                     0x1c, 0x16, 0x68, 0xb3, 0x82, 0x5e};
 
 /* Number of UDP datagrams written: 6 + 5 + 2 + 4 + 1 DNS-like + 1 bad
  * CoAP + 1 block-wise exchange (below: 5). */
@@ -142,46 +145,43 @@ static inline unsigned write_traffic(struct edhoc_capture *cap)
     size_t n;
     unsigned count = 0;
     struct timespec ts = {1700000000, 0};
-#define SEND(from, to)                                                                            \
-    do {                                                                                          \
-        ts.tv_nsec += 1000000;                                                                    \
-        assert_int_equal(edhoc_capture_datagram(cap, SA(from), SA(to), b, n, &ts), 0);            \
-        count++;                                                                                  \
+#define SEND(from, to)                                                                             \
+    do {                                                                                           \
+        ts.tv_nsec += 1000000;                                                                     \
+        assert_int_equal(edhoc_capture_datagram(cap, SA(from), SA(to), b, n, &ts), 0);             \
+        count++;                                                                                   \
     } while (0)
 
     /* Exchange 1 (IPv6). */
-    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x1001, 1, true, 65, NULL, -1, CBOR_TRUE, 1, m1,
-             m1_len, b);
-    SEND(c6, s6);
-    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x1001, 1, false, 64, NULL, -1, NULL, 0, m2,
-             m2_len, b);
-    SEND(s6, c6);
-    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x1002, 2, true, 65, NULL, -1, C_R, 1, m3, m3_len,
+    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x1001, 1, true, 65, NULL, -1, CBOR_TRUE, 1, m1, m1_len,
              b);
     SEND(c6, s6);
-    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x1002, 2, false, 64, NULL, -1, NULL, 0, m4,
-             m4_len, b);
+    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x1001, 1, false, 64, NULL, -1, NULL, 0, m2, m2_len,
+             b);
+    SEND(s6, c6);
+    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x1002, 2, true, 65, NULL, -1, C_R, 1, m3, m3_len, b);
+    SEND(c6, s6);
+    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x1002, 2, false, 64, NULL, -1, NULL, 0, m4, m4_len,
+             b);
     SEND(s6, c6);
     n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x1003, 3, false, -1, OSCORE_REQ_OPT, 3, NULL, 0,
              CIPHERTEXT, sizeof CIPHERTEXT, b);
     SEND(c6, s6);
-    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x1003, 3, false, -1, NULL, 0, NULL, 0,
-             CIPHERTEXT, sizeof CIPHERTEXT, b);
+    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x1003, 3, false, -1, NULL, 0, NULL, 0, CIPHERTEXT,
+             sizeof CIPHERTEXT, b);
     SEND(s6, c6);
 
     /* Exchange 2 (IPv4, one suite), message_1 sent twice. */
-    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x2001, 1, true, 65, NULL, -1, CBOR_TRUE, 1,
-             m1_single, m1_single_len, b);
+    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x2001, 1, true, 65, NULL, -1, CBOR_TRUE, 1, m1_single,
+             m1_single_len, b);
     SEND(c4, s4);
     SEND(c4, s4);
-    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x2001, 1, false, 64, NULL, -1, NULL, 0, m2,
-             m2_len, b);
+    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x2001, 1, false, 64, NULL, -1, NULL, 0, m2, m2_len,
+             b);
     SEND(s4, c4);
-    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x2002, 2, true, 65, NULL, -1, C_R, 1, m3, m3_len,
-             b);
+    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x2002, 2, true, 65, NULL, -1, C_R, 1, m3, m3_len, b);
     SEND(c4, s4);
-    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x2002, 2, false, -1, NULL, -1, NULL, 0, NULL, 0,
-             b);
+    n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x2002, 2, false, -1, NULL, -1, NULL, 0, NULL, 0, b);
     SEND(s4, c4);
 
     /* A DNS-looking datagram: not CoAP, ignored. */
@@ -191,8 +191,8 @@ static inline unsigned write_traffic(struct edhoc_capture *cap)
     SEND(dns_c, dns_s);
 
     /* Exchange 3: the rejected message_1 and the error. */
-    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x3001, 4, true, 65, NULL, -1, CBOR_TRUE, 1,
-             m1_first, m1_first_len, b);
+    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x3001, 4, true, 65, NULL, -1, CBOR_TRUE, 1, m1_first,
+             m1_first_len, b);
     SEND(c4, s4);
     n = coap(COAP_TYPE_ACK, COAP_CODE_BAD_REQUEST, 0x3001, 4, false, 64, NULL, -1, NULL, 0, err,
              err_len, b);
@@ -206,18 +206,16 @@ static inline unsigned write_traffic(struct edhoc_capture *cap)
 
     /* Exchange 4: bare framing; the responder answers separately (empty
      * ACK, then a CON 2.04 with the same token). */
-    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x4001, 5, true, -1, NULL, -1, NULL, 0, m1, m1_len,
-             b);
+    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x4001, 5, true, -1, NULL, -1, NULL, 0, m1, m1_len, b);
     SEND(c4b, s4);
     n = coap(COAP_TYPE_ACK, COAP_CODE_EMPTY, 0x4001, 0, false, -1, NULL, -1, NULL, 0, NULL, 0, b);
     n = 4; /* an empty message has no token */
     b[0] = 0x60;
     SEND(s4, c4b);
-    n = coap(COAP_TYPE_CON, COAP_CODE_CHANGED, 0x9001, 5, false, -1, NULL, -1, NULL, 0, m2,
-             m2_len, b);
-    SEND(s4, c4b);
-    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x4002, 6, true, -1, NULL, -1, NULL, 0, m3, m3_len,
+    n = coap(COAP_TYPE_CON, COAP_CODE_CHANGED, 0x9001, 5, false, -1, NULL, -1, NULL, 0, m2, m2_len,
              b);
+    SEND(s4, c4b);
+    n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x4002, 6, true, -1, NULL, -1, NULL, 0, m3, m3_len, b);
     SEND(c4b, s4);
 #undef SEND
     return count;
@@ -249,9 +247,10 @@ static inline void write_capture(const char *name, int dlt, char *path, size_t c
 /* Not inline: its callers check the result with cmocka asserts, which the
  * compiler does not know end a failed test, and would warn that *out may
  * be left unset. */
-__attribute__((noinline, unused))
-static int analyse(const char *path, const struct edhoc_netacct_link *link,
-                   struct edhoc_capture_analysis **out, int *dlt_out)
+__attribute__((noinline, unused)) static int analyse(const char *path,
+                                                     const struct edhoc_netacct_link *link,
+                                                     struct edhoc_capture_analysis **out,
+                                                     int *dlt_out)
 {
     char err[256];
     struct edhoc_capture_reader *r = edhoc_capture_reader_open(path, err, sizeof err);

@@ -27,15 +27,15 @@
 #define BUILT_SANITIZED 0
 #endif
 
-#define KiB 1024L
-#define MiB (1024L * 1024L)
-#define CODE(c, d) ((uint8_t)((c) << 5 | (d)))
-#define C_GET CODE(0, 1)
-#define C_POST CODE(0, 2)
-#define C_CONTINUE CODE(2, 31)
+#define KiB           1024L
+#define MiB           (1024L * 1024L)
+#define CODE(c, d)    ((uint8_t)((c) << 5 | (d)))
+#define C_GET         CODE(0, 1)
+#define C_POST        CODE(0, 2)
+#define C_CONTINUE    CODE(2, 31)
 #define C_BAD_REQUEST CODE(4, 0)
-#define C_INCOMPLETE CODE(4, 8)
-#define C_TOO_LARGE CODE(4, 13)
+#define C_INCOMPLETE  CODE(4, 8)
+#define C_TOO_LARGE   CODE(4, 13)
 #define C_UNAVAILABLE CODE(5, 3)
 
 /* =====================================================================
@@ -60,7 +60,7 @@
  * RSS may grow by 1 MiB (1.5 MiB sanitized) at most, where 5,000 more
  * uncapped sessions would take 2.6 MiB (3.5 MiB sanitized, measured). */
 #define FLOOD_SOURCES 10000
-#define FLOOD_BATCH 64
+#define FLOOD_BATCH   64
 
 /* The sweep's sender: datagrams go round-robin from a few source ports;
  * every SWEEP_WINDOW of them a CON GET /time from a port of its own is a
@@ -68,7 +68,7 @@
  * means everything before was read, and no datagram is lost to a full
  * receive buffer. (Not a CON ping: libcoap 4.3.1 answers only every other
  * ping of a session with the RST of RFC 7252 Section 4.3.) */
-#define SWEEP_PORTS 8
+#define SWEEP_PORTS  8
 #define SWEEP_WINDOW 32
 
 /* The responder under test is the sanitized binary (build-x-asan, or the
@@ -381,7 +381,9 @@ static inline void assert_alive(struct net_proc *p, const char *after)
     if (r == p->pid)
         p->pid = 0;
     fail_msg("the responder died after %s (%s %d); its log:\n%s", after,
-             r == -1 ? "not started" : WIFSIGNALED(st) ? "signal" : "exit",
+             r == -1           ? "not started"
+             : WIFSIGNALED(st) ? "signal"
+                               : "exit",
              WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), log ? log : "");
 }
 
@@ -390,8 +392,9 @@ static inline void assert_alive(struct net_proc *p, const char *after)
 static inline void assert_log_clean(struct net_proc *p)
 {
     char *log = net_read_file(p->log);
-    static const char *const bad[] = {"ERROR: AddressSanitizer", "runtime error:",
-                                      "ERROR: LeakSanitizer", "ERROR: UndefinedBehaviorSanitizer"};
+    static const char *const bad[] = {"ERROR: AddressSanitizer",
+                                      "runtime error:", "ERROR: LeakSanitizer",
+                                      "ERROR: UndefinedBehaviorSanitizer"};
     for (size_t i = 0; log && i < sizeof bad / sizeof bad[0]; i++) {
         if (strstr(log, bad[i]))
             fail_msg("sanitizer report (%s) in the responder's log %s:\n%s", bad[i], p->log, log);
@@ -460,8 +463,8 @@ static inline void expect_code(int fd, uint16_t port, const uint8_t *req, size_t
     if (v->code != code) {
         char rh[200];
         hexdump(rh, sizeof rh, resp, (size_t)n < 60 ? (size_t)n : 60);
-        fail_msg("%s: answered %s, expected %s (request %s..., answer %s)", what,
-                 code_str(v->code), code_str(code), hex, rh);
+        fail_msg("%s: answered %s, expected %s (request %s..., answer %s)", what, code_str(v->code),
+                 code_str(code), hex, rh);
     }
 }
 

@@ -83,7 +83,8 @@ static inline void assert_positive_cell(const char *cell, const char *context)
  * are key[k] (idx NULL: the first nkeys cells); splits it into cells
  * (returns their count), or 0. */
 static inline int md_find_row_at(const char *text, const char *title, const int *idx,
-                          const char *const *key, int nkeys, char *buf, size_t cap, char **cells)
+                                 const char *const *key, int nkeys, char *buf, size_t cap,
+                                 char **cells)
 {
     char heading[160];
     snprintf(heading, sizeof heading, "\n### %s\n", title);
@@ -110,8 +111,8 @@ static inline int md_find_row_at(const char *text, const char *title, const int 
     return 0;
 }
 
-static inline int md_find_row(const char *text, const char *title, const char *const *key, int nkeys,
-                       char *buf, size_t cap, char **cells)
+static inline int md_find_row(const char *text, const char *title, const char *const *key,
+                              int nkeys, char *buf, size_t cap, char **cells)
 {
     return md_find_row_at(text, title, NULL, key, nkeys, buf, cap, cells);
 }
@@ -140,7 +141,7 @@ static inline int md_count_rows(const char *text, const char *title)
 
 /* Check row key has n_expect cells and cells first..last are positive. */
 static inline void check_row(const char *out, const char *title, const char *const *key, int nkeys,
-                      int n_expect, int first, int last)
+                             int n_expect, int first, int last)
 {
     char buf[2048], ctx[200];
     char *cells[MAX_CELLS];

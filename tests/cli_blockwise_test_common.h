@@ -14,31 +14,31 @@
 #include "net_test_util.h"
 
 /* Each CLI run is bounded twice: by its own --timeout and by timeout(1). */
-#define RUN_TIMEOUT_S 40
+#define RUN_TIMEOUT_S   40
 #define CLI_TIMEOUT_OPT "--timeout 20"
 
 #define CLI_RUN(out, ...) net_cli_run(out, RUN_TIMEOUT_S, false, __VA_ARGS__)
-#define N_SIZES (sizeof sizes / sizeof sizes[0])
-#define N_BS (sizeof bsizes / sizeof bsizes[0])
+#define N_SIZES           (sizeof sizes / sizeof sizes[0])
+#define N_BS              (sizeof bsizes / sizeof bsizes[0])
 
-#define BIG_MAX_BODY 65536
+#define BIG_MAX_BODY   65536
 #define SMALL_MAX_BODY 4096
 
 /* ---- the datagrams of a capture ---------------------------------------- */
 
-#define OPT_ETAG 4
+#define OPT_ETAG   4
 #define OPT_OSCORE 9
 #define OPT_BLOCK2 23
 #define OPT_BLOCK1 27
-#define OPT_SIZE2 28
-#define OPT_SIZE1 60
+#define OPT_SIZE2  28
+#define OPT_SIZE1  60
 
 /* Wireshark's OSCORE table row (uat:oscore_contexts): "Sender ID",
  * "Recipient ID", "Master Secret", "Master Salt", "ID Context",
  * "Algorithm", from the client's side (the dissector picks the row whose
  * Sender ID is the request's kid); see tests/test_cli_tshark.c. */
 #define WS_SECRET "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
-#define WS_ROW(secret)                                                                           \
+#define WS_ROW(secret)                                                                             \
     "\"c7\",\"07\",\"" secret "\",\"9e7ca92223786340\",\"\",\"AES-CCM-16-64-128 (CCM*)\""
 
 static const size_t sizes[] = {0, 1, 1023, 1024, 1025, 3000, 20000, 65536};
@@ -53,7 +53,8 @@ struct report {
     unsigned problems;
 };
 
-static void report_add(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report_add(struct report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static inline void report_add(struct report *r, const char *fmt, ...)
 {
     r->problems++;
@@ -142,7 +143,8 @@ static inline void body_path(char *out, size_t cap, size_t n)
  * seed, RFC 8613 Appendix C.1.1's salt. Each responder gets a pair of its
  * own: two servers with one context would repeat each other's nonces. */
 static inline void context_pair(const char *name, const char *client_sid, const char *srv_sid,
-                                const char *secret, char *client_conf, char *server_conf, size_t cap)
+                                const char *secret, char *client_conf, char *server_conf,
+                                size_t cap)
 {
     char text[400], fname[64];
     snprintf(fname, sizeof fname, "%s-client.conf", name);
@@ -374,8 +376,8 @@ static inline void check_blocks(struct report *r, const char *what,
 {
     size_t want = ceil_div(n, bs);
     if (count != want) {
-        report_add(r, "%s: %zu blocks on the wire, expected ceil(%zu/%u) = %zu", what, count, n,
-                   bs, want);
+        report_add(r, "%s: %zu blocks on the wire, expected ceil(%zu/%u) = %zu", what, count, n, bs,
+                   want);
         return;
     }
     size_t off = 0;
@@ -388,8 +390,8 @@ static inline void check_blocks(struct report *r, const char *what,
             report_add(r, "%s: frame %u block NUM %u M %u SZX %u, expected NUM %zu M %d SZX %d",
                        what, d->frame, b->num, b->m, b->szx, k, last ? 0 : 1, szx_of(bs));
         else if (d->payload_len != len)
-            report_add(r, "%s: frame %u block %zu carries %zu bytes, expected %zu", what,
-                       d->frame, k, d->payload_len, len);
+            report_add(r, "%s: frame %u block %zu carries %zu bytes, expected %zu", what, d->frame,
+                       k, d->payload_len, len);
         else if (len && memcmp(d->payload, body + off, len))
             report_add(r, "%s: frame %u block %zu differs from bytes %zu..%zu of the body", what,
                        d->frame, k, off, off + len - 1);

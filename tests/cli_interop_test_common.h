@@ -45,7 +45,7 @@ struct cell {
     char oscore_text[256];
     char result[512];
     char reason[768];
-    char tolerated[64];   /* the raw array */
+    char tolerated[64]; /* the raw array */
     long edhoc, coap, ms;
 };
 
@@ -94,8 +94,8 @@ static inline char *json_python(const char *json, const char *prog)
     char path[400], cmd[1600], *out = NULL;
     net_path(path, sizeof path, "doc.json");
     net_write_file(path, json, 0600);
-    snprintf(cmd, sizeof cmd, "python3 -c \"import json,sys; d=json.load(open(sys.argv[1])); %s\" %s",
-             prog, path);
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import json,sys; d=json.load(open(sys.argv[1])); %s\" %s", prog, path);
     int rc = net_sh(cmd, &out, 30);
     if (rc != 0)
         fail_msg("python3 on the JSON output failed (%d): %s", rc, out);
@@ -112,7 +112,7 @@ static inline void json_checked(char **out, const char *schema)
     if (net_json_valid(*out, schema, false) != 0)
         fail_msg("interop output not valid against %s.schema.json", schema);
     char *flat = json_python(*out, "print(json.dumps(d, separators=(chr(44) + chr(32), chr(58) + "
-                                    "chr(32))))");
+                                   "chr(32))))");
     if (strstr(flat, ": -1,") || strstr(flat, ": -1}"))
         fail_msg("a member is -1 where null means absent:\n%s", flat);
     free(*out);
@@ -182,7 +182,8 @@ static inline int table_split(const char *line, char cols[][512], int cap)
 static inline void assert_table_matches_json(const char *table, const struct cell *cells, size_t n)
 {
     size_t rows = 0;
-    for (const char *line = table; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    for (const char *line = table; line && *line;
+         line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
         if (line[0] != '|' || line[1] != ' ' || !(line[2] >= '0' && line[2] <= '9'))
             continue;
         /* The EDHOC and OSCORE results have columns of their own. */
@@ -291,9 +292,9 @@ static inline size_t report_rows(const char *json, struct report_row *rows, size
     return n;
 }
 
-static inline void assert_row(const struct report_row *w, int method, const char *suites_i, int suite,
-                       const char *id_cred, const char *framing, bool combined,
-                       const char *outcome, long err_code, long attempts, long ok)
+static inline void assert_row(const struct report_row *w, int method, const char *suites_i,
+                              int suite, const char *id_cred, const char *framing, bool combined,
+                              const char *outcome, long err_code, long attempts, long ok)
 {
     assert_int_equal(w->method, method);
     assert_string_equal(w->suites_i, suites_i);
@@ -363,9 +364,8 @@ static inline void keygen(const char *name, const char *args, char *cred, char *
     net_path(cred, 300, n);
     snprintf(n, sizeof n, "%s.key", name);
     net_path(key, 300, n);
-    assert_int_equal(CLI_RUN(&out, 30, "keygen %s --out-cred %s --out-key %s --force", args, cred,
-                             key),
-                     0);
+    assert_int_equal(
+        CLI_RUN(&out, 30, "keygen %s --out-cred %s --out-key %s --force", args, cred, key), 0);
     free(out);
 }
 

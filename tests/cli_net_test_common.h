@@ -18,12 +18,11 @@
 /* edhoc-cli ARGS, bounded in time. */
 #define CLI_RUN(out, timeout_s, ...) net_cli_run(out, timeout_s, false, __VA_ARGS__)
 
-#define assert_has(f, line)                                                                       \
-    do {                                                                                          \
-        if (!has(f, line))                                                                        \
-            fail_msg("no line '%s' in:%s", line, f);                                              \
+#define assert_has(f, line)                                                                        \
+    do {                                                                                           \
+        if (!has(f, line))                                                                         \
+            fail_msg("no line '%s' in:%s", line, f);                                               \
     } while (0)
-
 
 /* ---- Per-layer accounting and --pcap ---- */
 
@@ -38,10 +37,8 @@ static inline int setup(void **state)
     cli = net_cli();
     if (net_make_dir("net"))
         return -1;
-    return net_responder_start(&main_responder, "main",
-                               "--listen 127.0.0.1:0 --listen [::1]:0 -v");
+    return net_responder_start(&main_responder, "main", "--listen 127.0.0.1:0 --listen [::1]:0 -v");
 }
-
 
 /* Between tests: the main responder must still be up. */
 static inline int check_alive(void **state)
@@ -53,7 +50,6 @@ static inline int check_alive(void **state)
     return -1;
 }
 
-
 /* ---- Reading the JSON reports ----
  *
  * The output of a command run with --json (standard error may be mixed
@@ -64,20 +60,20 @@ static inline int check_alive(void **state)
  * "suites_r=[2]". An assertion then names a value by its path, whatever
  * the layout of the document. */
 
-static const char flat_py[] =
-    "import json, sys\n"
-    "lines = open(sys.argv[1]).read().split('\\n')\n"
-    "start = next(i for i, l in enumerate(lines) if l.startswith('{'))\n"
-    "doc, _ = json.JSONDecoder().raw_decode('\\n'.join(lines[start:]))\n"
-    "out = []\n"
-    "def walk(path, v):\n"
-    "    if path:\n"
-    "        out.append(path + '=' + json.dumps(v))\n"
-    "    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else []\n"
-    "    for k, x in items:\n"
-    "        walk(path + '.' + str(k) if path else str(k), x)\n"
-    "walk('', doc)\n"
-    "print('\\n' + '\\n'.join(out))\n";
+static const char flat_py[] = "import json, sys\n"
+                              "lines = open(sys.argv[1]).read().split('\\n')\n"
+                              "start = next(i for i, l in enumerate(lines) if l.startswith('{'))\n"
+                              "doc, _ = json.JSONDecoder().raw_decode('\\n'.join(lines[start:]))\n"
+                              "out = []\n"
+                              "def walk(path, v):\n"
+                              "    if path:\n"
+                              "        out.append(path + '=' + json.dumps(v))\n"
+                              "    items = v.items() if isinstance(v, dict) else enumerate(v) if "
+                              "isinstance(v, list) else []\n"
+                              "    for k, x in items:\n"
+                              "        walk(path + '.' + str(k) if path else str(k), x)\n"
+                              "walk('', doc)\n"
+                              "print('\\n' + '\\n'.join(out))\n";
 
 /* The flattened document (starts and ends with a newline); the test fails
  * when the output holds no JSON document. */
@@ -106,8 +102,8 @@ static inline bool has(const char *f, const char *line)
 /* The value at path (as JSON text) into val; false when absent. */
 /* Not inline: inlined into callers that free what they searched, the
  * compiler warns of a dangling pointer on paths that never take it. */
-__attribute__((noinline, unused))
-static bool get(const char *f, const char *path, char *val, size_t cap)
+__attribute__((noinline, unused)) static bool get(const char *f, const char *path, char *val,
+                                                  size_t cap)
 {
     char pat[300];
     snprintf(pat, sizeof pat, "\n%s=", path);
@@ -151,8 +147,7 @@ static inline bool response_field(const char *f, const char *request, const char
 /* The JSON document of a command's output (standard error lines around
  * it dropped), for the schema check. Not inline: inlined under the
  * sanitizers, the compiler warns of a null %s on paths that never take it. */
-__attribute__((noinline, unused))
-static char *json_doc(const char *out)
+__attribute__((noinline, unused)) static char *json_doc(const char *out)
 {
     const char *start = out[0] == '{' ? out : strstr(out, "\n{");
     if (!start)

@@ -77,7 +77,8 @@ static inline size_t protected_get(const char *ctx_path, unsigned seq, uint8_t *
 {
     /* CON GET, MID 0x1234, token 0xa1b2c3, Uri-Path "time". */
     char *out;
-    int rc = CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq %u 43011234a1b2c3b474696d65",
+    int rc = CLI_RUN(&out, 30,
+                     "oscore protect --context %s --role client --seq %u 43011234a1b2c3b474696d65",
                      ctx_path, seq);
     if (rc != 0)
         fail_msg("oscore protect: %d %s", rc, out);

@@ -25,7 +25,10 @@ size_t current;
 
 struct vec_scope vectors(const char *name)
 {
-    static struct { const char *name; struct vec_scope scope; } cache[4];
+    static struct {
+        const char *name;
+        struct vec_scope scope;
+    } cache[4];
     for (size_t i = 0; i < sizeof cache / sizeof cache[0]; i++) {
         if (cache[i].name == NULL) {
             cache[i].name = name;

@@ -99,8 +99,8 @@ static inline void trace_check(void *ctx, const char *name, const uint8_t *v, si
     }
     if (n != len || memcmp(want, v, len) != 0) {
         t->mismatched++;
-        print_error("%s: trace value %s differs (got %zu bytes, want %zu)\n", t->role, name,
-                    len, n);
+        print_error("%s: trace value %s differs (got %zu bytes, want %zu)\n", t->role, name, len,
+                    n);
     }
 }
 
@@ -155,10 +155,10 @@ static inline void load_side(struct vec_scope v, bool initiator, int trace_no, s
         pub_len = 1 + xl + yl;
         curve = EDHOC_COSE_CRV_P256;
     }
-    s->id_cred_len = hexbytes(v, initiator ? "id_cred_i" : "id_cred_r", s->id_cred,
-                              sizeof s->id_cred);
-    set_cred(&s->cred, trace_no == 1 ? EDHOC_CRED_X509 : EDHOC_CRED_CCS, cred, cred_len, curve,
-             pub, pub_len, NULL, 0);
+    s->id_cred_len =
+        hexbytes(v, initiator ? "id_cred_i" : "id_cred_r", s->id_cred, sizeof s->id_cred);
+    set_cred(&s->cred, trace_no == 1 ? EDHOC_CRED_X509 : EDHOC_CRED_CCS, cred, cred_len, curve, pub,
+             pub_len, NULL, 0);
     memset(&s->key, 0, sizeof s->key);
     s->key.curve = curve;
     s->key.priv_len = hexbytes(v, initiator ? "sk_i" : "sk_r", s->key.priv, sizeof s->key.priv);

@@ -305,7 +305,8 @@ static inline int net_json_valid(const char *json_text, const char *schema, bool
     char *out = NULL;
     int rc = net_sh(cmd, &out, 30);
     if (rc != 0)
-        fprintf(stderr, "%s (schema %s)\n--- output checked ---\n%s\n---\n", out, schema, json_text);
+        fprintf(stderr, "%s (schema %s)\n--- output checked ---\n%s\n---\n", out, schema,
+                json_text);
     free(out);
     unlink(path);
     return rc != 0;
@@ -403,7 +404,6 @@ static inline long net_udp_exchange(uint16_t port, const uint8_t *msg, size_t le
     close(fd);
     return n;
 }
-
 
 /* The string value of the first "key": "..." in out, into val (a test
  * fails when it is missing or longer than cap). Every includer has
@@ -507,8 +507,8 @@ static inline void net_relay_loop(int lfd, uint16_t upstream, const struct net_r
             ssize_t r = recv(cl[i].fd, buf, sizeof buf, 0);
             if (r <= 0)
                 continue;
-            size_t len = h->to_client ? h->to_client(h->user, buf, (size_t)r, sizeof buf)
-                                      : (size_t)r;
+            size_t len =
+                h->to_client ? h->to_client(h->user, buf, (size_t)r, sizeof buf) : (size_t)r;
             if (len)
                 sendto(lfd, buf, len, 0, (struct sockaddr *)&cl[i].peer, sizeof cl[i].peer);
         }

@@ -23,8 +23,8 @@
 /* Requests a response is tried against (same token, same endpoints). A
  * client reusing one token forever would otherwise make this quadratic. */
 #define MAX_REQUEST_TRIES 64
-#define MAX_AAD 64
-#define DIGEST_LEN 32
+#define MAX_AAD           64
+#define DIGEST_LEN        32
 
 struct context_entry {
     struct oscore_context ctx; /* gives the Common IV and the nonce length */
@@ -67,8 +67,8 @@ struct request_rec {
     size_t kid_len;
     uint8_t piv[OSCORE_MAX_PIV];
     size_t piv_len;
-    long view;  /* the key that verified it, -1 none */
-    long next;  /* older request in the same bucket, -1 none */
+    long view; /* the key that verified it, -1 none */
+    long next; /* older request in the same bucket, -1 none */
 };
 
 struct pair_entry {
@@ -116,8 +116,8 @@ struct nonce_check {
     uint8_t plaintext[MAX_DATAGRAM];
 };
 
-__attribute__((format(printf, 3, 4)))
-static void set_why(char *why, size_t cap, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void set_why(char *why, size_t cap, const char *fmt,
+                                                          ...)
 {
     if (!why || !cap)
         return;
@@ -178,8 +178,7 @@ void nonce_check_free(struct nonce_check *nc)
     free(nc);
 }
 
-static size_t view_key(const struct nonce_check *nc, const struct key_view *v,
-                       const uint8_t **key)
+static size_t view_key(const struct nonce_check *nc, const struct key_view *v, const uint8_t **key)
 {
     const struct oscore_context *c = &nc->contexts[v->context]->ctx;
     return v->recipient_key ? oscore_context_recipient_key(c, key)
@@ -188,9 +187,8 @@ static size_t view_key(const struct nonce_check *nc, const struct key_view *v,
 
 /* An existing view with the same algorithm, key, Common IV and owner: the
  * same key met again (typically through the peer's context file). */
-static bool view_known(const struct nonce_check *nc, int alg, const uint8_t *key,
-                       size_t key_len, const uint8_t *iv, size_t iv_len, const uint8_t *owner,
-                       size_t owner_len)
+static bool view_known(const struct nonce_check *nc, int alg, const uint8_t *key, size_t key_len,
+                       const uint8_t *iv, size_t iv_len, const uint8_t *owner, size_t owner_len)
 {
     for (size_t i = 0; i < nc->n_views; i++) {
         const struct key_view *v = &nc->views[i];
@@ -227,16 +225,17 @@ int nonce_check_add_context(struct nonce_check *nc, const struct oscore_config *
     size_t key_len = oscore_context_sender_key(&e->ctx, &skey);
     oscore_context_recipient_key(&e->ctx, &rkey);
     size_t iv_len = oscore_context_common_iv(&e->ctx, &iv);
-    bool have_sender = view_known(nc, e->aead_alg, skey, key_len, iv, iv_len, cfg->sender_id,
-                                  cfg->sender_id_len);
-    bool have_recipient = view_known(nc, e->aead_alg, rkey, key_len, iv, iv_len,
-                                     cfg->recipient_id, cfg->recipient_id_len);
+    bool have_sender =
+        view_known(nc, e->aead_alg, skey, key_len, iv, iv_len, cfg->sender_id, cfg->sender_id_len);
+    bool have_recipient = view_known(nc, e->aead_alg, rkey, key_len, iv, iv_len, cfg->recipient_id,
+                                     cfg->recipient_id_len);
     if (have_sender && have_recipient) {
         oscore_context_wipe(&e->ctx);
         free(e);
         return 0;
     }
-    struct context_entry **contexts = realloc(nc->contexts, (nc->n_contexts + 1) * sizeof *contexts);
+    struct context_entry **contexts =
+        realloc(nc->contexts, (nc->n_contexts + 1) * sizeof *contexts);
     if (contexts)
         nc->contexts = contexts;
     struct key_view *views = realloc(nc->views, (nc->n_views + 2) * sizeof *views);
@@ -363,8 +362,8 @@ static int keep_message(struct nonce_check *nc, unsigned file, unsigned packet,
     c->dst_port = p->dst_port;
     unsigned cls = m->code >> 5;
     c->kind = edhoc_coap_code_is_request(m->code) ? KIND_REQUEST
-              : (cls >= 2 && cls <= 5)      ? KIND_RESPONSE
-                                            : KIND_OTHER;
+              : (cls >= 2 && cls <= 5)            ? KIND_RESPONSE
+                                                  : KIND_OTHER;
     nc->n_msgs++;
     return 0;
 }
@@ -464,14 +463,12 @@ static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
 
 /* Bucket of a request (client -> server) or of a response looking for it
  * (server -> client, so the pair is reversed), and its token. */
-static size_t exchange_bucket(const struct nonce_check *nc, int ip_version,
-                              const uint8_t *client, uint16_t client_port,
-                              const uint8_t *server, uint16_t server_port,
+static size_t exchange_bucket(const struct nonce_check *nc, int ip_version, const uint8_t *client,
+                              uint16_t client_port, const uint8_t *server, uint16_t server_port,
                               const struct coap_msg *m)
 {
     uint8_t ports[5] = {(uint8_t)(client_port >> 8), (uint8_t)client_port,
-                        (uint8_t)(server_port >> 8), (uint8_t)server_port,
-                        (uint8_t)ip_version};
+                        (uint8_t)(server_port >> 8), (uint8_t)server_port, (uint8_t)ip_version};
     uint64_t h = fnv1a(FNV_OFFSET, client, 16);
     h = fnv1a(h, server, 16);
     h = fnv1a(h, ports, sizeof ports);
@@ -578,9 +575,9 @@ static int pairs_grow(struct nonce_check *nc)
         struct pair_entry *e = &nc->pairs[i];
         if (!e->used)
             continue;
-        uint64_t h = fnv1a(fnv1a(fnv1a(FNV_OFFSET, (const uint8_t *)&e->alg, sizeof e->alg),
-                                 e->key, e->key_len),
-                           e->nonce, e->nonce_len);
+        uint64_t h = fnv1a(
+            fnv1a(fnv1a(FNV_OFFSET, (const uint8_t *)&e->alg, sizeof e->alg), e->key, e->key_len),
+            e->nonce, e->nonce_len);
         size_t j = (size_t)h & (n - 1);
         while (t[j].used)
             j = (j + 1) & (n - 1);
@@ -655,10 +652,9 @@ static int add_violation(struct nonce_check *nc, const struct pair_entry *e,
 
 /* Record that msg was sealed with view's key under nonce (built from
  * id_piv and piv). */
-static int record_pair(struct nonce_check *nc, size_t view, const uint8_t *nonce,
-                       size_t nonce_len, const uint8_t *id_piv, size_t id_piv_len,
-                       const uint8_t *piv, size_t piv_len, const struct captured *msg,
-                       const uint8_t *ciphertext, size_t ct_len)
+static int record_pair(struct nonce_check *nc, size_t view, const uint8_t *nonce, size_t nonce_len,
+                       const uint8_t *id_piv, size_t id_piv_len, const uint8_t *piv, size_t piv_len,
+                       const struct captured *msg, const uint8_t *ciphertext, size_t ct_len)
 {
     if (2 * (nc->n_pairs + 1) > nc->n_pair_slots && pairs_grow(nc) != 0)
         return -1;
@@ -688,7 +684,7 @@ static int record_pair(struct nonce_check *nc, size_t view, const uint8_t *nonce
                 return 0;
             }
         }
-        uint8_t (*more)[DIGEST_LEN] = realloc(e->digests, (e->n_digests + 1) * sizeof *more);
+        uint8_t(*more)[DIGEST_LEN] = realloc(e->digests, (e->n_digests + 1) * sizeof *more);
         if (!more)
             return -1;
         e->digests = more;
@@ -736,8 +732,8 @@ static bool opens(struct nonce_check *nc, size_t view, const uint8_t *id_piv, si
     if (oscore_nonce(&ce->ctx, id_piv, id_piv_len, piv, piv_len, nonce) != 0)
         return false; /* the ID does not fit this algorithm's nonce */
     uint8_t aad[MAX_AAD];
-    long aad_len = oscore_aad(ce->aead_alg, req_kid, req_kid_len, req_piv, req_piv_len, aad,
-                              sizeof aad);
+    long aad_len =
+        oscore_aad(ce->aead_alg, req_kid, req_kid_len, req_piv, req_piv_len, aad, sizeof aad);
     if (aad_len < 0)
         return false;
     const uint8_t *key;
@@ -769,7 +765,8 @@ static int message_option(const struct coap_msg *m, struct oscore_option *o)
 
 static bool outer_block(const struct coap_msg *m)
 {
-    return edhoc_coap_msg_find_option(m, COAP_OPT_BLOCK1) || edhoc_coap_msg_find_option(m, COAP_OPT_BLOCK2);
+    return edhoc_coap_msg_find_option(m, COAP_OPT_BLOCK1) ||
+           edhoc_coap_msg_find_option(m, COAP_OPT_BLOCK2);
 }
 
 static bool id_equal(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len)
@@ -888,13 +885,13 @@ static int examine_response_with(struct nonce_check *nc, const struct captured *
         size_t piv_len = o->piv_len ? o->piv_len : rq->piv_len;
         uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE];
         size_t nonce_len;
-        if (!opens(nc, (size_t)v, id_piv, id_piv_len, piv, piv_len, rq->kid, rq->kid_len,
-                   rq->piv, rq->piv_len, m, nonce, &nonce_len))
+        if (!opens(nc, (size_t)v, id_piv, id_piv_len, piv, piv_len, rq->kid, rq->kid_len, rq->piv,
+                   rq->piv_len, m, nonce, &nonce_len))
             continue;
         *done = true;
         nc->report.attributed++;
-        return record_pair(nc, (size_t)v, nonce, nonce_len, id_piv, id_piv_len, piv, piv_len,
-                           c, m->payload, m->payload_len);
+        return record_pair(nc, (size_t)v, nonce, nonce_len, id_piv, id_piv_len, piv, piv_len, c,
+                           m->payload, m->payload_len);
     }
     return 0;
 }

@@ -97,15 +97,15 @@ int nonce_check_add_context(struct nonce_check *nc, const struct oscore_config *
 int nonce_check_add_pcap(struct nonce_check *nc, const char *path, char *why, size_t cap);
 
 /* Largest sizes of the values a violation names. */
-#define NONCE_CHECK_MAX_ID OSCORE_MAX_ID
+#define NONCE_CHECK_MAX_ID         OSCORE_MAX_ID
 #define NONCE_CHECK_MAX_ID_CONTEXT OSCORE_MAX_ID_CONTEXT
-#define NONCE_CHECK_MAX_NONCE EDHOC_CRYPTO_MAX_NONCE
+#define NONCE_CHECK_MAX_NONCE      EDHOC_CRYPTO_MAX_NONCE
 
 /* One packet of a capture. */
 struct nonce_check_location {
-    const char *file;  /* the path given to nonce_check_add_pcap */
-    unsigned packet;   /* 1-based frame number in that file */
-    bool response;     /* false: a request */
+    const char *file; /* the path given to nonce_check_add_pcap */
+    unsigned packet;  /* 1-based frame number in that file */
+    bool response;    /* false: a request */
 };
 
 /* Two different ciphertexts sealed under one (key, nonce). */
@@ -133,28 +133,28 @@ struct nonce_check_violation {
 };
 
 struct nonce_check_report {
-    unsigned files;          /* captures added */
-    unsigned frames;         /* frames read from them */
-    unsigned datagrams;      /* UDP datagrams among the frames */
-    unsigned coap;           /* datagrams that parse as CoAP */
-    unsigned skipped;        /* frames or datagrams that do not decode (malformed,
+    unsigned files;        /* captures added */
+    unsigned frames;       /* frames read from them */
+    unsigned datagrams;    /* UDP datagrams among the frames */
+    unsigned coap;         /* datagrams that parse as CoAP */
+    unsigned skipped;      /* frames or datagrams that do not decode (malformed,
                               * truncated, not CoAP): skipped */
-    unsigned ignored;        /* frames not carrying UDP (ARP, TCP, ...) */
-    unsigned oscore;         /* CoAP messages with an OSCORE option (each datagram
+    unsigned ignored;      /* frames not carrying UDP (ARP, TCP, ...) */
+    unsigned oscore;       /* CoAP messages with an OSCORE option (each datagram
                               * counts, retransmissions too) */
-    unsigned requests;       /* of which requests */
-    unsigned responses;      /* of which responses */
-    unsigned attributed;     /* verified under a known key */
-    unsigned unattributed;   /* oscore - attributed, the sum of: */
-    unsigned no_key;         /*   no known key verifies it */
-    unsigned no_request;     /*   a response whose request is in no capture */
-    unsigned fragments;      /*   carries an outer Block1/Block2 option */
-    unsigned malformed;      /*   bad OSCORE option, no payload, a request
+    unsigned requests;     /* of which requests */
+    unsigned responses;    /* of which responses */
+    unsigned attributed;   /* verified under a known key */
+    unsigned unattributed; /* oscore - attributed, the sum of: */
+    unsigned no_key;       /*   no known key verifies it */
+    unsigned no_request;   /*   a response whose request is in no capture */
+    unsigned fragments;    /*   carries an outer Block1/Block2 option */
+    unsigned malformed;    /*   bad OSCORE option, no payload, a request
                               *   without kid or Partial IV, a code neither
                               *   request nor response */
-    unsigned repeats;        /* attributed messages whose (key, nonce) and
+    unsigned repeats;      /* attributed messages whose (key, nonce) and
                               * ciphertext were seen before */
-    size_t distinct_pairs;   /* distinct (key, nonce) pairs seen */
+    size_t distinct_pairs; /* distinct (key, nonce) pairs seen */
     size_t n_violations;
     const struct nonce_check_violation *violations;
 };

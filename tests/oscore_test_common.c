@@ -45,8 +45,7 @@ void ctx_from_vector(struct oscore_context *c, const char *name)
     assert_int_equal(oscore_context_init(c, test_backend(), &p), 0);
 }
 
-void assert_vec_bytes(struct vec_scope v, const char *key, const uint8_t *got,
-                      size_t got_len)
+void assert_vec_bytes(struct vec_scope v, const char *key, const uint8_t *got, size_t got_len)
 {
     uint8_t want[BUF];
     size_t n = vec_hex(v, key, want, sizeof want);
@@ -59,14 +58,21 @@ void assert_vec_bytes(struct vec_scope v, const char *key, const uint8_t *got,
 
 void make_pair(struct oscore_context *cli, struct oscore_context *srv, int aead, int hash)
 {
-    static const uint8_t ms[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+    static const uint8_t ms[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                                    17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
     static const uint8_t salt[8] = {0x9e, 0x7c, 0xa9, 0x22, 0x23, 0x78, 0x63, 0x40};
     static const uint8_t a[1] = {0x01}, b[2] = {0x02, 0x03};
     struct oscore_params p = {
-        .aead_alg = aead, .hkdf_alg = hash, .master_secret = ms, .master_secret_len = sizeof ms,
-        .master_salt = salt, .master_salt_len = sizeof salt,
-        .sender_id = a, .sender_id_len = 1, .recipient_id = b, .recipient_id_len = 2,
+        .aead_alg = aead,
+        .hkdf_alg = hash,
+        .master_secret = ms,
+        .master_secret_len = sizeof ms,
+        .master_salt = salt,
+        .master_salt_len = sizeof salt,
+        .sender_id = a,
+        .sender_id_len = 1,
+        .recipient_id = b,
+        .recipient_id_len = 2,
     };
     assert_int_equal(oscore_context_init(cli, test_backend(), &p), 0);
     p.sender_id = b;
@@ -89,10 +95,14 @@ size_t sample_request(uint8_t *out, size_t payload_len)
     static uint8_t payload[1200];
     for (size_t i = 0; i < sizeof payload; i++)
         payload[i] = (uint8_t)(i * 7 + 1);
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"sensor", 6), 0);
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"temp", 4), 0);
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"example.com", 11), 0);
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_QUERY, (const uint8_t *)"unit=c", 6), 0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"sensor", 6),
+                     0);
+    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"temp", 4),
+                     0);
+    assert_int_equal(
+        edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"example.com", 11), 0);
+    assert_int_equal(
+        edhoc_coap_msg_add_option(&m, COAP_OPT_URI_QUERY, (const uint8_t *)"unit=c", 6), 0);
     m.payload = payload_len ? payload : NULL;
     m.payload_len = payload_len;
     long n = edhoc_coap_msg_encode(&m, out, BUF);
@@ -100,8 +110,8 @@ size_t sample_request(uint8_t *out, size_t payload_len)
     return (size_t)n;
 }
 
-size_t sample_response(uint8_t *out, const uint8_t *payload, size_t payload_len,
-                       bool observe, uint32_t obs_value)
+size_t sample_response(uint8_t *out, const uint8_t *payload, size_t payload_len, bool observe,
+                       uint32_t obs_value)
 {
     struct coap_msg m;
     memset(&m, 0, sizeof m);

@@ -27,8 +27,7 @@ extern struct vec_scope appc, trace2;
 
 void ctx_from_vector(struct oscore_context *c, const char *name);
 
-void assert_vec_bytes(struct vec_scope v, const char *key, const uint8_t *got,
-                      size_t got_len);
+void assert_vec_bytes(struct vec_scope v, const char *key, const uint8_t *got, size_t got_len);
 
 /* A simple pair of contexts: client (sender 01 / recipient 02) and server. */
 void make_pair(struct oscore_context *cli, struct oscore_context *srv, int aead, int hash);
@@ -36,8 +35,8 @@ void make_pair(struct oscore_context *cli, struct oscore_context *srv, int aead,
 /* GET coap://[::1]/sensor/temp?unit=c with token 0xa1b2, MID 0x1234 */
 size_t sample_request(uint8_t *out, size_t payload_len);
 
-size_t sample_response(uint8_t *out, const uint8_t *payload, size_t payload_len,
-                       bool observe, uint32_t obs_value);
+size_t sample_response(uint8_t *out, const uint8_t *payload, size_t payload_len, bool observe,
+                       uint32_t obs_value);
 
 int setup(void **state);
 

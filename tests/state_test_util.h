@@ -38,9 +38,9 @@
 #include "edhoc/state.h"
 
 struct fixture {
-    char dir[1024];   /* a fresh temporary directory */
-    char sdir[1100];  /* dir/state: the state directory under test */
-    char file[1200];  /* sdir/EDHOC_STATE_FILE */
+    char dir[1024];  /* a fresh temporary directory */
+    char sdir[1100]; /* dir/state: the state directory under test */
+    char file[1200]; /* sdir/EDHOC_STATE_FILE */
 };
 
 static inline int rm_rf(const char *path)

@@ -39,8 +39,7 @@ static void test_lora_sf7(void **state)
     assert_int_equal(edhoc_netacct_lora_toa_us(51, 7, 125000, 1, 8, false, true, false), 102656);
     /* PL 222: 1776 + 16 = 1792 -> 1792/28 = 64 exactly -> 320; 328
      * symbols = 335872; 348416. */
-    assert_int_equal(edhoc_netacct_lora_toa_us(222, 7, 125000, 1, 8, false, true, false),
-                     348416);
+    assert_int_equal(edhoc_netacct_lora_toa_us(222, 7, 125000, 1, 8, false, true, false), 348416);
 }
 
 static void test_lora_sf12_ldro(void **state)
@@ -56,8 +55,7 @@ static void test_lora_sf12_ldro(void **state)
      * symbols = 2064384 + 401408 = 2465792; without: ceil(404/48) = 9 ->
      * 45 -> 53 symbols = 1736704 + 401408 = 2138112. */
     assert_int_equal(edhoc_netacct_lora_toa_us(51, 12, 125000, 1, 8, false, true, true), 2465792);
-    assert_int_equal(edhoc_netacct_lora_toa_us(51, 12, 125000, 1, 8, false, true, false),
-                     2138112);
+    assert_int_equal(edhoc_netacct_lora_toa_us(51, 12, 125000, 1, 8, false, true, false), 2138112);
     /* Out of range: SF 13, bandwidth 200 kHz, CR 0. */
     assert_int_equal(edhoc_netacct_lora_toa_us(13, 13, 125000, 1, 8, false, true, false), 0);
     assert_int_equal(edhoc_netacct_lora_toa_us(13, 7, 200000, 1, 8, false, true, false), 0);
@@ -115,8 +113,8 @@ static void test_802154_frame_and_ack(void **state)
      * The sender listens during the CCA and for the ACK: 128 + 192 + 352
      * = 672; the receiver sends the ACK (352). */
     struct edhoc_netacct_link l = edhoc_netacct_link_802154_default();
-    struct edhoc_netacct_dgram d = {.udp_payload = 93, .ipv6 = true, .src_port = 5683,
-                                    .dst_port = 5683};
+    struct edhoc_netacct_dgram d = {
+        .udp_payload = 93, .ipv6 = true, .src_port = 5683, .dst_port = 5683};
     struct edhoc_netacct_layers out;
     assert_int_equal(edhoc_netacct_datagram(&l, &d, &out, NULL, 0), 0);
     assert_int_equal(out.frames, 1);
@@ -165,8 +163,8 @@ static void test_ble_packets(void **state)
      * 328 + 328 + (1+4+2+11+4+3 = 25 bytes = 200) = 856; each PDU adds
      * T_IFS + empty PDU + T_IFS = 380: link time 856 + 1140 = 1996. */
     struct edhoc_netacct_link l = edhoc_netacct_link_ble_default();
-    struct edhoc_netacct_dgram d = {.udp_payload = 50, .ipv6 = true, .src_port = 5683,
-                                    .dst_port = 5683};
+    struct edhoc_netacct_dgram d = {
+        .udp_payload = 50, .ipv6 = true, .src_port = 5683, .dst_port = 5683};
     struct edhoc_netacct_layers out;
     size_t sizes[4];
     assert_int_equal(edhoc_netacct_datagram(&l, &d, &out, sizes, 4), 0);
@@ -193,16 +191,16 @@ static void test_ble_packets(void **state)
 /* RFC 9529 trace 2 message_1 (39 bytes), as RFC 9528 Appendix A.2 carries
  * it: CON POST, 1-byte token, Uri-Path ".well-known" / "edhoc",
  * Content-Format 65, payload CBOR true + message_1. */
-static const uint8_t trace2_m1[39] = {
-    0x03, 0x82, 0x06, 0x02, 0x58, 0x20, 0x8a, 0xf6, 0xf4, 0x30, 0xeb, 0xe1, 0x8d,
-    0x34, 0x18, 0x40, 0x17, 0xa9, 0xa1, 0x1b, 0xf5, 0x11, 0xc8, 0xdf, 0xf8, 0xf8,
-    0x34, 0x73, 0x0b, 0x96, 0xc1, 0xb7, 0xc8, 0xdb, 0xca, 0x2f, 0xc3, 0xb6, 0x37};
+static const uint8_t trace2_m1[39] = {0x03, 0x82, 0x06, 0x02, 0x58, 0x20, 0x8a, 0xf6, 0xf4, 0x30,
+                                      0xeb, 0xe1, 0x8d, 0x34, 0x18, 0x40, 0x17, 0xa9, 0xa1, 0x1b,
+                                      0xf5, 0x11, 0xc8, 0xdf, 0xf8, 0xf8, 0x34, 0x73, 0x0b, 0x96,
+                                      0xc1, 0xb7, 0xc8, 0xdb, 0xca, 0x2f, 0xc3, 0xb6, 0x37};
 
 static size_t edhoc_request(const uint8_t *msg, size_t len, bool with_true, uint8_t *out)
 {
-    static const uint8_t head[] = {0x41, 0x02, 0x12, 0x34, 0x7a,
-                                   0xbb, '.', 'w', 'e', 'l', 'l', '-', 'k', 'n', 'o', 'w', 'n',
-                                   0x05, 'e', 'd', 'h', 'o', 'c', 0x11, 0x41, 0xff};
+    static const uint8_t head[] = {0x41, 0x02, 0x12, 0x34, 0x7a, 0xbb, '.',  'w', 'e',
+                                   'l',  'l',  '-',  'k',  'n',  'o',  'w',  'n', 0x05,
+                                   'e',  'd',  'h',  'o',  'c',  0x11, 0x41, 0xff};
     size_t n = sizeof head;
     memcpy(out, head, n);
     if (with_true)
@@ -272,10 +270,10 @@ static void test_schc_oscore(void **state)
      * of ciphertext. Rule 7: type {CON, NON} 1 + code {POST, FETCH} 1 +
      * TKL 4 + token 32 + MID 4 + Uri-Host (4 + 72) + OSCORE (4 + 16) = 138
      * bits -> 18 bytes; packet 18 + 13 = 31 (the CoAP message is 35). */
-    static const uint8_t req[] = {0x44, 0x02, 0x5d, 0x1f, 0x00, 0x00, 0x39, 0x74, 0x39, 0x6c,
-                                  0x6f, 0x63, 0x61, 0x6c, 0x68, 0x6f, 0x73, 0x74, 0x62, 0x09,
-                                  0x14, 0xff, 0x61, 0x2f, 0x10, 0x92, 0xf1, 0x77, 0x6f, 0x1c,
-                                  0x16, 0x68, 0xb3, 0x82, 0x5e};
+    static const uint8_t req[] = {0x44, 0x02, 0x5d, 0x1f, 0x00, 0x00, 0x39, 0x74, 0x39,
+                                  0x6c, 0x6f, 0x63, 0x61, 0x6c, 0x68, 0x6f, 0x73, 0x74,
+                                  0x62, 0x09, 0x14, 0xff, 0x61, 0x2f, 0x10, 0x92, 0xf1,
+                                  0x77, 0x6f, 0x1c, 0x16, 0x68, 0xb3, 0x82, 0x5e};
     unsigned rule;
     size_t pl;
     assert_int_equal(edhoc_netacct_schc_residue(req, sizeof req, &rule, &pl), 138);
@@ -285,10 +283,9 @@ static void test_schc_oscore(void **state)
     /* C.7, the protected response: ACK 2.04, same token, OSCORE option
      * empty, 22 bytes. Rule 8: 1 + 1 + 4 + 32 + 4 + OSCORE length 0 (4) =
      * 46 bits -> 6 bytes; packet 6 + 22 = 28 (CoAP 32). */
-    static const uint8_t resp[] = {0x64, 0x44, 0x5d, 0x1f, 0x00, 0x00, 0x39, 0x74, 0x90, 0xff,
-                                   0xdb, 0xaa, 0xd1, 0xe9, 0xa7, 0xe7, 0xb2, 0xa8, 0x13, 0xd3,
-                                   0xc3, 0x15, 0x24, 0x37, 0x83, 0x03, 0xcd, 0xaf, 0xae, 0x11,
-                                   0x91, 0x06};
+    static const uint8_t resp[] = {0x64, 0x44, 0x5d, 0x1f, 0x00, 0x00, 0x39, 0x74, 0x90, 0xff, 0xdb,
+                                   0xaa, 0xd1, 0xe9, 0xa7, 0xe7, 0xb2, 0xa8, 0x13, 0xd3, 0xc3, 0x15,
+                                   0x24, 0x37, 0x83, 0x03, 0xcd, 0xaf, 0xae, 0x11, 0x91, 0x06};
     assert_int_equal(edhoc_netacct_schc_residue(resp, sizeof resp, &rule, &pl), 46);
     assert_int_equal(rule, 8);
     assert_int_equal(edhoc_netacct_schc_packet(resp, sizeof resp), 28);
@@ -325,8 +322,8 @@ static void test_lorawan_datagrams(void **state)
     uint8_t m[128];
     size_t len = edhoc_request(trace2_m1, sizeof trace2_m1, true, m);
     struct edhoc_netacct_link l = edhoc_netacct_link_lorawan_default();
-    struct edhoc_netacct_dgram d = {.udp_payload = len, .ipv6 = true, .payload = m,
-                                    .dir = EDHOC_NETACCT_DIR_UP};
+    struct edhoc_netacct_dgram d = {
+        .udp_payload = len, .ipv6 = true, .payload = m, .dir = EDHOC_NETACCT_DIR_UP};
     struct edhoc_netacct_layers out;
     /* EU868 DR0: SCHC packet 42 <= 51: one frame, PHYPayload 13 + 42 = 55.
      * SF12 LDRO CRC: 440 - 48 + 28 + 16 = 436 -> ceil(436/40) = 11 -> 55;
@@ -372,8 +369,8 @@ static void test_energy(void **state)
     struct edhoc_netacct_radio r;
     assert_int_equal(edhoc_netacct_radio_builtin("cc2538", &r), 0);
     struct edhoc_netacct_link l = edhoc_netacct_link_802154_default();
-    struct edhoc_netacct_dgram d = {.udp_payload = 93, .ipv6 = true, .src_port = 5683,
-                                    .dst_port = 5683};
+    struct edhoc_netacct_dgram d = {
+        .udp_payload = 93, .ipv6 = true, .src_port = 5683, .dst_port = 5683};
     struct edhoc_netacct_layers out;
     assert_int_equal(edhoc_netacct_datagram(&l, &d, &out, NULL, 0), 0);
     /* Sender: TX 3 V * 24 mA * (4256 + 192 start-up) us = 320.256 uJ; RX
@@ -443,18 +440,12 @@ static void test_sequence(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lora_sf7),
-        cmocka_unit_test(test_lora_sf12_ldro),
-        cmocka_unit_test(test_lora_data_rates),
-        cmocka_unit_test(test_802154_frame_and_ack),
-        cmocka_unit_test(test_ble_packets),
-        cmocka_unit_test(test_schc_edhoc),
-        cmocka_unit_test(test_schc_oscore),
-        cmocka_unit_test(test_schc_fragments),
-        cmocka_unit_test(test_lorawan_datagrams),
-        cmocka_unit_test(test_energy),
-        cmocka_unit_test(test_radio_parse),
-        cmocka_unit_test(test_sequence),
+        cmocka_unit_test(test_lora_sf7),          cmocka_unit_test(test_lora_sf12_ldro),
+        cmocka_unit_test(test_lora_data_rates),   cmocka_unit_test(test_802154_frame_and_ack),
+        cmocka_unit_test(test_ble_packets),       cmocka_unit_test(test_schc_edhoc),
+        cmocka_unit_test(test_schc_oscore),       cmocka_unit_test(test_schc_fragments),
+        cmocka_unit_test(test_lorawan_datagrams), cmocka_unit_test(test_energy),
+        cmocka_unit_test(test_radio_parse),       cmocka_unit_test(test_sequence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,7 +16,8 @@
 
 static struct edhoc_amp *make(unsigned factor, size_t max)
 {
-    struct edhoc_amp_config cfg = {.factor = factor, .max_endpoints = max,
+    struct edhoc_amp_config cfg = {.factor = factor,
+                                   .max_endpoints = max,
                                    .seed = {0x0123456789abcdefULL, 0xfedcba9876543210ULL}};
     struct edhoc_amp *a = edhoc_amp_new(&cfg);
     assert_non_null(a);
@@ -95,7 +96,7 @@ static void test_eviction(void **state)
     edhoc_amp_verify(a, "10.0.0.2:1");
     edhoc_amp_received(a, "10.0.0.3:1", 10);
     edhoc_amp_received(a, "10.0.0.4:1", 10);
-    edhoc_amp_received(a, "10.0.0.1:1", 1); /* 1 is now more recent than 3 */
+    edhoc_amp_received(a, "10.0.0.1:1", 1);  /* 1 is now more recent than 3 */
     edhoc_amp_received(a, "10.0.0.5:1", 10); /* full: 3 goes */
     assert_int_equal(edhoc_amp_budget(a, "10.0.0.3:1"), 0);
     assert_int_equal(edhoc_amp_budget(a, "10.0.0.1:1"), 33);
@@ -219,8 +220,8 @@ static void test_trust_levels(void **state)
 
 static struct edhoc_amp *make_pressure(unsigned rate)
 {
-    struct edhoc_amp_config cfg = {.factor = 3, .max_endpoints = 16, .pressure_rate = rate,
-                                   .seed = {1, 2}};
+    struct edhoc_amp_config cfg = {
+        .factor = 3, .max_endpoints = 16, .pressure_rate = rate, .seed = {1, 2}};
     struct edhoc_amp *a = edhoc_amp_new(&cfg);
     assert_non_null(a);
     return a;
@@ -291,12 +292,9 @@ static void test_admit_reachable(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_budget),
-        cmocka_unit_test(test_eviction),
-        cmocka_unit_test(test_many_endpoints),
-        cmocka_unit_test(test_trust_levels),
-        cmocka_unit_test(test_pressure_meter),
-        cmocka_unit_test(test_admit_reachable),
+        cmocka_unit_test(test_budget),         cmocka_unit_test(test_eviction),
+        cmocka_unit_test(test_many_endpoints), cmocka_unit_test(test_trust_levels),
+        cmocka_unit_test(test_pressure_meter), cmocka_unit_test(test_admit_reachable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

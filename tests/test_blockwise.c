@@ -76,8 +76,7 @@ static void test_block_option_codec(void **state)
     assert_int_equal(b.szx, 6);
     /* RFC 7959 Section 2.2: "The value 7 for SZX ... is reserved". */
     assert_int_equal(edhoc_block_parse((const uint8_t *)"\x07", 1, &b), EDHOC_BW_ERR_MALFORMED);
-    assert_int_equal(edhoc_block_parse((const uint8_t *)"\x01\x0f", 2, &b),
-                     EDHOC_BW_ERR_MALFORMED);
+    assert_int_equal(edhoc_block_parse((const uint8_t *)"\x01\x0f", 2, &b), EDHOC_BW_ERR_MALFORMED);
     /* RFC 7959 Section 2.1: Block1/Block2 are 0-3 bytes long. */
     assert_int_equal(edhoc_block_parse((const uint8_t *)"\x00\x00\x00\x10", 4, &b),
                      EDHOC_BW_ERR_MALFORMED);

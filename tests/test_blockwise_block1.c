@@ -406,9 +406,9 @@ static void test_block1_malformed(void **state)
     /* The output must hold the reply. */
     n = block1_msg(msg, sizeof msg, 0, true, 0, body, 16, NULL);
     size_t small_len = 99;
-    assert_int_equal(edhoc_bw_server_request(s, "p", msg, n, 0, &r.whole, &r.whole_len, r.out, 4,
-                                             &small_len),
-                     EDHOC_BW_ERR_BUFFER);
+    assert_int_equal(
+        edhoc_bw_server_request(s, "p", msg, n, 0, &r.whole, &r.whole_len, r.out, 4, &small_len),
+        EDHOC_BW_ERR_BUFFER);
     assert_int_equal(edhoc_bw_server_request(NULL, "p", msg, n, 0, &r.whole, &r.whole_len, r.out,
                                              sizeof r.out, &r.out_len),
                      EDHOC_BW_ERR_ARG);

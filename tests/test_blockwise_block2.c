@@ -38,8 +38,8 @@ static void test_block2_server(void **state)
 
     /* A request without Block2 runs the handler. */
     assert_int_equal(srv(s, "p", get, get_len, 0, &r), EDHOC_BW_PASS);
-    long n = edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 1024, 0, out,
-                                      sizeof out);
+    long n =
+        edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 1024, 0, out, sizeof out);
     assert_true(n > 0);
     struct coap_msg m;
     assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
@@ -158,8 +158,8 @@ static void test_block2_limits(void **state)
     size_t get_len = b_encode(&b, NULL, 0, get, sizeof get);
     b_init(&b, COAP_TYPE_ACK, COAP_CODE_CONTENT, 7, "x");
     size_t resp_len = b_encode(&b, body, sizeof body, resp, sizeof resp);
-    long n = edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 1024, 0, out,
-                                      sizeof out);
+    long n =
+        edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 1024, 0, out, sizeof out);
     assert_true(n > 0);
     struct coap_msg m;
     assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
@@ -176,13 +176,13 @@ static void test_block2_limits(void **state)
     /* Above max_body a response is not served block-wise at all. */
     struct edhoc_bw_limits tiny = {.max_body = 2048};
     s = edhoc_bw_server_new(&tiny);
-    assert_int_equal(edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 1024, 0, out,
-                                              sizeof out),
-                     EDHOC_BW_ERR_TOO_LARGE);
+    assert_int_equal(
+        edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 1024, 0, out, sizeof out),
+        EDHOC_BW_ERR_TOO_LARGE);
     /* A block size below 16 bytes is no block size. */
-    assert_int_equal(edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 8, 0, out,
-                                              sizeof out),
-                     EDHOC_BW_ERR_ARG);
+    assert_int_equal(
+        edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 8, 0, out, sizeof out),
+        EDHOC_BW_ERR_ARG);
     /* A per-peer limit of 1: a new large response replaces the peer's
      * older kept body instead of being refused. */
     edhoc_bw_server_free(s);
@@ -194,8 +194,7 @@ static void test_block2_limits(void **state)
     b_str(&b, COAP_OPT_URI_PATH, "other");
     uint8_t get2[64];
     size_t get2_len = b_encode(&b, NULL, 0, get2, sizeof get2);
-    n = edhoc_bw_server_response(s, "p", get2, get2_len, resp, resp_len, 1024, 0, out,
-                                 sizeof out);
+    n = edhoc_bw_server_response(s, "p", get2, get2_len, resp, resp_len, 1024, 0, out, sizeof out);
     assert_int_equal(edhoc_coap_msg_parse(out, (size_t)n, &m), 0);
     assert_int_equal(m.code, COAP_CODE_CONTENT);
     assert_int_equal(stats(s).kept_bodies, 1);
@@ -209,9 +208,9 @@ static void test_block2_limits(void **state)
     for (int i = 0; i < 29; i++)
         b_str(&b, COAP_OPT_LOCATION_PATH, "l");
     resp_len = b_encode(&b, body, sizeof body, resp, sizeof resp);
-    assert_int_equal(edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 1024, 0, out,
-                                              sizeof out),
-                     EDHOC_BW_ERR_MALFORMED);
+    assert_int_equal(
+        edhoc_bw_server_response(s, "p", get, get_len, resp, resp_len, 1024, 0, out, sizeof out),
+        EDHOC_BW_ERR_MALFORMED);
     assert_int_equal(stats(s).bytes_held, 0);
     /* One option fewer fits: 28 + ETag + Block2 + Size2 + Block1 = 32. */
     b_init(&b, COAP_TYPE_ACK, COAP_CODE_CONTENT, 7, "x");

@@ -77,8 +77,7 @@ static void test_request_helpers(void **state)
     assert_int_equal(edhoc_bw_request_block(msg, len, 1, 1u << 20, out, sizeof out),
                      EDHOC_BW_ERR_ARG);
     assert_int_equal(edhoc_bw_request_block(msg, len, 1, 0, out, 20), EDHOC_BW_ERR_BUFFER);
-    assert_int_equal(edhoc_bw_request_block(msg, 3, 1, 0, out, sizeof out),
-                     EDHOC_BW_ERR_MALFORMED);
+    assert_int_equal(edhoc_bw_request_block(msg, 3, 1, 0, out, sizeof out), EDHOC_BW_ERR_MALFORMED);
 
     /* request_next: no payload, Block1 and Size1 gone, Block2(num, 0, szx)
      * (Section 2.4: "In a request, the client MUST set the M bit of a Block2

@@ -16,8 +16,8 @@ static void test_frame_build_fields(void **state)
     ep4(&d, "192.0.2.2", 5683);
     static const uint8_t payload[] = {0x40, 0x01, 0x12, 0x34, 0xff, 'h', 'i'};
     uint8_t f[128];
-    long n = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s), SA(d), payload,
-                                       sizeof payload, f, sizeof f);
+    long n = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s), SA(d), payload, sizeof payload,
+                                       f, sizeof f);
     /* 20 + 8 + 7 = 35. */
     assert_int_equal(n, 35);
     assert_int_equal(f[0], 0x45);
@@ -60,24 +60,27 @@ static void test_frame_build_fields(void **state)
     ep6(&m6, "::ffff:192.0.2.2", 5683);
     uint8_t f2[128];
     assert_int_equal(edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s), SA(m6), payload,
-                                               sizeof payload, f2, sizeof f2), 35);
+                                               sizeof payload, f2, sizeof f2),
+                     35);
     assert_memory_equal(f, f2, 35);
 
     /* Mixed families, oversize, unknown link type, a short buffer. */
     struct endpoint d6;
     ep6(&d6, "::1", 5683);
-    assert_int_equal(edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s), SA(d6), payload, 7, f,
-                                               sizeof f), EDHOC_CAPTURE_ERR_ARG);
+    assert_int_equal(
+        edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s), SA(d6), payload, 7, f, sizeof f),
+        EDHOC_CAPTURE_ERR_ARG);
     assert_int_equal(edhoc_capture_frame_build(999, SA(s), SA(d), payload, 7, f, sizeof f),
                      EDHOC_CAPTURE_ERR_LINK);
-    assert_int_equal(edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s), SA(d), payload, 7, f,
-                                               34), EDHOC_CAPTURE_ERR_TOO_LARGE);
+    assert_int_equal(
+        edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s), SA(d), payload, 7, f, 34),
+        EDHOC_CAPTURE_ERR_TOO_LARGE);
     assert_int_equal(edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s), SA(d), payload,
                                                EDHOC_CAPTURE_MAX_PAYLOAD + 1, f, sizeof f),
                      EDHOC_CAPTURE_ERR_TOO_LARGE);
     char err[128];
-    assert_null(edhoc_capture_open("/nonexistent-dir/x.pcap", EDHOC_CAPTURE_DLT_RAW, err,
-                                   sizeof err));
+    assert_null(
+        edhoc_capture_open("/nonexistent-dir/x.pcap", EDHOC_CAPTURE_DLT_RAW, err, sizeof err));
     assert_true(strlen(err) > 0);
     assert_null(edhoc_capture_open("x.pcap", 999, err, sizeof err));
     assert_string_equal(err, "unsupported link type");
@@ -94,8 +97,8 @@ static void test_packet_parse_errors(void **state)
     static const uint8_t payload[] = {0x50, 0x01, 0x00, 0x01};
     uint8_t f[256], g[256];
     struct edhoc_capture_packet p;
-    long n = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_EN10MB, SA(s), SA(d), payload, 4, f,
-                                       sizeof f);
+    long n =
+        edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_EN10MB, SA(s), SA(d), payload, 4, f, sizeof f);
     assert_int_equal(n, 14 + 20 + 8 + 4);
     size_t len = (size_t)n;
     assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_EN10MB, f, len, len, &p), 0);
@@ -106,14 +109,18 @@ static void test_packet_parse_errors(void **state)
     assert_int_equal(p.frame_len, 60);
     /* A VLAN tag in front of the ethertype. */
     memcpy(g, f, 12);
-    g[12] = 0x81; g[13] = 0x00; g[14] = 0x00; g[15] = 0x05;
+    g[12] = 0x81;
+    g[13] = 0x00;
+    g[14] = 0x00;
+    g[15] = 0x05;
     memcpy(g + 16, f + 12, len - 12);
     assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_EN10MB, g, len + 4, len + 4, &p),
                      0);
     assert_int_equal(p.payload_len, 4);
     /* ARP: not IP. */
     memcpy(g, f, len);
-    g[12] = 0x08; g[13] = 0x06;
+    g[12] = 0x08;
+    g[13] = 0x06;
     assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_EN10MB, g, len, len, &p),
                      EDHOC_CAPTURE_ERR_NOT_IP);
     /* TCP: not UDP. */
@@ -126,7 +133,8 @@ static void test_packet_parse_errors(void **state)
     g[14 + 6] = 0x20;
     assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_EN10MB, g, len, len, &p),
                      EDHOC_CAPTURE_ERR_FRAGMENT);
-    g[14 + 6] = 0x00; g[14 + 7] = 0x10;
+    g[14 + 6] = 0x00;
+    g[14 + 7] = 0x10;
     assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_EN10MB, g, len, len, &p),
                      EDHOC_CAPTURE_ERR_FRAGMENT);
     /* IHL 4, a Total Length beyond the frame, a UDP length beyond IP. */
@@ -159,29 +167,30 @@ static void test_packet_parse_errors(void **state)
 
     /* Raw IPv4 / IPv6 link types: the version must match. */
     n = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s), SA(d), payload, 4, f, sizeof f);
-    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_IPV4, f, (size_t)n, (size_t)n,
-                                                &p), 0);
-    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_RAW_ALT, f, (size_t)n,
-                                                (size_t)n, &p), 0);
-    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_IPV6, f, (size_t)n, (size_t)n,
-                                                &p), EDHOC_CAPTURE_ERR_MALFORMED);
+    assert_int_equal(
+        edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_IPV4, f, (size_t)n, (size_t)n, &p), 0);
+    assert_int_equal(
+        edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_RAW_ALT, f, (size_t)n, (size_t)n, &p), 0);
+    assert_int_equal(
+        edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_IPV6, f, (size_t)n, (size_t)n, &p),
+        EDHOC_CAPTURE_ERR_MALFORMED);
     n = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s6), SA(d6), payload, 4, f, sizeof f);
-    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_IPV6, f, (size_t)n, (size_t)n,
-                                                &p), 0);
+    assert_int_equal(
+        edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_IPV6, f, (size_t)n, (size_t)n, &p), 0);
     /* Raw IP with a version that is neither. */
     f[0] = 0x50;
-    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_RAW, f, (size_t)n, (size_t)n,
-                                                &p), EDHOC_CAPTURE_ERR_NOT_IP);
+    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_RAW, f, (size_t)n, (size_t)n, &p),
+                     EDHOC_CAPTURE_ERR_NOT_IP);
 
     /* IPv6 with a Hop-by-Hop header (8 bytes) before UDP, and with a
      * Fragment header. */
     n = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(s6), SA(d6), payload, 4, f, sizeof f);
     assert_int_equal(n, 40 + 8 + 4);
     memcpy(g, f, 40);
-    g[6] = 0;          /* Hop-by-Hop */
-    g[5] = 8 + 8 + 4;  /* payload length */
-    g[40] = 17;        /* next: UDP */
-    g[41] = 0;         /* 8 bytes */
+    g[6] = 0;         /* Hop-by-Hop */
+    g[5] = 8 + 8 + 4; /* payload length */
+    g[40] = 17;       /* next: UDP */
+    g[41] = 0;        /* 8 bytes */
     memset(g + 42, 0, 6);
     g[42] = 1; /* PadN */
     g[43] = 4;
@@ -204,21 +213,30 @@ static void test_packet_parse_errors(void **state)
     n = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_LINUX_SLL, SA(s6), SA(d6), payload, 4, f,
                                   sizeof f);
     f[16] = 0x45; /* SLL says IPv6, the packet says 4 */
-    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_LINUX_SLL, f, (size_t)n,
-                                                (size_t)n, &p), EDHOC_CAPTURE_ERR_MALFORMED);
+    assert_int_equal(
+        edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_LINUX_SLL, f, (size_t)n, (size_t)n, &p),
+        EDHOC_CAPTURE_ERR_MALFORMED);
     /* Loopback in the other byte order (a capture from a big-endian host)
      * and with Linux's AF_INET6 (10). */
     n = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_NULL, SA(s6), SA(d6), payload, 4, f, sizeof f);
     uint8_t t = f[0];
-    f[0] = f[3]; f[3] = t; t = f[1]; f[1] = f[2]; f[2] = t;
-    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_NULL, f, (size_t)n, (size_t)n,
-                                                &p), 0);
-    f[0] = 0; f[1] = 0; f[2] = 0; f[3] = 10;
-    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_LOOP, f, (size_t)n, (size_t)n,
-                                                &p), 0);
+    f[0] = f[3];
+    f[3] = t;
+    t = f[1];
+    f[1] = f[2];
+    f[2] = t;
+    assert_int_equal(
+        edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_NULL, f, (size_t)n, (size_t)n, &p), 0);
+    f[0] = 0;
+    f[1] = 0;
+    f[2] = 0;
+    f[3] = 10;
+    assert_int_equal(
+        edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_LOOP, f, (size_t)n, (size_t)n, &p), 0);
     f[3] = 99;
-    assert_int_equal(edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_LOOP, f, (size_t)n, (size_t)n,
-                                                &p), EDHOC_CAPTURE_ERR_NOT_IP);
+    assert_int_equal(
+        edhoc_capture_packet_parse(EDHOC_CAPTURE_DLT_LOOP, f, (size_t)n, (size_t)n, &p),
+        EDHOC_CAPTURE_ERR_NOT_IP);
 }
 
 static void test_endpoint_parse(void **state)
@@ -235,9 +253,18 @@ static void test_endpoint_parse(void **state)
     const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&ss;
     assert_int_equal(ntohs(s6->sin6_port), 0);
     assert_int_equal(s6->sin6_addr.s6_addr[15], 1);
-    static const char *bad[] = {"", "192.0.2.1", "192.0.2.1:", "192.0.2.1:65536",
-                                "192.0.2.1:-1", "192.0.2.1:+1", "::1:5683", "[::1]5683",
-                                "[192.0.2.1]:5683", "[::1:5683", "host:5683", "[::1]:x",
+    static const char *bad[] = {"",
+                                "192.0.2.1",
+                                "192.0.2.1:",
+                                "192.0.2.1:65536",
+                                "192.0.2.1:-1",
+                                "192.0.2.1:+1",
+                                "::1:5683",
+                                "[::1]5683",
+                                "[192.0.2.1]:5683",
+                                "[::1:5683",
+                                "host:5683",
+                                "[::1]:x",
                                 "1.2.3.4:5683x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         print_message("'%s'\n", bad[i]);
@@ -411,12 +438,9 @@ static void test_open_mode_and_links(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_frame_build_fields),
-        cmocka_unit_test(test_packet_parse_errors),
-        cmocka_unit_test(test_endpoint_parse),
-        cmocka_unit_test(test_truncated_and_corrupt),
-        cmocka_unit_test(test_snaplen_cut_packet),
-        cmocka_unit_test(test_open_mode_and_links),
+        cmocka_unit_test(test_frame_build_fields), cmocka_unit_test(test_packet_parse_errors),
+        cmocka_unit_test(test_endpoint_parse),     cmocka_unit_test(test_truncated_and_corrupt),
+        cmocka_unit_test(test_snaplen_cut_packet), cmocka_unit_test(test_open_mode_and_links),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -21,7 +21,7 @@ struct expect_ex {
     int method, suite;
     size_t n_suites;
     uint8_t c_i;
-    int c_r; /* -1 unknown */
+    int c_r;                       /* -1 unknown */
     const char *outcome_completed; /* "yes"/"no" */
     int error_code;
     const char *id_cred_r, *id_cred_i; /* prefixes */
@@ -41,7 +41,18 @@ struct expect_ex {
 static const struct expect_ex expected[] = {
     /* IPv6, A.2: true + message_1 (39), message_2 (45), C_R + message_3
      * (19), message_4 (9), then one OSCORE request/response. */
-    {6, "RFC 9528 A.2", 3, 2, 2, 0x37, 0x27, "yes", -1, "kid (inferred", "kid (inferred", 6,
+    {6,
+     "RFC 9528 A.2",
+     3,
+     2,
+     2,
+     0x37,
+     0x27,
+     "yes",
+     -1,
+     "kid (inferred",
+     "kid (inferred",
+     6,
      {{EDHOC_CAPTURE_MSG_1, true, 39, 27 + 40, 1},
       {EDHOC_CAPTURE_MSG_2, false, 45, 9 + 45, 1},
       {EDHOC_CAPTURE_MSG_3, true, 19, 27 + 20, 1},
@@ -50,19 +61,51 @@ static const struct expect_ex expected[] = {
       {EDHOC_CAPTURE_MSG_OSCORE_RESPONSE, false, 0, 21, 1}}},
     /* IPv4, A.2, one suite: 37 / 45 / 19, message_1 retransmitted once,
      * 2.04 without message_4. */
-    {4, "RFC 9528 A.2", 3, 2, 1, 0x37, 0x27, "yes", -1, "kid (inferred", "kid (inferred", 4,
+    {4,
+     "RFC 9528 A.2",
+     3,
+     2,
+     1,
+     0x37,
+     0x27,
+     "yes",
+     -1,
+     "kid (inferred",
+     "kid (inferred",
+     4,
      {{EDHOC_CAPTURE_MSG_1, true, 37, 2 * (27 + 38), 2},
       {EDHOC_CAPTURE_MSG_2, false, 45, 9 + 45, 1},
       {EDHOC_CAPTURE_MSG_3, true, 19, 27 + 20, 1},
       {EDHOC_CAPTURE_MSG_3_ACK, false, 0, 6, 1}}},
     /* IPv4: the rejected first message_1 (SUITES_I 6) and the error
      * (ERR_CODE 2, SUITES_R 2) in a 4.00. */
-    {4, "RFC 9528 A.2", 3, 6, 1, 0x0e, -1, "no", 2, "", "", 2,
-     {{EDHOC_CAPTURE_MSG_1, true, 37, 27 + 38, 1},
-      {EDHOC_CAPTURE_MSG_ERROR, false, 2, 9 + 2, 1}}},
+    {4,
+     "RFC 9528 A.2",
+     3,
+     6,
+     1,
+     0x0e,
+     -1,
+     "no",
+     2,
+     "",
+     "",
+     2,
+     {{EDHOC_CAPTURE_MSG_1, true, 37, 27 + 38, 1}, {EDHOC_CAPTURE_MSG_ERROR, false, 2, 9 + 2, 1}}},
     /* IPv4, bare framing (no true, no C_R, no Content-Format, other
      * client port), no reply to message_3; a separate empty ACK. */
-    {4, "bare", 3, 2, 2, 0x37, -1, "yes", -1, "kid (inferred", "kid (inferred", 4,
+    {4,
+     "bare",
+     3,
+     2,
+     2,
+     0x37,
+     -1,
+     "yes",
+     -1,
+     "kid (inferred",
+     "kid (inferred",
+     4,
      {{EDHOC_CAPTURE_MSG_1, true, 39, 4 + 2 + 12 + 6 + 1 + 39, 1},
       {EDHOC_CAPTURE_MSG_EMPTY, false, 0, 4, 1},
       {EDHOC_CAPTURE_MSG_2, false, 45, 4 + 2 + 1 + 45, 1},
@@ -144,9 +187,9 @@ static void check_analysis(const struct edhoc_capture_analysis *a, int dlt)
     assert_int_equal(a->totals.oscore.coap, 24 + 21);
 }
 
-static const int all_dlts[] = {EDHOC_CAPTURE_DLT_RAW, EDHOC_CAPTURE_DLT_EN10MB,
+static const int all_dlts[] = {EDHOC_CAPTURE_DLT_RAW,       EDHOC_CAPTURE_DLT_EN10MB,
                                EDHOC_CAPTURE_DLT_LINUX_SLL, EDHOC_CAPTURE_DLT_LINUX_SLL2,
-                               EDHOC_CAPTURE_DLT_NULL, EDHOC_CAPTURE_DLT_LOOP};
+                               EDHOC_CAPTURE_DLT_NULL,      EDHOC_CAPTURE_DLT_LOOP};
 
 static void test_trace2_all_link_types(void **state)
 {
@@ -249,8 +292,8 @@ static void test_blockwise(void **state)
     ep4(&cl, "192.0.2.7", 40100);
     ep4(&sv, "192.0.2.8", 5683);
     uint8_t b[512];
-    size_t n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x5001, 1, true, 65, NULL, -1, CBOR_TRUE, 1,
-                    m1, m1_len, b);
+    size_t n = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x5001, 1, true, 65, NULL, -1, CBOR_TRUE, 1, m1,
+                    m1_len, b);
     assert_int_equal(edhoc_capture_datagram(c, SA(cl), SA(sv), b, n, NULL), 0);
     size_t coap_total = n, resp_total = 0;
     for (uint32_t blk = 0; blk < 3; blk++) {
@@ -265,7 +308,8 @@ static void test_blockwise(void **state)
             m.token_len = 1;
             m.token[0] = (uint8_t)(0x10 + blk);
             assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK2, v,
-                                                 edhoc_coap_uint_encode(blk << 4, v)), 0);
+                                                       edhoc_coap_uint_encode(blk << 4, v)),
+                             0);
             long k = edhoc_coap_msg_encode(&m, b, sizeof b);
             assert_int_equal(edhoc_capture_datagram(c, SA(cl), SA(sv), b, (size_t)k, NULL), 0);
             coap_total += (size_t)k;
@@ -281,7 +325,8 @@ static void test_blockwise(void **state)
         assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
         uint32_t more = blk < 2;
         assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK2, v,
-                                             edhoc_coap_uint_encode(blk << 4 | more << 3, v)), 0);
+                                                   edhoc_coap_uint_encode(blk << 4 | more << 3, v)),
+                         0);
         m.payload = m2 + 16 * blk;
         m.payload_len = blk < 2 ? 16 : m2_len - 32;
         long k = edhoc_coap_msg_encode(&m, b, sizeof b);
@@ -334,13 +379,14 @@ static void test_block1_and_combined(void **state)
         m.mid = (uint16_t)(0x6000 + blk);
         m.token_len = 1;
         m.token[0] = (uint8_t)(0x20 + blk);
-        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5),
-                         0);
+        assert_int_equal(
+            edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"edhoc", 5), 0);
         uint8_t cf[1] = {65};
         assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
         uint32_t more = blk < 2;
         assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK1, v,
-                                             edhoc_coap_uint_encode(blk << 4 | more << 3, v)), 0);
+                                                   edhoc_coap_uint_encode(blk << 4 | more << 3, v)),
+                         0);
         m.payload = body + 16 * blk;
         m.payload_len = blk < 2 ? 16 : 40 - 32;
         long k = edhoc_coap_msg_encode(&m, b, sizeof b);
@@ -358,8 +404,10 @@ static void test_block1_and_combined(void **state)
         m.token[0] = (uint8_t)(0x20 + blk);
         if (more) {
             m.code = COAP_CODE(2, 31);
-            assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK1, v,
-                                                 edhoc_coap_uint_encode(blk << 4 | 1 << 3, v)), 0);
+            assert_int_equal(
+                edhoc_coap_msg_add_option(&m, COAP_OPT_BLOCK1, v,
+                                          edhoc_coap_uint_encode(blk << 4 | 1 << 3, v)),
+                0);
             k = edhoc_coap_msg_encode(&m, b, sizeof b);
             req_coap += (size_t)k;
         } else {
@@ -445,8 +493,8 @@ static void test_many_exchanges(void **state)
         uint8_t b[512], f[600];
         size_t n = coap(COAP_TYPE_CON, COAP_CODE_POST, (uint16_t)i, 1, true, 65, NULL, -1,
                         CBOR_TRUE, 1, m1_single, m1_single_len, b);
-        long k = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(cl), SA(sv), b, n, f,
-                                           sizeof f);
+        long k =
+            edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(cl), SA(sv), b, n, f, sizeof f);
         edhoc_capture_analysis_frame(a, ++pkt, EDHOC_CAPTURE_DLT_RAW, f, (size_t)k, (size_t)k,
                                      NULL);
         /* Every third one is refused with an error, the others answered. */
@@ -454,8 +502,8 @@ static void test_many_exchanges(void **state)
             n = coap(COAP_TYPE_ACK, COAP_CODE_BAD_REQUEST, (uint16_t)i, 1, false, 64, NULL, -1,
                      NULL, 0, err, err_len, b);
         else
-            n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, (uint16_t)i, 1, false, 64, NULL, -1, NULL,
-                     0, m2, m2_len, b);
+            n = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, (uint16_t)i, 1, false, 64, NULL, -1, NULL, 0,
+                     m2, m2_len, b);
         k = edhoc_capture_frame_build(EDHOC_CAPTURE_DLT_RAW, SA(sv), SA(cl), b, n, f, sizeof f);
         edhoc_capture_analysis_frame(a, ++pkt, EDHOC_CAPTURE_DLT_RAW, f, (size_t)k, (size_t)k,
                                      NULL);
@@ -552,12 +600,9 @@ static void test_tshark_agrees(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trace2_all_link_types),
-        cmocka_unit_test(test_pcapng),
-        cmocka_unit_test(test_trace2_802154),
-        cmocka_unit_test(test_blockwise),
-        cmocka_unit_test(test_block1_and_combined),
-        cmocka_unit_test(test_many_exchanges),
+        cmocka_unit_test(test_trace2_all_link_types), cmocka_unit_test(test_pcapng),
+        cmocka_unit_test(test_trace2_802154),         cmocka_unit_test(test_blockwise),
+        cmocka_unit_test(test_block1_and_combined),   cmocka_unit_test(test_many_exchanges),
         cmocka_unit_test(test_tshark_agrees),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -83,7 +83,8 @@ static void test_cli(void **state)
 
     snprintf(args, sizeof args, "bytes --link 802.15.4 '%s'", path);
     assert_int_equal(run_cli(args, false, &out), 0);
-    assert_non_null(strstr(out, "method 3, suite 2 (SUITES_I 6, 2), C_I -24 (0x37), C_R -8 (0x27)"));
+    assert_non_null(
+        strstr(out, "method 3, suite 2 (SUITES_I 6, 2), C_I -24 (0x37), C_R -8 (0x27)"));
     assert_non_null(strstr(out, "MAC header 23"));
     free(out);
 
@@ -98,9 +99,8 @@ static void test_cli(void **state)
     assert_non_null(strstr(out, "Exchange 1"));
     free(out);
     /* Not a capture at all. */
-    snprintf(args, sizeof args, "bytes '%s/vectors.h'", getenv("EDHOC_SOURCE_ROOT")
-                                                              ? getenv("EDHOC_SOURCE_ROOT")
-                                                              : ".");
+    snprintf(args, sizeof args, "bytes '%s/vectors.h'",
+             getenv("EDHOC_SOURCE_ROOT") ? getenv("EDHOC_SOURCE_ROOT") : ".");
     int rc = run_cli(args, true, &out);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "cannot read"));
@@ -146,8 +146,12 @@ struct air_case {
 static void expected_air(const struct edhoc_netacct_link *link, const struct air_case *c,
                          struct edhoc_netacct_layers *l)
 {
-    struct edhoc_netacct_dgram d = {.udp_payload = c->len, .ipv6 = true, .src_port = 40001,
-                                    .dst_port = 45000, .addrs_known = true, .payload = c->coap,
+    struct edhoc_netacct_dgram d = {.udp_payload = c->len,
+                                    .ipv6 = true,
+                                    .src_port = 40001,
+                                    .dst_port = 45000,
+                                    .addrs_known = true,
+                                    .payload = c->coap,
                                     .dir = c->up ? EDHOC_NETACCT_DIR_UP : EDHOC_NETACCT_DIR_DOWN};
     if (!c->up) {
         d.src_port = 45000;
@@ -170,8 +174,8 @@ static void write_ephemeral_capture(char *path, size_t cap, struct air_case case
     struct endpoint cl, sv;
     ep6(&cl, "2001:db8::1", 40001);
     ep6(&sv, "2001:db8::2", 45000);
-    cases[0].len = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x5001, 1, true, 65, NULL, -1, CBOR_TRUE,
-                        1, m1, m1_len, cases[0].coap);
+    cases[0].len = coap(COAP_TYPE_CON, COAP_CODE_POST, 0x5001, 1, true, 65, NULL, -1, CBOR_TRUE, 1,
+                        m1, m1_len, cases[0].coap);
     cases[0].up = true;
     cases[1].len = coap(COAP_TYPE_ACK, COAP_CODE_CHANGED, 0x5001, 1, false, 64, NULL, -1, NULL, 0,
                         m2, m2_len, cases[1].coap);
@@ -257,9 +261,9 @@ static void test_lorawan_ephemeral_server(void **state)
         /* SCHC from the message's bytes: a residue known and the packet
          * smaller than the CoAP message (the header compressed). */
         assert_true(l.air.schc_known);
-        assert_int_equal(l.link, EDHOC_NETACCT_LORAWAN_MAC_OVERHEAD +
-                                     (size_t)edhoc_netacct_schc_packet(cases[i].coap,
-                                                                       cases[i].len));
+        assert_int_equal(l.link,
+                         EDHOC_NETACCT_LORAWAN_MAC_OVERHEAD +
+                             (size_t)edhoc_netacct_schc_packet(cases[i].coap, cases[i].len));
         assert_true(l.link - EDHOC_NETACCT_LORAWAN_MAC_OVERHEAD < cases[i].len);
         assert_int_equal(m->link_frames, 1);
         assert_int_equal(m->link_bytes, l.link);
@@ -294,8 +298,10 @@ static void test_lorawan_ephemeral_server(void **state)
     struct edhoc_netacct_energy dr = edhoc_netacct_energy_of(&radio, &down, false);
     const char *air = strstr(out, "\"air\":{\"frames\":");
     assert_non_null(air);
-    assert_close(json_real_after(air, "initiator_mj"), (us.tx_j + us.rx_j + dr.tx_j + dr.rx_j) * 1e3);
-    assert_close(json_real_after(air, "responder_mj"), (ur.tx_j + ur.rx_j + ds.tx_j + ds.rx_j) * 1e3);
+    assert_close(json_real_after(air, "initiator_mj"),
+                 (us.tx_j + us.rx_j + dr.tx_j + dr.rx_j) * 1e3);
+    assert_close(json_real_after(air, "responder_mj"),
+                 (ur.tx_j + ur.rx_j + ds.tx_j + ds.rx_j) * 1e3);
     assert_close(json_real_after(air, "link_ms"), (double)(up.link_us + down.link_us) / 1e3);
     assert_close(json_real_after(air, "air_ms"), (double)(up.tx_us + down.tx_us) / 1e3);
     /* Each message's own air figures in the JSON: message_1's on-air time
@@ -382,7 +388,8 @@ static void check_edhoc_run(const char *json, const char *mode, long e1, long e2
         const char *m = compare_msg(r, end, "message_1", &me);
         assert_int_equal(json_number_in(m, me, "edhoc_bytes"), e1);
         const char *e = compare_msg(me, end, "(4.01 Echo)", &from);
-        long udp1 = json_number_in(m, me, "udp_bytes"), udp_echo = json_number_in(e, from, "udp_bytes");
+        long udp1 = json_number_in(m, me, "udp_bytes"),
+             udp_echo = json_number_in(e, from, "udp_bytes");
         /* At most 3 times what the unverified address sent. */
         assert_true(udp_echo <= 3 * udp1);
         udp_sum += udp1 + udp_echo;
@@ -503,7 +510,9 @@ static void test_compare(void **state)
     /* What the library itself computes for the x5chain configuration with
      * one-byte connection identifiers. */
     assert_int_equal(run_cli("simulate --json --c-i 37 --c-r 27 --method 0 --suites 2 "
-                             "--id-cred-i x5chain --id-cred-r x5chain", false, &out), 0);
+                             "--id-cred-i x5chain --id-cred-r x5chain",
+                             false, &out),
+                     0);
     assert_non_null(strstr(out, "\"handshake_bytes\": 814"));
     free(out);
 
@@ -540,7 +549,8 @@ static void test_compare(void **state)
     assert_non_null(strstr(out, "\"edhoc_x5chain\": 808, \"edhoc_by_reference\": 242, "
                                 "\"edhoc_static_dh\": 101, \"tls13\": 1371, \"dtls13\": 1500"));
     assert_non_null(strstr(out, "\"method3_suite2_kid_one_suite\": [37, 45, 19]"));
-    assert_non_null(strstr(out, "\"rfc9529_trace1\": [37, 116, 90], \"rfc9529_trace1_total\": 243"));
+    assert_non_null(
+        strstr(out, "\"rfc9529_trace1\": [37, 116, 90], \"rfc9529_trace1_total\": 243"));
     free(out);
 
     assert_int_equal(run_cli("bytes --compare --json --link 802.15.4", false, &out), 0);

@@ -24,9 +24,19 @@ static void test_encode_integers(void **state)
         int64_t v;
         const char *hex;
     } cases[] = {
-        {0, "00"}, {23, "17"}, {24, "1818"}, {255, "18ff"}, {256, "190100"},
-        {65535, "19ffff"}, {65536, "1a00010000"}, {4294967296LL, "1b0000000100000000"},
-        {-1, "20"}, {-24, "37"}, {-25, "3818"}, {-256, "38ff"}, {-257, "390100"},
+        {0, "00"},
+        {23, "17"},
+        {24, "1818"},
+        {255, "18ff"},
+        {256, "190100"},
+        {65535, "19ffff"},
+        {65536, "1a00010000"},
+        {4294967296LL, "1b0000000100000000"},
+        {-1, "20"},
+        {-24, "37"},
+        {-25, "3818"},
+        {-256, "38ff"},
+        {-257, "390100"},
         {INT64_MIN, "3b7fffffffffffffff"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -71,7 +81,7 @@ static void test_writer_overflow_is_sticky(void **state)
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, buf, sizeof buf);
     edhoc_cbor_put_bstr(&w, (const uint8_t *)"abcd", 4); /* needs 5 */
-    edhoc_cbor_put_uint(&w, 1);                           /* would fit, must not */
+    edhoc_cbor_put_uint(&w, 1);                          /* would fit, must not */
     assert_int_equal(edhoc_cbor_writer_finish(&w), EDHOC_CBOR_ERR_OVERFLOW);
     edhoc_cbor_writer_init(&w, buf, sizeof buf);
     edhoc_cbor_put_uint(&w, 65536); /* 5 bytes */
@@ -92,8 +102,9 @@ static void test_reject_non_shortest(void **state)
 {
     (void)state;
     struct edhoc_cbor_item it;
-    const char *bad[] = {"1805", "190017", "1a000000ff", "1b00000000000000ff", "3817",
-                         "5800", "58020102", "7800", "9800", "b800", "d80101", "1900ff"};
+    const char *bad[] = {"1805", "190017", "1a000000ff", "1b00000000000000ff",
+                         "3817", "5800",   "58020102",   "7800",
+                         "9800", "b800",   "d80101",     "1900ff"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(decode_first(bad[i], &it), EDHOC_CBOR_ERR_NOT_SHORTEST);
     /* The shortest forms of the same values are accepted. */
@@ -208,8 +219,7 @@ static void test_skip_rejects_wrapping_map_count(void **state)
     edhoc_cbor_reader_init(&r, huge_map, sizeof huge_map);
     assert_int_equal(edhoc_cbor_skip(&r), EDHOC_CBOR_ERR_TRUNCATED);
     assert_int_equal(r.pos, 0);
-    assert_int_equal(edhoc_cbor_check_item(huge_map, sizeof huge_map),
-                     EDHOC_CBOR_ERR_TRUNCATED);
+    assert_int_equal(edhoc_cbor_check_item(huge_map, sizeof huge_map), EDHOC_CBOR_ERR_TRUNCATED);
     /* The same inside an array, with bytes left after it. */
     static const uint8_t nested[] = {0x82, 0xbb, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x02};
     assert_int_equal(edhoc_cbor_check_item(nested, sizeof nested), EDHOC_CBOR_ERR_TRUNCATED);

@@ -101,8 +101,8 @@ static void test_libcoap_crash_pair(void **state)
             expect_code(fd, r.port, d1, (size_t)l1, resp, sizeof resp, C_CONTINUE, &v, what);
             expect_block1(&v, 0, true, what);
             assert_alive(&r, what);
-            snprintf(what, sizeof what, "crash pair %s, round %d, second datagram",
-                     pairs[i].name, round);
+            snprintf(what, sizeof what, "crash pair %s, round %d, second datagram", pairs[i].name,
+                     round);
             /* The second datagram is block 0 again with M=0: a new,
              * complete one-block body (edhoc/blockwise.h: "NUM 0 restarts
              * the transfer"). It gets a final response, not a crash: any
@@ -162,17 +162,18 @@ static size_t pcap_requests(const char *path, uint16_t to_port, struct dgram *ou
         free(raw);
         return 0;
     }
-    uint32_t magic = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                     (uint32_t)b[3] << 24;
+    uint32_t magic =
+        (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
     bool le = magic == 0xa1b2c3d4u || magic == 0xa1b23c4du;
     if (!le && magic != 0xd4c3b2a1u && magic != 0x4d3cb2a1u) {
         free(raw);
         return 0;
     }
-#define U32(p) (le ? (uint32_t)(p)[0] | (uint32_t)(p)[1] << 8 | (uint32_t)(p)[2] << 16 | \
-                         (uint32_t)(p)[3] << 24                                            \
-                   : (uint32_t)(p)[3] | (uint32_t)(p)[2] << 8 | (uint32_t)(p)[1] << 16 | \
-                         (uint32_t)(p)[0] << 24)
+#define U32(p)                                                                                     \
+    (le ? (uint32_t)(p)[0] | (uint32_t)(p)[1] << 8 | (uint32_t)(p)[2] << 16 |                      \
+              (uint32_t)(p)[3] << 24                                                               \
+        : (uint32_t)(p)[3] | (uint32_t)(p)[2] << 8 | (uint32_t)(p)[1] << 16 |                      \
+              (uint32_t)(p)[0] << 24)
     uint32_t link = U32(b + 20);
     size_t off = 24;
     while (off + 16 <= len && count < cap) {
@@ -294,7 +295,8 @@ static void sweep_nibbles(struct sweep *s)
                     memcpy(d + p, "time", 4);
                     p += 4;
                     d[p++] = (uint8_t)(dn << 4 | ln);
-                    size_t ext = (size_t)((dn == 13) + 2 * (dn == 14) + (ln == 13) + 2 * (ln == 14));
+                    size_t ext =
+                        (size_t)((dn == 13) + 2 * (dn == 14) + (ln == 13) + 2 * (ln == 14));
                     /* tail 0: extension bytes and a value of the length the
                      * nibbles give (capped); 1: the header cut after its
                      * first byte; 2: extension bytes, then a payload
@@ -325,11 +327,11 @@ static void sweep_edges(struct sweep *s)
 {
     static const char *const hex[] = {
         /* option number overflow past 65535 (RFC 7252 Section 12.2: 16 bits) */
-        "52010000a1a2b474696d65e0ffff",     /* 11 + 269 + 65535 */
-        "40010001e0fef2e00000",             /* 65535, then +269 */
-        "40010001e0fef210",                 /* 65535, then +1 */
-        "40010001e0fef2",                   /* 65535 exactly: no fault */
-        "40010001d0ffd0ffd0ffe0fd00",       /* 3 x 268, then 65037 */
+        "52010000a1a2b474696d65e0ffff", /* 11 + 269 + 65535 */
+        "40010001e0fef2e00000",         /* 65535, then +269 */
+        "40010001e0fef210",             /* 65535, then +1 */
+        "40010001e0fef2",               /* 65535 exactly: no fault */
+        "40010001d0ffd0ffd0ffe0fd00",   /* 3 x 268, then 65037 */
         /* token length 9..15 (RFC 7252 Section 3) */
         "4901000101020304050607080900",
         "4a010001010203040506070809000a",
@@ -339,33 +341,56 @@ static void sweep_edges(struct sweep *s)
         "40010001ff",
         "52010001a1a2b474696d65ff",
         /* nibble 15 (reserved) */
-        "40010001f0", "400100010f", "40010001bf", "40010001fe",
+        "40010001f0",
+        "400100010f",
+        "40010001bf",
+        "40010001fe",
         /* extended delta/length cut short */
-        "40010001d0", "40010001e0", "40010001e000", "400100010d", "400100010e00", "40010001dd01",
+        "40010001d0",
+        "40010001e0",
+        "40010001e000",
+        "400100010d",
+        "400100010e00",
+        "40010001dd01",
         /* a value longer than the datagram */
-        "40010001b5aa", "400100010eff", "400100010dff41",
+        "40010001b5aa",
+        "400100010eff",
+        "400100010dff41",
         /* version 0, 2, 3 */
-        "01010001", "81010001", "c1010001",
+        "01010001",
+        "81010001",
+        "c1010001",
         /* code classes 1, 6, 7 and methods 0.08, 0.31 */
-        "40200001", "40c00001", "40e00001", "40080001", "401f0001",
+        "40200001",
+        "40c00001",
+        "40e00001",
+        "40080001",
+        "401f0001",
         /* empty message with data, NON empty, RST with a code, ACK request */
-        "400000010102", "41000001aa", "50000001", "70450001", "60010001",
+        "400000010102",
+        "41000001aa",
+        "50000001",
+        "70450001",
+        "60010001",
         /* known options with lengths outside their range, repeated */
-        "40010001c3010203",                 /* Content-Format, 3 bytes */
-        "4002000130",                       /* Uri-Host, empty */
-        "40020001d40e01020304",             /* Block1, 4 bytes */
-        "40020001d10e010100",               /* Block1 twice */
-        "40020001d10e0f",                   /* Block1 SZX 7 */
-        "40020001d30efffff6",               /* Block1 NUM 2^20-1, 1 KiB */
-        "40010001d10a0f",                   /* Block2 SZX 7 */
+        "40010001c3010203",                         /* Content-Format, 3 bytes */
+        "4002000130",                               /* Uri-Host, empty */
+        "40020001d40e01020304",                     /* Block1, 4 bytes */
+        "40020001d10e010100",                       /* Block1 twice */
+        "40020001d10e0f",                           /* Block1 SZX 7 */
+        "40020001d30efffff6",                       /* Block1 NUM 2^20-1, 1 KiB */
+        "40010001d10a0f",                           /* Block2 SZX 7 */
         "40020001dd2f000102030405060708090a0b0c0d", /* Size1, 13 bytes */
-        "40020001d5080000000000",           /* EDHOC (21), 5 bytes */
-        "40010001c000",                     /* Content-Format twice */
-        "40010001d1ef00",                   /* Echo (252), 1 byte: no fault */
-        "40010001d0ef",                     /* Echo, empty */
-        "40010001920900",                   /* OSCORE, 2 bytes: no fault */
+        "40020001d5080000000000",                   /* EDHOC (21), 5 bytes */
+        "40010001c000",                             /* Content-Format twice */
+        "40010001d1ef00",                           /* Echo (252), 1 byte: no fault */
+        "40010001d0ef",                             /* Echo, empty */
+        "40010001920900",                           /* OSCORE, 2 bytes: no fault */
         /* shortest runts */
-        "", "40", "4001", "400100",
+        "",
+        "40",
+        "4001",
+        "400100",
     };
     uint8_t d[128];
     for (size_t i = 0; i < sizeof hex / sizeof hex[0]; i++) {
@@ -419,8 +444,8 @@ static void probe_refused(struct net_proc *r, const struct probe *pr, unsigned k
      * runs with --allow-unprotected) */
     uint8_t c[32], tok[2] = {0xC0, (uint8_t)k};
     struct opt o[] = {{O_URI_PATH, (const uint8_t *)"time", 4}};
-    size_t cl = coap_build(c, sizeof c, T_NON, C_GET, (uint16_t)(0xC000 + k), tok, 2, o, 1,
-                           NULL, 0);
+    size_t cl =
+        coap_build(c, sizeof c, T_NON, C_GET, (uint16_t)(0xC000 + k), tok, 2, o, 1, NULL, 0);
     send_to(fd, r->port, c, cl);
     struct coap_view v;
     for (int resent = 0;;) {
@@ -439,8 +464,8 @@ static void probe_refused(struct net_proc *r, const struct probe *pr, unsigned k
         break;
     }
     if (v.tkl != 2 || v.tok[0] != 0xC0 || v.tok[1] != (uint8_t)k)
-        fail_msg("probe %s: the malformed request was answered (%s, token %02x%02x)",
-                 pr->reason, code_str(v.code), v.tok[0], v.tok[1]);
+        fail_msg("probe %s: the malformed request was answered (%s, token %02x%02x)", pr->reason,
+                 code_str(v.code), v.tok[0], v.tok[1]);
     close(fd);
 }
 
@@ -550,17 +575,17 @@ static void test_malformed_sweep(void **state)
     /* Each kind of fault refused before anything answers it. */
     static const struct probe probes[] = {
         {"token length", "b474696d65"},
-        {"truncated", "b574696d65"},                     /* Uri-Path 5, 4 bytes */
-        {"option format", "b474696d650f"},               /* length nibble 15 */
-        {"option number", "b474696d65e0ffff"},           /* past 65535 */
-        {"empty payload", "b474696d65ff"},               /* marker, no payload */
-        {"option length", "b474696d6513000000"},         /* Content-Format 3 bytes */
-        {"option repeated", "b474696d651000"},           /* Content-Format twice */
+        {"truncated", "b574696d65"},             /* Uri-Path 5, 4 bytes */
+        {"option format", "b474696d650f"},       /* length nibble 15 */
+        {"option number", "b474696d65e0ffff"},   /* past 65535 */
+        {"empty payload", "b474696d65ff"},       /* marker, no payload */
+        {"option length", "b474696d6513000000"}, /* Content-Format 3 bytes */
+        {"option repeated", "b474696d651000"},   /* Content-Format twice */
         /* A Block option's SZX 7 or NUM in a request is the engine's to
          * answer (4.00 / 4.13, RFC 7959 Sections 2.2 and 2.9.3). */
-        {"unknown method", "b474696d65"},                /* 0.08 */
-        {"version", "b474696d65"},                       /* version 2 */
-        {"too long", "b474696d65ff"},                    /* 1473 bytes */
+        {"unknown method", "b474696d65"}, /* 0.08 */
+        {"version", "b474696d65"},        /* version 2 */
+        {"too long", "b474696d65ff"},     /* 1473 bytes */
     };
     for (unsigned k = 0; k < sizeof probes / sizeof probes[0]; k++)
         probe_refused(&r, &probes[k], k);
@@ -580,11 +605,13 @@ static void test_malformed_sweep(void **state)
         printf("# the responder does not log the guard's counters at exit: by-reason refusal "
                "shown by the probes above only\n");
     } else {
-        static const char *const reasons[] = {
-            "token length",  "truncated",      "option format", "option number",
-            "empty payload", "option length",  "option repeated",
-            "unknown method", "version",       "too long",
-            "too short",     "reserved code class", "type and code", "empty message with data"};
+        static const char *const reasons[] = {"token length",    "truncated",
+                                              "option format",   "option number",
+                                              "empty payload",   "option length",
+                                              "option repeated", "unknown method",
+                                              "version",         "too long",
+                                              "too short",       "reserved code class",
+                                              "type and code",   "empty message with data"};
         const char *eol = strchr(line, '\n');
         size_t ll = eol ? (size_t)(eol - line) : strlen(line);
         char buf[1024];
@@ -653,8 +680,8 @@ static void test_con_format_error_reset(void **state)
                 hexdump(h, sizeof h, resp, (size_t)got < 32 ? (size_t)got : 32);
             size_t l = strlen(report);
             snprintf(report + l, sizeof report - l,
-                     "\n  CON with %s (%s): expected RST %02x%02x%02x%02x, got %s",
-                     cases[i].what, cases[i].hex, 0x70, 0, d[2], d[3], h);
+                     "\n  CON with %s (%s): expected RST %02x%02x%02x%02x, got %s", cases[i].what,
+                     cases[i].hex, 0x70, 0, d[2], d[3], h);
             bad++;
         }
         close(fd);
@@ -677,8 +704,8 @@ static void test_block_szx7_bad_request(void **state)
     uint8_t req[1500], resp[1500];
     struct coap_view v;
     int fd = udp_open(NULL);
-    size_t n = block1_req(req, sizeof req, T_CON, 0xB001, 0xB1, "echo", 0, true, 7, NULL, filler,
-                          1024);
+    size_t n =
+        block1_req(req, sizeof req, T_CON, 0xB001, 0xB1, "echo", 0, true, 7, NULL, filler, 1024);
     expect_code(fd, r.port, req, n, resp, sizeof resp, C_BAD_REQUEST, &v, "Block1 SZX 7");
     uint8_t b2[1] = {0x07}, tok = 0xB2;
     struct opt o[] = {{O_URI_PATH, (const uint8_t *)"time", 4}, {O_BLOCK2, b2, 1}};

@@ -24,8 +24,8 @@ static void check_size1_refused(uint16_t port, uint32_t max_body, const char *wh
     uint8_t req[1500], resp[1500];
     struct coap_view v;
     uint32_t huge = 0xFFFFFFFFu, s1 = 0;
-    size_t n = block1_req(req, sizeof req, T_CON, 0x2001, 0x21, "echo", 0, true, 0, &huge,
-                          filler, 16);
+    size_t n =
+        block1_req(req, sizeof req, T_CON, 0x2001, 0x21, "echo", 0, true, 0, &huge, filler, 16);
     expect_code(fd, port, req, n, resp, sizeof resp, C_TOO_LARGE, &v, what);
     if (!view_uint(&v, O_SIZE1, &s1))
         fail_msg("%s: 4.13 without Size1", what);
@@ -50,8 +50,8 @@ static void test_size1_huge(void **state)
         uint8_t req[1500], resp[1500];
         struct coap_view v;
         uint32_t s1 = 4097;
-        size_t n = block1_req(req, sizeof req, T_CON, 0x2101, 0x22, "echo", 0, true, 0, &s1,
-                              filler, 16);
+        size_t n =
+            block1_req(req, sizeof req, T_CON, 0x2101, 0x22, "echo", 0, true, 0, &s1, filler, 16);
         expect_code(fd, small.port, req, n, resp, sizeof resp, C_TOO_LARGE, &v,
                     "Size1 4097 with --max-body 4096");
         s1 = 4096;
@@ -77,15 +77,15 @@ static void send_body_past_limit(uint16_t port, uint32_t max_body, const char *w
     struct coap_view v;
     uint32_t blocks = max_body / 1024;
     for (uint32_t num = 0; num < blocks; num++) {
-        size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x3000 + num), 0x31, "echo",
-                              num, true, 6, NULL, filler, 1024);
+        size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x3000 + num), 0x31, "echo", num,
+                              true, 6, NULL, filler, 1024);
         char w[160];
         snprintf(w, sizeof w, "%s: block %u", what, num);
         expect_code(fd, port, req, n, resp, sizeof resp, C_CONTINUE, &v, w);
         expect_block1(&v, num, true, w);
     }
-    size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x3000 + blocks), 0x31, "echo",
-                          blocks, true, 6, NULL, filler, 1024);
+    size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x3000 + blocks), 0x31, "echo", blocks,
+                          true, 6, NULL, filler, 1024);
     char w[160];
     snprintf(w, sizeof w, "%s: block %u, the first past max_body %u", what, blocks, max_body);
     expect_code(fd, port, req, n, resp, sizeof resp, C_TOO_LARGE, &v, w);
@@ -122,8 +122,8 @@ static void test_max_body_above_default(void **state)
     const uint32_t blocks = 80;
     for (uint32_t num = 0; num < blocks; num++) {
         bool more = num + 1 < blocks;
-        size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x4000 + num), 0x41, "echo",
-                              num, more, 6, NULL, filler, 1024);
+        size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x4000 + num), 0x41, "echo", num,
+                              more, 6, NULL, filler, 1024);
         char w[160];
         snprintf(w, sizeof w, "--max-body 131072: block %u of an 80 KiB body", num);
         long len = exchange(fd, r.port, req, n, resp, sizeof resp);
@@ -157,8 +157,8 @@ static void far_block(uint16_t port, uint32_t num, bool with_size1, const char *
     struct coap_view v;
     uint32_t huge = 0xFFFFFFFFu, s1 = 0;
     int fd = udp_open(NULL);
-    size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x5000 + (num & 0xFF)), 0x51,
-                          "echo", num, true, 6, with_size1 ? &huge : NULL, filler, 1024);
+    size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x5000 + (num & 0xFF)), 0x51, "echo",
+                          num, true, 6, with_size1 ? &huge : NULL, filler, 1024);
     expect_code(fd, port, req, n, resp, sizeof resp, C_TOO_LARGE, &v, what);
     if (!view_uint(&v, O_SIZE1, &s1) || s1 != 65536)
         fail_msg("%s: 4.13 without Size1 65536", what);
@@ -186,8 +186,8 @@ static void test_out_of_order(void **state)
     int fd = udp_open(NULL);
     uint8_t req[1500], resp[1500];
     struct coap_view v;
-    size_t n = block1_req(req, sizeof req, T_CON, 0x6001, 0x61, "echo", 0, true, 6, NULL, filler,
-                          1024);
+    size_t n =
+        block1_req(req, sizeof req, T_CON, 0x6001, 0x61, "echo", 0, true, 6, NULL, filler, 1024);
     expect_code(fd, r.port, req, n, resp, sizeof resp, C_CONTINUE, &v, "block 0");
     /* RFC 7959 Section 2.9.2: 4.08 "indicates that the server has not
      * received the blocks of the request body that it needs to proceed.
@@ -232,8 +232,8 @@ static void test_duplicate_blocks(void **state)
     int fd = udp_open(NULL);
     uint8_t req[1500], resp[1500], first[1500];
     struct coap_view v;
-    size_t n = block1_req(req, sizeof req, T_CON, 0x7001, 0x71, "echo", 0, true, 6, NULL, filler,
-                          1024);
+    size_t n =
+        block1_req(req, sizeof req, T_CON, 0x7001, 0x71, "echo", 0, true, 6, NULL, filler, 1024);
     expect_code(fd, r.port, req, n, resp, sizeof resp, C_CONTINUE, &v, "block 0");
     n = block1_req(req, sizeof req, T_CON, 0x7002, 0x71, "echo", 1, true, 6, NULL, filler, 1024);
     long l1 = exchange(fd, r.port, req, n, first, sizeof first);
@@ -278,8 +278,8 @@ static void test_abandoned_transfer(void **state)
     int fd = udp_open(NULL);
     uint32_t s1 = 8192;
     for (uint32_t num = 0; num < 4; num++) {
-        size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x8000 + num), 0x81, "echo",
-                              num, true, 6, num ? NULL : &s1, filler, 1024);
+        size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x8000 + num), 0x81, "echo", num,
+                              true, 6, num ? NULL : &s1, filler, 1024);
         expect_code(fd, r.port, req, n, resp, sizeof resp, C_CONTINUE, &v, "half a body");
     }
     /* The same port can still ask for something else. */
@@ -294,8 +294,8 @@ static void test_abandoned_transfer(void **state)
     /* Another peer completes a body of its own. */
     int fd2 = udp_open(NULL);
     for (uint32_t num = 0; num < 3; num++) {
-        size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x8200 + num), 0x83, "echo",
-                              num, num < 2, 6, NULL, filler, num < 2 ? 1024 : 7);
+        size_t n = block1_req(req, sizeof req, T_CON, (uint16_t)(0x8200 + num), 0x83, "echo", num,
+                              num < 2, 6, NULL, filler, num < 2 ? 1024 : 7);
         expect_code(fd2, r.port, req, n, resp, sizeof resp, num < 2 ? C_CONTINUE : CODE(2, 4), &v,
                     "another peer's body");
     }
@@ -318,5 +318,6 @@ int main(void)
         cmocka_unit_test_teardown(test_duplicate_blocks, net_test_teardown),
         cmocka_unit_test_teardown(test_abandoned_transfer, net_test_teardown),
     };
-    return cmocka_run_group_tests_name("cli_abuse_blockwise", tests, group_setup, net_group_teardown);
+    return cmocka_run_group_tests_name("cli_abuse_blockwise", tests, group_setup,
+                                       net_group_teardown);
 }

@@ -118,12 +118,12 @@ static size_t hex_decode(const char *hex, uint8_t *out, size_t cap)
  * Content-Format 64 (delta 12, length 1: 0xc1 0x40), marker, message; the
  * empty 2.04 answering message_3: the 5-byte header and token alone. */
 
-static size_t a2_request(const uint8_t *prefix, size_t prefix_len, const uint8_t *msg,
-                         size_t len, uint8_t *out)
+static size_t a2_request(const uint8_t *prefix, size_t prefix_len, const uint8_t *msg, size_t len,
+                         uint8_t *out)
 {
-    static const uint8_t head[] = {0x41, 0x02, 0x00, 0x01, 0x01, 0xbb, '.', 'w', 'e', 'l', 'l',
-                                   '-',  'k',  'n',  'o',  'w',  'n',  0x05, 'e', 'd', 'h', 'o',
-                                   'c',  0x11, 0x41, 0xff};
+    static const uint8_t head[] = {0x41, 0x02, 0x00, 0x01, 0x01, 0xbb, '.',  'w', 'e',
+                                   'l',  'l',  '-',  'k',  'n',  'o',  'w',  'n', 0x05,
+                                   'e',  'd',  'h',  'o',  'c',  0x11, 0x41, 0xff};
     memcpy(out, head, sizeof head);
     memcpy(out + sizeof head, prefix, prefix_len);
     memcpy(out + sizeof head + prefix_len, msg, len);
@@ -172,11 +172,13 @@ static void framed_cases(json_t *root, const struct edhoc_netacct_link *link,
     c[3].len = a2_response(NULL, 0, c[3].coap);
     c[3].from_initiator = false;
     for (int i = 0; i < 4; i++) {
-        struct edhoc_netacct_dgram d = {
-            .udp_payload = c[i].len, .ipv6 = true,
-            .src_port = c[i].from_initiator ? 0 : 5683,
-            .dst_port = c[i].from_initiator ? 5683 : 0, .payload = c[i].coap,
-            .dir = c[i].from_initiator ? EDHOC_NETACCT_DIR_UP : EDHOC_NETACCT_DIR_DOWN};
+        struct edhoc_netacct_dgram d = {.udp_payload = c[i].len,
+                                        .ipv6 = true,
+                                        .src_port = c[i].from_initiator ? 0 : 5683,
+                                        .dst_port = c[i].from_initiator ? 5683 : 0,
+                                        .payload = c[i].coap,
+                                        .dir = c[i].from_initiator ? EDHOC_NETACCT_DIR_UP
+                                                                   : EDHOC_NETACCT_DIR_DOWN};
         assert_int_equal(edhoc_netacct_datagram(link, &d, &c[i].l, NULL, 0), 0);
     }
 }
@@ -291,8 +293,7 @@ static void test_simulate_lorawan(void **state)
      * start-up charged): the gateway sends, 3.3 * 29 * 1.155072 = 110.5404
      * mJ; the device receives, 3.3 * 10.8 * 1.155072 = 41.1668 mJ. */
     assert_close(num(root, "framed.messages.3.air.sender_mj"), 3.3 * 29 * 1.155072, "2.04 TX");
-    assert_close(num(root, "framed.messages.3.air.receiver_mj"), 3.3 * 10.8 * 1.155072,
-                 "2.04 RX");
+    assert_close(num(root, "framed.messages.3.air.receiver_mj"), 3.3 * 10.8 * 1.155072, "2.04 RX");
     json_decref(root);
 
     /* An x5chain message_2 does not fit DR0's 51 bytes (RP002-1.0.4 Table
@@ -390,8 +391,9 @@ static void test_initiator_802154(void **state)
         print_message("ports may be NHC-compressible here: skipped\n");
         skip();
     }
-    json_t *root = run_json("initiator", "initiator coap://127.0.0.1:%u --method 3 --suites 2 "
-                                         "--id-cred kid --link 802.15.4 --json",
+    json_t *root = run_json("initiator",
+                            "initiator coap://127.0.0.1:%u --method 3 --suites 2 "
+                            "--id-cred kid --link 802.15.4 --json",
                             responder.port);
     assert_string_equal(json_string_value(at(root, "outcome")), "ok");
     assert_string_equal(json_string_value(at(root, "radio.name")), "cc2538");
@@ -412,7 +414,8 @@ static void test_initiator_802154(void **state)
             continue;
         }
         size_t coap = (size_t)integer(m, "coap_bytes");
-        struct edhoc_netacct_dgram d = {.udp_payload = coap, .ipv6 = false,
+        struct edhoc_netacct_dgram d = {.udp_payload = coap,
+                                        .ipv6 = false,
                                         .src_port = from_i ? 40000 : responder.port,
                                         .dst_port = from_i ? responder.port : 40000};
         struct edhoc_netacct_layers l;
@@ -466,8 +469,9 @@ static void test_initiator_802154(void **state)
 static void test_initiator_lorawan(void **state)
 {
     (void)state;
-    json_t *root = run_json("initiator", "initiator coap://127.0.0.1:%u --method 3 --suites 2 "
-                                         "--id-cred kid --link lorawan --data-rate 5 --json",
+    json_t *root = run_json("initiator",
+                            "initiator coap://127.0.0.1:%u --method 3 --suites 2 "
+                            "--id-cred kid --link lorawan --data-rate 5 --json",
                             responder.port);
     json_t *msgs = at(root, "messages");
     unsigned up = 0, down = 0;
@@ -493,10 +497,8 @@ static void test_initiator_lorawan(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_simulate_lorawan),
-        cmocka_unit_test(test_simulate_ble),
-        cmocka_unit_test(test_simulate_no_air),
-        cmocka_unit_test(test_initiator_802154),
+        cmocka_unit_test(test_simulate_lorawan),  cmocka_unit_test(test_simulate_ble),
+        cmocka_unit_test(test_simulate_no_air),   cmocka_unit_test(test_initiator_802154),
         cmocka_unit_test(test_initiator_lorawan),
     };
     return cmocka_run_group_tests_name("cli_air", tests, setup, net_group_teardown);

@@ -46,7 +46,7 @@ enum {
     O_BLOCK2 = 23,
     O_ECHO = 252,
 };
-#define CODE_CHANGED 0x44      /* 2.04 */
+#define CODE_CHANGED      0x44 /* 2.04 */
 #define CODE_UNAUTHORIZED 0x81 /* 4.01 */
 
 struct opt {
@@ -348,10 +348,9 @@ static void test_raw_message_1_per_mode(void **state)
             if (!off) {
                 /* Counted in the stats (issue 15) and logged at -v. */
                 assert_non_null(strstr(log, "stopping: amplification_factor=3 "));
-                assert_non_null(strstr(log, x5chain ? "answers_held_back=2 "
-                                                          : "answers_held_back=0 "));
-                assert_non_null(strstr(log, x5chain ? "echo_challenges=2 "
-                                                          : "echo_challenges=0 "));
+                assert_non_null(
+                    strstr(log, x5chain ? "answers_held_back=2 " : "answers_held_back=0 "));
+                assert_non_null(strstr(log, x5chain ? "echo_challenges=2 " : "echo_challenges=0 "));
                 if (x5chain) {
                     assert_int_equal(net_count(log, "4.01 with Echo instead"), 2);
                     assert_int_equal(net_count(log, "verified (Echo)"), 2);
@@ -377,7 +376,8 @@ static bool table_row(const char *out, const char *name, int nth, long *edhoc, l
     if (!t || !end)
         return false;
     size_t nl = strlen(name);
-    for (const char *line = strchr(t + 1, '\n'); line && line < end; line = strchr(line + 1, '\n')) {
+    for (const char *line = strchr(t + 1, '\n'); line && line < end;
+         line = strchr(line + 1, '\n')) {
         const char *p = line + 1;
         if (strncmp(p, "  ", 2) || strncmp(p + 2, name, nl) || p[2 + nl] != ' ')
             continue;
@@ -418,8 +418,9 @@ static void test_initiator_each_mode(void **state)
         bool x5chain = !strcmp(id_creds[k], "x5chain");
         for (int m = 0; m <= 3; m += 3) {
             char *out;
-            int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\" "
-                                       "--method %d",
+            int rc = CLI_RUN(&out, 30,
+                             "initiator coap://127.0.0.1:%u --request \"GET /time\" "
+                             "--method %d",
                              resp_proc.port, m);
             if (rc != 0)
                 fail_msg("--id-cred %s method %d: exit %d\n%s", id_creds[k], m, rc, out);
@@ -599,8 +600,9 @@ static void test_oscore_verifies(void **state)
     (void)state;
     start_responder("oscore", "--id-cred x5chain");
     char *out;
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --pad-message-1 200 "
-                               "--request \"GET /time\"",
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --method 3 --pad-message-1 200 "
+                     "--request \"GET /time\"",
                      resp_proc.port);
     if (rc != 0)
         fail_msg("exit %d\n%s", rc, out);
@@ -840,14 +842,12 @@ static void test_pressure_protects_authenticated(void **state)
     struct client src[9];
     for (int k = 0; k < 3; k++) {
         client_open(&src[k], 0);
-        assert_int_equal(send_message_1(&src[k], resp_proc.port, false, &challenged),
-                         CODE_CHANGED);
+        assert_int_equal(send_message_1(&src[k], resp_proc.port, false, &challenged), CODE_CHANGED);
         assert_false(challenged);
     }
     for (int k = 3; k < 9; k++) {
         client_open(&src[k], 0);
-        assert_int_equal(send_message_1(&src[k], resp_proc.port, true, &challenged),
-                         CODE_CHANGED);
+        assert_int_equal(send_message_1(&src[k], resp_proc.port, true, &challenged), CODE_CHANGED);
         assert_true(challenged); /* the table is full: pressure */
     }
     /* A is verified: no Echo, whatever the pressure. Its 3 new handshakes
@@ -990,7 +990,8 @@ static void test_load_flood_success(void **state)
             const char *row = strstr(c, "\"name\":\"load_flood\"");
             const char *why = strstr(c, "\"name\":\"load_failures\"");
             fail_msg("success %.3f / %.3f, %ld failures (%ld not timeouts), %ld drops: %.1500s\n"
-                     "... %.1500s", ok0, ok1, failed, not_timeouts, drops, row ? row : c,
+                     "... %.1500s",
+                     ok0, ok1, failed, not_timeouts, drops, row ? row : c,
                      why ? why : "(no failure causes)");
         }
         free(c);

@@ -84,16 +84,19 @@ static void test_handshake_rows_and_memory(void **state)
     char buf[2048];
     char *cells[MAX_CELLS];
     const char *key_s[1] = {"struct edhoc_session"};
-    assert_int_equal(md_find_row(out, "Memory per handshake and per context", key_s, 1, buf,
-                                 sizeof buf, cells), 4);
+    assert_int_equal(
+        md_find_row(out, "Memory per handshake and per context", key_s, 1, buf, sizeof buf, cells),
+        4);
     assert_int_equal(strtol(cells[1], NULL, 10), (long)sizeof(struct edhoc_session));
     const char *key_o[1] = {"struct oscore_context"};
-    assert_int_equal(md_find_row(out, "Memory per handshake and per context", key_o, 1, buf,
-                                 sizeof buf, cells), 4);
+    assert_int_equal(
+        md_find_row(out, "Memory per handshake and per context", key_o, 1, buf, sizeof buf, cells),
+        4);
     assert_int_equal(strtol(cells[1], NULL, 10), (long)sizeof(struct oscore_context));
     const char *key_r[1] = {"struct edhoc_received"};
-    assert_int_equal(md_find_row(out, "Memory per handshake and per context", key_r, 1, buf,
-                                 sizeof buf, cells), 4);
+    assert_int_equal(
+        md_find_row(out, "Memory per handshake and per context", key_r, 1, buf, sizeof buf, cells),
+        4);
     assert_int_equal(strtol(cells[1], NULL, 10), (long)sizeof(struct edhoc_received));
 
     /* The targets the issue names are reported with their measured ratio. */
@@ -138,7 +141,8 @@ static void test_oscore_rows(void **state)
             check_row(out, "OSCORE protect and unprotect", key, 2, 10, 2, 9);
         }
     assert_int_equal(md_count_rows(out, "OSCORE protect and unprotect"), 35);
-    const char *t[1] = {"OSCORE protect + unprotect / raw AEAD, 100 bytes, AES-CCM-16-64-128, request"};
+    const char *t[1] = {
+        "OSCORE protect + unprotect / raw AEAD, 100 bytes, AES-CCM-16-64-128, request"};
     check_row(out, "Targets", t, 1, 4, 1, 1);
     free(out);
 }
@@ -156,9 +160,9 @@ static void test_contexts(void **state)
     const char *key[1] = {"3000"};
     char buf[2048];
     char *cells[MAX_CELLS];
-    assert_int_equal(md_find_row(out, "Established OSCORE contexts in memory", key, 1, buf,
-                                 sizeof buf, cells),
-                     8);
+    assert_int_equal(
+        md_find_row(out, "Established OSCORE contexts in memory", key, 1, buf, sizeof buf, cells),
+        8);
     /* The engine's own bookkeeping stays within the 256-byte budget. */
     long engine = strtol(cells[6], NULL, 10);
     assert_true(engine > 0 && engine <= 256);
@@ -219,41 +223,43 @@ static void test_json_and_svg(void **state)
     /* Every table, every number finite (and positive where it is a time or
      * a ratio), the row counts of the three benchmarks. */
     char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "python3 - '%s' <<'EOF'\n"
-             "import json, math, sys\n"
-             "d = json.load(open(sys.argv[1]))\n"
-             "t = {x['name']: x for x in d['tables']}\n"
-             "want = {'signatures': 36, 'ecdh': 9, 'aead': 55, 'hkdf': 7, 'handshake': 18,\n"
-             "        'memory': 6, 'oscore': 35}\n"
-             "assert set(t) == set(want), sorted(t)\n"
-             "for name, n in want.items():\n"
-             "    assert len(t[name]['rows']) == n, (name, len(t[name]['rows']))\n"
-             "    kinds = {c['key']: c['kind'] for c in t[name]['columns']}\n"
-             "    for row in t[name]['rows']:\n"
-             "        assert set(row) == set(kinds), (name, row)\n"
-             "        for k, kind in kinds.items():\n"
-             "            v = row[k]\n"
-             "            if kind == 'stat':\n"
-             "                assert 0 < v['min_us'] <= v['median_us'] < 1e7, (name, k, v)\n"
-             "                assert v['samples'] >= 1 and v['batch'] >= 1\n"
-             "            elif kind in ('number', 'ratio'):\n"
-             "                assert isinstance(v, (int, float)) and math.isfinite(v) and v > 0, (name, k, v)\n"
-             "            elif kind == 'int':\n"
-             "                assert isinstance(v, int) and v >= 0, (name, k, v)\n"
-             "            else:\n"
-             "                assert isinstance(v, str) and v, (name, k, v)\n"
-             "assert len(d['targets']) >= 5\n"
-             "for g in d['targets']:\n"
-             "    assert math.isfinite(g['value']) and g['value'] > 0 and g['met'] in (True, False)\n"
-             /* The backend the command ran on: EDHOC_CRYPTO's, auto by default. */
-             "import os\n"
-             "want_impl = {'openssl': 'OpenSSL', 'sodium': 'libsodium'}.get(\n"
-             "    os.environ.get('EDHOC_CRYPTO', 'auto'), 'auto (')\n"
-             "assert d['implementation'].startswith(want_impl), d['implementation']\n"
-             "assert d['command'] == 'bench' and d['mode'] == 'all' and d['partial'] is False\n"
-             "EOF",
-             json_path);
+    snprintf(
+        cmd, sizeof cmd,
+        "python3 - '%s' <<'EOF'\n"
+        "import json, math, sys\n"
+        "d = json.load(open(sys.argv[1]))\n"
+        "t = {x['name']: x for x in d['tables']}\n"
+        "want = {'signatures': 36, 'ecdh': 9, 'aead': 55, 'hkdf': 7, 'handshake': 18,\n"
+        "        'memory': 6, 'oscore': 35}\n"
+        "assert set(t) == set(want), sorted(t)\n"
+        "for name, n in want.items():\n"
+        "    assert len(t[name]['rows']) == n, (name, len(t[name]['rows']))\n"
+        "    kinds = {c['key']: c['kind'] for c in t[name]['columns']}\n"
+        "    for row in t[name]['rows']:\n"
+        "        assert set(row) == set(kinds), (name, row)\n"
+        "        for k, kind in kinds.items():\n"
+        "            v = row[k]\n"
+        "            if kind == 'stat':\n"
+        "                assert 0 < v['min_us'] <= v['median_us'] < 1e7, (name, k, v)\n"
+        "                assert v['samples'] >= 1 and v['batch'] >= 1\n"
+        "            elif kind in ('number', 'ratio'):\n"
+        "                assert isinstance(v, (int, float)) and math.isfinite(v) and v > 0, (name, "
+        "k, v)\n"
+        "            elif kind == 'int':\n"
+        "                assert isinstance(v, int) and v >= 0, (name, k, v)\n"
+        "            else:\n"
+        "                assert isinstance(v, str) and v, (name, k, v)\n"
+        "assert len(d['targets']) >= 5\n"
+        "for g in d['targets']:\n"
+        "    assert math.isfinite(g['value']) and g['value'] > 0 and g['met'] in (True, False)\n"
+        /* The backend the command ran on: EDHOC_CRYPTO's, auto by default. */
+        "import os\n"
+        "want_impl = {'openssl': 'OpenSSL', 'sodium': 'libsodium'}.get(\n"
+        "    os.environ.get('EDHOC_CRYPTO', 'auto'), 'auto (')\n"
+        "assert d['implementation'].startswith(want_impl), d['implementation']\n"
+        "assert d['command'] == 'bench' and d['mode'] == 'all' and d['partial'] is False\n"
+        "EOF",
+        json_path);
     assert_int_equal(system(cmd), 0);
 
     /* The SVG parses as XML and holds every chart: bars for key generation
@@ -455,8 +461,7 @@ static void test_contexts_interrupted(void **state)
     bg_start(&b, env, "bench contexts --contexts 10000000 --json");
     /* Progress: the database under TMPDIR, with contexts in it. */
     char cmd[800];
-    snprintf(cmd, sizeof cmd,
-             "test \"$(du -sk '%s' | cut -f1)\" -gt 2048", tmp);
+    snprintf(cmd, sizeof cmd, "test \"$(du -sk '%s' | cut -f1)\" -gt 2048", tmp);
     uint64_t end = net_now_ms() + 60000;
     while (system(cmd) != 0 && net_now_ms() < end)
         net_sleep_ms(50);

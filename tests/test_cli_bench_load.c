@@ -72,12 +72,13 @@ static void test_load_against_responder(void **state)
     assert_int_equal(run_cli("bench load coap://127.0.0.1:5683 --plain --vs-plain", true, &out), 2);
     assert_non_null(strstr(out, "exclude each other"));
     free(out);
-    assert_int_equal(run_cli("bench load coap://127.0.0.1:5683 --vs-plain --requests-per-peer 0",
-                             true, &out), 2);
+    assert_int_equal(
+        run_cli("bench load coap://127.0.0.1:5683 --vs-plain --requests-per-peer 0", true, &out),
+        2);
     assert_non_null(strstr(out, "--requests-per-peer K > 0"));
     free(out);
-    assert_int_equal(run_cli("bench load coap://127.0.0.1:5683 --vs-plain --handshakes 5", true,
-                             &out), 2);
+    assert_int_equal(
+        run_cli("bench load coap://127.0.0.1:5683 --vs-plain --handshakes 5", true, &out), 2);
     assert_non_null(strstr(out, "does not combine with --handshakes"));
     free(out);
     assert_int_equal(run_cli("bench load coap://127.0.0.1:5683 --responder-pid x", true, &out), 2);
@@ -209,58 +210,60 @@ static void test_load_against_responder(void **state)
     if (!have_python())
         skip();
     char cmd[6144];
-    snprintf(cmd, sizeof cmd,
-             "python3 - '%s' '%s' '%s' %ld <<'EOF'\n"
-             "import json, math, sys\n"
-             "d = json.load(open(sys.argv[1]))\n"
-             "t = {x['name']: x['rows'] for x in d['tables']}\n"
-             "assert set(t) == {'load', 'load_latency', 'load_answers', 'load_failures'}, sorted(t)\n"
-             "assert d['command'] == 'load' and d['partial'] is False and d['effort'] is None\n"
-             "assert t['load_answers'] == [{'requests': 'OSCORE', 'response': 'OSCORE',\n"
-             "                              'code': '2.04', 'count': 12}], t['load_answers']\n"
-             "row = t['load'][0]\n"
-             "assert row['peers'] == 3 and row['handshakes'] == 6 and row['requests'] == 12, row\n"
-             "assert row['failures'] == 0 and t['load_failures'] == [], t['load_failures']\n"
-             "assert row['handshakes_per_s'] > 0 and row['requests_per_s'] > 0\n"
-             "assert row['responder_floor_us'] > 0 and row['floor_rate'] > 0\n"
-             "assert row['of_floor'] is None and d['targets'] == [], d['targets']\n"
-             "h = json.load(open(sys.argv[2]))\n"
-             "row = [x for x in h['tables'] if x['name'] == 'load'][0]['rows'][0]\n"
-             "assert row['handshakes'] == 4 and row['requests'] == 0 and row['of_floor'] > 0, row\n"
-             "assert row['responder_pid'] == int(sys.argv[4]), row\n"
-             "g = [x for x in h['targets'] if x['id'].startswith('responder_handshakes_over_floor')]\n"
-             "# a local responder: per CPU-second, issue #15's 0.85\n"
-             "assert len(g) == 1 and g[0]['kind'] == 'at_least', g\n"
-             "assert g[0]['id'].endswith('.cpu') and g[0]['limit'] == 0.85, g\n"
-             "v = json.load(open(sys.argv[3]))\n"
-             "rows = [x for x in v['tables'] if x['name'] == 'load'][0]['rows']\n"
-             "assert [r['mode'] for r in rows] == ['OSCORE', 'unprotected'], rows\n"
-             "assert all(r['requests'] > 0 and r['failures'] == 0 for r in rows), rows\n"
-             "# only handshakes that straddle a switch into an unprotected window end in\n"
-             "# one: at most one per peer (2) and switch (4 of 8 windows of 0.25 s)\n"
-             "assert rows[0]['handshakes'] > rows[1]['handshakes'], rows\n"
-             "assert rows[1]['handshakes'] <= 8, rows\n"
-             "assert all(0.8 < r['seconds'] < 1.6 for r in rows), rows\n"
-             "a = [x for x in v['tables'] if x['name'] == 'load_answers'][0]['rows']\n"
-             "assert [(x['requests'], x['response'], x['code']) for x in a] == \\\n"
-             "    [('OSCORE', 'OSCORE', '2.04'), ('unprotected', 'unprotected', '4.01')], a\n"
-             "assert abs(a[1]['count'] - rows[1]['requests']) <= 8, (a, rows)\n"
-             "note = [x for x in v['tables'] if x['name'] == 'load'][0]['note']\n"
-             "assert '--allow-unprotected' in note, note\n"
-             "g = [x for x in v['targets'] if x['id'].startswith('oscore_over_unprotected')]\n"
-             "assert len(g) >= 1 and g[0]['limit'] == 0.9 and g[0]['value'] > 0, g\n"
-             "lat = [x for x in v['tables'] if x['name'] == 'load_latency'][0]['rows']\n"
-             "# samples go by the kind of request sent, rows by the window it ended in\n"
-             "assert [r['what'] for r in lat] == ['handshake', 'oscore_request', 'unprotected_request']\n"
-             "assert lat[0]['samples'] == rows[0]['handshakes'] + rows[1]['handshakes']\n"
-             "assert lat[1]['samples'] + lat[2]['samples'] == rows[0]['requests'] + "
-             "rows[1]['requests']\n"
-             "assert abs(lat[2]['samples'] - rows[1]['requests']) <= 8, (lat, rows)\n"
-             "assert [r['samples'] for r in t['load_latency']] == [6, 12]\n"
-             "for r in t['load_latency']:\n"
-             "    assert 0 < r['p50_ms'] <= r['p90_ms'] <= r['p99_ms'] <= r['max_ms'] < 4000, r\n"
-             "EOF",
-             json_path, hs_path, vs_path, pid);
+    snprintf(
+        cmd, sizeof cmd,
+        "python3 - '%s' '%s' '%s' %ld <<'EOF'\n"
+        "import json, math, sys\n"
+        "d = json.load(open(sys.argv[1]))\n"
+        "t = {x['name']: x['rows'] for x in d['tables']}\n"
+        "assert set(t) == {'load', 'load_latency', 'load_answers', 'load_failures'}, sorted(t)\n"
+        "assert d['command'] == 'load' and d['partial'] is False and d['effort'] is None\n"
+        "assert t['load_answers'] == [{'requests': 'OSCORE', 'response': 'OSCORE',\n"
+        "                              'code': '2.04', 'count': 12}], t['load_answers']\n"
+        "row = t['load'][0]\n"
+        "assert row['peers'] == 3 and row['handshakes'] == 6 and row['requests'] == 12, row\n"
+        "assert row['failures'] == 0 and t['load_failures'] == [], t['load_failures']\n"
+        "assert row['handshakes_per_s'] > 0 and row['requests_per_s'] > 0\n"
+        "assert row['responder_floor_us'] > 0 and row['floor_rate'] > 0\n"
+        "assert row['of_floor'] is None and d['targets'] == [], d['targets']\n"
+        "h = json.load(open(sys.argv[2]))\n"
+        "row = [x for x in h['tables'] if x['name'] == 'load'][0]['rows'][0]\n"
+        "assert row['handshakes'] == 4 and row['requests'] == 0 and row['of_floor'] > 0, row\n"
+        "assert row['responder_pid'] == int(sys.argv[4]), row\n"
+        "g = [x for x in h['targets'] if x['id'].startswith('responder_handshakes_over_floor')]\n"
+        "# a local responder: per CPU-second, issue #15's 0.85\n"
+        "assert len(g) == 1 and g[0]['kind'] == 'at_least', g\n"
+        "assert g[0]['id'].endswith('.cpu') and g[0]['limit'] == 0.85, g\n"
+        "v = json.load(open(sys.argv[3]))\n"
+        "rows = [x for x in v['tables'] if x['name'] == 'load'][0]['rows']\n"
+        "assert [r['mode'] for r in rows] == ['OSCORE', 'unprotected'], rows\n"
+        "assert all(r['requests'] > 0 and r['failures'] == 0 for r in rows), rows\n"
+        "# only handshakes that straddle a switch into an unprotected window end in\n"
+        "# one: at most one per peer (2) and switch (4 of 8 windows of 0.25 s)\n"
+        "assert rows[0]['handshakes'] > rows[1]['handshakes'], rows\n"
+        "assert rows[1]['handshakes'] <= 8, rows\n"
+        "assert all(0.8 < r['seconds'] < 1.6 for r in rows), rows\n"
+        "a = [x for x in v['tables'] if x['name'] == 'load_answers'][0]['rows']\n"
+        "assert [(x['requests'], x['response'], x['code']) for x in a] == \\\n"
+        "    [('OSCORE', 'OSCORE', '2.04'), ('unprotected', 'unprotected', '4.01')], a\n"
+        "assert abs(a[1]['count'] - rows[1]['requests']) <= 8, (a, rows)\n"
+        "note = [x for x in v['tables'] if x['name'] == 'load'][0]['note']\n"
+        "assert '--allow-unprotected' in note, note\n"
+        "g = [x for x in v['targets'] if x['id'].startswith('oscore_over_unprotected')]\n"
+        "assert len(g) >= 1 and g[0]['limit'] == 0.9 and g[0]['value'] > 0, g\n"
+        "lat = [x for x in v['tables'] if x['name'] == 'load_latency'][0]['rows']\n"
+        "# samples go by the kind of request sent, rows by the window it ended in\n"
+        "assert [r['what'] for r in lat] == ['handshake', 'oscore_request', "
+        "'unprotected_request']\n"
+        "assert lat[0]['samples'] == rows[0]['handshakes'] + rows[1]['handshakes']\n"
+        "assert lat[1]['samples'] + lat[2]['samples'] == rows[0]['requests'] + "
+        "rows[1]['requests']\n"
+        "assert abs(lat[2]['samples'] - rows[1]['requests']) <= 8, (lat, rows)\n"
+        "assert [r['samples'] for r in t['load_latency']] == [6, 12]\n"
+        "for r in t['load_latency']:\n"
+        "    assert 0 < r['p50_ms'] <= r['p90_ms'] <= r['p99_ms'] <= r['max_ms'] < 4000, r\n"
+        "EOF",
+        json_path, hs_path, vs_path, pid);
     assert_int_equal(system(cmd), 0);
 }
 
@@ -285,8 +288,8 @@ static void test_load_vs_state_none(void **state)
     assert_non_null(strstr(out, "--rounds goes with --vs-state-none"));
     free(out);
     assert_int_equal(
-        run_cli("load coap://127.0.0.1:5683 --vs-state-none coap://127.0.0.1:5684 --rounds 0",
-                true, &out),
+        run_cli("load coap://127.0.0.1:5683 --vs-state-none coap://127.0.0.1:5684 --rounds 0", true,
+                &out),
         2);
     free(out);
     char sdir[400], extra[500];
@@ -329,9 +332,8 @@ static void test_load_vs_state_none(void **state)
     assert_non_null(row);
     char cells[10][64];
     int n = sscanf(row + strlen(want),
-                   "%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|",
-                   cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6],
-                   cells[7]);
+                   "%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|%63[^|]|", cells[0],
+                   cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]);
     assert_int_equal(n, 8);
     assert_true(atof(cells[0]) >= 1); /* handshakes */
     assert_true(atof(cells[4]) >= 1); /* commits: at least the handshakes' rows */
@@ -356,9 +358,8 @@ static void test_load_echo_and_flood(void **state)
     assert_int_equal(run_cli("load coap://127.0.0.1:5683 --flood-sources 5 --plain", true, &out),
                      2);
     free(out);
-    assert_int_equal(run_cli("load coap://192.0.2.1:5683 --flood-sources 5 --handshakes 1", true,
-                             &out),
-                     2);
+    assert_int_equal(
+        run_cli("load coap://192.0.2.1:5683 --flood-sources 5 --handshakes 1", true, &out), 2);
     assert_non_null(strstr(out, "loopback"));
     free(out);
     assert_int_equal(run_cli("load coap://127.0.0.1:5683 --flood-sources 0", true, &out), 2);
@@ -597,8 +598,7 @@ static void test_load_closed_port(void **state)
     free(out);
     /* JSON keeps its shape (empty rows) and its schema. */
     snprintf(args, sizeof args,
-             "load coap://127.0.0.1:%u --peers 2 --duration 0.5 --responder-pid 0 --json",
-             closed);
+             "load coap://127.0.0.1:%u --peers 2 --duration 0.5 --responder-pid 0 --json", closed);
     assert_int_equal(run_cli(args, false, &out), 1);
     assert_int_equal(net_json_valid(out, "load", false), 0);
     assert_non_null(strstr(out, "\"load_latency\""));
@@ -660,8 +660,7 @@ static void test_load_options(void **state)
     assert_int_equal(run_cli("load coap://127.0.0.1:5683 --c-i 01", true, &out), 2);
     assert_non_null(strstr(out, "unknown option '--c-i'"));
     free(out);
-    assert_int_equal(run_cli("load coap://127.0.0.1:5683 --ephemeral /nonexistent", true, &out),
-                     2);
+    assert_int_equal(run_cli("load coap://127.0.0.1:5683 --ephemeral /nonexistent", true, &out), 2);
     assert_non_null(strstr(out, "unknown option '--ephemeral'"));
     free(out);
     assert_int_equal(run_cli("load coap://127.0.0.1:5683 --timeout-ms 4000", true, &out), 2);
@@ -682,12 +681,9 @@ static void test_load_options(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_against_responder),
-        cmocka_unit_test(test_load_vs_state_none),
-        cmocka_unit_test(test_load_echo_and_flood),
-        cmocka_unit_test(test_load_interrupted),
-        cmocka_unit_test(test_load_no_answer),
-        cmocka_unit_test(test_load_closed_port),
+        cmocka_unit_test(test_load_against_responder), cmocka_unit_test(test_load_vs_state_none),
+        cmocka_unit_test(test_load_echo_and_flood),    cmocka_unit_test(test_load_interrupted),
+        cmocka_unit_test(test_load_no_answer),         cmocka_unit_test(test_load_closed_port),
         cmocka_unit_test(test_load_options),
     };
     /* One test by name (a glob): CMOCKA_TEST_FILTER=test_load_* */

@@ -39,9 +39,9 @@ static const struct dgram *answer_to(const struct capture *c, const struct dgram
 /* The datagrams of one unprotected transfer, checked against RFC 7959:
  * POST /echo of body (n bytes) or GET /bytes?n=N (expect: the pattern),
  * the client cutting requests at cbs, the server responses at sbs. */
-static void check_plain_wire(struct report *r, const char *what, const struct capture *c,
-                             bool post, const uint8_t *body, const uint8_t *expect, size_t n,
-                             unsigned cbs, unsigned sbs)
+static void check_plain_wire(struct report *r, const char *what, const struct capture *c, bool post,
+                             const uint8_t *body, const uint8_t *expect, size_t n, unsigned cbs,
+                             unsigned sbs)
 {
     const struct dgram **b1 = calloc(c->n + 1, sizeof *b1), **b2 = calloc(c->n + 1, sizeof *b2);
     size_t n1 = 0, n2 = 0, follow = 0;
@@ -85,8 +85,8 @@ static void check_plain_wire(struct report *r, const char *what, const struct ca
          * Option, to indicate the current estimate the client has of the
          * total size of the resource representation": if sent, it is n. */
         if (n1 && b1[0]->size1 >= 0 && (size_t)b1[0]->size1 != n)
-            report_add(r, "%s: Size1 %ld in the first Block1 request, body %zu", what,
-                       b1[0]->size1, n);
+            report_add(r, "%s: Size1 %ld in the first Block1 request, body %zu", what, b1[0]->size1,
+                       n);
         /* The responder handles the body atomically (it reassembles it
          * before /echo sees it), so each block but the last is answered
          * with 2.31 (Continue), which (RFC 7959 Section 2.9.1) "indicates
@@ -103,14 +103,13 @@ static void check_plain_wire(struct report *r, const char *what, const struct ca
                 report_add(r, "%s: answer to Block1 block %zu is %u.%02u, expected %s", what, k,
                            a->code >> 5, a->code & 31, last ? "2.04" : "2.31 Continue");
             else if (!a->b1.present || a->b1.num != b1[k]->b1.num)
-                report_add(r, "%s: answer to Block1 block %zu does not carry Block1 NUM %zu",
-                           what, k, k);
+                report_add(r, "%s: answer to Block1 block %zu does not carry Block1 NUM %zu", what,
+                           k, k);
         }
     } else if (n1) {
-        report_add(r, "%s: %zu Block1 requests for a body of %zu bytes at block size %u", what,
-                   n1, post ? n : 0, cbs);
-    } else if (post && (first->payload_len != n ||
-                        (n && memcmp(first->payload, body, n)))) {
+        report_add(r, "%s: %zu Block1 requests for a body of %zu bytes at block size %u", what, n1,
+                   post ? n : 0, cbs);
+    } else if (post && (first->payload_len != n || (n && memcmp(first->payload, body, n)))) {
         report_add(r, "%s: the single request carries %zu bytes, not the %zu of the body", what,
                    first->payload_len, n);
     }
@@ -134,8 +133,8 @@ static void check_plain_wire(struct report *r, const char *what, const struct ca
             }
         }
     } else if (n2) {
-        report_add(r, "%s: %zu Block2 responses for a body of %zu bytes at block size %u", what,
-                   n2, n, sbs);
+        report_add(r, "%s: %zu Block2 responses for a body of %zu bytes at block size %u", what, n2,
+                   n, sbs);
     } else if (final->payload_len != n || (n && memcmp(final->payload, expect, n))) {
         report_add(r, "%s: the single response carries %zu bytes, not the %zu expected", what,
                    final->payload_len, n);
@@ -270,7 +269,7 @@ static int group_setup(void **state)
 static int check_alive(void **state)
 {
     (void)state;
-    struct net_proc *all[] = {&plain_r[0], &plain_r[1], &plain_r[2], &plain_r[3], &osc_r[0],
+    struct net_proc *all[] = {&plain_r[0], &plain_r[1], &plain_r[2], &plain_r[3],  &osc_r[0],
                               &osc_r[1],   &osc_r[2],   &osc_r[3],   &plain_small, &osc_small};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (!all[i]->pid || kill(all[i]->pid, 0) != 0) {
@@ -312,8 +311,8 @@ static void matrix(bool oscore)
                         osc_client_conf[b]);
         }
     }
-    print_message("%s matrix: %zu transfers in %llu ms\n", oscore ? "OSCORE" : "unprotected",
-                  count, (unsigned long long)(net_now_ms() - t0));
+    print_message("%s matrix: %zu transfers in %llu ms\n", oscore ? "OSCORE" : "unprotected", count,
+                  (unsigned long long)(net_now_ms() - t0));
     report_check(&r, oscore ? "OSCORE matrix" : "unprotected matrix");
 }
 
@@ -361,8 +360,8 @@ static void test_mixed_block_sizes(void **state)
         int rc = CLI_RUN(&out,
                          "coap POST coap://127.0.0.1:%u/echo --payload-file - --output %s "
                          "--block-size 64 " CLI_TIMEOUT_OPT " %s%s < %s",
-                         o ? osc_r[1].port : plain_r[1].port, outp,
-                         o ? "--oscore-context " : "", o ? osc_client_conf[1] : "", in);
+                         o ? osc_r[1].port : plain_r[1].port, outp, o ? "--oscore-context " : "",
+                         o ? osc_client_conf[1] : "", in);
         size_t len;
         uint8_t *got = read_bin(outp, &len), *want = make_body(20000);
         if (rc != 0 || !got || len != 20000 || memcmp(got, want, 20000))
@@ -478,12 +477,12 @@ static void server_limit(bool oscore)
     uint8_t *body = make_body(BIG_MAX_BODY + 1);
     pat = make_pattern(BIG_MAX_BODY + 1);
     for (int post = 0; post < 2; post++) {
-        transfer(&x, post, bigr->port, BIG_MAX_BODY + 1, 1024, bigconf, NULL,
-                 "--max-body 1048576");
+        transfer(&x, post, bigr->port, BIG_MAX_BODY + 1, 1024, bigconf, NULL, "--max-body 1048576");
         if (x.rc != 1 || !strstr(x.out, "\"code\": \"4.13\"") ||
             partial_body(&x, post ? body : pat, BIG_MAX_BODY + 1))
-            report_add(&r, "%s of %d bytes to a responder with --max-body %d: exit %d, --output "
-                           "%zu bytes (expected 1, 4.13, no body):\n%.600s",
+            report_add(&r,
+                       "%s of %d bytes to a responder with --max-body %d: exit %d, --output "
+                       "%zu bytes (expected 1, 4.13, no body):\n%.600s",
                        post ? "POST /echo" : "GET /bytes", BIG_MAX_BODY + 1, BIG_MAX_BODY, x.rc,
                        x.body ? x.body_len : 0, x.out);
         xfer_free(&x);
@@ -553,10 +552,11 @@ static void client_limit(bool oscore)
     body_path(in, sizeof in, SMALL_MAX_BODY + 1);
     net_path(outp, sizeof outp, "not-sent.bin");
     unlink(outp);
-    int rc = CLI_RUN(&out,
-                     "coap POST coap://127.0.0.1:%u/echo --payload-file %s --output %s %s "
-                     CLI_TIMEOUT_OPT " %s%s",
-                     p->port, in, outp, lim, conf ? "--oscore-context " : "", conf ? conf : "");
+    int rc = CLI_RUN(
+        &out,
+        "coap POST coap://127.0.0.1:%u/echo --payload-file %s --output %s %s " CLI_TIMEOUT_OPT
+        " %s%s",
+        p->port, in, outp, lim, conf ? "--oscore-context " : "", conf ? conf : "");
     if (rc != 2 || !strstr(out, "larger than --max-body") || access(outp, F_OK) == 0)
         report_add(&r, "%s POST of %d bytes with %s: exit %d (expected 2):\n%s", mode,
                    SMALL_MAX_BODY + 1, lim, rc, out);
@@ -687,8 +687,8 @@ int main(void)
         cmocka_unit_test_setup(test_oscore_blocks_are_inner_only, check_alive),
         cmocka_unit_test_setup(test_initiator_payload_file_output, check_alive),
     };
-    int failed = cmocka_run_group_tests_name("cli_blockwise", tests, group_setup,
-                                             net_group_teardown);
+    int failed =
+        cmocka_run_group_tests_name("cli_blockwise", tests, group_setup, net_group_teardown);
     fprintf(stderr, "cli_blockwise: %llu ms\n", (unsigned long long)(net_now_ms() - t0));
     return failed;
 }

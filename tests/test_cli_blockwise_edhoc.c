@@ -108,7 +108,8 @@ static void test_edhoc_x5chain_64(void **state)
             free(out);
             continue;
         }
-        if (!strstr(out, "\"id_cred_i\": \"x5chain\"") || !strstr(out, "\"id_cred_r\": \"x5chain\""))
+        if (!strstr(out, "\"id_cred_i\": \"x5chain\"") ||
+            !strstr(out, "\"id_cred_r\": \"x5chain\""))
             report_add(&rep, "method %d: ID_CRED_I/ID_CRED_R not x5chain", method);
         /* RFC 9360 Section 2: x5chain "If multiple certificates are
          * conveyed, a CBOR array of byte strings is used": ID_CRED_R =
@@ -331,12 +332,24 @@ static int run_tshark(char **out, const char *pcap, uint16_t port, const char *r
     char decode_as[64], uat[512];
     snprintf(decode_as, sizeof decode_as, "udp.port==%u,coap", port);
     snprintf(uat, sizeof uat, "uat:oscore_contexts:%s", row);
-    char *argv[] = {"tshark", "-n", "-r", (char *)pcap, "-d", decode_as, "-o", uat,
-                    "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
-                    "-e", "frame.number", "-e", "udp.dstport", "-e", "coap.code",
-                    "-e", "coap.opt.name", "-e", "oscore.tag", "-e", "oscore.opt.name",
-                    "-e", "oscore.opt.block_number", "-e", "oscore.opt.block_mflag",
-                    "-e", "oscore.opt.block_size", "-e", "_ws.expert.message", NULL};
+    char *argv[] = {"tshark", "-n",
+                    "-r",     (char *)pcap,
+                    "-d",     decode_as,
+                    "-o",     uat,
+                    "-T",     "fields",
+                    "-E",     "separator=/t",
+                    "-E",     "occurrence=a",
+                    "-e",     "frame.number",
+                    "-e",     "udp.dstport",
+                    "-e",     "coap.code",
+                    "-e",     "coap.opt.name",
+                    "-e",     "oscore.tag",
+                    "-e",     "oscore.opt.name",
+                    "-e",     "oscore.opt.block_number",
+                    "-e",     "oscore.opt.block_mflag",
+                    "-e",     "oscore.opt.block_size",
+                    "-e",     "_ws.expert.message",
+                    NULL};
     return run_argv(argv, 60, out);
 }
 
@@ -379,14 +392,14 @@ static size_t tshark_check(struct report *r, const char *what, const char *pcap,
             report_add(r, "%s: frame %s carries outer Block options (%s)", what, f[0], f[3]);
         if (!strstr(f[3], "OSCORE")) {
             if (unprotected++ < 3)
-                report_add(r, "%s: frame %s (code %ld.%02ld) is not an OSCORE message", what,
-                           f[0], code >> 5, code & 31);
+                report_add(r, "%s: frame %s (code %ld.%02ld) is not an OSCORE message", what, f[0],
+                           code >> 5, code & 31);
             goto next;
         }
         if (strlen(f[4]) != 16 || f[9][0]) {
             if (undecrypted++ < 3)
-                report_add(r, "%s: frame %s not decrypted by tshark: tag '%s', expert '%s'",
-                           what, f[0], f[4], f[9]);
+                report_add(r, "%s: frame %s not decrypted by tshark: tag '%s', expert '%s'", what,
+                           f[0], f[4], f[9]);
             goto next;
         }
         decrypted++;
@@ -394,8 +407,9 @@ static size_t tshark_check(struct report *r, const char *what, const char *pcap,
         if (request && inner_block(f, 1, &b)) {
             bool last = b.m == 0;
             if (b.num != n1 || b.szx != (unsigned)szx_of(bs) || last1)
-                report_add(r, "%s: frame %s inner Block1 NUM %u M %u SZX %u, expected NUM %zu "
-                              "SZX %d",
+                report_add(r,
+                           "%s: frame %s inner Block1 NUM %u M %u SZX %u, expected NUM %zu "
+                           "SZX %d",
                            what, f[0], b.num, b.m, b.szx, n1, szx_of(bs));
             last1 = last;
             n1++;
@@ -404,8 +418,9 @@ static size_t tshark_check(struct report *r, const char *what, const char *pcap,
         if (!request && inner_block(f, 2, &b)) {
             bool last = b.m == 0;
             if (b.num != n2 || b.szx != (unsigned)szx_of(bs) || last2)
-                report_add(r, "%s: frame %s inner Block2 NUM %u M %u SZX %u, expected NUM %zu "
-                              "SZX %d",
+                report_add(r,
+                           "%s: frame %s inner Block2 NUM %u M %u SZX %u, expected NUM %zu "
+                           "SZX %d",
                            what, f[0], b.num, b.m, b.szx, n2, szx_of(bs));
             last2 = last;
             n2++;
@@ -422,8 +437,9 @@ static size_t tshark_check(struct report *r, const char *what, const char *pcap,
     if (!frames)
         report_add(r, "%s: tshark shows no CoAP datagram", what);
     if (unprotected + outer + undecrypted)
-        report_add(r, "%s: of %zu datagrams, %zu not OSCORE, %zu with outer Block options, %zu "
-                      "OSCORE ones not decrypted and verified by tshark",
+        report_add(r,
+                   "%s: of %zu datagrams, %zu not OSCORE, %zu with outer Block options, %zu "
+                   "OSCORE ones not decrypted and verified by tshark",
                    what, frames, unprotected, outer, undecrypted);
     free(out);
     return decrypted;
@@ -464,8 +480,8 @@ static void tshark_transfer(bool post)
     snprintf(what, sizeof what, "OSCORE %s of %zu bytes, 256-byte blocks",
              post ? "POST /echo" : "GET /bytes", n);
     size_t blocks = ceil_div(n, 256);
-    size_t ok = tshark_check(&rep, what, pcap, r.port, WS_ROW(WS_SECRET), 256, post ? blocks : 0,
-                             blocks);
+    size_t ok =
+        tshark_check(&rep, what, pcap, r.port, WS_ROW(WS_SECRET), 256, post ? blocks : 0, blocks);
     print_message("%s: %zu datagrams decrypted by tshark\n", what, ok);
 
     /* Control: the last bit of the master secret flipped: tshark decrypts
@@ -527,8 +543,8 @@ int main(void)
         cmocka_unit_test(test_tshark_inner_block2),
         cmocka_unit_test(test_tshark_inner_block1_and_block2),
     };
-    int failed = cmocka_run_group_tests_name("cli_blockwise_edhoc", tests, bodies_setup,
-                                             net_group_teardown);
+    int failed =
+        cmocka_run_group_tests_name("cli_blockwise_edhoc", tests, bodies_setup, net_group_teardown);
     fprintf(stderr, "cli_blockwise_edhoc: %llu ms\n", (unsigned long long)(net_now_ms() - t0));
     return failed;
 }

@@ -167,8 +167,8 @@ static void test_bad_line(void **state)
     char *out = NULL;
     int rc = net_cli_run(&out, 30, false, "bytes %s --keylog %s 2>&1", pcap, path);
     char line[600];
-    snprintf(line, sizeof line,
-             "edhoc-cli bytes: --keylog %s line 3: field 3 (TH_2) is not hex\n", path);
+    snprintf(line, sizeof line, "edhoc-cli bytes: --keylog %s line 3: field 3 (TH_2) is not hex\n",
+             path);
     want(out, line);
     assert_int_equal(rc, 3);
     free(out);

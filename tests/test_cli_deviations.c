@@ -29,8 +29,9 @@ static void keygen(char *base, size_t cap, const char *kid)
 {
     snprintf(base, cap, "%s/k%s", net_dir, kid);
     char *out;
-    int rc = CLI_RUN(&out, 30, "keygen --type ccs --curve P-256 --kid %s --out-cred %s.ccs "
-                               "--out-key %s.key",
+    int rc = CLI_RUN(&out, 30,
+                     "keygen --type ccs --curve P-256 --kid %s --out-cred %s.ccs "
+                     "--out-key %s.key",
                      kid, base, base);
     if (rc != 0)
         fail_msg("keygen %s: %d\n%s", kid, rc, out);
@@ -77,7 +78,8 @@ static void test_c_bstr_responder(void **state)
      * Recipient ID". */
     start(&r, "cbstr-r", "--emulate c-bstr --c-r 27");
     char *out;
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --json", r.port);
+    int rc =
+        CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --json", r.port);
     /* RFC 9528 Section 5.3.2: MAC_2 over context_2 = << C_R, ... >>; the
      * verification fails (exit 5) and the diagnosis names the value. */
     assert_int_equal(rc, 5);
@@ -87,7 +89,8 @@ static void test_c_bstr_responder(void **state)
     assert_non_null(strstr(out, "--tolerate c-bstr accepts it"));
     assert_non_null(strstr(out, "\"tolerated\": []"));
     free(out);
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --json --tolerate c-bstr",
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --request none --c-i 0e --json --tolerate c-bstr",
                  r.port);
     if (rc != 0)
         fail_msg("with --tolerate c-bstr: %d\n%s", rc, out);
@@ -97,15 +100,16 @@ static void test_c_bstr_responder(void **state)
     free(compact);
     free(out);
     /* Text output says so on the handshake it affected. */
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --tolerate c-bstr",
-                 r.port);
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --request none --c-i 0e --tolerate c-bstr", r.port);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "Tolerated (--tolerate): c-bstr"));
     free(out);
     /* Tolerating something else does not help: only the named deviation
      * is accepted. */
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --tolerate kid-int",
-                 r.port);
+    rc =
+        CLI_RUN(&out, 30,
+                "initiator coap://127.0.0.1:%u --request none --c-i 0e --tolerate kid-int", r.port);
     assert_int_equal(rc, 5);
     free(out);
     free(stop_and_log(&r));
@@ -120,8 +124,8 @@ static void test_c_bstr_initiator_avoided(void **state)
     static struct net_proc r;
     start(&r, "cbstr-i", "--c-r 27");
     char *out;
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --emulate c-bstr",
-                     r.port);
+    int rc = CLI_RUN(
+        &out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --emulate c-bstr", r.port);
     assert_int_equal(rc, 5);
     assert_non_null(strstr(out, "this side emulates c-bstr"));
     free(out);
@@ -131,7 +135,8 @@ static void test_c_bstr_initiator_avoided(void **state)
     free(log);
     start(&r, "cbstr-i2", "--c-r-form bstr");
     for (int k = 0; k < 3; k++) {
-        rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --c-i 0e --emulate c-bstr",
+        rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --request none --c-i 0e --emulate c-bstr",
                      r.port);
         if (rc != 0)
             fail_msg("--c-r-form bstr, run %d: %d\n%s", k, rc, out);
@@ -166,13 +171,15 @@ static void test_kid_int_initiator(void **state)
     char tol[1500];
     snprintf(tol, sizeof tol, "%s --tolerate kid-int", creds);
     start(&r, "kid-i2", tol);
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\" %s --emulate kid-int",
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --request \"GET /time\" %s --emulate kid-int",
                  r.port, init);
     if (rc != 0)
         fail_msg("with the responder's --tolerate kid-int: %d\n%s", rc, out);
     free(out);
     log = stop_and_log(&r);
-    assert_non_null(strstr(log, "outcome=ok: tolerated kid-int (the initiator deviates from RFC 9528)"));
+    assert_non_null(
+        strstr(log, "outcome=ok: tolerated kid-int (the initiator deviates from RFC 9528)"));
     free(log);
 }
 
@@ -189,13 +196,14 @@ static void test_kid_int_responder(void **state)
     static struct net_proc r;
     start(&r, "kid-r", creds);
     char *out;
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --json %s", r.port,
-                     init);
+    int rc =
+        CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --json %s", r.port, init);
     assert_int_equal(rc, 5);
     assert_non_null(strstr(out, "MAC_2 matches when ID_CRED_R is {4: -19} instead of {4: h'32'}"));
     free(out);
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\" --json "
-                           "--tolerate kid-int %s",
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --request \"GET /time\" --json "
+                 "--tolerate kid-int %s",
                  r.port, init);
     if (rc != 0)
         fail_msg("with --tolerate kid-int: %d\n%s", rc, out);
@@ -303,8 +311,9 @@ static void test_device_advice_verbatim(void **state)
                                 "1 attempt, ID_CRED_R by kid\n"));
     assert_null(strstr(out, "Outcome: ok"));
     free(out);
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --framing bare --request none --json "
-                           "%s %s",
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --framing bare --request none --json "
+                 "%s %s",
                  relay.port, init, advice);
     assert_int_equal(rc, 0);
     compact = net_json_compact(out);
@@ -312,8 +321,9 @@ static void test_device_advice_verbatim(void **state)
     free(compact);
     free(out);
     /* An OSCORE response under the new context confirms it. */
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --framing bare --request \"GET /time\" "
-                           "--json %s %s",
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --framing bare --request \"GET /time\" "
+                 "--json %s %s",
                  relay.port, init, advice);
     if (rc != 0)
         fail_msg("bare with a request: exit %d\n%s", rc, out);
@@ -345,14 +355,20 @@ static void test_other_deviations(void **state)
         const char *name, *extra, *diagnosis, *followed;
     } cases[] = {
         /* RFC 9528 Section 3.5.3.2: the compact form is for the wire only. */
-        {"id-cred-compact", "", "MAC_2 matches when ID_CRED_R is its compact form (the int -19) "
-                                "instead of {4: h'32'} in context_2", "id-cred-compact"},
+        {"id-cred-compact", "",
+         "MAC_2 matches when ID_CRED_R is its compact form (the int -19) "
+         "instead of {4: h'32'} in context_2",
+         "id-cred-compact"},
         /* Section 3.5.2: CRED_x goes into context_x as it is. */
-        {"cred-wrap", "", "MAC_2 matches when CRED_R is wrapped in an extra byte string in "
-                          "context_2", "cred-wrap"},
+        {"cred-wrap", "",
+         "MAC_2 matches when CRED_R is wrapped in an extra byte string in "
+         "context_2",
+         "cred-wrap"},
         /* Section 5.3.2: context_2 = << C_R, ID_CRED_R, TH_2, CRED_R, ? EAD_2 >>. */
-        {"ead-omitted", "--ead-2 5:a1b2", "MAC_2 matches when EAD_2 is left out of context_2 "
-                                          "although message_2 carries it", NULL},
+        {"ead-omitted", "--ead-2 5:a1b2",
+         "MAC_2 matches when EAD_2 is left out of context_2 "
+         "although message_2 carries it",
+         NULL},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         static struct net_proc r;
@@ -366,8 +382,9 @@ static void test_other_deviations(void **state)
         if (!strstr(out, cases[k].diagnosis))
             fail_msg("%s: no diagnosis in\n%s", cases[k].name, out);
         free(out);
-        rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --ead-accept 5 "
-                               "--tolerate %s",
+        rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --request none --ead-accept 5 "
+                     "--tolerate %s",
                      r.port, cases[k].name);
         if (rc != 0)
             fail_msg("%s tolerated: %d\n%s", cases[k].name, rc, out);

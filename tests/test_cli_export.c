@@ -251,8 +251,8 @@ static void trace2_args(struct vec_scope v, char *args, size_t cap)
  * d6be1696..890c, PRK_out after da6eacd9..daad, PRK_exporter after
  * 0014d252..2c05, Master Secret ee0ff542..bbe5, Salt 80cede2a1e5aab48) and
  * trace 2 (Section 3.5); both sides of the run must reach them. */
-static void check_key_update(const char *trace_file, void (*make_args)(struct vec_scope, char *,
-                                                                         size_t))
+static void check_key_update(const char *trace_file,
+                             void (*make_args)(struct vec_scope, char *, size_t))
 {
     struct vec_scope v = vec_load(trace_file);
     char base[3000], args[3400], ctx[80];
@@ -464,9 +464,8 @@ static void test_export_refusals(void **state)
             {"32768,0g,16", "CONTEXT: expected hex of at most 256 bytes, got '0g'"},
             {"32768,,0", "LENGTH: expected 1..8160 bytes, got '0'"},
             {"32768,,8161", "LENGTH: expected 1..8160 bytes, got '8161'"},
-            {"32768,16",
-             "expected LABEL,CONTEXT_HEX,LENGTH (e.g. 32768,0102,16; an empty context: "
-             "32768,,16), got '32768,16'"},
+            {"32768,16", "expected LABEL,CONTEXT_HEX,LENGTH (e.g. 32768,0102,16; an empty context: "
+                         "32768,,16), got '32768,16'"},
             {"32768,,16,1",
              "expected LABEL,CONTEXT_HEX,LENGTH (e.g. 32768,0102,16; an empty context: "
              "32768,,16), got '32768,,16,1'"},

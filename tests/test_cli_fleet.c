@@ -215,8 +215,7 @@ static void test_devices_served_by_every_responder(void **state)
 }
 
 /* EDHOC with responder r; the device's context file written to conf. */
-static void device_handshake(struct net_proc *r, int addr, const char *name, char *conf,
-                             size_t cap)
+static void device_handshake(struct net_proc *r, int addr, const char *name, char *conf, size_t cap)
 {
     char *out;
     int rc = CLI_RUN(&out, 30,

@@ -119,9 +119,9 @@ static void test_message_4_responder(void **state)
     struct net_proc r;
     start_responder(&r, "m4", "--message-4");
     char *out = NULL;
-    int rc = CLI_RUN(&out, 60,
-                     "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --json",
-                     r.port);
+    int rc =
+        CLI_RUN(&out, 60,
+                "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --json", r.port);
     assert_int_equal(rc, 0); /* no cell failed (was 1 when the refusal counted) */
     json_checked(&out, "interop");
     struct cell cells[MAX_CELLS];
@@ -190,8 +190,9 @@ static void test_method_3_only(void **state)
     struct net_proc r;
     start_responder(&r, "m3", "--methods 3");
     char *out = NULL;
-    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 0,1,3 --suites 2 "
-                               "--id-creds kid",
+    int rc = CLI_RUN(&out, 60,
+                     "interop coap://127.0.0.1:%u --methods 0,1,3 --suites 2 "
+                     "--id-creds kid",
                      r.port);
     assert_int_equal(rc, 0);
     assert_int_equal(net_count(out, "| not supported | EDHOC error 1 from the peer: method not "
@@ -217,8 +218,9 @@ static void test_one_framing_only(void **state)
     struct net_proc r;
     start_responder(&r, "bare-only", "--framing bare");
     char *out = NULL;
-    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
-                               "--id-creds kid --json",
+    int rc = CLI_RUN(&out, 60,
+                     "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                     "--id-creds kid --json",
                      r.port);
     assert_int_equal(rc, 0);
     json_checked(&out, "interop");
@@ -270,8 +272,9 @@ static void test_unknown_credentials(void **state)
     net_path(key, sizeof key, "other.pem");
     /* A kid of its own: a random one could be the demo credentials' 2b or
      * 32 (one in 48), and the lookup would then find the wrong key. */
-    assert_int_equal(CLI_RUN(&out, 30, "keygen --type ccs --suite 2 --use dh --kid 07 "
-                                       "--out-cred %s --out-key %s",
+    assert_int_equal(CLI_RUN(&out, 30,
+                             "keygen --type ccs --suite 2 --use dh --kid 07 "
+                             "--out-cred %s --out-key %s",
                              cred, key),
                      0);
     free(out);
@@ -280,9 +283,9 @@ static void test_unknown_credentials(void **state)
     char extra[400];
     snprintf(extra, sizeof extra, "--trust %s", cred);
     start_responder(&r, "trust", extra);
-    int rc = CLI_RUN(&out, 60,
-                     "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --json",
-                     r.port);
+    int rc =
+        CLI_RUN(&out, 60,
+                "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid --json", r.port);
     assert_int_equal(rc, 1);
     json_checked(&out, "interop");
     struct cell cells[MAX_CELLS];
@@ -335,8 +338,9 @@ static void test_wrong_peer_key(void **state)
         net_path(cred[i], sizeof cred[i], n);
         snprintf(n, sizeof n, "%s.pem", names[i]);
         net_path(key[i], sizeof key[i], n);
-        assert_int_equal(CLI_RUN(&out, 30, "keygen --type ccs --suite 2 --use %s --kid %s "
-                                           "--out-cred %s --out-key %s",
+        assert_int_equal(CLI_RUN(&out, 30,
+                                 "keygen --type ccs --suite 2 --use %s --kid %s "
+                                 "--out-cred %s --out-key %s",
                                  i < 2 ? "dh" : "sign", i < 2 ? "07" : "08", cred[i], key[i]),
                          0);
         free(out);
@@ -607,8 +611,9 @@ static void test_suite_25_cells(void **state)
     struct net_proc r;
     start_responder(&r, "suite25", "--suites 25,2");
     char *out = NULL;
-    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 25 "
-                               "--id-creds kid --json",
+    int rc = CLI_RUN(&out, 60,
+                     "interop coap://127.0.0.1:%u --methods 3 --suites 25 "
+                     "--id-creds kid --json",
                      r.port);
     assert_int_equal(rc, 3); /* no cell ran */
     json_checked(&out, "interop");
@@ -621,8 +626,9 @@ static void test_suite_25_cells(void **state)
                                                 "Section 3.2.1"));
     }
     free(out);
-    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 25 --id-creds kid "
-                           "--request none --json",
+    rc = CLI_RUN(&out, 60,
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 25 --id-creds kid "
+                 "--request none --json",
                  r.port);
     assert_int_equal(rc, 0);
     json_checked(&out, "interop");

@@ -49,8 +49,10 @@ static void test_trace_dir_private(void **state)
     char dir[300], path[700], *out = NULL;
     net_path(dir, sizeof dir, "private-traces");
     mode_t old_umask = umask(022);
-    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
-                               "--id-creds kid --trace-dir %s", r.port, dir);
+    int rc = CLI_RUN(&out, 60,
+                     "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                     "--id-creds kid --trace-dir %s",
+                     r.port, dir);
     free(out);
     assert_int_equal(rc, 0);
     assert_int_equal(path_mode(dir), 0700);
@@ -80,8 +82,10 @@ static void test_trace_dir_private(void **state)
     assert_int_equal(chmod(path, 0644), 0);
     snprintf(path, sizeof path, "%s/m3-s2-kid.pcap", dir);
     assert_int_equal(chmod(path, 0644), 0);
-    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
-                           "--id-creds kid --trace-dir %s", r.port, dir);
+    rc = CLI_RUN(&out, 60,
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                 "--id-creds kid --trace-dir %s",
+                 r.port, dir);
     free(out);
     assert_int_equal(rc, 0);
     assert_int_equal(path_mode(path), 0600);
@@ -94,8 +98,10 @@ static void test_trace_dir_private(void **state)
     net_path(open_dir, sizeof open_dir, "open-traces");
     assert_int_equal(mkdir(open_dir, 0755), 0);
     assert_int_equal(chmod(open_dir, 0755), 0);
-    rc = net_cli_run(&out, 60, false, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
-                                      "--id-creds kid --trace-dir %s", r.port, open_dir);
+    rc = net_cli_run(&out, 60, false,
+                     "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                     "--id-creds kid --trace-dir %s",
+                     r.port, open_dir);
     assert_int_equal(rc, 3);
     snprintf(expect, sizeof expect,
              "edhoc-cli interop: --trace-dir %s: group or others can access it (mode 0755) "
@@ -116,8 +122,10 @@ static void test_trace_dir_private(void **state)
     char link_path[300];
     net_path(link_path, sizeof link_path, "link-traces");
     assert_int_equal(symlink(dir, link_path), 0);
-    rc = net_cli_run(&out, 60, false, "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
-                                      "--id-creds kid --trace-dir %s", r.port, link_path);
+    rc = net_cli_run(&out, 60, false,
+                     "interop coap://127.0.0.1:%u --methods 3 --suites 2 "
+                     "--id-creds kid --trace-dir %s",
+                     r.port, link_path);
     assert_int_equal(rc, 3);
     snprintf(expect, sizeof expect,
              "edhoc-cli interop: --trace-dir %s: is a symbolic link; the traces hold session "
@@ -310,17 +318,18 @@ static void test_report_nested_keys(void **state)
     net_path(dir, sizeof dir, "nested");
     assert_int_equal(mkdir(dir, 0700), 0);
     snprintf(path, sizeof path, "%s/handshakes.jsonl", dir);
-    net_write_file(path,
-                   "{\"context\": {\"type\": \"oscore\", \"id\": 99, \"ok\": true, \"method\": 0, "
-                   "\"suite\": 6, \"outcome\": \"ok\", \"host\": \"203.0.113.9\"}, "
-                   "\"type\": \"handshake\", \"id\": 4, \"host\": \"192.0.2.7\", \"method\": 3, "
-                   "\"suites_i\": [2], \"suite\": 2, \"framing\": \"A.2\", \"combined\": false, "
-                   "\"message_4\": false, \"id_cred_i_type\": \"kid\", \"id_cred_i\": \"a1044107\", "
-                   "\"outcome\": \"verify\", \"err_code\": 1, \"suites_r\": [], "
-                   "\"edhoc_bytes\": 101, \"ms\": 3, \"trace\": \"4.txt\", \"pcap\": null, "
-                   "\"result\": \"our verification failed: MAC_3 verification failed\", "
-                   "\"reason\": \"the \\\"outcome\\\": \\\"ok\\\" of another record\"}\n",
-                   0600);
+    net_write_file(
+        path,
+        "{\"context\": {\"type\": \"oscore\", \"id\": 99, \"ok\": true, \"method\": 0, "
+        "\"suite\": 6, \"outcome\": \"ok\", \"host\": \"203.0.113.9\"}, "
+        "\"type\": \"handshake\", \"id\": 4, \"host\": \"192.0.2.7\", \"method\": 3, "
+        "\"suites_i\": [2], \"suite\": 2, \"framing\": \"A.2\", \"combined\": false, "
+        "\"message_4\": false, \"id_cred_i_type\": \"kid\", \"id_cred_i\": \"a1044107\", "
+        "\"outcome\": \"verify\", \"err_code\": 1, \"suites_r\": [], "
+        "\"edhoc_bytes\": 101, \"ms\": 3, \"trace\": \"4.txt\", \"pcap\": null, "
+        "\"result\": \"our verification failed: MAC_3 verification failed\", "
+        "\"reason\": \"the \\\"outcome\\\": \\\"ok\\\" of another record\"}\n",
+        0600);
     int rc = CLI_RUN(&out, 20, "interop --report %s --json", dir);
     assert_int_equal(rc, 1);
     json_checked(&out, "interop-report");

@@ -160,8 +160,9 @@ static void test_edhoc_only_device(void **state)
     /* A request of the user's passes through: the protected answer is
      * OSCORE working, whatever the code of the resource (RFC 8613
      * Section 2: the 4.04 is inside the protected answer). */
-    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
-                           "--framing bare --request \"GET /nonexistent\" --json",
+    rc = CLI_RUN(&out, 60,
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
+                 "--framing bare --request \"GET /nonexistent\" --json",
                  r.port);
     assert_int_equal(rc, 0);
     json_checked(&out, "interop");
@@ -172,8 +173,10 @@ static void test_edhoc_only_device(void **state)
     assert_string_equal(cells[0].oscore_text, "ok (a protected 4.04 Not Found)");
     assert_non_null(strstr(out, "\"request\": \"GET /nonexistent\""));
     free(out);
-    assert_int_equal(CLI_RUN(&out, 10, "interop coap://127.0.0.1:%u --request none "
-                                       "--request \"GET /x\"", r.port),
+    assert_int_equal(CLI_RUN(&out, 10,
+                             "interop coap://127.0.0.1:%u --request none "
+                             "--request \"GET /x\"",
+                             r.port),
                      2);
     free(out);
     net_proc_stop(&relay, SIGKILL, 2000);
@@ -190,8 +193,9 @@ static void test_framing_auto(void **state)
     struct net_proc r;
     start_responder(&r, "auto-bare", "--framing bare");
     char *out = NULL;
-    int rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 0,3 --suites 2 "
-                               "--id-creds kid --framing auto --json",
+    int rc = CLI_RUN(&out, 60,
+                     "interop coap://127.0.0.1:%u --methods 0,3 --suites 2 "
+                     "--id-creds kid --framing auto --json",
                      r.port);
     assert_int_equal(rc, 0);
     json_checked(&out, "interop");
@@ -212,8 +216,9 @@ static void test_framing_auto(void **state)
     net_proc_stop(&r, SIGTERM, 5000);
 
     start_responder(&r, "auto-a2", "--framing a2");
-    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
-                           "--framing auto",
+    rc = CLI_RUN(&out, 60,
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
+                 "--framing auto",
                  r.port);
     assert_int_equal(rc, 0);
     assert_int_equal(net_count(out, "| 3 | 2 | kid | no | A.2 | ok | ok | ok | - |"), 1);
@@ -222,8 +227,9 @@ static void test_framing_auto(void **state)
     assert_non_null(strstr(out, "  framings: A.2 (not supported: bare)\n"));
     free(out);
     /* One framing only: no bare variant with a2, no combined with bare. */
-    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
-                           "--framing a2 --json",
+    rc = CLI_RUN(&out, 60,
+                 "interop coap://127.0.0.1:%u --methods 3 --suites 2 --id-creds kid "
+                 "--framing a2 --json",
                  r.port);
     assert_int_equal(rc, 0);
     json_checked(&out, "interop");
@@ -238,8 +244,9 @@ static void test_framing_auto(void **state)
      * framing's, not the method's; the device understood the A.2
      * message_1 well enough to refuse the method, so that is the answer. */
     start_responder(&r, "auto-a2-m3", "--framing a2 --methods 3");
-    rc = CLI_RUN(&out, 60, "interop coap://127.0.0.1:%u --methods 0,3 --suites 2 --id-creds kid "
-                           "--framing auto --json",
+    rc = CLI_RUN(&out, 60,
+                 "interop coap://127.0.0.1:%u --methods 0,3 --suites 2 --id-creds kid "
+                 "--framing auto --json",
                  r.port);
     assert_int_equal(rc, 0);
     json_checked(&out, "interop");
@@ -351,8 +358,9 @@ static void test_report_bare_message_1(void **state)
     start_responder(&r, "bare-m1", extra);
     char *out = NULL;
     /* The responder answers with an EDHOC error: exit code 4. */
-    assert_int_equal(CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2 "
-                                       "--framing bare",
+    assert_int_equal(CLI_RUN(&out, 20,
+                             "initiator coap://127.0.0.1:%u --method 3 --suites 2 "
+                             "--framing bare",
                              r.port),
                      4);
     free(out);

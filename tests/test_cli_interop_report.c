@@ -41,11 +41,15 @@ static void test_report_of_initiators(void **state)
     snprintf(uri, sizeof uri, "coap://127.0.0.1:%u", r.port);
     /* 1: method 3, kid: ok. */
     assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 2 --cred %s --key %s %s",
-                             uri, a, ak, trust), 0);
+                             uri, a, ak, trust),
+                     0);
     free(out);
     /* 2: method 0, x5t: ok. */
-    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 0 --suites 2 --cred %s --key %s "
-                                       "--id-cred x5t %s", uri, x, xk, trust), 0);
+    assert_int_equal(CLI_RUN(&out, 20,
+                             "initiator %s --method 0 --suites 2 --cred %s --key %s "
+                             "--id-cred x5t %s",
+                             uri, x, xk, trust),
+                     0);
     free(out);
     /* The log survives a reload. */
     kill(r.pid, SIGHUP);
@@ -62,22 +66,33 @@ static void test_report_of_initiators(void **state)
     free(log);
     /* 3: a suite the responder does not serve: error code 2. */
     assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 0 --cred %s --key %s %s",
-                             uri, d, dk, trust), 4);
+                             uri, d, dk, trust),
+                     4);
     free(out);
     /* 4: a credential the responder does not know: error code 3. */
-    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 2 --cred %s --key %s "
-                                       "--id-cred kccs %s", uri, c, ck, trust), 4);
+    assert_int_equal(CLI_RUN(&out, 20,
+                             "initiator %s --method 3 --suites 2 --cred %s --key %s "
+                             "--id-cred kccs %s",
+                             uri, c, ck, trust),
+                     4);
     free(out);
     /* 5: A's kid with another key: MAC_3 does not verify. */
     assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 2 --suites 2 --cred %s --key %s %s",
-                             uri, b, bk, trust), 4);
+                             uri, b, bk, trust),
+                     4);
     free(out);
     /* 6: the RFC 9668 combined request; 7: the bare framing. */
-    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 2 --cred %s --key %s "
-                                       "--combined %s", uri, a, ak, trust), 0);
+    assert_int_equal(CLI_RUN(&out, 20,
+                             "initiator %s --method 3 --suites 2 --cred %s --key %s "
+                             "--combined %s",
+                             uri, a, ak, trust),
+                     0);
     free(out);
-    assert_int_equal(CLI_RUN(&out, 20, "initiator %s --method 3 --suites 2 --cred %s --key %s "
-                                       "--framing bare %s", uri, a, ak, trust), 0);
+    assert_int_equal(CLI_RUN(&out, 20,
+                             "initiator %s --method 3 --suites 2 --cred %s --key %s "
+                             "--framing bare %s",
+                             uri, a, ak, trust),
+                     0);
     free(out);
     /* 8: message_1, then nothing: expires after --handshake-timeout. */
     assert_true(send_message_1_only(r.port) > 0);
@@ -281,14 +296,15 @@ static void test_interop_log_bound(void **state)
     start_responder(&r, "bounded", extra);
     char *out = NULL;
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2",
-                                 r.port), 0);
+        assert_int_equal(
+            CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2", r.port), 0);
         free(out);
     }
     assert_int_equal(net_proc_stop(&r, SIGTERM, 3000), 0);
     char *log = net_read_file(r.log);
     assert_int_equal(net_count(log, "interop log: 1 handshakes with trace and pcap files written "
-                                    "(--interop-log-max)"), 1);
+                                    "(--interop-log-max)"),
+                     1);
     free(log);
     char path[400];
     struct stat st;
@@ -298,8 +314,8 @@ static void test_interop_log_bound(void **state)
     assert_int_not_equal(stat(path, &st), 0);
     snprintf(extra, sizeof extra, "--interop-log %s --interop-log-max 2", dir);
     start_responder(&r, "bounded2", extra);
-    assert_int_equal(CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2",
-                             r.port), 0);
+    assert_int_equal(
+        CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2", r.port), 0);
     free(out);
     assert_int_equal(net_proc_stop(&r, SIGTERM, 3000), 0);
     snprintf(path, sizeof path, "%s/3.txt", dir);
@@ -349,8 +365,8 @@ static void test_interop_log_long_kid(void **state)
     assert_true(got > 4);
     assert_int_equal(resp[1], 0x80); /* 4.00 with the EDHOC error */
     char *out = NULL;
-    assert_int_equal(CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2",
-                             r.port), 0);
+    assert_int_equal(
+        CLI_RUN(&out, 20, "initiator coap://127.0.0.1:%u --method 3 --suites 2", r.port), 0);
     free(out);
     assert_int_equal(net_proc_stop(&r, SIGTERM, 3000), 0);
     char path[400];

@@ -159,8 +159,9 @@ static void test_ccs_every_curve(void **state)
     (void)state;
     for (size_t i = 0; i < 6; i++) {
         char *out;
-        int rc = cli(&out, "keygen --type ccs --curve %s --kid 2b --subject dev%zu "
-                           "--out-cred %s/ccs%zu.cbor --out-key %s/ccs%zu.key",
+        int rc = cli(&out,
+                     "keygen --type ccs --curve %s --kid 2b --subject dev%zu "
+                     "--out-cred %s/ccs%zu.cbor --out-key %s/ccs%zu.key",
                      curves[i], i, dir, i, dir, i);
         if (rc != 0)
             fail_msg("keygen ccs %s: exit %d: %s", curves[i], rc, out);
@@ -185,8 +186,11 @@ static void test_ccs_every_curve(void **state)
     }
     /* --hex writes the same map as text. */
     char *out;
-    assert_int_equal(cli(&out, "keygen --type ccs --curve X25519 --hex --kid 01 --subject s "
-                               "--out-cred %s/hex.txt --out-key %s/hex.key", dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type ccs --curve X25519 --hex --kid 01 --subject s "
+                         "--out-cred %s/hex.txt --out-key %s/hex.key",
+                         dir, dir),
+                     0);
     free(out);
     char path[512], text[256] = "";
     snprintf(path, sizeof path, "%s/hex.txt", dir);
@@ -202,8 +206,10 @@ static void test_x509_every_curve(void **state)
     (void)state;
     char *out;
     /* A P-256 CA first: it signs the X25519/X448 certificates. */
-    int rc = cli(&out, "keygen --type x509 --curve P-256 --ca --subject 'Test CA' "
-                       "--out-cred %s/ca.pem --out-key %s/ca.key", dir, dir);
+    int rc = cli(&out,
+                 "keygen --type x509 --curve P-256 --ca --subject 'Test CA' "
+                 "--out-cred %s/ca.pem --out-key %s/ca.key",
+                 dir, dir);
     if (rc != 0)
         fail_msg("keygen CA: exit %d: %s", rc, out);
     assert_non_null(strstr(out, "(CA)"));
@@ -213,8 +219,9 @@ static void test_x509_every_curve(void **state)
     for (size_t i = 0; i < 6; i++) {
         bool dh_only = i >= 4;
         /* Self-signed: only keys that can sign. */
-        rc = cli(&out, "keygen --type x509 --curve %s --subject self%zu "
-                       "--out-cred %s/self%zu.pem --out-key %s/self%zu.key",
+        rc = cli(&out,
+                 "keygen --type x509 --curve %s --subject self%zu "
+                 "--out-cred %s/self%zu.pem --out-key %s/self%zu.key",
                  curves[i], i, dir, i, dir, i);
         if (dh_only) {
             assert_int_equal(rc, 2);
@@ -225,14 +232,17 @@ static void test_x509_every_curve(void **state)
                 fail_msg("keygen self-signed %s: exit %d: %s", curves[i], rc, out);
             assert_non_null(strstr(out, "self-signed"));
             assert_int_equal(run_ok("openssl verify -CAfile %s/self%zu.pem %s/self%zu.pem "
-                                    ">/dev/null 2>&1", dir, i, dir, i), 0);
+                                    ">/dev/null 2>&1",
+                                    dir, i, dir, i),
+                             0);
         }
         free(out);
 
         /* CA-signed: every curve. */
-        rc = cli(&out, "keygen --type x509 --curve %s --subject leaf%zu --days 30 "
-                       "--ca-cert %s/ca.pem --ca-key %s/ca.key "
-                       "--out-cred %s/leaf%zu.pem --out-key %s/leaf%zu.key",
+        rc = cli(&out,
+                 "keygen --type x509 --curve %s --subject leaf%zu --days 30 "
+                 "--ca-cert %s/ca.pem --ca-key %s/ca.key "
+                 "--out-cred %s/leaf%zu.pem --out-key %s/leaf%zu.key",
                  curves[i], i, dir, dir, dir, i, dir, i);
         if (rc != 0)
             fail_msg("keygen CA-signed %s: exit %d: %s", curves[i], rc, out);
@@ -243,12 +253,15 @@ static void test_x509_every_curve(void **state)
         assert_int_equal(file_mode(name), 0600);
         snprintf(name, sizeof name, "leaf%zu.pem", i);
         assert_int_equal(count_certs(name), 1); /* the root is not appended */
-        assert_int_equal(run_ok("openssl verify -CAfile %s/ca.pem %s/leaf%zu.pem >/dev/null 2>&1",
-                                dir, dir, i), 0);
+        assert_int_equal(
+            run_ok("openssl verify -CAfile %s/ca.pem %s/leaf%zu.pem >/dev/null 2>&1", dir, dir, i),
+            0);
         /* The certificate holds the key type asked for. */
         const char *want = i == 0 || i == 1 ? "id-ecPublicKey" : curves[i];
-        assert_int_equal(run_ok("openssl x509 -in %s/leaf%zu.pem -noout -text | grep -qi 'Public Key Algorithm: %s'",
-                                dir, i, want), 0);
+        assert_int_equal(run_ok("openssl x509 -in %s/leaf%zu.pem -noout -text | grep -qi 'Public "
+                                "Key Algorithm: %s'",
+                                dir, i, want),
+                         0);
     }
 }
 
@@ -256,18 +269,26 @@ static void test_chain_and_validity(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(cli(&out, "keygen --type x509 --curve Ed25519 --ca --subject Root "
-                               "--not-before 2024-01-01 --not-after 2099-12-31 "
-                               "--out-cred %s/root.pem --out-key %s/root.key", dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type x509 --curve Ed25519 --ca --subject Root "
+                         "--not-before 2024-01-01 --not-after 2099-12-31 "
+                         "--out-cred %s/root.pem --out-key %s/root.key",
+                         dir, dir),
+                     0);
     assert_non_null(strstr(out, "validity:    2024-01-01T00:00:00Z .. 2099-12-31T00:00:00Z"));
     free(out);
-    assert_int_equal(cli(&out, "keygen --type x509 --curve P-384 --ca --subject Intermediate "
-                               "--ca-cert %s/root.pem --ca-key %s/root.key "
-                               "--out-cred %s/int.pem --out-key %s/int.key", dir, dir, dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type x509 --curve P-384 --ca --subject Intermediate "
+                         "--ca-cert %s/root.pem --ca-key %s/root.key "
+                         "--out-cred %s/int.pem --out-key %s/int.key",
+                         dir, dir, dir, dir),
+                     0);
     free(out);
-    int rc = cli(&out, "keygen --type x509 --curve P-256 --subject Leaf "
-                       "--ca-cert %s/int.pem --ca-key %s/int.key "
-                       "--out-cred %s/leaf.pem --out-key %s/leaf.key", dir, dir, dir, dir);
+    int rc = cli(&out,
+                 "keygen --type x509 --curve P-256 --subject Leaf "
+                 "--ca-cert %s/int.pem --ca-key %s/int.key "
+                 "--out-cred %s/leaf.pem --out-key %s/leaf.key",
+                 dir, dir, dir, dir);
     if (rc != 0)
         fail_msg("keygen leaf under intermediate: exit %d: %s", rc, out);
     assert_non_null(strstr(out, "+1 intermediate certificate"));
@@ -275,24 +296,30 @@ static void test_chain_and_validity(void **state)
     /* leaf.pem = leaf, intermediate: a chain that verifies to the root. */
     assert_int_equal(count_certs("leaf.pem"), 2);
     assert_int_equal(run_ok("openssl verify -CAfile %s/root.pem -untrusted %s/leaf.pem "
-                            "%s/leaf.pem >/dev/null 2>&1", dir, dir, dir), 0);
+                            "%s/leaf.pem >/dev/null 2>&1",
+                            dir, dir, dir),
+                     0);
     /* And without the root it does not. */
-    assert_int_not_equal(run_ok("openssl verify -CAfile %s/int.pem %s/leaf.pem >/dev/null 2>&1",
-                                dir, dir), 0);
+    assert_int_not_equal(
+        run_ok("openssl verify -CAfile %s/int.pem %s/leaf.pem >/dev/null 2>&1", dir, dir), 0);
 }
 
 static void test_suite_and_use(void **state)
 {
     (void)state;
-    static const struct { int suite; const char *use, *curve; } cases[] = {
-        {0, "sign", "Ed25519"}, {0, "dh", "X25519"}, {2, "sign", "P-256"}, {3, "dh", "P-256"},
-        {6, "sign", "P-256"}, {6, "dh", "X25519"}, {24, "sign", "P-384"}, {24, "dh", "P-384"},
-        {25, "sign", "Ed448"}, {25, "dh", "X448"},
+    static const struct {
+        int suite;
+        const char *use, *curve;
+    } cases[] = {
+        {0, "sign", "Ed25519"}, {0, "dh", "X25519"}, {2, "sign", "P-256"},  {3, "dh", "P-256"},
+        {6, "sign", "P-256"},   {6, "dh", "X25519"}, {24, "sign", "P-384"}, {24, "dh", "P-384"},
+        {25, "sign", "Ed448"},  {25, "dh", "X448"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out, want[64];
-        int rc = cli(&out, "keygen --type ccs --suite %d --use %s "
-                           "--out-cred %s/s%zu.cbor --out-key %s/s%zu.key",
+        int rc = cli(&out,
+                     "keygen --type ccs --suite %d --use %s "
+                     "--out-cred %s/s%zu.cbor --out-key %s/s%zu.key",
                      cases[i].suite, cases[i].use, dir, i, dir, i);
         if (rc != 0)
             fail_msg("suite %d use %s: exit %d: %s", cases[i].suite, cases[i].use, rc, out);
@@ -308,16 +335,21 @@ static void test_refusals(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --ca --subject CA "
-                               "--out-cred %s/ca.pem --out-key %s/ca.key", dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type x509 --curve P-256 --ca --subject CA "
+                         "--out-cred %s/ca.pem --out-key %s/ca.key",
+                         dir, dir),
+                     0);
     free(out);
 
     /* A CA key readable by others: exit 3, the file named, the fix given. */
     char path[512];
     snprintf(path, sizeof path, "%s/ca.key", dir);
     assert_int_equal(chmod(path, 0644), 0);
-    int rc = cli(&out, "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s "
-                       "--out-cred %s/l.pem --out-key %s/l.key", dir, path, dir, dir);
+    int rc = cli(&out,
+                 "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s "
+                 "--out-cred %s/l.pem --out-key %s/l.key",
+                 dir, path, dir, dir);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, path));
     assert_non_null(strstr(out, "chmod 600"));
@@ -327,47 +359,58 @@ static void test_refusals(void **state)
     assert_int_not_equal(access(path, F_OK), 0);
     snprintf(path, sizeof path, "%s/ca.key", dir);
     assert_int_equal(chmod(path, 0600), 0);
-    rc = cli(&out, "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s "
-                   "--out-cred %s/l.pem --out-key %s/l.key", dir, path, dir, dir);
+    rc = cli(&out,
+             "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s "
+             "--out-cred %s/l.pem --out-key %s/l.key",
+             dir, path, dir, dir);
     assert_int_equal(rc, 0);
     free(out);
 
     /* No silent overwrite; --force replaces and keeps mode 0600. */
-    rc = cli(&out, "keygen --type ccs --curve X25519 --out-cred %s/l.pem --out-key %s/l.key",
-             dir, dir);
+    rc = cli(&out, "keygen --type ccs --curve X25519 --out-cred %s/l.pem --out-key %s/l.key", dir,
+             dir);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "--force"));
     free(out);
     snprintf(path, sizeof path, "%s/l.key", dir);
     assert_int_equal(chmod(path, 0644), 0);
-    rc = cli(&out, "keygen --type ccs --curve X25519 --force --out-cred %s/l.pem "
-                   "--out-key %s/l.key", dir, dir);
+    rc = cli(&out,
+             "keygen --type ccs --curve X25519 --force --out-cred %s/l.pem "
+             "--out-key %s/l.key",
+             dir, dir);
     assert_int_equal(rc, 0);
     free(out);
     assert_int_equal(file_mode("l.key"), 0600);
 
     /* A CA key that does not belong to the CA certificate. */
-    rc = cli(&out, "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s/leaf.key "
-                   "--out-cred %s/m.pem --out-key %s/m.key", dir, dir, dir, dir);
+    rc = cli(&out,
+             "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s/leaf.key "
+             "--out-cred %s/m.pem --out-key %s/m.key",
+             dir, dir, dir, dir);
     assert_int_equal(rc, 3);
     free(out);
-    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --out-cred %s/x.pem "
-                               "--out-key %s/leaf.key", dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type x509 --curve P-256 --out-cred %s/x.pem "
+                         "--out-key %s/leaf.key",
+                         dir, dir),
+                     0);
     free(out);
-    rc = cli(&out, "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s/leaf.key "
-                   "--out-cred %s/m.pem --out-key %s/m.key", dir, dir, dir, dir);
+    rc = cli(&out,
+             "keygen --type x509 --curve Ed25519 --ca-cert %s/ca.pem --ca-key %s/leaf.key "
+             "--out-cred %s/m.pem --out-key %s/m.key",
+             dir, dir, dir, dir);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "is not the private key of"));
     free(out);
 
     /* Usage errors: exit 2. */
     const char *bad[] = {
-        "keygen --curve P-256 --out-cred /tmp/x --out-key /tmp/y",          /* no type */
+        "keygen --curve P-256 --out-cred /tmp/x --out-key /tmp/y", /* no type */
         "keygen --type ccs --curve P-521 --out-cred /tmp/x --out-key /tmp/y",
         "keygen --type pgp --curve P-256 --out-cred /tmp/x --out-key /tmp/y",
-        "keygen --type ccs --curve P-256 --out-key /tmp/y",                 /* no cred file */
+        "keygen --type ccs --curve P-256 --out-key /tmp/y", /* no cred file */
         "keygen --type ccs --suite 7 --use dh --out-cred /tmp/x --out-key /tmp/y",
-        "keygen --type ccs --suite 2 --out-cred /tmp/x --out-key /tmp/y",   /* no --use */
+        "keygen --type ccs --suite 2 --out-cred /tmp/x --out-key /tmp/y", /* no --use */
         "keygen --type ccs --curve P-256 --kid zz --out-cred /tmp/x --out-key /tmp/y",
         "keygen --type ccs --curve P-256 --ca --out-cred /tmp/x --out-key /tmp/y",
         "keygen --type x509 --curve X448 --ca --out-cred /tmp/x --out-key /tmp/y",
@@ -397,31 +440,41 @@ static void test_simulate_with_keygen_output(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --ca --subject CA "
-                               "--out-cred %s/ca.pem --out-key %s/ca.key", dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type x509 --curve P-256 --ca --subject CA "
+                         "--out-cred %s/ca.pem --out-key %s/ca.key",
+                         dir, dir),
+                     0);
     free(out);
     const char *roles[] = {"i", "r"};
     for (int r = 0; r < 2; r++) {
-        assert_int_equal(cli(&out, "keygen --type x509 --curve Ed25519 --subject %s "
-                                   "--ca-cert %s/ca.pem --ca-key %s/ca.key "
-                                   "--out-cred %s/%s.pem --out-key %s/%s.key",
-                             roles[r], dir, dir, dir, roles[r], dir, roles[r]), 0);
+        assert_int_equal(cli(&out,
+                             "keygen --type x509 --curve Ed25519 --subject %s "
+                             "--ca-cert %s/ca.pem --ca-key %s/ca.key "
+                             "--out-cred %s/%s.pem --out-key %s/%s.key",
+                             roles[r], dir, dir, dir, roles[r], dir, roles[r]),
+                         0);
         free(out);
     }
-    int rc = cli(&out, "simulate --method 0 --suites 0 --suites-r 0 "
-                       "--cred-i %s/i.pem --key-i %s/i.key --cred-r %s/r.pem --key-r %s/r.key "
-                       "--trust %s/ca.pem --id-cred-i x5chain --id-cred-r x5chain",
+    int rc = cli(&out,
+                 "simulate --method 0 --suites 0 --suites-r 0 "
+                 "--cred-i %s/i.pem --key-i %s/i.key --cred-r %s/r.pem --key-r %s/r.key "
+                 "--trust %s/ca.pem --id-cred-i x5chain --id-cred-r x5chain",
                  dir, dir, dir, dir, dir);
     if (rc != 0)
         fail_msg("simulate with keygen credentials: exit %d: %s", rc, out);
     free(out);
     /* A responder trusting another CA refuses the initiator. */
-    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --ca --subject CA "
-                               "--out-cred %s/other.pem --out-key %s/other.key", dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type x509 --curve P-256 --ca --subject CA "
+                         "--out-cred %s/other.pem --out-key %s/other.key",
+                         dir, dir),
+                     0);
     free(out);
-    rc = cli(&out, "simulate --method 0 --suites 0 --suites-r 0 "
-                   "--cred-i %s/i.pem --key-i %s/i.key --cred-r %s/r.pem --key-r %s/r.key "
-                   "--trust %s/other.pem --id-cred-i x5chain --id-cred-r x5chain",
+    rc = cli(&out,
+             "simulate --method 0 --suites 0 --suites-r 0 "
+             "--cred-i %s/i.pem --key-i %s/i.key --cred-r %s/r.pem --key-r %s/r.key "
+             "--trust %s/other.pem --id-cred-i x5chain --id-cred-r x5chain",
              dir, dir, dir, dir, dir);
     assert_int_not_equal(rc, 0);
     free(out);
@@ -429,16 +482,16 @@ static void test_simulate_with_keygen_output(void **state)
     char path[512];
     snprintf(path, sizeof path, "%s/i.key", dir);
     assert_int_equal(chmod(path, 0644), 0);
-    rc = cli(&out, "simulate --method 0 --suites 0 --suites-r 0 "
-                   "--cred-i %s/i.pem --key-i %s --cred-r %s/r.pem --key-r %s/r.key "
-                   "--trust %s/ca.pem --id-cred-i x5chain --id-cred-r x5chain",
+    rc = cli(&out,
+             "simulate --method 0 --suites 0 --suites-r 0 "
+             "--cred-i %s/i.pem --key-i %s --cred-r %s/r.pem --key-r %s/r.key "
+             "--trust %s/ca.pem --id-cred-i x5chain --id-cred-r x5chain",
              dir, path, dir, dir, dir);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, path));
     assert_non_null(strstr(out, "chmod 600"));
     free(out);
 }
-
 
 /* Kid collisions: the default kid must be none of the built-in demo
  * credentials' kids (include/edhoc/cred.h, src/cred/demo_creds.c), since
@@ -452,13 +505,15 @@ static void test_default_kid_avoids_demo_kids(void **state)
         0x09, 0x0a, 0x0c, 0x0d, 0x0e, 0x0f, 0x13, 0x14, /* CCS / X.509 static DH, I */
         0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, /* the same, R */
         0x29, 0x2a, 0x2c, 0x2d, 0x2e, 0x2f, 0x33, 0x34,
-        0x10, 0x30, 0x11, 0x31, 0x17,                   /* chain, 293 bytes, expired */
-        0x2b, 0x32,                                     /* RFC 9529 trace 2 */
+        0x10, 0x30, 0x11, 0x31, 0x17, /* chain, 293 bytes, expired */
+        0x2b, 0x32,                   /* RFC 9529 trace 2 */
     };
     for (int i = 0; i < 48; i++) {
         char *out;
-        int rc = cli(&out, "keygen --type ccs --suite 2 --use dh --force "
-                           "--out-cred %s/k%d.ccs --out-key %s/k%d.key", dir, i, dir, i);
+        int rc = cli(&out,
+                     "keygen --type ccs --suite 2 --use dh --force "
+                     "--out-cred %s/k%d.ccs --out-key %s/k%d.key",
+                     dir, i, dir, i);
         if (rc != 0)
             fail_msg("keygen: exit %d: %s", rc, out);
         const char *k = strstr(out, "kid:         ");
@@ -474,8 +529,10 @@ static void test_default_kid_avoids_demo_kids(void **state)
                 fail_msg("default kid %02x is the kid of a demo credential", kid);
         free(out);
         if (i < 4) {
-            rc = cli(&out, "simulate --method 3 --suites 2 --cred-i %s/k%d.ccs "
-                           "--key-i %s/k%d.key", dir, i, dir, i);
+            rc = cli(&out,
+                     "simulate --method 3 --suites 2 --cred-i %s/k%d.ccs "
+                     "--key-i %s/k%d.key",
+                     dir, i, dir, i);
             if (rc != 0 || !strstr(out, "Outcome: ok, suite 2, 1 attempt"))
                 fail_msg("simulate with a fresh key of kid %02x: exit %d: %s", kid, rc, out);
             free(out);
@@ -513,7 +570,6 @@ static void test_out_cred_stdout(void **state)
     free(out);
 }
 
-
 /* --json: the report as one object, valid against docs/json/keygen.schema.json
  * (issue #14: "a test validates every command's --json output against
  * its schema"), with null for what a credential type does not have. */
@@ -521,8 +577,10 @@ static void test_json_report(void **state)
 {
     (void)state;
     char *out;
-    int rc = run_cli_fmt(&out, "keygen --type ccs --curve X25519 --kid 2b --subject dev --json "
-                               "--out-cred %s/j.ccs --out-key %s/j.key", dir, dir);
+    int rc = run_cli_fmt(&out,
+                         "keygen --type ccs --curve X25519 --kid 2b --subject dev --json "
+                         "--out-cred %s/j.ccs --out-key %s/j.key",
+                         dir, dir);
     if (rc != 0)
         fail_msg("keygen --json: exit %d: %s", rc, out);
     assert_int_equal(net_json_valid(out, "keygen", false), 0);
@@ -547,17 +605,21 @@ static void test_json_report(void **state)
     free(out);
 
     /* A CA and a certificate it signs. */
-    rc = run_cli_fmt(&out, "keygen --type x509 --curve P-256 --ca --subject CA --json "
-                           "--out-cred %s/jca.pem --out-key %s/jca.key", dir, dir);
+    rc = run_cli_fmt(&out,
+                     "keygen --type x509 --curve P-256 --ca --subject CA --json "
+                     "--out-cred %s/jca.pem --out-key %s/jca.key",
+                     dir, dir);
     assert_int_equal(rc, 0);
     assert_int_equal(net_json_valid(out, "keygen", false), 0);
     assert_json_eq(out, "ca", "true");
     assert_json_eq(out, "self_signed", "true");
     assert_json_eq(out, "kid_hex", "null");
     free(out);
-    rc = run_cli_fmt(&out, "keygen --type x509 --curve Ed25519 --json --not-before 2024-01-01 "
-                           "--not-after 2030-01-01 --ca-cert %s/jca.pem --ca-key %s/jca.key "
-                           "--out-cred %s/jl.pem --out-key %s/jl.key", dir, dir, dir, dir);
+    rc = run_cli_fmt(&out,
+                     "keygen --type x509 --curve Ed25519 --json --not-before 2024-01-01 "
+                     "--not-after 2030-01-01 --ca-cert %s/jca.pem --ca-key %s/jca.key "
+                     "--out-cred %s/jl.pem --out-key %s/jl.key",
+                     dir, dir, dir, dir);
     assert_int_equal(rc, 0);
     assert_int_equal(net_json_valid(out, "keygen", false), 0);
     assert_json_eq(out, "self_signed", "false");
@@ -585,7 +647,9 @@ static void test_private_key_file_safety(void **state)
     char path[600], victim[600], link_path[600];
     /* umask 000: the key stays 0600 (the credential follows the umask). */
     assert_int_equal(run_ok("umask 000; %s keygen --type ccs --curve P-256 --out-cred %s/u.ccs "
-                            "--out-key %s/u.key >/dev/null 2>&1", net_cli(), dir, dir), 0);
+                            "--out-key %s/u.key >/dev/null 2>&1",
+                            net_cli(), dir, dir),
+                     0);
     assert_int_equal(file_mode("u.key"), 0600);
 
     /* A dangling symbolic link where the key goes: not followed. */
@@ -654,9 +718,10 @@ static void test_private_key_file_safety(void **state)
              deep);
     assert_int_equal(rc, 3);
     char fix[1600];
-    snprintf(fix, sizeof fix, "edhoc-cli keygen: --out-key %s/k.key: in a directory others can "
-                              "write (%s, mode 0777): they could put another key in its place; "
-                              "fix it with: chmod go-w %s; the key would be refused when loaded",
+    snprintf(fix, sizeof fix,
+             "edhoc-cli keygen: --out-key %s/k.key: in a directory others can "
+             "write (%s, mode 0777): they could put another key in its place; "
+             "fix it with: chmod go-w %s; the key would be refused when loaded",
              deep, path, path);
     if (!strstr(out, fix))
         fail_msg("expected\n%s\ngot\n%s", fix, out);
@@ -691,8 +756,10 @@ static void test_option_table(void **state)
 
     /* --name=value, and the last value wins (documented in the man page,
      * COMMON OPTIONS). */
-    rc = run_cli_fmt(&out, "keygen --type=ccs --curve=P-256 --kid=01 --kid 0b --json "
-                           "--out-cred=%s/eq.ccs --out-key=%s/eq.key", dir, dir);
+    rc = run_cli_fmt(&out,
+                     "keygen --type=ccs --curve=P-256 --kid=01 --kid 0b --json "
+                     "--out-cred=%s/eq.ccs --out-key=%s/eq.key",
+                     dir, dir);
     if (rc != 0)
         fail_msg("keygen --opt=value: exit %d: %s", rc, out);
     assert_json_eq(out, "kid_hex", "0b");
@@ -733,8 +800,10 @@ static void test_x509_kid(void **state)
 {
     (void)state;
     char *out;
-    int rc = run_cli_fmt(&out, "keygen --type x509 --curve P-256 --kid 2c --json "
-                               "--out-cred %s/k.pem --out-key %s/k.key", dir, dir);
+    int rc = run_cli_fmt(&out,
+                         "keygen --type x509 --curve P-256 --kid 2c --json "
+                         "--out-cred %s/k.pem --out-key %s/k.key",
+                         dir, dir);
     if (rc != 0)
         fail_msg("keygen x509 --kid: exit %d: %s", rc, out);
     assert_int_equal(net_json_valid(out, "keygen", false), 0);
@@ -749,21 +818,28 @@ static void test_x509_kid(void **state)
     free(pem);
     /* Without --kid a certificate has none, and naming it by kid says how
      * to give one. */
-    assert_int_equal(cli(&out, "keygen --type x509 --curve P-256 --out-cred %s/n.pem "
-                               "--out-key %s/n.key", dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type x509 --curve P-256 --out-cred %s/n.pem "
+                         "--out-key %s/n.key",
+                         dir, dir),
+                     0);
     assert_null(strstr(out, "kid:"));
     free(out);
-    rc = cli(&out, "simulate --method 0 --suites 2 --cred-i %s/n.pem --key-i %s/n.key "
-                   "--id-cred-i kid", dir, dir);
+    rc = cli(&out,
+             "simulate --method 0 --suites 2 --cred-i %s/n.pem --key-i %s/n.key "
+             "--id-cred-i kid",
+             dir, dir);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "cannot name this X.509 credential by kid: it has no kid "
                                 "(give one with --kid-i)"));
     free(out);
     /* Named by kid end to end: the one-byte kid 2c is sent as the CBOR
      * int 0x2c alone (Section 3.5.3.2), and --kid-r names the other. */
-    rc = cli(&out, "simulate --method 0 --suites 2 --cred-i %s/k.pem --key-i %s/k.key "
-                   "--cred-r %s/n.pem --key-r %s/n.key --kid-r 4711 --id-cred-i kid "
-                   "--id-cred-r kid --json", dir, dir, dir, dir);
+    rc = cli(&out,
+             "simulate --method 0 --suites 2 --cred-i %s/k.pem --key-i %s/k.key "
+             "--cred-r %s/n.pem --key-r %s/n.key --kid-r 4711 --id-cred-i kid "
+             "--id-cred-r kid --json",
+             dir, dir, dir, dir);
     if (rc != 0)
         fail_msg("simulate with certificates named by kid: exit %d: %s", rc, out);
     assert_non_null(strstr(out, "\"id_cred_i\": \"kid\""));
@@ -777,12 +853,17 @@ static void test_cwt(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(cli(&out, "keygen --type ccs --curve Ed25519 --kid 0a --subject issuer "
-                               "--out-cred %s/iss.ccs --out-key %s/iss.key", dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type ccs --curve Ed25519 --kid 0a --subject issuer "
+                         "--out-cred %s/iss.ccs --out-key %s/iss.key",
+                         dir, dir),
+                     0);
     free(out);
-    int rc = run_cli_fmt(&out, "keygen --type cwt --curve Ed25519 --kid 2a --issuer-key "
-                               "%s/iss.key --issuer-kid 0a --issuer me --days 2 --json "
-                               "--out-cred %s/d.cwt --out-key %s/d.key", dir, dir, dir);
+    int rc = run_cli_fmt(&out,
+                         "keygen --type cwt --curve Ed25519 --kid 2a --issuer-key "
+                         "%s/iss.key --issuer-kid 0a --issuer me --days 2 --json "
+                         "--out-cred %s/d.cwt --out-key %s/d.key",
+                         dir, dir, dir);
     if (rc != 0)
         fail_msg("keygen --type cwt: exit %d: %s", rc, out);
     assert_int_equal(net_json_valid(out, "keygen", false), 0);
@@ -809,16 +890,21 @@ static void test_cwt(void **state)
     assert_memory_equal(head, want, sizeof want);
 
     /* An X25519 issuer key cannot sign: exit 3, said so. */
-    assert_int_equal(cli(&out, "keygen --type ccs --curve X25519 --out-cred %s/x.ccs "
-                               "--out-key %s/x.key", dir, dir), 0);
+    assert_int_equal(cli(&out,
+                         "keygen --type ccs --curve X25519 --out-cred %s/x.ccs "
+                         "--out-key %s/x.key",
+                         dir, dir),
+                     0);
     free(out);
-    rc = cli(&out, "keygen --type cwt --curve Ed25519 --issuer-key %s/x.key --out-cred "
-                   "%s/e.cwt --out-key %s/e.key", dir, dir, dir);
+    rc = cli(&out,
+             "keygen --type cwt --curve Ed25519 --issuer-key %s/x.key --out-cred "
+             "%s/e.cwt --out-key %s/e.key",
+             dir, dir, dir);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "an X25519 key cannot sign a CWT"));
     free(out);
-    rc = cli(&out, "keygen --type cwt --curve Ed25519 --out-cred %s/e.cwt --out-key %s/e.key",
-             dir, dir);
+    rc = cli(&out, "keygen --type cwt --curve Ed25519 --out-cred %s/e.cwt --out-key %s/e.key", dir,
+             dir);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "--type cwt needs --issuer-key FILE"));
     free(out);

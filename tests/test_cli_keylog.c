@@ -130,9 +130,9 @@ static void test_symlink_refused(void **state)
     net_write_file(target, "", 0600);
     assert_int_equal(symlink(target, link), 0);
     char *out = NULL;
-    int rc = net_cli_run(&out, 30, false,
-                         "initiator coap://127.0.0.1:%u --request none --keylog %s",
-                         responder.port, dir);
+    int rc =
+        net_cli_run(&out, 30, false, "initiator coap://127.0.0.1:%u --request none --keylog %s",
+                    responder.port, dir);
     char want[600];
     snprintf(want, sizeof want,
              "edhoc-cli initiator: --keylog %s: is a symbolic link; the key log is never "

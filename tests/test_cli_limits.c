@@ -45,8 +45,9 @@ static void establish(uint16_t port, const char *name, char *rid, size_t rid_cap
 {
     char conf[300], *out;
     net_path(conf, sizeof conf, name);
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none --json "
-                               "--export-secrets --export-oscore-conf %s",
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --request none --json "
+                     "--export-secrets --export-oscore-conf %s",
                      port, conf);
     if (rc != 0 || !strstr(out, "\"outcome\": \"ok\""))
         fail_msg("initiator %s failed (%d):\n%s", name, rc, out);
@@ -469,8 +470,8 @@ static void test_full_pending_table(void **state)
     free(line);
 
     char *out;
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\" --json",
-                     r.port);
+    int rc =
+        CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\" --json", r.port);
     if (rc != 0 || !strstr(out, "\"outcome\": \"ok\"") || !strstr(out, "\"code\": \"2.05\""))
         fail_msg("A.2 initiator under a full pending table: %d\n%s", rc, out);
     free(out);
@@ -506,8 +507,9 @@ static void test_c_r_when_one_byte_space_taken(void **state)
                      0);
     flood(r.port, 0x300, 60, false);
     char *out, sid[20];
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\" --json "
-                               "--export-secrets",
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --request \"GET /time\" --json "
+                     "--export-secrets",
                      r.port);
     if (rc != 0 || !strstr(out, "\"code\": \"2.05\""))
         fail_msg("initiator with the one-byte C_Rs taken: %d\n%s", rc, out);
@@ -516,8 +518,9 @@ static void test_c_r_when_one_byte_space_taken(void **state)
     assert_int_equal(strlen(sid), 4);
     net_sleep_ms(2500);
     expect_stat(&r, "pending", 0);
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\" --json "
-                           "--export-secrets",
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --request \"GET /time\" --json "
+                 "--export-secrets",
                  r.port);
     if (rc != 0 || !strstr(out, "\"code\": \"2.05\""))
         fail_msg("initiator after the flood expired: %d\n%s", rc, out);

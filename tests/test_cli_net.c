@@ -203,10 +203,11 @@ static void test_combined_request(void **state)
 {
     (void)state;
     char *out;
-    int rc = CLI_RUN(&out, 30,
-                     "initiator coap://127.0.0.1:%u --combined --json --request \"POST /echo comb\" "
-                     "--request \"GET /time\"",
-                     main_responder.port);
+    int rc =
+        CLI_RUN(&out, 30,
+                "initiator coap://127.0.0.1:%u --combined --json --request \"POST /echo comb\" "
+                "--request \"GET /time\"",
+                main_responder.port);
     char *f = expect_ok_json(out, rc);
     assert_has(f, "combined=true");
     assert_true(msg_field(f, "message_3 + OSCORE request 1", "edhoc_bytes") > 0);
@@ -225,9 +226,9 @@ static void test_bare_framing(void **state)
 {
     (void)state;
     char *out;
-    int rc = CLI_RUN(&out, 30,
-                     "initiator coap://[::1]:%u --framing bare --json --request \"GET /time\"",
-                     main_responder.port6);
+    int rc =
+        CLI_RUN(&out, 30, "initiator coap://[::1]:%u --framing bare --json --request \"GET /time\"",
+                main_responder.port6);
     char *f = expect_ok_json(out, rc);
     assert_has(f, "framing=\"bare\"");
     /* No true prefix and no Content-Format: 3 bytes less than A.2. */
@@ -344,8 +345,8 @@ static void test_framing_auto_silent_a2(void **state)
         uint8_t d[1500];
         char ctl[256];
         struct iovec iov = {d, sizeof d};
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                            .msg_controllen = sizeof ctl};
+        struct msghdr mh = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
         ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT);
         if (n < 0)
             break;
@@ -441,23 +442,29 @@ static void make_pki(void)
     net_path(pki, sizeof pki, "pki");
     mkdir(pki, 0700);
     char a[2048];
-    snprintf(a, sizeof a, "--type x509 --curve P-256 --ca --subject root --out-cred %s/root.pem "
-                          "--out-key %s/root.key", pki, pki);
+    snprintf(a, sizeof a,
+             "--type x509 --curve P-256 --ca --subject root --out-cred %s/root.pem "
+             "--out-key %s/root.key",
+             pki, pki);
     keygen(a);
-    snprintf(a, sizeof a, "--type x509 --curve P-256 --ca --subject inter --ca-cert %s/root.pem "
-                          "--ca-key %s/root.key --out-cred %s/inter.pem --out-key %s/inter.key",
+    snprintf(a, sizeof a,
+             "--type x509 --curve P-256 --ca --subject inter --ca-cert %s/root.pem "
+             "--ca-key %s/root.key --out-cred %s/inter.pem --out-key %s/inter.key",
              pki, pki, pki, pki);
     keygen(a);
     for (int i = 0; i < 2; i++) {
         const char *n = i ? "r" : "i";
-        snprintf(a, sizeof a, "--type x509 --curve P-256 --subject leaf-%s --ca-cert %s/inter.pem "
-                              "--ca-key %s/inter.key --out-cred %s/%s.pem --out-key %s/%s.key",
+        snprintf(a, sizeof a,
+                 "--type x509 --curve P-256 --subject leaf-%s --ca-cert %s/inter.pem "
+                 "--ca-key %s/inter.key --out-cred %s/%s.pem --out-key %s/%s.key",
                  n, pki, pki, pki, n, pki, n);
         keygen(a);
     }
     /* An unrelated self-signed certificate. */
-    snprintf(a, sizeof a, "--type x509 --curve P-256 --subject stranger --out-cred %s/x.pem "
-                          "--out-key %s/x.key", pki, pki);
+    snprintf(a, sizeof a,
+             "--type x509 --curve P-256 --subject stranger --out-cred %s/x.pem "
+             "--out-key %s/x.key",
+             pki, pki);
     keygen(a);
 }
 
@@ -473,10 +480,11 @@ static void test_blockwise_x5chain(void **state)
              pki, pki, pki);
     assert_int_equal(net_responder_start(&r, "chain", args), 0);
     char *out;
-    int rc = CLI_RUN(&out, 30,
-                     "initiator coap://127.0.0.1:%u --method 0 --suites 2 --cred %s/i.pem --key %s/i.key "
-                     "--trust %s/root.pem --id-cred x5chain --block-size 64 --json",
-                     r.port, pki, pki, pki);
+    int rc = CLI_RUN(
+        &out, 30,
+        "initiator coap://127.0.0.1:%u --method 0 --suites 2 --cred %s/i.pem --key %s/i.key "
+        "--trust %s/root.pem --id-cred x5chain --block-size 64 --json",
+        r.port, pki, pki, pki);
     char *f = expect_ok_json(out, rc);
     assert_has(f, "id_cred_r=\"x5chain\"");
     /* Two certificates in each ID_CRED: far above one 64-byte block. */
@@ -510,12 +518,14 @@ static void test_two_credentials(void **state)
     char a[1024];
     for (int i = 0; i < 2; i++) {
         const char *n = i ? "r" : "i";
-        snprintf(a, sizeof a, "--type x509 --curve Ed25519 --subject %s-ed --ca-cert %s/inter.pem "
-                              "--ca-key %s/inter.key --out-cred %s/%s25.pem --out-key %s/%s25.key",
+        snprintf(a, sizeof a,
+                 "--type x509 --curve Ed25519 --subject %s-ed --ca-cert %s/inter.pem "
+                 "--ca-key %s/inter.key --out-cred %s/%s25.pem --out-key %s/%s25.key",
                  n, pki, pki, pki, n, pki, n);
         keygen(a);
-        snprintf(a, sizeof a, "--type ccs --suite 0 --use dh --kid %s --subject %s-dh "
-                              "--out-cred %s/%sdh.ccs --out-key %s/%sdh.key",
+        snprintf(a, sizeof a,
+                 "--type ccs --suite 0 --use dh --kid %s --subject %s-dh "
+                 "--out-cred %s/%sdh.ccs --out-key %s/%sdh.key",
                  i ? "0c" : "0d", n, pki, n, pki, n);
         keygen(a);
     }
@@ -530,7 +540,8 @@ static void test_two_credentials(void **state)
         const char *cred;
     } runs[] = {{0, "i25.pem --key %s/i25.key --id-cred x5chain"},
                 {1, "i25.pem --key %s/i25.key --id-cred x5chain"},
-                {2, "idh.ccs --key %s/idh.key"}, {3, "idh.ccs --key %s/idh.key"}};
+                {2, "idh.ccs --key %s/idh.key"},
+                {3, "idh.ccs --key %s/idh.key"}};
     for (size_t i = 0; i < 4; i++) {
         char cred[300], *out;
         snprintf(cred, sizeof cred, runs[i].cred, pki);
@@ -559,8 +570,9 @@ static void test_failures(void **state)
     char *out;
     /* Wrong credential: we trust only a stranger, the responder's x5t
      * names nothing we know. */
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2 --trust %s/x.pem",
-                     main_responder.port, pki);
+    int rc =
+        CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 2 --trust %s/x.pem",
+                main_responder.port, pki);
     assert_int_equal(rc, 5);
     assert_non_null(strstr(out, "edhoc-cli initiator: message_2 verification failed"));
     free(out);
@@ -568,14 +580,16 @@ static void test_failures(void **state)
      * answers with an EDHOC error message. */
     static struct net_proc picky;
     char args[1024];
-    snprintf(args, sizeof args,
-             "--listen 127.0.0.1:0 --cred %s/r.pem --key %s/r.key --trust %s/x.pem --id-cred x5chain",
-             pki, pki, pki);
+    snprintf(
+        args, sizeof args,
+        "--listen 127.0.0.1:0 --cred %s/r.pem --key %s/r.key --trust %s/x.pem --id-cred x5chain",
+        pki, pki, pki);
     assert_int_equal(net_responder_start(&picky, "picky", args), 0);
-    rc = CLI_RUN(&out, 30,
-                 "initiator coap://127.0.0.1:%u --method 0 --suites 2 --cred %s/i.pem --key %s/i.key "
-                 "--trust %s/root.pem --id-cred x5chain --json",
-                 picky.port, pki, pki, pki);
+    rc = CLI_RUN(
+        &out, 30,
+        "initiator coap://127.0.0.1:%u --method 0 --suites 2 --cred %s/i.pem --key %s/i.key "
+        "--trust %s/root.pem --id-cred x5chain --json",
+        picky.port, pki, pki, pki);
     if (rc != 4)
         fail_msg("untrusted certificate: exit %d\n%s", rc, out);
     assert_valid(out, "initiator");

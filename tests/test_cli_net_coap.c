@@ -43,11 +43,13 @@ static void test_coap_static_context(void **state)
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "2.05 Content (OSCORE)"));
     free(out);
-    rc = CLI_RUN(&out, 30,
-                 "coap POST coap://127.0.0.1:%u/echo --payload hi --oscore-context %s --seq 50 --json",
-                 r.port, cl);
+    rc = CLI_RUN(
+        &out, 30,
+        "coap POST coap://127.0.0.1:%u/echo --payload hi --oscore-context %s --seq 50 --json",
+        r.port, cl);
     assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "\"code\": \"2.04\",\n      \"code_name\": \"Changed\",\n      \"oscore\": true"));
+    assert_non_null(strstr(
+        out, "\"code\": \"2.04\",\n      \"code_name\": \"Changed\",\n      \"oscore\": true"));
     assert_non_null(strstr(out, "\"payload_text\": \"hi\""));
     free(out);
     /* Observe: three notifications of /counter, each with its own Partial IV. */
@@ -57,7 +59,10 @@ static void test_coap_static_context(void **state)
                  r.port, cl);
     if (rc != 0)
         fail_msg("observe: %d\n%s", rc, out);
-    assert_int_equal(net_count(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"), 3);
+    assert_int_equal(
+        net_count(out,
+                  "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"),
+        3);
     free(out);
     /* A wrong key: the server cannot decrypt, the client sees an OSCORE error. */
     char bad[300];
@@ -66,8 +71,8 @@ static void test_coap_static_context(void **state)
                    "master_secret,hex,\"ff02030405060708090a0b0c0d0e0f10\"\n"
                    "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n",
                    0600);
-    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 40",
-                 r.port, bad);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 40", r.port,
+                 bad);
     assert_int_equal(rc, 7);
     assert_non_null(strstr(out, "4.00"));
     free(out);
@@ -84,10 +89,10 @@ static void test_allow_unprotected(void **state)
     assert_int_equal(net_responder_start(&r, "plain", "--listen 127.0.0.1:0 --allow-unprotected"),
                      0);
     char *out;
-    int rc = CLI_RUN(&out, 30, "coap POST coap://127.0.0.1:%u/echo --payload hello --json",
-                     r.port);
+    int rc = CLI_RUN(&out, 30, "coap POST coap://127.0.0.1:%u/echo --payload hello --json", r.port);
     assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "\"code\": \"2.04\",\n      \"code_name\": \"Changed\",\n      \"oscore\": false"));
+    assert_non_null(strstr(
+        out, "\"code\": \"2.04\",\n      \"code_name\": \"Changed\",\n      \"oscore\": false"));
     assert_non_null(strstr(out, "\"payload_text\": \"hello\""));
     free(out);
     rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/.well-known/core", r.port);
@@ -395,10 +400,11 @@ static void test_export_oscore_conf(void **state)
     net_path(conf, sizeof conf, "exported.conf");
     snprintf(seq, sizeof seq, "%s.seq", conf);
     char *out;
-    int rc = CLI_RUN(&out, 30,
-                     "initiator coap://127.0.0.1:%u --request \"GET /time\" --request \"POST /echo x\" "
-                     "--export-secrets --export-oscore-conf %s --json",
-                     r.port, conf);
+    int rc =
+        CLI_RUN(&out, 30,
+                "initiator coap://127.0.0.1:%u --request \"GET /time\" --request \"POST /echo x\" "
+                "--export-secrets --export-oscore-conf %s --json",
+                r.port, conf);
     char *f = expect_ok_json(out, rc);
     /* JSON in libcoap's terms, with our next sequence number and the
      * responder's stated as unknown. */
@@ -440,8 +446,9 @@ static void test_export_oscore_conf(void **state)
     assert_mode_0600(seq);
     assert_int_equal(read_seq_file(seq), 2);
     /* Our own reader takes the file. */
-    rc = CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq 2 43011234a1b2c3b474696d65",
-                 conf);
+    rc =
+        CLI_RUN(&out, 30,
+                "oscore protect --context %s --role client --seq 2 43011234a1b2c3b474696d65", conf);
     if (rc != 0)
         fail_msg("oscore protect --context %s: exit %d\n%s", conf, rc, out);
     free(out);
@@ -450,7 +457,9 @@ static void test_export_oscore_conf(void **state)
      * "Replay detected"). */
     rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --json", r.port,
                  conf);
-    if (rc != 0 || !strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
+    if (rc != 0 ||
+        !strstr(out,
+                "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
         fail_msg("coap --oscore-context %s: exit %d\n%s", conf, rc, out);
     long used[8];
     size_t n_used = json_numbers(out, "oscore_sequence_numbers", used, 8);
@@ -460,7 +469,9 @@ static void test_export_oscore_conf(void **state)
     /* libcoap's spelling, conf and seq_file: further up again. */
     rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s,%s --json",
                  r.port, conf, seq);
-    if (rc != 0 || !strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
+    if (rc != 0 ||
+        !strstr(out,
+                "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
         fail_msg("coap --oscore-context %s,%s: exit %d\n%s", conf, seq, rc, out);
     long used2[8];
     assert_true(json_numbers(out, "oscore_sequence_numbers", used2, 8) >= 1);
@@ -530,8 +541,8 @@ static void test_export_oscore_conf(void **state)
     char conf4[300];
     net_path(conf4, sizeof conf4, "sha384.conf");
     rc = CLI_RUN(&out, 30,
-                 "initiator coap://127.0.0.1:%u --suites 24 --export-oscore-conf %s --json",
-                 r.port, conf4);
+                 "initiator coap://127.0.0.1:%u --suites 24 --export-oscore-conf %s --json", r.port,
+                 conf4);
     f = expect_ok_json(out, rc);
     assert_has(f, "oscore.hkdf_alg=-43");
     assert_has(f, "oscore.libcoap=false");

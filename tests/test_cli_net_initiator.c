@@ -13,8 +13,8 @@ static void test_suite_negotiation(void **state)
     assert_int_equal(net_responder_start(&r, "suite2", "--listen 127.0.0.1:0 --suites 2"), 0);
     char *out;
     /* Suite 6 first: the responder answers error code 2 with SUITES_R 2. */
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 6,2 --json",
-                     r.port);
+    int rc =
+        CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 0 --suites 6,2 --json", r.port);
     char *f = expect_ok_json(out, rc);
     assert_has(f, "attempts=2");
     assert_has(f, "suite=2");
@@ -72,8 +72,9 @@ static void test_suites_r_is_what_completes(void **state)
     for (size_t k = 0; k < sizeof methods / sizeof methods[0]; k++) {
         int m = methods[k];
         char *out;
-        int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method %d --suites 1 "
-                                   "--request none --json",
+        int rc = CLI_RUN(&out, 30,
+                         "initiator coap://127.0.0.1:%u --method %d --suites 1 "
+                         "--request none --json",
                          r.port, m);
         if (rc != 4)
             fail_msg("method %d, suite 1: exit %d\n%s", m, rc, out);
@@ -85,8 +86,9 @@ static void test_suites_r_is_what_completes(void **state)
         free(out);
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
             bool listed = all[i] == 0 || all[i] == 6 || all[i] == 24 || all[i] == 25;
-            rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method %d --suites %d "
-                                   "--request none --json",
+            rc = CLI_RUN(&out, 30,
+                         "initiator coap://127.0.0.1:%u --method %d --suites %d "
+                         "--request none --json",
                          r.port, m, all[i]);
             f = flat(out);
             char line[64];
@@ -96,8 +98,8 @@ static void test_suites_r_is_what_completes(void **state)
                     fail_msg("method %d suite %d is in SUITES_R but does not complete (exit %d):%s",
                              m, all[i], rc, f);
             } else if (rc != 4 || !has(f, "error.err_code=2")) {
-                fail_msg("method %d suite %d is not in SUITES_R but got exit %d:%s", m, all[i],
-                         rc, f);
+                fail_msg("method %d suite %d is not in SUITES_R but got exit %d:%s", m, all[i], rc,
+                         f);
             }
             free(f);
             free(out);
@@ -120,8 +122,9 @@ static void test_suite_negotiation_across_credentials(void **state)
     static struct net_proc r;
     assert_int_equal(net_responder_start(&r, "suites-06", "--listen 127.0.0.1:0 --suites 0,6"), 0);
     char *out;
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 2 --suites 4,6,0 "
-                               "--request none --json",
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --method 2 --suites 4,6,0 "
+                     "--request none --json",
                      r.port);
     char *f = expect_ok_json(out, rc);
     assert_has(f, "suites_r=[0, 6]");
@@ -141,8 +144,9 @@ static void test_demo_serves_suite_25(void **state)
     (void)state;
     for (int m = 0; m <= 3; m++) {
         char *out;
-        int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method %d --suites 25 "
-                                   "--request none --json",
+        int rc = CLI_RUN(&out, 30,
+                         "initiator coap://127.0.0.1:%u --method %d --suites 25 "
+                         "--request none --json",
                          main_responder.port, m);
         char *f = expect_ok_json(out, rc);
         assert_has(f, "suite=25");
@@ -203,8 +207,12 @@ static void test_initiator_options(void **state)
 {
     (void)state;
     char *out;
-    static const char *const refused[] = {"--cred-r /nonexistent", "--suites-r 2", "--methods 3",
-                                          "--key-r x", "--c-r 01", "--ead-2 5"};
+    static const char *const refused[] = {"--cred-r /nonexistent",
+                                          "--suites-r 2",
+                                          "--methods 3",
+                                          "--key-r x",
+                                          "--c-r 01",
+                                          "--ead-2 5"};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         int rc = CLI_RUN(&out, 10, "initiator coap://127.0.0.1:1 %s", refused[i]);
         if (rc != 2 || !strstr(out, "unknown option"))
@@ -284,8 +292,8 @@ static void test_initiator_schema_refuses(void **state)
 {
     (void)state;
     char *out;
-    int rc = net_cli_run(&out, 30, true, "initiator coap://127.0.0.1:%u --json",
-                         main_responder.port);
+    int rc =
+        net_cli_run(&out, 30, true, "initiator coap://127.0.0.1:%u --json", main_responder.port);
     char *f = expect_ok_json(out, rc);
     free(f);
     char *doc = json_doc(out);

@@ -75,9 +75,9 @@ static bool have_tshark(void)
 static void check_capture_run(const struct net_proc *r, bool v6, const char *pcap)
 {
     char *out;
-    int rc = CLI_RUN(&out, 30,
-                     "initiator coap://%s:%u --json --pcap %s --link 802.15.4 --timeout 10",
-                     v6 ? "[::1]" : "127.0.0.1", v6 ? r->port6 : r->port, pcap);
+    int rc =
+        CLI_RUN(&out, 30, "initiator coap://%s:%u --json --pcap %s --link 802.15.4 --timeout 10",
+                v6 ? "[::1]" : "127.0.0.1", v6 ? r->port6 : r->port, pcap);
     char *f = expect_ok_json(out, rc);
     long coap[LAYER_MSGS + 1], udp[LAYER_MSGS + 1], ip[LAYER_MSGS + 1], frames[LAYER_MSGS + 1],
         link[LAYER_MSGS + 1], dg[LAYER_MSGS + 1], ver[LAYER_MSGS + 1];
@@ -201,8 +201,8 @@ static void test_layers_and_pcap(void **state)
     net_path(p4, sizeof p4, "initiator4.pcap");
     net_path(p6, sizeof p6, "initiator6.pcap");
     char args[600];
-    snprintf(args, sizeof args,
-             "--listen 127.0.0.1:0 --listen [::1]:0 --pcap %s --link 802.15.4", rpcap);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --listen [::1]:0 --pcap %s --link 802.15.4",
+             rpcap);
     assert_int_equal(net_responder_start(&r, "layers", args), 0);
     check_capture_run(&r, false, p4);
     check_capture_run(&r, true, p6);
@@ -302,7 +302,6 @@ static void test_coap_pcap(void **state)
     free(out);
 }
 
-
 /* simulate's per-layer numbers (each message encoded as the A.2 framing
  * would send it) equal the ones measured on the socket for the same
  * configuration, link frames included. */
@@ -320,13 +319,14 @@ static void test_simulate_framing_matches_live(void **state)
                      r.port6);
     net_proc_stop(&r, SIGTERM, 5000);
     char *lf = expect_ok_json(live, rc);
-    rc = CLI_RUN(&sim, 30, "simulate --method 3 --suites 2 --id-cred-i kid --id-cred-r kid --json "
-                           "--link 802.15.4");
+    rc = CLI_RUN(&sim, 30,
+                 "simulate --method 3 --suites 2 --id-cred-i kid --id-cred-r kid --json "
+                 "--link 802.15.4");
     assert_int_equal(rc, 0);
     char *sf = flat(sim);
     assert_has(sf, "framed.measured=false");
-    const char *fields[] = {"edhoc_bytes", "coap_bytes", "udp_bytes", "ip_bytes", "frames",
-                            "link_bytes"};
+    const char *fields[] = {"edhoc_bytes", "coap_bytes", "udp_bytes",
+                            "ip_bytes",    "frames",     "link_bytes"};
     for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
         /* message_1..3 and the 2.04: the first four rows of both. */
         for (int i = 0; i < 4; i++) {
@@ -391,8 +391,8 @@ static void test_air_options_refused(void **state)
         char *out;
         int rc = CLI_RUN(&out, 30, "%s", cases[i].args);
         if (rc != 2 || !strstr(out, cases[i].message))
-            fail_msg("%s: exit %d, expected 2 and \"%s\":\n%s", cases[i].args, rc,
-                     cases[i].message, out);
+            fail_msg("%s: exit %d, expected 2 and \"%s\":\n%s", cases[i].args, rc, cases[i].message,
+                     out);
         free(out);
     }
 }

@@ -48,7 +48,8 @@ static void context_pair(const char *name)
     snprintf(server_conf, sizeof server_conf, "%s/%s-server.conf", net_dir, name);
     snprintf(text, sizeof text,
              "master_secret,hex,\"%s\"\nmaster_salt,hex,\"9e7ca92223786340\"\n"
-             "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n", secret);
+             "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n",
+             secret);
     net_write_file(client_conf, text, 0600);
     snprintf(text, sizeof text,
              "master_secret,hex,\"%s\"\nmaster_salt,hex,\"9e7ca92223786340\"\n"
@@ -163,8 +164,10 @@ static void test_coap_runs_continue(void **state)
      * directory (the next run from either continues above both). */
     char seqfile[300];
     net_path(seqfile, sizeof seqfile, "client.seq");
-    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s,%s --json "
-                           "--state-dir %s", r.port, client_conf, seqfile, client_state);
+    rc = CLI_RUN(&out, 30,
+                 "coap GET coap://127.0.0.1:%u/time --oscore-context %s,%s --json "
+                 "--state-dir %s",
+                 r.port, client_conf, seqfile, client_state);
     if (rc != 0)
         fail_msg("conf,seqfile: %d\n%s", rc, out);
     assert_int_equal(seq_numbers(out, a, 8), 1);
@@ -176,8 +179,10 @@ static void test_coap_runs_continue(void **state)
     free(num);
     /* A damaged sequence-number file is refused, never guessed at. */
     net_write_file(seqfile, "12x\n", 0600);
-    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s,%s "
-                           "--state-dir %s", r.port, client_conf, seqfile, client_state);
+    rc = CLI_RUN(&out, 30,
+                 "coap GET coap://127.0.0.1:%u/time --oscore-context %s,%s "
+                 "--state-dir %s",
+                 r.port, client_conf, seqfile, client_state);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "not a sequence-number file"));
     free(out);
@@ -186,8 +191,9 @@ static void test_coap_runs_continue(void **state)
      * continues above them (issue 23: one record per keying material,
      * whatever files are named). */
     long before_none = a[0];
-    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --state-dir none "
-                           "--json",
+    rc = CLI_RUN(&out, 30,
+                 "coap GET coap://127.0.0.1:%u/time --oscore-context %s --state-dir none "
+                 "--json",
                  r.port, client_conf);
     if (rc != 0)
         fail_msg("--state-dir none: %d\n%s", rc, out);
@@ -277,10 +283,11 @@ static void test_initiator_hint_followed(void **state)
              net_dir);
     assert_int_equal(net_responder_start(&r, "hint", args), 0);
     char *out;
-    int rc = CLI_RUN(&out, 30,
-                     "initiator coap://127.0.0.1:%u --request \"GET /time\" --export-oscore-conf %s "
-                     "--state-dir %s",
-                     r.port, conf, hint_dir);
+    int rc =
+        CLI_RUN(&out, 30,
+                "initiator coap://127.0.0.1:%u --request \"GET /time\" --export-oscore-conf %s "
+                "--state-dir %s",
+                r.port, conf, hint_dir);
     if (rc != 0)
         fail_msg("initiator: %d\n%s", rc, out);
     const char *hint = strstr(out, "  continue with: edhoc-cli ");
@@ -366,8 +373,8 @@ static void test_conf_and_seq_file_alternate(void **state)
 static size_t raw_request(unsigned seq, const char *coap_hex, uint8_t *msg, size_t cap)
 {
     char *out;
-    int rc = CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq %u %s",
-                     client_conf, seq, coap_hex);
+    int rc = CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq %u %s", client_conf,
+                     seq, coap_hex);
     if (rc != 0)
         fail_msg("oscore protect: %d %s", rc, out);
     char hex[4096];
@@ -479,7 +486,10 @@ static void test_observe_reset(void **state)
     start_scenario(&r, "rst", "-v");
     /* CON GET, token a1b2c3, Observe 0 (empty), Uri-Path "counter". */
     uint8_t reg[512], buf[2048];
-    size_t len = raw_request(800000, "43011234a1b2c360" "57636f756e746572", reg, sizeof reg);
+    size_t len = raw_request(800000,
+                             "43011234a1b2c360"
+                             "57636f756e746572",
+                             reg, sizeof reg);
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
     assert_true(fd >= 0);
     long n = net_udp_exchange_fd(fd, r.port, reg, len, buf, sizeof buf, 3000);
@@ -596,7 +606,8 @@ static void test_inner_block1_by_hand(void **state)
                 memcpy(body + 2 * i, "62", 2);
             body[96] = '\0';
             assert_non_null(strstr(o, body));
-            assert_non_null(strstr(o, "\"name\": \"Block1\",\n        \"value_hex\": \"20\"")); /* 2, M 0 */
+            assert_non_null(
+                strstr(o, "\"name\": \"Block1\",\n        \"value_hex\": \"20\"")); /* 2, M 0 */
         }
         free(o);
     }
@@ -836,14 +847,14 @@ static void test_lost_wal_and_stale_copy(void **state)
         char *log = net_read_file(r.log);
         assert_non_null(log);
         snprintf(want, sizeof want,
-                 "warning: state: %s: the database is older than its mark file (generation ",
-                 db);
+                 "warning: state: %s: the database is older than its mark file (generation ", db);
         /* The ceiling: the first mark (32) plus 65536; run 2's first mark
          * above it (65568 + 32) moved it on by 65536 again. */
         char moved[200];
         snprintf(moved, sizeof moved,
                  "its -wal was lost or the file was restored from a copy; every sender "
-                 "sequence-number mark moved up to %u (", run == 2 ? 65568u : 131136u);
+                 "sequence-number mark moved up to %u (",
+                 run == 2 ? 65568u : 131136u);
         bool said = strstr(log, want) && strstr(log, moved);
         /* Judged after the nonce check, so that a store that went back
          * shows as the reused nonces it causes. */
@@ -901,10 +912,11 @@ static void test_export_secrets_continued(void **state)
     snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --pcap %s", sdir, pcap);
     assert_int_equal(net_responder_start(&r, "pasted", args), 0);
     char *out;
-    int rc = CLI_RUN(&out, 30,
-                     "initiator coap://127.0.0.1:%u --request \"GET /time\" --request \"GET /time\" "
-                     "--export-secrets --json --pcap %s/pasted-i.pcap",
-                     r.port, net_dir);
+    int rc =
+        CLI_RUN(&out, 30,
+                "initiator coap://127.0.0.1:%u --request \"GET /time\" --request \"GET /time\" "
+                "--export-secrets --json --pcap %s/pasted-i.pcap",
+                r.port, net_dir);
     if (rc != 0)
         fail_msg("initiator: %d\n%s", rc, out);
     char ms[80], salt[80], sid[20], rid[20], conf[300], text[600];
@@ -919,8 +931,9 @@ static void test_export_secrets_continued(void **state)
              "recipient_id,hex,\"%s\"\n",
              ms, salt, sid, rid);
     net_write_file(conf, text, 0600);
-    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --json --pcap "
-                           "%s/pasted-coap.pcap",
+    rc = CLI_RUN(&out, 30,
+                 "coap GET coap://127.0.0.1:%u/time --oscore-context %s --json --pcap "
+                 "%s/pasted-coap.pcap",
                  r.port, conf, net_dir);
     if (rc != 0)
         fail_msg("coap with the pasted context: %d\n%s", rc, out);

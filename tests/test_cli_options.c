@@ -23,8 +23,9 @@ static const struct cli_opt opts[] = {
     {OPT_JSON, "json", NULL, "machine-readable output"},
     {OPT_COUNT, "count", "N", "how many"},
     {OPT_MODE, "mode", "MODE", "one of fast, slow"},
-    {OPT_SEQ, "seq", "N", "a sequence number with a help text long enough to be wrapped at the "
-                          "end of the line, twice over, so that wrapping is seen to happen"},
+    {OPT_SEQ, "seq", "N",
+     "a sequence number with a help text long enough to be wrapped at the "
+     "end of the line, twice over, so that wrapping is seen to happen"},
     {0, NULL, NULL, NULL},
 };
 static const struct cli_opt_group groups[] = {{"Test", opts}, {NULL, NULL}};
@@ -139,11 +140,13 @@ static void test_refusals(void **state)
     struct cli_opt_parser p;
     assert_int_equal(parse(&p, (char *[]){"--bogus", NULL}), CLI_OPT_EXIT);
     assert_int_equal(p.exit_code, 2);
-    assert_string_equal(err_text, "edhoc-cli demo: unknown option '--bogus' (see edhoc-cli demo --help)\n");
+    assert_string_equal(err_text,
+                        "edhoc-cli demo: unknown option '--bogus' (see edhoc-cli demo --help)\n");
     assert_int_equal(parse(&p, (char *[]){"--timout", "3", NULL}), CLI_OPT_EXIT);
     assert_non_null(strstr(err_text, "did you mean --timeout?"));
     assert_int_equal(parse(&p, (char *[]){"--timeout-ms", "3", NULL}), CLI_OPT_EXIT);
-    assert_string_equal(err_text, "edhoc-cli demo: --timeout-ms is no longer an option: use --timeout SECONDS\n");
+    assert_string_equal(
+        err_text, "edhoc-cli demo: --timeout-ms is no longer an option: use --timeout SECONDS\n");
     assert_int_equal(parse(&p, (char *[]){"--json=1", NULL}), CLI_OPT_EXIT);
     assert_string_equal(err_text, "edhoc-cli demo: --json takes no value (got '1')\n");
     assert_int_equal(parse(&p, (char *[]){"--count", NULL}), CLI_OPT_EXIT);
@@ -173,7 +176,8 @@ static void test_values(void **state)
     capture_begin();
     assert_int_equal(cli_opt_long(&p, 1, 10, &v), -1);
     capture_end();
-    assert_string_equal(err_text, "edhoc-cli demo: --count: expected an integer from 1 to 10, got '12x'\n");
+    assert_string_equal(err_text,
+                        "edhoc-cli demo: --count: expected an integer from 1 to 10, got '12x'\n");
     assert_int_equal(parse(&p, (char *[]){"--count", "10", NULL}), CLI_OPT_OPTION);
     assert_int_equal(cli_opt_long(&p, 1, 10, &v), 0);
     assert_int_equal(v, 10);
@@ -192,7 +196,8 @@ static void test_values(void **state)
     capture_begin();
     assert_int_equal(cli_opt_choice(&p, modes, &idx), -1);
     capture_end();
-    assert_string_equal(err_text, "edhoc-cli demo: --mode: expected one of fast, slow, got 'fastest'\n");
+    assert_string_equal(err_text,
+                        "edhoc-cli demo: --mode: expected one of fast, slow, got 'fastest'\n");
 }
 
 /* issue #18: `--crypto openssl|sodium|auto` on every command, with the
@@ -210,8 +215,8 @@ static void test_crypto_option(void **state)
     assert_string_equal(getenv("EDHOC_CRYPTO"), "openssl");
     assert_int_equal(parse(&p, (char *[]){"--crypto", "gnutls", NULL}), CLI_OPT_EXIT);
     assert_int_equal(p.exit_code, 2);
-    assert_string_equal(err_text,
-                        "edhoc-cli demo: --crypto: expected openssl, sodium or auto, got 'gnutls'\n");
+    assert_string_equal(
+        err_text, "edhoc-cli demo: --crypto: expected openssl, sodium or auto, got 'gnutls'\n");
     assert_string_equal(getenv("EDHOC_CRYPTO"), "openssl");
     /* A set variable naming no backend is refused at the end of the line. */
     setenv("EDHOC_CRYPTO", "fastest", 1);
@@ -271,7 +276,8 @@ static void test_leading_common_options(void **state)
     assert_int_equal(leading((char *[]){"edhoc-cli", "simulate", "--json", NULL}), 1);
     assert_int_equal(leading((char *[]){"edhoc-cli", "--crypto", "sodium", "simulate", NULL}), 3);
     assert_int_equal(leading((char *[]){"edhoc-cli", "-vv", "-q", "--crypto=auto", "--verbose",
-                                        "--quiet", "simulate", NULL}), 6);
+                                        "--quiet", "simulate", NULL}),
+                     6);
     assert_string_equal(err_text, "");
     /* --help and --version are answered by the program itself. */
     assert_int_equal(leading((char *[]){"edhoc-cli", "-q", "--version", NULL}), 2);
@@ -279,8 +285,8 @@ static void test_leading_common_options(void **state)
     /* Nothing after them: the caller prints the usage. */
     assert_int_equal(leading((char *[]){"edhoc-cli", "-q", NULL}), 2);
 
-    assert_int_equal(leading((char *[]){"edhoc-cli", "--json", "-q", "simulate", "--method", "3",
-                                        NULL}), -1);
+    assert_int_equal(
+        leading((char *[]){"edhoc-cli", "--json", "-q", "simulate", "--method", "3", NULL}), -1);
     assert_string_equal(err_text, "edhoc-cli: put --json after the command: edhoc-cli simulate "
                                   "--json -q --method 3\n");
     assert_int_equal(leading((char *[]){"edhoc-cli", "-x", NULL}), -1);
@@ -319,7 +325,8 @@ static void test_leading_options_end_to_end(void **state)
     } cases[] = {
         {"--crypto gnutls simulate", 2,
          "edhoc-cli simulate: --crypto: expected openssl, sodium or auto, got 'gnutls'\n"},
-        {"--json simulate", 2, "edhoc-cli: put --json after the command: edhoc-cli simulate --json\n"},
+        {"--json simulate", 2,
+         "edhoc-cli: put --json after the command: edhoc-cli simulate --json\n"},
         {"-q --crypto sodium simulate --method 3 >/dev/null", 0, ""},
         {"-q --crypto=openssl bench load --bogus", 2,
          "edhoc-cli load: unknown option '--bogus' (see edhoc-cli load --help)\n"},
@@ -340,10 +347,14 @@ static void test_leading_options_end_to_end(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_both_spellings),      cmocka_unit_test(test_positional_and_double_dash),
-        cmocka_unit_test(test_common_options),      cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_values),              cmocka_unit_test(test_help_from_table),
-        cmocka_unit_test(test_crypto_option),      cmocka_unit_test(test_leading_common_options),
+        cmocka_unit_test(test_both_spellings),
+        cmocka_unit_test(test_positional_and_double_dash),
+        cmocka_unit_test(test_common_options),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_values),
+        cmocka_unit_test(test_help_from_table),
+        cmocka_unit_test(test_crypto_option),
+        cmocka_unit_test(test_leading_common_options),
         cmocka_unit_test(test_leading_options_end_to_end),
     };
     return cmocka_run_group_tests_name("cli_options", tests, NULL, NULL);

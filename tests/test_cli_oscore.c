@@ -148,12 +148,14 @@ static void request_vector(const char *msg, const char *client, const char *serv
     vec_str(v, "unprotected_request", plain, sizeof plain);
     vec_str(v, "protected_request", prot, sizeof prot);
     char *out;
-    assert_int_equal(cli(&out, false, "oscore protect --context %s --seq 20 %s",
-                         context_file(client), plain), 0);
+    assert_int_equal(
+        cli(&out, false, "oscore protect --context %s --seq 20 %s", context_file(client), plain),
+        0);
     expect_hex(v, "protected_request", out);
     free(out);
     assert_int_equal(cli(&out, false, "oscore unprotect --context %s --role server %s",
-                         context_file(server), prot), 0);
+                         context_file(server), prot),
+                     0);
     expect_hex(v, "unprotected_request", out);
     free(out);
 }
@@ -177,12 +179,15 @@ static void test_cli_responses(void **state)
     vec_str(v7, "unprotected_response", resp, sizeof resp);
     /* C.7: no --seq, the request nonce is reused */
     assert_int_equal(cli(&out, false, "oscore protect --context %s --request %s %s",
-                         context_file("C.1.2"), req, resp), 0);
+                         context_file("C.1.2"), req, resp),
+                     0);
     expect_hex(v7, "protected_response", out);
     free(out);
     /* C.8: --seq 0 gives the response its own Partial IV */
-    assert_int_equal(cli(&out, false, "oscore protect --context %s --role server --seq 0 --request %s %s",
-                         context_file("C.1.2"), req, resp), 0);
+    assert_int_equal(cli(&out, false,
+                         "oscore protect --context %s --role server --seq 0 --request %s %s",
+                         context_file("C.1.2"), req, resp),
+                     0);
     expect_hex(v8, "protected_response", out);
     free(out);
     /* the client side of both */
@@ -190,11 +195,13 @@ static void test_cli_responses(void **state)
     vec_str(v7, "protected_response", p7, sizeof p7);
     vec_str(v8, "protected_response", p8, sizeof p8);
     assert_int_equal(cli(&out, false, "oscore unprotect --context %s --request %s %s",
-                         context_file("C.1.1"), req, p7), 0);
+                         context_file("C.1.1"), req, p7),
+                     0);
     expect_hex(v7, "unprotected_response", out);
     free(out);
     assert_int_equal(cli(&out, false, "oscore unprotect --context %s --role client --request %s %s",
-                         context_file("C.1.1"), req, p8), 0);
+                         context_file("C.1.1"), req, p8),
+                     0);
     expect_hex(v8, "unprotected_response", out);
     free(out);
 }
@@ -208,7 +215,8 @@ static void test_cli_json_and_verbose(void **state)
     vec_str(v, "protected_request", prot, sizeof prot);
     char *out;
     assert_int_equal(cli(&out, false, "oscore protect --json --context %s --seq 20 %s",
-                         context_file("C.1.1"), plain), 0);
+                         context_file("C.1.1"), plain),
+                     0);
     assert_int_equal(net_json_valid(out, "oscore", false), 0);
     assert_json_eq(out, "message_hex", prot);
     assert_json_eq(out, "ok", "true");
@@ -217,19 +225,20 @@ static void test_cli_json_and_verbose(void **state)
     assert_json_eq(out, "error", "null");
     free(out);
     /* -v decodes on standard error: standard output stays the hex alone. */
-    assert_int_equal(cli(&out, false, "oscore unprotect -v --context %s %s",
-                         context_file("C.1.2"), prot), 0);
+    assert_int_equal(
+        cli(&out, false, "oscore unprotect -v --context %s %s", context_file("C.1.2"), prot), 0);
     assert_string_equal(out, plain);
     free(out);
-    assert_int_equal(cli(&out, true, "oscore unprotect -v --context %s %s",
-                         context_file("C.1.2"), prot), 0);
+    assert_int_equal(
+        cli(&out, true, "oscore unprotect -v --context %s %s", context_file("C.1.2"), prot), 0);
     assert_non_null(strstr(out, plain));
     assert_non_null(strstr(out, "code 0.01"));
     assert_non_null(strstr(out, "Uri-Host: \"localhost\""));
     assert_non_null(strstr(out, "Uri-Path: \"tv1\""));
     free(out);
-    assert_int_equal(cli(&out, false, "oscore unprotect --json --context %s %s",
-                         context_file("C.1.2"), prot), 0);
+    assert_int_equal(
+        cli(&out, false, "oscore unprotect --json --context %s %s", context_file("C.1.2"), prot),
+        0);
     assert_int_equal(net_json_valid(out, "oscore", false), 0);
     assert_json_eq(out, "message_hex", plain);
     assert_json_eq(out, "decoded/code", "0.01");
@@ -251,7 +260,8 @@ static void test_cli_json_and_verbose(void **state)
     char resp[512];
     vec_str(vec_object(appc, "C.8"), "unprotected_response", resp, sizeof resp);
     assert_int_equal(cli(&out, false, "oscore protect --json --context %s --seq 0 --request %s %s",
-                         context_file("C.1.2"), prot, resp), 0);
+                         context_file("C.1.2"), prot, resp),
+                     0);
     assert_int_equal(net_json_valid(out, "oscore", false), 0);
     assert_json_eq(out, "role", "server");
     char p8[512];
@@ -273,11 +283,12 @@ static void test_cli_failures(void **state)
     strcpy(bad, prot);
     size_t n = strlen(bad);
     bad[n - 1] = bad[n - 1] == '0' ? '1' : '0';
-    assert_int_equal(cli(&out, true, "oscore unprotect --context %s %s", context_file("C.1.2"), bad), 7);
+    assert_int_equal(
+        cli(&out, true, "oscore unprotect --context %s %s", context_file("C.1.2"), bad), 7);
     assert_non_null(strstr(out, "decryption failed"));
     free(out);
-    assert_int_equal(cli(&out, false, "oscore unprotect --json --context %s %s",
-                         context_file("C.1.2"), bad), 7);
+    assert_int_equal(
+        cli(&out, false, "oscore unprotect --json --context %s %s", context_file("C.1.2"), bad), 7);
     assert_int_equal(net_json_valid(out, "oscore", false), 0);
     assert_json_eq(out, "ok", "false");
     assert_json_eq(out, "error", "decrypt");
@@ -288,7 +299,8 @@ static void test_cli_failures(void **state)
                    "64805d1f00003974d001ff44656372797074696f6e206661696c6564");
     free(out);
     /* wrong context (the client's own): kid does not match */
-    assert_int_equal(cli(&out, true, "oscore unprotect --context %s %s", context_file("C.1.1"), prot), 7);
+    assert_int_equal(
+        cli(&out, true, "oscore unprotect --context %s %s", context_file("C.1.1"), prot), 7);
     assert_non_null(strstr(out, "security context not found"));
     free(out);
     /* malformed OSCORE option (reserved bit) */
@@ -297,7 +309,8 @@ static void test_cli_failures(void **state)
     char *opt = strstr(badopt, "620914");
     assert_non_null(opt);
     opt[2] = 'e'; /* flags 0x09 -> 0xe9 */
-    assert_int_equal(cli(&out, true, "oscore unprotect --context %s %s", context_file("C.1.2"), badopt), 7);
+    assert_int_equal(
+        cli(&out, true, "oscore unprotect --context %s %s", context_file("C.1.2"), badopt), 7);
     assert_non_null(strstr(out, "malformed OSCORE option"));
     free(out);
 
@@ -316,7 +329,8 @@ static void test_cli_failures(void **state)
     free(out);
     f = fopen(path, "w");
     assert_non_null(f);
-    fprintf(f, "master_secret,hex,0102\nsender_id,hex,01020304050607\nrecipient_id,hex,01\naead_alg,text,A128GCM\n");
+    fprintf(f, "master_secret,hex,0102\nsender_id,hex,01020304050607\nrecipient_id,hex,01\naead_"
+               "alg,text,A128GCM\n");
     fclose(f);
     assert_int_equal(cli(&out, true, "oscore protect --context %s %s", path, plain), 3);
     assert_non_null(strstr(out, "at most 6 bytes"));
@@ -332,17 +346,21 @@ static void test_cli_failures(void **state)
     assert_non_null(strstr(out, "--context"));
     free(out);
     assert_int_equal(cli(&out, true, "oscore protect --context %s --role server %s",
-                         context_file("C.1.1"), plain), 2);
+                         context_file("C.1.1"), plain),
+                     2);
     free(out);
-    assert_int_equal(cli(&out, true, "oscore protect --context %s --seq -1 %s",
-                         context_file("C.1.1"), plain), 2);
+    assert_int_equal(
+        cli(&out, true, "oscore protect --context %s --seq -1 %s", context_file("C.1.1"), plain),
+        2);
     free(out);
     assert_int_equal(cli(&out, true, "oscore protect --context %s --seq 1099511627776 %s",
-                         context_file("C.1.1"), plain), 2);
+                         context_file("C.1.1"), plain),
+                     2);
     free(out);
     char resp[512];
     vec_str(vec_object(appc, "C.7"), "unprotected_response", resp, sizeof resp);
-    assert_int_equal(cli(&out, true, "oscore protect --context %s %s", context_file("C.1.2"), resp), 2);
+    assert_int_equal(cli(&out, true, "oscore protect --context %s %s", context_file("C.1.2"), resp),
+                     2);
     assert_non_null(strstr(out, "--request"));
     free(out);
     assert_int_equal(cli(&out, true, "oscore frobnicate"), 2);
@@ -352,7 +370,8 @@ static void test_cli_failures(void **state)
     free(out);
     /* the highest sequence number still works, with a 5-byte Partial IV */
     assert_int_equal(cli(&out, false, "oscore protect --context %s --seq 1099511627775 %s",
-                         context_file("C.1.1"), plain), 0);
+                         context_file("C.1.1"), plain),
+                     0);
     assert_non_null(strstr(out, "0dffffffffff"));
     free(out);
 }
@@ -361,7 +380,8 @@ static int setup(void **state)
 {
     (void)state;
     appc = vec_load("rfc8613-appendix-c.json");
-    snprintf(tmpdir, sizeof tmpdir, "%s/edhoc-oscore-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(tmpdir, sizeof tmpdir, "%s/edhoc-oscore-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(tmpdir))
         return -1;
     return 0;
@@ -387,15 +407,17 @@ static void test_cli_durable_sequence_numbers(void **state)
     snprintf(sdir, sizeof sdir, "%s/state", tmpdir);
     const char *ctx = context_file("C.1.1");
     const char *req = "44015d1f00003974396c6f63616c686f737483747631";
-    assert_int_equal(cli(&out, false, "oscore protect --json --context %s --state-dir %s %s", ctx,
-                         sdir, req), 0);
+    assert_int_equal(
+        cli(&out, false, "oscore protect --json --context %s --state-dir %s %s", ctx, sdir, req),
+        0);
     assert_int_equal(net_json_valid(out, "oscore", false), 0);
     char *osc = decoded_option(out, 9);
     assert_string_equal(osc, "0900"); /* Partial IV 0 */
     free(osc);
     free(out);
-    assert_int_equal(cli(&out, false, "oscore protect --json --context %s --state-dir %s %s", ctx,
-                         sdir, req), 0);
+    assert_int_equal(
+        cli(&out, false, "oscore protect --json --context %s --state-dir %s %s", ctx, sdir, req),
+        0);
     osc = decoded_option(out, 9);
     assert_string_equal(osc, "0901"); /* Partial IV 1, not 0 again */
     free(osc);
@@ -404,8 +426,8 @@ static void test_cli_durable_sequence_numbers(void **state)
      * -E FILE,FILE.seq) was written by both runs and still records them:
      * Partial IV 2 (issue 23: one record per keying material, whatever
      * files are named). */
-    assert_int_equal(cli(&out, false, "oscore protect --json --context %s --state-dir none %s", ctx,
-                         req), 0);
+    assert_int_equal(
+        cli(&out, false, "oscore protect --json --context %s --state-dir none %s", ctx, req), 0);
     osc = decoded_option(out, 9);
     assert_string_equal(osc, "0902");
     free(osc);
@@ -417,7 +439,6 @@ static void test_cli_durable_sequence_numbers(void **state)
     assert_string_equal(next, "3\n");
     free(next);
 }
-
 
 /* A context file holds the master secret: it gets the rules of a private
  * key file (issue #14: "key files are refused when owned by another user
@@ -438,8 +459,8 @@ static void test_context_file_is_secret(void **state)
     free(out);
     /* coap refuses it the same way, before it sends anything (port 9:
      * discard, nothing would answer). */
-    assert_int_equal(cli(&out, true, "coap GET coap://127.0.0.1:9/x --oscore-context %s --json",
-                         conf), 3);
+    assert_int_equal(
+        cli(&out, true, "coap GET coap://127.0.0.1:9/x --oscore-context %s --json", conf), 3);
     assert_non_null(strstr(out, "edhoc-cli coap: --oscore-context"));
     assert_non_null(strstr(out, "chmod 600"));
     assert_null(strstr(out, "responses"));
@@ -477,9 +498,11 @@ static void test_context_file_is_secret(void **state)
     assert_int_equal(chmod(open_dir, 0777), 0);
     assert_int_equal(cli(&out, true, "oscore protect --context %s --seq 1 %s", deeper, plain), 3);
     char fix[1600];
-    snprintf(fix, sizeof fix, "edhoc-cli oscore: --context %s: in a directory others can write "
-                              "(%s, mode 0777): they could put another context in its place; "
-                              "fix it with: chmod go-w %s", deeper, open_dir, open_dir);
+    snprintf(fix, sizeof fix,
+             "edhoc-cli oscore: --context %s: in a directory others can write "
+             "(%s, mode 0777): they could put another context in its place; "
+             "fix it with: chmod go-w %s",
+             deeper, open_dir, open_dir);
     if (!strstr(out, fix))
         fail_msg("expected\n%s\ngot\n%s", fix, out);
     free(out);
@@ -510,18 +533,19 @@ static void test_cli_option_table(void **state)
     vec_str(v, "unprotected_request", plain, sizeof plain);
     vec_str(v, "protected_request", prot, sizeof prot);
     char *out;
-    assert_int_equal(cli(&out, true, "oscore protect --context %s --bogus %s",
-                         context_file("C.1.1"), plain), 2);
+    assert_int_equal(
+        cli(&out, true, "oscore protect --context %s --bogus %s", context_file("C.1.1"), plain), 2);
     assert_non_null(strstr(out, "edhoc-cli oscore: unknown option '--bogus'"));
     free(out);
-    assert_int_equal(cli(&out, true, "oscore protect --contxt %s %s", context_file("C.1.1"),
-                         plain), 2);
+    assert_int_equal(cli(&out, true, "oscore protect --contxt %s %s", context_file("C.1.1"), plain),
+                     2);
     assert_non_null(strstr(out, "did you mean --context?"));
     free(out);
     /* --name=value, and the last of a value option given twice wins (the
      * vector's number is 20). */
     assert_int_equal(cli(&out, false, "oscore protect --context=%s --seq=5 --seq 20 %s",
-                         context_file("C.1.1"), plain), 0);
+                         context_file("C.1.1"), plain),
+                     0);
     expect_hex(v, "protected_request", out);
     free(out);
     /* edhoc-cli help oscore is oscore --help. */
@@ -532,26 +556,31 @@ static void test_cli_option_table(void **state)
     free(out);
     free(help);
     /* What unprotect would ignore is refused. */
-    assert_int_equal(cli(&out, true, "oscore unprotect --context %s --seq 3 %s",
-                         context_file("C.1.2"), prot), 2);
+    assert_int_equal(
+        cli(&out, true, "oscore unprotect --context %s --seq 3 %s", context_file("C.1.2"), prot),
+        2);
     assert_non_null(strstr(out, "--seq only applies to protect"));
     free(out);
     assert_int_equal(cli(&out, true, "oscore unprotect --context %s --state-dir %s/s %s",
-                         context_file("C.1.2"), tmpdir, prot), 2);
+                         context_file("C.1.2"), tmpdir, prot),
+                     2);
     assert_non_null(strstr(out, "--state-dir only applies to protect"));
     free(out);
     char resp[512];
     vec_str(vec_object(appc, "C.7"), "unprotected_response", resp, sizeof resp);
     assert_int_equal(cli(&out, true, "oscore protect --context %s --state-dir %s/s --request %s %s",
-                         context_file("C.1.2"), tmpdir, prot, resp), 2);
+                         context_file("C.1.2"), tmpdir, prot, resp),
+                     2);
     assert_non_null(strstr(out, "reuses the request's nonce"));
     free(out);
-    assert_int_equal(cli(&out, true, "oscore protect --context %s %s %s", context_file("C.1.1"),
-                         plain, plain), 2);
+    assert_int_equal(
+        cli(&out, true, "oscore protect --context %s %s %s", context_file("C.1.1"), plain, plain),
+        2);
     assert_non_null(strstr(out, "unexpected argument"));
     free(out);
     assert_int_equal(cli(&out, true, "oscore protect --context %s --role nobody %s",
-                         context_file("C.1.1"), plain), 2);
+                         context_file("C.1.1"), plain),
+                     2);
     assert_non_null(strstr(out, "expected one of client, server"));
     free(out);
 }
@@ -613,8 +642,8 @@ static void test_coap_json_outputs(void **state)
 
     /* One plain response; a text payload twice (hex and text). --name=value
      * works, and of a value option given twice the last counts. */
-    char *out = coap_json(0, "POST coap://127.0.0.1:%u/echo --payload first --payload=hello",
-                          r.port);
+    char *out =
+        coap_json(0, "POST coap://127.0.0.1:%u/echo --payload first --payload=hello", r.port);
     assert_json_eq(out, "responses/#", "1");
     assert_json_eq(out, "responses/0/code", "2.04");
     assert_json_eq(out, "responses/0/code_name", "Changed");
@@ -651,8 +680,8 @@ static void test_coap_json_outputs(void **state)
     free(out);
     /* --observe: the notifications, their own Partial IVs, and the
      * deregistration (RFC 7641 Section 3.6). */
-    out = coap_json(0, "GET coap://127.0.0.1:%u/counter --observe 2 --oscore-context %s", r.port,
-                    cl);
+    out =
+        coap_json(0, "GET coap://127.0.0.1:%u/counter --observe 2 --oscore-context %s", r.port, cl);
     assert_json_eq(out, "responses/#", "2");
     assert_json_eq(out, "deregistered", "true");
     assert_true(json_long(out, "responses/1/piv") >= 0);
@@ -730,8 +759,9 @@ static void test_coap_json_outputs(void **state)
         body[i] = (char)('a' + i % 26);
     body[3000] = '\0';
     net_write_file(big, body, 0600);
-    out = coap_json(0, "POST coap://127.0.0.1:%u/echo --payload-file %s --block-size 256 "
-                       "--oscore-context %s --output %s",
+    out = coap_json(0,
+                    "POST coap://127.0.0.1:%u/echo --payload-file %s --block-size 256 "
+                    "--oscore-context %s --output %s",
                     r.port, big, cl, outp);
     assert_true(json_long(out, "responses/0/block1_blocks") > 1);
     assert_true(json_long(out, "responses/0/block2_blocks") > 1);
@@ -942,7 +972,8 @@ static void test_secret_holders_leave_no_core(void **state)
     /* The context and state of the user the commands run as, in a
      * directory of its own that it can reach. */
     char home[300], ctx[400], sdir[400];
-    snprintf(home, sizeof home, "%s/edhoc-core-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(home, sizeof home, "%s/edhoc-core-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     assert_non_null(mkdtemp(home));
     assert_int_equal(chmod(home, 0711), 0);
     char *text = net_read_file(context_file("C.1.1"));

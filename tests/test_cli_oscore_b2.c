@@ -32,9 +32,9 @@ static const char client_conf[] = "master_secret,hex,\"0102030405060708090a0b0c0
 
 /* How the test server misbehaves, if at all. */
 enum server_mode {
-    SERVER_GOOD,        /* B.2 as the appendix describes it */
-    SERVER_ALWAYS_B2,   /* answers request #2 with another response #1 */
-    SERVER_BAD_R2,      /* alters R2 in its response #1 after protecting it */
+    SERVER_GOOD,      /* B.2 as the appendix describes it */
+    SERVER_ALWAYS_B2, /* answers request #2 with another response #1 */
+    SERVER_BAD_R2,    /* alters R2 in its response #1 after protecting it */
 };
 
 static uint64_t mono_ms(void)
@@ -99,12 +99,12 @@ static void serve(int fd, enum server_mode mode)
         struct oscore_binding b;
         size_t idl = 0;
         const uint8_t *idc = valid ? oscore_context_id_context(&cur, &idl) : NULL;
-        bool ours = valid && (!o.has_kid_context ||
-                              (idc && o.kid_context_len == idl && !memcmp(o.kid_context, idc, idl)));
+        bool ours = valid && (!o.has_kid_context || (idc && o.kid_context_len == idl &&
+                                                     !memcmp(o.kid_context, idc, idl)));
         if (mode != SERVER_ALWAYS_B2 && oscore_b2_server_is_request2(&b2, req, (size_t)n, now)) {
             struct oscore_context next;
-            long k = oscore_b2_server_request2(&b2, crypto, &cfg, req, (size_t)n, now, &next,
-                                               inner, sizeof inner, &b);
+            long k = oscore_b2_server_request2(&b2, crypto, &cfg, req, (size_t)n, now, &next, inner,
+                                               sizeof inner, &b);
             if (k > 0) {
                 if (valid)
                     oscore_context_wipe(&cur);

@@ -50,7 +50,8 @@ static void test_restart_echo_replay_ssn(void **state)
                  r.port, conf);
     if (rc != 0)
         fail_msg("request after restart: %d\n%s", rc, out);
-    assert_non_null(strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"));
+    assert_non_null(strstr(
+        out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"));
     assert_non_null(strstr(out, "\"echo\": true"));
     long echo_piv = first_long(out, "echo_challenge_piv");
     if (echo_piv <= piv_before)
@@ -63,8 +64,8 @@ static void test_restart_echo_replay_ssn(void **state)
     /* A second run asking for the post-restart sequence number again is
      * refused by the client itself, before anything is sent: its state
      * directory knows 10 was used (RFC 8613 Section 7.2). */
-    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 10",
-                 r.port, conf);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 10", r.port,
+                 conf);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "may already have been used"));
     free(out);
@@ -140,8 +141,9 @@ static void test_sighup_keeps_contexts(void **state)
     kill(r.pid, SIGHUP);
     net_sleep_ms(400);
     char *out;
-    int rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 1 --json",
-                     r.port, conf);
+    int rc =
+        CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:%u/time --oscore-context %s --seq 1 --json",
+                r.port, conf);
     if (rc != 0)
         fail_msg("after SIGHUP: %d\n%s", rc, out);
     /* No Echo: the context and its replay window were kept. */
@@ -241,9 +243,9 @@ static void test_pending_eviction_and_timeout(void **state)
     assert_int_equal(net_count(log, "outcome=timeout"), 1);
     free(log);
     /* message_3 for the expired handshake: an EDHOC error, 4.00. */
-    const uint8_t m3[] = {0x42, 0x02, 0x10, 0x03, 0x7a, 0x03, 0xbb, '.', 'w', 'e', 'l', 'l', '-',
-                          'k', 'n', 'o', 'w', 'n', 0x05, 'e', 'd', 'h', 'o', 'c', 0x11, 65, 0xff,
-                          0x27, 0x41, 0x00};
+    const uint8_t m3[] = {0x42, 0x02, 0x10, 0x03, 0x7a, 0x03, 0xbb, '.',  'w',  'e',
+                          'l',  'l',  '-',  'k',  'n',  'o',  'w',  'n',  0x05, 'e',
+                          'd',  'h',  'o',  'c',  0x11, 65,   0xff, 0x27, 0x41, 0x00};
     n = net_udp_exchange(r.port, m3, sizeof m3, resp, sizeof resp, 3000);
     assert_true(n > 4);
     assert_int_equal(resp[1], 0x80);
@@ -312,8 +314,8 @@ static void observer_killed_then_sigterm(const char *name, const char *workers)
     net_write_file(sconf, text, 0600);
     snprintf(text, sizeof text, "%ssender_id,hex,\"01\"\nrecipient_id,hex,\"02\"\n", keys);
     net_write_file(cconf, text, 0600);
-    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --oscore-context %s --state-dir %s %s",
-             sconf, sdir, workers);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --oscore-context %s --state-dir %s %s", sconf,
+             sdir, workers);
     /* The engine's memory as free() leaves it, not filled with meson's
      * MALLOC_PERTURB_ pattern, which made the use after free miss the
      * observer (ASan reports it whatever the pattern). */
@@ -328,7 +330,11 @@ static void observer_killed_then_sigterm(const char *name, const char *workers)
     assert_int_equal(started, 0);
     /* CON GET, MID 0x1234, token a1b2c3, Observe 0, Uri-Path "counter". */
     uint8_t reg[512];
-    size_t len = protect_hex(cconf, 1, "43011234a1b2c3" "60" "57636f756e746572", reg, sizeof reg);
+    size_t len = protect_hex(cconf, 1,
+                             "43011234a1b2c3"
+                             "60"
+                             "57636f756e746572",
+                             reg, sizeof reg);
     pid_t client = fork();
     assert_true(client >= 0);
     if (client == 0) {
@@ -413,8 +419,8 @@ static void write_static_ctx(const char *name, char *path, size_t cap, const cha
 }
 
 #define C1_SECRET "0102030405060708090a0b0c0d0e0f10"
-#define IDC_B "id_context,hex,\"37cbf3210017a2d3\"\n"
-#define IDC_D "id_context,hex,\"44616c656b\"\n"
+#define IDC_B     "id_context,hex,\"37cbf3210017a2d3\"\n"
+#define IDC_D     "id_context,hex,\"44616c656b\"\n"
 #define IDC_EMPTY "id_context,hex,\"\"\n"
 
 /* `edhoc-cli coap GET /time` with a client context, its sequence numbers
@@ -424,9 +430,10 @@ static int static_get(uint16_t port, const char *ctx, const char *extra, char **
 {
     char cstate[300], line[1400];
     net_path(cstate, sizeof cstate, "client-state");
-    snprintf(line, sizeof line,
-             "STATE_DIRECTORY=%s %s coap GET coap://127.0.0.1:%u/time --oscore-context %s --json %s",
-             cstate, cli, port, ctx, extra);
+    snprintf(
+        line, sizeof line,
+        "STATE_DIRECTORY=%s %s coap GET coap://127.0.0.1:%u/time --oscore-context %s --json %s",
+        cstate, cli, port, ctx, extra);
     return net_sh(line, out, 30);
 }
 
@@ -434,7 +441,9 @@ static void expect_content(uint16_t port, const char *ctx, bool echo)
 {
     char *out;
     int rc = static_get(port, ctx, "", &out);
-    if (rc != 0 || !strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
+    if (rc != 0 ||
+        !strstr(out,
+                "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
         fail_msg("GET /time with %s: %d\n%s", ctx, rc, out);
     if (echo && !strstr(out, "\"echo\": true"))
         fail_msg("GET /time with %s: no Echo challenge after the restart\n%s", ctx, out);
@@ -457,8 +466,8 @@ static void test_static_contexts_share_recipient_id(void **state)
     write_static_ctx("srv_d.conf", srv_d, sizeof srv_d, IDC_D, true, C1_SECRET);
     write_static_ctx("cl_b.conf", cl_b, sizeof cl_b, IDC_B, false, C1_SECRET);
     write_static_ctx("cl_d.conf", cl_d, sizeof cl_d, IDC_D, false, C1_SECRET);
-    write_static_ctx("cl_other.conf", cl_other, sizeof cl_other, "id_context,hex,\"ffff\"\n",
-                     false, C1_SECRET);
+    write_static_ctx("cl_other.conf", cl_other, sizeof cl_other, "id_context,hex,\"ffff\"\n", false,
+                     C1_SECRET);
     net_path(sdir, sizeof sdir, "static-state");
     snprintf(args, sizeof args,
              "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s --oscore-context %s", sdir,
@@ -619,7 +628,9 @@ static void expect_b2_run(uint16_t port, const char *ctx, const char *extra, con
 {
     char *out;
     int rc = static_get(port, ctx, extra, &out);
-    if (rc != 0 || !strstr(out, "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
+    if (rc != 0 ||
+        !strstr(out,
+                "\"code\": \"2.05\",\n      \"code_name\": \"Content\",\n      \"oscore\": true"))
         fail_msg("GET /time with %s: %d\n%s", ctx, rc, out);
     if (net_json_valid(out, "coap", false))
         fail_msg("not valid against docs/json/coap.schema.json:\n%s", out);
@@ -661,8 +672,8 @@ static void b2_scenario(const char *tag, const char *workers)
     snprintf(name, sizeof name, "b2-state-%s", tag);
     net_path(sdir, sizeof sdir, name);
     snprintf(args, sizeof args,
-             "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s --oscore-context %s %s",
-             sdir, srv_b2, srv_echo, workers);
+             "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s --oscore-context %s %s", sdir,
+             srv_b2, srv_echo, workers);
     static struct net_proc r;
     snprintf(name, sizeof name, "b2-%s-1", tag);
     assert_int_equal(net_responder_start(&r, name, args), 0);
@@ -777,15 +788,17 @@ static void test_static_context_b2_no_id_context(void **state)
     char long_idc[300], twin[300], *out;
     b2_conf("srv_b2long.conf", long_idc, sizeof long_idc, "01", "",
             "id_context,hex,\"000102030405060708\"\n", true, true);
-    int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
-                               "--oscore-context %s",
+    int rc = CLI_RUN(&out, 30,
+                     "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                     "--oscore-context %s",
                      sdir, long_idc);
     if (rc != 3 || !strstr(out, "Appendix B.2 would exceed 16 bytes"))
         fail_msg("a 9-byte ID Context with rfc8613_b_2: %d\n%s", rc, out);
     free(out);
     b2_conf("srv_b2twin.conf", twin, sizeof twin, "01", "", IDC_B2, true, true);
-    rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
-                           "--oscore-context %s --oscore-context %s",
+    rc = CLI_RUN(&out, 30,
+                 "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                 "--oscore-context %s --oscore-context %s",
                  sdir, srv, twin);
     if (rc != 3 || !strstr(out, "already in use"))
         fail_msg("two B.2 contexts with one Recipient ID: %d\n%s", rc, out);

@@ -12,12 +12,14 @@ static void test_demo_ead_items(void **state)
 {
     (void)state;
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "ead", "--listen 127.0.0.1:0 --state-dir none "
-                                                    "--ead-2 5:a1b2c3d4 --ead-accept 7"),
+    assert_int_equal(net_responder_start(&r, "ead",
+                                         "--listen 127.0.0.1:0 --state-dir none "
+                                         "--ead-2 5:a1b2c3d4 --ead-accept 7"),
                      0);
     char *out;
-    int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --ead-1 7:0102 --ead-accept 5 "
-                               "--request none --trace",
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.1:%u --ead-1 7:0102 --ead-accept 5 "
+                     "--request none --trace",
                      r.port);
     if (rc != 0)
         fail_msg("initiator: %d\n%s", rc, out);
@@ -94,7 +96,8 @@ static void test_option_values(void **state)
     static const struct {
         const char *args, *says;
     } cases[] = {
-        {"responder --demo --handshake-timeout 0.5", "--handshake-timeout: expected seconds from 1"},
+        {"responder --demo --handshake-timeout 0.5",
+         "--handshake-timeout: expected seconds from 1"},
         {"responder --demo --handshake-timeout 2s", "--handshake-timeout: expected seconds"},
         {"responder --demo --transfer-timeout=-1", "--transfer-timeout: expected seconds"},
         {"responder --demo --block-size 100", "--block-size: a power of two"},
@@ -152,8 +155,9 @@ static void test_demo_needs_saying(void **state)
                        "--demo serves the built-in demo credentials");
     /* With --demo: a warning at start, even under -q (it is one). */
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "demo", "--demo -q --listen 127.0.0.1:0 "
-                                                     "--state-dir none"),
+    assert_int_equal(net_responder_start(&r, "demo",
+                                         "--demo -q --listen 127.0.0.1:0 "
+                                         "--state-dir none"),
                      0);
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
     char *log = net_read_file(r.log);
@@ -169,8 +173,9 @@ static void test_demo_needs_saying(void **state)
 static void own_cred(const char *name, const char *use, const char *kid)
 {
     char *out;
-    int rc = CLI_RUN(&out, 30, "keygen --type ccs --suite 2 --use %s --kid %s --out-cred %s/%s.ccs "
-                               "--out-key %s/%s.key",
+    int rc = CLI_RUN(&out, 30,
+                     "keygen --type ccs --suite 2 --use %s --kid %s --out-cred %s/%s.ccs "
+                     "--out-key %s/%s.key",
                      use, kid, net_dir, name, net_dir, name);
     if (rc != 0)
         fail_msg("keygen %s: %d\n%s", name, rc, out);
@@ -201,8 +206,9 @@ static void test_peer_trust_before_demo_set(void **state)
     (void)state;
     own_cred("k2b", "dh", "2b");
     char *out;
-    int rc = CLI_RUN(&out, 30, "simulate --method 3 --suites 2 --cred-i %s/k2b.ccs --key-i %s/k2b.key",
-                     net_dir, net_dir);
+    int rc =
+        CLI_RUN(&out, 30, "simulate --method 3 --suites 2 --cred-i %s/k2b.ccs --key-i %s/k2b.key",
+                net_dir, net_dir);
     if (rc != 0)
         fail_msg("simulate with an own kid 2b next to the demo set: %d\n%s", rc, out);
     free(out);
@@ -223,8 +229,9 @@ static void test_peer_trust_before_demo_set(void **state)
              net_dir);
     static struct net_proc r;
     assert_int_equal(net_responder_start(&r, "k2b", args), 0);
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2 --cred %s/k2b.ccs "
-                           "--key %s/k2b.key --trust %s --request none",
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --method 3 --suites 2 --cred %s/k2b.ccs "
+                 "--key %s/k2b.key --trust %s --request none",
                  r.port, net_dir, net_dir, path);
     if (rc != 0)
         fail_msg("initiator with kid 2b: %d\n%s", rc, out);
@@ -272,8 +279,9 @@ static void test_key_owned_by_another_user(void **state)
              net_dir, key, net_dir);
     static struct net_proc r;
     assert_int_equal(net_responder_start(&r, "own", args), 0);
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2 --cred %s/own-i.ccs "
-                           "--key %s/own-i.key --trust %s/own-r.ccs --request none",
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --method 3 --suites 2 --cred %s/own-i.ccs "
+                 "--key %s/own-i.key --trust %s/own-r.ccs --request none",
                  r.port, net_dir, net_dir, net_dir);
     if (rc != 0)
         fail_msg("initiator against the responder with its own key: %d\n%s", rc, out);
@@ -358,8 +366,10 @@ static void test_libcoap_lines_whole(void **state)
 {
     (void)state;
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "vv", "--listen 127.0.0.1:0 --state-dir none -vv "
-                                                  "--workers 2"), 0);
+    assert_int_equal(net_responder_start(&r, "vv",
+                                         "--listen 127.0.0.1:0 --state-dir none -vv "
+                                         "--workers 2"),
+                     0);
     char *out;
     int rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request none", r.port);
     assert_int_equal(rc, 0);
@@ -375,7 +385,8 @@ static void test_libcoap_lines_whole(void **state)
         lines++;
         int y, mo, d, h, mi, sec, ms, pid, end = 0;
         if (sscanf(line, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ edhoc-cli[%d] %*[a-z]:%n", &y, &mo, &d, &h,
-                   &mi, &sec, &ms, &pid, &end) != 8 || end == 0)
+                   &mi, &sec, &ms, &pid, &end) != 8 ||
+            end == 0)
             fail_msg("line %u is not one of the responder's whole lines: \"%s\"", lines, line);
         if (strstr(line, "libcoap: v:1 t:CON c:POST"))
             dumps++;
@@ -440,7 +451,8 @@ static void test_state_dir_rules(void **state)
     assert_int_equal(chmod(db, 0644), 0);
     snprintf(want, sizeof want,
              "error: state: %s: group or others can access it (mode 0644) and it holds OSCORE "
-             "secrets and sequence numbers: chmod 600 %s\n", db, db);
+             "secrets and sequence numbers: chmod 600 %s\n",
+             db, db);
     expect_state_refused(sdir, want);
     assert_int_equal(mode_of(db), 0644); /* refused, not silently changed */
     assert_int_equal(chmod(db, 0600), 0);
@@ -450,13 +462,15 @@ static void test_state_dir_rules(void **state)
         snprintf(want, sizeof want,
                  "error: state: --state-dir %s: owned by uid 65534, not by the user running "
                  "(uid 0), and it holds OSCORE secrets and sequence numbers: chown 0 %s, or give "
-                 "a directory of your own\n", sdir, sdir);
+                 "a directory of your own\n",
+                 sdir, sdir);
         expect_state_refused(sdir, want);
         assert_int_equal(chown(sdir, 0, 0), 0);
         assert_int_equal(chown(db, 65534, 65534), 0);
         snprintf(want, sizeof want,
                  "error: state: %s: owned by uid 65534, not by the user running (uid 0), and it "
-                 "holds OSCORE secrets and sequence numbers: chown 0 %s\n", db, db);
+                 "holds OSCORE secrets and sequence numbers: chown 0 %s\n",
+                 db, db);
         expect_state_refused(sdir, want);
         assert_int_equal(chown(db, 0, 0), 0);
     } else {
@@ -467,7 +481,8 @@ static void test_state_dir_rules(void **state)
     assert_int_equal(symlink(sdir, link), 0);
     snprintf(want, sizeof want,
              "error: state: --state-dir %s: is a symbolic link; it holds OSCORE secrets and "
-             "sequence numbers: give the directory itself, not a link to it\n", link);
+             "sequence numbers: give the directory itself, not a link to it\n",
+             link);
     expect_state_refused(link, want);
 
     /* The client's state directory (coap --oscore-context), given and by
@@ -475,7 +490,8 @@ static void test_state_dir_rules(void **state)
     net_path(conf, sizeof conf, "rules-client.conf");
     net_write_file(conf,
                    "master_secret,hex,\"0102030405060708090a0b0c0d0e0f99\"\n"
-                   "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n", 0600);
+                   "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n",
+                   0600);
     assert_int_equal(chmod(sdir, 0755), 0);
     char *out;
     int rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:9/x --oscore-context %s --state-dir %s",
@@ -487,22 +503,26 @@ static void test_state_dir_rules(void **state)
     if (rc != 3 || strcmp(out, want))
         fail_msg("coap --state-dir 0755: exit %d\n%s", rc, out);
     free(out);
-    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:9/x --oscore-context %s --state-dir %s",
-                 conf, link);
+    rc = CLI_RUN(&out, 30, "coap GET coap://127.0.0.1:9/x --oscore-context %s --state-dir %s", conf,
+                 link);
     snprintf(want, sizeof want,
              "edhoc-cli coap: --state-dir %s: is a symbolic link; it holds OSCORE secrets and "
-             "sequence numbers: give the directory itself, not a link to it\n", link);
+             "sequence numbers: give the directory itself, not a link to it\n",
+             link);
     if (rc != 3 || strcmp(out, want))
         fail_msg("coap --state-dir LINK: exit %d\n%s", rc, out);
     free(out);
     char line[1200];
-    snprintf(line, sizeof line, "STATE_DIRECTORY=%s %s coap GET coap://127.0.0.1:9/x "
-             "--oscore-context %s", sdir, cli, conf);
+    snprintf(line, sizeof line,
+             "STATE_DIRECTORY=%s %s coap GET coap://127.0.0.1:9/x "
+             "--oscore-context %s",
+             sdir, cli, conf);
     rc = net_sh(line, &out, 30);
     snprintf(want, sizeof want,
              "edhoc-cli coap: state directory %s: group or others can access it (mode 0755) and "
              "it holds OSCORE secrets and sequence numbers: chmod 700 %s, or give a new "
-             "directory\n", sdir, sdir);
+             "directory\n",
+             sdir, sdir);
     if (rc != 3 || strcmp(out, want))
         fail_msg("coap with $STATE_DIRECTORY 0755: exit %d\n%s", rc, out);
     free(out);
@@ -521,8 +541,7 @@ static void test_state_dir_rules(void **state)
 static void test_one_responder_per_context(void **state)
 {
     (void)state;
-    char a[300], b[300], c[300], conf[300], copy[300], args[1200], want[2000], linked[400],
-        db[400];
+    char a[300], b[300], c[300], conf[300], copy[300], args[1200], want[2000], linked[400], db[400];
     static struct net_proc r;
     net_path(a, sizeof a, "excl-a.state");
     net_path(b, sizeof b, "excl-b.state");
@@ -534,22 +553,23 @@ static void test_one_responder_per_context(void **state)
                        "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n";
     net_write_file(conf, text, 0600);
     net_write_file(copy, text, 0600);
-    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s", a,
-             conf);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s", a, conf);
     assert_int_equal(net_responder_start(&r, "excl-a", args), 0);
 
     const char *files[] = {conf, copy};
     for (size_t i = 0; i < 2; i++) {
         char *out;
-        int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
-                                   "--oscore-context %s", b, files[i]);
+        int rc = CLI_RUN(&out, 30,
+                         "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                         "--oscore-context %s",
+                         b, files[i]);
         snprintf(want, sizeof want,
                  "error: --oscore-context %s: its keying material is served by another process "
                  "on this host (pid %ld, --oscore-context %s, --state-dir %s; lock ",
                  files[i], (long)r.pid, conf, a);
         if (rc != 3 || !strstr(out, want) || !strstr(out, "repeat its nonces"))
-            fail_msg("second responder on %s: exit %d, want 3 and \"%s\":\n%s", files[i], rc,
-                     want, out);
+            fail_msg("second responder on %s: exit %d, want 3 and \"%s\":\n%s", files[i], rc, want,
+                     out);
         free(out);
     }
 
@@ -561,14 +581,14 @@ static void test_one_responder_per_context(void **state)
     int rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s", c);
     snprintf(want, sizeof want,
              "error: state: %s: this database (maybe through a hard link in another directory) "
-             "is in use by another process (pid %ld)", linked, (long)r.pid);
+             "is in use by another process (pid %ld)",
+             linked, (long)r.pid);
     if (rc != 3 || !strstr(out, want))
         fail_msg("hard-linked database: exit %d, want 3 and \"%s\":\n%s", rc, want, out);
     free(out);
 
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
-    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s", b,
-             copy);
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir %s --oscore-context %s", b, copy);
     assert_int_equal(net_responder_start(&r, "excl-b", args), 0);
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
 
@@ -581,13 +601,16 @@ static void test_one_responder_per_context(void **state)
     net_write_file(other,
                    "master_secret,hex,\"0102030405060708090a0b0c0d0e0f51\"\n"
                    "master_salt,hex,\"9e7ca92223786340\"\n"
-                   "sender_id,hex,\"01\"\nrecipient_id,hex,\"07\"\n", 0600);
-    rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir %s "
-                           "--oscore-context %s --oscore-context %s", b, conf, other);
+                   "sender_id,hex,\"01\"\nrecipient_id,hex,\"07\"\n",
+                   0600);
+    rc = CLI_RUN(&out, 30,
+                 "responder --demo --listen 127.0.0.1:0 --state-dir %s "
+                 "--oscore-context %s --oscore-context %s",
+                 b, conf, other);
     snprintf(want, sizeof want,
              "error: --oscore-context %s has the sender key of --oscore-context %s (same master "
-             "secret and salt, ID Context and Sender ID): their nonces would collide", other,
-             conf);
+             "secret and salt, ID Context and Sender ID): their nonces would collide",
+             other, conf);
     if (rc != 3 || !strstr(out, want))
         fail_msg("one sender key twice: exit %d, want 3 and \"%s\":\n%s", rc, want, out);
     free(out);
@@ -616,9 +639,10 @@ static void test_interop_log_schema_and_modes(void **state)
     free(out);
     /* 2: an initiator that trusts only itself: it answers message_2 with
      * EDHOC error code 3, unknown credential (an err_code, a reason). */
-    rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --method 3 --suites 2 --cred "
-                           "%s/il-stranger.ccs --key %s/il-stranger.key --trust %s/il-stranger.ccs "
-                           "--request none",
+    rc = CLI_RUN(&out, 30,
+                 "initiator coap://127.0.0.1:%u --method 3 --suites 2 --cred "
+                 "%s/il-stranger.ccs --key %s/il-stranger.key --trust %s/il-stranger.ccs "
+                 "--request none",
                  r.port, net_dir, net_dir, net_dir);
     assert_int_not_equal(rc, 0);
     free(out);
@@ -626,7 +650,10 @@ static void test_interop_log_schema_and_modes(void **state)
 
     assert_int_equal(mode_of(dir), 0700);
     assert_int_equal(mode_of(sdir), 0700);
-    snprintf(path, sizeof path, "%s/" "edhoc-cli-state.sqlite", sdir);
+    snprintf(path, sizeof path,
+             "%s/"
+             "edhoc-cli-state.sqlite",
+             sdir);
     assert_int_equal(mode_of(path), 0600);
     static const char *const files[] = {"handshakes.jsonl", "1.txt", "1.pcap", "2.txt", "2.pcap"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -683,12 +710,15 @@ static void test_interop_log_schema_and_modes(void **state)
     net_path(open_dir, sizeof open_dir, "ilog-open");
     assert_int_equal(mkdir(open_dir, 0755), 0);
     assert_int_equal(chmod(open_dir, 0755), 0);
-    rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir none "
-                           "--interop-log %s",
+    rc = CLI_RUN(&out, 30,
+                 "responder --demo --listen 127.0.0.1:0 --state-dir none "
+                 "--interop-log %s",
                  open_dir);
     char fix[400];
-    snprintf(fix, sizeof fix, "group or others can access it (mode 0755) and the traces hold "
-                              "session secrets: chmod 700 %s", open_dir);
+    snprintf(fix, sizeof fix,
+             "group or others can access it (mode 0755) and the traces hold "
+             "session secrets: chmod 700 %s",
+             open_dir);
     if (rc != 3 || !strstr(out, fix))
         fail_msg("--interop-log on a 0755 directory: %d\n%s", rc, out);
     free(out);
@@ -826,12 +856,14 @@ static void test_pid_and_ready_files_not_through_links(void **state)
     assert_int_equal(mkdir(open_dir, 0777), 0);
     assert_int_equal(chmod(open_dir, 0777), 0);
     char *out;
-    int rc = CLI_RUN(&out, 30, "responder --demo --workers 1 --listen 127.0.0.1:0 --state-dir none "
-                               "--ready-file %s/x.ready",
+    int rc = CLI_RUN(&out, 30,
+                     "responder --demo --workers 1 --listen 127.0.0.1:0 --state-dir none "
+                     "--ready-file %s/x.ready",
                      open_dir);
-    snprintf(fix, sizeof fix, "--ready-file %s/x.ready: the directory %s (mode 777) can be written "
-                              "by others, who could put another file in its place; fix it with: "
-                              "chmod go-w %s",
+    snprintf(fix, sizeof fix,
+             "--ready-file %s/x.ready: the directory %s (mode 777) can be written "
+             "by others, who could put another file in its place; fix it with: "
+             "chmod go-w %s",
              open_dir, open_dir, open_dir);
     if (rc != 3 || !strstr(out, fix))
         fail_msg("--ready-file in a 0777 directory: %d\n%s", rc, out);
@@ -842,8 +874,10 @@ static void test_pid_and_ready_files_not_through_links(void **state)
     assert_int_equal(symlink(victim, link_path), 0);
     rc = CLI_RUN(&out, 30, "responder --demo --listen 127.0.0.1:0 --state-dir none --pcap %s",
                  link_path);
-    snprintf(fix, sizeof fix, "--pcap %s: a symbolic link: refused (give the path of a regular "
-                              "file)", link_path);
+    snprintf(fix, sizeof fix,
+             "--pcap %s: a symbolic link: refused (give the path of a regular "
+             "file)",
+             link_path);
     if (rc != 3 || !strstr(out, fix))
         fail_msg("--pcap at a symbolic link: %d\n%s", rc, out);
     free(out);
@@ -864,8 +898,10 @@ static void test_interop_log_records_pending_at_stop(void **state)
     (void)state;
     char dir[300], args[700], path[400];
     net_path(dir, sizeof dir, "ilog-stop");
-    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state-dir none --suites 2 "
-                                "--pressure-rate 0 --interop-log %s", dir);
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:0 --state-dir none --suites 2 "
+             "--pressure-rate 0 --interop-log %s",
+             dir);
     static struct net_proc r;
     assert_int_equal(net_responder_start(&r, "ilog-stop", args), 0);
     char *out;

@@ -116,8 +116,8 @@ static int simulate_json(const char *args, char **out, char **err)
     int rc = run_cli(cmd, false, out);
     char *e = net_read_file(errpath);
     if (net_json_valid(*out, "simulate", false))
-        fail_msg("simulate %s: exit %d, output not valid against the schema; stderr:\n%s", args,
-                 rc, e ? e : "");
+        fail_msg("simulate %s: exit %d, output not valid against the schema; stderr:\n%s", args, rc,
+                 e ? e : "");
     if (err)
         *err = e;
     else
@@ -397,8 +397,8 @@ static void test_all_id_cred_types(void **state)
                 if (rc != 0)
                     fail_msg("%s: exit %d:\n%s", args, rc, out);
                 char want[64];
-                snprintf(want, sizeof want, "%s %s %s", suites[s] == 25 ? "null" : "true",
-                         types[t], types[(t + 1) % 4]);
+                snprintf(want, sizeof want, "%s %s %s", suites[s] == 25 ? "null" : "true", types[t],
+                         types[(t + 1) % 4]);
                 assert_json_eq(out, "oscore_contexts_match id_cred_i id_cred_r", want);
                 free(out);
             }
@@ -424,19 +424,25 @@ static void test_x5chain_two_certificates_trust_and_expiry(void **state)
     (void)state;
     char a[2048];
     const char *w = workdir;
-#define KG(...)                                                                                   \
-    do {                                                                                          \
-        snprintf(a, sizeof a, __VA_ARGS__);                                                       \
-        keygen(a);                                                                                \
+#define KG(...)                                                                                    \
+    do {                                                                                           \
+        snprintf(a, sizeof a, __VA_ARGS__);                                                        \
+        keygen(a);                                                                                 \
     } while (0)
-    KG("--type x509 --curve P-256 --ca --subject root --out-cred %s/root.pem --out-key %s/root.key", w, w);
-    KG("--type x509 --curve P-256 --ca --subject other --out-cred %s/other.pem --out-key %s/other.key", w, w);
+    KG("--type x509 --curve P-256 --ca --subject root --out-cred %s/root.pem --out-key %s/root.key",
+       w, w);
+    KG("--type x509 --curve P-256 --ca --subject other --out-cred %s/other.pem --out-key "
+       "%s/other.key",
+       w, w);
     KG("--type x509 --curve P-256 --ca --subject inter --ca-cert %s/root.pem --ca-key %s/root.key "
-       "--out-cred %s/inter.pem --out-key %s/inter.key", w, w, w, w);
+       "--out-cred %s/inter.pem --out-key %s/inter.key",
+       w, w, w, w);
     KG("--type x509 --curve P-256 --subject init --ca-cert %s/inter.pem --ca-key %s/inter.key "
-       "--out-cred %s/i.pem --out-key %s/i.key", w, w, w, w);
+       "--out-cred %s/i.pem --out-key %s/i.key",
+       w, w, w, w);
     KG("--type x509 --curve P-256 --subject resp --ca-cert %s/inter.pem --ca-key %s/inter.key "
-       "--out-cred %s/r.pem --out-key %s/r.key", w, w, w, w);
+       "--out-cred %s/r.pem --out-key %s/r.key",
+       w, w, w, w);
     KG("--type x509 --curve P-256 --subject old --ca-cert %s/root.pem --ca-key %s/root.key "
        "--not-before 2020-01-01 --not-after 2021-01-01 --out-cred %s/old.pem --out-key %s/old.key",
        w, w, w, w);
@@ -508,7 +514,8 @@ static void test_failures_exit_codes(void **state)
     int rc = run_cli("simulate --method 3 --suites 6 --suites-r 2", true, &out);
     assert_int_equal(rc, 4);
     assert_non_null(strstr(out, "ERR_CODE 2"));
-    assert_non_null(strstr(out, "no common cipher suite: the responder supports 2 (SUITES_R), the initiator 6"));
+    assert_non_null(strstr(
+        out, "no common cipher suite: the responder supports 2 (SUITES_R), the initiator 6"));
     free(out);
 
     /* Unknown credential: the responder trusts only its own credential, so
@@ -632,7 +639,6 @@ static void test_help_and_repeat(void **state)
     free(out);
 }
 
-
 /* The JSON contract (issue #14, "JSON as a contract"): the per-layer table
  * with and without a link, values null where absent, never NaN, and the
  * validation itself able to fail. */
@@ -712,7 +718,9 @@ static void test_option_table(void **state)
     /* --name=value, and a value option given twice takes the last
      * (documented in the man page, COMMON OPTIONS). */
     assert_int_equal(simulate_json("--json --method=0 --method 3 --suites=6 --suites 2 "
-                                   "--repeat=4 --repeat 2", &out, NULL), 0);
+                                   "--repeat=4 --repeat 2",
+                                   &out, NULL),
+                     0);
     assert_json_eq(out, "method suite runs", "3 2 2");
     free(out);
     assert_int_equal(run_cli("simulate --repeat=0", true, &out), 2);
@@ -807,8 +815,8 @@ static void keygen_in_workdir(const char *fmt, ...)
     char *w = cmd, buf[4000];
     size_t used = 0;
     for (char *tok = strtok(w, " "); tok; tok = strtok(NULL, " "))
-        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s%s%s",
-                                 used ? " " : "", strchr(tok, '.') && tok[0] != '-' ? workdir : "",
+        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s%s%s", used ? " " : "",
+                                 strchr(tok, '.') && tok[0] != '-' ? workdir : "",
                                  strchr(tok, '.') && tok[0] != '-' ? "/" : "", tok);
     int rc = run_cli(buf, true, &out);
     if (rc != 0)
@@ -946,7 +954,8 @@ static void test_new_credential_forms(void **state)
     /* The key of the CWT must fit the suite: Ed25519 is no key of suite 2. */
     snprintf(args, sizeof args,
              "simulate --method 0 --suites 2 --cred-i %s/ci.cwt --key-i %s/ci.key "
-             "--id-cred-i kcwt", workdir, workdir);
+             "--id-cred-i kcwt",
+             workdir, workdir);
     rc = run_cli(args, true, &out);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "the initiator credential has a Ed25519 key, but method 0 suite 2 "

@@ -36,7 +36,7 @@
 static const char *skip_reason;
 
 /* Wireshark only implements AES-CCM-16-64-128 with HKDF SHA-256. */
-#define WS_ALG_NAME "AES-CCM-16-64-128 (CCM*)"
+#define WS_ALG_NAME     "AES-CCM-16-64-128 (CCM*)"
 #define REQUEST_PAYLOAD "hello-tshark"
 
 struct oscore_export {
@@ -125,8 +125,8 @@ static void responder_start(struct net_proc *p)
     net_path(p->ready, sizeof p->ready, "responder.ready");
     /* --demo: the built-in credentials, whose keys are published (the
      * responder refuses to serve them otherwise). */
-    char *argv[] = {(char *)cli, "responder", "--demo", "--listen", "127.0.0.1:0", "--ready-file",
-                    p->ready, "--state-dir", "none", NULL};
+    char *argv[] = {(char *)cli,    "responder", "--demo",      "--listen", "127.0.0.1:0",
+                    "--ready-file", p->ready,    "--state-dir", "none",     NULL};
     p->pid = spawn_bounded(argv, 0, p->log, NULL);
     assert_true(p->pid > 0);
     track(p);
@@ -194,8 +194,8 @@ static void capture_start(struct net_proc *p, const char *filter, const char *pc
 {
     memset(p, 0, sizeof *p);
     net_path(p->log, sizeof p->log, "dumpcap.log");
-    char *argv[] = {"dumpcap", "-q", "-i", "lo", "-f", (char *)filter, "-a", "duration:60",
-                    "-w", "-", NULL};
+    char *argv[] = {"dumpcap", "-q",          "-i", "lo", "-f", (char *)filter,
+                    "-a",      "duration:60", "-w", "-",  NULL};
     p->pid = spawn_bounded(argv, 0, p->log, pcap);
     assert_true(p->pid > 0);
     track(p);
@@ -299,11 +299,21 @@ static int dissect(const char *pcap, uint16_t port, const char *row, struct ws_f
     char decode_as[64], uat[1024];
     snprintf(decode_as, sizeof decode_as, "udp.port==%u,coap", port);
     snprintf(uat, sizeof uat, "uat:oscore_contexts:%s", row);
-    char *argv[] = {"tshark", "-n", "-r", (char *)pcap, "-d", decode_as, "-o", uat,
-                    "-Y", "oscore", "-T", "fields", "-E", "separator=/t",
-                    "-e", "coap.token", "-e", "coap.code", "-e", "coap.opt.object_security_kid",
-                    "-e", "oscore.tag", "-e", "oscore.code", "-e", "_ws.expert.message",
-                    "-e", "text", NULL};
+    char *argv[] = {"tshark", "-n",
+                    "-r",     (char *)pcap,
+                    "-d",     decode_as,
+                    "-o",     uat,
+                    "-Y",     "oscore",
+                    "-T",     "fields",
+                    "-E",     "separator=/t",
+                    "-e",     "coap.token",
+                    "-e",     "coap.code",
+                    "-e",     "coap.opt.object_security_kid",
+                    "-e",     "oscore.tag",
+                    "-e",     "oscore.code",
+                    "-e",     "_ws.expert.message",
+                    "-e",     "text",
+                    NULL};
     int rc = run_bounded(argv, 60, raw);
     if (rc != 0)
         fail_msg("tshark failed (%d):\n%s", rc, *raw);
@@ -363,9 +373,20 @@ static void check_run(const char *method, const char *suites)
     const char *cli = getenv("EDHOC_CLI");
     char uri[64];
     snprintf(uri, sizeof uri, "coap://127.0.0.1:%u", responder.port);
-    char *argv[] = {(char *)cli, "initiator", uri, "--method", (char *)method, "--suites",
-                    (char *)suites, "--export-secrets", "--json", "--timeout", "20",
-                    "--request", "POST /echo " REQUEST_PAYLOAD, NULL};
+    char *argv[] = {(char *)cli,
+                    "initiator",
+                    uri,
+                    "--method",
+                    (char *)method,
+                    "--suites",
+                    (char *)suites,
+                    "--export-secrets",
+                    "--json",
+                    "--timeout",
+                    "20",
+                    "--request",
+                    "POST /echo " REQUEST_PAYLOAD,
+                    NULL};
     char *json = NULL;
     int rc = run_bounded(argv, 30, &json);
     char marker[64];
@@ -381,7 +402,7 @@ static void check_run(const char *method, const char *suites)
     struct oscore_export ex;
     parse_export(json, &ex);
     free(json);
-    assert_int_equal(ex.aead_alg, 10);  /* AES-CCM-16-64-128 */
+    assert_int_equal(ex.aead_alg, 10); /* AES-CCM-16-64-128 */
     /* libcoap's conf value for HKDF SHA-256 (COSE direct+HKDF-SHA-256),
      * which coap-client -E accepts. */
     assert_int_equal(ex.hkdf_alg, -10);
@@ -406,8 +427,8 @@ static void check_run(const char *method, const char *suites)
     assert_string_equal(fr[0].token, fr[1].token);
     for (int i = 0; i < 2; i++) {
         if (strlen(fr[i].tag) != 16 || fr[i].expert[0])
-            fail_msg("%s not verified by tshark: tag '%s', expert '%s'",
-                     i ? "response" : "request", fr[i].tag, fr[i].expert);
+            fail_msg("%s not verified by tshark: tag '%s', expert '%s'", i ? "response" : "request",
+                     fr[i].tag, fr[i].expert);
         assert_true(fr[i].has_payload);
     }
     assert_int_equal(fr[0].inner_code, 2);  /* inner POST */

@@ -41,9 +41,9 @@ static void build_expected(void)
              "libedhoc/%s libcoap/%s OpenSSL/%s libsodium/%s libcbor/%d.%d.%d jansson/%s "
              "SQLite/%s libpcap/%s\n",
              EDHOC_VERSION_STRING, EDHOC_VERSION_STRING, coap,
-             OpenSSL_version(OPENSSL_VERSION_STRING), sodium_version_string(),
-             CBOR_MAJOR_VERSION, CBOR_MINOR_VERSION, CBOR_PATCH_VERSION, jansson_version_str(),
-             sqlite3_libversion(), pcap);
+             OpenSSL_version(OPENSSL_VERSION_STRING), sodium_version_string(), CBOR_MAJOR_VERSION,
+             CBOR_MINOR_VERSION, CBOR_PATCH_VERSION, jansson_version_str(), sqlite3_libversion(),
+             pcap);
 }
 
 /* The program's own --version and every command's (the common options,

@@ -100,8 +100,8 @@ static void expect_time(uint16_t port, const char *ctx, int tries)
         char *out = NULL;
         int rc = get_time(port, ctx, &out);
         if (rc != 0 || !strstr(out, "\"code\": \"2.05\""))
-            fail_msg("GET /time with %s, try %d (a new source port each): exit %d\n%s", ctx, i,
-                     rc, out ? out : "");
+            fail_msg("GET /time with %s, try %d (a new source port each): exit %d\n%s", ctx, i, rc,
+                     out ? out : "");
         free(out);
     }
 }
@@ -241,8 +241,8 @@ static void test_group_commit_across_workers(void **state)
     if (sscanf(w, "state writer served %llu requests in %llu commits of %llu rows", &requests,
                &commits, &rows) != 3)
         fail_msg("writer line: %.200s", w);
-    print_message("# 40 handshakes: %llu requests, %llu commits of %llu rows\n", requests,
-                  commits, rows);
+    print_message("# 40 handshakes: %llu requests, %llu commits of %llu rows\n", requests, commits,
+                  rows);
     assert_true(rows >= 40);
     assert_true(commits < 40);
     free(log);
@@ -265,8 +265,9 @@ static void test_dead_worker_stops_all(void **state)
 {
     (void)state;
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "dies", "--workers 2 --listen 127.0.0.1:0 "
-                                                     "--state-dir none"),
+    assert_int_equal(net_responder_start(&r, "dies",
+                                         "--workers 2 --listen 127.0.0.1:0 "
+                                         "--state-dir none"),
                      0);
     char line[300], *out = NULL;
     /* The supervisor's children: kill one. */
@@ -335,8 +336,9 @@ static void test_worker_abort_while_stopping_reported(void **state)
 {
     (void)state;
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "aborts", "--workers 2 --listen 127.0.0.1:0 "
-                                                       "--state-dir none"),
+    assert_int_equal(net_responder_start(&r, "aborts",
+                                         "--workers 2 --listen 127.0.0.1:0 "
+                                         "--state-dir none"),
                      0);
     pid_t worker = first_child(r.pid);
     assert_true(worker > 0);
@@ -379,8 +381,9 @@ static void test_load_counts_every_worker(void **state)
 {
     (void)state;
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "load", "--workers 2 --listen 127.0.0.1:0 "
-                                                     "--state-dir none"),
+    assert_int_equal(net_responder_start(&r, "load",
+                                         "--workers 2 --listen 127.0.0.1:0 "
+                                         "--state-dir none"),
                      0);
     char *out = NULL;
     int rc = CLI_RUN(&out, 60,
@@ -425,13 +428,15 @@ static void test_listen_port_is_exclusive(void **state)
 {
     (void)state;
     static struct net_proc one, two;
-    assert_int_equal(net_responder_start(&one, "exclusive1", "--workers 1 --listen 127.0.0.1:0 "
-                                                             "--state-dir none"),
+    assert_int_equal(net_responder_start(&one, "exclusive1",
+                                         "--workers 1 --listen 127.0.0.1:0 "
+                                         "--state-dir none"),
                      0);
     expect_port_refused(one.port, "--workers 1");
     expect_port_refused(one.port, "--workers 2");
-    assert_int_equal(net_responder_start(&two, "exclusive2", "--workers 2 --listen 127.0.0.1:0 "
-                                                             "--state-dir none"),
+    assert_int_equal(net_responder_start(&two, "exclusive2",
+                                         "--workers 2 --listen 127.0.0.1:0 "
+                                         "--state-dir none"),
                      0);
     assert_int_not_equal(two.port, one.port);
     expect_port_refused(two.port, "--workers 1");
@@ -457,8 +462,9 @@ static void test_listening_notice_names_host(void **state)
 {
     (void)state;
     static struct net_proc r;
-    assert_int_equal(net_responder_start(&r, "named", "--workers 2 --listen localhost:0 "
-                                                      "--state-dir none"),
+    assert_int_equal(net_responder_start(&r, "named",
+                                         "--workers 2 --listen localhost:0 "
+                                         "--state-dir none"),
                      0);
     char *log = net_read_file(r.log);
     assert_non_null(log);
@@ -556,8 +562,8 @@ static size_t observe_request(const char *ctx, unsigned seq, unsigned mid, unsig
 {
     char coap[80], *out = NULL;
     snprintf(coap, sizeof coap, "4301%04x%06x6057636f756e746572", mid & 0xffff, tok & 0xffffff);
-    int rc = CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq %u %s", ctx, seq,
-                     coap);
+    int rc =
+        CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq %u %s", ctx, seq, coap);
     if (rc != 0)
         fail_msg("oscore protect: %d %s", rc, out ? out : "");
     size_t len = 0;
@@ -749,8 +755,9 @@ static void test_restart_serves_only_when_every_worker_loaded(void **state)
     for (int i = 0; i < PROBES; i++) {
         char *out = NULL;
         /* CON GET /time, Message ID 0x30i, token a1b2c3. */
-        int rc = CLI_RUN(&out, 30, "oscore protect --context %s --role client --seq %d "
-                                   "430130%02xa1b2c3b474696d65",
+        int rc = CLI_RUN(&out, 30,
+                         "oscore protect --context %s --role client --seq %d "
+                         "430130%02xa1b2c3b474696d65",
                          cl01, 100 + i, i);
         if (rc != 0)
             fail_msg("oscore protect: %d %s", rc, out);

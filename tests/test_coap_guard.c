@@ -68,7 +68,7 @@ static void expect_reason(const struct dgram *d, const struct edhoc_datagram_pol
                  got, edhoc_datagram_reason_name(want), want);
 }
 
-#define ACCEPT(d, what) expect_reason(&(d), NULL, EDHOC_DATAGRAM_OK, what)
+#define ACCEPT(d, what)         expect_reason(&(d), NULL, EDHOC_DATAGRAM_OK, what)
 #define REFUSE(d, reason, what) expect_reason(&(d), NULL, reason, what)
 
 /* ---- The crash pair: well-formed, so accepted ---- */
@@ -376,16 +376,11 @@ static void test_repetitions(void **state)
         const char *what;
         const char *twice;
     } once[] = {
-        {"Observe", "40 01 0001 60 00"},
-        {"Content-Format", "40 02 0001 c0 00"},
-        {"OSCORE", "40 02 0001 90 00"},
-        {"EDHOC", "40 02 0001 d0 08 00"},
-        {"Block2", "40 01 0001 d0 0a 00"},
-        {"Block1", "40 02 0001 d1 0e 08 01 00"},
-        {"Size2", "40 01 0001 d0 0f 00"},
-        {"Size1", "40 02 0001 d1 2f 10 01 20"},
-        {"Q-Block1", "40 02 0001 d0 06 00"},
-        {"Q-Block2", "40 01 0001 d0 12 00"},
+        {"Observe", "40 01 0001 60 00"},     {"Content-Format", "40 02 0001 c0 00"},
+        {"OSCORE", "40 02 0001 90 00"},      {"EDHOC", "40 02 0001 d0 08 00"},
+        {"Block2", "40 01 0001 d0 0a 00"},   {"Block1", "40 02 0001 d1 0e 08 01 00"},
+        {"Size2", "40 01 0001 d0 0f 00"},    {"Size1", "40 02 0001 d1 2f 10 01 20"},
+        {"Q-Block1", "40 02 0001 d0 06 00"}, {"Q-Block2", "40 01 0001 d0 12 00"},
     };
     for (size_t i = 0; i < sizeof once / sizeof once[0]; i++) {
         struct dgram d = hex(once[i].twice, NULL);
@@ -521,9 +516,9 @@ static void test_rfc8613_messages(void **state)
     static const struct {
         const char *vector, *field;
     } msgs[] = {
-        {"C.4", "unprotected_request"}, {"C.4", "protected_request"},
-        {"C.5", "unprotected_request"}, {"C.5", "protected_request"},
-        {"C.6", "unprotected_request"}, {"C.6", "protected_request"},
+        {"C.4", "unprotected_request"},  {"C.4", "protected_request"},
+        {"C.5", "unprotected_request"},  {"C.5", "protected_request"},
+        {"C.6", "unprotected_request"},  {"C.6", "protected_request"},
         {"C.7", "unprotected_response"}, {"C.7", "protected_response"},
         {"C.8", "unprotected_response"}, {"C.8", "protected_response"},
     };
@@ -588,8 +583,8 @@ static void collect_valid(void)
     n_valid = 0;
     for (size_t i = 0; i < n_seeds; i++)
         valid[n_valid++] = seeds[i];
-    valid[n_valid++] = hex("41 02 0001 01 b1 78 d1 03 08 ff", "41414141414141414141414141414141",
-                           NULL);
+    valid[n_valid++] =
+        hex("41 02 0001 01 b1 78 d1 03 08 ff", "41414141414141414141414141414141", NULL);
     /* 2.05 notification: Observe, Content-Format, Block2 NUM 63 SZX 6. */
     valid[n_valid++] = hex("48 45 beef 0102030405060708 61 05 61 3c b2 03 f6 ff 41", NULL);
     valid[n_valid++] = with_option(35, 1034);
@@ -738,8 +733,8 @@ static void test_process_policy(void **state)
     assert_true(p.accept_block_options);
     assert_true(edhoc_datagram_guard_enabled());
 
-    struct edhoc_datagram_policy set = {.max_body = 4096, .max_datagram = 200000,
-                                        .accept_block_options = false};
+    struct edhoc_datagram_policy set = {
+        .max_body = 4096, .max_datagram = 200000, .accept_block_options = false};
     edhoc_datagram_guard_set_policy(&set);
     p = edhoc_datagram_guard_policy();
     assert_int_equal(p.max_body, 4096);
@@ -749,8 +744,8 @@ static void test_process_policy(void **state)
     struct dgram block = with_block(27, 0, 0, 0);
     assert_int_equal(edhoc_datagram_guard_admit(block.b, block.len), EDHOC_DATAGRAM_BLOCK_REFUSED);
 
-    struct edhoc_datagram_policy zeros = {.max_body = 0, .max_datagram = 0,
-                                          .accept_block_options = true};
+    struct edhoc_datagram_policy zeros = {
+        .max_body = 0, .max_datagram = 0, .accept_block_options = true};
     edhoc_datagram_guard_set_policy(&zeros);
     p = edhoc_datagram_guard_policy();
     assert_int_equal(p.max_body, EDHOC_DATAGRAM_DEFAULT_MAX_BODY);
@@ -790,8 +785,8 @@ static void test_counters_and_line(void **state)
                      EDHOC_DATAGRAM_OPTION_FORMAT);
     assert_int_equal(edhoc_datagram_guard_admit(good.b, good.len), EDHOC_DATAGRAM_OK);
     edhoc_datagram_guard_count_refusal(EDHOC_DATAGRAM_TOO_LONG, 2000);
-    edhoc_datagram_guard_count_refusal(EDHOC_DATAGRAM_OK, 10);  /* not a refusal */
-    edhoc_datagram_guard_count_refusal(-3, 10);                 /* not a reason */
+    edhoc_datagram_guard_count_refusal(EDHOC_DATAGRAM_OK, 10); /* not a refusal */
+    edhoc_datagram_guard_count_refusal(-3, 10);                /* not a reason */
     edhoc_datagram_guard_count_refusal(EDHOC_DATAGRAM_REASON_COUNT, 10);
 
     edhoc_datagram_guard_stats(&s);

@@ -88,21 +88,19 @@ static void put(const struct pair *p, const char *hex)
         b[n++] = (uint8_t)v;
         s += 2;
     }
-    ssize_t sent =
-        sendto(p->tx, b, n, 0, (const struct sockaddr *)&p->rx_addr, sizeof p->rx_addr);
+    ssize_t sent = sendto(p->tx, b, n, 0, (const struct sockaddr *)&p->rx_addr, sizeof p->rx_addr);
     assert_int_equal(sent, (ssize_t)n);
 }
 
 static void put_bytes(const struct pair *p, const uint8_t *b, size_t n)
 {
-    ssize_t sent =
-        sendto(p->tx, b, n, 0, (const struct sockaddr *)&p->rx_addr, sizeof p->rx_addr);
+    ssize_t sent = sendto(p->tx, b, n, 0, (const struct sockaddr *)&p->rx_addr, sizeof p->rx_addr);
     assert_int_equal(sent, (ssize_t)n);
 }
 
 #define TOKEN_LENGTH_9 "49 01 0001 010203040506070809"
-#define VERSION_0 "01 01 0001 aa"
-#define GOOD_GET "42 01 0001 7a01 b4 74696d65" /* CON GET /time, 11 bytes */
+#define VERSION_0      "01 01 0001 aa"
+#define GOOD_GET       "42 01 0001 7a01 b4 74696d65" /* CON GET /time, 11 bytes */
 
 static const uint8_t good_get[] = {0x42, 0x01, 0x00, 0x01, 0x7a, 0x01,
                                    0xb4, 0x74, 0x69, 0x6d, 0x65};
@@ -139,8 +137,8 @@ static void test_recvmsg_skips_refused(void **state)
     uint8_t buf[1472];
     struct iovec v = {buf, sizeof buf};
     struct sockaddr_in from;
-    struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &v,
-                       .msg_iovlen = 1};
+    struct msghdr m = {
+        .msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &v, .msg_iovlen = 1};
     ssize_t n = recvmsg(p->rx, &m, 0);
     assert_int_equal(n, sizeof good_get);
     assert_memory_equal(buf, good_get, sizeof good_get);
@@ -159,7 +157,7 @@ static void test_recv_only_refused_is_eagain(void **state)
 {
     struct pair *p = *state;
     put(p, TOKEN_LENGTH_9);
-    put(p, "");           /* zero-length datagram: too short */
+    put(p, "");                 /* zero-length datagram: too short */
     put(p, "40 00 0001 ff 00"); /* Empty message with a payload */
     uint8_t buf[1472];
     errno = 0;
@@ -326,8 +324,11 @@ static void test_control_data_after_a_drop(void **state)
     } control;
     struct iovec v = {buf, sizeof buf};
     struct sockaddr_in from;
-    struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &v,
-                       .msg_iovlen = 1, .msg_control = control.bytes,
+    struct msghdr m = {.msg_name = &from,
+                       .msg_namelen = sizeof from,
+                       .msg_iov = &v,
+                       .msg_iovlen = 1,
+                       .msg_control = control.bytes,
                        .msg_controllen = sizeof control.bytes};
     assert_int_equal(recvmsg(p->rx, &m, 0), sizeof good_get);
     assert_int_equal(m.msg_flags & MSG_CTRUNC, 0);
@@ -388,16 +389,16 @@ static void test_blocking_socket(void **state)
     /* A refused datagram in front of a good one: the read returns the good
      * one without waiting for anything else. */
     for (int i = 0; i < 70; i++)
-        assert_true(sendto(p->tx, "\x49\x01\x00\x01", 4, 0, (struct sockaddr *)&addr,
-                           sizeof addr) == 4);
+        assert_true(
+            sendto(p->tx, "\x49\x01\x00\x01", 4, 0, (struct sockaddr *)&addr, sizeof addr) == 4);
     assert_true(sendto(p->tx, good_get, sizeof good_get, 0, (struct sockaddr *)&addr,
                        sizeof addr) == (ssize_t)sizeof good_get);
     assert_int_equal(recv(fd, buf, sizeof buf, 0), sizeof good_get);
     assert_int_equal(refused(EDHOC_DATAGRAM_TOKEN_LENGTH), 70);
     /* Only a refused one: the read waits as if nothing had come, until the
      * socket's own timeout. */
-    assert_true(sendto(p->tx, "\x49\x01\x00\x01", 4, 0, (struct sockaddr *)&addr,
-                       sizeof addr) == 4);
+    assert_true(sendto(p->tx, "\x49\x01\x00\x01", 4, 0, (struct sockaddr *)&addr, sizeof addr) ==
+                4);
     errno = 0;
     assert_int_equal(recv(fd, buf, sizeof buf, 0), -1);
     assert_true(errno == EAGAIN || errno == EWOULDBLOCK);

@@ -49,9 +49,9 @@ static void test_ccs_build_roundtrip(void **state)
     size_t n = vec_hex(t2, "cred_r", ccs, sizeof ccs);
     struct edhoc_cred *a = new_cred(), *b = new_cred();
     assert_int_equal(edhoc_cred_from_ccs(a, ccs, n), 0);
-    assert_int_equal(edhoc_cred_build_ccs(b, a->curve, a->pub, a->pub_len, a->kid, a->kid_len,
-                                          "example.edu"),
-                     0);
+    assert_int_equal(
+        edhoc_cred_build_ccs(b, a->curve, a->pub, a->pub_len, a->kid, a->kid_len, "example.edu"),
+        0);
     assert_int_equal(b->cred_len, n);
     assert_memory_equal(b->cred, ccs, n);
 
@@ -64,7 +64,8 @@ static void test_ccs_build_roundtrip(void **state)
         assert_int_equal(edhoc_key_generate(&k, curves[i]), 0);
         assert_int_equal(edhoc_key_public(&k, pub, &pl), 0);
         const uint8_t kid[2] = {0xab, 0xcd};
-        assert_int_equal(edhoc_cred_build_ccs(a, curves[i], pub, pl, kid, i % 3, i % 2 ? "s" : NULL), 0);
+        assert_int_equal(
+            edhoc_cred_build_ccs(a, curves[i], pub, pl, kid, i % 3, i % 2 ? "s" : NULL), 0);
         assert_int_equal(edhoc_cred_from_ccs(b, a->cred, a->cred_len), 0);
         assert_int_equal(b->curve, curves[i]);
         assert_int_equal(b->pub_len, pl);
@@ -81,12 +82,14 @@ static void test_ccs_malformed(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "",                                       /* empty */
-        "a0",                                     /* no cnf */
-        "80",                                     /* not a map */
-        "a108a101a301010220042158",               /* truncated */
+        "",                         /* empty */
+        "a0",                       /* no cnf */
+        "80",                       /* not a map */
+        "a108a101a301010220042158", /* truncated */
         /* OKP X25519 key with 31-byte x */
-        "a108a101a3010120042158" "1f" "0000000000000000000000000000000000000000000000000000000000000000",
+        "a108a101a3010120042158"
+        "1f"
+        "0000000000000000000000000000000000000000000000000000000000000000",
         /* kty 3 (RSA) */
         "a108a101a3010320042158200000000000000000000000000000000000000000000000000000000000000000",
         /* OKP with an EC2 curve */
@@ -98,13 +101,17 @@ static void test_ccs_malformed(void **state)
         /* non-shortest label (0x18 0x08 for 8) */
         "a1180801",
         /* indefinite-length map */
-        "bf08a101a301012004215820000000000000000000000000000000000000000000000000000000000000000000ff",
+        "bf08a101a301012004215820000000000000000000000000000000000000000000000000000000000000000000"
+        "ff",
         /* duplicate cnf */
-        "a208a101a301012004215820000000000000000000000000000000000000000000000000000000000000000008a0",
+        "a208a101a301012004215820000000000000000000000000000000000000000000000000000000000000000008"
+        "a0",
         /* private key d (-4) inside the COSE_Key */
-        "a108a101a4010120042158200000000000000000000000000000000000000000000000000000000000000000234100",
+        "a108a101a401012004215820000000000000000000000000000000000000000000000000000000000000000023"
+        "4100",
         /* map key of a forbidden type (bstr) */
-        "a241000008a101a3010120042158200000000000000000000000000000000000000000000000000000000000000000",
+        "a241000008a101a301012004215820000000000000000000000000000000000000000000000000000000000000"
+        "0000",
     };
     struct edhoc_cred *c = new_cred();
     uint8_t buf[256];
@@ -117,7 +124,8 @@ static void test_ccs_malformed(void **state)
     }
     /* A valid X25519 CCS, then trailing bytes, then a P-256 point off the
      * curve: the first is accepted, the other two refused. */
-    const char *good = "a108a101a3010120042158200900000000000000000000000000000000000000000000000000000000000000";
+    const char *good =
+        "a108a101a3010120042158200900000000000000000000000000000000000000000000000000000000000000";
     long n = hex_decode(good, buf, sizeof buf);
     assert_int_equal(edhoc_cred_from_ccs(c, buf, (size_t)n), 0);
     assert_int_equal(c->curve, EDHOC_COSE_CRV_X25519);
@@ -242,7 +250,8 @@ static void test_id_cred_x5chain(void **state)
     /* Two: {33: [bstr, bstr]}. */
     assert_int_equal(edhoc_demo_chain_cred('R', chain, NULL), 0);
     assert_int_equal(chain->n_certs, 2);
-    assert_int_equal(edhoc_id_cred_encode(chain, EDHOC_ID_CRED_X5CHAIN, 0, out, sizeof out, &ol), 0);
+    assert_int_equal(edhoc_id_cred_encode(chain, EDHOC_ID_CRED_X5CHAIN, 0, out, sizeof out, &ol),
+                     0);
     assert_int_equal(out[3], 0x82);
     assert_int_equal(ol, 4 + 3 + chain->cert_lens[0] + 3 + chain->cert_lens[1]);
     assert_int_equal(edhoc_id_cred_parse(out, ol, &id), 0);
@@ -257,25 +266,25 @@ static void test_id_cred_malformed(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "",             /* nothing */
-        "a0",           /* no parameter */
-        "04",           /* not a map */
-        "a2044132044133", /* two parameters */
-        "a1054132",     /* unknown label */
-        "a10432",       /* kid as integer: compact form is not a map value */
-        "a104413200",   /* trailing byte */
-        "a1044232",     /* truncated kid */
-        "a1182282",     /* truncated x5t */
+        "",                               /* nothing */
+        "a0",                             /* no parameter */
+        "04",                             /* not a map */
+        "a2044132044133",                 /* two parameters */
+        "a1054132",                       /* unknown label */
+        "a10432",                         /* kid as integer: compact form is not a map value */
+        "a104413200",                     /* trailing byte */
+        "a1044232",                       /* truncated kid */
+        "a1182282",                       /* truncated x5t */
         "a11822822e47000000000000000000", /* SHA-256/64 of 7 bytes */
-        "a11822812e",   /* x5t with one element */
-        "a118228241002e", /* alg and hash swapped */
-        "a1182180",     /* empty x5chain array */
-        "a1182140",     /* empty certificate */
+        "a11822812e",                     /* x5t with one element */
+        "a118228241002e",                 /* alg and hash swapped */
+        "a1182180",                       /* empty x5chain array */
+        "a1182140",                       /* empty certificate */
         "a11821850141014101410141014101", /* five certificates (over the maximum) */
-        "a10e80",       /* kccs that is not a map */
-        "a1041804",     /* kid as non-bstr */
-        "a1180441aa",   /* non-shortest label 4 */
-        "bf044132ff",   /* indefinite-length map */
+        "a10e80",                         /* kccs that is not a map */
+        "a1041804",                       /* kid as non-bstr */
+        "a1180441aa",                     /* non-shortest label 4 */
+        "bf044132ff",                     /* indefinite-length map */
     };
     struct edhoc_id_cred id;
     uint8_t buf[64];
@@ -291,8 +300,9 @@ static void test_id_cred_malformed(void **state)
 static void test_strerror(void **state)
 {
     (void)state;
-    const int codes[] = {EDHOC_CRED_ERR_FORMAT, EDHOC_CRED_ERR_UNKNOWN, EDHOC_CRED_ERR_UNTRUSTED,
-                         EDHOC_CRED_ERR_EXPIRED, EDHOC_CRED_ERR_KEY_TYPE, EDHOC_CRED_ERR_FILE,
+    const int codes[] = {EDHOC_CRED_ERR_FORMAT,      EDHOC_CRED_ERR_UNKNOWN,
+                         EDHOC_CRED_ERR_UNTRUSTED,   EDHOC_CRED_ERR_EXPIRED,
+                         EDHOC_CRED_ERR_KEY_TYPE,    EDHOC_CRED_ERR_FILE,
                          EDHOC_CRED_ERR_PERMISSIONS, EDHOC_CRED_ERR_TOO_LARGE};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         assert_string_not_equal(edhoc_cred_strerror(codes[i]), "unknown error");
@@ -334,17 +344,23 @@ static void test_id_cred_multi(void **state)
     assert_int_equal(id.type, EDHOC_ID_CRED_KCWT);
     assert_int_equal(id.cwt_len, 5);
     /* x5bag of eight certificates; nine are too many. */
-    n = hex_decode("a1182088" "4101410141014101" "4101410141014101", buf, sizeof buf);
+    n = hex_decode("a1182088"
+                   "4101410141014101"
+                   "4101410141014101",
+                   buf, sizeof buf);
     assert_int_equal(edhoc_id_cred_parse(buf, (size_t)n, &id), 0);
     assert_int_equal(id.n_certs, 8);
 
     static const char *const bad[] = {
-        "a20ea018214101",          /* kccs and x5chain: two credentials */
-        "a21820410118214101",      /* x5bag and x5chain */
-        "a10da0",                  /* kcwt that is not an array */
-        "a1182089" "4101410141014101" "4101410141014101" "4101", /* nine in a bag */
-        "a2044132044133",          /* kid twice */
-        "a2617801617902",          /* nothing we know */
+        "a20ea018214101",     /* kccs and x5chain: two credentials */
+        "a21820410118214101", /* x5bag and x5chain */
+        "a10da0",             /* kcwt that is not an array */
+        "a1182089"
+        "4101410141014101"
+        "4101410141014101"
+        "4101",           /* nine in a bag */
+        "a2044132044133", /* kid twice */
+        "a2617801617902", /* nothing we know */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         n = hex_decode(bad[i], buf, sizeof buf);
@@ -362,10 +378,17 @@ static void make_cwt(struct edhoc_cred *out, const struct edhoc_key *issuer, con
     size_t pub_len;
     assert_int_equal(edhoc_key_public(subject, pub, &pub_len), 0);
     const uint8_t kid[] = {0x2a};
-    struct edhoc_cwt_params p = {.curve = subject->curve, .pub = pub, .pub_len = pub_len,
-                                 .kid = kid, .kid_len = 1, .subject = "device",
-                                 .not_before = nbf, .not_after = exp, .issuer_key = issuer,
-                                 .issuer_kid = ikid, .issuer_kid_len = ikid_len};
+    struct edhoc_cwt_params p = {.curve = subject->curve,
+                                 .pub = pub,
+                                 .pub_len = pub_len,
+                                 .kid = kid,
+                                 .kid_len = 1,
+                                 .subject = "device",
+                                 .not_before = nbf,
+                                 .not_after = exp,
+                                 .issuer_key = issuer,
+                                 .issuer_kid = ikid,
+                                 .issuer_kid_len = ikid_len};
     assert_int_equal(edhoc_cwt_create(out, &p), 0);
 }
 
@@ -415,14 +438,14 @@ static void test_cwt(void **state)
                      EDHOC_CRED_ERR_UNTRUSTED);
 
     /* The store: the issuer's CCS (kid 0a) is trusted. */
-    assert_int_equal(edhoc_cred_build_ccs(issuer, EDHOC_COSE_CRV_ED25519, ipub, ipl, ikid, 1,
-                                          "issuer"), 0);
+    assert_int_equal(
+        edhoc_cred_build_ccs(issuer, EDHOC_COSE_CRV_ED25519, ipub, ipl, ikid, 1, "issuer"), 0);
     struct edhoc_cred_store *s = new_store();
     assert_int_equal(edhoc_cred_store_add_cred(s, issuer), 0);
     uint8_t *map = malloc(EDHOC_CRED_MAX_ID_CRED);
     size_t ml;
-    assert_int_equal(edhoc_id_cred_encode(cwt, EDHOC_ID_CRED_KCWT, 0, map,
-                                          EDHOC_CRED_MAX_ID_CRED, &ml), 0);
+    assert_int_equal(
+        edhoc_id_cred_encode(cwt, EDHOC_ID_CRED_KCWT, 0, map, EDHOC_CRED_MAX_ID_CRED, &ml), 0);
     assert_int_equal(map[0], 0xa1);
     assert_int_equal(map[1], 0x0d);
     assert_memory_equal(map + 2, cwt->cred, cwt->cred_len);
@@ -437,13 +460,13 @@ static void test_cwt(void **state)
     /* Signed by a key nobody trusts. */
     struct edhoc_cred *forged = new_cred();
     make_cwt(forged, &other_k, ikid, 1, &sk, T_2023, T_2025 + 86400);
-    assert_int_equal(edhoc_id_cred_encode(forged, EDHOC_ID_CRED_KCWT, 0, map,
-                                          EDHOC_CRED_MAX_ID_CRED, &ml), 0);
+    assert_int_equal(
+        edhoc_id_cred_encode(forged, EDHOC_ID_CRED_KCWT, 0, map, EDHOC_CRED_MAX_ID_CRED, &ml), 0);
     assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_UNTRUSTED);
     /* No issuer kid: every trusted key of the curve is tried. */
     make_cwt(forged, &ik, NULL, 0, &sk, T_2023, T_2025 + 86400);
-    assert_int_equal(edhoc_id_cred_encode(forged, EDHOC_ID_CRED_KCWT, 0, map,
-                                          EDHOC_CRED_MAX_ID_CRED, &ml), 0);
+    assert_int_equal(
+        edhoc_id_cred_encode(forged, EDHOC_ID_CRED_KCWT, 0, map, EDHOC_CRED_MAX_ID_CRED, &ml), 0);
     assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
     /* By kid: a configured CWT, its window still checked. */
     const uint8_t kid_2a[] = {0xa1, 0x04, 0x41, 0x2a};
@@ -465,24 +488,30 @@ static void test_cwt(void **state)
      * {8: {1: {1: 1, -1: 4, -2: h'09 00..00'}}} (an X25519 COSE_Key, the
      * base point), S a 64-byte signature of zeros. */
 #define P "43a10127"
-#define C "582ca108a101a30101200421582009" "00000000000000000000000000000000" \
-          "000000000000000000000000000000"
-#define S "5840" "0000000000000000000000000000000000000000000000000000000000000000" \
-          "0000000000000000000000000000000000000000000000000000000000000000"
+#define C                                                                                          \
+    "582ca108a101a30101200421582009"                                                               \
+    "00000000000000000000000000000000"                                                             \
+    "000000000000000000000000000000"
+#define S                                                                                          \
+    "5840"                                                                                         \
+    "0000000000000000000000000000000000000000000000000000000000000000"                             \
+    "0000000000000000000000000000000000000000000000000000000000000000"
     static const char *const bad[] = {
-        "d284" P "a0" C S,          /* tagged (18): CRED_x is the untagged CWT */
-        "83" P "a0" C,              /* three elements */
-        "8446a20127028101a0" C S,   /* crit (2) in the protected header */
-        "8440a10127" C S,           /* alg in the unprotected header */
-        "84" P "a0f6" S,            /* detached payload */
-        "8443a10126a0" C "583f" "00000000000000000000000000000000000000000000000000000000"
+        "d284" P "a0" C S,        /* tagged (18): CRED_x is the untagged CWT */
+        "83" P "a0" C,            /* three elements */
+        "8446a20127028101a0" C S, /* crit (2) in the protected header */
+        "8440a10127" C S,         /* alg in the unprotected header */
+        "84" P "a0f6" S,          /* detached payload */
+        "8443a10126a0" C "583f"
+        "00000000000000000000000000000000000000000000000000000000"
         "0000000000000000000000000000000000000000000000000000000000000000000000", /* ES256, 63 bytes */
         "8446a20127044101a1044101" C S, /* kid in both headers */
-        "8446a204410a0127a0" C S,   /* header labels out of order */
-        "84" P "a0582fa204617808a101a30101200421582009" "00000000000000000000000000000000"
+        "8446a204410a0127a0" C S,       /* header labels out of order */
+        "84" P "a0582fa204617808a101a30101200421582009"
+        "00000000000000000000000000000000"
         "000000000000000000000000000000" S, /* exp as text */
-        "84" P "a047a1041a00010000" S, /* no cnf */
-        "84" P "a1" C S,            /* unprotected header not a map */
+        "84" P "a047a1041a00010000" S,      /* no cnf */
+        "84" P "a1" C S,                    /* unprotected header not a map */
     };
     uint8_t bytes[300];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -511,16 +540,11 @@ static void test_cwt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ccs_trace2),
-        cmocka_unit_test(test_ccs_build_roundtrip),
-        cmocka_unit_test(test_ccs_malformed),
-        cmocka_unit_test(test_id_cred_trace1_x5t),
-        cmocka_unit_test(test_id_cred_trace2_kid),
-        cmocka_unit_test(test_id_cred_x5chain),
-        cmocka_unit_test(test_id_cred_malformed),
-        cmocka_unit_test(test_strerror),
-        cmocka_unit_test(test_id_cred_multi),
-        cmocka_unit_test(test_cwt),
+        cmocka_unit_test(test_ccs_trace2),         cmocka_unit_test(test_ccs_build_roundtrip),
+        cmocka_unit_test(test_ccs_malformed),      cmocka_unit_test(test_id_cred_trace1_x5t),
+        cmocka_unit_test(test_id_cred_trace2_kid), cmocka_unit_test(test_id_cred_x5chain),
+        cmocka_unit_test(test_id_cred_malformed),  cmocka_unit_test(test_strerror),
+        cmocka_unit_test(test_id_cred_multi),      cmocka_unit_test(test_cwt),
     };
     return cmocka_run_group_tests(tests, setup_vectors, NULL);
 }

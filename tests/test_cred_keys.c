@@ -9,8 +9,10 @@
 static void test_key_type_per_suite(void **state)
 {
     (void)state;
-    static const struct { int suite, sign, dh; } table[] = {
-        {0, 6, 4}, {1, 6, 4}, {2, 1, 1}, {3, 1, 1}, {4, 6, 4},
+    static const struct {
+        int suite, sign, dh;
+    } table[] = {
+        {0, 6, 4}, {1, 6, 4}, {2, 1, 1},  {3, 1, 1},  {4, 6, 4},
         {5, 1, 1}, {6, 1, 4}, {24, 2, 2}, {25, 7, 5},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -81,14 +83,16 @@ static void test_key_vectors(void **state)
     vec_hex(t1, "sk_r", sk, sizeof sk);
     vec_hex(t1, "pk_r", pk, sizeof pk);
     hex_encode(sk, 32, hex);
-    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, strlen(hex), EDHOC_COSE_CRV_ED25519), 0);
+    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, strlen(hex), EDHOC_COSE_CRV_ED25519),
+                     0);
     assert_int_equal(k.priv_len, 32);
     assert_memory_equal(k.priv, sk, 32);
     assert_int_equal(edhoc_key_public(&k, pub, &pl), 0);
     assert_int_equal(pl, 32);
     assert_memory_equal(pub, pk, 32);
     /* 32 bytes without a curve are ambiguous. */
-    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, strlen(hex), 0), EDHOC_CRED_ERR_FORMAT);
+    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, strlen(hex), 0),
+                     EDHOC_CRED_ERR_FORMAT);
 
     /* Trace 2 P-256 static DH keys. */
     uint8_t x[32], y[32];
@@ -96,7 +100,8 @@ static void test_key_vectors(void **state)
     vec_hex(t2, "pk_i_x", x, sizeof x);
     vec_hex(t2, "pk_i_y", y, sizeof y);
     hex_encode(sk, 32, hex);
-    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, strlen(hex), EDHOC_COSE_CRV_P256), 0);
+    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, strlen(hex), EDHOC_COSE_CRV_P256),
+                     0);
     assert_int_equal(edhoc_key_public(&k, pub, &pl), 0);
     assert_int_equal(pl, 65);
     assert_memory_equal(pub + 1, x, 32);
@@ -118,11 +123,14 @@ static void test_key_vectors(void **state)
 
     /* Out-of-range P-256 scalars. */
     memset(hex, 'f', 64);
-    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, 64, EDHOC_COSE_CRV_P256), EDHOC_CRED_ERR_FORMAT);
+    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, 64, EDHOC_COSE_CRV_P256),
+                     EDHOC_CRED_ERR_FORMAT);
     memset(hex, '0', 64);
-    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, 64, EDHOC_COSE_CRV_P256), EDHOC_CRED_ERR_FORMAT);
+    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, 64, EDHOC_COSE_CRV_P256),
+                     EDHOC_CRED_ERR_FORMAT);
     /* Length that does not fit the curve, not hex. */
-    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, 62, EDHOC_COSE_CRV_P256), EDHOC_CRED_ERR_FORMAT);
+    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)hex, 62, EDHOC_COSE_CRV_P256),
+                     EDHOC_CRED_ERR_FORMAT);
     assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)"xyz", 3, 0), EDHOC_CRED_ERR_FORMAT);
     free(c);
 }
@@ -177,8 +185,10 @@ static void test_key_pem_roundtrip(void **state)
     assert_int_equal(k.curve, EDHOC_COSE_CRV_P256);
     assert_memory_equal(k.priv, sk, 32);
     /* A damaged PEM. */
-    const char *bad = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI\n-----END PRIVATE KEY-----\n";
-    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)bad, strlen(bad), 0), EDHOC_CRED_ERR_FORMAT);
+    const char *bad =
+        "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI\n-----END PRIVATE KEY-----\n";
+    assert_int_equal(edhoc_key_parse(&k, (const uint8_t *)bad, strlen(bad), 0),
+                     EDHOC_CRED_ERR_FORMAT);
 }
 
 static char tmpdir[256];
@@ -377,8 +387,8 @@ static void test_demo_creds(void **state)
             assert_int_equal(edhoc_key_check_cred(&k, c), 0);
             int64_t nb, na;
             assert_int_equal(edhoc_cred_x509_validity(c, &nb, &na), 0);
-            assert_int_equal(nb, 1704067200);  /* 2024-01-01 */
-            assert_int_equal(na, 4102358400);  /* 2099-12-31 */
+            assert_int_equal(nb, 1704067200); /* 2024-01-01 */
+            assert_int_equal(na, 4102358400); /* 2099-12-31 */
             assert_int_equal(c->kid_len, 1);
             kids[n_kids++] = c->kid[0];
             assert_int_equal(edhoc_demo_cred(role, dh[i], true, c, &k), 0);
@@ -453,10 +463,14 @@ static void test_keygen_output_through_store(void **state)
     (void)state;
     char *out, args[1024], path[400], why[512];
     const char *steps[] = {
-        "keygen --type x509 --curve Ed448 --ca --subject Root --out-cred %s/root.pem --out-key %s/root.key",
-        "keygen --type x509 --curve P-256 --ca --subject Int --ca-cert %s/root.pem --ca-key %s/root.key --out-cred %s/int.pem --out-key %s/int.key",
-        "keygen --type x509 --curve X25519 --subject Leaf --ca-cert %s/int.pem --ca-key %s/int.key --out-cred %s/leaf.pem --out-key %s/leaf.key",
-        "keygen --type ccs --curve P-384 --kid 4142 --subject peer --out-cred %s/peer.cbor --out-key %s/peer.key",
+        "keygen --type x509 --curve Ed448 --ca --subject Root --out-cred %s/root.pem --out-key "
+        "%s/root.key",
+        "keygen --type x509 --curve P-256 --ca --subject Int --ca-cert %s/root.pem --ca-key "
+        "%s/root.key --out-cred %s/int.pem --out-key %s/int.key",
+        "keygen --type x509 --curve X25519 --subject Leaf --ca-cert %s/int.pem --ca-key %s/int.key "
+        "--out-cred %s/leaf.pem --out-key %s/leaf.key",
+        "keygen --type ccs --curve P-384 --kid 4142 --subject peer --out-cred %s/peer.cbor "
+        "--out-key %s/peer.key",
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         snprintf(args, sizeof args, steps[i], tmpdir, tmpdir, tmpdir, tmpdir);
@@ -500,7 +514,8 @@ static void test_keygen_output_through_store(void **state)
     snprintf(path, sizeof path, "%s/peer.key", tmpdir);
     assert_int_equal(edhoc_key_load_file(&key, path, res->curve, why, sizeof why), 0);
     assert_int_equal(edhoc_key_check_cred(&key, res), 0);
-    assert_int_equal(edhoc_id_cred_encode(res, EDHOC_ID_CRED_KCCS, 0, map, EDHOC_CRED_MAX_ID_CRED, &ml), 0);
+    assert_int_equal(
+        edhoc_id_cred_encode(res, EDHOC_ID_CRED_KCCS, 0, map, EDHOC_CRED_MAX_ID_CRED, &ml), 0);
     assert_int_equal(edhoc_cred_store_resolve(s, map, ml, res), 0);
     free(map);
     free(s);
@@ -533,10 +548,10 @@ static void test_pem_kid(void **state)
     assert_int_equal(d->kid_len, 0);
 
     static const char *const bad_lines[] = {
-        "EDHOC-kid: zz\n",                               /* not hex */
-        "EDHOC-kid: \n",                                 /* empty */
+        "EDHOC-kid: zz\n",                                 /* not hex */
+        "EDHOC-kid: \n",                                   /* empty */
         "EDHOC-kid: 00112233445566778899aabbccddeeff00\n", /* 17 bytes */
-        "EDHOC-kid: 01\nEDHOC-kid: 02\n",                 /* two for one certificate */
+        "EDHOC-kid: 01\nEDHOC-kid: 02\n",                  /* two for one certificate */
     };
     for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
         tl = (size_t)snprintf(text, 4 * EDHOC_CRED_MAX_DATA, "%s%s", bad_lines[i], pem);

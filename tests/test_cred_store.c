@@ -40,7 +40,8 @@ static void test_resolve_kid_x5t_kccs(void **state)
     uint8_t map256[64];
     size_t m256;
     assert_int_equal(edhoc_demo_trace_cred(1, 'I', cr, NULL), 0);
-    assert_int_equal(edhoc_id_cred_encode(cr, EDHOC_ID_CRED_X5T, -16, map256, sizeof map256, &m256), 0);
+    assert_int_equal(edhoc_id_cred_encode(cr, EDHOC_ID_CRED_X5T, -16, map256, sizeof map256, &m256),
+                     0);
     assert_int_equal(edhoc_cred_store_resolve(s, map256, m256, out), 0);
     assert_memory_equal(out->cred, want, wl);
     map256[m256 - 1] ^= 0x80;
@@ -86,14 +87,17 @@ static void test_resolve_kid_x5t_kccs(void **state)
     /* ... or another CCS with the same key (other sub, no kid); CRED_x is
      * then the CCS as received. */
     struct edhoc_cred *same_key = new_cred();
-    assert_int_equal(edhoc_cred_build_ccs(same_key, c->curve, c->pub, c->pub_len, NULL, 0, "other"), 0);
-    assert_int_equal(edhoc_id_cred_encode(same_key, EDHOC_ID_CRED_KCCS, 0, map, sizeof map, &ml), 0);
+    assert_int_equal(edhoc_cred_build_ccs(same_key, c->curve, c->pub, c->pub_len, NULL, 0, "other"),
+                     0);
+    assert_int_equal(edhoc_id_cred_encode(same_key, EDHOC_ID_CRED_KCCS, 0, map, sizeof map, &ml),
+                     0);
     assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
     assert_true(edhoc_cred_equal(out, same_key));
     /* ... and never a CCS with a key nobody configured. */
     struct edhoc_cred *stranger = new_cred();
     assert_int_equal(edhoc_demo_cred('R', EDHOC_COSE_CRV_P256, true, stranger, NULL), 0);
-    assert_int_equal(edhoc_id_cred_encode(stranger, EDHOC_ID_CRED_KCCS, 0, map, sizeof map, &ml), 0);
+    assert_int_equal(edhoc_id_cred_encode(stranger, EDHOC_ID_CRED_KCCS, 0, map, sizeof map, &ml),
+                     0);
     assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), EDHOC_CRED_ERR_UNKNOWN);
     /* A kccs whose CCS is broken is a format error. */
     map[ml - 1] ^= 1; /* y off the curve */
@@ -122,15 +126,15 @@ static void test_resolve_x5chain(void **state)
     assert_int_equal(edhoc_cred_store_add_anchor(s, c), 0);
 
     /* Every demo certificate (signature and static DH) verifies to the CA. */
-    const int sig_curves[] = {EDHOC_COSE_CRV_ED25519, EDHOC_COSE_CRV_P256,
-                              EDHOC_COSE_CRV_P384, EDHOC_COSE_CRV_ED448};
-    const int dh_curves[] = {EDHOC_COSE_CRV_X25519, EDHOC_COSE_CRV_P256,
-                             EDHOC_COSE_CRV_P384, EDHOC_COSE_CRV_X448};
+    const int sig_curves[] = {EDHOC_COSE_CRV_ED25519, EDHOC_COSE_CRV_P256, EDHOC_COSE_CRV_P384,
+                              EDHOC_COSE_CRV_ED448};
+    const int dh_curves[] = {EDHOC_COSE_CRV_X25519, EDHOC_COSE_CRV_P256, EDHOC_COSE_CRV_P384,
+                             EDHOC_COSE_CRV_X448};
     for (int r = 0; r < 2; r++)
         for (size_t i = 0; i < 8; i++) {
             int curve = i < 4 ? sig_curves[i] : dh_curves[i - 4];
-            assert_int_equal(edhoc_demo_cred_typed(r ? 'R' : 'I', curve, i >= 4,
-                                                   EDHOC_CRED_X509, c, NULL), 0);
+            assert_int_equal(
+                edhoc_demo_cred_typed(r ? 'R' : 'I', curve, i >= 4, EDHOC_CRED_X509, c, NULL), 0);
             assert_int_equal(encode_x5chain(c, map, &ml), 0);
             assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
             assert_true(edhoc_cred_equal(out, c));
@@ -170,7 +174,8 @@ static void test_resolve_x5chain(void **state)
     struct edhoc_cred *other_ca = new_cred();
     assert_int_equal(edhoc_key_generate(&ca_key, EDHOC_COSE_CRV_P256), 0);
     struct edhoc_x509_params p = {.subject_cn = "EDHOC Demo CA", /* same name, other key */
-                                  .not_before = T_2023, .not_after = T_2025 + 86400,
+                                  .not_before = T_2023,
+                                  .not_after = T_2025 + 86400,
                                   .is_ca = true};
     assert_int_equal(edhoc_x509_create(other_ca, &ca_key, &p), 0);
     assert_int_equal(edhoc_cred_store_add_anchor(other, other_ca), 0);
@@ -188,8 +193,10 @@ static void test_resolve_x5chain(void **state)
     struct edhoc_key leaf_key;
     struct edhoc_cred *leaf = new_cred();
     assert_int_equal(edhoc_key_generate(&leaf_key, EDHOC_COSE_CRV_X25519), 0);
-    struct edhoc_x509_params lp = {.subject_cn = "leaf", .not_before = T_2023,
-                                   .not_after = T_2025 + 86400, .issuer = other_ca,
+    struct edhoc_x509_params lp = {.subject_cn = "leaf",
+                                   .not_before = T_2023,
+                                   .not_after = T_2025 + 86400,
+                                   .issuer = other_ca,
                                    .issuer_key = &ca_key};
     assert_int_equal(edhoc_x509_create(leaf, &leaf_key, &lp), 0);
     assert_int_equal(leaf->n_certs, 1); /* the self-signed root is not appended */
@@ -206,8 +213,10 @@ static void test_resolve_x5chain(void **state)
     struct edhoc_key not_ca_key, below_key;
     assert_int_equal(edhoc_demo_cred('I', EDHOC_COSE_CRV_P256, false, not_ca, &not_ca_key), 0);
     assert_int_equal(edhoc_key_generate(&below_key, EDHOC_COSE_CRV_ED25519), 0);
-    struct edhoc_x509_params bp = {.subject_cn = "below a leaf", .not_before = T_2023,
-                                   .not_after = T_2025 + 86400, .issuer = not_ca,
+    struct edhoc_x509_params bp = {.subject_cn = "below a leaf",
+                                   .not_before = T_2023,
+                                   .not_after = T_2025 + 86400,
+                                   .issuer = not_ca,
                                    .issuer_key = &not_ca_key};
     assert_int_equal(edhoc_x509_create(below, &below_key, &bp), 0);
     assert_int_equal(below->n_certs, 2);
@@ -256,8 +265,8 @@ static void test_validity_cached_at_parse(void **state)
     /* A created certificate carries exactly the requested window, also
      * through PEM and the chain form. */
     struct edhoc_key k;
-    struct edhoc_x509_params p = {.subject_cn = "window", .not_before = T_2023 + 17,
-                                  .not_after = T_2025 + 86400 + 3};
+    struct edhoc_x509_params p = {
+        .subject_cn = "window", .not_before = T_2023 + 17, .not_after = T_2025 + 86400 + 3};
     assert_int_equal(edhoc_key_generate(&k, EDHOC_COSE_CRV_P256), 0);
     assert_int_equal(edhoc_x509_create(c, &k, &p), 0);
     assert_true(c->has_validity);
@@ -311,8 +320,8 @@ static void test_resolve_cached_window(void **state)
     assert_int_equal(edhoc_cred_set_kid(c, &kid, 1), 0);
     ml[0] = encode_x5t(c, EDHOC_COSE_SHA256_64, map[0], EDHOC_CRED_MAX_ID_CRED);
     ml[1] = encode_x5t(c, EDHOC_COSE_SHA256, map[1], EDHOC_CRED_MAX_ID_CRED);
-    assert_int_equal(edhoc_id_cred_encode(c, EDHOC_ID_CRED_KID, 0, map[2],
-                                          EDHOC_CRED_MAX_ID_CRED, &ml[2]), 0);
+    assert_int_equal(
+        edhoc_id_cred_encode(c, EDHOC_ID_CRED_KID, 0, map[2], EDHOC_CRED_MAX_ID_CRED, &ml[2]), 0);
     assert_int_equal(encode_x5chain(c, map[3], &ml[3]), 0);
     assert_int_equal(edhoc_cred_store_add_cred(s, c), 0);
     assert_true(s->facts[0].has_leaf_sha256);
@@ -426,8 +435,8 @@ static void test_resolve_configured_without_decoding(void **state)
     ml = encode_x5t(c, EDHOC_COSE_SHA256_64, map, EDHOC_CRED_MAX_ID_CRED);
     assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
     assert_true(edhoc_cred_equal(out, c));
-    assert_int_equal(edhoc_id_cred_encode(c, EDHOC_ID_CRED_KID, 0, map, EDHOC_CRED_MAX_ID_CRED,
-                                          &ml), 0);
+    assert_int_equal(
+        edhoc_id_cred_encode(c, EDHOC_ID_CRED_KID, 0, map, EDHOC_CRED_MAX_ID_CRED, &ml), 0);
     assert_int_equal(edhoc_cred_store_resolve(s, map, ml, out), 0);
     assert_true(edhoc_cred_equal(out, c));
     /* Expiry still applies, from the cached window. */

@@ -82,8 +82,8 @@ static void test_x509_create(void **state)
     (void)state;
     struct edhoc_key k;
     struct edhoc_cred *c = new_cred();
-    struct edhoc_x509_params p = {.subject_cn = "self", .not_before = T_2023,
-                                  .not_after = T_2025 + 86400};
+    struct edhoc_x509_params p = {
+        .subject_cn = "self", .not_before = T_2023, .not_after = T_2025 + 86400};
     /* Self-signed for every signature curve, refused for DH-only curves. */
     const int sig[] = {1, 2, 6, 7};
     for (int i = 0; i < 4; i++) {
@@ -129,11 +129,14 @@ static struct edhoc_cred *make_cert(const char *cn, bool ca, const struct edhoc_
         assert_int_equal(edhoc_key_generate(key, EDHOC_COSE_CRV_P256), 0);
     if (issuer) {
         single = new_cred();
-        assert_int_equal(edhoc_cred_from_der_chain(single, &issuer->certs[0],
-                                                   &issuer->cert_lens[0], 1), 0);
+        assert_int_equal(
+            edhoc_cred_from_der_chain(single, &issuer->certs[0], &issuer->cert_lens[0], 1), 0);
     }
-    struct edhoc_x509_params p = {.subject_cn = cn, .not_before = T_2023,
-                                  .not_after = not_after, .is_ca = ca, .issuer = single,
+    struct edhoc_x509_params p = {.subject_cn = cn,
+                                  .not_before = T_2023,
+                                  .not_after = not_after,
+                                  .is_ca = ca,
+                                  .issuer = single,
                                   .issuer_key = issuer_key};
     assert_int_equal(edhoc_x509_create(c, key, &p), 0);
     free(single);
@@ -155,8 +158,8 @@ static size_t bag_map(uint8_t *out, const struct edhoc_cred *const *certs, size_
     if (x5t_of) {
         uint8_t h[32];
         size_t hl;
-        assert_int_equal(edhoc_cred_cert_hash(-16, x5t_of->certs[0], x5t_of->cert_lens[0], h,
-                                              &hl), 0);
+        assert_int_equal(edhoc_cred_cert_hash(-16, x5t_of->certs[0], x5t_of->cert_lens[0], h, &hl),
+                         0);
         edhoc_cbor_put_uint(&w, 34);
         edhoc_cbor_put_array(&w, 2);
         edhoc_cbor_put_int(&w, -16);
@@ -193,8 +196,8 @@ static void test_resolve_x5bag(void **state)
     size_t ml;
 
     /* What we send: the leaf and its intermediates, leaf first. */
-    assert_int_equal(edhoc_id_cred_encode(leaf, EDHOC_ID_CRED_X5BAG, 0, map,
-                                          EDHOC_CRED_MAX_ID_CRED, &ml), 0);
+    assert_int_equal(
+        edhoc_id_cred_encode(leaf, EDHOC_ID_CRED_X5BAG, 0, map, EDHOC_CRED_MAX_ID_CRED, &ml), 0);
     assert_int_equal(map[0], 0xa1);
     assert_int_equal(map[1], 0x18);
     assert_int_equal(map[2], 0x20);
@@ -267,8 +270,10 @@ static void test_resolve_x5bag(void **state)
     struct edhoc_cred *c[4];
     c[0] = make_cert("C1", true, root, &k_root, &kc[0], until);
     for (int i = 1; i < 4; i++)
-        c[i] = make_cert(i == 1 ? "C2" : i == 2 ? "C3" : "C4", true, c[i - 1], &kc[i - 1],
-                         &kc[i], until);
+        c[i] = make_cert(i == 1   ? "C2"
+                         : i == 2 ? "C3"
+                                  : "C4",
+                         true, c[i - 1], &kc[i - 1], &kc[i], until);
     struct edhoc_cred *deep = make_cert("deep leaf", false, c[3], &kc[3], &k_deep, until);
     const struct edhoc_cred *deep_bag[] = {c[0], c[2], deep, c[1], c[3]};
     ml = bag_map(map, deep_bag, 5, NULL);

@@ -34,13 +34,13 @@ static void test_name_and_sizes(void **state)
     assert_int_equal(edhoc_crypto_hash_len(EDHOC_COSE_SHAKE256), 64);
     assert_int_equal(edhoc_crypto_hash_len(EDHOC_COSE_AES_CCM_16_64_128), 0);
 
-    static const struct { int alg; size_t key, nonce, tag; } aead[] = {
-        {EDHOC_COSE_AES_CCM_16_64_128, 16, 13, 8},
-        {EDHOC_COSE_AES_CCM_16_128_128, 16, 13, 16},
-        {EDHOC_COSE_A128GCM, 16, 12, 16},
-        {EDHOC_COSE_A256GCM, 32, 12, 16},
-        {EDHOC_COSE_CHACHA20_POLY1305, 32, 12, 16},
-        {EDHOC_COSE_SHA256, 0, 0, 0},
+    static const struct {
+        int alg;
+        size_t key, nonce, tag;
+    } aead[] = {
+        {EDHOC_COSE_AES_CCM_16_64_128, 16, 13, 8},  {EDHOC_COSE_AES_CCM_16_128_128, 16, 13, 16},
+        {EDHOC_COSE_A128GCM, 16, 12, 16},           {EDHOC_COSE_A256GCM, 32, 12, 16},
+        {EDHOC_COSE_CHACHA20_POLY1305, 32, 12, 16}, {EDHOC_COSE_SHA256, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof aead / sizeof aead[0]; i++) {
         assert_int_equal(edhoc_crypto_aead_key_len(aead[i].alg), aead[i].key);
@@ -48,7 +48,11 @@ static void test_name_and_sizes(void **state)
         assert_int_equal(edhoc_crypto_aead_tag_len(aead[i].alg), aead[i].tag);
     }
 
-    static const struct { int crv; size_t priv, ecdh, sig; const char *name; } crv[] = {
+    static const struct {
+        int crv;
+        size_t priv, ecdh, sig;
+        const char *name;
+    } crv[] = {
         {EDHOC_COSE_CRV_P256, 32, 32, 64, "P-256"},
         {EDHOC_COSE_CRV_P384, 48, 48, 96, "P-384"},
         {EDHOC_COSE_CRV_X25519, 32, 32, 0, "X25519"},
@@ -64,10 +68,8 @@ static void test_name_and_sizes(void **state)
         assert_int_equal(edhoc_crypto_sig_len(crv[i].crv), crv[i].sig);
         assert_string_equal(edhoc_crypto_curve_name(crv[i].crv), crv[i].name);
     }
-    assert_string_equal(edhoc_crypto_alg_name(EDHOC_COSE_AES_CCM_16_64_128),
-                        "AES-CCM-16-64-128");
-    assert_string_equal(edhoc_crypto_alg_name(EDHOC_COSE_CHACHA20_POLY1305),
-                        "ChaCha20/Poly1305");
+    assert_string_equal(edhoc_crypto_alg_name(EDHOC_COSE_AES_CCM_16_64_128), "AES-CCM-16-64-128");
+    assert_string_equal(edhoc_crypto_alg_name(EDHOC_COSE_CHACHA20_POLY1305), "ChaCha20/Poly1305");
     assert_string_equal(edhoc_crypto_alg_name(EDHOC_COSE_ES256), "ES256");
     assert_string_equal(edhoc_crypto_alg_name(EDHOC_COSE_SHAKE256), "SHAKE256");
     assert_string_equal(edhoc_crypto_alg_name(12345), "unknown");
@@ -180,11 +182,11 @@ static void test_handshake_mix_repeated(void **state)
         assert_int_equal(ops->hkdf_extract(EDHOC_COSE_SHA256, h, 32, s, 32, prk), 0);
         assert_bytes_equal(prk, prk_2e, 32);
         assert_int_equal(ops->hkdf_expand(EDHOC_COSE_SHA256, prk, 32, h, 32, okm, 64), 0);
-        assert_int_equal(ops->aead_encrypt(EDHOC_COSE_AES_CCM_16_64_128, k4, iv4, a4, a4_len,
-                                           NULL, 0, ct), 0);
+        assert_int_equal(
+            ops->aead_encrypt(EDHOC_COSE_AES_CCM_16_64_128, k4, iv4, a4, a4_len, NULL, 0, ct), 0);
         assert_bytes_equal(ct, ct4, 8);
-        assert_int_equal(ops->aead_decrypt(EDHOC_COSE_AES_CCM_16_64_128, k4, iv4, a4, a4_len,
-                                           ct, 8, NULL), 0);
+        assert_int_equal(
+            ops->aead_decrypt(EDHOC_COSE_AES_CCM_16_64_128, k4, iv4, a4, a4_len, ct, 8, NULL), 0);
     }
 }
 
@@ -213,18 +215,19 @@ static void test_backends_agree(void **state)
         size_t ls = 0;
         assert_int_equal(ops->keygen(EDHOC_COSE_CRV_ED25519, false, mine_sig_priv, sig_pub, &ls),
                          0);
-        uint8_t ref_shared[32], ref_sig[64], ref_ct[116], ref_hash[32], ref_prk[32],
-            ref_okm[80];
+        uint8_t ref_shared[32], ref_sig[64], ref_ct[116], ref_hash[32], ref_prk[32], ref_okm[80];
         assert_int_equal(ops->ecdh(EDHOC_COSE_CRV_X25519, priv, pub_peer, lp, ref_shared), 0);
-        assert_int_equal(ops->sign(EDHOC_COSE_CRV_ED25519, mine_sig_priv, msg, sizeof msg,
-                                   ref_sig), 0);
+        assert_int_equal(ops->sign(EDHOC_COSE_CRV_ED25519, mine_sig_priv, msg, sizeof msg, ref_sig),
+                         0);
         assert_int_equal(ops->aead_encrypt(EDHOC_COSE_CHACHA20_POLY1305, key, nonce, aad,
-                                           sizeof aad, pt, sizeof pt, ref_ct), 0);
+                                           sizeof aad, pt, sizeof pt, ref_ct),
+                         0);
         assert_int_equal(ops->hash(EDHOC_COSE_SHA256, msg, (size_t)round * 9, ref_hash), 0);
-        assert_int_equal(ops->hkdf_extract(EDHOC_COSE_SHA256, ref_hash, 32, ref_shared, 32,
-                                           ref_prk), 0);
+        assert_int_equal(
+            ops->hkdf_extract(EDHOC_COSE_SHA256, ref_hash, 32, ref_shared, 32, ref_prk), 0);
         assert_int_equal(ops->hkdf_expand(EDHOC_COSE_SHA256, ref_prk, 32, msg, (size_t)round,
-                                          ref_okm, sizeof ref_okm), 0);
+                                          ref_okm, sizeof ref_okm),
+                         0);
         for (size_t b = 0; b < sizeof all / sizeof all[0]; b++) {
             const struct edhoc_crypto_ops *o = all[b];
             uint8_t shared[32], sig[64], ct[116], back[100], h[32], prk[32], okm[80];
@@ -234,27 +237,30 @@ static void test_backends_agree(void **state)
             assert_bytes_equal(pub, pub_mine, 32);
             assert_int_equal(o->ecdh(EDHOC_COSE_CRV_X25519, peer, pub_mine, lm, shared), 0);
             assert_bytes_equal(shared, ref_shared, 32);
-            assert_int_equal(o->public_key(EDHOC_COSE_CRV_ED25519, false, mine_sig_priv, pub,
-                                           &len), 0);
+            assert_int_equal(o->public_key(EDHOC_COSE_CRV_ED25519, false, mine_sig_priv, pub, &len),
+                             0);
             assert_bytes_equal(pub, sig_pub, 32);
             assert_int_equal(o->sign(EDHOC_COSE_CRV_ED25519, mine_sig_priv, msg, sizeof msg, sig),
                              0);
             assert_bytes_equal(sig, ref_sig, 64);
-            assert_int_equal(o->verify(EDHOC_COSE_CRV_ED25519, sig_pub, 32, msg, sizeof msg,
-                                       ref_sig, 64), 0);
+            assert_int_equal(
+                o->verify(EDHOC_COSE_CRV_ED25519, sig_pub, 32, msg, sizeof msg, ref_sig, 64), 0);
             assert_int_equal(o->aead_encrypt(EDHOC_COSE_CHACHA20_POLY1305, key, nonce, aad,
-                                             sizeof aad, pt, sizeof pt, ct), 0);
+                                             sizeof aad, pt, sizeof pt, ct),
+                             0);
             assert_bytes_equal(ct, ref_ct, sizeof ct);
             assert_int_equal(o->aead_decrypt(EDHOC_COSE_CHACHA20_POLY1305, key, nonce, aad,
-                                             sizeof aad, ref_ct, sizeof ref_ct, back), 0);
+                                             sizeof aad, ref_ct, sizeof ref_ct, back),
+                             0);
             assert_bytes_equal(back, pt, sizeof pt);
             assert_int_equal(o->hash(EDHOC_COSE_SHA256, msg, (size_t)round * 9, h), 0);
             assert_bytes_equal(h, ref_hash, 32);
-            assert_int_equal(o->hkdf_extract(EDHOC_COSE_SHA256, ref_hash, 32, ref_shared, 32,
-                                             prk), 0);
+            assert_int_equal(o->hkdf_extract(EDHOC_COSE_SHA256, ref_hash, 32, ref_shared, 32, prk),
+                             0);
             assert_bytes_equal(prk, ref_prk, 32);
-            assert_int_equal(o->hkdf_expand(EDHOC_COSE_SHA256, ref_prk, 32, msg, (size_t)round,
-                                             okm, sizeof okm), 0);
+            assert_int_equal(
+                o->hkdf_expand(EDHOC_COSE_SHA256, ref_prk, 32, msg, (size_t)round, okm, sizeof okm),
+                0);
             assert_bytes_equal(okm, ref_okm, sizeof okm);
         }
         key[round % 32] ^= (uint8_t)round;
@@ -290,7 +296,10 @@ static void test_backend_selection(void **state)
     }
 
     /* What libsodium lacks is always OpenSSL's. */
-    static const struct { enum edhoc_crypto_op op; int alg; } openssl_only[] = {
+    static const struct {
+        enum edhoc_crypto_op op;
+        int alg;
+    } openssl_only[] = {
         {EDHOC_CRYPTO_OP_ECDH, EDHOC_COSE_CRV_P256},
         {EDHOC_CRYPTO_OP_ECDH, EDHOC_COSE_CRV_X448},
         {EDHOC_CRYPTO_OP_SIGN, EDHOC_COSE_CRV_P384},

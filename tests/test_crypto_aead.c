@@ -22,8 +22,7 @@
 
 /* ---- AEAD ------------------------------------------------------------- */
 static void check_aead_kat(struct vec_scope v, const char *key_name, const char *nonce_name,
-                           const char *aad_name, const char *pt_name, const char *ct_name,
-                           int alg)
+                           const char *aad_name, const char *pt_name, const char *ct_name, int alg)
 {
     uint8_t key[32], nonce[13], aad[128], pt[256], ct[300], want[300], back[256];
     vec_hex(v, key_name, key, sizeof key);
@@ -75,7 +74,7 @@ static void test_aead_edhoc_vectors(void **state)
 
 static const int aead_algs[] = {
     EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_AES_CCM_16_128_128, EDHOC_COSE_A128GCM,
-    EDHOC_COSE_A256GCM, EDHOC_COSE_CHACHA20_POLY1305,
+    EDHOC_COSE_A256GCM,           EDHOC_COSE_CHACHA20_POLY1305,
 };
 
 static void test_aead_round_trips(void **state)
@@ -103,8 +102,8 @@ static void test_aead_round_trips(void **state)
                 if (n > 0)
                     assert_memory_not_equal(ct, pt, n);
                 memset(back, 0xaa, sizeof back);
-                assert_int_equal(
-                    ops->aead_decrypt(alg, key, nonce, aad, aad_len, ct, ct_len, back), 0);
+                assert_int_equal(ops->aead_decrypt(alg, key, nonce, aad, aad_len, ct, ct_len, back),
+                                 0);
                 if (n > 0)
                     assert_bytes_equal(back, pt, n);
                 /* Every single flipped byte of ct || tag is caught, and the
@@ -128,14 +127,12 @@ static void test_aead_round_trips(void **state)
                     aad[0] ^= 1;
                 }
                 nonce[0] ^= 1;
-                assert_int_equal(
-                    ops->aead_decrypt(alg, key, nonce, aad, aad_len, ct, ct_len, back),
-                    EDHOC_CRYPTO_ERR_AUTH);
+                assert_int_equal(ops->aead_decrypt(alg, key, nonce, aad, aad_len, ct, ct_len, back),
+                                 EDHOC_CRYPTO_ERR_AUTH);
                 nonce[0] ^= 1;
                 key[0] ^= 1;
-                assert_int_equal(
-                    ops->aead_decrypt(alg, key, nonce, aad, aad_len, ct, ct_len, back),
-                    EDHOC_CRYPTO_ERR_AUTH);
+                assert_int_equal(ops->aead_decrypt(alg, key, nonce, aad, aad_len, ct, ct_len, back),
+                                 EDHOC_CRYPTO_ERR_AUTH);
                 key[0] ^= 1;
             }
         }
@@ -172,27 +169,24 @@ static void test_aead_keyed_contexts(void **state)
                     memcpy(ref[a][k], ct, PT + tag);
                 else
                     assert_bytes_equal(ct, ref[a][k], PT + tag);
-                assert_int_equal(ops->aead_decrypt(alg, key, nonce, aad, sizeof aad, ct,
-                                                   PT + tag, back),
-                                 0);
+                assert_int_equal(
+                    ops->aead_decrypt(alg, key, nonce, aad, sizeof aad, ct, PT + tag, back), 0);
                 assert_bytes_equal(back, pt, PT);
                 if (round == 2 && k % 3 == 0) {
                     /* A forgery, then the valid message again. */
                     ct[PT] ^= 1;
-                    assert_int_equal(ops->aead_decrypt(alg, key, nonce, aad, sizeof aad, ct,
-                                                       PT + tag, back),
-                                     EDHOC_CRYPTO_ERR_AUTH);
+                    assert_int_equal(
+                        ops->aead_decrypt(alg, key, nonce, aad, sizeof aad, ct, PT + tag, back),
+                        EDHOC_CRYPTO_ERR_AUTH);
                     ct[PT] ^= 1;
-                    assert_int_equal(ops->aead_decrypt(alg, key, nonce, aad, sizeof aad, ct,
-                                                       PT + tag, back),
-                                     0);
+                    assert_int_equal(
+                        ops->aead_decrypt(alg, key, nonce, aad, sizeof aad, ct, PT + tag, back), 0);
                     assert_bytes_equal(back, pt, PT);
                 }
                 if (round == 3 && ops->aead_forget) {
                     ops->aead_forget(key, edhoc_crypto_aead_key_len(alg));
-                    assert_int_equal(ops->aead_encrypt(alg, key, nonce, aad, sizeof aad, pt, PT,
-                                                       ct),
-                                     0);
+                    assert_int_equal(
+                        ops->aead_encrypt(alg, key, nonce, aad, sizeof aad, pt, PT, ct), 0);
                     assert_bytes_equal(ct, ref[a][k], PT + tag);
                 }
             }
@@ -204,20 +198,18 @@ static void test_aead_keyed_contexts(void **state)
     memset(key, 0x5a, sizeof key);
     memset(nonce, 0x21, sizeof nonce);
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(ops->aead_encrypt(EDHOC_COSE_AES_CCM_16_64_128, key, nonce, NULL, 0, pt,
-                                           PT, ct8),
-                         0);
-        assert_int_equal(ops->aead_encrypt(EDHOC_COSE_AES_CCM_16_128_128, key, nonce, NULL, 0,
-                                           pt, PT, ct16),
-                         0);
+        assert_int_equal(
+            ops->aead_encrypt(EDHOC_COSE_AES_CCM_16_64_128, key, nonce, NULL, 0, pt, PT, ct8), 0);
+        assert_int_equal(
+            ops->aead_encrypt(EDHOC_COSE_AES_CCM_16_128_128, key, nonce, NULL, 0, pt, PT, ct16), 0);
         assert_memory_equal(ct8, ct16, PT); /* same keystream */
         assert_memory_not_equal(ct8 + PT, ct16 + PT, 8);
         uint8_t back[PT];
-        assert_int_equal(ops->aead_decrypt(EDHOC_COSE_AES_CCM_16_128_128, key, nonce, NULL, 0,
-                                           ct16, PT + 16, back),
+        assert_int_equal(ops->aead_decrypt(EDHOC_COSE_AES_CCM_16_128_128, key, nonce, NULL, 0, ct16,
+                                           PT + 16, back),
                          0);
-        assert_int_equal(ops->aead_decrypt(EDHOC_COSE_AES_CCM_16_64_128, key, nonce, NULL, 0,
-                                           ct16, PT + 8, back),
+        assert_int_equal(ops->aead_decrypt(EDHOC_COSE_AES_CCM_16_64_128, key, nonce, NULL, 0, ct16,
+                                           PT + 8, back),
                          EDHOC_CRYPTO_ERR_AUTH);
     }
 }
@@ -266,12 +258,9 @@ int main(void)
 {
     int failed = 0;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_aead_oscore_vectors),
-        cmocka_unit_test(test_aead_edhoc_vectors),
-        cmocka_unit_test(test_aead_round_trips),
-        cmocka_unit_test(test_aead_keyed_contexts),
-        cmocka_unit_test(test_aead_in_place),
-        cmocka_unit_test(test_aead_errors),
+        cmocka_unit_test(test_aead_oscore_vectors), cmocka_unit_test(test_aead_edhoc_vectors),
+        cmocka_unit_test(test_aead_round_trips),    cmocka_unit_test(test_aead_keyed_contexts),
+        cmocka_unit_test(test_aead_in_place),       cmocka_unit_test(test_aead_errors),
     };
     for (current = 0; current < sizeof backends / sizeof backends[0]; current++)
         failed += cmocka_run_group_tests_name(backends[current].group, tests, setup, NULL);

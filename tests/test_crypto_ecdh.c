@@ -272,15 +272,20 @@ static void test_x448_rfc7748(void **state)
     uint8_t a[56], a_pub[56], b[56], b_pub[56], k[56], out[EDHOC_CRYPTO_MAX_PUB];
     size_t len = 0;
     hex("9a8f4925d1519f5775cf46b04b5800d4ee9ee8bae8bc5565d498c28dd9c9baf5"
-        "74a9419744897391006382a6f127ab1d9ac2d8c0a598726b", a, 56);
+        "74a9419744897391006382a6f127ab1d9ac2d8c0a598726b",
+        a, 56);
     hex("9b08f7cc31b7e3e67d22d5aea121074a273bd2b83de09c63faa73d2c22c5d9bb"
-        "c836647241d953d40c5b12da88120d53177f80e532c41fa0", a_pub, 56);
+        "c836647241d953d40c5b12da88120d53177f80e532c41fa0",
+        a_pub, 56);
     hex("1c306a7ac2a0e2e0990b294470cba339e6453772b075811d8fad0d1d6927c120"
-        "bb5ee8972b0d3e21374c9c921b09d1b0366f10b65173992d", b, 56);
+        "bb5ee8972b0d3e21374c9c921b09d1b0366f10b65173992d",
+        b, 56);
     hex("3eb7a829b0cd20f5bcfc0b599b6feccf6da4627107bdb0d4f345b43027d8b972"
-        "fc3e34fb4232a13ca706dcb57aec3dae07bdc1c67bf33609", b_pub, 56);
+        "fc3e34fb4232a13ca706dcb57aec3dae07bdc1c67bf33609",
+        b_pub, 56);
     hex("07fff4181ac6cc95ec1c16a94a0f74d12da232ce40a77552281d282bb60c0b56"
-        "fd2464c335543936521c24403085d59a449a5037514a879d", k, 56);
+        "fd2464c335543936521c24403085d59a449a5037514a879d",
+        k, 56);
     assert_int_equal(ops->public_key(EDHOC_COSE_CRV_X448, true, a, out, &len), 0);
     assert_int_equal(len, 56);
     assert_bytes_equal(out, a_pub, 56);
@@ -302,17 +307,22 @@ static void test_p384_known_answers(void **state)
     uint8_t d1[48], q1[97], q2x[48], shared[48], sig[96], out[EDHOC_CRYPTO_MAX_PUB];
     size_t len = 0;
     hex("2563714a9d927daa24a4b6a30f124f168efec32de81b073ab24fc2fbdcc6f194"
-        "a4f188e9118bdaa14546c8100444c8c0", d1, 48);
+        "a4f188e9118bdaa14546c8100444c8c0",
+        d1, 48);
     hex("04703d4e1fe3d4e1dfe5a4e8e9ef1529894edc0f790478cd33eacd4093e4ef2757"
         "8ead4b24c4f85878cb2f98029c3e1ccf8e6e12e47de6e35403bdbfeac60988d631"
-        "663cd62db143ba46d508a3f7aa3d19037b5699db32a739a1898ed78616d643", q1, 97);
+        "663cd62db143ba46d508a3f7aa3d19037b5699db32a739a1898ed78616d643",
+        q1, 97);
     hex("99bb3209b2e9cb765f97da03a5f05905513c60fd6f854ed87ab2e221a3df64cf"
-        "97d09342dc43e068c26015769f4922d3", q2x, 48);
+        "97d09342dc43e068c26015769f4922d3",
+        q2x, 48);
     hex("2004b8bfd063c4db826c0ab8e1d2490c2e56b3b87d578006a5edfb56d7aa4cc4"
-        "42ef0fc4d1437bf2abd23e118a0d6c5a", shared, 48);
+        "42ef0fc4d1437bf2abd23e118a0d6c5a",
+        shared, 48);
     hex("4e47a237cc608f03d38bf953c2c25c8cb99de4bbada9288a6b43656520b25591"
         "43f1fd344dde210802bbc630315996bea5055ae162859d034cb20fff81461259"
-        "f4e61d0caaf268ca75ec190ba37a7d58dc65c73c845bd17d055f3bdeaf046beb", sig, 96);
+        "f4e61d0caaf268ca75ec190ba37a7d58dc65c73c845bd17d055f3bdeaf046beb",
+        sig, 96);
     assert_int_equal(ops->public_key(EDHOC_COSE_CRV_P384, false, d1, out, &len), 0);
     assert_int_equal(len, 97);
     assert_bytes_equal(out, q1, 97);
@@ -335,8 +345,8 @@ static void test_p384_known_answers(void **state)
 static void test_ecdh_agreement_all_curves(void **state)
 {
     (void)state;
-    static const int curves[] = {EDHOC_COSE_CRV_P256, EDHOC_COSE_CRV_P384,
-                                 EDHOC_COSE_CRV_X25519, EDHOC_COSE_CRV_X448};
+    static const int curves[] = {EDHOC_COSE_CRV_P256, EDHOC_COSE_CRV_P384, EDHOC_COSE_CRV_X25519,
+                                 EDHOC_COSE_CRV_X448};
     for (size_t c = 0; c < 4; c++) {
         int crv = curves[c];
         uint8_t a[EDHOC_CRYPTO_MAX_PRIV], b[EDHOC_CRYPTO_MAX_PRIV];
@@ -402,8 +412,7 @@ static void test_x25519_rfc7748(void **state)
     assert_int_equal(ops->ecdh(EDHOC_COSE_CRV_X25519, b, apub, 32, s2), 0);
     assert_bytes_equal(s2, shared, 32);
     /* A wrong length is refused. */
-    assert_int_equal(ops->ecdh(EDHOC_COSE_CRV_X25519, b, apub, 31, s2),
-                     EDHOC_CRYPTO_ERR_INVALID);
+    assert_int_equal(ops->ecdh(EDHOC_COSE_CRV_X25519, b, apub, 31, s2), EDHOC_CRYPTO_ERR_INVALID);
 }
 
 /* RFC 7748 Section 6.1: "implementations MAY check whether the shared

@@ -32,13 +32,15 @@ static void test_hash_known_answers(void **state)
 
     assert_int_equal(ops->hash(EDHOC_COSE_SHA384, abc, 3, out), 0);
     hex("cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed"
-        "8086072ba1e7cc2358baeca134c825a7", want, 64);
+        "8086072ba1e7cc2358baeca134c825a7",
+        want, 64);
     assert_bytes_equal(out, want, 48);
 
     /* SHAKE256 with the 512-bit output COSE -45 names. */
     assert_int_equal(ops->hash(EDHOC_COSE_SHAKE256, abc, 3, out), 0);
     hex("483366601360a8771c6863080cc4114d8db44530f8f1e1ee4f94ea37e78b5739"
-        "d5a15bef186a5386c75744c0527e1faa9f8726e462a12a4feb06bd8801e751e4", want, 64);
+        "d5a15bef186a5386c75744c0527e1faa9f8726e462a12a4feb06bd8801e751e4",
+        want, 64);
     assert_bytes_equal(out, want, 64);
 
     /* Empty input, NULL pointer. */
@@ -78,7 +80,8 @@ static void test_hkdf_rfc5869(void **state)
     assert_bytes_equal(prk, want, 32);
     assert_int_equal(ops->hkdf_expand(EDHOC_COSE_SHA256, prk, 32, info, 10, okm, 42), 0);
     hex("3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf"
-        "34007208d5b887185865", want, 100);
+        "34007208d5b887185865",
+        want, 100);
     assert_bytes_equal(okm, want, 42);
 
     /* Test case 3: empty salt and info */
@@ -87,20 +90,23 @@ static void test_hkdf_rfc5869(void **state)
     assert_bytes_equal(prk, want, 32);
     assert_int_equal(ops->hkdf_expand(EDHOC_COSE_SHA256, prk, 32, NULL, 0, okm, 42), 0);
     hex("8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"
-        "9d201395faa4b61a96c8", want, 100);
+        "9d201395faa4b61a96c8",
+        want, 100);
     assert_bytes_equal(okm, want, 42);
 
     /* SHA-384 with test case 1's inputs, 100 bytes (3 blocks); reference
      * computed with an independent HMAC implementation. */
     assert_int_equal(ops->hkdf_extract(EDHOC_COSE_SHA384, salt, 13, ikm, 22, prk), 0);
     hex("704b39990779ce1dc548052c7dc39f303570dd13fb39f7acc564680bef80e8de"
-        "c70ee9a7e1f3e293ef68eceb072a5ade", want, 100);
+        "c70ee9a7e1f3e293ef68eceb072a5ade",
+        want, 100);
     assert_bytes_equal(prk, want, 48);
     assert_int_equal(ops->hkdf_expand(EDHOC_COSE_SHA384, prk, 48, info, 10, okm, 100), 0);
     hex("9b5097a86038b805309076a44b3a9f38063e25b516dcbf369f394cfab43685f7"
         "48b6457763e4f0204fc5d95d1da3e62587b22eb8943d0fab6bb631a2fe9df1a6"
         "8c6ce5d56116a52005b3f122b88b39b7251fcd6c44d3ef25f20ed96802bf1b2c"
-        "1d98bf74", want, 100);
+        "1d98bf74",
+        want, 100);
     assert_bytes_equal(okm, want, 100);
 }
 
@@ -111,8 +117,7 @@ static void test_hkdf_limits(void **state)
     static uint8_t big[255 * 32 + 1];
 
     assert_int_equal(ops->hkdf_expand(EDHOC_COSE_SHA256, prk, 32, NULL, 0, big, 255 * 32), 0);
-    assert_int_equal(ops->hkdf_expand(EDHOC_COSE_SHA256, prk, 32, NULL, 0, big,
-                                      255 * 32 + 1),
+    assert_int_equal(ops->hkdf_expand(EDHOC_COSE_SHA256, prk, 32, NULL, 0, big, 255 * 32 + 1),
                      EDHOC_CRYPTO_ERR_INVALID);
     /* Zero-length output is a no-op. */
     memset(out, 0xee, sizeof out);
@@ -120,8 +125,7 @@ static void test_hkdf_limits(void **state)
     assert_int_equal(out[0], 0xee);
     assert_int_equal(ops->hkdf_extract(EDHOC_COSE_A128GCM, prk, 32, prk, 32, out),
                      EDHOC_CRYPTO_ERR_UNSUPPORTED);
-    assert_int_equal(ops->hkdf_expand(7, prk, 32, NULL, 0, out, 16),
-                     EDHOC_CRYPTO_ERR_UNSUPPORTED);
+    assert_int_equal(ops->hkdf_expand(7, prk, 32, NULL, 0, out, 16), EDHOC_CRYPTO_ERR_UNSUPPORTED);
 }
 
 static void test_hkdf_trace1_prk_2e(void **state)
@@ -154,7 +158,8 @@ static void test_kmac256(void **state)
         data[i] = (uint8_t)i;
     /* NIST SP 800-185 KMAC256 sample #5: S = "" (as EDHOC uses), L = 512. */
     hex("75358cf39e41494e949707927cee0af20a3ff553904c86b08f21cc414bcfd691"
-        "589d27cf5e15369cbbff8b9a4c2eb17800855d0235ff635da82533ec6b759b69", want, 64);
+        "589d27cf5e15369cbbff8b9a4c2eb17800855d0235ff635da82533ec6b759b69",
+        want, 64);
     assert_int_equal(ops->hkdf_expand(EDHOC_COSE_SHAKE256, key, 32, data, 200, out, 64), 0);
     assert_bytes_equal(out, want, 64);
     /* EDHOC_Extract(salt, IKM) = KMAC256(salt, IKM, 512, ""): the same call. */
@@ -184,12 +189,9 @@ int main(void)
 {
     int failed = 0;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hash_known_answers),
-        cmocka_unit_test(test_hash_trace1_th2),
-        cmocka_unit_test(test_hkdf_rfc5869),
-        cmocka_unit_test(test_hkdf_limits),
-        cmocka_unit_test(test_hkdf_trace1_prk_2e),
-        cmocka_unit_test(test_kmac256),
+        cmocka_unit_test(test_hash_known_answers), cmocka_unit_test(test_hash_trace1_th2),
+        cmocka_unit_test(test_hkdf_rfc5869),       cmocka_unit_test(test_hkdf_limits),
+        cmocka_unit_test(test_hkdf_trace1_prk_2e), cmocka_unit_test(test_kmac256),
     };
     for (current = 0; current < sizeof backends / sizeof backends[0]; current++)
         failed += cmocka_run_group_tests_name(backends[current].group, tests, setup, NULL);

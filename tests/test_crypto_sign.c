@@ -56,13 +56,16 @@ static void test_ed448_rfc8032(void **state)
     uint8_t sk[57], pk[57], want[114], sig[114], pub[EDHOC_CRYPTO_MAX_PUB];
     size_t len = 0;
     hex("6c82a562cb808d10d632be89c8513ebf6c929f34ddfa8c9f63c9960ef6e348a3"
-        "528c8a3fcc2f044e39a3fc5b94492f8f032e7549a20098f95b", sk, 57);
+        "528c8a3fcc2f044e39a3fc5b94492f8f032e7549a20098f95b",
+        sk, 57);
     hex("5fd7449b59b461fd2ce787ec616ad46a1da1342485a70e1f8a0ea75d80e96778"
-        "edf124769b46c7061bd6783df1e50f6cd1fa1abeafe8256180", pk, 57);
+        "edf124769b46c7061bd6783df1e50f6cd1fa1abeafe8256180",
+        pk, 57);
     hex("533a37f6bbe457251f023c0d88f976ae2dfb504a843e34d2074fd823d41a591f"
         "2b233f034f628281f2fd7a22ddd47d7828c59bd0a21bfd3980ff0d2028d4b18a"
         "9df63e006c5d1c2d345b925d8dc00b4104852db99ac5c7cdda8530a113a0f4db"
-        "b61149f05a7363268c71d95808ff2e652600", want, 114);
+        "b61149f05a7363268c71d95808ff2e652600",
+        want, 114);
     assert_int_equal(ops->public_key(EDHOC_COSE_CRV_ED448, false, sk, pub, &len), 0);
     assert_int_equal(len, 57);
     assert_bytes_equal(pub, pk, 57);
@@ -79,9 +82,11 @@ static void test_es256_rfc6979_verify(void **state)
     size_t len = 0;
     hex("c9afa9d845ba75166b5c215767b1d6934e50c3db36e89b127b8a622b120f6721", d, 32);
     hex("0460fed4ba255a9d31c961eb74c6356d68c049b8923b61fa6ce669622e60f29fb6"
-        "7903fe1008b8bc99a41ae9e95628bc64f2f1b20c2d7e9f5177a3c294d4462299", pub, 65);
+        "7903fe1008b8bc99a41ae9e95628bc64f2f1b20c2d7e9f5177a3c294d4462299",
+        pub, 65);
     hex("efd48b2aacb6a8fd1140dd9cd45e81d69d2c877b56aaf991c34d0ea84eaf3716"
-        "f7cb1c942d657c41d436c7a1b6e29f65f3e900dbb9aff4064dc4ab2f843acda8", sig, 64);
+        "f7cb1c942d657c41d436c7a1b6e29f65f3e900dbb9aff4064dc4ab2f843acda8",
+        sig, 64);
     assert_int_equal(ops->public_key(EDHOC_COSE_CRV_P256, false, d, out, &len), 0);
     assert_int_equal(len, 65);
     assert_bytes_equal(out, pub, 65);
@@ -117,8 +122,8 @@ static void test_es256_rfc6979_verify(void **state)
 static void test_sign_verify_round_trips(void **state)
 {
     (void)state;
-    static const int curves[] = {EDHOC_COSE_CRV_P256, EDHOC_COSE_CRV_P384,
-                                 EDHOC_COSE_CRV_ED25519, EDHOC_COSE_CRV_ED448};
+    static const int curves[] = {EDHOC_COSE_CRV_P256, EDHOC_COSE_CRV_P384, EDHOC_COSE_CRV_ED25519,
+                                 EDHOC_COSE_CRV_ED448};
     uint8_t msg[300];
     for (size_t i = 0; i < sizeof msg; i++)
         msg[i] = (uint8_t)(i ^ 0x3c);
@@ -209,8 +214,8 @@ static void test_ed25519_rfc8032(void **state)
         /* Any flipped bit of R or S is refused. */
         for (size_t b = 0; b < 64; b += 7) {
             sig[b] ^= 0x01;
-            assert_int_not_equal(
-                ops->verify(EDHOC_COSE_CRV_ED25519, pk, 32, msg, msg_len, sig, 64), 0);
+            assert_int_not_equal(ops->verify(EDHOC_COSE_CRV_ED25519, pk, 32, msg, msg_len, sig, 64),
+                                 0);
             sig[b] ^= 0x01;
         }
         assert_int_equal(ops->verify(EDHOC_COSE_CRV_ED25519, pk, 32, msg, msg_len, sig, 63),
@@ -225,8 +230,9 @@ static void test_ed25519_rfc8032(void **state)
 static void add_order(uint8_t *s)
 {
     static const uint8_t l[32] = {
-        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
-        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10,
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7,
+        0xa2, 0xde, 0xf9, 0xde, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10,
     };
     unsigned carry = 0;
     for (size_t i = 0; i < 32; i++) {
@@ -274,7 +280,8 @@ static void test_ed25519_strict_rule(void **state)
     uint8_t good_pk[32], good[64];
     hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", good_pk, 32);
     hex("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e3970"
-        "1cf9b46bd25bf5f0595bbe24655141438e7a100b", good, 64);
+        "1cf9b46bd25bf5f0595bbe24655141438e7a100b",
+        good, 64);
     assert_int_equal(ops->verify(EDHOC_COSE_CRV_ED25519, good_pk, 32, NULL, 0, good, 64), 0);
     memcpy(sig, good, 64);
     add_order(sig + 32);
@@ -292,12 +299,9 @@ int main(void)
 {
     int failed = 0;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ed25519_trace1),
-        cmocka_unit_test(test_ed448_rfc8032),
-        cmocka_unit_test(test_es256_rfc6979_verify),
-        cmocka_unit_test(test_sign_verify_round_trips),
-        cmocka_unit_test(test_ed25519_rfc8032),
-        cmocka_unit_test(test_ed25519_strict_rule),
+        cmocka_unit_test(test_ed25519_trace1),       cmocka_unit_test(test_ed448_rfc8032),
+        cmocka_unit_test(test_es256_rfc6979_verify), cmocka_unit_test(test_sign_verify_round_trips),
+        cmocka_unit_test(test_ed25519_rfc8032),      cmocka_unit_test(test_ed25519_strict_rule),
     };
     for (current = 0; current < sizeof backends / sizeof backends[0]; current++)
         failed += cmocka_run_group_tests_name(backends[current].group, tests, setup, NULL);

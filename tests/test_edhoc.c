@@ -57,20 +57,85 @@ static struct edhoc_crypto_ops pinned_ops(struct pinned *p)
 
 /* ---- traces ---- */
 
-static const char *const keys_i[] = {
-    "x", "g_x", "message_1", "h_message_1", "input_th_2", "th_2", "g_xy", "prk_2e",
-    "prk_3e2m", "keystream_2", "plaintext_2", "context_2", "mac_2", "signature_or_mac_2",
-    "input_th_3", "th_3", "prk_4e3m", "context_3", "mac_3", "signature_or_mac_3", "plaintext_3",
-    "a_3", "k_3", "iv_3", "ciphertext_3", "message_3", "input_th_4", "th_4", "prk_out",
-    "prk_exporter", "plaintext_4", "a_4", "k_4", "iv_4", "oscore_master_secret",
-    "oscore_master_salt", "prk_out_after_keyupdate", "prk_exporter_after_keyupdate", NULL};
-static const char *const keys_r[] = {
-    "y", "g_y", "h_message_1", "input_th_2", "th_2", "g_xy", "prk_2e", "prk_3e2m",
-    "context_2", "mac_2", "signature_or_mac_2", "plaintext_2", "keystream_2", "ciphertext_2",
-    "message_2", "input_th_3", "th_3", "a_3", "k_3", "iv_3", "plaintext_3", "prk_4e3m",
-    "context_3", "mac_3", "signature_or_mac_3", "input_th_4", "th_4", "prk_out", "prk_exporter",
-    "plaintext_4", "a_4", "k_4", "iv_4", "ciphertext_4", "message_4", "oscore_master_secret",
-    "oscore_master_salt", "prk_out_after_keyupdate", "prk_exporter_after_keyupdate", NULL};
+static const char *const keys_i[] = {"x",
+                                     "g_x",
+                                     "message_1",
+                                     "h_message_1",
+                                     "input_th_2",
+                                     "th_2",
+                                     "g_xy",
+                                     "prk_2e",
+                                     "prk_3e2m",
+                                     "keystream_2",
+                                     "plaintext_2",
+                                     "context_2",
+                                     "mac_2",
+                                     "signature_or_mac_2",
+                                     "input_th_3",
+                                     "th_3",
+                                     "prk_4e3m",
+                                     "context_3",
+                                     "mac_3",
+                                     "signature_or_mac_3",
+                                     "plaintext_3",
+                                     "a_3",
+                                     "k_3",
+                                     "iv_3",
+                                     "ciphertext_3",
+                                     "message_3",
+                                     "input_th_4",
+                                     "th_4",
+                                     "prk_out",
+                                     "prk_exporter",
+                                     "plaintext_4",
+                                     "a_4",
+                                     "k_4",
+                                     "iv_4",
+                                     "oscore_master_secret",
+                                     "oscore_master_salt",
+                                     "prk_out_after_keyupdate",
+                                     "prk_exporter_after_keyupdate",
+                                     NULL};
+static const char *const keys_r[] = {"y",
+                                     "g_y",
+                                     "h_message_1",
+                                     "input_th_2",
+                                     "th_2",
+                                     "g_xy",
+                                     "prk_2e",
+                                     "prk_3e2m",
+                                     "context_2",
+                                     "mac_2",
+                                     "signature_or_mac_2",
+                                     "plaintext_2",
+                                     "keystream_2",
+                                     "ciphertext_2",
+                                     "message_2",
+                                     "input_th_3",
+                                     "th_3",
+                                     "a_3",
+                                     "k_3",
+                                     "iv_3",
+                                     "plaintext_3",
+                                     "prk_4e3m",
+                                     "context_3",
+                                     "mac_3",
+                                     "signature_or_mac_3",
+                                     "input_th_4",
+                                     "th_4",
+                                     "prk_out",
+                                     "prk_exporter",
+                                     "plaintext_4",
+                                     "a_4",
+                                     "k_4",
+                                     "iv_4",
+                                     "ciphertext_4",
+                                     "message_4",
+                                     "oscore_master_secret",
+                                     "oscore_master_salt",
+                                     "prk_out_after_keyupdate",
+                                     "prk_exporter_after_keyupdate",
+                                     NULL};
 static const char *const keys_dh_i[] = {"salt_3e2m", "g_rx", "salt_4e3m", "g_iy", NULL};
 static const char *const keys_sig[] = {"message_to_be_signed_2", "message_to_be_signed_3", NULL};
 
@@ -122,7 +187,7 @@ static void check_key_update(struct vec_scope v, struct edhoc_session *s)
  * message_3 is made or handled, RFC 9528 5.4.3 and 5.4.4). */
 static void check_key_log(struct vec_scope v, const struct edhoc_key_log *kl)
 {
-    static const char *const keys[7] = {"g_x", "prk_2e", "th_2", "prk_3e2m",
+    static const char *const keys[7] = {"g_x",  "prk_2e",   "th_2", "prk_3e2m",
                                         "th_3", "prk_4e3m", "th_4"};
     char want[1024] = "";
     size_t at = 0;
@@ -151,7 +216,8 @@ static void check_key_log(struct vec_scope v, const struct edhoc_key_log *kl)
  * exercised. For trace 2 the rejected first message_1 comes first. */
 static void run_trace(int trace_no)
 {
-    struct vec_scope v = load_vectors(trace_no == 1 ? "rfc9529-trace1.json" : "rfc9529-trace2.json");
+    struct vec_scope v =
+        load_vectors(trace_no == 1 ? "rfc9529-trace1.json" : "rfc9529-trace2.json");
     struct side si, sr;
     load_side(v, true, trace_no, &si);
     load_side(v, false, trace_no, &sr);
@@ -203,8 +269,7 @@ static void run_trace(int trace_no)
         assert_memory_equal(m1, want1, 4);
         assert_memory_equal(m1 + 36, want1 + 36, 1);
         size_t gxl = 0;
-        assert_int_equal(test_backend()->public_key(EDHOC_COSE_CRV_X25519, true, x_first,
-                                                            gx, &gxl),
+        assert_int_equal(test_backend()->public_key(EDHOC_COSE_CRV_X25519, true, x_first, gx, &gxl),
                          0);
         assert_memory_equal(m1 + 4, gx, 32);
         /* the RFC's own bytes are rejected the same way */
@@ -286,8 +351,7 @@ static void run_trace(int trace_no)
     assert_vec(v, "message_4", m4, (size_t)n4);
     assert_int_equal(edhoc_initiator_process_message_4(&i, m4, (size_t)n4, &rx), 0);
     /* message_4 once only */
-    assert_int_equal(edhoc_initiator_process_message_4(&i, m4, (size_t)n4, &rx),
-                     EDHOC_ERR_STATE);
+    assert_int_equal(edhoc_initiator_process_message_4(&i, m4, (size_t)n4, &rx), EDHOC_ERR_STATE);
 
     check_key_log(v, &kl_i);
     check_key_log(v, &kl_r);
@@ -327,7 +391,6 @@ static void test_trace_2(void **state)
     (void)state;
     run_trace(2);
 }
-
 
 /* ---- RFC 9529 Section 4: invalid messages ---- */
 

@@ -7,7 +7,6 @@
  */
 #include "edhoc_test_common.h"
 
-
 /* ---- deviations of deployed peers (edhoc_config.tolerate / emulate) ---- */
 
 static void test_deviation_names(void **state)
@@ -37,8 +36,7 @@ static void test_deviation_names(void **state)
     assert_int_equal(edhoc_deviations_parse("c-bstr,kid", &m, why, sizeof why), EDHOC_ERR_ARG);
     assert_int_equal(m, 99); /* untouched on error */
     assert_non_null(strstr(why, "unknown deviation \"kid\""));
-    assert_int_equal(edhoc_deviations_parse("c-bstr,,kid-int", &m, why, sizeof why),
-                     EDHOC_ERR_ARG);
+    assert_int_equal(edhoc_deviations_parse("c-bstr,,kid-int", &m, why, sizeof why), EDHOC_ERR_ARG);
     assert_string_equal(why, "empty name in the deviation list");
     assert_int_equal(edhoc_deviations_parse("none,c-bstr", &m, why, sizeof why), EDHOC_ERR_ARG);
     assert_int_equal(edhoc_deviations_parse("C-BSTR", &m, why, sizeof why), EDHOC_ERR_ARG);
@@ -102,8 +100,7 @@ static struct dev_run *dev_handshake(const struct dev_setup *u)
     if (u->y)
         assert_int_equal(edhoc_session_set_ephemeral(&d->r, u->y, u->y_len), 0);
     if (u->peer_suites)
-        assert_int_equal(edhoc_session_set_peer_suites(&d->i, u->peer_suites, u->n_peer_suites),
-                         0);
+        assert_int_equal(edhoc_session_set_peer_suites(&d->i, u->peer_suites, u->n_peer_suites), 0);
     d->n1 = edhoc_initiator_prepare_message_1(&d->i, d->m1, sizeof d->m1);
     assert_true(d->n1 > 0);
     assert_int_equal(edhoc_responder_process_message_1(&d->r, d->m1, (size_t)d->n1, NULL), 0);
@@ -246,8 +243,7 @@ static void test_deviation_c_bstr(void **state)
      * error message back ... and the EDHOC session MUST be aborted." */
     assert_int_equal(d->rc2, EDHOC_ERR_MAC);
     assert_int_equal(edhoc_session_state(&d->i), EDHOC_STATE_ERROR);
-    assert_diagnosis(&d->i, EDHOC_DEV_C_BSTR, 2,
-                     text_c_bstr_2);
+    assert_diagnosis(&d->i, EDHOC_DEV_C_BSTR, 2, text_c_bstr_2);
     char full[512];
     snprintf(full, sizeof full, "MAC_2 verification failed; %s", text_c_bstr_2);
     assert_full_error_text(&d->i, full);
@@ -260,8 +256,8 @@ static void test_deviation_c_bstr(void **state)
 
     /* Tolerating another deviation accepts nothing: kid-int does not
      * explain this MAC_2, and it is not what the diagnosis matched. */
-    t->ci.tolerate = EDHOC_DEV_KID_INT | EDHOC_DEV_ID_CRED_COMPACT | EDHOC_DEV_CRED_WRAP |
-                     EDHOC_DEV_EAD_OMITTED;
+    t->ci.tolerate =
+        EDHOC_DEV_KID_INT | EDHOC_DEV_ID_CRED_COMPACT | EDHOC_DEV_CRED_WRAP | EDHOC_DEV_EAD_OMITTED;
     d = dev_handshake(&t->u);
     assert_int_equal(d->rc2, EDHOC_ERR_MAC);
     assert_diagnosis(&d->i, EDHOC_DEV_C_BSTR, 2, text_c_bstr_2);
@@ -601,9 +597,16 @@ static void test_deviation_cred_unwrapped(void **state)
     ci.trace = cr.trace = NULL;
     cr.emulate = EDHOC_DEV_CRED_WRAP;
     struct dev_setup u = {
-        .ci = &ci, .cr = &cr, .c_i = si.cid[0], .c_r = sr.cid[0],
-        .x = si.eph, .x_len = si.eph_len, .y = sr.eph, .y_len = sr.eph_len,
-        .cred_r = &sr.cred, .cred_i = &si.cred,
+        .ci = &ci,
+        .cr = &cr,
+        .c_i = si.cid[0],
+        .c_r = sr.cid[0],
+        .x = si.eph,
+        .x_len = si.eph_len,
+        .y = sr.eph,
+        .y_len = sr.eph_len,
+        .cred_r = &sr.cred,
+        .cred_i = &si.cred,
     };
     struct dev_run *d = dev_handshake(&u);
     assert_int_equal(d->rc2, EDHOC_ERR_SIGNATURE);
@@ -623,8 +626,7 @@ static void test_deviation_not_explained(void **state)
         const char *what = sig ? "Signature_or_MAC_2" : "MAC_2";
         int bad = sig ? EDHOC_ERR_SIGNATURE : EDHOC_ERR_MAC;
         char want[128];
-        snprintf(want, sizeof want, "%s verification failed: no known deviation explains it",
-                 what);
+        snprintf(want, sizeof want, "%s verification failed: no known deviation explains it", what);
 
         /* A credential with another key entirely: RFC 9528 Section 5.3.3,
          * "Verify Signature_or_MAC_2 ...", fails under every variant. */

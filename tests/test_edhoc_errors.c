@@ -14,8 +14,7 @@ static void test_bad_mac_2(void **state)
         struct pair *p = pair_new(3, suites[k], false);
         pair_to_verify_m2(p);
         p->m2[p->n2 - 1] ^= 0x01; /* last byte of MAC_2 */
-        assert_int_equal(edhoc_initiator_process_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx),
-                         0);
+        assert_int_equal(edhoc_initiator_process_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx), 0);
         assert_int_equal(edhoc_initiator_verify_message_2(&p->i, &p->rx, &p->pr.cred),
                          EDHOC_ERR_MAC);
         assert_int_equal(edhoc_session_state(&p->i), EDHOC_STATE_ERROR);
@@ -36,8 +35,7 @@ static void test_bad_signature_2(void **state)
         struct pair *p = pair_new(0, suites[k], false);
         pair_to_verify_m2(p);
         p->m2[p->n2 - 1] ^= 0x80;
-        assert_int_equal(edhoc_initiator_process_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx),
-                         0);
+        assert_int_equal(edhoc_initiator_process_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx), 0);
         assert_int_equal(edhoc_initiator_verify_message_2(&p->i, &p->rx, &p->pr.cred),
                          EDHOC_ERR_SIGNATURE);
         assert_error_text(&p->i, "Signature_or_MAC_2 verification failed");
@@ -59,8 +57,7 @@ static void test_bad_mac_and_signature_3(void **state)
         assert_true(p->n3 > 0);
         struct peer other;
         make_peer(&other, p->pi.key.curve, 0x2b, false);
-        assert_int_equal(edhoc_responder_process_message_3(&p->r, p->m3, (size_t)p->n3, &p->rx),
-                         0);
+        assert_int_equal(edhoc_responder_process_message_3(&p->r, p->m3, (size_t)p->n3, &p->rx), 0);
         bool sdh = method == 2 || method == 3;
         assert_int_equal(edhoc_responder_verify_message_3(&p->r, &p->rx, &other.cred),
                          sdh ? EDHOC_ERR_MAC : EDHOC_ERR_SIGNATURE);
@@ -128,9 +125,9 @@ static void test_unknown_credential(void **state)
 
     struct pair *p = pair_new(0, 0, false);
     pair_to_verify_m2(p);
-    assert_int_equal(edhoc_initiator_handle_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx,
-                                                      resolve_none, NULL),
-                     EDHOC_ERR_UNKNOWN_CREDENTIAL);
+    assert_int_equal(
+        edhoc_initiator_handle_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx, resolve_none, NULL),
+        EDHOC_ERR_UNKNOWN_CREDENTIAL);
     assert_int_equal(edhoc_session_write_error(&p->i, err, sizeof err), 2);
     assert_memory_equal(err, code3, 2);
     free(p);
@@ -191,11 +188,9 @@ static void test_error_messages(void **state)
     assert_int_equal(edhoc_error_message_parse(e2_bad, sizeof e2_bad, &info),
                      EDHOC_ERR_SUITES_ENCODING);
     static const uint8_t e3_bad[] = {0x03, 0xf4};
-    assert_int_equal(edhoc_error_message_parse(e3_bad, sizeof e3_bad, &info),
-                     EDHOC_ERR_MALFORMED);
+    assert_int_equal(edhoc_error_message_parse(e3_bad, sizeof e3_bad, &info), EDHOC_ERR_MALFORMED);
     static const uint8_t e1_bad[] = {0x01, 0x41, 0x00};
-    assert_int_equal(edhoc_error_message_parse(e1_bad, sizeof e1_bad, &info),
-                     EDHOC_ERR_MALFORMED);
+    assert_int_equal(edhoc_error_message_parse(e1_bad, sizeof e1_bad, &info), EDHOC_ERR_MALFORMED);
     static const uint8_t trailing[] = {0x03, 0xf5, 0x00};
     assert_int_equal(edhoc_error_message_parse(trailing, sizeof trailing, &info),
                      EDHOC_ERR_TRAILING);
@@ -217,10 +212,8 @@ static void test_error_messages(void **state)
     assert_false(edhoc_message_is_error(m3, sizeof m3));
 
     /* codes that cannot be written */
-    assert_int_equal(edhoc_error_message_write(buf, sizeof buf, 0, NULL, NULL, 0),
-                     EDHOC_ERR_ARG);
-    assert_int_equal(edhoc_error_message_write(buf, sizeof buf, 2, NULL, NULL, 0),
-                     EDHOC_ERR_ARG);
+    assert_int_equal(edhoc_error_message_write(buf, sizeof buf, 0, NULL, NULL, 0), EDHOC_ERR_ARG);
+    assert_int_equal(edhoc_error_message_write(buf, sizeof buf, 2, NULL, NULL, 0), EDHOC_ERR_ARG);
     assert_int_equal(edhoc_error_message_write(buf, 3, 1, "abc", NULL, 0), EDHOC_ERR_BUFFER);
 
     /* mapping */
@@ -263,8 +256,7 @@ static void test_plaintext_2_wrapping_map_count(void **state)
     assert_non_null(rx);
     uint8_t c_r[EDHOC_MAX_CONN_ID];
     size_t c_r_len = 0;
-    assert_int_equal(edhoc_plaintext_2_parse(pt, k, 0, 0, rx, c_r, &c_r_len),
-                     EDHOC_ERR_MALFORMED);
+    assert_int_equal(edhoc_plaintext_2_parse(pt, k, 0, 0, rx, c_r, &c_r_len), EDHOC_ERR_MALFORMED);
     assert_int_equal(edhoc_plaintext_3_parse(pt + 1, k - 1, 0, 0, rx), EDHOC_ERR_MALFORMED);
     free(rx);
 }
@@ -302,9 +294,9 @@ static void test_failed_processing_wipes_received(void **state)
     /* message_2 decrypted, its credential unknown to the resolver */
     p = pair_new(0, 0, false);
     pair_to_verify_m2(p);
-    assert_int_equal(edhoc_initiator_handle_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx,
-                                                      resolve_none, NULL),
-                     EDHOC_ERR_UNKNOWN_CREDENTIAL);
+    assert_int_equal(
+        edhoc_initiator_handle_message_2(&p->i, p->m2, (size_t)p->n2, &p->rx, resolve_none, NULL),
+        EDHOC_ERR_UNKNOWN_CREDENTIAL);
     assert_received_wiped(&p->rx);
     free(p);
 
@@ -318,8 +310,8 @@ static void test_failed_processing_wipes_received(void **state)
     assert_true(p->n3 > 0);
     struct expect_cred wrong = {p->pi.id_cred, p->pi.id_cred_len, &p->pr.cred};
     memset(&p->rx, 0x5a, sizeof p->rx);
-    int rc = edhoc_responder_handle_message_3(&p->r, p->m3, (size_t)p->n3, &p->rx,
-                                              resolve_expected, &wrong);
+    int rc = edhoc_responder_handle_message_3(&p->r, p->m3, (size_t)p->n3, &p->rx, resolve_expected,
+                                              &wrong);
     assert_true(rc == EDHOC_ERR_MAC || rc == EDHOC_ERR_CREDENTIAL);
     assert_received_wiped(&p->rx);
     free(p);

@@ -62,8 +62,8 @@ static void test_message_2_len(void **state)
 {
     (void)state;
     static const uint8_t val[40] = {1};
-    struct edhoc_ead_item ead2[] = {{.label = 5, .value = val, .value_len = sizeof val,
-                                     .has_value = true}};
+    struct edhoc_ead_item ead2[] = {
+        {.label = 5, .value = val, .value_len = sizeof val, .has_value = true}};
     static const uint8_t c_rs[][4] = {{0x18}, {0x05}, {0xa1, 0xb2, 0xc3, 0xd4}};
     static const size_t c_r_lens[] = {1, 1, 4};
     int runs = 0;
@@ -477,7 +477,6 @@ static void test_methods_accepted(void **state)
     struct edhoc_message_1_fields f;
     assert_int_equal(edhoc_message_1_parse(m1_method4, sizeof m1_method4, &f), EDHOC_ERR_METHOD);
 }
-
 
 /* An x5chain-sized ID_CRED and credential (the core does not look inside:
  * {33: bstr} with a 1500-byte "certificate" whose bstr is CRED_x). */

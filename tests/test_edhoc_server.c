@@ -233,9 +233,8 @@ static void test_handshake_crypto_calls(void **state)
 
     struct edhoc_received rx_i;
     memset(&rx_i, 0, sizeof rx_i);
-    assert_int_equal(edhoc_initiator_handle_message_2(&s_i, r.payload, r.payload_len, &rx_i,
-                                                      resolve, NULL),
-                     0);
+    assert_int_equal(
+        edhoc_initiator_handle_message_2(&s_i, r.payload, r.payload_len, &rx_i, resolve, NULL), 0);
     /* message_3 with C_R in front (Appendix A.2). */
     size_t c_r_len = 0;
     const uint8_t *c_r = edhoc_session_peer_conn_id(&s_i, &c_r_len);
@@ -255,9 +254,8 @@ static void test_handshake_crypto_calls(void **state)
 
     print_message("responder crypto calls: hash %u, public key %u, ECDH %u, extract %u, "
                   "expand %u, AEAD decrypt %u, encrypt %u, keygen %u, sign %u, verify %u\n",
-                  counted.hash, counted.public_key, counted.ecdh, counted.extract,
-                  counted.expand, counted.decrypt, counted.encrypt, counted.keygen, counted.sign,
-                  counted.verify);
+                  counted.hash, counted.public_key, counted.ecdh, counted.extract, counted.expand,
+                  counted.decrypt, counted.encrypt, counted.keygen, counted.sign, counted.verify);
     assert_int_equal(counted.hash, 4);
     assert_int_equal(counted.public_key + counted.keygen, 1);
     assert_int_equal(counted.ecdh, 3);
@@ -301,9 +299,8 @@ static void initiator_message_3(struct initiator *in, const uint8_t *resp, size_
     assert_int_equal(r.code, 0x44); /* 2.04 with message_2 */
     struct edhoc_received rx;
     memset(&rx, 0, sizeof rx);
-    assert_int_equal(edhoc_initiator_handle_message_2(&in->s, r.payload, r.payload_len, &rx,
-                                                      resolve, NULL),
-                     0);
+    assert_int_equal(
+        edhoc_initiator_handle_message_2(&in->s, r.payload, r.payload_len, &rx, resolve, NULL), 0);
     const uint8_t *c_r = edhoc_session_peer_conn_id(&in->s, &in->c_r_len);
     assert_non_null(c_r);
     memcpy(in->c_r, c_r, in->c_r_len);
@@ -371,7 +368,7 @@ static size_t pending_of(const struct edhoc_server *srv)
     return st.pending;
 }
 
-#define PEER "192.0.2.1:5683"
+#define PEER  "192.0.2.1:5683"
 #define OTHER "198.51.100.7:40000"
 
 /* RFC 9528 Section 9.7: "An attacker can also send faked message_2,
@@ -390,7 +387,10 @@ static void test_forged_messages_keep_handshake(void **state)
 {
     (void)state;
     struct edhoc_server_config sc = {
-        .ops = real_ops, .select = select_config, .max_pending = 8, .pending_timeout_s = 60,
+        .ops = real_ops,
+        .select = select_config,
+        .max_pending = 8,
+        .pending_timeout_s = 60,
     };
     struct edhoc_server *srv = edhoc_server_new(&sc);
     assert_non_null(srv);
@@ -471,7 +471,10 @@ static void test_forged_combined_request_keeps_handshake(void **state)
 {
     (void)state;
     struct edhoc_server_config sc = {
-        .ops = real_ops, .select = select_config, .max_pending = 8, .pending_timeout_s = 60,
+        .ops = real_ops,
+        .select = select_config,
+        .max_pending = 8,
+        .pending_timeout_s = 60,
         .message_4 = true,
     };
     struct edhoc_server *srv = edhoc_server_new(&sc);
@@ -580,8 +583,12 @@ static void test_echo_challenge_mark_not_stored(void **state)
                "sender_id,hex,\"\"\nrecipient_id,hex,\"01\"\n",
                &client_cfg);
     struct edhoc_server_config sc = {
-        .ops = real_ops, .select = select_config, .max_pending = 4, .pending_timeout_s = 5,
-        .db = db, .log = capture_log,
+        .ops = real_ops,
+        .select = select_config,
+        .max_pending = 4,
+        .pending_timeout_s = 5,
+        .db = db,
+        .log = capture_log,
     };
     /* The first start stores the context's row; the second resumes it
      * above its mark, so its replay window is unknown (Appendix B.1.2). */
@@ -596,8 +603,8 @@ static void test_echo_challenge_mark_not_stored(void **state)
     struct oscore_context client;
     assert_int_equal(oscore_context_init_config(&client, real_ops, &client_cfg), 0);
     /* CON GET, MID 0x1234, token a1b2c3, Uri-Path "time". */
-    static const uint8_t get[] = {0x43, 0x01, 0x12, 0x34, 0xa1, 0xb2, 0xc3,
-                                  0xb4, 't',  'i',  'm',  'e'};
+    static const uint8_t get[] = {0x43, 0x01, 0x12, 0x34, 0xa1, 0xb2,
+                                  0xc3, 0xb4, 't',  'i',  'm',  'e'};
     uint8_t req[256], resp[512];
     struct oscore_binding b;
     long rl = oscore_protect_request(&client, get, sizeof get, req, sizeof req, &b);
@@ -652,7 +659,10 @@ static void test_first_request_record_from_elsewhere(void **state)
 {
     (void)state;
     struct edhoc_server_config sc = {
-        .ops = real_ops, .select = select_config, .max_pending = 8, .pending_timeout_s = 60,
+        .ops = real_ops,
+        .select = select_config,
+        .max_pending = 8,
+        .pending_timeout_s = 60,
         .oscore = on_first_request,
     };
     struct edhoc_server *srv = edhoc_server_new(&sc);
@@ -766,8 +776,8 @@ static void test_forged_from_elsewhere_real_responder(void **state)
     assert_non_null(log);
     if (completed != N) {
         fprintf(stderr, "%s\n", log);
-        fail_msg("%d of %d handshakes completed after the forged messages (log above)",
-                 completed, N);
+        fail_msg("%d of %d handshakes completed after the forged messages (log above)", completed,
+                 N);
     }
     /* Each of the N C_Rs in use got one forged error and one forged
      * message_3, each ignored; the other 48 - N C_Rs name no handshake. */

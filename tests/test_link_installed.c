@@ -34,12 +34,12 @@
 
 static int failures;
 
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            failures++;                                                                   \
-        }                                                                                 \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* edhoc/crypto.h */
@@ -61,8 +61,8 @@ static void check_version(void)
              EDHOC_VERSION_PATCH);
     CHECK(strcmp(parts, EDHOC_VERSION_STRING) == 0);
     CHECK(strcmp(edhoc_version(), EDHOC_VERSION_STRING) == 0);
-    CHECK(EDHOC_VERSION_NUMBER == EDHOC_VERSION_MAJOR * 1000000L + EDHOC_VERSION_MINOR * 1000L +
-                                      EDHOC_VERSION_PATCH);
+    CHECK(EDHOC_VERSION_NUMBER ==
+          EDHOC_VERSION_MAJOR * 1000000L + EDHOC_VERSION_MINOR * 1000L + EDHOC_VERSION_PATCH);
 }
 
 /* edhoc/cbor.h: 1000 is 19 03 e8 (RFC 8949 Appendix A). */
@@ -141,10 +141,10 @@ static void check_handshake(const struct edhoc_crypto_ops *ops, struct handshake
     CHECK(edhoc_cred_store_add_cred(&trust, &cred_i) == 0);
     CHECK(edhoc_cred_store_add_cred(&trust, &cred_r) == 0);
 
-    struct edhoc_config ci = {.ops = ops, .method = 3, .suites = suites, .n_suites = 1,
-                              .cred = &cred_i, .key = &key_i};
-    struct edhoc_config cr = {.ops = ops, .suites = suites, .n_suites = 1,
-                              .cred = &cred_r, .key = &key_r};
+    struct edhoc_config ci = {
+        .ops = ops, .method = 3, .suites = suites, .n_suites = 1, .cred = &cred_i, .key = &key_i};
+    struct edhoc_config cr = {
+        .ops = ops, .suites = suites, .n_suites = 1, .cred = &cred_r, .key = &key_r};
     struct edhoc_session si, sr;
     CHECK(edhoc_session_init(&si, EDHOC_INITIATOR, &ci) == 0);
     CHECK(edhoc_session_init(&sr, EDHOC_RESPONDER, &cr) == 0);
@@ -185,10 +185,10 @@ static void check_handshake(const struct edhoc_crypto_ops *ops, struct handshake
 static void oscore_from(struct oscore_context *c, const struct edhoc_crypto_ops *ops,
                         const struct edhoc_oscore_params *p)
 {
-    CHECK(oscore_context_init_edhoc(c, ops, p->master_secret, p->master_secret_len,
-                                    p->master_salt, p->master_salt_len, p->sender_id,
-                                    p->sender_id_len, p->recipient_id, p->recipient_id_len,
-                                    p->aead_alg, p->hash_alg) == 0);
+    CHECK(oscore_context_init_edhoc(c, ops, p->master_secret, p->master_secret_len, p->master_salt,
+                                    p->master_salt_len, p->sender_id, p->sender_id_len,
+                                    p->recipient_id, p->recipient_id_len, p->aead_alg,
+                                    p->hash_alg) == 0);
 }
 
 /* edhoc/coap_msg.h, edhoc/oscore.h: GET /hello protected by the initiator,
@@ -199,8 +199,8 @@ static void check_oscore(const struct edhoc_crypto_ops *ops, const struct handsh
     oscore_from(&client, ops, &h->oscore_i);
     oscore_from(&server, ops, &h->oscore_r);
 
-    struct coap_msg req = {.type = COAP_TYPE_CON, .code = COAP_CODE_GET, .mid = 1,
-                           .token_len = 1, .token = {0x42}};
+    struct coap_msg req = {
+        .type = COAP_TYPE_CON, .code = COAP_CODE_GET, .mid = 1, .token_len = 1, .token = {0x42}};
     CHECK(edhoc_coap_msg_add_option(&req, COAP_OPT_URI_PATH, (const uint8_t *)"hello", 5) == 0);
     uint8_t plain[64], prot[64 + OSCORE_MAX_OVERHEAD], inner[64 + OSCORE_MAX_OVERHEAD];
     long n = edhoc_coap_msg_encode(&req, plain, sizeof plain);
@@ -229,8 +229,8 @@ static void check_capture(const char *dir, const struct handshake *h)
 {
     char path[4096], err[256];
     snprintf(path, sizeof path, "%s/link.pcap", dir);
-    struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = htons(40000),
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in src = {
+        .sin_family = AF_INET, .sin_port = htons(40000), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct sockaddr_in dst = src;
     dst.sin_port = htons(5683);
 
@@ -255,7 +255,8 @@ static void check_capture(const char *dir, const struct handshake *h)
     struct timespec ts;
     CHECK(edhoc_capture_reader_next(r, &frame, &caplen, &wire_len, &ts) == 1);
     struct edhoc_capture_packet p;
-    CHECK(edhoc_capture_packet_parse(edhoc_capture_reader_dlt(r), frame, caplen, wire_len, &p) == 0);
+    CHECK(edhoc_capture_packet_parse(edhoc_capture_reader_dlt(r), frame, caplen, wire_len, &p) ==
+          0);
     CHECK(p.dst_port == 5683 && p.payload_len == (size_t)h->n1 &&
           memcmp(p.payload, h->m1, p.payload_len) == 0);
     edhoc_capture_reader_close(r);

@@ -28,8 +28,8 @@
 
 static struct edhoc_netacct_dgram v6(size_t payload)
 {
-    struct edhoc_netacct_dgram d = {.udp_payload = payload, .ipv6 = true,
-                                    .src_port = 5683, .dst_port = 5683};
+    struct edhoc_netacct_dgram d = {
+        .udp_payload = payload, .ipv6 = true, .src_port = 5683, .dst_port = 5683};
     return d;
 }
 

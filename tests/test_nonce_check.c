@@ -27,19 +27,17 @@ static char workdir[256];
 
 /* One association, seen from both ends, and a stranger using the same IDs
  * and ID Context with another master secret. */
-static const char CLIENT_CONF[] =
-    "# the client of the tests\n"
-    "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
-    "master_salt,hex,\"9e7ca92223786340\"\n"
-    "id_context,hex,\"37cbf3210017a2d3\"\n"
-    "sender_id,hex,\"01\"\n"
-    "recipient_id,hex,\"02\"\n";
-static const char SERVER_CONF[] =
-    "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
-    "master_salt,hex,\"9e7ca92223786340\"\n"
-    "id_context,hex,\"37cbf3210017a2d3\"\n"
-    "sender_id,hex,\"02\"\n"
-    "recipient_id,hex,\"01\"\n";
+static const char CLIENT_CONF[] = "# the client of the tests\n"
+                                  "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+                                  "master_salt,hex,\"9e7ca92223786340\"\n"
+                                  "id_context,hex,\"37cbf3210017a2d3\"\n"
+                                  "sender_id,hex,\"01\"\n"
+                                  "recipient_id,hex,\"02\"\n";
+static const char SERVER_CONF[] = "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+                                  "master_salt,hex,\"9e7ca92223786340\"\n"
+                                  "id_context,hex,\"37cbf3210017a2d3\"\n"
+                                  "sender_id,hex,\"02\"\n"
+                                  "recipient_id,hex,\"01\"\n";
 static const char STRANGER_CLIENT_CONF[] =
     "master_secret,hex,\"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\"\n"
     "master_salt,hex,\"9e7ca92223786340\"\n"
@@ -81,9 +79,8 @@ static void context_from(const char *conf, struct oscore_context *c)
 static const uint8_t TOKEN_PREFIX = 0x7a;
 
 /* A plain CoAP message: Observe when observe >= 0, Uri-Path when path. */
-static size_t coap_plain(uint8_t type, uint8_t code, uint16_t mid, uint8_t token,
-                         const char *path, long observe, const char *payload, uint8_t *out,
-                         size_t cap)
+static size_t coap_plain(uint8_t type, uint8_t code, uint16_t mid, uint8_t token, const char *path,
+                         long observe, const char *payload, uint8_t *out, size_t cap)
 {
     struct coap_msg m;
     memset(&m, 0, sizeof m);
@@ -96,10 +93,12 @@ static size_t coap_plain(uint8_t type, uint8_t code, uint16_t mid, uint8_t token
     uint8_t obs[4];
     if (observe >= 0)
         assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs,
-                                             edhoc_coap_uint_encode((uint32_t)observe, obs)), 0);
+                                                   edhoc_coap_uint_encode((uint32_t)observe, obs)),
+                         0);
     if (path)
-        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)path,
-                                             strlen(path)), 0);
+        assert_int_equal(
+            edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)path, strlen(path)),
+            0);
     if (payload) {
         m.payload = (const uint8_t *)payload;
         m.payload_len = strlen(payload);
@@ -115,13 +114,13 @@ struct wire {
 };
 
 /* Client: protect a request. */
-static void protect_request(struct oscore_context *c, uint16_t mid, uint8_t token,
-                            const char *path, long observe, const char *payload,
-                            struct oscore_binding *b, struct wire *w)
+static void protect_request(struct oscore_context *c, uint16_t mid, uint8_t token, const char *path,
+                            long observe, const char *payload, struct oscore_binding *b,
+                            struct wire *w)
 {
     uint8_t plain[256];
-    size_t n = coap_plain(COAP_TYPE_CON, COAP_CODE_GET, mid, token, path, observe, payload,
-                          plain, sizeof plain);
+    size_t n = coap_plain(COAP_TYPE_CON, COAP_CODE_GET, mid, token, path, observe, payload, plain,
+                          sizeof plain);
     long len = oscore_protect_request(c, plain, n, w->bytes, sizeof w->bytes, b);
     assert_true(len > 0);
     w->len = (size_t)len;
@@ -138,9 +137,9 @@ static void accept_request(struct oscore_context *s, const struct wire *req,
 }
 
 /* Server: protect a response (a notification when observe >= 0). */
-static void protect_response(struct oscore_context *s, struct oscore_binding *b,
-                             uint8_t type, uint16_t mid, uint8_t token, long observe,
-                             const char *payload, bool with_piv, struct wire *w)
+static void protect_response(struct oscore_context *s, struct oscore_binding *b, uint8_t type,
+                             uint16_t mid, uint8_t token, long observe, const char *payload,
+                             bool with_piv, struct wire *w)
 {
     uint8_t plain[256];
     size_t n = coap_plain(type, COAP_CODE_CONTENT, mid, token, NULL, observe, payload, plain,
@@ -779,28 +778,28 @@ static void test_garbage(void **state)
     uint8_t noise[37];
     for (size_t i = 0; i < sizeof noise; i++)
         noise[i] = (uint8_t)(0xc3 ^ (i * 29));
-    capture_put(&o, &client, &server, noise, sizeof noise);           /* not CoAP */
-    capture_put(&o, &client, &server, noise, 0);                      /* empty datagram */
+    capture_put(&o, &client, &server, noise, sizeof noise); /* not CoAP */
+    capture_put(&o, &client, &server, noise, 0);            /* empty datagram */
     uint8_t msg[128];
     static const uint8_t ct[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    static const uint8_t reserved[] = {0xe9, 0x00, 0x01};             /* reserved flag bits */
-    size_t n = coap_with_oscore(COAP_TYPE_CON, COAP_CODE_POST, 0x50, reserved, sizeof reserved,
-                                ct, sizeof ct, msg, sizeof msg);
+    static const uint8_t reserved[] = {0xe9, 0x00, 0x01}; /* reserved flag bits */
+    size_t n = coap_with_oscore(COAP_TYPE_CON, COAP_CODE_POST, 0x50, reserved, sizeof reserved, ct,
+                                sizeof ct, msg, sizeof msg);
     capture_put(&o, &client, &server, msg, n);
-    static const uint8_t piv_no_kid[] = {0x01, 0x07};                 /* request without kid */
+    static const uint8_t piv_no_kid[] = {0x01, 0x07}; /* request without kid */
     n = coap_with_oscore(COAP_TYPE_CON, COAP_CODE_POST, 0x51, piv_no_kid, sizeof piv_no_kid, ct,
                          sizeof ct, msg, sizeof msg);
     capture_put(&o, &client, &server, msg, n);
     static const uint8_t good_opt[] = {0x09, 0x09, 0x01};
     n = coap_with_oscore(COAP_TYPE_CON, COAP_CODE_POST, 0x52, good_opt, sizeof good_opt, NULL, 0,
-                         msg, sizeof msg);                            /* no payload */
+                         msg, sizeof msg); /* no payload */
     capture_put(&o, &client, &server, msg, n);
     n = coap_with_oscore(COAP_TYPE_CON, COAP_CODE(1, 0), 0x53, good_opt, sizeof good_opt, ct,
-                         sizeof ct, msg, sizeof msg);                 /* reserved code class */
+                         sizeof ct, msg, sizeof msg); /* reserved code class */
     capture_put(&o, &client, &server, msg, n);
     static const uint8_t piv_opt[] = {0x01, 0x03};
     n = coap_with_oscore(COAP_TYPE_ACK, COAP_CODE_CONTENT, 0x54, piv_opt, sizeof piv_opt, ct,
-                         sizeof ct, msg, sizeof msg);                 /* answers no request */
+                         sizeof ct, msg, sizeof msg); /* answers no request */
     capture_put(&o, &server, &client, msg, n);
     capture_wire(&o, &server, &client, &resp);
     capture_wire(&o, &client, &server, &big_req);
@@ -827,10 +826,10 @@ static void test_garbage(void **state)
     assert_int_equal(r->frames, 11 + 4);
     assert_int_equal(r->datagrams, 11);
     assert_int_equal(r->coap, 9);
-    assert_int_equal(r->skipped, 2 + 2);  /* noise, empty; the lying and the cut frame */
-    assert_int_equal(r->ignored, 2);      /* TCP, not IP */
+    assert_int_equal(r->skipped, 2 + 2); /* noise, empty; the lying and the cut frame */
+    assert_int_equal(r->ignored, 2);     /* TCP, not IP */
     assert_int_equal(r->oscore, 9);
-    assert_int_equal(r->attributed, 3);   /* the two requests and the first response */
+    assert_int_equal(r->attributed, 3); /* the two requests and the first response */
     assert_int_equal(r->fragments, 1);
     assert_int_equal(r->malformed, 4);
     assert_int_equal(r->no_request, 1);

@@ -87,7 +87,8 @@ static void check_request_vector(const char *msg_name, const char *client, const
     assert_memory_equal(pv, piv, piv_len);
 
     /* client */
-    assert_int_equal(oscore_context_set_ssn(&cli, (uint64_t)vec_int(v, "sender_sequence_number")), 0);
+    assert_int_equal(oscore_context_set_ssn(&cli, (uint64_t)vec_int(v, "sender_sequence_number")),
+                     0);
     struct oscore_binding b;
     long n = oscore_protect_request(&cli, plain, plain_len, prot, sizeof prot, &b);
     assert_true(n > 0);
@@ -186,7 +187,8 @@ static void check_response_vector(const char *name, bool with_piv)
     assert_int_equal(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb),
                      (long)req_len);
 
-    assert_int_equal(oscore_context_set_ssn(&srv, (uint64_t)vec_int(v, "sender_sequence_number")), 0);
+    assert_int_equal(oscore_context_set_ssn(&srv, (uint64_t)vec_int(v, "sender_sequence_number")),
+                     0);
     long m = oscore_protect_response(&srv, &sb, resp, resp_len, with_piv, presp, sizeof presp);
     assert_true(m > 0);
     assert_vec_bytes(v, "protected_response", presp, (size_t)m);
@@ -236,11 +238,11 @@ static void test_trace2_context(void **state)
     int hash = (int)vec_int(t, "oscore_hkdf_hash_algorithm");
     struct oscore_context cli, srv;
     /* Initiator = client: sender ID C_R, recipient ID C_I (RFC 9528 A.1). */
-    assert_int_equal(oscore_context_init_edhoc(&cli, test_backend(), ms, ms_len, salt,
-                                               salt_len, c_r, cr_len, c_i, ci_len, aead, hash),
+    assert_int_equal(oscore_context_init_edhoc(&cli, test_backend(), ms, ms_len, salt, salt_len,
+                                               c_r, cr_len, c_i, ci_len, aead, hash),
                      0);
-    assert_int_equal(oscore_context_init_edhoc(&srv, test_backend(), ms, ms_len, salt,
-                                               salt_len, c_i, ci_len, c_r, cr_len, aead, hash),
+    assert_int_equal(oscore_context_init_edhoc(&srv, test_backend(), ms, ms_len, salt, salt_len,
+                                               c_i, ci_len, c_r, cr_len, aead, hash),
                      0);
     static const uint8_t cli_key[16] = {0x91, 0xe8, 0xf9, 0x19, 0x57, 0x2d, 0xf7, 0x6e,
                                         0xa2, 0x16, 0xed, 0x51, 0x2d, 0xc9, 0xb7, 0x20};
@@ -261,22 +263,18 @@ static void test_trace2_context(void **state)
     assert_memory_equal(p, iv, 13);
     /* an algorithm left at 0 is refused, not defaulted */
     struct oscore_context bad;
-    assert_int_equal(oscore_context_init_edhoc(&bad, test_backend(), ms, ms_len, salt,
-                                               salt_len, c_i, ci_len, c_r, cr_len, 0, hash),
+    assert_int_equal(oscore_context_init_edhoc(&bad, test_backend(), ms, ms_len, salt, salt_len,
+                                               c_i, ci_len, c_r, cr_len, 0, hash),
                      OSCORE_ERR_UNSUPPORTED);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_context_size),
-        cmocka_unit_test(test_derivation_appendix_c),
-        cmocka_unit_test(test_request_c4),
-        cmocka_unit_test(test_request_c5),
-        cmocka_unit_test(test_request_c6),
-        cmocka_unit_test(test_kid_context_mismatch),
-        cmocka_unit_test(test_response_c7),
-        cmocka_unit_test(test_response_c8),
+        cmocka_unit_test(test_context_size),   cmocka_unit_test(test_derivation_appendix_c),
+        cmocka_unit_test(test_request_c4),     cmocka_unit_test(test_request_c5),
+        cmocka_unit_test(test_request_c6),     cmocka_unit_test(test_kid_context_mismatch),
+        cmocka_unit_test(test_response_c7),    cmocka_unit_test(test_response_c8),
         cmocka_unit_test(test_trace2_context),
     };
     int failed = cmocka_run_group_tests_name("openssl", tests, setup, NULL);

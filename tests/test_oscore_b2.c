@@ -111,8 +111,8 @@ static void test_b2_known_answer(void **state)
 
     struct oscore_b2_server srv;
     assert_int_equal(oscore_b2_server_init(&srv, 4), 0);
-    long r1 = oscore_b2_server_request1(&srv, with_queue(c3_idc, 4), &scfg, preq1, (size_t)n1,
-                                        1000, resp1, sizeof resp1);
+    long r1 = oscore_b2_server_request1(&srv, with_queue(c3_idc, 4), &scfg, preq1, (size_t)n1, 1000,
+                                        resp1, sizeof resp1);
     assert_true(r1 > 0);
     /* "containing R2 wrapped in a CBOR bstr as 'kid context'": the flag
      * byte has only h set (Section 6.1), then s = 4 and R2. */
@@ -184,9 +184,9 @@ static void test_b2_known_answer(void **state)
     /* Nor does the new context (Appendix B.2.2: "a replay of request #2
      * is handled by the normal replay protection mechanism"). */
     struct oscore_binding sb2;
-    assert_int_equal(oscore_unprotect_request(&srv_next, preq2, (size_t)n2, plain, sizeof plain,
-                                              &sb2),
-                     OSCORE_ERR_REPLAY);
+    assert_int_equal(
+        oscore_unprotect_request(&srv_next, preq2, (size_t)n2, plain, sizeof plain, &sb2),
+        OSCORE_ERR_REPLAY);
 
     /* Step 5: response #2 "using the same security context as in the
      * request". */
@@ -194,12 +194,13 @@ static void test_b2_known_answer(void **state)
     size_t rl = sample_response(r, (const uint8_t *)"ok", 2, false, 0);
     long p2 = oscore_protect_response(&srv_next, &sb, r, rl, false, resp2, sizeof resp2);
     assert_true(p2 > 0);
-    assert_int_equal(oscore_b2_client_response2(&cl, &next, &b2, resp2, (size_t)p2, out, sizeof out),
-                     (long)rl);
+    assert_int_equal(
+        oscore_b2_client_response2(&cl, &next, &b2, resp2, (size_t)p2, out, sizeof out), (long)rl);
     assert_memory_equal(out, r, rl);
     assert_int_equal(cl.state, OSCORE_B2_CLIENT_DONE);
-    assert_int_equal(oscore_b2_client_response2(&cl, &next, &b2, resp2, (size_t)p2, out, sizeof out),
-                     OSCORE_ERR_REPLAY);
+    assert_int_equal(
+        oscore_b2_client_response2(&cl, &next, &b2, resp2, (size_t)p2, out, sizeof out),
+        OSCORE_ERR_REPLAY);
     oscore_context_wipe(&cur);
     oscore_context_wipe(&next);
     oscore_context_wipe(&srv_next);
@@ -260,8 +261,8 @@ static void test_b2_round_trips(void **state)
         uint8_t resp[BUF];
         size_t rl = sample_response(resp, (const uint8_t *)"x", 1, false, 0);
         long pr = oscore_protect_response(&srv_next, &sb, resp, rl, true, r2, sizeof r2);
-        assert_int_equal(oscore_b2_client_response2(&cl, &next, &b2, r2, (size_t)pr, out, sizeof out),
-                         (long)rl);
+        assert_int_equal(
+            oscore_b2_client_response2(&cl, &next, &b2, r2, (size_t)pr, out, sizeof out), (long)rl);
         /* The new context goes on like any other. */
         n2 = oscore_protect_request(&next, req, req_len, p2, sizeof p2, &b2);
         assert_int_equal(oscore_unprotect_request(&srv_next, p2, (size_t)n2, out, sizeof out, &sb),
@@ -323,10 +324,14 @@ static void test_b2_refusals(void **state)
     {
         static const uint8_t r2v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
         struct oscore_params p = {
-            .master_secret = ccfg.master_secret, .master_secret_len = 16,
-            .master_salt = ccfg.master_salt, .master_salt_len = 8,
-            .sender_id = scfg.sender_id, .sender_id_len = 1,
-            .recipient_id = NULL, .recipient_id_len = 0,
+            .master_secret = ccfg.master_secret,
+            .master_secret_len = 16,
+            .master_salt = ccfg.master_salt,
+            .master_salt_len = 8,
+            .sender_id = scfg.sender_id,
+            .sender_id_len = 1,
+            .recipient_id = NULL,
+            .recipient_id_len = 0,
         };
         uint8_t id2[12];
         memcpy(id2, r2v, 8);
@@ -348,21 +353,21 @@ static void test_b2_refusals(void **state)
     struct oscore_config other = scfg;
     other.recipient_id[0] = 0x55;
     other.recipient_id_len = 1;
-    assert_int_equal(oscore_b2_server_request1(&srv, test_backend(), &other, p1, (size_t)n1, 0, r1,
-                                               sizeof r1),
-                     OSCORE_ERR_CONTEXT_NOT_FOUND);
+    assert_int_equal(
+        oscore_b2_server_request1(&srv, test_backend(), &other, p1, (size_t)n1, 0, r1, sizeof r1),
+        OSCORE_ERR_CONTEXT_NOT_FOUND);
     /* A request that does not verify leaves no R2 behind. */
     memcpy(tmp, p1, (size_t)n1);
     tmp[n1 - 1] ^= 1;
-    assert_int_equal(oscore_b2_server_request1(&srv, test_backend(), &scfg, tmp, (size_t)n1, 0, r1,
-                                               sizeof r1),
-                     OSCORE_ERR_DECRYPT);
+    assert_int_equal(
+        oscore_b2_server_request1(&srv, test_backend(), &scfg, tmp, (size_t)n1, 0, r1, sizeof r1),
+        OSCORE_ERR_DECRYPT);
     assert_int_equal(srv.pending, 0);
 
     /* Wrong R2: the response's 'kid context' altered in transit gives
      * another ID2, and the response does not verify. */
-    long k1 = oscore_b2_server_request1(&srv, test_backend(), &scfg, p1, (size_t)n1, 0, r1,
-                                        sizeof r1);
+    long k1 =
+        oscore_b2_server_request1(&srv, test_backend(), &scfg, p1, (size_t)n1, 0, r1, sizeof r1);
     assert_true(k1 > 0);
     struct oscore_option o;
     assert_int_equal(oscore_message_option(r1, (size_t)k1, &o), 0);
@@ -422,8 +427,9 @@ static void test_b2_refusals(void **state)
     /* Step 5 out of order / a new run in the response to request #2. */
     struct oscore_b2_client fresh;
     assert_int_equal(oscore_b2_client_init(&fresh, 0), 0);
-    assert_int_equal(oscore_b2_client_response2(&fresh, &next, &b2, r1, (size_t)k1, out, sizeof out),
-                     OSCORE_ERR_UNEXPECTED);
+    assert_int_equal(
+        oscore_b2_client_response2(&fresh, &next, &b2, r1, (size_t)k1, out, sizeof out),
+        OSCORE_ERR_UNEXPECTED);
     assert_int_equal(oscore_b2_client_response2(&cl, &next, &b2, r1, (size_t)k1, out, sizeof out),
                      OSCORE_ERR_KID_CONTEXT);
     oscore_context_wipe(&srv_next);
@@ -443,9 +449,9 @@ static void test_b2_refusals(void **state)
     long ln = oscore_protect_request(&lcur, req, req_len, tmp, sizeof tmp, &lb);
     struct oscore_b2_server s2;
     assert_int_equal(oscore_b2_server_init(&s2, 0), 0);
-    assert_int_equal(oscore_b2_server_request1(&s2, test_backend(), &long_s, tmp, (size_t)ln, 0, r1,
-                                               sizeof r1),
-                     OSCORE_ERR_ID_CONTEXT_TOO_LONG);
+    assert_int_equal(
+        oscore_b2_server_request1(&s2, test_backend(), &long_s, tmp, (size_t)ln, 0, r1, sizeof r1),
+        OSCORE_ERR_ID_CONTEXT_TOO_LONG);
     /* ... and R2 || R3 at the client (R2 of 12 bytes, R3 of 8). */
     struct oscore_b2_server s12;
     assert_int_equal(oscore_b2_server_init(&s12, 12), 0);
@@ -467,13 +473,13 @@ static void test_b2_refusals(void **state)
     assert_int_equal(oscore_b2_server_init(&full, 0), 0);
     for (int i = 0; i < OSCORE_B2_MAX_PENDING; i++) {
         n1 = oscore_protect_request(&cur, req, req_len, p1, sizeof p1, &b1);
-        assert_true(oscore_b2_server_request1(&full, test_backend(), &scfg, p1, (size_t)n1, 100,
-                                              r1, sizeof r1) > 0);
+        assert_true(oscore_b2_server_request1(&full, test_backend(), &scfg, p1, (size_t)n1, 100, r1,
+                                              sizeof r1) > 0);
     }
     n1 = oscore_protect_request(&cur, req, req_len, p1, sizeof p1, &b1);
-    assert_int_equal(oscore_b2_server_request1(&full, test_backend(), &scfg, p1, (size_t)n1, 100,
-                                               r1, sizeof r1),
-                     OSCORE_ERR_BUSY);
+    assert_int_equal(
+        oscore_b2_server_request1(&full, test_backend(), &scfg, p1, (size_t)n1, 100, r1, sizeof r1),
+        OSCORE_ERR_BUSY);
     long e = oscore_error_response(OSCORE_ERR_BUSY, p1, (size_t)n1, r1, sizeof r1);
     assert_true(e > 0);
     assert_int_equal(r1[1], COAP_CODE(5, 3));

@@ -22,18 +22,17 @@
 static void test_config_parse(void **state)
 {
     (void)state;
-    const char *text =
-        "# C.1 client\n"
-        "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
-        "master_salt,hex,\"9e7ca92223786340\"\r\n"
-        "\n"
-        "sender_id,hex,\"\"\n"
-        "recipient_id,hex,01\n"
-        "replay_window,integer,30\n"
-        "aead_alg,text,\"AES-CCM-16-64-128\"\n"
-        "hkdf_alg,integer,-10\n"
-        "ssn_freq,integer,8\n"
-        "rfc8613_b_1_2,bool,true\n";
+    const char *text = "# C.1 client\n"
+                       "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+                       "master_salt,hex,\"9e7ca92223786340\"\r\n"
+                       "\n"
+                       "sender_id,hex,\"\"\n"
+                       "recipient_id,hex,01\n"
+                       "replay_window,integer,30\n"
+                       "aead_alg,text,\"AES-CCM-16-64-128\"\n"
+                       "hkdf_alg,integer,-10\n"
+                       "ssn_freq,integer,8\n"
+                       "rfc8613_b_1_2,bool,true\n";
     struct oscore_config cfg;
     struct oscore_config_error err;
     assert_int_equal(oscore_config_parse(text, strlen(text), &cfg, &err), 0);
@@ -53,16 +52,15 @@ static void test_config_parse(void **state)
     assert_memory_equal(p, want, 16);
 
     /* libcoap's example files (ascii IDs, complex recipient) */
-    const char *complex =
-        "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
-        "sender_id,ascii,\"client\"\n"
-        "aead_alg,integer,30\n"
-        "hkdf_alg,text,\"HKDF-SHA-384\"\n"
-        "complex_recipient,config,'\n"
-        "# Recipient ID\n"
-        "recipient_id,ascii,\"server\"\n"
-        "silent_server,bool,true\n"
-        "'\n";
+    const char *complex = "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+                          "sender_id,ascii,\"client\"\n"
+                          "aead_alg,integer,30\n"
+                          "hkdf_alg,text,\"HKDF-SHA-384\"\n"
+                          "complex_recipient,config,'\n"
+                          "# Recipient ID\n"
+                          "recipient_id,ascii,\"server\"\n"
+                          "silent_server,bool,true\n"
+                          "'\n";
     assert_int_equal(oscore_config_parse(complex, strlen(complex), &cfg, &err), 0);
     assert_int_equal(cfg.recipient_id_len, 6);
     assert_memory_equal(cfg.recipient_id, "server", 6);
@@ -86,7 +84,8 @@ static void test_config_parse(void **state)
         {"master_secret,hex,01\naead_alg,integer,99\n", 2, "unsupported"},
         {"master_secret,hex,01\nhkdf_alg,integer,-11\n", 2, "unsupported"},
         {"master_secret,hex,01\nsender_id,hex,0102030405060708\n", 2, "longer"},
-        {"master_secret,hex,01\nrecipient_id,hex,01\nrecipient_id,hex,02\n", 3, "second recipient_id"},
+        {"master_secret,hex,01\nrecipient_id,hex,01\nrecipient_id,hex,02\n", 3,
+         "second recipient_id"},
         {"master_secret,hex,01\nbreak_sender_key,bool,true\n", 2, "only false"},
         {"master_secret,hex,01\nrfc8613_b_2,bool,maybe\n", 2, "true or false"},
         {"master_secret,hex,01\nsilent_server,bool,maybe\n", 2, "true or false"},
@@ -120,8 +119,7 @@ static void test_config_failure_leaves_no_secret(void **state)
     assert_int_equal(cfg.master_secret_len, 0);
 
     static const char bad_hex[] = "master_secret,hex,c0ffee0badc0de0fzz\n";
-    assert_int_equal(oscore_config_parse(bad_hex, strlen(bad_hex), &cfg, &err),
-                     OSCORE_ERR_CONFIG);
+    assert_int_equal(oscore_config_parse(bad_hex, strlen(bad_hex), &cfg, &err), OSCORE_ERR_CONFIG);
     assert_non_null(strstr(err.message, "not hex"));
     assert_null(strstr(err.message, "c0ffee"));
     assert_non_null(strstr(err.message, "digit 17"));

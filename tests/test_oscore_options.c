@@ -78,7 +78,8 @@ static void test_proxy_uri_split(void **state)
     m.code = COAP_CODE_GET;
     m.mid = 7;
     const char *uri = "coap://example.com/res%2Fx/b?q=1&r";
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)), 0);
+    assert_int_equal(
+        edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)), 0);
     uint8_t req[BUF], preq[BUF], out[BUF];
     long req_len = edhoc_coap_msg_encode(&m, req, sizeof req);
     struct oscore_binding cb, sb;
@@ -125,7 +126,8 @@ static void test_proxy_uri_split(void **state)
                      OSCORE_ERR_NOT_OSCORE);
     uint8_t resp[BUF];
     size_t rl = sample_response(resp, NULL, 0, false, 0);
-    assert_int_equal(oscore_protect_request(&cli, resp, rl, out, sizeof out, &cb), OSCORE_ERR_INVALID);
+    assert_int_equal(oscore_protect_request(&cli, resp, rl, out, sizeof out, &cb),
+                     OSCORE_ERR_INVALID);
     /* a plain CoAP message is not an OSCORE one */
     assert_int_equal(oscore_unprotect_request(&srv, r2, r2len, out, sizeof out, &sb),
                      OSCORE_ERR_NOT_OSCORE);
@@ -197,9 +199,9 @@ static void test_option_classes_figure5(void **state)
 
     /* No Class I options, so the external_aad's options are h'': the
      * Section 5.4 example (alg 10, request_kid 0x00, request_piv 0x25). */
-    static const uint8_t want_aad[] = {0x83, 0x68, 0x45, 0x6e, 0x63, 0x72, 0x79, 0x70, 0x74,
-                                       0x30, 0x40, 0x49, 0x85, 0x01, 0x81, 0x0a, 0x41, 0x00,
-                                       0x41, 0x25, 0x40};
+    static const uint8_t want_aad[] = {0x83, 0x68, 0x45, 0x6e, 0x63, 0x72, 0x79,
+                                       0x70, 0x74, 0x30, 0x40, 0x49, 0x85, 0x01,
+                                       0x81, 0x0a, 0x41, 0x00, 0x41, 0x25, 0x40};
     uint8_t aad[64];
     static const uint8_t kid[1] = {0x00}, piv[1] = {0x25};
     assert_int_equal(oscore_aad(10, kid, 1, piv, 1, aad, sizeof aad), (long)sizeof want_aad);
@@ -217,9 +219,11 @@ static void test_class_u_outer_class_e_inner(void **state)
     m.type = COAP_TYPE_CON;
     m.code = COAP_CODE_GET;
     static const uint8_t port[2] = {0x16, 0x34}; /* 5684 */
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"h.example", 9), 0);
+    assert_int_equal(
+        edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"h.example", 9), 0);
     assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PORT, port, 2), 0);
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_SCHEME, (const uint8_t *)"coap", 4), 0);
+    assert_int_equal(
+        edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_SCHEME, (const uint8_t *)"coap", 4), 0);
     assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"a", 1), 0);
     assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_MAX_AGE, port, 1), 0);
     assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_IF_MATCH, port, 1), 0);
@@ -269,8 +273,8 @@ static long proxy_uri_outer(struct oscore_context *cli, const char *uri, char *o
     memset(&m, 0, sizeof m);
     m.type = COAP_TYPE_CON;
     m.code = COAP_CODE_GET;
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)),
-                     0);
+    assert_int_equal(
+        edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)), 0);
     uint8_t req[BUF], preq[BUF];
     long req_len = edhoc_coap_msg_encode(&m, req, sizeof req);
     struct oscore_binding cb, sb;
@@ -343,8 +347,12 @@ static void test_proxy_uri_decomposition(void **state)
      * userinfo, a port that is no 16-bit number, no host, an unclosed
      * IP-literal, a fragment. */
     static const char *bad[] = {
-        "coap://user@example.com/x", "coap://example.com:70000/", "coap://example.com:8a/",
-        "coap:///x",                 "coap://[::1/x",             "coap://h/x#frag",
+        "coap://user@example.com/x",
+        "coap://example.com:70000/",
+        "coap://example.com:8a/",
+        "coap:///x",
+        "coap://[::1/x",
+        "coap://h/x#frag",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         long rc = proxy_uri_outer(&cli, bad[i], outer, sizeof outer, &in, inner, &srv);
@@ -378,15 +386,15 @@ static void test_option_parse(void **state)
         uint8_t v[8];
         size_t len;
     } bad[] = {
-        {{0x00}, 1},             /* all-zero flags must be an empty value */
-        {{0x20}, 1},             /* reserved bit */
-        {{0x80, 0x01}, 2},       /* reserved bit */
+        {{0x00}, 1},                   /* all-zero flags must be an empty value */
+        {{0x20}, 1},                   /* reserved bit */
+        {{0x80, 0x01}, 2},             /* reserved bit */
         {{0x06, 1, 2, 3, 4, 5, 6}, 7}, /* n = 6 */
-        {{0x07}, 1},             /* n = 7 */
-        {{0x02, 0x01}, 2},       /* truncated Partial IV */
-        {{0x10}, 1},             /* kid context length missing */
+        {{0x07}, 1},                   /* n = 7 */
+        {{0x02, 0x01}, 2},             /* truncated Partial IV */
+        {{0x10}, 1},                   /* kid context length missing */
         {{0x11, 0x00, 0x05, 0x01}, 4}, /* kid context truncated */
-        {{0x01, 0x00, 0x01}, 3}, /* trailing byte without kid flag */
+        {{0x01, 0x00, 0x01}, 3},       /* trailing byte without kid flag */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (oscore_option_parse(bad[i].v, bad[i].len, &o) != OSCORE_ERR_BAD_OPTION)
@@ -396,44 +404,51 @@ static void test_option_parse(void **state)
     /* and in a message: 4.02 Bad Option back */
     struct oscore_context cli, srv;
     make_pair(&cli, &srv, EDHOC_COSE_AES_CCM_16_64_128, EDHOC_COSE_SHA256);
-    static const uint8_t msg[] = {0x52, 0x02, 0x00, 0x05, 0xab, 0xcd, 0x91, 0x20, 0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const uint8_t msg[] = {0x52, 0x02, 0x00, 0x05, 0xab, 0xcd, 0x91, 0x20, 0xff,
+                                  1,    2,    3,    4,    5,    6,    7,    8,    9};
     uint8_t out[BUF];
     struct oscore_binding b;
     assert_int_equal(oscore_unprotect_request(&srv, msg, sizeof msg, out, sizeof out, &b),
                      OSCORE_ERR_BAD_OPTION);
     long e = oscore_error_response(OSCORE_ERR_BAD_OPTION, msg, sizeof msg, out, sizeof out);
-    static const uint8_t want[] = {0x52, 0x82, 0x00, 0x05, 0xab, 0xcd, 0xd0, 0x01, 0xff,
-                                   'F', 'a', 'i', 'l', 'e', 'd', ' ', 't', 'o', ' ', 'd',
-                                   'e', 'c', 'o', 'd', 'e', ' ', 'C', 'O', 'S', 'E'};
+    static const uint8_t want[] = {0x52, 0x82, 0x00, 0x05, 0xab, 0xcd, 0xd0, 0x01, 0xff, 'F',
+                                   'a',  'i',  'l',  'e',  'd',  ' ',  't',  'o',  ' ',  'd',
+                                   'e',  'c',  'o',  'd',  'e',  ' ',  'C',  'O',  'S',  'E'};
     assert_int_equal(e, sizeof want);
     assert_memory_equal(out, want, sizeof want);
     /* no payload: malformed */
     static const uint8_t nopayload[] = {0x40, 0x02, 0x00, 0x05, 0x93, 0x09, 0x14, 0x01};
-    assert_int_equal(oscore_unprotect_request(&srv, nopayload, sizeof nopayload, out, sizeof out, &b),
-                     OSCORE_ERR_BAD_OPTION);
+    assert_int_equal(
+        oscore_unprotect_request(&srv, nopayload, sizeof nopayload, out, sizeof out, &b),
+        OSCORE_ERR_BAD_OPTION);
     /* request without kid / without Partial IV */
-    static const uint8_t nokid[] = {0x40, 0x02, 0x00, 0x05, 0x92, 0x01, 0x14, 0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const uint8_t nokid[] = {0x40, 0x02, 0x00, 0x05, 0x92, 0x01, 0x14, 0xff, 1,
+                                    2,    3,    4,    5,    6,    7,    8,    9};
     assert_int_equal(oscore_unprotect_request(&srv, nokid, sizeof nokid, out, sizeof out, &b),
                      OSCORE_ERR_BAD_OPTION);
     /* unknown kid: 4.01 "Security context not found" */
-    static const uint8_t otherkid[] = {0x40, 0x02, 0x00, 0x05, 0x93, 0x09, 0x14, 0x07, 0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const uint8_t otherkid[] = {0x40, 0x02, 0x00, 0x05, 0x93, 0x09, 0x14, 0x07, 0xff,
+                                       1,    2,    3,    4,    5,    6,    7,    8,    9};
     assert_int_equal(oscore_unprotect_request(&srv, otherkid, sizeof otherkid, out, sizeof out, &b),
                      OSCORE_ERR_CONTEXT_NOT_FOUND);
-    e = oscore_error_response(OSCORE_ERR_CONTEXT_NOT_FOUND, otherkid, sizeof otherkid, out, sizeof out);
+    e = oscore_error_response(OSCORE_ERR_CONTEXT_NOT_FOUND, otherkid, sizeof otherkid, out,
+                              sizeof out);
     assert_int_equal(e, 7 + strlen("Security context not found"));
     assert_int_equal(out[0], 0x60);
     assert_int_equal(out[1], COAP_CODE_UNAUTHORIZED);
     assert_memory_equal(out + 7, "Security context not found", e - 7);
     /* right kid, wrong ciphertext: 4.00 "Decryption failed" */
-    static const uint8_t f3[] = {0x40, 0x02, 0x00, 0x05, 0x93, 0x09, 0x14, 0x01, 0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const uint8_t f3[] = {0x40, 0x02, 0x00, 0x05, 0x93, 0x09, 0x14, 0x01, 0xff,
+                                 1,    2,    3,    4,    5,    6,    7,    8,    9};
     assert_int_equal(oscore_unprotect_request(&srv, f3, sizeof f3, out, sizeof out, &b),
                      OSCORE_ERR_DECRYPT);
     e = oscore_error_response(OSCORE_ERR_DECRYPT, f3, sizeof f3, out, sizeof out);
     assert_int_equal(out[1], COAP_CODE_BAD_REQUEST);
     assert_int_equal(e, 7 + strlen("Decryption failed"));
     assert_memory_equal(out + 7, "Decryption failed", e - 7);
-    assert_int_equal(oscore_error_response(OSCORE_ERR_SSN_EXHAUSTED, f3, sizeof f3, out, sizeof out),
-                     OSCORE_ERR_INVALID);
+    assert_int_equal(
+        oscore_error_response(OSCORE_ERR_SSN_EXHAUSTED, f3, sizeof f3, out, sizeof out),
+        OSCORE_ERR_INVALID);
 }
 
 /* ---- CoAP codec ---- */
@@ -466,18 +481,21 @@ static void test_coap_msg_codec(void **state)
     assert_int_equal(m2.options[2].len, 300);
     assert_int_equal(m2.options[3].number, 2000);
     static const uint8_t bads[][6] = {
-        {0x80, 0x01, 0, 0},         /* version 2 */
-        {0x49, 0x01, 0, 0},         /* token length 9 */
-        {0x42, 0x01, 0, 0, 1},      /* token truncated */
-        {0x40, 0x01, 0, 0, 0xf0},   /* reserved nibble */
-        {0x40, 0x01, 0, 0, 0xff},   /* marker without payload */
+        {0x80, 0x01, 0, 0},          /* version 2 */
+        {0x49, 0x01, 0, 0},          /* token length 9 */
+        {0x42, 0x01, 0, 0, 1},       /* token truncated */
+        {0x40, 0x01, 0, 0, 0xf0},    /* reserved nibble */
+        {0x40, 0x01, 0, 0, 0xff},    /* marker without payload */
         {0x40, 0x01, 0, 0, 0x13, 1}, /* option value truncated */
     };
     static const size_t badlen[] = {4, 4, 5, 5, 5, 6};
     for (size_t i = 0; i < 6; i++)
         assert_int_equal(edhoc_coap_msg_parse(bads[i], badlen[i], &m), COAP_MSG_ERR_MALFORMED);
     uint8_t many[4 + 40];
-    many[0] = 0x40; many[1] = 1; many[2] = 0; many[3] = 0;
+    many[0] = 0x40;
+    many[1] = 1;
+    many[2] = 0;
+    many[3] = 0;
     for (int i = 0; i < 40; i++)
         many[4 + i] = 0x00; /* 40 options number 0 */
     assert_int_equal(edhoc_coap_msg_parse(many, sizeof many, &m), COAP_MSG_ERR_TOO_MANY);

@@ -86,9 +86,13 @@ static void test_key_lengths(void **state)
     /* IDs longer than nonce length - 6 are refused */
     static const uint8_t ms[16] = {1};
     static const uint8_t id7[7] = {1, 2, 3, 4, 5, 6, 7};
-    struct oscore_params prm = {.aead_alg = EDHOC_COSE_A128GCM, .master_secret = ms,
-                                .master_secret_len = 16, .sender_id = id7,
-                                .sender_id_len = 7, .recipient_id = id7, .recipient_id_len = 0};
+    struct oscore_params prm = {.aead_alg = EDHOC_COSE_A128GCM,
+                                .master_secret = ms,
+                                .master_secret_len = 16,
+                                .sender_id = id7,
+                                .sender_id_len = 7,
+                                .recipient_id = id7,
+                                .recipient_id_len = 0};
     assert_int_equal(oscore_context_init(&cli, test_backend(), &prm), OSCORE_ERR_INVALID);
     prm.aead_alg = EDHOC_COSE_AES_CCM_16_64_128;
     assert_int_equal(oscore_context_init(&cli, test_backend(), &prm), 0);
@@ -140,13 +144,16 @@ static uint8_t *big_message(bool request, size_t payload_len, int obs_len, uint3
     uint8_t ov[4];
     edhoc_coap_uint_encode(obs_value, ov);
     if (request) {
-        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"example.com", 11), 0);
-        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"big", 3), 0);
+        assert_int_equal(
+            edhoc_coap_msg_add_option(&m, COAP_OPT_URI_HOST, (const uint8_t *)"example.com", 11),
+            0);
+        assert_int_equal(
+            edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PATH, (const uint8_t *)"big", 3), 0);
     }
     assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cf, 1), 0);
     if (obs_len >= 0)
-        assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, ov + 4 - obs_len,
-                                             (size_t)obs_len), 0);
+        assert_int_equal(
+            edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, ov + 4 - obs_len, (size_t)obs_len), 0);
     uint8_t *payload = xmalloc(payload_len);
     for (size_t i = 0; i < payload_len; i++)
         payload[i] = (uint8_t)(i * 31 + 7 + (i >> 8) * 13 + (i >> 16));
@@ -172,8 +179,8 @@ static size_t plaintext_len(const uint8_t *msg, size_t len)
     size_t n = 0;
     for (size_t i = 0; i < m.option_count; i++) {
         uint16_t num = m.options[i].number;
-        if (num != COAP_OPT_URI_HOST && num != COAP_OPT_URI_PORT &&
-            num != COAP_OPT_PROXY_SCHEME && num != COAP_OPT_PROXY_URI)
+        if (num != COAP_OPT_URI_HOST && num != COAP_OPT_URI_PORT && num != COAP_OPT_PROXY_SCHEME &&
+            num != COAP_OPT_PROXY_URI)
             inner[n++] = m.options[i];
     }
     long body = edhoc_coap_msg_encode_body(inner, n, m.payload, m.payload_len, NULL, 0);
@@ -264,12 +271,12 @@ static void exchanges_at_size(int aead, size_t payload_len)
     /* Section 5.2 / C.7: a response may reuse the request's nonce (no
      * Partial IV) ... */
     request_round_trip(&cli, &srv, req, req_len, &cb, &sb);
-    assert_int_equal(response_round_trip(&cli, &srv, &cb, &sb, resp, resp_len, false, resp,
-                                         resp_len), 0);
+    assert_int_equal(
+        response_round_trip(&cli, &srv, &cb, &sb, resp, resp_len, false, resp, resp_len), 0);
     /* ... or carry its own Partial IV (C.8). */
     request_round_trip(&cli, &srv, req, req_len, &cb, &sb);
-    assert_true(response_round_trip(&cli, &srv, &cb, &sb, resp, resp_len, true, resp,
-                                    resp_len) > 0);
+    assert_true(response_round_trip(&cli, &srv, &cb, &sb, resp, resp_len, true, resp, resp_len) >
+                0);
 
     /* Observe (Section 4.1.3.5): the registration's Observe 0 is inner and
      * outer, so the request comes back whole. */
@@ -284,10 +291,9 @@ static void exchanges_at_size(int aead, size_t payload_len)
     uint8_t *n1 = big_message(false, payload_len, 1, 2, &n1_len);
     uint8_t *n2 = big_message(false, payload_len, 2, 0x0301, &n2_len);
     uint8_t *want = big_message(false, payload_len, 0, 0, &want_len);
-    assert_int_equal(response_round_trip(&cli, &srv, &cb, &sb, n1, n1_len, false, want,
-                                         want_len), 0);
-    assert_true(response_round_trip(&cli, &srv, &cb, &sb, n2, n2_len, false, want,
-                                    want_len) > 0);
+    assert_int_equal(response_round_trip(&cli, &srv, &cb, &sb, n1, n1_len, false, want, want_len),
+                     0);
+    assert_true(response_round_trip(&cli, &srv, &cb, &sb, n2, n2_len, false, want, want_len) > 0);
     free(reg);
     free(n1);
     free(n2);
@@ -324,9 +330,9 @@ static void test_any_size_round_trip(void **state)
             uint8_t *req = big_message(true, sizes[s], -1, 0, &len);
             uint8_t *out = xmalloc(len + OSCORE_MAX_OVERHEAD);
             struct oscore_binding b;
-            assert_int_equal(oscore_protect_request(&cli, req, len, out,
-                                                    len + OSCORE_MAX_OVERHEAD, &b),
-                             OSCORE_ERR_TOO_LARGE);
+            assert_int_equal(
+                oscore_protect_request(&cli, req, len, out, len + OSCORE_MAX_OVERHEAD, &b),
+                OSCORE_ERR_TOO_LARGE);
             assert_int_equal(oscore_context_ssn(&cli), 0);
             free(req);
             free(out);
@@ -351,10 +357,10 @@ static void test_plaintext_size_edges(void **state)
             struct oscore_binding cb, sb;
             make_pair(&cli, &srv, every_aead[a], EDHOC_COSE_SHA256);
             size_t req_len, resp_len;
-            uint8_t *req = big_message(true, payload_for_plaintext(true, edges[e]), -1, 0,
-                                       &req_len);
-            uint8_t *resp = big_message(false, payload_for_plaintext(false, edges[e]), -1, 0,
-                                        &resp_len);
+            uint8_t *req =
+                big_message(true, payload_for_plaintext(true, edges[e]), -1, 0, &req_len);
+            uint8_t *resp =
+                big_message(false, payload_for_plaintext(false, edges[e]), -1, 0, &resp_len);
             request_round_trip(&cli, &srv, req, req_len, &cb, &sb);
             response_round_trip(&cli, &srv, &cb, &sb, resp, resp_len, e & 1, resp, resp_len);
             free(req);
@@ -446,9 +452,10 @@ static void test_buffer_rules(void **state)
     assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs, 3), 0);
     assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_URI_PORT, obs, 2), 0);
     assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_MAX_AGE, obs, 1), 0);
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri,
-                                         strlen(uri)), 0);
-    assert_int_equal(edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_SCHEME, (const uint8_t *)"coap", 4), 0);
+    assert_int_equal(
+        edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_URI, (const uint8_t *)uri, strlen(uri)), 0);
+    assert_int_equal(
+        edhoc_coap_msg_add_option(&m, COAP_OPT_PROXY_SCHEME, (const uint8_t *)"coap", 4), 0);
     assert_int_equal(edhoc_coap_msg_add_option(&m, 2000, obs, 1), 0);
     assert_int_equal(edhoc_coap_msg_add_option(&m, 3000, obs, 1), 0);
     uint8_t req[BUF], prot[BUF], out[BUF];
@@ -598,7 +605,8 @@ static void test_observe_notifications(void **state)
     long n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
     assert_true(n > 0);
     assert_int_equal(preq[1], COAP_CODE_FETCH);
-    assert_int_equal(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb), (long)req_len);
+    assert_int_equal(oscore_unprotect_request(&srv, preq, (size_t)n, out, sizeof out, &sb),
+                     (long)req_len);
     assert_memory_equal(out, req, req_len);
 
     /* first notification without Partial IV, then five with */
@@ -621,20 +629,30 @@ static void test_observe_notifications(void **state)
         assert_int_equal(v, (uint32_t)(i + 2));
     }
     /* in order, with one out of order (older -> refused) */
-    assert_true(oscore_unprotect_response(&cli, &cb, note[0], (size_t)nlen[0], out, sizeof out) > 0);
+    assert_true(oscore_unprotect_response(&cli, &cb, note[0], (size_t)nlen[0], out, sizeof out) >
+                0);
     /* the inner Observe of a notification is empty */
     struct coap_msg im;
-    assert_int_equal(edhoc_coap_msg_parse(out, (size_t)oscore_unprotect_response(&cli, &cb, note[2], (size_t)nlen[2], out, sizeof out), &im), 0);
+    assert_int_equal(edhoc_coap_msg_parse(out,
+                                          (size_t)oscore_unprotect_response(
+                                              &cli, &cb, note[2], (size_t)nlen[2], out, sizeof out),
+                                          &im),
+                     0);
     assert_non_null(edhoc_coap_msg_find_option(&im, COAP_OPT_OBSERVE));
     assert_int_equal(edhoc_coap_msg_find_option(&im, COAP_OPT_OBSERVE)->len, 0);
-    assert_int_equal(oscore_unprotect_response(&cli, &cb, note[1], (size_t)nlen[1], out, sizeof out),
-                     OSCORE_ERR_REPLAY);
-    assert_int_equal(oscore_unprotect_response(&cli, &cb, note[2], (size_t)nlen[2], out, sizeof out),
-                     OSCORE_ERR_REPLAY);
-    assert_int_equal(oscore_unprotect_response(&cli, &cb, note[0], (size_t)nlen[0], out, sizeof out),
-                     OSCORE_ERR_REPLAY);
-    assert_true(oscore_unprotect_response(&cli, &cb, note[4], (size_t)nlen[4], out, sizeof out) > 0);
-    assert_true(oscore_unprotect_response(&cli, &cb, note[5], (size_t)nlen[5], out, sizeof out) > 0);
+    assert_int_equal(
+        oscore_unprotect_response(&cli, &cb, note[1], (size_t)nlen[1], out, sizeof out),
+        OSCORE_ERR_REPLAY);
+    assert_int_equal(
+        oscore_unprotect_response(&cli, &cb, note[2], (size_t)nlen[2], out, sizeof out),
+        OSCORE_ERR_REPLAY);
+    assert_int_equal(
+        oscore_unprotect_response(&cli, &cb, note[0], (size_t)nlen[0], out, sizeof out),
+        OSCORE_ERR_REPLAY);
+    assert_true(oscore_unprotect_response(&cli, &cb, note[4], (size_t)nlen[4], out, sizeof out) >
+                0);
+    assert_true(oscore_unprotect_response(&cli, &cb, note[5], (size_t)nlen[5], out, sizeof out) >
+                0);
     assert_int_equal(cb.notification_number, 4);
 
     /* a notification for a request that did not observe is refused */

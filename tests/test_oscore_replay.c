@@ -35,16 +35,18 @@ static void test_replay_rejected(void **state)
         assert_true(plen[i] > 0);
     }
     for (int i = 0; i < 8; i++)
-        assert_true(oscore_unprotect_request(&srv, preq[i], (size_t)plen[i], out, sizeof out, &b) > 0);
+        assert_true(oscore_unprotect_request(&srv, preq[i], (size_t)plen[i], out, sizeof out, &b) >
+                    0);
     for (int i = 0; i < 8; i++) {
-        assert_int_equal(oscore_unprotect_request(&srv, preq[i], (size_t)plen[i], out, sizeof out, &b),
-                         OSCORE_ERR_REPLAY);
+        assert_int_equal(
+            oscore_unprotect_request(&srv, preq[i], (size_t)plen[i], out, sizeof out, &b),
+            OSCORE_ERR_REPLAY);
     }
     /* 4.01 "Replay detected", ACK to the CON, Max-Age 0 */
     long e = oscore_error_response(OSCORE_ERR_REPLAY, preq[0], (size_t)plen[0], err, sizeof err);
-    static const uint8_t want[] = {0x62, 0x81, 0x12, 0x34, 0xa1, 0xb2, 0xd0, 0x01, 0xff,
-                                   'R', 'e', 'p', 'l', 'a', 'y', ' ', 'd', 'e', 't', 'e',
-                                   'c', 't', 'e', 'd'};
+    static const uint8_t want[] = {0x62, 0x81, 0x12, 0x34, 0xa1, 0xb2, 0xd0, 0x01,
+                                   0xff, 'R',  'e',  'p',  'l',  'a',  'y',  ' ',
+                                   'd',  'e',  't',  'e',  'c',  't',  'e',  'd'};
     assert_int_equal(e, sizeof want);
     assert_memory_equal(err, want, sizeof want);
 }
@@ -65,8 +67,8 @@ static void test_failed_unprotect_keeps_window(void **state)
 
     /* CON POST, token a1b2, OSCORE {PIV 1000, kid 01}, 12 bytes of noise */
     static const uint8_t forged[] = {0x42, 0x02, 0x12, 0x34, 0xa1, 0xb2, 0x94, 0x0a,
-                                     0x03, 0xe8, 0x01, 0xff, 1, 2, 3, 4, 5, 6, 7, 8,
-                                     9, 10, 11, 12};
+                                     0x03, 0xe8, 0x01, 0xff, 1,    2,    3,    4,
+                                     5,    6,    7,    8,    9,    10,   11,   12};
     assert_int_equal(oscore_unprotect_request(&srv, forged, sizeof forged, out, sizeof out, &sb),
                      OSCORE_ERR_DECRYPT);
     memcpy(bad, preq, (size_t)n);
@@ -121,9 +123,9 @@ static void test_window_slides(void **state)
         plen[i] = oscore_protect_request(&cli, req, req_len, preq[i], sizeof preq[i], &b);
         assert_true(plen[i] > 0);
     }
-    static const int order[] = {5,  3,  3,   10, 7,  40, 8,  9,  9,  39, 41, 41, 0,  72,
-                                40, 41, 42,  71, 73, 70, 50, 45, 44, 100, 68, 69, 99, 101,
-                                67, 1,  119, 88, 87, 86, 119, 90, 118, 0,  117};
+    static const int order[] = {5,  3,   3,  10, 7,   40, 8,  9,  9,   39, 41,  41, 0,
+                                72, 40,  41, 42, 71,  73, 70, 50, 45,  44, 100, 68, 69,
+                                99, 101, 67, 1,  119, 88, 87, 86, 119, 90, 118, 0,  117};
     bool seen[N] = {false};
     int top = -1;
     for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
@@ -144,8 +146,12 @@ static void test_window_slides(void **state)
     /* a window of 4 */
     static const uint8_t ms[16] = {7};
     static const uint8_t a[1] = {0xa}, bb[1] = {0xb};
-    struct oscore_params p = {.master_secret = ms, .master_secret_len = 16, .sender_id = a,
-                              .sender_id_len = 1, .recipient_id = bb, .recipient_id_len = 1,
+    struct oscore_params p = {.master_secret = ms,
+                              .master_secret_len = 16,
+                              .sender_id = a,
+                              .sender_id_len = 1,
+                              .recipient_id = bb,
+                              .recipient_id_len = 1,
                               .replay_window = 4};
     assert_int_equal(oscore_context_init(&cli, test_backend(), &p), 0);
     p.sender_id = bb;
@@ -390,10 +396,12 @@ static void test_echo_recovery(void **state)
     struct oscore_binding cb, sb;
     for (int i = 0; i < 4; i++) {
         oldlen[i] = oscore_protect_request(&cli, req, req_len, old[i], BUF, &cb);
-        assert_true(oscore_unprotect_request(&srv, old[i], (size_t)oldlen[i], out, sizeof out, &sb) > 0);
+        assert_true(
+            oscore_unprotect_request(&srv, old[i], (size_t)oldlen[i], out, sizeof out, &sb) > 0);
         uint8_t resp[BUF];
         size_t resp_len = sample_response(resp, (const uint8_t *)"ok", 2, false, 0);
-        assert_true(oscore_protect_response(&srv, &sb, resp, resp_len, true, presp, sizeof presp) > 0);
+        assert_true(oscore_protect_response(&srv, &sb, resp, resp_len, true, presp, sizeof presp) >
+                    0);
     }
     assert_int_equal(oscore_context_ssn(&srv), 4);
     assert_false(oscore_context_needs_echo(&srv));
@@ -406,8 +414,9 @@ static void test_echo_recovery(void **state)
     assert_true(oscore_context_needs_echo(&srv2));
 
     /* an old request is not processed: Echo first */
-    assert_int_equal(oscore_unprotect_request(&srv2, old[3], (size_t)oldlen[3], out, sizeof out, &sb),
-                     OSCORE_ERR_ECHO_REQUIRED);
+    assert_int_equal(
+        oscore_unprotect_request(&srv2, old[3], (size_t)oldlen[3], out, sizeof out, &sb),
+        OSCORE_ERR_ECHO_REQUIRED);
     /* a forged one is still a decryption failure, not a challenge */
     memcpy(preq, old[3], (size_t)oldlen[3]);
     preq[oldlen[3] - 1] ^= 1;
@@ -448,19 +457,22 @@ static void test_echo_recovery(void **state)
     /* the retry carrying the Echo value is accepted */
     elen = add_echo(req, req_len, echo, sizeof echo, echoreq);
     n = oscore_protect_request(&cli, echoreq, elen, preq, sizeof preq, &cb);
-    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb), (long)elen);
+    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb),
+                     (long)elen);
     assert_memory_equal(out, echoreq, elen);
     assert_false(oscore_context_needs_echo(&srv2));
 
     /* replays from before the restart, and of the challenged ones, are refused */
     for (int i = 0; i < 4; i++)
-        assert_int_equal(oscore_unprotect_request(&srv2, old[i], (size_t)oldlen[i], out, sizeof out, &sb),
-                         OSCORE_ERR_REPLAY);
+        assert_int_equal(
+            oscore_unprotect_request(&srv2, old[i], (size_t)oldlen[i], out, sizeof out, &sb),
+            OSCORE_ERR_REPLAY);
     assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb),
                      OSCORE_ERR_REPLAY);
     /* and normal traffic continues */
     n = oscore_protect_request(&cli, req, req_len, preq, sizeof preq, &cb);
-    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb), (long)req_len);
+    assert_int_equal(oscore_unprotect_request(&srv2, preq, (size_t)n, out, sizeof out, &sb),
+                     (long)req_len);
 }
 
 int main(void)

@@ -51,9 +51,9 @@ static void expect(const uint8_t *msg, size_t len, uint32_t want)
  * kid empty: the client's Sender ID is the empty string there). Here with
  * a one-byte kid 01 instead (C.5-like: flags 09, piv 14, kid 00). */
 static const uint8_t c4_like[] = {
-    0x44, 0x02, 0x5d, 0x1f, 0x00, 0x00, 0x39, 0x74, /* hdr, MID, token 4 bytes */
-    0x39, 'l', 'o', 'c', 'a', 'l', 'h', 'o', 's', 't', /* Uri-Host (3), len 9 */
-    0x63, 0x09, 0x14, 0x01,                           /* OSCORE (delta 6), 3 bytes */
+    0x44, 0x02, 0x5d, 0x1f, 0x00, 0x00, 0x39, 0x74,           /* hdr, MID, token 4 bytes */
+    0x39, 'l',  'o',  'c',  'a',  'l',  'h',  'o',  's', 't', /* Uri-Host (3), len 9 */
+    0x63, 0x09, 0x14, 0x01,                                   /* OSCORE (delta 6), 3 bytes */
     0xff, 0xaa, 0xbb};
 
 static void test_known_answers(void **state)
@@ -76,12 +76,14 @@ static void test_known_answers(void **state)
     expect(empty_kid, sizeof empty_kid, 0);
     /* Kid context: flags 0x19 (h, k, n = 1), piv 05, s = 2, context
      * aabb, kid 0703: the kid's last byte 03, worker 1. */
-    static const uint8_t with_ctx[] = {0x40, 0x02, 0, 1, 0x97, 0x19, 0x05, 0x02, 0xaa, 0xbb, 0x07, 0x03};
+    static const uint8_t with_ctx[] = {0x40, 0x02, 0,    1,    0x97, 0x19,
+                                       0x05, 0x02, 0xaa, 0xbb, 0x07, 0x03};
     expect(with_ctx, sizeof with_ctx, 1);
     /* No OSCORE option: a bare message_1 (POST, Uri-Path .well-known,
      * edhoc, payload): by hash. */
-    static const uint8_t m1[] = {0x40, 0x02, 0, 2, 0xbb, '.', 'w', 'e', 'l', 'l', '-', 'k', 'n',
-                                 'o', 'w', 'n', 0x05, 'e', 'd', 'h', 'o', 'c', 0xff, 0xf5, 0x03};
+    static const uint8_t m1[] = {0x40, 0x02, 0,   2,   0xbb, '.',  'w', 'e',  'l',
+                                 'l',  '-',  'k', 'n', 'o',  'w',  'n', 0x05, 'e',
+                                 'd',  'h',  'o', 'c', 0xff, 0xf5, 0x03};
     expect(m1, sizeof m1, EDHOC_REUSEPORT_BY_HASH);
     /* An empty ACK or Reset (Code 0.00, RFC 7252 Sections 4.2, 4.3)
      * answers a notification by its Message ID, which the notifying
@@ -206,9 +208,9 @@ static void test_bad_arguments(void **state)
 {
     (void)state;
     assert_int_equal(edhoc_reuseport_program(1, prog, EDHOC_REUSEPORT_MAX_INSNS), -1);
-    assert_int_equal(edhoc_reuseport_program(EDHOC_REUSEPORT_MAX_WORKERS + 1, prog,
-                                             EDHOC_REUSEPORT_MAX_INSNS),
-                     -1);
+    assert_int_equal(
+        edhoc_reuseport_program(EDHOC_REUSEPORT_MAX_WORKERS + 1, prog, EDHOC_REUSEPORT_MAX_INSNS),
+        -1);
     assert_int_equal(edhoc_reuseport_program(2, prog, 10), -1);
     assert_int_equal(edhoc_reuseport_steer(c4_like, sizeof c4_like, 1), EDHOC_REUSEPORT_BY_HASH);
 }
@@ -216,10 +218,8 @@ static void test_bad_arguments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_answers),
-        cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_extended_forms),
-        cmocka_unit_test(test_random_agreement),
+        cmocka_unit_test(test_known_answers),  cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_extended_forms), cmocka_unit_test(test_random_agreement),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests_name("reuseport", tests, NULL, NULL);

@@ -121,8 +121,7 @@ static void test_tab_collisions_deletion_reuse(void **state)
     struct edhoc_pool p;
     struct edhoc_itab t;
     assert_int_equal(edhoc_pool_init(&p, sizeof(struct item), 300), 0);
-    assert_int_equal(edhoc_itab_init(&t, &p, offsetof(struct item, chain), same_hash, NULL, 64),
-                     0);
+    assert_int_equal(edhoc_itab_init(&t, &p, offsetof(struct item, chain), same_hash, NULL, 64), 0);
     uint32_t idx[200];
     for (int k = 0; k < 200; k++) {
         idx[k] = edhoc_pool_alloc(&p);
@@ -229,8 +228,8 @@ static void test_lru_order(void **state)
     assert_int_equal(l.count, 4);
     assert_int_equal(at(&p, edhoc_ilru_oldest(&l))->id, 0);
     assert_int_equal(at(&p, edhoc_ilru_newest(&l))->id, 3);
-    edhoc_ilru_touch(&l, it[0]); /* 1 2 3 0 */
-    edhoc_ilru_touch(&l, it[0]); /* already newest */
+    edhoc_ilru_touch(&l, it[0]);  /* 1 2 3 0 */
+    edhoc_ilru_touch(&l, it[0]);  /* already newest */
     edhoc_ilru_remove(&l, it[2]); /* 1 3 0 */
     edhoc_ilru_remove(&l, it[2]);
     assert_int_equal(l.count, 3);

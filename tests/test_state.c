@@ -35,7 +35,7 @@ static void assert_peer_equal(const struct edhoc_state_peer *a, const struct edh
 struct collect {
     struct edhoc_state_peer got[8];
     int n;
-    int stop_at;  /* return 7 from the call with this index */
+    int stop_at; /* return 7 from the call with this index */
 };
 
 static int collect_fn(void *ctx, const struct edhoc_state_peer *p)
@@ -64,7 +64,7 @@ static void test_round_trip_every_field(void **state)
     memset(big.id_context, 0xdd, EDHOC_STATE_MAX_ID_CONTEXT);
     big.master_secret_len = EDHOC_STATE_MAX_SECRET;
     for (int k = 0; k < EDHOC_STATE_MAX_SECRET; k++)
-        big.master_secret[k] = (uint8_t)k;  /* includes a 0x00 byte */
+        big.master_secret[k] = (uint8_t)k; /* includes a 0x00 byte */
     big.master_salt_len = EDHOC_STATE_MAX_SALT;
     memset(big.master_salt, 0x00, EDHOC_STATE_MAX_SALT);
     big.aead_alg = 24;
@@ -273,7 +273,7 @@ static void test_bad_arguments(void **state)
     p.ssn_mark = (uint64_t)INT64_MAX + 1;
     assert_int_equal(edhoc_state_put_peer(db, &p), EDHOC_STATE_ERR_ARG);
     make_peer(&p, 1);
-    memset(p.peer, 'a', sizeof p.peer);  /* no NUL */
+    memset(p.peer, 'a', sizeof p.peer); /* no NUL */
     assert_int_equal(edhoc_state_put_peer(db, &p), EDHOC_STATE_ERR_ARG);
     assert_int_equal(edhoc_state_put_peer(db, NULL), EDHOC_STATE_ERR_ARG);
     assert_int_equal(edhoc_state_count(db), 0);
@@ -284,8 +284,9 @@ static void test_bad_arguments(void **state)
     struct edhoc_state_peer got;
     assert_int_equal(edhoc_state_store_ssn(db, NULL, 0, long_id, sizeof long_id, 1),
                      EDHOC_STATE_ERR_ARG);
-    assert_int_equal(edhoc_state_store_ssn(db, long_idc, sizeof long_idc, p.recipient_id,
-                                           p.recipient_id_len, 1), EDHOC_STATE_ERR_ARG);
+    assert_int_equal(
+        edhoc_state_store_ssn(db, long_idc, sizeof long_idc, p.recipient_id, p.recipient_id_len, 1),
+        EDHOC_STATE_ERR_ARG);
     assert_int_equal(edhoc_state_store_ssn(db, NULL, 1, p.recipient_id, p.recipient_id_len, 1),
                      EDHOC_STATE_ERR_ARG);
     assert_int_equal(edhoc_state_get_peer(db, NULL, 1, p.recipient_id, p.recipient_id_len, &got),
@@ -296,8 +297,9 @@ static void test_bad_arguments(void **state)
                      EDHOC_STATE_ERR_ARG);
     assert_int_equal(edhoc_state_delete_peer(db, NULL, 0, long_id, sizeof long_id),
                      EDHOC_STATE_ERR_ARG);
-    assert_int_equal(edhoc_state_delete_peer(db, long_idc, sizeof long_idc, p.recipient_id,
-                                             p.recipient_id_len), EDHOC_STATE_ERR_ARG);
+    assert_int_equal(
+        edhoc_state_delete_peer(db, long_idc, sizeof long_idc, p.recipient_id, p.recipient_id_len),
+        EDHOC_STATE_ERR_ARG);
     assert_int_equal(edhoc_state_for_each_peer(db, NULL, NULL), EDHOC_STATE_ERR_ARG);
     assert_int_equal(edhoc_state_count(NULL), EDHOC_STATE_ERR_ARG);
     assert_true(get_mark(db, &p) == p.ssn_mark);
@@ -649,11 +651,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_for_each_early_stop_and_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_same_recipient_id_different_id_contexts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_recipient_id_different_id_contexts, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_absent_and_empty_id_context_distinct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_least_recently_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_ties, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
-

@@ -68,8 +68,8 @@ static void test_crash_safety_kill9(void **state)
         struct edhoc_state_peer p;
         make_peer(&p, 77);
         uint64_t stored = get_mark(db, &p);
-        print_message("# round %d: last reported %" PRIu64 ", stored %" PRIu64 "\n", round,
-                      last, stored);
+        print_message("# round %d: last reported %" PRIu64 ", stored %" PRIu64 "\n", round, last,
+                      stored);
         assert_true(stored >= last);
         assert_true(stored >= previous);
         /* At most one store can be durable but unreported when killed. */
@@ -83,7 +83,7 @@ static bool holds_posix_lock(pid_t pid)
 {
     FILE *fp = fopen("/proc/locks", "r");
     if (fp == NULL)
-        return true;  /* cannot tell: do not fail for that */
+        return true; /* cannot tell: do not fail for that */
     char line[256];
     bool found = false;
     while (fgets(line, sizeof line, fp)) {
@@ -126,8 +126,8 @@ static void test_handle_survives_daemonizing(void **state)
         uint64_t result = 1;
         struct edhoc_state_peer got;
         if (edhoc_state_store_ssn(db, KEY(p), 5000) == 0 &&
-            edhoc_state_get_peer(db, KEY(p), &got) == 0 &&
-            got.ssn_mark == 5000 && edhoc_state_count(db) == 1)
+            edhoc_state_get_peer(db, KEY(p), &got) == 0 && got.ssn_mark == 5000 &&
+            edhoc_state_count(db) == 1)
             result = got.ssn_mark;
         /* POSIX locks are not inherited: this process holds SQLite's
          * locks only if the handle reconnected in it. */
@@ -180,8 +180,7 @@ static int check_all_fn(void *ctx, const struct edhoc_state_peer *p)
         memcmp(p->master_secret, want.master_secret, want.master_secret_len) != 0 ||
         p->master_salt_len != want.master_salt_len ||
         memcmp(p->master_salt, want.master_salt, want.master_salt_len) != 0 ||
-        p->ssn_mark != want.ssn_mark || strcmp(p->peer, want.peer) != 0 ||
-        p->suite != want.suite)
+        p->ssn_mark != want.ssn_mark || strcmp(p->peer, want.peer) != 0 || p->suite != want.suite)
         c->bad++;
     return 0;
 }
@@ -215,9 +214,10 @@ static void test_ten_thousand_contexts(void **state)
     double t4 = now_s();
     assert_int_equal(c.next, n);
     assert_int_equal(c.bad, 0);
-    print_message("# %u contexts: put in one transaction %.3f s, file %lld bytes (%.0f bytes/context), "
-                  "open+check %.3f s, load all %.3f s\n",
-                  n, t1 - t0, (long long)st.st_size, (double)st.st_size / n, t3 - t2, t4 - t3);
+    print_message(
+        "# %u contexts: put in one transaction %.3f s, file %lld bytes (%.0f bytes/context), "
+        "open+check %.3f s, load all %.3f s\n",
+        n, t1 - t0, (long long)st.st_size, (double)st.st_size / n, t3 - t2, t4 - t3);
 
     /* One durable put per new context, as each completed handshake does. */
     const uint32_t puts = 500;
@@ -243,8 +243,8 @@ static void test_ten_thousand_contexts(void **state)
         assert_int_equal(edhoc_state_store_ssn(db, KEY(p), 1), 0);
     double t9 = now_s();
     print_message("# store_ssn: %d raising calls in %.3f s = %.0f calls/s (%.1f us each); "
-                  "non-raising %.0f calls/s\n", calls, t8 - t7, calls / (t8 - t7),
-                  (t8 - t7) / calls * 1e6, calls / (t9 - t8));
+                  "non-raising %.0f calls/s\n",
+                  calls, t8 - t7, calls / (t8 - t7), (t8 - t7) / calls * 1e6, calls / (t9 - t8));
     assert_true(get_mark(db, &p) == p.ssn_mark + (uint64_t)calls * 20);
     edhoc_state_close(db);
 }
@@ -310,14 +310,14 @@ static void expect_recovery(const struct fixture *f, const struct edhoc_state_pe
         snprintf(want, sizeof want,
                  "%s: %s; every sender sequence-number mark moved up to %" PRIu64
                  " (1 contexts, and static contexts not in it start there: RFC 8613 Appendix "
-                 "B.1.1), so no nonce is used twice", f->file, found, to);
+                 "B.1.1), so no nonce is used twice",
+                 f->file, found, to);
         if (!r || strcmp(r, want))
             fail_msg("recovery: \"%s\"\n want: \"%s\"", r ? r : "(none)", want);
     }
     assert_true(get_mark(db, key) == want_mark);
     edhoc_state_close(db);
 }
-
 
 /* ---- group commit (edhoc_state_group_commit) ---- */
 
@@ -411,4 +411,3 @@ int main(void)
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
-

@@ -80,7 +80,8 @@ static void test_refuses_unsafe_directory_and_files(void **state)
     assert_int_equal(chmod(f->sdir, 0777), 0);
     snprintf(want, sizeof want,
              "%s: group or others can access it (mode 0777) and it holds OSCORE secrets and "
-             "sequence numbers: chmod 700 %s, or give a new directory", f->sdir, f->sdir);
+             "sequence numbers: chmod 700 %s, or give a new directory",
+             f->sdir, f->sdir);
     expect_unsafe(f->sdir, want);
     assert_int_equal(stat(f->sdir, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0777);
@@ -89,7 +90,8 @@ static void test_refuses_unsafe_directory_and_files(void **state)
     assert_int_equal(chmod(f->file, 0644), 0);
     snprintf(want, sizeof want,
              "%s: group or others can access it (mode 0644) and it holds OSCORE secrets and "
-             "sequence numbers: chmod 600 %s", f->file, f->file);
+             "sequence numbers: chmod 600 %s",
+             f->file, f->file);
     expect_unsafe(f->sdir, want);
     assert_int_equal(stat(f->file, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0644);
@@ -102,7 +104,8 @@ static void test_refuses_unsafe_directory_and_files(void **state)
     assert_int_equal(chmod(wal, 0666), 0);
     snprintf(want, sizeof want,
              "%s: group or others can access it (mode 0666) and it holds OSCORE secrets and "
-             "sequence numbers: chmod 600 %s", wal, wal);
+             "sequence numbers: chmod 600 %s",
+             wal, wal);
     expect_unsafe(f->sdir, want);
     assert_int_equal(unlink(wal), 0);
 
@@ -111,7 +114,8 @@ static void test_refuses_unsafe_directory_and_files(void **state)
         assert_int_equal(chown(f->file, 65534, 65534), 0);
         snprintf(want, sizeof want,
                  "%s: owned by uid 65534, not by the user running (uid 0), and it holds OSCORE "
-                 "secrets and sequence numbers: chown 0 %s", f->file, f->file);
+                 "secrets and sequence numbers: chown 0 %s",
+                 f->file, f->file);
         expect_unsafe(f->sdir, want);
         assert_int_equal(chown(f->file, 0, 0), 0);
         assert_int_equal(chown(f->sdir, 65534, 65534), 0);
@@ -131,7 +135,8 @@ static void test_refuses_unsafe_directory_and_files(void **state)
     assert_int_equal(symlink(f->sdir, link), 0);
     snprintf(want, sizeof want,
              "%s: is a symbolic link; it holds OSCORE secrets and sequence numbers: give the "
-             "directory itself, not a link to it", link);
+             "directory itself, not a link to it",
+             link);
     expect_unsafe(link, want);
 
     /* Whoever may write the directory above can swap the state directory;
@@ -139,7 +144,8 @@ static void test_refuses_unsafe_directory_and_files(void **state)
     assert_int_equal(chmod(f->dir, 0777), 0);
     snprintf(want, sizeof want,
              "%s: in a directory others can write (%s, mode 0777): they could put another "
-             "directory in its place; fix it with: chmod go-w %s", f->sdir, f->dir, f->dir);
+             "directory in its place; fix it with: chmod go-w %s",
+             f->sdir, f->dir, f->dir);
     expect_unsafe(f->sdir, want);
     assert_int_equal(chmod(f->dir, 01777), 0);
     edhoc_state_close(open_ok(f->sdir));
@@ -286,7 +292,7 @@ static void make_real_db(struct fixture *f, uint32_t n)
     edhoc_state_close(db);
     char wal[PATH_MAX + 8];
     snprintf(wal, sizeof wal, "%s-wal", f->file);
-    assert_int_equal(access(wal, F_OK), -1);  /* a clean close leaves one file */
+    assert_int_equal(access(wal, F_OK), -1); /* a clean close leaves one file */
 }
 
 static void test_refuses_truncated(void **state)
@@ -519,8 +525,7 @@ static void check_migrated(struct edhoc_state_db *db)
     assert_true(got.has_id_context);
     assert_true(got.ssn_mark == 777);
     assert_int_equal(got.method, -1);
-    assert_int_equal(edhoc_state_get_peer(db, NULL, 0, rid_b, 1, &got),
-                     EDHOC_STATE_ERR_NOT_FOUND);
+    assert_int_equal(edhoc_state_get_peer(db, NULL, 0, rid_b, 1, &got), EDHOC_STATE_ERR_NOT_FOUND);
 
     /* The ambiguous static row: under both keys, each with its mark, so
      * the context resumes above 99 whichever its file says. */
@@ -697,4 +702,3 @@ int main(void)
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
-

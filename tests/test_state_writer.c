@@ -38,8 +38,8 @@ static int remote_worker(int fd, unsigned index)
         struct edhoc_state_peer back;
         if (edhoc_state_get_peer(db, p.has_id_context ? p.id_context : NULL, p.id_context_len,
                                  p.recipient_id, p.recipient_id_len, &back) ||
-            back.ssn_mark != p.ssn_mark + 77 || memcmp(back.master_secret, p.master_secret,
-                                                       p.master_secret_len))
+            back.ssn_mark != p.ssn_mark + 77 ||
+            memcmp(back.master_secret, p.master_secret, p.master_secret_len))
             return 7;
     }
     uint8_t nobody[1] = {0xee};
@@ -387,8 +387,7 @@ static void test_group_commit_mark_durable_before_use(void **state)
     if (pid == 0) {
         close(fds[0]);
         struct edhoc_state_db *h = NULL;
-        if (edhoc_state_open(f->sdir, &h, NULL, 0) ||
-            edhoc_state_group_commit(h, 256, 600000))
+        if (edhoc_state_open(f->sdir, &h, NULL, 0) || edhoc_state_group_commit(h, 256, 600000))
             _exit(2);
         uint64_t mark = 0, t = 0;
         for (;;) {
@@ -502,10 +501,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_group_commit_fails_the_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_batches_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_closes_on_size_and_time, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_group_commit_failed_batch_fails_every_item, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit_failed_batch_fails_every_item, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_group_commit_mark_durable_before_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_process_groups_across_passes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
-

@@ -79,9 +79,7 @@ static void md_cell(FILE *f, const struct bench_column *c, const struct bench_ce
         else
             fputs("-", f);
         break;
-    case BENCH_COL_NUM:
-        fputs(fmt_num(v->num, a, sizeof a), f);
-        break;
+    case BENCH_COL_NUM: fputs(fmt_num(v->num, a, sizeof a), f); break;
     case BENCH_COL_RATIO:
         if (isfinite(v->num))
             fprintf(f, "%.2f", v->num);
@@ -92,8 +90,7 @@ static void md_cell(FILE *f, const struct bench_column *c, const struct bench_ce
         fprintf(f, "%s / %s", fmt_num(v->stat.min_us, a, sizeof a),
                 fmt_num(v->stat.median_us, b, sizeof b));
         break;
-    case BENCH_COL_LABEL:
-        break;
+    case BENCH_COL_LABEL: break;
     }
 }
 
@@ -142,8 +139,9 @@ void bench_print_markdown(FILE *f, const struct bench_report *r)
     fprintf(f, "## edhoc-cli %s %s\n\n", EDHOC_CLI_VERSION,
             r->command && !strcmp(r->command, "load") ? "load" : "benchmarks");
     if (r->partial)
-        fprintf(f, "**interrupted: partial results** (stopped by %s; the tables hold what "
-                   "completed)\n\n",
+        fprintf(f,
+                "**interrupted: partial results** (stopped by %s; the tables hold what "
+                "completed)\n\n",
                 cli_interrupted() == SIGTERM ? "SIGTERM" : "SIGINT");
     fprintf(f, "Host: %s, %s. Crypto: %s.", r->cpu, r->kernel, r->implementation);
     if (r->effort.repeat > 0)
@@ -165,10 +163,9 @@ void bench_print_markdown(FILE *f, const struct bench_report *r)
                 fmt_num(g->value, a, sizeof a);
                 snprintf(b, sizeof b, "%.2f", g->limit);
             }
-            fprintf(f, "| %s | %s%s%s | %s %s%s%s | %s |\n", g->name, a,
-                    g->unit[0] ? " " : "", g->unit, g->at_least ? "at least" : "at most", b,
-                    g->unit[0] ? " " : "", g->unit,
-                    bench_target_met(g) ? "yes" : "**no**");
+            fprintf(f, "| %s | %s%s%s | %s %s%s%s | %s |\n", g->name, a, g->unit[0] ? " " : "",
+                    g->unit, g->at_least ? "at least" : "at most", b, g->unit[0] ? " " : "",
+                    g->unit, bench_target_met(g) ? "yes" : "**no**");
         }
         fputc('\n', f);
     }
@@ -219,16 +216,10 @@ static json_t *json_table(const struct bench_table *t)
         for (size_t i = 0; i < t->n_cols; i++) {
             json_t *v = NULL;
             switch (t->cols[i].kind) {
-            case BENCH_COL_TEXT:
-                v = cli_json_string_or_null(row[i].text);
-                break;
-            case BENCH_COL_INT:
-                v = json_int_cell(row[i].num);
-                break;
+            case BENCH_COL_TEXT: v = cli_json_string_or_null(row[i].text); break;
+            case BENCH_COL_INT: v = json_int_cell(row[i].num); break;
             case BENCH_COL_NUM:
-            case BENCH_COL_RATIO:
-                v = cli_json_real_or_null(row[i].num);
-                break;
+            case BENCH_COL_RATIO: v = cli_json_real_or_null(row[i].num); break;
             case BENCH_COL_STAT:
                 v = json_object();
                 cli_json_set(v, "min_us", cli_json_real_or_null(row[i].stat.min_us));
@@ -236,8 +227,7 @@ static json_t *json_table(const struct bench_table *t)
                 cli_json_set(v, "samples", json_integer(row[i].stat.samples));
                 cli_json_set(v, "batch", json_integer(row[i].stat.batch));
                 break;
-            case BENCH_COL_LABEL:
-                continue;
+            case BENCH_COL_LABEL: continue;
             }
             cli_json_set(jr, t->cols[i].key, v);
         }
@@ -336,24 +326,19 @@ void bench_print_csv(FILE *f, const struct bench_report *r)
                     continue;
                 fputc(',', f);
                 switch (t->cols[i].kind) {
-                case BENCH_COL_TEXT:
-                    csv_text(f, row[i].text ? row[i].text : "");
-                    break;
+                case BENCH_COL_TEXT: csv_text(f, row[i].text ? row[i].text : ""); break;
                 case BENCH_COL_INT:
                     if (isfinite(row[i].num))
                         fprintf(f, "%.0f", row[i].num);
                     break;
                 case BENCH_COL_NUM:
-                case BENCH_COL_RATIO:
-                    csv_num(f, row[i].num);
-                    break;
+                case BENCH_COL_RATIO: csv_num(f, row[i].num); break;
                 case BENCH_COL_STAT:
                     csv_num(f, row[i].stat.min_us);
                     fputc(',', f);
                     csv_num(f, row[i].stat.median_us);
                     break;
-                case BENCH_COL_LABEL:
-                    break;
+                case BENCH_COL_LABEL: break;
                 }
             }
             fputc('\n', f);
@@ -363,12 +348,12 @@ void bench_print_csv(FILE *f, const struct bench_report *r)
 
 /* ---- SVG ---- */
 
-#define SVG_WIDTH 960
-#define SVG_MARGIN 20
-#define BAR_LABEL_W 250
-#define BAR_H 13
-#define LINE_PLOT_H 320
-#define LINE_PLOT_LEFT 80
+#define SVG_WIDTH       960
+#define SVG_MARGIN      20
+#define BAR_LABEL_W     250
+#define BAR_H           13
+#define LINE_PLOT_H     320
+#define LINE_PLOT_LEFT  80
 #define LINE_PLOT_RIGHT 250 /* room for the legend */
 
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -452,7 +437,8 @@ static void svg_bars(FILE *f, const struct bench_table *t, int y0)
                 max = plot_value(t, r, ch->y_cols[k]);
     max = nice_max(max);
 
-    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"15\" font-weight=\"bold\">", SVG_MARGIN, y0 + 20);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"15\" font-weight=\"bold\">", SVG_MARGIN,
+            y0 + 20);
     svg_text(f, t->title);
     fprintf(f, "</text>\n");
     /* legend */
@@ -533,20 +519,23 @@ static void svg_lines(FILE *f, const struct bench_table *t, int y0)
     }
     ymax = nice_max(ymax);
     bool logx = xmin > 0 && xmax / xmin >= 20;
-#define XPOS(x)                                                                                   \
-    (logx ? px + (log10_double(x) - log10_double(xmin)) / (log10_double(xmax) - log10_double(xmin)) * pw                     \
-          : px + ((x) - xmin) / (xmax - xmin) * pw)
+#define XPOS(x)                                                                                    \
+    (logx ? px + (log10_double(x) - log10_double(xmin)) /                                          \
+                     (log10_double(xmax) - log10_double(xmin)) * pw                                \
+          : px + ((x)-xmin) / (xmax - xmin) * pw)
 #define YPOS(v) (py + ph - (v) / ymax * ph)
 
-    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"15\" font-weight=\"bold\">", SVG_MARGIN, y0 + 20);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"15\" font-weight=\"bold\">", SVG_MARGIN,
+            y0 + 20);
     svg_text(f, t->title);
     fprintf(f, "</text>\n");
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
+    fprintf(f,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
             px, py, pw, ph);
     for (int i = 0; i <= 5; i++) {
         double v = ymax * i / 5;
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>", px, YPOS(v),
-                px + pw, YPOS(v));
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>", px,
+                YPOS(v), px + pw, YPOS(v));
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g</text>\n",
                 px - 6, YPOS(v) + 4, v);
     }
@@ -568,8 +557,9 @@ static void svg_lines(FILE *f, const struct bench_table *t, int y0)
             py + ph + 34);
     svg_text(f, t->cols[ch->x_col].title);
     fprintf(f, "%s</text>\n", logx ? " (log scale)" : "");
-    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" transform=\"rotate(-90 %d %d)\" "
-               "text-anchor=\"middle\">",
+    fprintf(f,
+            "<text x=\"%d\" y=\"%d\" font-size=\"12\" transform=\"rotate(-90 %d %d)\" "
+            "text-anchor=\"middle\">",
             SVG_MARGIN + 12, py + ph / 2, SVG_MARGIN + 12, py + ph / 2);
     svg_text(f, ch->y_title ? ch->y_title : "");
     fprintf(f, "</text>\n");
@@ -611,7 +601,9 @@ static void svg_lines(FILE *f, const struct bench_table *t, int y0)
     }
     ly += 10;
     for (size_t k = 0; k < ch->n_y; k++) {
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\" stroke-width=\"2\"%s%s%s/>",
+        fprintf(f,
+                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\" "
+                "stroke-width=\"2\"%s%s%s/>",
                 px + pw + 15, ly + 6, px + pw + 45, ly + 6,
                 dashes[k % 4][0] ? " stroke-dasharray=\"" : "", dashes[k % 4],
                 dashes[k % 4][0] ? "\"" : "");
@@ -635,8 +627,9 @@ int bench_write_svg(FILE *f, const struct bench_report *r)
     }
     height += 30;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n",
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n",
             SVG_WIDTH, height, SVG_WIDTH, height);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#555\">", SVG_MARGIN, SVG_MARGIN);

@@ -133,8 +133,8 @@ void bytes_keylog_print_msg(const struct edhoc_capture_msg *m, const struct byte
         printf("\n");
     }
     if (d->oscore) {
-        printf("      inner %s: %u.%02u", m->from_initiator ? "request" : "response",
-               d->code >> 5, d->code & 31);
+        printf("      inner %s: %u.%02u", m->from_initiator ? "request" : "response", d->code >> 5,
+               d->code & 31);
         for (size_t i = 0; i < d->n_options; i++) {
             const struct bytes_dec_option *o = &d->options[i];
             const char *name = option_name(o->number);
@@ -200,9 +200,10 @@ static json_t *inner_json(const struct bytes_dec_msg *d)
         cli_json_set(j, "number", json_integer(op->number));
         cli_json_set(j, "name", cli_json_string_or_null(option_name(op->number)));
         cli_json_set(j, "value_hex", cli_json_hex_value(op->value, op->len));
-        cli_json_set(j, "value_uint", option_is_uint(op->number) && op->len <= 4
-                                          ? json_integer((json_int_t)option_uint(op))
-                                          : json_null());
+        cli_json_set(j, "value_uint",
+                     option_is_uint(op->number) && op->len <= 4
+                         ? json_integer((json_int_t)option_uint(op))
+                         : json_null());
         json_array_append_new(opts, j);
     }
     cli_json_set(o, "options", opts);
@@ -233,8 +234,8 @@ json_t *bytes_keylog_msg_json(const struct edhoc_capture_msg *m, const struct by
         json_t *ic = json_object();
         const uint8_t *v;
         size_t vl;
-        cli_json_set(ic, "type", json_string(bytes_id_cred_kind(d->id_cred, d->id_cred_len, &v,
-                                                                &vl)));
+        cli_json_set(ic, "type",
+                     json_string(bytes_id_cred_kind(d->id_cred, d->id_cred_len, &v, &vl)));
         cli_json_set(ic, "value_hex", cli_json_hex_value(v, vl));
         cli_json_set(ic, "hex", cli_json_hex_value(d->id_cred, d->id_cred_len));
         cli_json_set(o, "id_cred", ic);
@@ -248,8 +249,8 @@ json_t *bytes_keylog_msg_json(const struct edhoc_capture_msg *m, const struct by
         cli_json_set(e, "message", json_integer(ead_number(m->type)));
         cli_json_set(e, "label", json_integer((json_int_t)d->ead[i].label));
         cli_json_set(e, "critical", json_boolean(d->ead[i].label < 0));
-        cli_json_set(e, "value_hex", d->ead[i].has_value
-                                         ? cli_json_hex_value(d->ead[i].value, d->ead[i].value_len)
+        cli_json_set(e, "value_hex",
+                     d->ead[i].has_value ? cli_json_hex_value(d->ead[i].value, d->ead[i].value_len)
                                          : json_null());
         json_array_append_new(ead, e);
     }

@@ -34,11 +34,11 @@ static const char *addr_name(enum edhoc_netacct_addr_mode m)
 json_t *bytes_link_json(const struct edhoc_netacct_link *l)
 {
     bool mtu = l->type == EDHOC_NETACCT_LINK_MTU, f154 = l->type == EDHOC_NETACCT_LINK_802154;
-    const char *model = f154                                      ? "802.15.4"
-                        : mtu                                     ? "mtu"
-                        : l->type == EDHOC_NETACCT_LINK_BLE       ? "ble"
-                        : l->type == EDHOC_NETACCT_LINK_LORAWAN   ? "lorawan"
-                                                                  : "none";
+    const char *model = f154                                    ? "802.15.4"
+                        : mtu                                   ? "mtu"
+                        : l->type == EDHOC_NETACCT_LINK_BLE     ? "ble"
+                        : l->type == EDHOC_NETACCT_LINK_LORAWAN ? "lorawan"
+                                                                : "none";
     json_t *o = json_object();
     cli_json_set(o, "model", json_string(model));
     cli_json_set(o, "mtu", cli_json_int_or_null(mtu, l->mtu));
@@ -56,8 +56,7 @@ json_t *bytes_link_json(const struct edhoc_netacct_link *l)
     return o;
 }
 
-static void format_endpoint(int version, const uint8_t *addr, uint16_t port, char *buf,
-                            size_t cap)
+static void format_endpoint(int version, const uint8_t *addr, uint16_t port, char *buf, size_t cap)
 {
     char a[INET6_ADDRSTRLEN];
     if (!inet_ntop(version == 6 ? AF_INET6 : AF_INET, addr, a, sizeof a))
@@ -188,8 +187,8 @@ static void print_total(const char *name, const struct edhoc_netacct_total *t, b
 
 void bytes_print_text(const struct bytes_report *rep)
 {
-    const char *path = rep->path, *read_error = rep->run->read_error[0] ? rep->run->read_error
-                                                                         : NULL;
+    const char *path = rep->path,
+               *read_error = rep->run->read_error[0] ? rep->run->read_error : NULL;
     const struct edhoc_capture_analysis *a = rep->run->analysis;
     int dlt = rep->run->dlt;
     capture_radio = rep->radio;
@@ -197,9 +196,9 @@ void bytes_print_text(const struct bytes_report *rep)
     bool link = a->link.type != EDHOC_NETACCT_LINK_NONE;
     char desc[512];
     edhoc_netacct_link_describe(&a->link, desc, sizeof desc);
-    printf("Capture %s (%s, link type %d): %u packets, %u UDP datagrams, %u CoAP messages\n",
-           path, edhoc_capture_dlt_name(dlt) ? edhoc_capture_dlt_name(dlt) : "?", dlt, a->packets,
-           a->udp, a->coap);
+    printf("Capture %s (%s, link type %d): %u packets, %u UDP datagrams, %u CoAP messages\n", path,
+           edhoc_capture_dlt_name(dlt) ? edhoc_capture_dlt_name(dlt) : "?", dlt, a->packets, a->udp,
+           a->coap);
     if (link)
         printf("Link model: %s\n", desc);
     unsigned done = 0, failed = 0;
@@ -245,7 +244,8 @@ void bytes_print_text(const struct bytes_report *rep)
         for (size_t k = 0; k < ex->n_msgs; k++) {
             const struct edhoc_capture_msg *m = &ex->msgs[k];
             char e[24], fr[24];
-            bool is_edhoc = m->type <= EDHOC_CAPTURE_MSG_ERROR || m->type == EDHOC_CAPTURE_MSG_3_OSCORE;
+            bool is_edhoc =
+                m->type <= EDHOC_CAPTURE_MSG_ERROR || m->type == EDHOC_CAPTURE_MSG_3_OSCORE;
             snprintf(e, sizeof e, is_edhoc ? "%zu" : "-", m->edhoc);
             snprintf(fr, sizeof fr, "%zu", m->frame);
             print_row(edhoc_capture_msg_type_name(m->type), m->packet,
@@ -400,8 +400,9 @@ static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link,
     cli_json_set(o, "framing", json_framing(ex->framing));
     cli_json_set(o, "outcome", json_string(outcome(ex)));
     cli_json_set(o, "method", cli_json_int_or_null(ex->method >= 0, ex->method));
-    cli_json_set(o, "suite",
-                 cli_json_int_or_null(ex->n_suites > 0, ex->n_suites ? ex->suites[ex->n_suites - 1] : 0));
+    cli_json_set(
+        o, "suite",
+        cli_json_int_or_null(ex->n_suites > 0, ex->n_suites ? ex->suites[ex->n_suites - 1] : 0));
     json_t *suites = json_array();
     for (size_t k = 0; k < ex->n_suites; k++)
         json_array_append_new(suites, json_integer(ex->suites[k]));
@@ -414,8 +415,8 @@ static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link,
     double ms = 0;
     cli_json_set(o, "handshake_ms",
                  handshake_span(ex, &ms) ? cli_json_real_or_null(ms) : json_null());
-    cli_json_set(o, "edhoc_row", dec ? bytes_keylog_row_json(dec->has_edhoc_row, &dec->edhoc_row)
-                                   : json_null());
+    cli_json_set(o, "edhoc_row",
+                 dec ? bytes_keylog_row_json(dec->has_edhoc_row, &dec->edhoc_row) : json_null());
     json_t *msgs = json_array();
     for (size_t k = 0; k < ex->n_msgs; k++) {
         const struct edhoc_capture_msg *m = &ex->msgs[k];
@@ -469,16 +470,16 @@ static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link,
     cli_json_set(tot, "all", json_total(&ex->totals.all, link));
     cli_json_set(o, "totals", tot);
     struct cli_air_summary air;
-    cli_json_set(o, "air", handshake_air(link_model, &ex->totals.handshake, &air)
-                               ? cli_air_summary_json(&air)
-                               : json_null());
+    cli_json_set(o, "air",
+                 handshake_air(link_model, &ex->totals.handshake, &air) ? cli_air_summary_json(&air)
+                                                                        : json_null());
     return o;
 }
 
 int bytes_print_json(const struct bytes_report *rep)
 {
-    const char *path = rep->path, *read_error = rep->run->read_error[0] ? rep->run->read_error
-                                                                         : NULL;
+    const char *path = rep->path,
+               *read_error = rep->run->read_error[0] ? rep->run->read_error : NULL;
     const struct edhoc_capture_analysis *a = rep->run->analysis;
     int dlt = rep->run->dlt;
     capture_radio = rep->radio;
@@ -495,8 +496,8 @@ int bytes_print_json(const struct bytes_report *rep)
     json_t *exs = json_array();
     unsigned done = a->ex_evicted_completed, failed = a->ex_evicted_failed;
     for (size_t i = 0; i < a->n_ex; i++) {
-        json_array_append_new(exs, json_exchange(&a->ex[i], link, &a->link,
-                                                 rep->dec ? &rep->dec->ex[i] : NULL));
+        json_array_append_new(
+            exs, json_exchange(&a->ex[i], link, &a->link, rep->dec ? &rep->dec->ex[i] : NULL));
         const char *oc = outcome(&a->ex[i]);
         done += !strcmp(oc, "completed");
         failed += !strcmp(oc, "failed");

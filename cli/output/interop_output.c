@@ -104,8 +104,8 @@ static void print_table(const struct interop_matrix_opts *o, const struct intero
     }
     printf("\nSummary: %zu ok, %zu failed, %zu not supported, %zu skipped of %zu cells\n", s->ok,
            s->failed, s->not_supported, s->skipped, n);
-    printf("EDHOC: the handshake completed in %zu cell%s; the device supports:\n",
-           s->edhoc.cells, s->edhoc.cells == 1 ? "" : "s");
+    printf("EDHOC: the handshake completed in %zu cell%s; the device supports:\n", s->edhoc.cells,
+           s->edhoc.cells == 1 ? "" : "s");
     print_support(o, &s->edhoc, s);
     printf("  message_4: %s\n  combined request (RFC 9668): %s\n",
            interop_support_text(s->m4_ok, s->m4_ns, s->m4_tried),
@@ -120,7 +120,8 @@ static void print_table(const struct interop_matrix_opts *o, const struct intero
         print_framings(&s->oscore, NULL);
     } else if (s->edhoc.cells) {
         printf("OSCORE: no protected answer to %s after any completed handshake (a device that "
-               "does EDHOC only: --request none)\n", request_name(o));
+               "does EDHOC only: --request none)\n",
+               request_name(o));
     } else {
         printf("OSCORE: not reached (no handshake completed)\n");
     }
@@ -182,9 +183,10 @@ static json_t *json_cell(const struct interop_cell *c)
     cli_json_set(j, "failure",
                  c->outcome == INTEROP_FAILED ? json_string(interop_failure_names[c->failure])
                                               : json_null());
-    cli_json_set(j, "unsupported", c->unsupported != INTEROP_NS_NONE
-                                       ? json_string(interop_unsupported_names[c->unsupported])
-                                       : json_null());
+    cli_json_set(j, "unsupported",
+                 c->unsupported != INTEROP_NS_NONE
+                     ? json_string(interop_unsupported_names[c->unsupported])
+                     : json_null());
     cli_json_set(j, "edhoc_completed", json_boolean(c->edhoc_ok));
     cli_json_set(j, "err_code", cli_json_int_or_null(c->err_code >= 0, c->err_code));
     cli_json_set(j, "edhoc_bytes", cli_json_int_or_null(c->edhoc_bytes >= 0, c->edhoc_bytes));

@@ -9,7 +9,7 @@
 
 #include "util.h"
 
-#define TTY_INTERVAL_NS 100000000ull   /* 10 updates a second */
+#define TTY_INTERVAL_NS  100000000ull  /* 10 updates a second */
 #define LINE_INTERVAL_NS 5000000000ull /* a plain line every 5 s */
 
 void cli_progress_begin(struct cli_progress *pr, const char *label, int verbose, bool quiet)

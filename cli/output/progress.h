@@ -19,10 +19,10 @@
 #include <stdint.h>
 
 struct cli_progress {
-    const char *label;    /* "load", "interop", ... */
-    bool tty;             /* rewrite a line in place */
-    bool lines;           /* plain lines (-v and not a terminal) */
-    bool shown;           /* a line is on screen */
+    const char *label; /* "load", "interop", ... */
+    bool tty;          /* rewrite a line in place */
+    bool lines;        /* plain lines (-v and not a terminal) */
+    bool shown;        /* a line is on screen */
     uint64_t last_ns;
 };
 

@@ -44,9 +44,9 @@ static void print_hex_block(FILE *f, const uint8_t *p, size_t len, const char *i
  * energy when it has a time model (docs/airtime.md). */
 
 #define FRAMED_MAX SIMULATE_MAX_FRAMED
-#define FRAMING_ASSUMPTIONS                                                                   \
-    "as the A.2 framing would send (not measured): CON POST, 1-byte token, Uri-Path "        \
-    ".well-known/edhoc, Content-Format 65, true / C_R prefix; responses ACK 2.04 (4.00 for " \
+#define FRAMING_ASSUMPTIONS                                                                        \
+    "as the A.2 framing would send (not measured): CON POST, 1-byte token, Uri-Path "              \
+    ".well-known/edhoc, Content-Format 65, true / C_R prefix; responses ACK 2.04 (4.00 for "       \
     "errors), 1-byte token, Content-Format 64; UDP over IPv6"
 
 struct framed {
@@ -145,8 +145,10 @@ static void print_framed_text(FILE *f, const struct simulate_run *run,
         else
             snprintf(eb, sizeof eb, "-");
         fprintf(f, "  %-16s %-4s %7s %7zu %6zu %6zu", i < n ? fr[i].name : "total",
-                i == n ? "" : fr[i].from == 'I' ? "I->R" : "R->I", eb, l ? l->coap : tot.coap,
-                l ? l->udp : tot.udp, l ? l->ip : tot.ip);
+                i == n              ? ""
+                : fr[i].from == 'I' ? "I->R"
+                                    : "R->I",
+                eb, l ? l->coap : tot.coap, l ? l->udp : tot.udp, l ? l->ip : tot.ip);
         if (link)
             fprintf(f, " %6u %7zu", l ? l->frames : tot.frames, l ? l->link : tot.link);
         if (air && l) {
@@ -281,7 +283,8 @@ static json_t *oscore_json(const struct edhoc_oscore_params *p, bool secrets)
 {
     json_t *o = json_object();
     cli_json_set(o, "master_secret",
-                 secrets ? cli_json_hex_value(p->master_secret, p->master_secret_len) : json_null());
+                 secrets ? cli_json_hex_value(p->master_secret, p->master_secret_len)
+                         : json_null());
     cli_json_set(o, "master_salt",
                  secrets ? cli_json_hex_value(p->master_salt, p->master_salt_len) : json_null());
     cli_json_set(o, "sender_id", cli_json_hex_value(p->sender_id, p->sender_id_len));
@@ -375,9 +378,8 @@ int cli_simulate_print_json(FILE *f, const struct cli_sim_report *rep)
                  !run->err && !run->have_oscore ? json_string(run->no_oscore) : json_null());
     cli_json_set(root, "key_update", key_update_json(run, o->export_secrets));
     cli_json_set(root, "exports",
-                 !run->err && keys->have_exports
-                     ? cli_exports_json(&keys->exports_i, run->ku.done)
-                     : json_null());
+                 !run->err && keys->have_exports ? cli_exports_json(&keys->exports_i, run->ku.done)
+                                                 : json_null());
     cli_json_set(root, "exports_match",
                  !run->err && keys->have_exports ? json_boolean(keys->exports_match) : json_null());
     json_t *trace = json_null();
@@ -424,8 +426,10 @@ void cli_simulate_print_text(FILE *f, const struct cli_sim_report *rep)
     int suite = rep->result->suite;
     char b1[64], b2[64];
     const int *sr_list = o->n_suites_r ? o->suites_r : NULL;
-    fprintf(f, "EDHOC in-process exchange: method %d (%s), initiator suites %s, responder suites %s\n",
-            o->method, cli_method_name(o->method), cli_sim_suite_list(o->suites, o->n_suites, b1, sizeof b1),
+    fprintf(f,
+            "EDHOC in-process exchange: method %d (%s), initiator suites %s, responder suites %s\n",
+            o->method, cli_method_name(o->method),
+            cli_sim_suite_list(o->suites, o->n_suites, b1, sizeof b1),
             sr_list ? cli_sim_suite_list(o->suites_r, o->n_suites_r, b2, sizeof b2) : "all");
     fprintf(f, "  initiator: %s, ID_CRED_I by %s\n", si->cred_origin,
             cli_id_cred_type_name(cli_id_cred_type_of(si->id_cred, si->id_cred_len)));
@@ -468,8 +472,9 @@ void cli_simulate_print_text(FILE *f, const struct cli_sim_report *rep)
     else
         fprintf(f, "\nOutcome: ok, suite %d, %d attempt%s; EDHOC only\n", suite, run->attempts,
                 run->attempts == 1 ? "" : "s");
-    fprintf(f, "Time: %.3f ms per handshake (median of %d; min %.3f ms), of which crypto %.3f ms "
-               "(%.0f%%, %u calls)\n",
+    fprintf(f,
+            "Time: %.3f ms per handshake (median of %d; min %.3f ms), of which crypto %.3f ms "
+            "(%.0f%%, %u calls)\n",
             t->handshake_ms, t->runs, t->min_ms, t->crypto_ms,
             t->handshake_ms > 0 ? 100.0 * t->crypto_ms / t->handshake_ms : 0.0, t->crypto_calls);
     if (t->partial)
@@ -504,4 +509,3 @@ void cli_simulate_print_text(FILE *f, const struct cli_sim_report *rep)
             fprintf(f, "  the responder derived DIFFERENT values\n");
     }
 }
-

@@ -33,17 +33,17 @@
 extern "C" {
 #endif
 
-#define EDHOC_BW_DEFAULT_MAX_BODY 65536u
-#define EDHOC_BW_MAX_BODY_LIMIT (1u << 20) /* the largest --max-body accepted */
-#define EDHOC_BW_DEFAULT_LIFETIME_MS 247000u /* RFC 7252 EXCHANGE_LIFETIME */
+#define EDHOC_BW_DEFAULT_MAX_BODY    65536u
+#define EDHOC_BW_MAX_BODY_LIMIT      (1u << 20) /* the largest --max-body accepted */
+#define EDHOC_BW_DEFAULT_LIFETIME_MS 247000u    /* RFC 7252 EXCHANGE_LIFETIME */
 
 #define EDHOC_BW_ERR_MALFORMED (-7001) /* a message or block option does not parse */
 #define EDHOC_BW_ERR_TOO_LARGE (-7002) /* Size1/Size2 or the body above max_body */
-#define EDHOC_BW_ERR_ORDER (-7003)     /* a block other than the one expected */
-#define EDHOC_BW_ERR_ETAG (-7004)      /* the representation changed during a Block2 transfer */
-#define EDHOC_BW_ERR_BUFFER (-7005)    /* output buffer too small */
-#define EDHOC_BW_ERR_NOMEM (-7006)
-#define EDHOC_BW_ERR_ARG (-7007)
+#define EDHOC_BW_ERR_ORDER     (-7003) /* a block other than the one expected */
+#define EDHOC_BW_ERR_ETAG      (-7004) /* the representation changed during a Block2 transfer */
+#define EDHOC_BW_ERR_BUFFER    (-7005) /* output buffer too small */
+#define EDHOC_BW_ERR_NOMEM     (-7006)
+#define EDHOC_BW_ERR_ARG       (-7007)
 
 const char *edhoc_bw_strerror(int err);
 
@@ -164,8 +164,8 @@ long edhoc_bw_request_block(const uint8_t *msg, size_t len, unsigned szx, uint32
 /* The request for block `num` of a Block2 response to msg: msg's header,
  * token and options without payload, Block1 and Size1, plus
  * Block2(num, 0, szx). Returns the length or EDHOC_BW_ERR_*. */
-long edhoc_bw_request_next(const uint8_t *msg, size_t len, unsigned szx, uint32_t num,
-                           uint8_t *out, size_t cap);
+long edhoc_bw_request_next(const uint8_t *msg, size_t len, unsigned szx, uint32_t num, uint8_t *out,
+                           size_t cap);
 
 /* Gathers the body of a Block2 response. */
 struct edhoc_bw_collect {

@@ -39,14 +39,14 @@
 extern "C" {
 #endif
 
-#define EDHOC_CAPTURE_ERR_ARG (-7101)       /* NULL pointer, bad length or address family */
-#define EDHOC_CAPTURE_ERR_OPEN (-7102)      /* the file cannot be opened / is not a capture */
-#define EDHOC_CAPTURE_ERR_READ (-7103)      /* the capture file is truncated or corrupt */
-#define EDHOC_CAPTURE_ERR_WRITE (-7104)     /* writing the capture failed */
-#define EDHOC_CAPTURE_ERR_LINK (-7105)      /* a link type this code does not decode */
-#define EDHOC_CAPTURE_ERR_NOT_IP (-7106)    /* a frame not carrying IPv4/IPv6 (ARP, ...) */
-#define EDHOC_CAPTURE_ERR_NOT_UDP (-7107)   /* an IP packet not carrying UDP */
-#define EDHOC_CAPTURE_ERR_FRAGMENT (-7108)  /* an IP fragment (not reassembled) */
+#define EDHOC_CAPTURE_ERR_ARG       (-7101) /* NULL pointer, bad length or address family */
+#define EDHOC_CAPTURE_ERR_OPEN      (-7102) /* the file cannot be opened / is not a capture */
+#define EDHOC_CAPTURE_ERR_READ      (-7103) /* the capture file is truncated or corrupt */
+#define EDHOC_CAPTURE_ERR_WRITE     (-7104) /* writing the capture failed */
+#define EDHOC_CAPTURE_ERR_LINK      (-7105) /* a link type this code does not decode */
+#define EDHOC_CAPTURE_ERR_NOT_IP    (-7106) /* a frame not carrying IPv4/IPv6 (ARP, ...) */
+#define EDHOC_CAPTURE_ERR_NOT_UDP   (-7107) /* an IP packet not carrying UDP */
+#define EDHOC_CAPTURE_ERR_FRAGMENT  (-7108) /* an IP fragment (not reassembled) */
 #define EDHOC_CAPTURE_ERR_MALFORMED (-7109) /* inconsistent header fields */
 #define EDHOC_CAPTURE_ERR_TRUNCATED (-7110) /* the frame was cut short (snap length) */
 #define EDHOC_CAPTURE_ERR_TOO_LARGE (-7111) /* a datagram larger than the writer handles */
@@ -55,14 +55,14 @@ extern "C" {
 const char *edhoc_capture_strerror(int err);
 
 /* Link types, as libpcap's DLT_* values (pcap/dlt.h). */
-#define EDHOC_CAPTURE_DLT_NULL 0      /* BSD loopback, host-order AF */
-#define EDHOC_CAPTURE_DLT_EN10MB 1    /* Ethernet */
-#define EDHOC_CAPTURE_DLT_RAW 12      /* raw IP (LINKTYPE_RAW 101 in files) */
-#define EDHOC_CAPTURE_DLT_RAW_ALT 14  /* raw IP on some BSDs */
-#define EDHOC_CAPTURE_DLT_LOOP 108    /* OpenBSD loopback, network-order AF */
-#define EDHOC_CAPTURE_DLT_LINUX_SLL 113
-#define EDHOC_CAPTURE_DLT_IPV4 228
-#define EDHOC_CAPTURE_DLT_IPV6 229
+#define EDHOC_CAPTURE_DLT_NULL       0   /* BSD loopback, host-order AF */
+#define EDHOC_CAPTURE_DLT_EN10MB     1   /* Ethernet */
+#define EDHOC_CAPTURE_DLT_RAW        12  /* raw IP (LINKTYPE_RAW 101 in files) */
+#define EDHOC_CAPTURE_DLT_RAW_ALT    14  /* raw IP on some BSDs */
+#define EDHOC_CAPTURE_DLT_LOOP       108 /* OpenBSD loopback, network-order AF */
+#define EDHOC_CAPTURE_DLT_LINUX_SLL  113
+#define EDHOC_CAPTURE_DLT_IPV4       228
+#define EDHOC_CAPTURE_DLT_IPV6       229
 #define EDHOC_CAPTURE_DLT_LINUX_SLL2 276
 
 /* Largest UDP payload the writer accepts (an IPv4 datagram's limit). */
@@ -93,9 +93,9 @@ int edhoc_capture_datagram(struct edhoc_capture *cap, const struct sockaddr *src
 
 /* The same from this process's point of view: sent (local -> peer) or
  * received (peer -> local). Same return values. */
-int edhoc_capture_datagram_dir(struct edhoc_capture *cap, bool sent,
-                               const struct sockaddr *local, const struct sockaddr *peer,
-                               const uint8_t *payload, size_t len, const struct timespec *ts);
+int edhoc_capture_datagram_dir(struct edhoc_capture *cap, bool sent, const struct sockaddr *local,
+                               const struct sockaddr *peer, const uint8_t *payload, size_t len,
+                               const struct timespec *ts);
 
 /* Parse "192.0.2.1:5683" or "[2001:db8::1]:5683" (the form the
  * transport's datagram hook names peers in) into an AF_INET/AF_INET6
@@ -118,12 +118,12 @@ long edhoc_capture_frame_build(int dlt, const struct sockaddr *src, const struct
 /* ---- Parsing one captured frame ---- */
 
 struct edhoc_capture_packet {
-    int ip_version;        /* 4 or 6 */
+    int ip_version;           /* 4 or 6 */
     uint8_t src[16], dst[16]; /* IPv4 addresses in the first 4 bytes */
     uint16_t src_port, dst_port;
-    size_t frame_len;      /* the frame's length on the wire (as recorded) */
-    size_t ip_len;         /* IPv4 Total Length / 40 + IPv6 Payload Length */
-    size_t udp_len;        /* UDP Length field */
+    size_t frame_len;       /* the frame's length on the wire (as recorded) */
+    size_t ip_len;          /* IPv4 Total Length / 40 + IPv6 Payload Length */
+    size_t udp_len;         /* UDP Length field */
     const uint8_t *payload; /* the UDP payload, inside the frame */
     size_t payload_len;
 };
@@ -142,38 +142,37 @@ int edhoc_capture_packet_parse(int dlt, const uint8_t *frame, size_t caplen, siz
 struct edhoc_capture_reader;
 
 /* Open path. On failure returns NULL and writes libpcap's reason to err. */
-struct edhoc_capture_reader *edhoc_capture_reader_open(const char *path, char *err,
-                                                       size_t err_cap);
+struct edhoc_capture_reader *edhoc_capture_reader_open(const char *path, char *err, size_t err_cap);
 /* The DLT_* link type of the packets. */
 int edhoc_capture_reader_dlt(const struct edhoc_capture_reader *r);
 /* The next frame: 1 with *frame (valid until the next call), its lengths
  * and time; 0 at the end of the file; EDHOC_CAPTURE_ERR_READ when the file
  * is truncated or corrupt (edhoc_capture_reader_error says how). */
-int edhoc_capture_reader_next(struct edhoc_capture_reader *r, const uint8_t **frame,
-                              size_t *caplen, size_t *wire_len, struct timespec *ts);
+int edhoc_capture_reader_next(struct edhoc_capture_reader *r, const uint8_t **frame, size_t *caplen,
+                              size_t *wire_len, struct timespec *ts);
 const char *edhoc_capture_reader_error(const struct edhoc_capture_reader *r);
 void edhoc_capture_reader_close(struct edhoc_capture_reader *r);
 
 /* ---- EDHOC exchanges in a capture ---- */
 
 #define EDHOC_CAPTURE_MAX_EXCHANGES 64
-#define EDHOC_CAPTURE_MAX_MESSAGES 48  /* per exchange; more are counted, not listed */
-#define EDHOC_CAPTURE_MAX_ISSUES 64
-#define EDHOC_CAPTURE_MAX_CID 8
-#define EDHOC_CAPTURE_MAX_SUITES 9
-#define EDHOC_CAPTURE_MAX_BODY 4096    /* a block-wise body reassembled */
+#define EDHOC_CAPTURE_MAX_MESSAGES  48 /* per exchange; more are counted, not listed */
+#define EDHOC_CAPTURE_MAX_ISSUES    64
+#define EDHOC_CAPTURE_MAX_CID       8
+#define EDHOC_CAPTURE_MAX_SUITES    9
+#define EDHOC_CAPTURE_MAX_BODY      4096 /* a block-wise body reassembled */
 
 enum edhoc_capture_msg_type {
     EDHOC_CAPTURE_MSG_1 = 1,
     EDHOC_CAPTURE_MSG_2,
     EDHOC_CAPTURE_MSG_3,
     EDHOC_CAPTURE_MSG_4,
-    EDHOC_CAPTURE_MSG_ERROR,        /* an EDHOC error message */
-    EDHOC_CAPTURE_MSG_3_ACK,        /* the 2.04 to message_3 without message_4 */
-    EDHOC_CAPTURE_MSG_3_OSCORE,     /* RFC 9668 EDHOC + OSCORE request */
+    EDHOC_CAPTURE_MSG_ERROR,    /* an EDHOC error message */
+    EDHOC_CAPTURE_MSG_3_ACK,    /* the 2.04 to message_3 without message_4 */
+    EDHOC_CAPTURE_MSG_3_OSCORE, /* RFC 9668 EDHOC + OSCORE request */
     EDHOC_CAPTURE_MSG_OSCORE_REQUEST,
     EDHOC_CAPTURE_MSG_OSCORE_RESPONSE,
-    EDHOC_CAPTURE_MSG_EMPTY,        /* empty ACK / RST */
+    EDHOC_CAPTURE_MSG_EMPTY, /* empty ACK / RST */
 };
 
 /* "message_1", ..., "OSCORE request". */
@@ -181,44 +180,44 @@ const char *edhoc_capture_msg_type_name(enum edhoc_capture_msg_type t);
 
 struct edhoc_capture_msg {
     enum edhoc_capture_msg_type type;
-    unsigned packet;        /* 1-based packet number of its first datagram */
+    unsigned packet; /* 1-based packet number of its first datagram */
     bool from_initiator;
     struct timespec ts;
-    size_t edhoc;           /* EDHOC message bytes (message_3 alone in a combined request) */
-    unsigned datagrams;     /* blocks and retransmissions included */
+    size_t edhoc;       /* EDHOC message bytes (message_3 alone in a combined request) */
+    unsigned datagrams; /* blocks and retransmissions included */
     unsigned retransmissions;
     size_t frame, coap, udp, ip; /* summed over its datagrams */
-    unsigned link_frames;   /* on the modelled link */
+    unsigned link_frames;        /* on the modelled link */
     size_t link_bytes;
     /* Its datagrams' time and energy figures on the modelled link (zero
      * without a time model): air time, link time, duty-cycle wait,
      * fragments, SCHC residue. */
     struct edhoc_netacct_air air;
-    int answers;            /* a response: index (in msgs) of its request; else -1 */
+    int answers; /* a response: index (in msgs) of its request; else -1 */
     /* Private: correlation. */
     uint8_t token[8];
     uint8_t token_len;
     uint16_t mid;
-    bool complete;          /* last block seen */
+    bool complete; /* last block seen */
 };
 
 struct edhoc_capture_exchange {
     int ip_version;
     uint8_t client[16], server[16];
     uint16_t client_port, server_port;
-    int method;                    /* -1 unknown */
+    int method;                           /* -1 unknown */
     int suites[EDHOC_CAPTURE_MAX_SUITES]; /* SUITES_I, the selected one last */
     size_t n_suites;
     uint8_t c_i[EDHOC_CAPTURE_MAX_CID], c_r[EDHOC_CAPTURE_MAX_CID];
     size_t c_i_len, c_r_len;
     bool c_r_known;
-    const char *framing;           /* "RFC 9528 A.2", "bare", "RFC 9668 combined" */
+    const char *framing; /* "RFC 9528 A.2", "bare", "RFC 9668 combined" */
     /* ID_CRED types are encrypted: inferred from sizes where the size
      * admits one reading, assuming no EAD ("kid (inferred)"), else a
      * range. */
     char id_cred_r[112], id_cred_i[112];
-    int error_code;                /* ERR_CODE of an EDHOC error, -1 none */
-    bool completed;                /* message_3 (or the combined request) seen */
+    int error_code; /* ERR_CODE of an EDHOC error, -1 none */
+    bool completed; /* message_3 (or the combined request) seen */
     struct edhoc_capture_msg msgs[EDHOC_CAPTURE_MAX_MESSAGES];
     size_t n_msgs;
     unsigned msgs_dropped;
@@ -260,12 +259,12 @@ struct edhoc_capture_issue {
 
 struct edhoc_capture_analysis {
     struct edhoc_netacct_link link;
-    unsigned packets;       /* frames seen */
-    unsigned udp;           /* UDP datagrams decoded */
-    unsigned coap;          /* of which parsed as CoAP */
-    unsigned skipped;       /* malformed, truncated or undecodable, reported */
-    unsigned ignored;       /* not IP/UDP/CoAP-related (ARP, DNS, ...) */
-    unsigned unmatched;     /* CoAP not belonging to an EDHOC exchange */
+    unsigned packets;   /* frames seen */
+    unsigned udp;       /* UDP datagrams decoded */
+    unsigned coap;      /* of which parsed as CoAP */
+    unsigned skipped;   /* malformed, truncated or undecodable, reported */
+    unsigned ignored;   /* not IP/UDP/CoAP-related (ARP, DNS, ...) */
+    unsigned unmatched; /* CoAP not belonging to an EDHOC exchange */
     struct edhoc_capture_exchange ex[EDHOC_CAPTURE_MAX_EXCHANGES];
     size_t n_ex;
     /* When the table is full the oldest exchange makes room: it leaves the
@@ -294,8 +293,7 @@ void edhoc_capture_analysis_frame(struct edhoc_capture_analysis *a, unsigned pac
 
 /* Feed one already parsed datagram. */
 void edhoc_capture_analysis_packet(struct edhoc_capture_analysis *a, unsigned packet,
-                                   const struct edhoc_capture_packet *p,
-                                   const struct timespec *ts);
+                                   const struct edhoc_capture_packet *p, const struct timespec *ts);
 
 /* Record a problem found for a packet (printed with the report). */
 void edhoc_capture_analysis_issue(struct edhoc_capture_analysis *a, unsigned packet,

@@ -22,23 +22,23 @@
 extern "C" {
 #endif
 
-#define EDHOC_CRED_MAX_DATA 4096  /* CCS, or DER certificates of one chain */
-#define EDHOC_CRED_MAX_CHAIN 4    /* certificates in an x5chain, or a chain built from a bag */
-#define EDHOC_CRED_MAX_BAG 8      /* certificates in a received x5bag */
-#define EDHOC_CRED_MAX_KID 16
+#define EDHOC_CRED_MAX_DATA    4096 /* CCS, or DER certificates of one chain */
+#define EDHOC_CRED_MAX_CHAIN   4    /* certificates in an x5chain, or a chain built from a bag */
+#define EDHOC_CRED_MAX_BAG     8    /* certificates in a received x5bag */
+#define EDHOC_CRED_MAX_KID     16
 #define EDHOC_CRED_MAX_ID_CRED (EDHOC_CRED_MAX_DATA + 32)
 
-#define EDHOC_CRED_ERR_FORMAT (-3001)    /* not a CCS / certificate / key we can read */
-#define EDHOC_CRED_ERR_UNKNOWN (-3002)   /* ID_CRED matches no configured credential */
-#define EDHOC_CRED_ERR_UNTRUSTED (-3003) /* chain does not verify to a trust anchor */
-#define EDHOC_CRED_ERR_EXPIRED (-3004)   /* certificate outside its validity window */
-#define EDHOC_CRED_ERR_KEY_TYPE (-3005)  /* key type does not fit the method/suite */
-#define EDHOC_CRED_ERR_FILE (-3006)      /* cannot read a file */
+#define EDHOC_CRED_ERR_FORMAT      (-3001) /* not a CCS / certificate / key we can read */
+#define EDHOC_CRED_ERR_UNKNOWN     (-3002) /* ID_CRED matches no configured credential */
+#define EDHOC_CRED_ERR_UNTRUSTED   (-3003) /* chain does not verify to a trust anchor */
+#define EDHOC_CRED_ERR_EXPIRED     (-3004) /* certificate outside its validity window */
+#define EDHOC_CRED_ERR_KEY_TYPE    (-3005) /* key type does not fit the method/suite */
+#define EDHOC_CRED_ERR_FILE        (-3006) /* cannot read a file */
 #define EDHOC_CRED_ERR_PERMISSIONS (-3007) /* private key file readable by others */
-#define EDHOC_CRED_ERR_TOO_LARGE (-3008)
-#define EDHOC_CRED_ERR_CHAIN_LOOP (-3009)  /* x5bag: the issuers found form a loop */
+#define EDHOC_CRED_ERR_TOO_LARGE   (-3008)
+#define EDHOC_CRED_ERR_CHAIN_LOOP  (-3009) /* x5bag: the issuers found form a loop */
 #define EDHOC_CRED_ERR_CHAIN_DEPTH (-3010) /* x5bag: no anchor within EDHOC_CRED_MAX_CHAIN */
-#define EDHOC_CRED_ERR_AMBIGUOUS (-3011)   /* x5bag: several end-entity certificates verify */
+#define EDHOC_CRED_ERR_AMBIGUOUS   (-3011) /* x5bag: several end-entity certificates verify */
 
 enum edhoc_cred_type {
     EDHOC_CRED_CCS = 1,  /* CWT Claims Set with a COSE_Key in 'cnf' */
@@ -47,12 +47,12 @@ enum edhoc_cred_type {
 };
 
 enum edhoc_id_cred_type {
-    EDHOC_ID_CRED_KID = 4,     /* {4: kid} */
-    EDHOC_ID_CRED_KCWT = 13,   /* {13: CWT} (RFC 9528 Section 3.5.3.1) */
-    EDHOC_ID_CRED_KCCS = 14,   /* {14: CCS} */
-    EDHOC_ID_CRED_X5BAG = 32,  /* {32: bstr / [+ bstr]}, unordered (RFC 9360) */
-    EDHOC_ID_CRED_X5CHAIN = 33,/* {33: bstr / [+ bstr]} */
-    EDHOC_ID_CRED_X5T = 34,    /* {34: COSE_CertHash [alg, hash]} */
+    EDHOC_ID_CRED_KID = 4,      /* {4: kid} */
+    EDHOC_ID_CRED_KCWT = 13,    /* {13: CWT} (RFC 9528 Section 3.5.3.1) */
+    EDHOC_ID_CRED_KCCS = 14,    /* {14: CCS} */
+    EDHOC_ID_CRED_X5BAG = 32,   /* {32: bstr / [+ bstr]}, unordered (RFC 9360) */
+    EDHOC_ID_CRED_X5CHAIN = 33, /* {33: bstr / [+ bstr]} */
+    EDHOC_ID_CRED_X5T = 34,     /* {34: COSE_CertHash [alg, hash]} */
 };
 
 struct edhoc_cred {
@@ -128,9 +128,8 @@ int edhoc_cred_from_ccs(struct edhoc_cred *cred, const uint8_t *ccs, size_t len)
  * into cred. kid may be empty (kid_len 0, then no kid in the COSE_Key).
  * Returns 0, EDHOC_CRED_ERR_FORMAT (bad curve/key length),
  * EDHOC_CRED_ERR_TOO_LARGE. */
-int edhoc_cred_build_ccs(struct edhoc_cred *cred, int curve, const uint8_t *pub,
-                         size_t pub_len, const uint8_t *kid, size_t kid_len,
-                         const char *subject);
+int edhoc_cred_build_ccs(struct edhoc_cred *cred, int curve, const uint8_t *pub, size_t pub_len,
+                         const uint8_t *kid, size_t kid_len, const char *subject);
 
 /* X.509 from DER or PEM: one certificate, a DER concatenation, or several
  * PEM blocks, leaf first (at most EDHOC_CRED_MAX_CHAIN). cred->cred is the
@@ -240,8 +239,7 @@ int edhoc_cred_auth_curve(int method, bool initiator, int suite, bool *for_dh);
 
 /* Does cred's key fit method/role/suite? Returns 0 or
  * EDHOC_CRED_ERR_KEY_TYPE (wrong curve, unknown method or suite). */
-int edhoc_cred_check_key_type(const struct edhoc_cred *cred, int method, bool initiator,
-                              int suite);
+int edhoc_cred_check_key_type(const struct edhoc_cred *cred, int method, bool initiator, int suite);
 
 /* ---- ID_CRED (RFC 9528 Section 3.5.3) -------------------------------- */
 
@@ -264,17 +262,17 @@ int edhoc_cred_check_key_type(const struct edhoc_cred *cred, int method, bool in
  * we do not know are skipped (COSE header parameters that are not
  * understood are ignored, RFC 9052 Section 3); a map with none we know,
  * or with a label twice, is malformed. */
-#define EDHOC_ID_CRED_LABEL_BIT(type) (1u << ((unsigned)(type) & 31u))
+#define EDHOC_ID_CRED_LABEL_BIT(type) (1u << ((unsigned)(type)&31u))
 struct edhoc_id_cred {
     enum edhoc_id_cred_type type;
-    unsigned labels;         /* EDHOC_ID_CRED_LABEL_BIT of every entry parsed */
-    const uint8_t *kid;      /* KID: the kid bytes */
+    unsigned labels;    /* EDHOC_ID_CRED_LABEL_BIT of every entry parsed */
+    const uint8_t *kid; /* KID: the kid bytes */
     size_t kid_len;
-    const uint8_t *ccs;      /* KCCS: the encoded CCS map */
+    const uint8_t *ccs; /* KCCS: the encoded CCS map */
     size_t ccs_len;
-    const uint8_t *cwt;      /* KCWT: the encoded (untagged) CWT */
+    const uint8_t *cwt; /* KCWT: the encoded (untagged) CWT */
     size_t cwt_len;
-    int x5t_alg;             /* X5T: -15 (SHA-256/64) or -16 (SHA-256) */
+    int x5t_alg; /* X5T: -15 (SHA-256/64) or -16 (SHA-256) */
     const uint8_t *x5t_hash;
     size_t x5t_hash_len;
     /* X5CHAIN: DER, leaf first (at most EDHOC_CRED_MAX_CHAIN); X5BAG: DER in
@@ -293,8 +291,8 @@ struct edhoc_id_cred {
  * *out_len receives the length. Returns 0, EDHOC_CRED_ERR_FORMAT (type not
  * possible for this credential, no kid, unknown hash alg),
  * EDHOC_CRED_ERR_TOO_LARGE (cap). */
-int edhoc_id_cred_encode(const struct edhoc_cred *cred, enum edhoc_id_cred_type type,
-                         int x5t_alg, uint8_t *out, size_t cap, size_t *out_len);
+int edhoc_id_cred_encode(const struct edhoc_cred *cred, enum edhoc_id_cred_type type, int x5t_alg,
+                         uint8_t *out, size_t cap, size_t *out_len);
 
 /* Parse a full ID_CRED_x map (deterministic CBOR, no trailing bytes) with
  * one or more entries, as struct edhoc_id_cred above describes. The KCCS
@@ -314,7 +312,7 @@ int edhoc_cred_cert_hash(int alg, const uint8_t *der, size_t der_len, uint8_t *o
  * (EDHOC_CRED_STORE_MAX_CREDS + EDHOC_CRED_STORE_MAX_ANCHORS) * 4.4 KB,
  * i.e. ~250 KB: allocate it statically or on the heap, not on the stack.
  * 48 holds every built-in demo credential (edhoc_demo_trust adds 40). */
-#define EDHOC_CRED_STORE_MAX_CREDS 48
+#define EDHOC_CRED_STORE_MAX_CREDS   48
 #define EDHOC_CRED_STORE_MAX_ANCHORS 8
 
 /* Facts about one configured credential, computed when it is added. */
@@ -322,11 +320,11 @@ struct edhoc_cred_store_facts {
     uint8_t leaf_sha256[32]; /* X.509: SHA-256 of the leaf DER, i.e. its x5t
                               * for -16 and, first 8 bytes, for -15 */
     bool has_leaf_sha256;
-    bool pub_checked;        /* pub was found to be a valid key of curve */
+    bool pub_checked; /* pub was found to be a valid key of curve */
 };
 
 struct edhoc_cred_store {
-    struct edhoc_cred creds[EDHOC_CRED_STORE_MAX_CREDS];     /* accepted peers */
+    struct edhoc_cred creds[EDHOC_CRED_STORE_MAX_CREDS]; /* accepted peers */
     size_t n_creds;
     struct edhoc_cred anchors[EDHOC_CRED_STORE_MAX_ANCHORS]; /* CA certificates */
     size_t n_anchors;
@@ -429,8 +427,8 @@ int edhoc_key_load_file(struct edhoc_key *key, const char *path, int curve_hint,
 /* Write key as PKCS#8 PEM into a new file created with mode 0600 (an
  * existing file is replaced only when overwrite). Returns 0,
  * EDHOC_CRED_ERR_FILE, EDHOC_CRED_ERR_FORMAT. */
-int edhoc_key_write_file(const struct edhoc_key *key, const char *path, bool overwrite,
-                         char *why, size_t why_cap);
+int edhoc_key_write_file(const struct edhoc_key *key, const char *path, bool overwrite, char *why,
+                         size_t why_cap);
 
 /* Load a credential file (see edhoc_cred_parse for the formats).
  * Returns 0, EDHOC_CRED_ERR_FILE, EDHOC_CRED_ERR_FORMAT,
@@ -440,11 +438,11 @@ int edhoc_cred_load_file(struct edhoc_cred *cred, const char *path, char *why, s
 /* ---- X.509 creation (keygen) ---------------------------------------- */
 
 struct edhoc_x509_params {
-    const char *subject_cn;   /* CN of the new certificate */
-    int64_t not_before;       /* Unix seconds */
+    const char *subject_cn; /* CN of the new certificate */
+    int64_t not_before;     /* Unix seconds */
     int64_t not_after;
-    uint64_t serial;          /* 0 = random */
-    bool is_ca;               /* basicConstraints cA=TRUE, keyCertSign */
+    uint64_t serial; /* 0 = random */
+    bool is_ca;      /* basicConstraints cA=TRUE, keyCertSign */
     /* Issuer: NULL = self-signed with `subject_key` (impossible for X25519
      * and X448 keys, which cannot sign). */
     const struct edhoc_cred *issuer;

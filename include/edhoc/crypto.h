@@ -46,43 +46,43 @@ extern "C" {
 #endif
 
 /* COSE algorithm identifiers */
-#define EDHOC_COSE_SHA256 (-16)
-#define EDHOC_COSE_SHA384 (-43)
-#define EDHOC_COSE_SHAKE256 (-45)
-#define EDHOC_COSE_AES_CCM_16_64_128 10
+#define EDHOC_COSE_SHA256             (-16)
+#define EDHOC_COSE_SHA384             (-43)
+#define EDHOC_COSE_SHAKE256           (-45)
+#define EDHOC_COSE_AES_CCM_16_64_128  10
 #define EDHOC_COSE_AES_CCM_16_128_128 30
-#define EDHOC_COSE_A128GCM 1
-#define EDHOC_COSE_A256GCM 3
-#define EDHOC_COSE_CHACHA20_POLY1305 24
-#define EDHOC_COSE_ES256 (-7)
-#define EDHOC_COSE_ES384 (-35)
-#define EDHOC_COSE_EDDSA (-8)
+#define EDHOC_COSE_A128GCM            1
+#define EDHOC_COSE_A256GCM            3
+#define EDHOC_COSE_CHACHA20_POLY1305  24
+#define EDHOC_COSE_ES256              (-7)
+#define EDHOC_COSE_ES384              (-35)
+#define EDHOC_COSE_EDDSA              (-8)
 
 /* COSE elliptic curve identifiers */
-#define EDHOC_COSE_CRV_P256 1
-#define EDHOC_COSE_CRV_P384 2
-#define EDHOC_COSE_CRV_X25519 4
-#define EDHOC_COSE_CRV_X448 5
+#define EDHOC_COSE_CRV_P256    1
+#define EDHOC_COSE_CRV_P384    2
+#define EDHOC_COSE_CRV_X25519  4
+#define EDHOC_COSE_CRV_X448    5
 #define EDHOC_COSE_CRV_ED25519 6
-#define EDHOC_COSE_CRV_ED448 7
+#define EDHOC_COSE_CRV_ED448   7
 
 /* Upper bounds, usable for buffers */
-#define EDHOC_CRYPTO_MAX_HASH 64     /* SHA-384 is 48; SHAKE256 output room */
-#define EDHOC_CRYPTO_MAX_KEY 32      /* AEAD key */
-#define EDHOC_CRYPTO_MAX_NONCE 13    /* AEAD nonce (CCM 13, GCM/ChaCha 12) */
-#define EDHOC_CRYPTO_MAX_TAG 16
-#define EDHOC_CRYPTO_MAX_PRIV 57
-#define EDHOC_CRYPTO_MAX_PUB 97      /* 0x04||x||y for P-384 */
+#define EDHOC_CRYPTO_MAX_HASH     64 /* SHA-384 is 48; SHAKE256 output room */
+#define EDHOC_CRYPTO_MAX_KEY      32 /* AEAD key */
+#define EDHOC_CRYPTO_MAX_NONCE    13 /* AEAD nonce (CCM 13, GCM/ChaCha 12) */
+#define EDHOC_CRYPTO_MAX_TAG      16
+#define EDHOC_CRYPTO_MAX_PRIV     57
+#define EDHOC_CRYPTO_MAX_PUB      97 /* 0x04||x||y for P-384 */
 #define EDHOC_CRYPTO_MAX_ECDH_PUB 56 /* X448; P-384 x is 48 */
-#define EDHOC_CRYPTO_MAX_SECRET 56
-#define EDHOC_CRYPTO_MAX_SIG 114
+#define EDHOC_CRYPTO_MAX_SECRET   56
+#define EDHOC_CRYPTO_MAX_SIG      114
 
 /* Error codes (negative) */
 #define EDHOC_CRYPTO_ERR_UNSUPPORTED (-1001) /* unknown algorithm or curve */
-#define EDHOC_CRYPTO_ERR_INVALID (-1002)     /* bad length or malformed key */
-#define EDHOC_CRYPTO_ERR_AUTH (-1003)        /* AEAD tag or signature did not verify */
-#define EDHOC_CRYPTO_ERR_BACKEND (-1004)     /* the library failed (allocation, ...) */
-#define EDHOC_CRYPTO_ERR_RANDOM (-1005)      /* the random source failed */
+#define EDHOC_CRYPTO_ERR_INVALID     (-1002) /* bad length or malformed key */
+#define EDHOC_CRYPTO_ERR_AUTH        (-1003) /* AEAD tag or signature did not verify */
+#define EDHOC_CRYPTO_ERR_BACKEND     (-1004) /* the library failed (allocation, ...) */
+#define EDHOC_CRYPTO_ERR_RANDOM      (-1005) /* the random source failed */
 
 struct edhoc_crypto_ops {
     /* "OpenSSL 3.0.x" - printed in benchmark tables */
@@ -100,44 +100,37 @@ struct edhoc_crypto_ops {
      * Extract/Expand with KMAC256 (RFC 9528 Section 4.1.1); the backend
      * implements that mapping. prk receives edhoc_crypto_hash_len(alg)
      * bytes. */
-    int (*hkdf_extract)(int hash_alg, const uint8_t *salt, size_t salt_len,
-                        const uint8_t *ikm, size_t ikm_len, uint8_t *prk);
-    int (*hkdf_expand)(int hash_alg, const uint8_t *prk, size_t prk_len,
-                       const uint8_t *info, size_t info_len, uint8_t *out,
-                       size_t out_len);
+    int (*hkdf_extract)(int hash_alg, const uint8_t *salt, size_t salt_len, const uint8_t *ikm,
+                        size_t ikm_len, uint8_t *prk);
+    int (*hkdf_expand)(int hash_alg, const uint8_t *prk, size_t prk_len, const uint8_t *info,
+                       size_t info_len, uint8_t *out, size_t out_len);
 
     /* AEAD. ct receives pt_len + tag_len bytes (ciphertext || tag).
      * key/nonce lengths are those of the algorithm. */
-    int (*aead_encrypt)(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                        const uint8_t *aad, size_t aad_len, const uint8_t *pt,
-                        size_t pt_len, uint8_t *ct);
+    int (*aead_encrypt)(int aead_alg, const uint8_t *key, const uint8_t *nonce, const uint8_t *aad,
+                        size_t aad_len, const uint8_t *pt, size_t pt_len, uint8_t *ct);
     /* ct_len includes the tag; pt receives ct_len - tag_len bytes.
      * Returns EDHOC_CRYPTO_ERR_AUTH when the tag does not verify (pt is then
      * wiped). */
-    int (*aead_decrypt)(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                        const uint8_t *aad, size_t aad_len, const uint8_t *ct,
-                        size_t ct_len, uint8_t *pt);
+    int (*aead_decrypt)(int aead_alg, const uint8_t *key, const uint8_t *nonce, const uint8_t *aad,
+                        size_t aad_len, const uint8_t *ct, size_t ct_len, uint8_t *pt);
 
     /* Key pair for ECDH (curve 1, 2, 4, 5) or signing (1, 2, 6, 7) from the
      * `random` entry. pub in the ECDH form for curves 4/5 and x-only for
      * 1/2 when for_ecdh, else in the signature form. */
-    int (*keygen)(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub,
-                  size_t *pub_len);
+    int (*keygen)(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub, size_t *pub_len);
     /* Public key of a private key, same forms as keygen. */
-    int (*public_key)(int curve, bool for_ecdh, const uint8_t *priv,
-                      uint8_t *pub, size_t *pub_len);
+    int (*public_key)(int curve, bool for_ecdh, const uint8_t *priv, uint8_t *pub, size_t *pub_len);
     /* ECDH. shared receives edhoc_crypto_ecdh_secret_len(curve) bytes. */
-    int (*ecdh)(int curve, const uint8_t *priv, const uint8_t *peer_pub,
-                size_t peer_pub_len, uint8_t *shared);
+    int (*ecdh)(int curve, const uint8_t *priv, const uint8_t *peer_pub, size_t peer_pub_len,
+                uint8_t *shared);
 
     /* Signatures. curve selects the algorithm: 6 Ed25519, 7 Ed448,
      * 1 ES256 (SHA-256), 2 ES384 (SHA-384). sig receives
      * edhoc_crypto_sig_len(curve) bytes. */
-    int (*sign)(int curve, const uint8_t *priv, const uint8_t *msg,
-                size_t msg_len, uint8_t *sig);
-    int (*verify)(int curve, const uint8_t *pub, size_t pub_len,
-                  const uint8_t *msg, size_t msg_len, const uint8_t *sig,
-                  size_t sig_len);
+    int (*sign)(int curve, const uint8_t *priv, const uint8_t *msg, size_t msg_len, uint8_t *sig);
+    int (*verify)(int curve, const uint8_t *pub, size_t pub_len, const uint8_t *msg, size_t msg_len,
+                  const uint8_t *sig, size_t sig_len);
 
     /* Optional (NULL: nothing to do). A backend may keep keyed AEAD state
      * between calls with the same key (OSCORE seals every message of a
@@ -206,8 +199,8 @@ const struct edhoc_crypto_ops *edhoc_crypto_default(void);
  * EDHOC_CRYPTO_MAX_PUB. Returns 0, EDHOC_CRYPTO_ERR_UNSUPPORTED (unknown
  * curve, or Ed25519/Ed448 with for_ecdh), EDHOC_CRYPTO_ERR_RANDOM (random
  * failed, or gave 64 out-of-range scalars in a row), or public_key's errors. */
-int edhoc_crypto_keygen(const struct edhoc_crypto_ops *ops, int curve, bool for_ecdh,
-                        uint8_t *priv, uint8_t *pub, size_t *pub_len);
+int edhoc_crypto_keygen(const struct edhoc_crypto_ops *ops, int curve, bool for_ecdh, uint8_t *priv,
+                        uint8_t *pub, size_t *pub_len);
 
 /* Sizes; 0 for an unknown identifier. */
 /* (hash_len: SHA-256 32, SHA-384 48, SHAKE256 64 - COSE -45 is SHAKE256
@@ -217,11 +210,11 @@ size_t edhoc_crypto_aead_key_len(int aead_alg);
 size_t edhoc_crypto_aead_nonce_len(int aead_alg);
 size_t edhoc_crypto_aead_tag_len(int aead_alg);
 size_t edhoc_crypto_priv_len(int curve);
-size_t edhoc_crypto_ecdh_pub_len(int curve);   /* the EDHOC wire form */
+size_t edhoc_crypto_ecdh_pub_len(int curve); /* the EDHOC wire form */
 size_t edhoc_crypto_ecdh_secret_len(int curve);
 size_t edhoc_crypto_sig_len(int curve);
-const char *edhoc_crypto_alg_name(int cose_alg);   /* "AES-CCM-16-64-128" */
-const char *edhoc_crypto_curve_name(int curve);    /* "P-256" */
+const char *edhoc_crypto_alg_name(int cose_alg); /* "AES-CCM-16-64-128" */
+const char *edhoc_crypto_curve_name(int curve);  /* "P-256" */
 /* (Both names are "unknown" for an unknown identifier, never NULL.) */
 
 /* Constant-time comparison: true when equal. */

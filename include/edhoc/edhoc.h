@@ -62,15 +62,16 @@ extern "C" {
 
 /* ---- Compile-time maxima ---- */
 
-#define EDHOC_MAX_SUITES 9       /* entries in a suite list (ours or a peer's) */
-#define EDHOC_MAX_CONN_ID 8      /* bytes of C_I / C_R (OSCORE IDs stay short) */
+#define EDHOC_MAX_SUITES    9    /* entries in a suite list (ours or a peer's) */
+#define EDHOC_MAX_CONN_ID   8    /* bytes of C_I / C_R (OSCORE IDs stay short) */
 #define EDHOC_MAX_EAD_ITEMS 8    /* EAD items received per message (padding not counted) */
-#define EDHOC_MAX_EAD_SIZE 1024  /* encoded EAD_x bytes per message */
+#define EDHOC_MAX_EAD_SIZE  1024 /* encoded EAD_x bytes per message */
 /* Largest ID_CRED_x map (an x5chain carries the whole chain). */
 #define EDHOC_MAX_ID_CRED EDHOC_CRED_MAX_ID_CRED
 /* Largest PLAINTEXT_2/3/4 and message: ID_CRED + signature + EAD + heads. */
 #define EDHOC_MAX_PLAINTEXT (EDHOC_MAX_ID_CRED + EDHOC_CRYPTO_MAX_SIG + EDHOC_MAX_EAD_SIZE + 32)
-#define EDHOC_MAX_MESSAGE (EDHOC_MAX_PLAINTEXT + EDHOC_CRYPTO_MAX_ECDH_PUB + EDHOC_CRYPTO_MAX_TAG + 16)
+#define EDHOC_MAX_MESSAGE                                                                          \
+    (EDHOC_MAX_PLAINTEXT + EDHOC_CRYPTO_MAX_ECDH_PUB + EDHOC_CRYPTO_MAX_TAG + 16)
 /* Largest error message written by this library (diagnostic text included). */
 #define EDHOC_MAX_ERROR_MESSAGE 128
 /* What one pending handshake may cost (the daemon prints the real size). */
@@ -79,51 +80,59 @@ extern "C" {
 /* ---- Error codes (negative; 0 / lengths mean success) ---- */
 
 /* Local usage errors: the session is left unchanged. */
-#define EDHOC_ERR_ARG (-4001)             /* NULL pointer, bad length, bad config */
-#define EDHOC_ERR_STATE (-4002)           /* function not allowed in this state / role */
-#define EDHOC_ERR_CONN_ID_CONFLICT (-4003)/* R: own C_R equals the received C_I (RFC 9528 3.3.3): set another C_R and call again */
+#define EDHOC_ERR_ARG   (-4001) /* NULL pointer, bad length, bad config */
+#define EDHOC_ERR_STATE (-4002) /* function not allowed in this state / role */
+#define EDHOC_ERR_CONN_ID_CONFLICT                                                                 \
+    (-4003) /* R: own C_R equals the received C_I (RFC 9528 3.3.3): set another C_R and call again */
 /* Local errors that abort the session. */
-#define EDHOC_ERR_BUFFER (-4004)          /* the output buffer is too small */
-#define EDHOC_ERR_TOO_LARGE (-4005)       /* a field exceeds a compile-time maximum */
-#define EDHOC_ERR_CRYPTO (-4006)          /* the crypto backend or random source failed */
-#define EDHOC_ERR_CREDENTIAL (-4007)      /* a credential/key does not fit the method and suite */
+#define EDHOC_ERR_BUFFER          (-4004) /* the output buffer is too small */
+#define EDHOC_ERR_TOO_LARGE       (-4005) /* a field exceeds a compile-time maximum */
+#define EDHOC_ERR_CRYPTO          (-4006) /* the crypto backend or random source failed */
+#define EDHOC_ERR_CREDENTIAL      (-4007) /* a credential/key does not fit the method and suite */
 #define EDHOC_ERR_NO_COMMON_SUITE (-4008) /* I: the peer's SUITES_R has none of our suites */
 /* Errors in a received message (decode / validation). */
-#define EDHOC_ERR_MALFORMED (-4010)       /* wrong CBOR type, structure or item count */
-#define EDHOC_ERR_NOT_DETERMINISTIC (-4011) /* non-shortest head or indefinite length (RFC 9528 3.1) */
-#define EDHOC_ERR_TRAILING (-4012)        /* bytes after the last item of the message/plaintext */
-#define EDHOC_ERR_CONN_ID_ENCODING (-4013)/* C_x as bstr although it has an int form (RFC 9528 3.3.2) */
+#define EDHOC_ERR_MALFORMED (-4010) /* wrong CBOR type, structure or item count */
+#define EDHOC_ERR_NOT_DETERMINISTIC                                                                \
+    (-4011)                        /* non-shortest head or indefinite length (RFC 9528 3.1) */
+#define EDHOC_ERR_TRAILING (-4012) /* bytes after the last item of the message/plaintext */
+#define EDHOC_ERR_CONN_ID_ENCODING                                                                 \
+    (-4013) /* C_x as bstr although it has an int form (RFC 9528 3.3.2) */
 #define EDHOC_ERR_SUITES_ENCODING (-4014) /* SUITES_I/SUITES_R as a one-element array (5.2.2) */
-#define EDHOC_ERR_ID_CRED_ENCODING (-4015)/* ID_CRED not in compact form where required (3.5.3.2) */
-#define EDHOC_ERR_EPHEMERAL_LENGTH (-4016)/* G_X / G_Y length differs from the suite's curve (3.7) */
-#define EDHOC_ERR_INVALID_POINT (-4017)   /* G_X / G_Y not on the curve, or low order (9.2) */
-#define EDHOC_ERR_MAC_LENGTH (-4018)      /* Signature_or_MAC has the wrong length (9.3) */
-#define EDHOC_ERR_METHOD (-4019)          /* METHOD out of range or not accepted */
-#define EDHOC_ERR_WRONG_SUITE (-4020)     /* R: selected suite unsupported or a preferred one supported (error code 2) */
-#define EDHOC_ERR_CONN_ID_EQUAL (-4021)   /* I: received C_R equals our C_I (3.3.3) */
-#define EDHOC_ERR_EAD_CRITICAL (-4022)    /* an unrecognized critical EAD item (3.8) */
-#define EDHOC_ERR_EAD_REJECTED (-4023)    /* the application refused an EAD item */
-#define EDHOC_ERR_UNSUPPORTED (-4024)     /* valid but unsupported (e.g. PLAINTEXT_2 longer than one KDF output) */
+#define EDHOC_ERR_ID_CRED_ENCODING                                                                 \
+    (-4015) /* ID_CRED not in compact form where required (3.5.3.2) */
+#define EDHOC_ERR_EPHEMERAL_LENGTH                                                                 \
+    (-4016)                             /* G_X / G_Y length differs from the suite's curve (3.7) */
+#define EDHOC_ERR_INVALID_POINT (-4017) /* G_X / G_Y not on the curve, or low order (9.2) */
+#define EDHOC_ERR_MAC_LENGTH    (-4018) /* Signature_or_MAC has the wrong length (9.3) */
+#define EDHOC_ERR_METHOD        (-4019) /* METHOD out of range or not accepted */
+#define EDHOC_ERR_WRONG_SUITE                                                                      \
+    (-4020) /* R: selected suite unsupported or a preferred one supported (error code 2) */
+#define EDHOC_ERR_CONN_ID_EQUAL (-4021) /* I: received C_R equals our C_I (3.3.3) */
+#define EDHOC_ERR_EAD_CRITICAL  (-4022) /* an unrecognized critical EAD item (3.8) */
+#define EDHOC_ERR_EAD_REJECTED  (-4023) /* the application refused an EAD item */
+#define EDHOC_ERR_UNSUPPORTED                                                                      \
+    (-4024) /* valid but unsupported (e.g. PLAINTEXT_2 longer than one KDF output) */
 /* Authentication failures. */
-#define EDHOC_ERR_MAC (-4030)             /* MAC_2 / MAC_3 did not verify */
-#define EDHOC_ERR_SIGNATURE (-4031)       /* Signature_or_MAC_2/3 signature did not verify */
-#define EDHOC_ERR_DECRYPT (-4032)         /* AEAD of message_3 / message_4 did not verify */
-#define EDHOC_ERR_UNKNOWN_CREDENTIAL (-4033) /* ID_CRED names no credential we have (error code 3) */
+#define EDHOC_ERR_MAC       (-4030) /* MAC_2 / MAC_3 did not verify */
+#define EDHOC_ERR_SIGNATURE (-4031) /* Signature_or_MAC_2/3 signature did not verify */
+#define EDHOC_ERR_DECRYPT   (-4032) /* AEAD of message_3 / message_4 did not verify */
+#define EDHOC_ERR_UNKNOWN_CREDENTIAL                                                               \
+    (-4033) /* ID_CRED names no credential we have (error code 3) */
 /* The peer sent an error message. */
-#define EDHOC_ERR_PEER_ERROR (-4040)      /* see edhoc_session_process_error() */
+#define EDHOC_ERR_PEER_ERROR (-4040) /* see edhoc_session_process_error() */
 
 /* ---- Cipher suites (RFC 9528 Section 10.2) ---- */
 
 struct edhoc_suite {
-    int id;             /* 0, 1, 2, 3, 4, 5, 6, 24, 25 */
-    int aead;           /* EDHOC AEAD (COSE alg) */
-    int hash;           /* EDHOC hash (COSE alg) */
-    int mac_len;        /* EDHOC MAC length for static DH */
-    int ecdh_curve;     /* COSE crv of G_X/G_Y and static DH keys */
-    int sig_alg;        /* COSE signature alg (-8 EdDSA, -7 ES256, -35 ES384) */
-    int sig_curve;      /* COSE crv of signature keys (6/7 for EdDSA, 1/2 for ECDSA) */
-    int app_aead;       /* application AEAD (OSCORE) */
-    int app_hash;       /* application hash (OSCORE HKDF) */
+    int id;         /* 0, 1, 2, 3, 4, 5, 6, 24, 25 */
+    int aead;       /* EDHOC AEAD (COSE alg) */
+    int hash;       /* EDHOC hash (COSE alg) */
+    int mac_len;    /* EDHOC MAC length for static DH */
+    int ecdh_curve; /* COSE crv of G_X/G_Y and static DH keys */
+    int sig_alg;    /* COSE signature alg (-8 EdDSA, -7 ES256, -35 ES384) */
+    int sig_curve;  /* COSE crv of signature keys (6/7 for EdDSA, 1/2 for ECDSA) */
+    int app_aead;   /* application AEAD (OSCORE) */
+    int app_hash;   /* application hash (OSCORE HKDF) */
 };
 
 /* The parameters of a suite, or NULL when this library does not support it. */
@@ -139,8 +148,8 @@ struct edhoc_ead_item {
 };
 
 /* Return values of edhoc_config.ead_receive */
-#define EDHOC_EAD_PROCESSED 0     /* understood and accepted */
-#define EDHOC_EAD_UNRECOGNIZED 1  /* not known: fatal if critical, ignored otherwise */
+#define EDHOC_EAD_PROCESSED    0 /* understood and accepted */
+#define EDHOC_EAD_UNRECOGNIZED 1 /* not known: fatal if critical, ignored otherwise */
 /* any negative value: refuse; the session aborts with EDHOC_ERR_EAD_REJECTED */
 
 /* ---- Trace names ----
@@ -195,13 +204,14 @@ typedef void (*edhoc_trace_fn)(void *ctx, const char *name, const uint8_t *v, si
  * deviation that does not apply to a message (c-bstr for message_3, or for
  * a C_R without an int form; kid-int for a kid that is not one byte with
  * an int form; ead-omitted without EAD) changes nothing. */
-#define EDHOC_DEV_C_BSTR (1u << 0)
-#define EDHOC_DEV_KID_INT (1u << 1)
+#define EDHOC_DEV_C_BSTR          (1u << 0)
+#define EDHOC_DEV_KID_INT         (1u << 1)
 #define EDHOC_DEV_ID_CRED_COMPACT (1u << 2)
-#define EDHOC_DEV_CRED_WRAP (1u << 3)
-#define EDHOC_DEV_EAD_OMITTED (1u << 4)
-#define EDHOC_DEV_ALL (EDHOC_DEV_C_BSTR | EDHOC_DEV_KID_INT | EDHOC_DEV_ID_CRED_COMPACT | \
-                       EDHOC_DEV_CRED_WRAP | EDHOC_DEV_EAD_OMITTED)
+#define EDHOC_DEV_CRED_WRAP       (1u << 3)
+#define EDHOC_DEV_EAD_OMITTED     (1u << 4)
+#define EDHOC_DEV_ALL                                                                              \
+    (EDHOC_DEV_C_BSTR | EDHOC_DEV_KID_INT | EDHOC_DEV_ID_CRED_COMPACT | EDHOC_DEV_CRED_WRAP |      \
+     EDHOC_DEV_EAD_OMITTED)
 
 /* The name of one deviation bit ("c-bstr", "kid-int", "id-cred-compact",
  * "cred-wrap", "ead-omitted"), or NULL when bit is not exactly one known
@@ -314,15 +324,15 @@ struct edhoc_config {
 /* ---- Session ---- */
 
 enum edhoc_state {
-    EDHOC_STATE_START = 0,      /* I: may prepare message_1; R: waits for message_1 */
-    EDHOC_STATE_WAIT_M2,        /* I: message_1 sent */
-    EDHOC_STATE_VERIFY_M2,      /* I: message_2 decrypted; verify_message_2 next */
-    EDHOC_STATE_SEND_M3,        /* I: message_2 verified; prepare_message_3 next */
-    EDHOC_STATE_SEND_M2,        /* R: message_1 accepted; prepare_message_2 next */
-    EDHOC_STATE_WAIT_M3,        /* R: message_2 sent */
-    EDHOC_STATE_VERIFY_M3,      /* R: message_3 decrypted; verify_message_3 next */
-    EDHOC_STATE_COMPLETED,      /* PRK_out available; message_4 may follow */
-    EDHOC_STATE_ERROR,          /* aborted, secrets wiped */
+    EDHOC_STATE_START = 0, /* I: may prepare message_1; R: waits for message_1 */
+    EDHOC_STATE_WAIT_M2,   /* I: message_1 sent */
+    EDHOC_STATE_VERIFY_M2, /* I: message_2 decrypted; verify_message_2 next */
+    EDHOC_STATE_SEND_M3,   /* I: message_2 verified; prepare_message_3 next */
+    EDHOC_STATE_SEND_M2,   /* R: message_1 accepted; prepare_message_2 next */
+    EDHOC_STATE_WAIT_M3,   /* R: message_2 sent */
+    EDHOC_STATE_VERIFY_M3, /* R: message_3 decrypted; verify_message_3 next */
+    EDHOC_STATE_COMPLETED, /* PRK_out available; message_4 may follow */
+    EDHOC_STATE_ERROR,     /* aborted, secrets wiped */
 };
 
 /* One handshake, allocated by the caller (a local, a struct member, an
@@ -381,8 +391,8 @@ void edhoc_session_wipe(struct edhoc_session *s);
 
 /* Accessors. */
 enum edhoc_state edhoc_session_state(const struct edhoc_session *s);
-int edhoc_session_method(const struct edhoc_session *s);  /* -1 until known */
-int edhoc_session_suite(const struct edhoc_session *s);   /* selected suite; -1 until known */
+int edhoc_session_method(const struct edhoc_session *s); /* -1 until known */
+int edhoc_session_suite(const struct edhoc_session *s);  /* selected suite; -1 until known */
 /* Own / peer connection identifier (byte-string value); NULL until known. */
 const uint8_t *edhoc_session_own_conn_id(const struct edhoc_session *s, size_t *len);
 const uint8_t *edhoc_session_peer_conn_id(const struct edhoc_session *s, size_t *len);
@@ -401,8 +411,8 @@ int edhoc_session_error(const struct edhoc_session *s);
  * When this side emulates deviations, RFC 9528 as written is tried too
  * (matched 0, the text says so). */
 struct edhoc_diagnosis {
-    unsigned matched;  /* EDHOC_DEV_* under which it verifies; 0: none found */
-    int message;       /* 2 or 3 */
+    unsigned matched; /* EDHOC_DEV_* under which it verifies; 0: none found */
+    int message;      /* 2 or 3 */
     /* e.g. "MAC_2 matches when C_R is the byte string h'27' instead of
      * the int -8 (0x27) in context_2 (RFC 9528 Section 3.3.2): the peer
      * deviates; --tolerate c-bstr accepts it" ("Signature_or_MAC_2
@@ -450,9 +460,9 @@ struct edhoc_received {
     /* Private: the decrypted plaintext and parse results verify needs. */
     uint8_t plaintext[EDHOC_MAX_PLAINTEXT];
     size_t plaintext_len;
-    size_t sig_off, sig_len;      /* Signature_or_MAC inside plaintext */
-    size_t ead_off, ead_len;      /* EAD_x bytes inside plaintext */
-    size_t id_cred_off, id_cred_enc_len; /* ID_CRED as encoded in plaintext */
+    size_t sig_off, sig_len;                     /* Signature_or_MAC inside plaintext */
+    size_t ead_off, ead_len;                     /* EAD_x bytes inside plaintext */
+    size_t id_cred_off, id_cred_enc_len;         /* ID_CRED as encoded in plaintext */
     uint8_t id_cred_map[4 + EDHOC_CRED_MAX_KID]; /* expanded compact kid */
 };
 
@@ -580,12 +590,12 @@ struct edhoc_oscore_params {
     size_t master_secret_len;
     uint8_t master_salt[EDHOC_CRYPTO_MAX_HASH];
     size_t master_salt_len;
-    uint8_t sender_id[EDHOC_MAX_CONN_ID];    /* I: C_R; R: C_I */
+    uint8_t sender_id[EDHOC_MAX_CONN_ID]; /* I: C_R; R: C_I */
     size_t sender_id_len;
     uint8_t recipient_id[EDHOC_MAX_CONN_ID]; /* I: C_I; R: C_R */
     size_t recipient_id_len;
-    int aead_alg;   /* application AEAD (COSE) */
-    int hash_alg;   /* application hash (COSE) */
+    int aead_alg; /* application AEAD (COSE) */
+    int hash_alg; /* application hash (COSE) */
 };
 
 /* Returns 0, EDHOC_ERR_STATE (not COMPLETED), EDHOC_ERR_ARG, EDHOC_ERR_CRYPTO. */
@@ -608,14 +618,14 @@ int edhoc_session_prk_exporter(const struct edhoc_session *s, uint8_t *out, size
 
 /* ---- Error messages (RFC 9528 Section 6) ---- */
 
-#define EDHOC_ERR_CODE_SUCCESS 0
-#define EDHOC_ERR_CODE_UNSPECIFIED 1
-#define EDHOC_ERR_CODE_WRONG_SUITE 2
+#define EDHOC_ERR_CODE_SUCCESS            0
+#define EDHOC_ERR_CODE_UNSPECIFIED        1
+#define EDHOC_ERR_CODE_WRONG_SUITE        2
 #define EDHOC_ERR_CODE_UNKNOWN_CREDENTIAL 3
 
 struct edhoc_error_info {
-    int64_t code;              /* ERR_CODE as received (any int) */
-    const char *text;          /* code 1: diagnostic (NOT NUL-terminated) */
+    int64_t code;     /* ERR_CODE as received (any int) */
+    const char *text; /* code 1: diagnostic (NOT NUL-terminated) */
     size_t text_len;
     int suites[EDHOC_MAX_SUITES]; /* code 2: SUITES_R */
     size_t n_suites;
@@ -682,9 +692,9 @@ struct edhoc_message_1_fields {
     size_t n_suites;
     const uint8_t *g_x;
     size_t g_x_len;
-    uint8_t c_i[EDHOC_MAX_CONN_ID];  /* byte-string value */
+    uint8_t c_i[EDHOC_MAX_CONN_ID]; /* byte-string value */
     size_t c_i_len;
-    const uint8_t *ead;              /* EAD_1 bytes (may be empty) */
+    const uint8_t *ead; /* EAD_1 bytes (may be empty) */
     size_t ead_len;
 };
 
@@ -725,9 +735,8 @@ int edhoc_plaintext_3_parse(const uint8_t *pt, size_t len, int method, int suite
 /* EDHOC_KDF(PRK, label, context, length) = EDHOC_Expand(PRK, info, length)
  * with info = (label: int, context: bstr, length: uint). Returns 0,
  * EDHOC_ERR_ARG, EDHOC_ERR_TOO_LARGE (context), EDHOC_ERR_CRYPTO. */
-int edhoc_kdf(const struct edhoc_crypto_ops *ops, int hash_alg, const uint8_t *prk,
-              size_t prk_len, int64_t label, const uint8_t *context, size_t context_len,
-              uint8_t *out, size_t len);
+int edhoc_kdf(const struct edhoc_crypto_ops *ops, int hash_alg, const uint8_t *prk, size_t prk_len,
+              int64_t label, const uint8_t *context, size_t context_len, uint8_t *out, size_t len);
 
 #ifdef __cplusplus
 }

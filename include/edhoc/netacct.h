@@ -45,8 +45,9 @@
 extern "C" {
 #endif
 
-#define EDHOC_NETACCT_ERR_ARG (-7001)       /* NULL pointer or a parameter out of range */
-#define EDHOC_NETACCT_ERR_TOO_LARGE (-7002) /* the datagram cannot cross this link (e.g. an
+#define EDHOC_NETACCT_ERR_ARG (-7001) /* NULL pointer or a parameter out of range */
+#define EDHOC_NETACCT_ERR_TOO_LARGE                                                                \
+    (-7002) /* the datagram cannot cross this link (e.g. an
                                                IPv6 packet over 2047 bytes for RFC 4944) */
 
 /* aMaxPHYPacketSize of IEEE 802.15.4 (2006): the largest PSDU (MAC frame). */
@@ -55,7 +56,7 @@ extern "C" {
  * datagram_size to 2047 bytes and every fragment carries at least 8. */
 #define EDHOC_NETACCT_MAX_FRAMES 256
 
-#define EDHOC_NETACCT_UDP_HEADER 8
+#define EDHOC_NETACCT_UDP_HEADER  8
 #define EDHOC_NETACCT_IPV4_HEADER 20
 #define EDHOC_NETACCT_IPV6_HEADER 40
 
@@ -185,8 +186,8 @@ struct edhoc_netacct_link {
 
 /* One datagram as it crossed a socket. */
 struct edhoc_netacct_dgram {
-    size_t udp_payload;  /* CoAP message bytes */
-    bool ipv6;           /* false: IPv4 */
+    size_t udp_payload; /* CoAP message bytes */
+    bool ipv6;          /* false: IPv4 */
     /* The IP packet's real size when known (IPv4 options or IPv6 extension
      * headers included); 0: 20 / 40 bytes of header plus UDP. */
     size_t ip_len;
@@ -214,27 +215,27 @@ struct edhoc_netacct_air {
     unsigned tx_starts;  /* sender radio starts to transmit / receive (ramp-ups) */
     unsigned rx_starts;
     unsigned peer_tx_starts, peer_rx_starts;
-    uint64_t link_us;    /* from the start of the first frame to the end of the last
+    uint64_t link_us;         /* from the start of the first frame to the end of the last
                             frame's acknowledgement: air, backoff, turnaround,
                             inter-frame spaces, waits between fragments (and, on a
                             LoRaWAN downlink, RECEIVE_DELAY1 before it) */
-    uint64_t wait_us;    /* duty-cycle wait after the last frame before the sender may
+    uint64_t wait_us;         /* duty-cycle wait after the last frame before the sender may
                             transmit again in that sub-band */
-    unsigned fragments;  /* LoRaWAN: SCHC fragments (0: not fragmented) */
+    unsigned fragments;       /* LoRaWAN: SCHC fragments (0: not fragmented) */
     size_t schc_residue_bits; /* LoRaWAN: compression residue of the headers */
-    bool schc_known;     /* the residue comes from the CoAP message's bytes */
+    bool schc_known;          /* the residue comes from the CoAP message's bytes */
 };
 
 struct edhoc_netacct_layers {
-    size_t coap;          /* UDP payload */
-    size_t udp;           /* coap + 8 */
-    size_t ip;            /* the IP packet */
-    unsigned frames;      /* link frames (1 for LINK_NONE) */
-    size_t link;          /* bytes of those frames (ip for LINK_NONE) */
-    size_t lowpan_header; /* 802.15.4, BLE: IPHC + NHC UDP bytes (0 otherwise) */
-    bool fragmented;      /* 802.15.4: RFC 4944 fragmentation used; LoRaWAN: SCHC
+    size_t coap;                  /* UDP payload */
+    size_t udp;                   /* coap + 8 */
+    size_t ip;                    /* the IP packet */
+    unsigned frames;              /* link frames (1 for LINK_NONE) */
+    size_t link;                  /* bytes of those frames (ip for LINK_NONE) */
+    size_t lowpan_header;         /* 802.15.4, BLE: IPHC + NHC UDP bytes (0 otherwise) */
+    bool fragmented;              /* 802.15.4: RFC 4944 fragmentation used; LoRaWAN: SCHC
                              fragmentation used */
-    bool downlink;        /* the direction it was counted in */
+    bool downlink;                /* the direction it was counted in */
     struct edhoc_netacct_air air; /* zero for LINK_NONE and LINK_MTU */
 };
 
@@ -258,8 +259,7 @@ long edhoc_netacct_lowpan_header(const struct edhoc_netacct_link *link,
  * out, an MTU of 0, 802.15.4 headers leaving no room for 8 bytes of
  * payload) or EDHOC_NETACCT_ERR_TOO_LARGE (RFC 4944 datagram_size > 2047). */
 int edhoc_netacct_datagram(const struct edhoc_netacct_link *link,
-                           const struct edhoc_netacct_dgram *d,
-                           struct edhoc_netacct_layers *out,
+                           const struct edhoc_netacct_dgram *d, struct edhoc_netacct_layers *out,
                            size_t *frame_sizes, size_t cap);
 
 /* A one-line description of the link and its assumptions, for the report
@@ -286,10 +286,10 @@ uint64_t edhoc_netacct_lora_toa_us(size_t pl, unsigned sf, unsigned bw_hz, unsig
 
 /* One LoRaWAN data rate. */
 struct edhoc_netacct_lora_dr {
-    unsigned dr;         /* its number in the region (downlink: the RX1 one) */
+    unsigned dr; /* its number in the region (downlink: the RX1 one) */
     unsigned sf, bw_hz;
-    size_t max_payload;  /* N: largest FRMPayload without FOpts (RP002, repeater-compatible) */
-    bool ldro;           /* symbol time above 16 ms */
+    size_t max_payload; /* N: largest FRMPayload without FOpts (RP002, repeater-compatible) */
+    bool ldro;          /* symbol time above 16 ms */
 };
 /* The uplink (downlink false) data rate of the link, or the RX1 downlink
  * one. Returns 0 or EDHOC_NETACCT_ERR_ARG (data rate not defined). */
@@ -318,18 +318,17 @@ long edhoc_netacct_schc_packet(const uint8_t *coap, size_t len);
  * len bytes into FRMPayloads of at most max_payload: the fragment count
  * and, when sizes is not NULL, each FRMPayload size (up to cap). 0 for
  * max_payload < 11. */
-unsigned edhoc_netacct_schc_fragments(size_t len, size_t max_payload, size_t *sizes,
-                                      size_t cap);
+unsigned edhoc_netacct_schc_fragments(size_t len, size_t max_payload, size_t *sizes, size_t cap);
 
 /* ---- Energy (src/netacct/airtime.c) ---- */
 
 struct edhoc_netacct_radio {
     char name[40];
     double volts;
-    double tx_ma, rx_ma;         /* current transmitting / receiving */
+    double tx_ma, rx_ma;                   /* current transmitting / receiving */
     unsigned tx_startup_us, rx_startup_us; /* ramp-up before each transmission/reception,
                                               charged at the tx/rx current */
-    char source[200];            /* where the figures come from */
+    char source[200];                      /* where the figures come from */
 };
 /* A built-in profile by name ("cc2538", "nrf52840", "sx1276"); 0 or
  * EDHOC_NETACCT_ERR_ARG. */
@@ -358,7 +357,7 @@ void edhoc_netacct_air_add(struct edhoc_netacct_air *a, const struct edhoc_netac
 struct edhoc_netacct_step {
     const struct edhoc_netacct_air *air;
     bool from_initiator;
-    uint64_t host_us;  /* processing time before it is sent (0: none measured) */
+    uint64_t host_us; /* processing time before it is sent (0: none measured) */
 };
 /* End-to-end time of messages sent one after another on the link: each
  * starts when the previous one is acknowledged (plus its host time), not
@@ -370,9 +369,9 @@ uint64_t edhoc_netacct_air_sequence(const struct edhoc_netacct_link *link,
 /* ---- Totals ---- */
 
 struct edhoc_netacct_total {
-    unsigned messages;   /* logical messages (e.g. message_2) */
-    unsigned datagrams;  /* datagrams, retransmissions and blocks included */
-    size_t edhoc;        /* EDHOC message bytes (0 for non-EDHOC messages) */
+    unsigned messages;  /* logical messages (e.g. message_2) */
+    unsigned datagrams; /* datagrams, retransmissions and blocks included */
+    size_t edhoc;       /* EDHOC message bytes (0 for non-EDHOC messages) */
     size_t coap, udp, ip;
     unsigned frames;
     size_t link;
@@ -386,7 +385,7 @@ struct edhoc_netacct_total {
 enum edhoc_netacct_kind {
     EDHOC_NETACCT_KIND_HANDSHAKE = 0,
     EDHOC_NETACCT_KIND_OSCORE,
-    EDHOC_NETACCT_KIND_OTHER,   /* ACKs, plain CoAP */
+    EDHOC_NETACCT_KIND_OTHER, /* ACKs, plain CoAP */
 };
 
 struct edhoc_netacct_summary {

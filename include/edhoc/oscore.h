@@ -57,11 +57,11 @@ extern "C" {
 /* ---- Bounds ---- */
 
 /* Sender/Recipient ID: nonce length - 6 (7 for CCM, 6 for GCM/ChaCha). */
-#define OSCORE_MAX_ID 7
-#define OSCORE_MAX_ID_CONTEXT 16
+#define OSCORE_MAX_ID            7
+#define OSCORE_MAX_ID_CONTEXT    16
 #define OSCORE_MAX_MASTER_SECRET 64
-#define OSCORE_MAX_MASTER_SALT 64
-#define OSCORE_MAX_PIV 5
+#define OSCORE_MAX_MASTER_SALT   64
+#define OSCORE_MAX_PIV           5
 /* Size of the fast path, not a limit: a plaintext (inner code, Class E
  * options, payload) of at most this many bytes is sealed and opened in a
  * buffer on the stack, with no allocation per message; a larger one, up to
@@ -89,34 +89,40 @@ extern "C" {
  * message has. */
 #define OSCORE_MAX_OVERHEAD 256
 /* Largest Sender Sequence Number (RFC 8613 Section 7.2.1). */
-#define OSCORE_SSN_MAX ((UINT64_C(1) << 40) - 1)
+#define OSCORE_SSN_MAX               ((UINT64_C(1) << 40) - 1)
 #define OSCORE_DEFAULT_REPLAY_WINDOW 32
-#define OSCORE_MAX_REPLAY_WINDOW 64
-#define OSCORE_ECHO_LEN 8
+#define OSCORE_MAX_REPLAY_WINDOW     64
+#define OSCORE_ECHO_LEN              8
 
 /* ---- Errors ---- */
 
-#define OSCORE_ERR_INVALID (-3001)        /* bad argument or parameter */
-#define OSCORE_ERR_UNSUPPORTED (-3002)    /* unknown AEAD or HKDF algorithm */
-#define OSCORE_ERR_MALFORMED (-3003)      /* the CoAP message does not parse */
-#define OSCORE_ERR_NOT_OSCORE (-3004)     /* unprotect: no OSCORE option / protect: already has one */
-#define OSCORE_ERR_BAD_OPTION (-3005)     /* malformed OSCORE option or COSE object: 4.02 */
+#define OSCORE_ERR_INVALID           (-3001) /* bad argument or parameter */
+#define OSCORE_ERR_UNSUPPORTED       (-3002) /* unknown AEAD or HKDF algorithm */
+#define OSCORE_ERR_MALFORMED         (-3003) /* the CoAP message does not parse */
+#define OSCORE_ERR_NOT_OSCORE        (-3004) /* unprotect: no OSCORE option / protect: already has one */
+#define OSCORE_ERR_BAD_OPTION        (-3005) /* malformed OSCORE option or COSE object: 4.02 */
 #define OSCORE_ERR_CONTEXT_NOT_FOUND (-3006) /* kid / kid context do not name this context: 4.01 */
-#define OSCORE_ERR_REPLAY (-3007)         /* Partial IV already seen or too old: 4.01 */
-#define OSCORE_ERR_DECRYPT (-3008)        /* AEAD verification failed: 4.00 */
-#define OSCORE_ERR_ECHO_REQUIRED (-3009)  /* replay window unknown: answer with oscore_protect_echo_challenge() */
-#define OSCORE_ERR_SSN_EXHAUSTED (-3010)  /* sender sequence number above 2^40-1: rekey */
-#define OSCORE_ERR_PERSIST (-3011)        /* the store callback failed; nothing was sent */
-#define OSCORE_ERR_BUFFER (-3012)         /* output buffer too small */
-#define OSCORE_ERR_CRYPTO (-3013)         /* the crypto backend failed */
-#define OSCORE_ERR_TOO_LARGE (-3014)      /* plaintext above oscore_context_max_plaintext() or too many options */
-#define OSCORE_ERR_UNEXPECTED (-3015)     /* response not acceptable for this request (already answered, Observe mismatch) */
-#define OSCORE_ERR_INNER (-3016)          /* decrypted content is not a valid CoAP message: 4.00 */
-#define OSCORE_ERR_CONFIG (-3017)         /* configuration text rejected (see struct oscore_config_error) */
-#define OSCORE_ERR_NOMEM (-3018)          /* no memory for the plaintext of a message above OSCORE_MAX_PLAINTEXT */
-#define OSCORE_ERR_KID_CONTEXT (-3019)    /* B.2: kid context missing, empty, or not an R value this step expects */
-#define OSCORE_ERR_ID_CONTEXT_TOO_LONG (-3020) /* B.2: R2 || ID1 or R2 || R3 above OSCORE_MAX_ID_CONTEXT */
-#define OSCORE_ERR_BUSY (-3021)           /* B.2: every slot for a pending R2 is taken: 5.03 */
+#define OSCORE_ERR_REPLAY            (-3007) /* Partial IV already seen or too old: 4.01 */
+#define OSCORE_ERR_DECRYPT           (-3008) /* AEAD verification failed: 4.00 */
+#define OSCORE_ERR_ECHO_REQUIRED                                                                   \
+    (-3009) /* replay window unknown: answer with oscore_protect_echo_challenge() */
+#define OSCORE_ERR_SSN_EXHAUSTED (-3010) /* sender sequence number above 2^40-1: rekey */
+#define OSCORE_ERR_PERSIST       (-3011) /* the store callback failed; nothing was sent */
+#define OSCORE_ERR_BUFFER        (-3012) /* output buffer too small */
+#define OSCORE_ERR_CRYPTO        (-3013) /* the crypto backend failed */
+#define OSCORE_ERR_TOO_LARGE                                                                       \
+    (-3014) /* plaintext above oscore_context_max_plaintext() or too many options */
+#define OSCORE_ERR_UNEXPECTED                                                                      \
+    (-3015) /* response not acceptable for this request (already answered, Observe mismatch) */
+#define OSCORE_ERR_INNER  (-3016) /* decrypted content is not a valid CoAP message: 4.00 */
+#define OSCORE_ERR_CONFIG (-3017) /* configuration text rejected (see struct oscore_config_error) */
+#define OSCORE_ERR_NOMEM                                                                           \
+    (-3018) /* no memory for the plaintext of a message above OSCORE_MAX_PLAINTEXT */
+#define OSCORE_ERR_KID_CONTEXT                                                                     \
+    (-3019) /* B.2: kid context missing, empty, or not an R value this step expects */
+#define OSCORE_ERR_ID_CONTEXT_TOO_LONG                                                             \
+    (-3020)                     /* B.2: R2 || ID1 or R2 || R3 above OSCORE_MAX_ID_CONTEXT */
+#define OSCORE_ERR_BUSY (-3021) /* B.2: every slot for a pending R2 is taken: 5.03 */
 
 /* Human-readable text of an OSCORE_ERR_* (or COAP_MSG_ERR_*) code. */
 const char *oscore_strerror(int err);
@@ -141,15 +147,15 @@ typedef int (*oscore_reserve_ssn_fn)(void *user, uint64_t next, uint64_t count, 
 /* Input parameters of RFC 8613 Section 3.2. Pointers are only read during
  * oscore_context_init(). */
 struct oscore_params {
-    int aead_alg;  /* COSE id: 10, 30, 1, 3, 24; 0 means 10 */
-    int hkdf_alg;  /* hash COSE id: -16 (SHA-256) or -43 (SHA-384); 0 means -16 */
+    int aead_alg; /* COSE id: 10, 30, 1, 3, 24; 0 means 10 */
+    int hkdf_alg; /* hash COSE id: -16 (SHA-256) or -43 (SHA-384); 0 means -16 */
     const uint8_t *master_secret;
     size_t master_secret_len;   /* 1..OSCORE_MAX_MASTER_SECRET */
     const uint8_t *master_salt; /* NULL/0: the empty default salt */
     size_t master_salt_len;
-    const uint8_t *id_context;  /* NULL: absent (nil); non-NULL: present, may be empty */
+    const uint8_t *id_context; /* NULL: absent (nil); non-NULL: present, may be empty */
     size_t id_context_len;
-    const uint8_t *sender_id;   /* may be empty; <= nonce length - 6 */
+    const uint8_t *sender_id; /* may be empty; <= nonce length - 6 */
     size_t sender_id_len;
     const uint8_t *recipient_id;
     size_t recipient_id_len;
@@ -188,8 +194,7 @@ struct oscore_context {
  * first Partial IV). Returns 0, OSCORE_ERR_INVALID (NULL, lengths, IDs too
  * long for the nonce, window out of range), OSCORE_ERR_UNSUPPORTED
  * (algorithm), OSCORE_ERR_CRYPTO. On error *c is wiped. */
-int oscore_context_init(struct oscore_context *c,
-                        const struct edhoc_crypto_ops *crypto,
+int oscore_context_init(struct oscore_context *c, const struct edhoc_crypto_ops *crypto,
                         const struct oscore_params *p);
 
 /* The context RFC 9528 Appendix A.1 establishes after EDHOC: master
@@ -197,13 +202,12 @@ int oscore_context_init(struct oscore_context *c,
  * identifier (C_R for the Initiator, C_I for the Responder), Recipient ID =
  * the own one, the application AEAD and hash of the cipher suite, no ID
  * Context. Same returns as oscore_context_init(). */
-int oscore_context_init_edhoc(struct oscore_context *c,
-                              const struct edhoc_crypto_ops *crypto,
+int oscore_context_init_edhoc(struct oscore_context *c, const struct edhoc_crypto_ops *crypto,
                               const uint8_t *master_secret, size_t master_secret_len,
                               const uint8_t *master_salt, size_t master_salt_len,
                               const uint8_t *sender_id, size_t sender_id_len,
-                              const uint8_t *recipient_id, size_t recipient_id_len,
-                              int aead_alg, int hash_alg);
+                              const uint8_t *recipient_id, size_t recipient_id_len, int aead_alg,
+                              int hash_alg);
 
 /* Wipe every key and state byte. */
 void oscore_context_wipe(struct oscore_context *c);
@@ -211,16 +215,15 @@ void oscore_context_wipe(struct oscore_context *c);
 /* Ask for a durable store of a high-water mark every `ssn_freq` (K >= 1)
  * sequence numbers (Appendix B.1.1). fn NULL disables it. Returns 0 or
  * OSCORE_ERR_INVALID (K == 0). */
-int oscore_context_set_persistence(struct oscore_context *c,
-                                   oscore_store_ssn_fn fn, void *user,
+int oscore_context_set_persistence(struct oscore_context *c, oscore_store_ssn_fn fn, void *user,
                                    uint32_t ssn_freq);
 
 /* Reserve sequence numbers `count` (>= 1) at a time through fn before
  * any is used; the context's sender sequence number jumps to the first
  * number of each reservation. Replaces a store callback. fn NULL disables
  * it. Returns 0 or OSCORE_ERR_INVALID (count == 0 with fn). */
-int oscore_context_set_reservation(struct oscore_context *c, oscore_reserve_ssn_fn fn,
-                                   void *user, uint32_t count);
+int oscore_context_set_reservation(struct oscore_context *c, oscore_reserve_ssn_fn fn, void *user,
+                                   uint32_t count);
 
 /* After a restart: continue from the last stored mark (every SSN used
  * before the restart is below it, so no nonce repeats), and forget the
@@ -256,16 +259,14 @@ size_t oscore_context_common_iv(const struct oscore_context *c, const uint8_t **
 /* The AEAD nonce of RFC 8613 Section 5.2 for ID_PIV id and Partial IV piv
  * (1..5 bytes), nonce_len bytes into nonce. Returns 0 or OSCORE_ERR_INVALID
  * (id longer than nonce_len - 6, piv longer than 5). */
-int oscore_nonce(const struct oscore_context *c, const uint8_t *id,
-                 size_t id_len, const uint8_t *piv, size_t piv_len,
-                 uint8_t *nonce);
+int oscore_nonce(const struct oscore_context *c, const uint8_t *id, size_t id_len,
+                 const uint8_t *piv, size_t piv_len, uint8_t *nonce);
 
 /* The AEAD additional data (Enc_structure with the external_aad of
  * Section 5.4, no Class I options). Returns its length,
  * OSCORE_ERR_BUFFER or OSCORE_ERR_INVALID. */
 long oscore_aad(int aead_alg, const uint8_t *request_kid, size_t kid_len,
-                const uint8_t *request_piv, size_t piv_len, uint8_t *out,
-                size_t cap);
+                const uint8_t *request_piv, size_t piv_len, uint8_t *out, size_t cap);
 
 /* Partial IV of a sequence number: big-endian without leading zero bytes,
  * 0 as 0x00. Returns its length (1..5), 0 above OSCORE_SSN_MAX. */
@@ -274,8 +275,8 @@ size_t oscore_piv_encode(uint64_t ssn, uint8_t piv[OSCORE_MAX_PIV]);
 /* ---- OSCORE option value (Section 6.1) ---- */
 
 struct oscore_option {
-    const uint8_t *piv;          /* NULL when absent */
-    size_t piv_len;              /* 0..5 */
+    const uint8_t *piv; /* NULL when absent */
+    size_t piv_len;     /* 0..5 */
     bool has_kid_context;
     const uint8_t *kid_context;
     size_t kid_context_len;
@@ -349,9 +350,8 @@ int oscore_binding_from_request(struct oscore_binding *b, const uint8_t *protect
  * oscore_context_max_plaintext(), too many options), OSCORE_ERR_NOMEM,
  * OSCORE_ERR_BUFFER, OSCORE_ERR_SSN_EXHAUSTED, OSCORE_ERR_PERSIST,
  * OSCORE_ERR_CRYPTO. The SSN is consumed only on success. */
-long oscore_protect_request(struct oscore_context *c, const uint8_t *msg,
-                            size_t len, uint8_t *out, size_t cap,
-                            struct oscore_binding *b);
+long oscore_protect_request(struct oscore_context *c, const uint8_t *msg, size_t len, uint8_t *out,
+                            size_t cap, struct oscore_binding *b);
 
 /* Server: verify and decrypt an OSCORE request; out receives the inner
  * CoAP request (outer header and token, inner code, Uri-Host/Uri-Port/
@@ -365,9 +365,8 @@ long oscore_protect_request(struct oscore_context *c, const uint8_t *msg,
  * oscore_context_max_plaintext() + tag, checked before decrypting),
  * OSCORE_ERR_NOMEM, OSCORE_ERR_BUFFER, OSCORE_ERR_CRYPTO. The replay
  * window changes only when the request is accepted. */
-long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg,
-                              size_t len, uint8_t *out, size_t cap,
-                              struct oscore_binding *b);
+long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg, size_t len,
+                              uint8_t *out, size_t cap, struct oscore_binding *b);
 
 /* Server: protect a response to the request bound in b. with_piv: use a
  * new Partial IV from the Sender Sequence Number (as in RFC 8613 C.8); else
@@ -379,9 +378,8 @@ long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg,
  * (code not 2.xx-5.xx, bad binding), OSCORE_ERR_NOT_OSCORE,
  * OSCORE_ERR_TOO_LARGE, OSCORE_ERR_NOMEM, OSCORE_ERR_BUFFER,
  * OSCORE_ERR_SSN_EXHAUSTED, OSCORE_ERR_PERSIST, OSCORE_ERR_CRYPTO. */
-long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b,
-                             const uint8_t *msg, size_t len, bool with_piv,
-                             uint8_t *out, size_t cap);
+long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b, const uint8_t *msg,
+                             size_t len, bool with_piv, uint8_t *out, size_t cap);
 
 /* Client: verify and decrypt a response to the request bound in b. A
  * response with a Partial IV uses the recipient nonce, one without reuses
@@ -397,8 +395,7 @@ long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b,
  * OSCORE_ERR_TOO_LARGE, OSCORE_ERR_NOMEM, OSCORE_ERR_BUFFER,
  * OSCORE_ERR_CRYPTO. */
 long oscore_unprotect_response(struct oscore_context *c, struct oscore_binding *b,
-                               const uint8_t *msg, size_t len, uint8_t *out,
-                               size_t cap);
+                               const uint8_t *msg, size_t len, uint8_t *out, size_t cap);
 
 /* Server, after OSCORE_ERR_ECHO_REQUIRED: a protected 4.01 (Unauthorized)
  * carrying only an inner Echo option with a fresh random value, with the
@@ -408,10 +405,9 @@ long oscore_unprotect_response(struct oscore_context *c, struct oscore_binding *
  * becomes the lower edge of the replay window. Returns the length or
  * OSCORE_ERR_MALFORMED, OSCORE_ERR_INVALID, OSCORE_ERR_BUFFER,
  * OSCORE_ERR_SSN_EXHAUSTED, OSCORE_ERR_PERSIST, OSCORE_ERR_CRYPTO. */
-long oscore_protect_echo_challenge(struct oscore_context *c,
-                                   struct oscore_binding *b,
-                                   const uint8_t *request, size_t request_len,
-                                   uint8_t *out, size_t cap);
+long oscore_protect_echo_challenge(struct oscore_context *c, struct oscore_binding *b,
+                                   const uint8_t *request, size_t request_len, uint8_t *out,
+                                   size_t cap);
 
 /* True while the replay window is unknown (after a resume, until an Echo
  * exchange completes). */
@@ -428,8 +424,8 @@ bool oscore_context_needs_echo(const struct oscore_context *c);
  * needs a fresh Message ID from the transport), Message ID and token.
  * Returns the length, OSCORE_ERR_INVALID (err has no such response),
  * OSCORE_ERR_MALFORMED (request does not parse) or OSCORE_ERR_BUFFER. */
-long oscore_error_response(int err, const uint8_t *request, size_t request_len,
-                           uint8_t *out, size_t cap);
+long oscore_error_response(int err, const uint8_t *request, size_t request_len, uint8_t *out,
+                           size_t cap);
 
 /* ---- Static configuration (libcoap coap-oscore-conf(5) text) ---- */
 
@@ -476,8 +472,7 @@ int oscore_config_parse(const char *text, size_t len, struct oscore_config *cfg,
 /* Derive the context a parsed configuration describes (persistence with
  * the configured ssn_freq is left to oscore_context_set_persistence). Same
  * returns as oscore_context_init(). */
-int oscore_context_init_config(struct oscore_context *c,
-                               const struct edhoc_crypto_ops *crypto,
+int oscore_context_init_config(struct oscore_context *c, const struct edhoc_crypto_ops *crypto,
                                const struct oscore_config *cfg);
 
 /* ---- Appendix B.2: security context derived multiple times ---- */
@@ -489,7 +484,7 @@ int oscore_context_init_config(struct oscore_context *c,
  * server needs to handle the case when the maximum number of cached R2s
  * is reached"; it answers 5.03 then), and how long each stays valid. */
 #define OSCORE_B2_MAX_PENDING 4
-#define OSCORE_B2_PENDING_MS 60000u
+#define OSCORE_B2_PENDING_MS  60000u
 
 /* Client side. The state moves only forward, and only on success:
  *   IDLE --start--> SENT_R1 (optional step 1: request #1 under ID1 = R1)
@@ -595,8 +590,8 @@ bool oscore_b2_server_is_request2(const struct oscore_b2_server *st, const uint8
  * oscore_error_response), the errors of oscore_unprotect_request(),
  * OSCORE_ERR_BUFFER, OSCORE_ERR_NOMEM, OSCORE_ERR_CRYPTO. */
 long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_crypto_ops *crypto,
-                               const struct oscore_config *cfg, const uint8_t *request,
-                               size_t len, uint64_t now_ms, uint8_t *out, size_t cap);
+                               const struct oscore_config *cfg, const uint8_t *request, size_t len,
+                               uint64_t now_ms, uint8_t *out, size_t cap);
 
 /* Step 4: request #2, whose 'kid context' ID3 starts with a pending R2.
  * Derives into *next the context with ID Context ID3 and cfg's inputs and
@@ -610,9 +605,9 @@ long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_c
  * OSCORE_ERR_CONTEXT_NOT_FOUND (kid), and those of
  * oscore_unprotect_request(); on error pending R2s stay and *next is wiped. */
 long oscore_b2_server_request2(struct oscore_b2_server *st, const struct edhoc_crypto_ops *crypto,
-                               const struct oscore_config *cfg, const uint8_t *request,
-                               size_t len, uint64_t now_ms, struct oscore_context *next,
-                               uint8_t *out, size_t cap, struct oscore_binding *b);
+                               const struct oscore_config *cfg, const uint8_t *request, size_t len,
+                               uint64_t now_ms, struct oscore_context *next, uint8_t *out,
+                               size_t cap, struct oscore_binding *b);
 
 /* The ID Context of a context (NULL when it has none), for callers that
  * key contexts by it. */

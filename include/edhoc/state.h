@@ -49,12 +49,12 @@
 extern "C" {
 #endif
 
-#define EDHOC_STATE_ERR_IO (-5001)       /* cannot create/open/write the database */
-#define EDHOC_STATE_ERR_FOREIGN (-5002)  /* the file is not an edhoc-cli state database */
-#define EDHOC_STATE_ERR_CORRUPT (-5003)  /* the database is damaged */
-#define EDHOC_STATE_ERR_VERSION (-5004)  /* written by a newer schema version */
+#define EDHOC_STATE_ERR_IO        (-5001) /* cannot create/open/write the database */
+#define EDHOC_STATE_ERR_FOREIGN   (-5002) /* the file is not an edhoc-cli state database */
+#define EDHOC_STATE_ERR_CORRUPT   (-5003) /* the database is damaged */
+#define EDHOC_STATE_ERR_VERSION   (-5004) /* written by a newer schema version */
 #define EDHOC_STATE_ERR_NOT_FOUND (-5005)
-#define EDHOC_STATE_ERR_ARG (-5006)
+#define EDHOC_STATE_ERR_ARG       (-5006)
 /* The directory or a database file is a symbolic link, not owned by the
  * effective uid, open to group or others (directory beyond 0700, files
  * beyond 0600), or in a directory others may write without the sticky
@@ -67,13 +67,13 @@ extern "C" {
  * when each was last used. Older databases (version 1 keyed by recipient
  * ID alone, version 2) are migrated when opened, see edhoc_state_open(). */
 #define EDHOC_STATE_SCHEMA_VERSION 3
-#define EDHOC_STATE_FILE "edhoc-cli-state.sqlite"
+#define EDHOC_STATE_FILE           "edhoc-cli-state.sqlite"
 /* Next to it: what tells a stale copy of the database (edhoc_state_recovery). */
 #define EDHOC_STATE_MARK_FILE "edhoc-cli-state.marks"
 
-#define EDHOC_STATE_MAX_ID 8
-#define EDHOC_STATE_MAX_SECRET 64
-#define EDHOC_STATE_MAX_SALT 64
+#define EDHOC_STATE_MAX_ID         8
+#define EDHOC_STATE_MAX_SECRET     64
+#define EDHOC_STATE_MAX_SALT       64
 #define EDHOC_STATE_MAX_ID_CONTEXT 16
 
 /* PRAGMA application_id of the database: "EDHC". */
@@ -90,19 +90,19 @@ struct edhoc_state_peer {
     size_t recipient_id_len;
     uint8_t sender_id[EDHOC_STATE_MAX_ID];
     size_t sender_id_len;
-    bool has_id_context;   /* false: no ID Context (id_context_len must be 0) */
+    bool has_id_context; /* false: no ID Context (id_context_len must be 0) */
     uint8_t id_context[EDHOC_STATE_MAX_ID_CONTEXT];
     size_t id_context_len;
     uint8_t master_secret[EDHOC_STATE_MAX_SECRET];
     size_t master_secret_len;
     uint8_t master_salt[EDHOC_STATE_MAX_SALT];
     size_t master_salt_len;
-    int aead_alg;          /* COSE */
-    int hkdf_alg;          /* COSE hash (-16 / -43) */
-    uint64_t ssn_mark;     /* no sender sequence number >= this was used */
-    char peer[64];         /* "addr:port" of the peer when established (informational) */
-    int64_t created;       /* Unix seconds */
-    int method, suite;     /* of the EDHOC run that produced it; -1 for static contexts */
+    int aead_alg;      /* COSE */
+    int hkdf_alg;      /* COSE hash (-16 / -43) */
+    uint64_t ssn_mark; /* no sender sequence number >= this was used */
+    char peer[64];     /* "addr:port" of the peer when established (informational) */
+    int64_t created;   /* Unix seconds */
+    int method, suite; /* of the EDHOC run that produced it; -1 for static contexts */
     /* Unix milliseconds of its last use (a request it verified, as the
      * responder counts it); put with 0: created * 1000. */
     int64_t last_used;
@@ -333,8 +333,8 @@ struct edhoc_state_writer_stats {
     uint64_t failed_rows;
     uint64_t largest_batch;
     uint64_t closed_by_size, closed_by_time, closed_by_wait; /* why batches closed */
-    uint64_t waits;          /* callers that waited for a batch */
-    uint64_t queued;         /* items waiting now */
+    uint64_t waits;                                          /* callers that waited for a batch */
+    uint64_t queued;                                         /* items waiting now */
 };
 /* Returns 0, or EDHOC_STATE_ERR_NOT_FOUND without group commit (*out
  * zeroed). */

@@ -103,9 +103,9 @@ static int make_whole(const struct coap_msg *m, const uint8_t *p1, size_t l1, co
 
 /* A done marker for a single-block "transfer" (Block1 NUM 0, M 0), best
  * effort: without room the response just goes without the Block1 echo. */
-static void remember_done(struct edhoc_bw_server *s, const char *peer, size_t peer_len,
-                          uint64_t ph, const struct coap_msg *m, uint64_t kh,
-                          const struct edhoc_block *b, uint64_t now_ms)
+static void remember_done(struct edhoc_bw_server *s, const char *peer, size_t peer_len, uint64_t ph,
+                          const struct coap_msg *m, uint64_t kh, const struct edhoc_block *b,
+                          uint64_t now_ms)
 {
     if (!bw_make_room(s, peer, peer_len, ph, 1, bw_entry_bytes(m), false, NULL))
         return;
@@ -280,4 +280,3 @@ int edhoc_bw_server_request(struct edhoc_bw_server *s, const char *peer, const u
         return bw_block2_request(s, peer, &m, &v, now_ms, out, cap, out_len);
     return EDHOC_BW_PASS;
 }
-

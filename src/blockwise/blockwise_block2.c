@@ -12,17 +12,16 @@
 #include "blockwise_internal.h"
 #include "edhoc/coap_msg.h"
 
-long bw_write_kept_block(struct edhoc_bw_server *s, const struct bw_entry *k,
-                         struct out_msg *o, size_t offset, unsigned szx, bool want_size2,
-                         const uint8_t *b1_value, size_t b1_len, uint8_t *out, size_t cap,
-                         bool *more)
+long bw_write_kept_block(struct edhoc_bw_server *s, const struct bw_entry *k, struct out_msg *o,
+                         size_t offset, unsigned szx, bool want_size2, const uint8_t *b1_value,
+                         size_t b1_len, uint8_t *out, size_t cap, bool *more)
 {
     struct coap_msg stored;
     if (edhoc_coap_msg_parse_body(k->opts, k->opts_len, &stored) != 0)
         return EDHOC_BW_ERR_MALFORMED;
     size_t bs = edhoc_block_size(szx);
-    struct edhoc_block blk = {.num = (uint32_t)(offset / bs), .more = offset + bs < k->body_len,
-                              .szx = szx};
+    struct edhoc_block blk = {
+        .num = (uint32_t)(offset / bs), .more = offset + bs < k->body_len, .szx = szx};
     uint8_t bv[3], sv[4];
     o->code = k->code;
     o->nopts = 0;
@@ -48,7 +47,6 @@ long bw_write_kept_block(struct edhoc_bw_server *s, const struct bw_entry *k,
     return n;
 }
 
-
 int bw_block2_request(struct edhoc_bw_server *s, const char *peer, const struct coap_msg *m,
                       const struct block_view *v, uint64_t now_ms, uint8_t *out, size_t cap,
                       size_t *out_len)
@@ -68,8 +66,8 @@ int bw_block2_request(struct edhoc_bw_server *s, const char *peer, const struct 
     struct out_msg o;
     bw_out_reply(&o, m, k->code);
     bool more = false;
-    long n = bw_write_kept_block(s, k, &o, offset, szx, v->has_size2 && v->size2 == 0, NULL, 0,
-                                 out, cap, &more);
+    long n = bw_write_kept_block(s, k, &o, offset, szx, v->has_size2 && v->size2 == 0, NULL, 0, out,
+                                 cap, &more);
     if (n < 0)
         return (int)n;
     bw_touch(s, k, now_ms);
@@ -81,7 +79,6 @@ int bw_block2_request(struct edhoc_bw_server *s, const char *peer, const struct 
     *out_len = (size_t)n;
     return EDHOC_BW_REPLY;
 }
-
 
 /* ---- Server: responses ---- */
 
@@ -166,7 +163,8 @@ long edhoc_bw_server_response(struct edhoc_bw_server *s, const char *peer, const
         return EDHOC_BW_ERR_ARG;
     edhoc_bw_server_expire(s, now_ms);
     struct coap_msg req, resp;
-    if (edhoc_coap_msg_parse(request, req_len, &req) != 0 || !edhoc_coap_code_is_request(req.code) ||
+    if (edhoc_coap_msg_parse(request, req_len, &req) != 0 ||
+        !edhoc_coap_code_is_request(req.code) ||
         edhoc_coap_msg_parse(response, resp_len, &resp) != 0 || (resp.code >> 5) < 2)
         return EDHOC_BW_ERR_MALFORMED;
     struct block_view rv, pv;
@@ -296,4 +294,3 @@ long edhoc_bw_server_response(struct edhoc_bw_server *s, const char *peer, const
     }
     return n;
 }
-

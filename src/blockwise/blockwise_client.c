@@ -38,8 +38,8 @@ long edhoc_bw_request_block(const uint8_t *msg, size_t len, unsigned szx, uint32
     /* Size1 on block 0 tells the server the whole size up front (RFC 7959
      * Section 4), so that it can refuse at once. */
     if (!rc && num == 0)
-        rc = bw_out_add(&o, COAP_OPT_SIZE1, sv,
-                        edhoc_coap_uint_encode((uint32_t)m.payload_len, sv));
+        rc =
+            bw_out_add(&o, COAP_OPT_SIZE1, sv, edhoc_coap_uint_encode((uint32_t)m.payload_len, sv));
     if (rc)
         return rc;
     o.p1 = n ? m.payload + offset : NULL;
@@ -47,8 +47,8 @@ long edhoc_bw_request_block(const uint8_t *msg, size_t len, unsigned szx, uint32
     return bw_out_write(&o, out, cap);
 }
 
-long edhoc_bw_request_next(const uint8_t *msg, size_t len, unsigned szx, uint32_t num,
-                           uint8_t *out, size_t cap)
+long edhoc_bw_request_next(const uint8_t *msg, size_t len, unsigned szx, uint32_t num, uint8_t *out,
+                           size_t cap)
 {
     if (!msg || !out || szx > 6 || num >= BLOCK_NUM_LIMIT)
         return EDHOC_BW_ERR_ARG;
@@ -152,8 +152,8 @@ int edhoc_bw_collect_add(struct edhoc_bw_collect *c, const uint8_t *resp, size_t
     if (v.etag && (v.etag->len == 0 || v.etag->len > sizeof c->etag))
         return EDHOC_BW_ERR_MALFORMED;
     size_t etag_len = v.etag ? v.etag->len : 0;
-    if (c->started && (etag_len != c->etag_len ||
-                       (etag_len && memcmp(v.etag->value, c->etag, etag_len) != 0)))
+    if (c->started &&
+        (etag_len != c->etag_len || (etag_len && memcmp(v.etag->value, c->etag, etag_len) != 0)))
         return EDHOC_BW_ERR_ETAG;
     if (offset + m.payload_len > c->max_body)
         return EDHOC_BW_ERR_TOO_LARGE;

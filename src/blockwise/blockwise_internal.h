@@ -20,18 +20,18 @@
 #include "edhoc/blockwise.h"
 #include "edhoc/coap_msg.h"
 
-#define CODE_CONTINUE COAP_CODE(2, 31)
-#define CODE_REQUEST_INCOMPLETE COAP_CODE(4, 8)
-#define CODE_TOO_LARGE COAP_CODE(4, 13)
+#define CODE_CONTINUE            COAP_CODE(2, 31)
+#define CODE_REQUEST_INCOMPLETE  COAP_CODE(4, 8)
+#define CODE_TOO_LARGE           COAP_CODE(4, 13)
 #define CODE_SERVICE_UNAVAILABLE COAP_CODE(5, 3)
 
 /* Max-Age of a 5.03: how long a client should wait before trying again
  * (RFC 9175 Section 3.3: "a Max-Age indicating how long it expects the
  * existing operation to go on"); a few seconds lets a running transfer
  * finish without making a retrying client idle for long. */
-#define BUSY_MAX_AGE_S 5u
+#define BUSY_MAX_AGE_S  5u
 #define BLOCK_NUM_LIMIT (1u << 20)
-#define ETAG_LEN 4u
+#define ETAG_LEN        4u
 
 /* ---- blockwise_message.c */
 
@@ -49,14 +49,13 @@ struct out_msg {
     size_t l1, l2;
 };
 
-
 struct block_view {
     const struct coap_option *block1, *block2, *size1_opt, *size2_opt, *etag;
     unsigned n_block1, n_block2;
     struct edhoc_block b1, b2;
-    bool b1_ok, b2_ok;       /* present once and parsed */
-    bool bad_option;         /* repeated or longer than 3 bytes */
-    bool reserved_szx;       /* SZX 7 */
+    bool b1_ok, b2_ok; /* present once and parsed */
+    bool bad_option;   /* repeated or longer than 3 bytes */
+    bool reserved_szx; /* SZX 7 */
     bool has_size1, has_size2;
     uint32_t size1, size2;
 };
@@ -195,10 +194,9 @@ static inline unsigned bw_serve_szx(unsigned asked, unsigned server)
     return asked < server ? asked : server;
 }
 
-long bw_write_kept_block(struct edhoc_bw_server *s, const struct bw_entry *k,
-                         struct out_msg *o, size_t offset, unsigned szx, bool want_size2,
-                         const uint8_t *b1_value, size_t b1_len, uint8_t *out, size_t cap,
-                         bool *more);
+long bw_write_kept_block(struct edhoc_bw_server *s, const struct bw_entry *k, struct out_msg *o,
+                         size_t offset, unsigned szx, bool want_size2, const uint8_t *b1_value,
+                         size_t b1_len, uint8_t *out, size_t cap, bool *more);
 /* A request for block num > 0 of a kept body. */
 int bw_block2_request(struct edhoc_bw_server *s, const char *peer, const struct coap_msg *m,
                       const struct block_view *v, uint64_t now_ms, uint8_t *out, size_t cap,

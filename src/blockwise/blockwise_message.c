@@ -209,8 +209,7 @@ void bw_view_blocks(const struct coap_msg *m, struct block_view *v)
             if (!v->etag)
                 v->etag = o;
             break;
-        default:
-            break;
+        default: break;
         }
     }
     /* Block1 and Block2 are critical and not repeatable: a repetition or
@@ -238,4 +237,3 @@ void bw_view_blocks(const struct coap_msg *m, struct block_view *v)
     if (v->size2_opt && edhoc_coap_option_uint(v->size2_opt, &v->size2) == 0)
         v->has_size2 = true;
 }
-

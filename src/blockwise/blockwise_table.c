@@ -26,12 +26,10 @@
 #include "edhoc/coap_msg.h"
 
 #define DEFAULT_MAX_TRANSFERS 256u
-#define DEFAULT_MAX_PER_PEER 4u
-#define DEFAULT_MAX_BYTES (4u << 20)
+#define DEFAULT_MAX_PER_PEER  4u
+#define DEFAULT_MAX_BYTES     (4u << 20)
 
 /* ---- Server state ---- */
-
-
 
 static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n)
 {
@@ -135,8 +133,7 @@ struct bw_peer *bw_peer_find(const struct edhoc_bw_server *s, const char *name, 
     return NULL;
 }
 
-static struct bw_peer *peer_get(struct edhoc_bw_server *s, const char *name, size_t len,
-                                uint64_t h)
+static struct bw_peer *peer_get(struct edhoc_bw_server *s, const char *name, size_t len, uint64_t h)
 {
     struct bw_peer *p = bw_peer_find(s, name, len, h);
     if (p)
@@ -497,4 +494,3 @@ void edhoc_bw_server_stats(const struct edhoc_bw_server *s, struct edhoc_bw_stat
     }
     *st = s->st;
 }
-

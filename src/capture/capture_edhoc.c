@@ -22,10 +22,10 @@
 #ifndef COAP_OPT_EDHOC
 #define COAP_OPT_EDHOC 21 /* RFC 9668 */
 #endif
-#define CF_EDHOC_CBOR_SEQ 64
+#define CF_EDHOC_CBOR_SEQ     64
 #define CF_CID_EDHOC_CBOR_SEQ 65
-#define CODE_CONTINUE COAP_CODE(2, 31)
-#define CBOR_TRUE 0xf5
+#define CODE_CONTINUE         COAP_CODE(2, 31)
+#define CBOR_TRUE             0xf5
 
 /* What classification needs from a request or response's header. */
 struct view {
@@ -52,26 +52,16 @@ struct dgram {
 const char *edhoc_capture_msg_type_name(enum edhoc_capture_msg_type t)
 {
     switch (t) {
-    case EDHOC_CAPTURE_MSG_1:
-        return "message_1";
-    case EDHOC_CAPTURE_MSG_2:
-        return "message_2";
-    case EDHOC_CAPTURE_MSG_3:
-        return "message_3";
-    case EDHOC_CAPTURE_MSG_4:
-        return "message_4";
-    case EDHOC_CAPTURE_MSG_ERROR:
-        return "error";
-    case EDHOC_CAPTURE_MSG_3_ACK:
-        return "2.04 to message_3";
-    case EDHOC_CAPTURE_MSG_3_OSCORE:
-        return "message_3 + OSCORE";
-    case EDHOC_CAPTURE_MSG_OSCORE_REQUEST:
-        return "OSCORE request";
-    case EDHOC_CAPTURE_MSG_OSCORE_RESPONSE:
-        return "OSCORE response";
-    case EDHOC_CAPTURE_MSG_EMPTY:
-        return "empty ACK/RST";
+    case EDHOC_CAPTURE_MSG_1: return "message_1";
+    case EDHOC_CAPTURE_MSG_2: return "message_2";
+    case EDHOC_CAPTURE_MSG_3: return "message_3";
+    case EDHOC_CAPTURE_MSG_4: return "message_4";
+    case EDHOC_CAPTURE_MSG_ERROR: return "error";
+    case EDHOC_CAPTURE_MSG_3_ACK: return "2.04 to message_3";
+    case EDHOC_CAPTURE_MSG_3_OSCORE: return "message_3 + OSCORE";
+    case EDHOC_CAPTURE_MSG_OSCORE_REQUEST: return "OSCORE request";
+    case EDHOC_CAPTURE_MSG_OSCORE_RESPONSE: return "OSCORE response";
+    case EDHOC_CAPTURE_MSG_EMPTY: return "empty ACK/RST";
     }
     return "?";
 }
@@ -80,12 +70,9 @@ static enum edhoc_netacct_kind kind_of(enum edhoc_capture_msg_type t)
 {
     switch (t) {
     case EDHOC_CAPTURE_MSG_OSCORE_REQUEST:
-    case EDHOC_CAPTURE_MSG_OSCORE_RESPONSE:
-        return EDHOC_NETACCT_KIND_OSCORE;
-    case EDHOC_CAPTURE_MSG_EMPTY:
-        return EDHOC_NETACCT_KIND_OTHER;
-    default:
-        return EDHOC_NETACCT_KIND_HANDSHAKE;
+    case EDHOC_CAPTURE_MSG_OSCORE_RESPONSE: return EDHOC_NETACCT_KIND_OSCORE;
+    case EDHOC_CAPTURE_MSG_EMPTY: return EDHOC_NETACCT_KIND_OTHER;
+    default: return EDHOC_NETACCT_KIND_HANDSHAKE;
     }
 }
 
@@ -124,8 +111,8 @@ static void issuef(struct edhoc_capture_analysis *a, unsigned packet, const char
 
 /* ---- Views of CoAP messages ---- */
 
-static void block_option(const struct coap_msg *m, uint16_t number, bool *present,
-                         uint32_t *num, bool *more, unsigned *szx)
+static void block_option(const struct coap_msg *m, uint16_t number, bool *present, uint32_t *num,
+                         bool *more, unsigned *szx)
 {
     const struct coap_option *o = edhoc_coap_msg_find_option(m, number);
     uint32_t v = 0;
@@ -182,10 +169,8 @@ static void make_view(const struct coap_msg *m, struct view *v)
     v->has_oscore = o != NULL;
     oscore_kid(o, v->kid, &v->kid_len);
     v->has_edhoc_option = edhoc_coap_msg_find_option(m, COAP_OPT_EDHOC) != NULL;
-    block_option(m, COAP_OPT_BLOCK1, &v->block1, &v->block1_num, &v->block1_more,
-                 &v->block1_szx);
-    block_option(m, COAP_OPT_BLOCK2, &v->block2, &v->block2_num, &v->block2_more,
-                 &v->block2_szx);
+    block_option(m, COAP_OPT_BLOCK1, &v->block1, &v->block1_num, &v->block1_more, &v->block1_szx);
+    block_option(m, COAP_OPT_BLOCK2, &v->block2, &v->block2_num, &v->block2_more, &v->block2_szx);
 }
 
 /* ---- Addresses ---- */
@@ -230,12 +215,9 @@ static size_t curve_len(int crv)
 {
     switch (crv) {
     case EDHOC_COSE_CRV_P256:
-    case EDHOC_COSE_CRV_X25519:
-        return 32;
-    case EDHOC_COSE_CRV_P384:
-        return 48;
-    case EDHOC_COSE_CRV_X448:
-        return 56;
+    case EDHOC_COSE_CRV_X25519: return 32;
+    case EDHOC_COSE_CRV_P384: return 48;
+    case EDHOC_COSE_CRV_X448: return 56;
     }
     return 0;
 }
@@ -243,12 +225,9 @@ static size_t curve_len(int crv)
 static size_t signature_len(const struct edhoc_suite *su)
 {
     switch (su->sig_alg) {
-    case EDHOC_COSE_ES256:
-        return 64;
-    case EDHOC_COSE_ES384:
-        return 96;
-    case EDHOC_COSE_EDDSA:
-        return su->sig_curve == EDHOC_COSE_CRV_ED448 ? 114 : 64;
+    case EDHOC_COSE_ES256: return 64;
+    case EDHOC_COSE_ES384: return 96;
+    case EDHOC_COSE_EDDSA: return su->sig_curve == EDHOC_COSE_CRV_ED448 ? 114 : 64;
     }
     return 0;
 }
@@ -449,8 +428,10 @@ static struct edhoc_capture_exchange *new_exchange(struct edhoc_capture_analysis
     if (a->n_ex == EDHOC_CAPTURE_MAX_EXCHANGES) {
         evict_oldest(a);
         if (a->ex_evicted == 1)
-            issuef(a, packet, "more than %d EDHOC exchanges: the oldest leave the listing "
-                              "(still counted in the totals)", EDHOC_CAPTURE_MAX_EXCHANGES);
+            issuef(a, packet,
+                   "more than %d EDHOC exchanges: the oldest leave the listing "
+                   "(still counted in the totals)",
+                   EDHOC_CAPTURE_MAX_EXCHANGES);
     }
     struct edhoc_capture_exchange *ex = &a->ex[a->n_ex++];
     memset(ex, 0, sizeof *ex);
@@ -545,8 +526,8 @@ static bool leading_cid(const uint8_t *buf, size_t len, uint8_t *v, size_t *v_le
     return false;
 }
 
-static void set_message_1(struct edhoc_capture_exchange *ex,
-                          const struct edhoc_message_1_fields *f, const char *framing)
+static void set_message_1(struct edhoc_capture_exchange *ex, const struct edhoc_message_1_fields *f,
+                          const char *framing)
 {
     ex->method = f->method;
     ex->n_suites = f->n_suites < EDHOC_CAPTURE_MAX_SUITES ? f->n_suites : EDHOC_CAPTURE_MAX_SUITES;
@@ -574,10 +555,11 @@ static void classify_request(struct edhoc_capture_analysis *a, const struct view
             m3 = len - edhoc_cbor_remaining(&r);
         struct edhoc_capture_exchange *ex = find_exchange(a, p, true, true, NULL);
         if (!ex || m3 == 0) {
-            edhoc_capture_analysis_issue(a, d->packet, ex ? "EDHOC + OSCORE request without "
-                                                            "message_3"
-                                                          : "EDHOC + OSCORE request outside a "
-                                                            "known EDHOC exchange");
+            edhoc_capture_analysis_issue(a, d->packet,
+                                         ex ? "EDHOC + OSCORE request without "
+                                              "message_3"
+                                            : "EDHOC + OSCORE request outside a "
+                                              "known EDHOC exchange");
             a->unmatched++;
             return;
         }
@@ -617,8 +599,7 @@ static void classify_request(struct edhoc_capture_analysis *a, const struct view
             ex->c_r_known = true;
             infer_id_creds(ex);
         }
-        add_msg(a, ex, EDHOC_CAPTURE_MSG_OSCORE_REQUEST, true, acc, frame, 0, d->packet, &d->ts,
-                v);
+        add_msg(a, ex, EDHOC_CAPTURE_MSG_OSCORE_REQUEST, true, acc, frame, 0, d->packet, &d->ts, v);
         return;
     }
 
@@ -695,16 +676,16 @@ static void classify_request(struct edhoc_capture_analysis *a, const struct view
             return;
         }
     }
-    edhoc_capture_analysis_issue(a, d->packet, "EDHOC request not understood (not message_1, "
-                                               "message_3 or an error)");
+    edhoc_capture_analysis_issue(a, d->packet,
+                                 "EDHOC request not understood (not message_1, "
+                                 "message_3 or an error)");
     a->skipped++;
 }
 
 /* ---- Responses ---- */
 
-static void classify_response(struct edhoc_capture_analysis *a,
-                              struct edhoc_capture_exchange *ex, size_t req,
-                              const struct view *v, const uint8_t *body, size_t len,
+static void classify_response(struct edhoc_capture_analysis *a, struct edhoc_capture_exchange *ex,
+                              size_t req, const struct view *v, const uint8_t *body, size_t len,
                               const struct dgram *d, const struct edhoc_netacct_total *acc,
                               size_t frame)
 {
@@ -715,7 +696,7 @@ static void classify_response(struct edhoc_capture_analysis *a,
     if (rt == EDHOC_CAPTURE_MSG_OSCORE_REQUEST || rt == EDHOC_CAPTURE_MSG_3_OSCORE ||
         (rt == EDHOC_CAPTURE_MSG_3 && v->has_oscore)) {
         add_reply(a, ex, req, EDHOC_CAPTURE_MSG_OSCORE_RESPONSE, acc, frame, 0, d->packet, &d->ts,
-                v);
+                  v);
         return;
     }
     if (rt != EDHOC_CAPTURE_MSG_1 && rt != EDHOC_CAPTURE_MSG_3) {
@@ -756,16 +737,15 @@ static void classify_response(struct edhoc_capture_analysis *a,
     } else if (edhoc_message_4_parse(body, len, &ct, &ct_len) == 0) {
         add_reply(a, ex, req, EDHOC_CAPTURE_MSG_4, acc, frame, len, d->packet, &d->ts, v);
     } else {
-        edhoc_capture_analysis_issue(a, d->packet,
-                                     "the response to message_3 is not message_4");
+        edhoc_capture_analysis_issue(a, d->packet, "the response to message_3 is not message_4");
         a->skipped++;
     }
 }
 
 static bool is_request_type(enum edhoc_capture_msg_type t)
 {
-    return t == EDHOC_CAPTURE_MSG_1 || t == EDHOC_CAPTURE_MSG_3 || t == EDHOC_CAPTURE_MSG_3_OSCORE ||
-           t == EDHOC_CAPTURE_MSG_OSCORE_REQUEST ||
+    return t == EDHOC_CAPTURE_MSG_1 || t == EDHOC_CAPTURE_MSG_3 ||
+           t == EDHOC_CAPTURE_MSG_3_OSCORE || t == EDHOC_CAPTURE_MSG_OSCORE_REQUEST ||
            /* an error the initiator sent in a POST */
            t == EDHOC_CAPTURE_MSG_ERROR;
 }
@@ -935,8 +915,7 @@ static void handle_request(struct edhoc_capture_analysis *a, const struct view *
                 return;
             }
         }
-        if (!as || !asm_append(a, as, d, v->block1_num, v->block1_szx, m->payload,
-                               m->payload_len))
+        if (!as || !asm_append(a, as, d, v->block1_num, v->block1_szx, m->payload, m->payload_len))
             return;
         if (v->block1_more)
             return;
@@ -977,8 +956,8 @@ static void handle_response(struct edhoc_capture_analysis *a, const struct view 
             return;
         struct view full;
         view_from_asm(as, v, &full);
-        classify_response(a, &a->ex[as->ex], (size_t)as->req_msg, &full, as->body, as->body_len,
-                          d, &as->acc, as->frame);
+        classify_response(a, &a->ex[as->ex], (size_t)as->req_msg, &full, as->body, as->body_len, d,
+                          &as->acc, as->frame);
         return;
     }
     size_t exi, mi;
@@ -1002,8 +981,7 @@ static void handle_response(struct edhoc_capture_analysis *a, const struct view 
     }
     struct edhoc_netacct_total acc;
     acc_from(d, &acc);
-    classify_response(a, &a->ex[exi], mi, v, m->payload, m->payload_len, d, &acc,
-                      d->p->frame_len);
+    classify_response(a, &a->ex[exi], mi, v, m->payload, m->payload_len, d, &acc, d->p->frame_len);
 }
 
 static bool coap_port(uint16_t port)
@@ -1012,8 +990,7 @@ static bool coap_port(uint16_t port)
 }
 
 void edhoc_capture_analysis_packet(struct edhoc_capture_analysis *a, unsigned packet,
-                                   const struct edhoc_capture_packet *p,
-                                   const struct timespec *ts)
+                                   const struct edhoc_capture_packet *p, const struct timespec *ts)
 {
     if (!a || !p)
         return;
@@ -1068,10 +1045,11 @@ void edhoc_capture_analysis_packet(struct edhoc_capture_analysis *a, unsigned pa
     if (rc != 0) {
         /* The datagram cannot cross the modelled link: keep its IP-level
          * numbers, count no frames for it, and say so. */
-        edhoc_capture_analysis_issue(a, packet, rc == EDHOC_NETACCT_ERR_TOO_LARGE
-                                                    ? "datagram too large for the modelled "
-                                                      "link (not counted in frames)"
-                                                    : "link parameters rejected");
+        edhoc_capture_analysis_issue(a, packet,
+                                     rc == EDHOC_NETACCT_ERR_TOO_LARGE
+                                         ? "datagram too large for the modelled "
+                                           "link (not counted in frames)"
+                                         : "link parameters rejected");
         memset(&d.l, 0, sizeof d.l);
         d.l.coap = p->payload_len;
         d.l.udp = p->payload_len + 8;
@@ -1088,8 +1066,8 @@ void edhoc_capture_analysis_packet(struct edhoc_capture_analysis *a, unsigned pa
         }
         struct edhoc_netacct_total acc;
         acc_from(&d, &acc);
-        add_msg(a, ex, EDHOC_CAPTURE_MSG_EMPTY, from_client, &acc, p->frame_len, 0, packet,
-                &d.ts, &v);
+        add_msg(a, ex, EDHOC_CAPTURE_MSG_EMPTY, from_client, &acc, p->frame_len, 0, packet, &d.ts,
+                &v);
         return;
     }
     if (edhoc_coap_code_is_request(m.code))
@@ -1110,13 +1088,9 @@ void edhoc_capture_analysis_frame(struct edhoc_capture_analysis *a, unsigned pac
     struct edhoc_capture_packet p;
     int rc = edhoc_capture_packet_parse(dlt, frame, caplen, wire_len, &p);
     switch (rc) {
-    case 0:
-        edhoc_capture_analysis_packet(a, packet, &p, ts);
-        return;
+    case 0: edhoc_capture_analysis_packet(a, packet, &p, ts); return;
     case EDHOC_CAPTURE_ERR_NOT_IP:
-    case EDHOC_CAPTURE_ERR_NOT_UDP:
-        a->ignored++;
-        return;
+    case EDHOC_CAPTURE_ERR_NOT_UDP: a->ignored++; return;
     default: {
         char buf[96];
         snprintf(buf, sizeof buf, "skipped: %s", edhoc_capture_strerror(rc));
@@ -1130,23 +1104,15 @@ void edhoc_capture_analysis_frame(struct edhoc_capture_analysis *a, unsigned pac
 const char *edhoc_capture_dlt_name(int dlt)
 {
     switch (dlt) {
-    case EDHOC_CAPTURE_DLT_NULL:
-        return "BSD loopback";
-    case EDHOC_CAPTURE_DLT_EN10MB:
-        return "Ethernet";
+    case EDHOC_CAPTURE_DLT_NULL: return "BSD loopback";
+    case EDHOC_CAPTURE_DLT_EN10MB: return "Ethernet";
     case EDHOC_CAPTURE_DLT_RAW:
-    case EDHOC_CAPTURE_DLT_RAW_ALT:
-        return "raw IP";
-    case EDHOC_CAPTURE_DLT_LOOP:
-        return "OpenBSD loopback";
-    case EDHOC_CAPTURE_DLT_LINUX_SLL:
-        return "Linux cooked v1";
-    case EDHOC_CAPTURE_DLT_LINUX_SLL2:
-        return "Linux cooked v2";
-    case EDHOC_CAPTURE_DLT_IPV4:
-        return "raw IPv4";
-    case EDHOC_CAPTURE_DLT_IPV6:
-        return "raw IPv6";
+    case EDHOC_CAPTURE_DLT_RAW_ALT: return "raw IP";
+    case EDHOC_CAPTURE_DLT_LOOP: return "OpenBSD loopback";
+    case EDHOC_CAPTURE_DLT_LINUX_SLL: return "Linux cooked v1";
+    case EDHOC_CAPTURE_DLT_LINUX_SLL2: return "Linux cooked v2";
+    case EDHOC_CAPTURE_DLT_IPV4: return "raw IPv4";
+    case EDHOC_CAPTURE_DLT_IPV6: return "raw IPv6";
     }
     return NULL;
 }

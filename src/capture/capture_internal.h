@@ -5,12 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ETHERTYPE_IPV4 0x0800
-#define ETHERTYPE_IPV6 0x86dd
+#define ETHERTYPE_IPV4  0x0800
+#define ETHERTYPE_IPV6  0x86dd
 #define IPPROTO_UDP_NUM 17
 /* BSD loopback address families: AF_INET everywhere, AF_INET6 as the BSDs
  * number it (Linux's 10 is accepted when reading). */
-#define LOOP_AF_INET 2
+#define LOOP_AF_INET      2
 #define LOOP_AF_INET6_BSD 24
 
 static inline uint16_t capture_get16(const uint8_t *p)

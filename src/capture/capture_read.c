@@ -10,22 +10,23 @@
 #include "capture_internal.h"
 #include "edhoc/capture.h"
 
-#define IPV6_NH_HOP_BY_HOP 0
-#define IPV6_NH_ROUTING 43
-#define IPV6_NH_FRAGMENT 44
-#define IPV6_NH_DEST_OPTS 60
+#define IPV6_NH_HOP_BY_HOP   0
+#define IPV6_NH_ROUTING      43
+#define IPV6_NH_FRAGMENT     44
+#define IPV6_NH_DEST_OPTS    60
 #define MAX_IPV6_EXT_HEADERS 8
-#define MAX_VLAN_TAGS 2
+#define MAX_VLAN_TAGS        2
 
 /* The address families BSD-style loopback headers use for IPv4 / IPv6
  * across systems (Linux, BSDs, Darwin). */
 static int loop_af_version(uint32_t af)
 {
     switch (af) {
-    case 2:
-        return 4;
-    case 10: case 24: case 28: case 30:
-        return 6;
+    case 2: return 4;
+    case 10:
+    case 24:
+    case 28:
+    case 30: return 6;
     }
     return 0;
 }
@@ -42,9 +43,7 @@ static int link_strip(int dlt, const uint8_t *f, size_t caplen, size_t *off, int
     *version = 0;
     switch (dlt) {
     case EDHOC_CAPTURE_DLT_RAW:
-    case EDHOC_CAPTURE_DLT_RAW_ALT:
-        *off = 0;
-        return 0;
+    case EDHOC_CAPTURE_DLT_RAW_ALT: *off = 0; return 0;
     case EDHOC_CAPTURE_DLT_IPV4:
     case EDHOC_CAPTURE_DLT_IPV6:
         *off = 0;
@@ -116,8 +115,8 @@ int edhoc_capture_packet_parse(int dlt, const uint8_t *f, size_t caplen, size_t 
     if (caplen <= off)
         return short_frame(caplen, wire_len);
     const uint8_t *ip = f + off;
-    size_t avail = caplen - off;        /* bytes present */
-    size_t on_wire = wire_len - off;    /* bytes the packet had */
+    size_t avail = caplen - off;     /* bytes present */
+    size_t on_wire = wire_len - off; /* bytes the packet had */
     int nibble = ip[0] >> 4;
     if (version == 0)
         version = nibble;
@@ -203,8 +202,7 @@ struct edhoc_capture_reader {
     char err[PCAP_ERRBUF_SIZE + 64];
 };
 
-struct edhoc_capture_reader *edhoc_capture_reader_open(const char *path, char *err,
-                                                       size_t err_cap)
+struct edhoc_capture_reader *edhoc_capture_reader_open(const char *path, char *err, size_t err_cap)
 {
     char perr[PCAP_ERRBUF_SIZE];
     perr[0] = '\0';
@@ -235,8 +233,8 @@ int edhoc_capture_reader_dlt(const struct edhoc_capture_reader *r)
     return r ? r->dlt : -1;
 }
 
-int edhoc_capture_reader_next(struct edhoc_capture_reader *r, const uint8_t **frame,
-                              size_t *caplen, size_t *wire_len, struct timespec *ts)
+int edhoc_capture_reader_next(struct edhoc_capture_reader *r, const uint8_t **frame, size_t *caplen,
+                              size_t *wire_len, struct timespec *ts)
 {
     if (!r || !frame || !caplen || !wire_len)
         return EDHOC_CAPTURE_ERR_ARG;

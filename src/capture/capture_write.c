@@ -45,30 +45,18 @@ uint16_t capture_csum_fold(uint32_t sum)
 const char *edhoc_capture_strerror(int err)
 {
     switch (err) {
-    case 0:
-        return "success";
-    case EDHOC_CAPTURE_ERR_ARG:
-        return "invalid argument";
-    case EDHOC_CAPTURE_ERR_OPEN:
-        return "cannot open the capture file";
-    case EDHOC_CAPTURE_ERR_READ:
-        return "the capture file is truncated or corrupt";
-    case EDHOC_CAPTURE_ERR_WRITE:
-        return "cannot write the capture file";
-    case EDHOC_CAPTURE_ERR_LINK:
-        return "unsupported link type";
-    case EDHOC_CAPTURE_ERR_NOT_IP:
-        return "not an IP packet";
-    case EDHOC_CAPTURE_ERR_NOT_UDP:
-        return "not a UDP datagram";
-    case EDHOC_CAPTURE_ERR_FRAGMENT:
-        return "IP fragment (not reassembled)";
-    case EDHOC_CAPTURE_ERR_MALFORMED:
-        return "malformed header";
-    case EDHOC_CAPTURE_ERR_TRUNCATED:
-        return "packet truncated";
-    case EDHOC_CAPTURE_ERR_TOO_LARGE:
-        return "datagram too large";
+    case 0: return "success";
+    case EDHOC_CAPTURE_ERR_ARG: return "invalid argument";
+    case EDHOC_CAPTURE_ERR_OPEN: return "cannot open the capture file";
+    case EDHOC_CAPTURE_ERR_READ: return "the capture file is truncated or corrupt";
+    case EDHOC_CAPTURE_ERR_WRITE: return "cannot write the capture file";
+    case EDHOC_CAPTURE_ERR_LINK: return "unsupported link type";
+    case EDHOC_CAPTURE_ERR_NOT_IP: return "not an IP packet";
+    case EDHOC_CAPTURE_ERR_NOT_UDP: return "not a UDP datagram";
+    case EDHOC_CAPTURE_ERR_FRAGMENT: return "IP fragment (not reassembled)";
+    case EDHOC_CAPTURE_ERR_MALFORMED: return "malformed header";
+    case EDHOC_CAPTURE_ERR_TRUNCATED: return "packet truncated";
+    case EDHOC_CAPTURE_ERR_TOO_LARGE: return "datagram too large";
     }
     return "unknown error";
 }
@@ -91,8 +79,8 @@ static void mac_for(const struct sockaddr *sa, uint8_t mac[6])
     memcpy(mac + 2, a + n - 4, 4);
 }
 
-static size_t link_header(int dlt, const struct sockaddr *src, const struct sockaddr *dst,
-                          bool v6, uint8_t *out)
+static size_t link_header(int dlt, const struct sockaddr *src, const struct sockaddr *dst, bool v6,
+                          uint8_t *out)
 {
     uint16_t ethertype = v6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4;
     uint32_t af = v6 ? LOOP_AF_INET6_BSD : LOOP_AF_INET;
@@ -100,8 +88,7 @@ static size_t link_header(int dlt, const struct sockaddr *src, const struct sock
     mac_for(src, smac);
     mac_for(dst, dmac);
     switch (dlt) {
-    case EDHOC_CAPTURE_DLT_RAW:
-        return 0;
+    case EDHOC_CAPTURE_DLT_RAW: return 0;
     case EDHOC_CAPTURE_DLT_EN10MB:
         memcpy(out, dmac, 6);
         memcpy(out + 6, smac, 6);
@@ -130,9 +117,7 @@ static size_t link_header(int dlt, const struct sockaddr *src, const struct sock
     case EDHOC_CAPTURE_DLT_NULL:
         memcpy(out, &af, 4); /* host byte order, as the link type defines */
         return 4;
-    case EDHOC_CAPTURE_DLT_LOOP:
-        capture_put32(out, af);
-        return 4;
+    case EDHOC_CAPTURE_DLT_LOOP: capture_put32(out, af); return 4;
     }
     return (size_t)-1;
 }
@@ -307,8 +292,8 @@ int edhoc_capture_datagram(struct edhoc_capture *cap, const struct sockaddr *src
 {
     if (!cap)
         return EDHOC_CAPTURE_ERR_ARG;
-    long n = edhoc_capture_frame_build(cap->dlt, src, dst, payload, len, cap->frame,
-                                       sizeof cap->frame);
+    long n =
+        edhoc_capture_frame_build(cap->dlt, src, dst, payload, len, cap->frame, sizeof cap->frame);
     if (n < 0)
         return (int)n;
     struct timespec now;
@@ -328,9 +313,9 @@ int edhoc_capture_datagram(struct edhoc_capture *cap, const struct sockaddr *src
     return 0;
 }
 
-int edhoc_capture_datagram_dir(struct edhoc_capture *cap, bool sent,
-                               const struct sockaddr *local, const struct sockaddr *peer,
-                               const uint8_t *payload, size_t len, const struct timespec *ts)
+int edhoc_capture_datagram_dir(struct edhoc_capture *cap, bool sent, const struct sockaddr *local,
+                               const struct sockaddr *peer, const uint8_t *payload, size_t len,
+                               const struct timespec *ts)
 {
     return sent ? edhoc_capture_datagram(cap, local, peer, payload, len, ts)
                 : edhoc_capture_datagram(cap, peer, local, payload, len, ts);

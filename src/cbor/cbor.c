@@ -44,13 +44,13 @@ static unsigned char *writer_tail(struct edhoc_cbor_writer *w, size_t *room)
     return w->buf + w->len;
 }
 
-#define WRITER_ENCODE(w, call_with_dst_room)                                  \
-    do {                                                                      \
-        size_t room;                                                          \
-        unsigned char *dst = writer_tail((w), &room);                         \
-        if (!dst)                                                             \
-            return;                                                           \
-        writer_advance((w), call_with_dst_room);                              \
+#define WRITER_ENCODE(w, call_with_dst_room)                                                       \
+    do {                                                                                           \
+        size_t room;                                                                               \
+        unsigned char *dst = writer_tail((w), &room);                                              \
+        if (!dst)                                                                                  \
+            return;                                                                                \
+        writer_advance((w), call_with_dst_room);                                                   \
     } while (0)
 
 void edhoc_cbor_put_uint(struct edhoc_cbor_writer *w, uint64_t v)
@@ -156,9 +156,18 @@ static void on_uint(void *c, uint64_t v)
     CTX(c)->it->i = v <= INT64_MAX ? (int64_t)v : 0;
     CTX(c)->has_argument = true;
 }
-static void on_uint8(void *c, uint8_t v) { on_uint(c, v); }
-static void on_uint16(void *c, uint16_t v) { on_uint(c, v); }
-static void on_uint32(void *c, uint32_t v) { on_uint(c, v); }
+static void on_uint8(void *c, uint8_t v)
+{
+    on_uint(c, v);
+}
+static void on_uint16(void *c, uint16_t v)
+{
+    on_uint(c, v);
+}
+static void on_uint32(void *c, uint32_t v)
+{
+    on_uint(c, v);
+}
 
 static void on_negint(void *c, uint64_t v)
 {
@@ -167,9 +176,18 @@ static void on_negint(void *c, uint64_t v)
     CTX(c)->it->i = v <= INT64_MAX ? -1 - (int64_t)v : 0;
     CTX(c)->has_argument = true;
 }
-static void on_negint8(void *c, uint8_t v) { on_negint(c, v); }
-static void on_negint16(void *c, uint16_t v) { on_negint(c, v); }
-static void on_negint32(void *c, uint32_t v) { on_negint(c, v); }
+static void on_negint8(void *c, uint8_t v)
+{
+    on_negint(c, v);
+}
+static void on_negint16(void *c, uint16_t v)
+{
+    on_negint(c, v);
+}
+static void on_negint32(void *c, uint32_t v)
+{
+    on_negint(c, v);
+}
 
 static void on_bstr(void *c, cbor_data p, size_t n)
 {
@@ -208,8 +226,14 @@ static void on_tag(void *c, uint64_t v)
     CTX(c)->has_argument = true;
 }
 
-static void on_indefinite(void *c) { CTX(c)->error = EDHOC_CBOR_ERR_INDEFINITE; }
-static void on_break(void *c) { CTX(c)->error = EDHOC_CBOR_ERR_MALFORMED; }
+static void on_indefinite(void *c)
+{
+    CTX(c)->error = EDHOC_CBOR_ERR_INDEFINITE;
+}
+static void on_break(void *c)
+{
+    CTX(c)->error = EDHOC_CBOR_ERR_MALFORMED;
+}
 
 static void on_float(void *c, float f)
 {
@@ -221,9 +245,18 @@ static void on_double(void *c, double d)
     (void)d;
     CTX(c)->it->type = EDHOC_CBOR_FLOAT;
 }
-static void on_null(void *c) { CTX(c)->it->type = EDHOC_CBOR_NULL; }
-static void on_undefined(void *c) { CTX(c)->it->type = EDHOC_CBOR_UNDEFINED; }
-static void on_bool(void *c, bool b) { CTX(c)->it->type = b ? EDHOC_CBOR_TRUE : EDHOC_CBOR_FALSE; }
+static void on_null(void *c)
+{
+    CTX(c)->it->type = EDHOC_CBOR_NULL;
+}
+static void on_undefined(void *c)
+{
+    CTX(c)->it->type = EDHOC_CBOR_UNDEFINED;
+}
+static void on_bool(void *c, bool b)
+{
+    CTX(c)->it->type = b ? EDHOC_CBOR_TRUE : EDHOC_CBOR_FALSE;
+}
 
 static const struct cbor_callbacks strict_callbacks = {
     .uint8 = on_uint8,
@@ -303,20 +336,15 @@ int edhoc_cbor_peek(const struct edhoc_cbor_reader *r, struct edhoc_cbor_item *i
     switch (it->type) {
     case EDHOC_CBOR_UINT:
     case EDHOC_CBOR_NINT:
-    case EDHOC_CBOR_TAG:
-        argument = it->u;
-        break;
+    case EDHOC_CBOR_TAG: argument = it->u; break;
     case EDHOC_CBOR_BSTR:
     case EDHOC_CBOR_TSTR:
         argument = it->len;
         content = it->len;
         break;
     case EDHOC_CBOR_ARRAY:
-    case EDHOC_CBOR_MAP:
-        argument = it->len;
-        break;
-    default:
-        break;
+    case EDHOC_CBOR_MAP: argument = it->len; break;
+    default: break;
     }
     it->head_len = res.read - content;
     if (ctx.has_argument && it->head_len != edhoc_cbor_head_len(argument))
@@ -478,23 +506,14 @@ int edhoc_cbor_check_item(const uint8_t *buf, size_t len)
 const char *edhoc_cbor_strerror(int err)
 {
     switch (err) {
-    case 0:
-        return "ok";
-    case EDHOC_CBOR_ERR_TRUNCATED:
-        return "CBOR item truncated";
-    case EDHOC_CBOR_ERR_NOT_SHORTEST:
-        return "CBOR head not in shortest (deterministic) form";
-    case EDHOC_CBOR_ERR_INDEFINITE:
-        return "CBOR indefinite-length item";
-    case EDHOC_CBOR_ERR_TYPE:
-        return "unexpected CBOR type";
-    case EDHOC_CBOR_ERR_MALFORMED:
-        return "malformed CBOR";
-    case EDHOC_CBOR_ERR_OVERFLOW:
-        return "CBOR value or buffer overflow";
-    case EDHOC_CBOR_ERR_DEPTH:
-        return "CBOR nesting too deep";
-    default:
-        return "unknown CBOR error";
+    case 0: return "ok";
+    case EDHOC_CBOR_ERR_TRUNCATED: return "CBOR item truncated";
+    case EDHOC_CBOR_ERR_NOT_SHORTEST: return "CBOR head not in shortest (deterministic) form";
+    case EDHOC_CBOR_ERR_INDEFINITE: return "CBOR indefinite-length item";
+    case EDHOC_CBOR_ERR_TYPE: return "unexpected CBOR type";
+    case EDHOC_CBOR_ERR_MALFORMED: return "malformed CBOR";
+    case EDHOC_CBOR_ERR_OVERFLOW: return "CBOR value or buffer overflow";
+    case EDHOC_CBOR_ERR_DEPTH: return "CBOR nesting too deep";
+    default: return "unknown CBOR error";
     }
 }

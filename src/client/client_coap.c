@@ -13,8 +13,8 @@ int cli_coap_method(const char *name)
     static const struct {
         const char *n;
         int code;
-    } m[] = {{"GET", 1}, {"POST", 2}, {"PUT", 3}, {"DELETE", 4}, {"FETCH", 5}, {"PATCH", 6},
-             {"IPATCH", 7}};
+    } m[] = {{"GET", 1},   {"POST", 2},  {"PUT", 3},   {"DELETE", 4},
+             {"FETCH", 5}, {"PATCH", 6}, {"IPATCH", 7}};
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         if (!strcasecmp(name, m[i].n))
             return m[i].code;
@@ -32,7 +32,7 @@ long cli_coap_build_request(uint8_t code, const char *path, const char *query, i
     m.code = code;
     uint8_t obs[4], cfv[4];
     if (observe >= 0 && edhoc_coap_msg_add_option(&m, COAP_OPT_OBSERVE, obs,
-                                            edhoc_coap_uint_encode((uint32_t)observe, obs)))
+                                                  edhoc_coap_uint_encode((uint32_t)observe, obs)))
         return -1;
     /* Segments point into path / query themselves (kept alive by the caller). */
     const char *s = path ? path : "";
@@ -47,7 +47,7 @@ long cli_coap_build_request(uint8_t code, const char *path, const char *query, i
         s += n;
     }
     if (cf >= 0 && edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv,
-                                       edhoc_coap_uint_encode((uint32_t)cf, cfv)))
+                                             edhoc_coap_uint_encode((uint32_t)cf, cfv)))
         return -1;
     s = query ? query : "";
     while (*s) {
@@ -69,13 +69,25 @@ const char *cli_coap_code_name(uint8_t code, char *buf, size_t cap)
     static const struct {
         uint8_t code;
         const char *name;
-    } names[] = {{0x41, "Created"}, {0x42, "Deleted"}, {0x43, "Valid"}, {0x44, "Changed"},
-                 {0x45, "Content"}, {0x5f, "Continue"}, {0x80, "Bad Request"},
-                 {0x81, "Unauthorized"}, {0x82, "Bad Option"}, {0x83, "Forbidden"},
-                 {0x84, "Not Found"}, {0x85, "Method Not Allowed"}, {0x86, "Not Acceptable"},
-                 {0x88, "Request Entity Incomplete"}, {0x8d, "Request Entity Too Large"},
-                 {0x8f, "Unsupported Content-Format"}, {0xa0, "Internal Server Error"},
-                 {0xa1, "Not Implemented"}, {0xa3, "Service Unavailable"}};
+    } names[] = {{0x41, "Created"},
+                 {0x42, "Deleted"},
+                 {0x43, "Valid"},
+                 {0x44, "Changed"},
+                 {0x45, "Content"},
+                 {0x5f, "Continue"},
+                 {0x80, "Bad Request"},
+                 {0x81, "Unauthorized"},
+                 {0x82, "Bad Option"},
+                 {0x83, "Forbidden"},
+                 {0x84, "Not Found"},
+                 {0x85, "Method Not Allowed"},
+                 {0x86, "Not Acceptable"},
+                 {0x88, "Request Entity Incomplete"},
+                 {0x8d, "Request Entity Too Large"},
+                 {0x8f, "Unsupported Content-Format"},
+                 {0xa0, "Internal Server Error"},
+                 {0xa1, "Not Implemented"},
+                 {0xa3, "Service Unavailable"}};
     const char *name = "";
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (names[i].code == code)
@@ -102,7 +114,6 @@ int cli_coap_response_view(const uint8_t *msg, size_t len, uint8_t *code, int *c
     return 0;
 }
 
-
 bool cli_coap_payload_printable(const uint8_t *p, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
@@ -113,7 +124,7 @@ bool cli_coap_payload_printable(const uint8_t *p, size_t len)
 }
 
 long cli_coap_with_echo(const uint8_t *req, size_t len, const uint8_t *echo, size_t echo_len,
-                      uint8_t *out, size_t cap)
+                        uint8_t *out, size_t cap)
 {
     struct coap_msg m;
     if (edhoc_coap_msg_parse(req, len, &m))
@@ -178,9 +189,8 @@ long cli_coap_add_options(uint8_t *msg, long len, size_t cap, long accept,
     if (edhoc_coap_msg_parse(msg, (size_t)len, &m))
         return -1;
     uint8_t acc[4];
-    if (accept >= 0 &&
-        edhoc_coap_msg_add_option(&m, COAP_OPT_ACCEPT, acc,
-                                  edhoc_coap_uint_encode((uint32_t)accept, acc)))
+    if (accept >= 0 && edhoc_coap_msg_add_option(&m, COAP_OPT_ACCEPT, acc,
+                                                 edhoc_coap_uint_encode((uint32_t)accept, acc)))
         return -1;
     for (size_t i = 0; i < n_extra; i++)
         if (edhoc_coap_msg_add_option(&m, extra[i].number, extra[i].value, extra[i].len))

@@ -165,7 +165,7 @@ static int deregister(struct client_coap_run *r, struct edhoc_transport *t, cons
     long n = cli_coap_build_request(r->p.code, r->p.path, r->p.query, r->p.content_format, NULL, 0,
                                     1, r->req, EDHOC_TRANSPORT_MAX_MESSAGE);
     n = cli_coap_add_options(r->req, n, EDHOC_TRANSPORT_MAX_MESSAGE, r->p.accept, r->p.extra,
-                              r->p.n_extra);
+                             r->p.n_extra);
     if (n < 0)
         return -1;
     struct oscore_binding b;

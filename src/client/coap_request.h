@@ -83,9 +83,9 @@ struct client_coap_params {
     unsigned block_size; /* 0: 1024 */
     size_t max_body;
     long timeout_ms;
-    bool output; /* the command writes bodies to a file */
-    bool non;    /* a Non-confirmable request (RFC 7252 Section 4.3) */
-    long accept; /* Accept (RFC 7252 Section 5.10.4), -1: none */
+    bool output;    /* the command writes bodies to a file */
+    bool non;       /* a Non-confirmable request (RFC 7252 Section 4.3) */
+    long accept;    /* Accept (RFC 7252 Section 5.10.4), -1: none */
     bool has_token; /* the request's token given (RFC 7252 Section 5.3.1) */
     uint8_t token[8];
     size_t token_len;

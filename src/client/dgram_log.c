@@ -25,8 +25,8 @@ static bool over_ipv6(const struct sockaddr *peer)
            !IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)peer)->sin6_addr);
 }
 
-int cli_net_layers(const struct edhoc_netacct_link *link, size_t len, bool ipv6,
-                   uint16_t src_port, uint16_t dst_port, struct edhoc_netacct_layers *out)
+int cli_net_layers(const struct edhoc_netacct_link *link, size_t len, bool ipv6, uint16_t src_port,
+                   uint16_t dst_port, struct edhoc_netacct_layers *out)
 {
     struct edhoc_netacct_dgram d = {
         .udp_payload = len, .ipv6 = ipv6, .src_port = src_port, .dst_port = dst_port};
@@ -43,9 +43,13 @@ int cli_net_layers_msg(const struct edhoc_netacct_link *link, const uint8_t *msg
                        bool ipv6, uint16_t src_port, uint16_t dst_port, bool from_client,
                        struct edhoc_netacct_layers *out)
 {
-    struct edhoc_netacct_dgram d = {
-        .udp_payload = len, .ipv6 = ipv6, .src_port = src_port, .dst_port = dst_port,
-        .payload = msg, .dir = from_client ? EDHOC_NETACCT_DIR_UP : EDHOC_NETACCT_DIR_DOWN};
+    struct edhoc_netacct_dgram d = {.udp_payload = len,
+                                    .ipv6 = ipv6,
+                                    .src_port = src_port,
+                                    .dst_port = dst_port,
+                                    .payload = msg,
+                                    .dir = from_client ? EDHOC_NETACCT_DIR_UP
+                                                       : EDHOC_NETACCT_DIR_DOWN};
     if (edhoc_netacct_datagram(link, &d, out, NULL, 0) == 0)
         return 0;
     memset(out, 0, sizeof *out);
@@ -68,8 +72,7 @@ static void on_datagram(void *user, bool sent, const struct sockaddr *local,
     struct edhoc_netacct_layers l;
     uint16_t lp = port_of(local), pp = port_of(peer);
     /* This process is the client: what it sends goes up. */
-    if (cli_net_layers_msg(&log->link, payload, len, v6, sent ? lp : pp, sent ? pp : lp, sent,
-                           &l))
+    if (cli_net_layers_msg(&log->link, payload, len, v6, sent ? lp : pp, sent ? pp : lp, sent, &l))
         log->link_errors++;
     struct cli_exchange *e = &log->ex[log->current];
     e->ipv6 = v6;

@@ -18,10 +18,10 @@ struct edhoc_capture;
 #define CLI_MAX_EXCHANGES 64
 
 struct cli_exchange {
-    char name[48];           /* "message_1", "OSCORE request 1", ... */
+    char name[48]; /* "message_1", "OSCORE request 1", ... */
     unsigned dgrams_sent, dgrams_received;
-    size_t bytes_sent, bytes_received;   /* UDP payload bytes */
-    size_t first_sent, first_received;   /* size of the first datagram each way */
+    size_t bytes_sent, bytes_received; /* UDP payload bytes */
+    size_t first_sent, first_received; /* size of the first datagram each way */
     /* The same datagrams per layer (CoAP = UDP payload, UDP, IP, link
      * frames) on the log's link; edhoc is left 0 here. */
     struct edhoc_netacct_total sent_layers, received_layers;
@@ -43,8 +43,8 @@ struct cli_dgram_log {
 
 /* The layers of one datagram on link: UDP payload len over IPv6 or IPv4.
  * Returns 0, or -1 when the link cannot carry it (frames 0). */
-int cli_net_layers(const struct edhoc_netacct_link *link, size_t len, bool ipv6,
-                   uint16_t src_port, uint16_t dst_port, struct edhoc_netacct_layers *out);
+int cli_net_layers(const struct edhoc_netacct_link *link, size_t len, bool ipv6, uint16_t src_port,
+                   uint16_t dst_port, struct edhoc_netacct_layers *out);
 /* The same with the CoAP message's bytes (SCHC on LoRaWAN compresses its
  * header) and its direction (client -> server: uplink). */
 int cli_net_layers_msg(const struct edhoc_netacct_link *link, const uint8_t *msg, size_t len,

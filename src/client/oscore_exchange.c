@@ -111,7 +111,8 @@ static int exchange_one(struct edhoc_transport *t, struct oscore_context *ctx, c
                 r->echo_piv = r->response_piv;
                 uint8_t ev[40];
                 memcpy(ev, echo->value, echo->len);
-                long an = cli_coap_with_echo(req, req_len, ev, echo->len, again, EDHOC_TRANSPORT_MAX_MESSAGE);
+                long an = cli_coap_with_echo(req, req_len, ev, echo->len, again,
+                                             EDHOC_TRANSPORT_MAX_MESSAGE);
                 if (an < 0) {
                     r->oscore_err = OSCORE_ERR_TOO_LARGE;
                     goto out;
@@ -214,8 +215,8 @@ int cli_oscore_exchange_bw(struct edhoc_transport *t, struct oscore_context *ctx
             cr = nl < 0 ? (int)nl : EDHOC_BW_ERR_MALFORMED;
             break;
         }
-        if (exchange_one(t, ctx, blk, (size_t)nl, part, EDHOC_TRANSPORT_MAX_MESSAGE, deadline,
-                         log, log_name, x, r))
+        if (exchange_one(t, ctx, blk, (size_t)nl, part, EDHOC_TRANSPORT_MAX_MESSAGE, deadline, log,
+                         log_name, x, r))
             goto out;
         r->block2_blocks++;
         cr = edhoc_bw_collect_add(&c, part, (size_t)r->response_len);

@@ -15,19 +15,19 @@ struct edhoc_transport;
 struct oscore_context;
 
 struct cli_oscore_result {
-    long response_len;          /* inner (decrypted) response length in out */
-    size_t request_bytes;       /* protected request, CoAP message bytes (last attempt) */
-    size_t response_bytes;      /* protected response, CoAP message bytes */
-    int attempts;               /* 2 after an Echo challenge */
-    bool unprotected_error;     /* the server answered without OSCORE (whatever the code;
+    long response_len;      /* inner (decrypted) response length in out */
+    size_t request_bytes;   /* protected request, CoAP message bytes (last attempt) */
+    size_t response_bytes;  /* protected response, CoAP message bytes */
+    int attempts;           /* 2 after an Echo challenge */
+    bool unprotected_error; /* the server answered without OSCORE (whatever the code;
                                  * the message is in out, response_len long) */
     uint8_t unprotected_code;
-    int transport_err;          /* EDHOC_TRANSPORT_ERR_* when no response */
-    int oscore_err;             /* OSCORE_ERR_* of protect/unprotect */
-    int bw_err;                 /* EDHOC_BW_ERR_* of an inner block-wise transfer */
-    long echo_piv;              /* Partial IV of an Echo challenge, else -1 */
-    long response_piv;          /* Partial IV of the (last) response, else -1 */
-    unsigned requests;          /* OSCORE requests sent (blocks and Echo retries) */
+    int transport_err;                     /* EDHOC_TRANSPORT_ERR_* when no response */
+    int oscore_err;                        /* OSCORE_ERR_* of protect/unprotect */
+    int bw_err;                            /* EDHOC_BW_ERR_* of an inner block-wise transfer */
+    long echo_piv;                         /* Partial IV of an Echo challenge, else -1 */
+    long response_piv;                     /* Partial IV of the (last) response, else -1 */
+    unsigned requests;                     /* OSCORE requests sent (blocks and Echo retries) */
     unsigned block1_blocks, block2_blocks; /* inner blocks sent / received */
 };
 

@@ -106,7 +106,8 @@ int cli_state_dir(const char *explicit_dir, char *out, size_t cap, char *why, si
     if (edhoc_secret_mkdirs(out, &created))
         return failf(why, why_cap, "state directory %s (from %s): %s", out, from, strerror(errno));
     if (edhoc_secret_dir_check(explicit_dir ? "--state-dir" : "state directory", out,
-                               "it holds OSCORE secrets and sequence numbers", created, why, why_cap))
+                               "it holds OSCORE secrets and sequence numbers", created, why,
+                               why_cap))
         return -1;
     return 0;
 }
@@ -273,8 +274,8 @@ static int add_record(struct cli_seq_store *s, const char *path, const char *loc
     if (fd < 0) {
         int saved = errno;
         struct stat st;
-        if (optional && (saved == EACCES || saved == EROFS || saved == EPERM) &&
-            lstat(path, &st) && errno == ENOENT)
+        if (optional && (saved == EACCES || saved == EROFS || saved == EPERM) && lstat(path, &st) &&
+            errno == ENOENT)
             return 1;
         if (optional && (saved == EACCES || saved == EROFS || saved == EPERM))
             return failf(why, cap,

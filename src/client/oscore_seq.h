@@ -42,8 +42,7 @@ int cli_state_dir(const char *explicit_dir, char *out, size_t cap, char *why, si
  * otherwise the part after the last comma is the seq file. conf and seq
  * receive copies (seq empty when there is none). Returns 0 or -1 (too
  * long). */
-int cli_oscore_context_arg(const char *arg, char *conf, size_t conf_cap, char *seq,
-                           size_t seq_cap);
+int cli_oscore_context_arg(const char *arg, char *conf, size_t conf_cap, char *seq, size_t seq_cap);
 
 struct cli_seq_store;
 
@@ -55,8 +54,7 @@ struct cli_seq_store;
  * it either); one that exists and cannot be kept in step is an error.
  * Returns 0 or -1 with why filled (also when no record is left). */
 int cli_seq_open(struct cli_seq_store **s, const char *state_dir, const char *conf_path,
-                 const char *seq_file, const struct oscore_config *cfg, char *why,
-                 size_t why_cap);
+                 const char *seq_file, const struct oscore_config *cfg, char *why, size_t why_cap);
 
 /* The lowest sequence number not yet reserved by any run (read under the
  * lock). Returns 0 or -1 with why. */

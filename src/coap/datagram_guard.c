@@ -13,26 +13,26 @@
 #include <string.h>
 
 /* RFC 7252 Section 3: "the fixed-size 4-byte header". */
-#define HEADER_LEN 4
-#define PAYLOAD_MARKER 0xFF
-#define MAX_TOKEN_LEN 8
+#define HEADER_LEN        4
+#define PAYLOAD_MARKER    0xFF
+#define MAX_TOKEN_LEN     8
 #define MAX_OPTION_NUMBER 65535u
 
 /* RFC 7252 Section 3.1: a 4-bit Option Delta or Length of 13 is followed
  * by one byte holding the value minus 13, 14 by two bytes (network byte
  * order) holding the value minus 269, and 15 is reserved for the payload
  * marker. */
-#define NIBBLE_ONE_BYTE 13
+#define NIBBLE_ONE_BYTE  13
 #define NIBBLE_TWO_BYTES 14
-#define NIBBLE_RESERVED 15
-#define ONE_BYTE_BASE 13u
-#define TWO_BYTES_BASE 269u
+#define NIBBLE_RESERVED  15
+#define ONE_BYTE_BASE    13u
+#define TWO_BYTES_BASE   269u
 
 /* Code classes (RFC 7252 Section 3: "a 3-bit class ... and a 5-bit
  * detail"). */
-#define CODE_EMPTY 0x00
-#define CLASS_REQUEST 0
-#define CLASS_SUCCESS 2
+#define CODE_EMPTY         0x00
+#define CLASS_REQUEST      0
+#define CLASS_SUCCESS      2
 #define CLASS_SERVER_ERROR 5
 
 /* Message types (RFC 7252 Section 3, "T"). */
@@ -113,38 +113,125 @@ static bool option_rule(unsigned number, struct option_rule *r)
     r->once = ONCE_NONE;
     r->block = false;
     switch (number) {
-    case OPT_IF_MATCH: r->min_len = 0; r->max_len = 8; return true;
-    case OPT_URI_HOST: r->min_len = 1; r->max_len = 255; return true;
-    case OPT_ETAG: r->min_len = 1; r->max_len = 8; return true;
-    case OPT_IF_NONE_MATCH: r->min_len = 0; r->max_len = 0; return true;
-    case OPT_OBSERVE: r->min_len = 0; r->max_len = 3; r->once = ONCE_OBSERVE; return true;
-    case OPT_URI_PORT: r->min_len = 0; r->max_len = 2; return true;
-    case OPT_LOCATION_PATH: r->min_len = 0; r->max_len = 255; return true;
-    case OPT_OSCORE: r->min_len = 0; r->max_len = 255; r->once = ONCE_OSCORE; return true;
-    case OPT_URI_PATH: r->min_len = 0; r->max_len = 255; return true;
+    case OPT_IF_MATCH:
+        r->min_len = 0;
+        r->max_len = 8;
+        return true;
+    case OPT_URI_HOST:
+        r->min_len = 1;
+        r->max_len = 255;
+        return true;
+    case OPT_ETAG:
+        r->min_len = 1;
+        r->max_len = 8;
+        return true;
+    case OPT_IF_NONE_MATCH:
+        r->min_len = 0;
+        r->max_len = 0;
+        return true;
+    case OPT_OBSERVE:
+        r->min_len = 0;
+        r->max_len = 3;
+        r->once = ONCE_OBSERVE;
+        return true;
+    case OPT_URI_PORT:
+        r->min_len = 0;
+        r->max_len = 2;
+        return true;
+    case OPT_LOCATION_PATH:
+        r->min_len = 0;
+        r->max_len = 255;
+        return true;
+    case OPT_OSCORE:
+        r->min_len = 0;
+        r->max_len = 255;
+        r->once = ONCE_OSCORE;
+        return true;
+    case OPT_URI_PATH:
+        r->min_len = 0;
+        r->max_len = 255;
+        return true;
     case OPT_CONTENT_FORMAT:
-        r->min_len = 0; r->max_len = 2; r->once = ONCE_CONTENT_FORMAT; return true;
-    case OPT_MAX_AGE: r->min_len = 0; r->max_len = 4; return true;
-    case OPT_URI_QUERY: r->min_len = 0; r->max_len = 255; return true;
-    case OPT_ACCEPT: r->min_len = 0; r->max_len = 2; return true;
-    case OPT_LOCATION_QUERY: r->min_len = 0; r->max_len = 255; return true;
+        r->min_len = 0;
+        r->max_len = 2;
+        r->once = ONCE_CONTENT_FORMAT;
+        return true;
+    case OPT_MAX_AGE:
+        r->min_len = 0;
+        r->max_len = 4;
+        return true;
+    case OPT_URI_QUERY:
+        r->min_len = 0;
+        r->max_len = 255;
+        return true;
+    case OPT_ACCEPT:
+        r->min_len = 0;
+        r->max_len = 2;
+        return true;
+    case OPT_LOCATION_QUERY:
+        r->min_len = 0;
+        r->max_len = 255;
+        return true;
     /* RFC 9668 Section 3.1: the EDHOC Option carries no value. */
-    case OPT_EDHOC: r->min_len = 0; r->max_len = 0; r->once = ONCE_EDHOC; return true;
+    case OPT_EDHOC:
+        r->min_len = 0;
+        r->max_len = 0;
+        r->once = ONCE_EDHOC;
+        return true;
     case OPT_BLOCK1:
-        r->min_len = 0; r->max_len = 3; r->once = ONCE_BLOCK1; r->block = true; return true;
+        r->min_len = 0;
+        r->max_len = 3;
+        r->once = ONCE_BLOCK1;
+        r->block = true;
+        return true;
     case OPT_BLOCK2:
-        r->min_len = 0; r->max_len = 3; r->once = ONCE_BLOCK2; r->block = true; return true;
+        r->min_len = 0;
+        r->max_len = 3;
+        r->once = ONCE_BLOCK2;
+        r->block = true;
+        return true;
     case OPT_Q_BLOCK1:
-        r->min_len = 0; r->max_len = 3; r->once = ONCE_Q_BLOCK1; r->block = true; return true;
+        r->min_len = 0;
+        r->max_len = 3;
+        r->once = ONCE_Q_BLOCK1;
+        r->block = true;
+        return true;
     case OPT_Q_BLOCK2:
-        r->min_len = 0; r->max_len = 3; r->once = ONCE_Q_BLOCK2; r->block = true; return true;
-    case OPT_SIZE1: r->min_len = 0; r->max_len = 4; r->once = ONCE_SIZE1; return true;
-    case OPT_SIZE2: r->min_len = 0; r->max_len = 4; r->once = ONCE_SIZE2; return true;
-    case OPT_PROXY_URI: r->min_len = 1; r->max_len = 1034; return true;
-    case OPT_PROXY_SCHEME: r->min_len = 1; r->max_len = 255; return true;
-    case OPT_ECHO: r->min_len = 1; r->max_len = 40; return true;
-    case OPT_NO_RESPONSE: r->min_len = 0; r->max_len = 1; return true;
-    case OPT_REQUEST_TAG: r->min_len = 0; r->max_len = 8; return true;
+        r->min_len = 0;
+        r->max_len = 3;
+        r->once = ONCE_Q_BLOCK2;
+        r->block = true;
+        return true;
+    case OPT_SIZE1:
+        r->min_len = 0;
+        r->max_len = 4;
+        r->once = ONCE_SIZE1;
+        return true;
+    case OPT_SIZE2:
+        r->min_len = 0;
+        r->max_len = 4;
+        r->once = ONCE_SIZE2;
+        return true;
+    case OPT_PROXY_URI:
+        r->min_len = 1;
+        r->max_len = 1034;
+        return true;
+    case OPT_PROXY_SCHEME:
+        r->min_len = 1;
+        r->max_len = 255;
+        return true;
+    case OPT_ECHO:
+        r->min_len = 1;
+        r->max_len = 40;
+        return true;
+    case OPT_NO_RESPONSE:
+        r->min_len = 0;
+        r->max_len = 1;
+        return true;
+    case OPT_REQUEST_TAG:
+        r->min_len = 0;
+        r->max_len = 8;
+        return true;
     default: return false;
     }
 }

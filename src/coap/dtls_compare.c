@@ -27,8 +27,8 @@
 /* ---- Counting relay ---- */
 
 struct edhoc_udp_relay {
-    int front;               /* bound on 127.0.0.1:front_port, talks to the client */
-    int back;                /* connected to 127.0.0.1:server_port */
+    int front; /* bound on 127.0.0.1:front_port, talks to the client */
+    int back;  /* connected to 127.0.0.1:server_port */
     struct sockaddr_in client;
     bool have_client;
     bool describe_dtls;
@@ -118,7 +118,8 @@ int edhoc_udp_relay_pump(struct edhoc_udp_relay *r, int timeout_ms)
     static _Thread_local uint8_t buf[65536];
     int forwarded = 0;
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = r->front, .events = POLLIN}, {.fd = r->back, .events = POLLIN}};
+        struct pollfd pfd[2] = {{.fd = r->front, .events = POLLIN},
+                                {.fd = r->back, .events = POLLIN}};
         int n = poll(pfd, 2, forwarded ? 0 : timeout_ms);
         if (n <= 0)
             return forwarded;
@@ -283,9 +284,7 @@ void edhoc_dtls_describe(const uint8_t *p, size_t len, struct edhoc_relay_dgram 
             label_add(d, "ChangeCipherSpec");
             d->handshake = true;
             break;
-        case 21:
-            label_add(d, epoch ? "Alert(encrypted)" : "Alert");
-            break;
+        case 21: label_add(d, epoch ? "Alert(encrypted)" : "Alert"); break;
         case 22:
             d->handshake = true;
             if (epoch == 0)
@@ -299,9 +298,7 @@ void edhoc_dtls_describe(const uint8_t *p, size_t len, struct edhoc_relay_dgram 
             label_add(d, "ApplicationData");
             d->app_data = true;
             break;
-        default:
-            label_add(d, "unknown record");
-            break;
+        default: label_add(d, "unknown record"); break;
         }
         p += 13 + rl;
         len -= 13 + rl;
@@ -413,8 +410,8 @@ static void on_time(coap_resource_t *resource, coap_session_t *session, const co
 static size_t p256_private_key_der(const struct edhoc_key *key, const struct edhoc_cred *cred,
                                    uint8_t *out, size_t cap)
 {
-    static const uint8_t oid_p256[] = {0xa0, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48,
-                                       0xce, 0x3d, 0x03, 0x01, 0x07};
+    static const uint8_t oid_p256[] = {0xa0, 0x0a, 0x06, 0x08, 0x2a, 0x86,
+                                       0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};
     bool with_pub = cred->pub_len == 65 && cred->pub[0] == 0x04;
     size_t body = 3 + 2 + 32 + sizeof oid_p256 + (with_pub ? 2 + 3 + 65 : 0);
     if (key->priv_len != 32 || body > 127 || cap < body + 2)

@@ -233,27 +233,27 @@ static bool resolve(struct emitter *e)
     return true;
 }
 
-#define LD_MEM(i) op(e, BPF_LD | BPF_MEM, (i))
-#define ST_MEM(i) op(e, BPF_ST, (i))
-#define STX_MEM(i) op(e, BPF_STX, (i))
-#define LD_IMM(v) op(e, BPF_LD | BPF_IMM, (v))
-#define LD_LEN() op(e, BPF_LD | BPF_W | BPF_LEN, 0)
-#define LDB_X(k) op(e, BPF_LD | BPF_B | BPF_IND, (k))
-#define LDH_X(k) op(e, BPF_LD | BPF_H | BPF_IND, (k))
+#define LD_MEM(i)   op(e, BPF_LD | BPF_MEM, (i))
+#define ST_MEM(i)   op(e, BPF_ST, (i))
+#define STX_MEM(i)  op(e, BPF_STX, (i))
+#define LD_IMM(v)   op(e, BPF_LD | BPF_IMM, (v))
+#define LD_LEN()    op(e, BPF_LD | BPF_W | BPF_LEN, 0)
+#define LDB_X(k)    op(e, BPF_LD | BPF_B | BPF_IND, (k))
+#define LDH_X(k)    op(e, BPF_LD | BPF_H | BPF_IND, (k))
 #define ALU_K(o, v) op(e, BPF_ALU | (o) | BPF_K, (v))
-#define ALU_X(o) op(e, BPF_ALU | (o) | BPF_X, 0)
-#define TAX() op(e, BPF_MISC | BPF_TAX, 0)
-#define RET_K(v) op(e, BPF_RET | BPF_K, (v))
-#define RET_A() op(e, BPF_RET | BPF_A, 0)
+#define ALU_X(o)    op(e, BPF_ALU | (o) | BPF_X, 0)
+#define TAX()       op(e, BPF_MISC | BPF_TAX, 0)
+#define RET_K(v)    op(e, BPF_RET | BPF_K, (v))
+#define RET_A()     op(e, BPF_RET | BPF_A, 0)
 
 /* One option: X holds its header's offset on entry and the next
  * option's on the way to `next`; `fail` returns by hash, `found` goes to
  * the OSCORE value. Every conditional target is inside the block. */
 static void emit_option(struct emitter *e, int next, int found)
 {
-    int fail = new_label(e), extd = new_label(e), extd2 = new_label(e),
-        after_delta = new_label(e), extl = new_label(e), extl2 = new_label(e),
-        after_len = new_label(e), is_oscore = new_label(e);
+    int fail = new_label(e), extd = new_label(e), extd2 = new_label(e), after_delta = new_label(e),
+        extl = new_label(e), extl2 = new_label(e), after_len = new_label(e),
+        is_oscore = new_label(e);
     STX_MEM(0);
     LD_LEN();
     jump(e, BPF_JGT | BPF_X, 0, L_NONE, fail); /* len > offset */

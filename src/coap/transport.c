@@ -34,29 +34,18 @@ const char *edhoc_transport_libcoap_version(void)
 const char *edhoc_transport_strerror(int err)
 {
     switch (err) {
-    case EDHOC_TRANSPORT_ERR_ARG:
-        return "bad address or argument";
-    case EDHOC_TRANSPORT_ERR_RESOLVE:
-        return "host name does not resolve";
-    case EDHOC_TRANSPORT_ERR_SOCKET:
-        return "cannot open or bind the UDP socket";
-    case EDHOC_TRANSPORT_ERR_TIMEOUT:
-        return "no response in time";
-    case EDHOC_TRANSPORT_ERR_UNREACHABLE:
-        return "peer unreachable or reset the exchange";
-    case EDHOC_TRANSPORT_ERR_MALFORMED:
-        return "malformed CoAP message";
-    case EDHOC_TRANSPORT_ERR_BUFFER:
-        return "message too large";
-    case EDHOC_TRANSPORT_ERR_NOMEM:
-        return "out of memory";
-    case EDHOC_TRANSPORT_ERR_SEND:
-        return "the CoAP stack refused the message";
-    default:
-        return "unknown transport error";
+    case EDHOC_TRANSPORT_ERR_ARG: return "bad address or argument";
+    case EDHOC_TRANSPORT_ERR_RESOLVE: return "host name does not resolve";
+    case EDHOC_TRANSPORT_ERR_SOCKET: return "cannot open or bind the UDP socket";
+    case EDHOC_TRANSPORT_ERR_TIMEOUT: return "no response in time";
+    case EDHOC_TRANSPORT_ERR_UNREACHABLE: return "peer unreachable or reset the exchange";
+    case EDHOC_TRANSPORT_ERR_MALFORMED: return "malformed CoAP message";
+    case EDHOC_TRANSPORT_ERR_BUFFER: return "message too large";
+    case EDHOC_TRANSPORT_ERR_NOMEM: return "out of memory";
+    case EDHOC_TRANSPORT_ERR_SEND: return "the CoAP stack refused the message";
+    default: return "unknown transport error";
     }
 }
-
 
 static int read_ext(const uint8_t **p, const uint8_t *end, unsigned nib, uint32_t *out)
 {
@@ -230,8 +219,7 @@ static void libcoap_log_line(coap_log_t level, const char *message)
     }
 }
 
-void edhoc_transport_set_log_sink(void (*sink)(void *user, int level, const char *line),
-                                  void *user)
+void edhoc_transport_set_log_sink(void (*sink)(void *user, int level, const char *line), void *user)
 {
     log_sink = sink;
     log_sink_user = user;
@@ -496,8 +484,8 @@ const char *edhoc_transport_client_peer(const struct edhoc_transport *t)
 coap_pdu_t *transport_pdu_from_view(coap_session_t *s, const struct view *v, coap_pdu_type_t type,
                                     const uint8_t *token, size_t token_len)
 {
-    coap_pdu_t *pdu = coap_pdu_init(type, v->code, coap_new_message_id(s),
-                                    coap_session_max_pdu_size(s));
+    coap_pdu_t *pdu =
+        coap_pdu_init(type, v->code, coap_new_message_id(s), coap_session_max_pdu_size(s));
     if (!pdu)
         return NULL;
     if (!coap_add_token(pdu, token_len, token) || transport_add_options(pdu, v, false)) {
@@ -615,7 +603,8 @@ static int client_send(struct edhoc_transport *t, const uint8_t *msg, size_t len
         p->b1_szx = (unsigned)edhoc_block_szx(transport_block_size(t));
         p->b1_num = 0;
         long n = edhoc_bw_request_block(copy, len, p->b1_szx, 0, blk, sizeof blk);
-        rc = n <= 0 ? EDHOC_TRANSPORT_ERR_MALFORMED : send_one(t, blk, (size_t)n, confirmable, tok, tl);
+        rc = n <= 0 ? EDHOC_TRANSPORT_ERR_MALFORMED
+                    : send_one(t, blk, (size_t)n, confirmable, tok, tl);
         p->sending_blocks = rc == 0;
     } else {
         rc = send_one(t, msg, len, confirmable, tok, tl);
@@ -699,8 +688,8 @@ static long client_blocks(struct edhoc_transport *t, struct pending *p, const ui
     if (!p->collecting) {
         if (!response_block(resp, len, COAP_OPTION_BLOCK2, &b) || (!b.more && b.num == 0))
             return 0;
-        edhoc_bw_collect_init(&p->collect, t->cfg.max_body ? t->cfg.max_body
-                                                           : EDHOC_BW_DEFAULT_MAX_BODY);
+        edhoc_bw_collect_init(&p->collect,
+                              t->cfg.max_body ? t->cfg.max_body : EDHOC_BW_DEFAULT_MAX_BODY);
         p->collecting = true;
     }
     int rc = edhoc_bw_collect_add(&p->collect, resp, len);
@@ -734,8 +723,8 @@ static long client_blocks(struct edhoc_transport *t, struct pending *p, const ui
     return 0;
 }
 
-long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token,
-                                 size_t token_len, uint8_t *out, size_t cap, int timeout_ms)
+long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token, size_t token_len,
+                                 uint8_t *out, size_t cap, int timeout_ms)
 {
     if (!t)
         return EDHOC_TRANSPORT_ERR_ARG;
@@ -798,4 +787,3 @@ long edhoc_transport_client_request(struct edhoc_transport *t, const uint8_t *ms
     edhoc_transport_client_forget(t, tok, tl);
     return n;
 }
-

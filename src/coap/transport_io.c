@@ -252,8 +252,7 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len)
     int zero = 0, one = 1;
     if (ip_dgram)
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &zero, sizeof zero);
-    if (join && reuseport_worker > 0 &&
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one))
+    if (join && reuseport_worker > 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one))
         reuseport_fail(errno);
     int rc = f(fd, addr, len);
     int saved = errno;
@@ -314,7 +313,7 @@ static bool is_wildcard(const struct sockaddr_storage *ss)
 /* Source addresses the kernel chose towards recent peer addresses (for
  * wildcard-bound sockets), so that a probe socket is made once per peer
  * address and family every few seconds rather than once per datagram. */
-#define ROUTE_CACHE_SIZE 256
+#define ROUTE_CACHE_SIZE  256
 #define ROUTE_CACHE_TTL_S 5
 
 struct route_entry {
@@ -370,8 +369,8 @@ static void resolve_wildcard(struct sockaddr_storage *local, const struct sockad
         return;
     struct sockaddr_storage got;
     socklen_t gl = sizeof got;
-    socklen_t pl = peer->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-                                               : sizeof(struct sockaddr_in6);
+    socklen_t pl =
+        peer->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     if (connect(fd, (const struct sockaddr *)peer, pl) == 0 &&
         getsockname(fd, (struct sockaddr *)&got, &gl) == 0 && got.ss_family == local->ss_family) {
         if (got.ss_family == AF_INET)
@@ -599,8 +598,8 @@ static ssize_t read_checked_once(recvmsg_fn real_recvmsg, int fd, struct msghdr 
     }
     struct iovec v = {guard_scratch, sizeof guard_scratch};
     struct sockaddr_storage from;
-    struct msghdr look = {.msg_iov = &v, .msg_iovlen = 1, .msg_name = &from,
-                          .msg_namelen = sizeof from};
+    struct msghdr look = {
+        .msg_iov = &v, .msg_iovlen = 1, .msg_name = &from, .msg_namelen = sizeof from};
     ssize_t n = real_recvmsg(fd, &look, (flags & ~MSG_CMSG_CLOEXEC) | MSG_PEEK | MSG_TRUNC);
     if (n < 0)
         return n;

@@ -14,15 +14,15 @@
 /* Claims and COSE_Key labels this module reads. */
 #define CWT_CLAIM_SUB 2
 #define CWT_CLAIM_CNF 8
-#define CNF_COSE_KEY 1
-#define COSE_KEY_KTY 1
-#define COSE_KEY_KID 2
-#define COSE_KEY_CRV (-1)
-#define COSE_KEY_X (-2)
-#define COSE_KEY_Y (-3)
-#define COSE_KEY_D (-4)
-#define COSE_KTY_OKP 1
-#define COSE_KTY_EC2 2
+#define CNF_COSE_KEY  1
+#define COSE_KEY_KTY  1
+#define COSE_KEY_KID  2
+#define COSE_KEY_CRV  (-1)
+#define COSE_KEY_X    (-2)
+#define COSE_KEY_Y    (-3)
+#define COSE_KEY_D    (-4)
+#define COSE_KTY_OKP  1
+#define COSE_KTY_EC2  2
 
 /* Maps with more pairs than this are not credentials we accept; the bound
  * keeps the duplicate-key check quadratic in a small number. */
@@ -42,17 +42,21 @@ const char *edhoc_cred_strerror(int err)
 {
     switch (err) {
     case 0: return "success";
-    case EDHOC_CRED_ERR_FORMAT: return "credential, certificate or key in an unsupported or malformed format";
+    case EDHOC_CRED_ERR_FORMAT:
+        return "credential, certificate or key in an unsupported or malformed format";
     case EDHOC_CRED_ERR_UNKNOWN: return "ID_CRED matches no configured credential";
-    case EDHOC_CRED_ERR_UNTRUSTED: return "certificate chain or CWT does not verify to a trust anchor or issuer";
+    case EDHOC_CRED_ERR_UNTRUSTED:
+        return "certificate chain or CWT does not verify to a trust anchor or issuer";
     case EDHOC_CRED_ERR_EXPIRED: return "certificate or CWT outside its validity period";
     case EDHOC_CRED_ERR_KEY_TYPE: return "key type does not fit the method or cipher suite";
     case EDHOC_CRED_ERR_FILE: return "cannot read or write a file";
     case EDHOC_CRED_ERR_PERMISSIONS: return "private key file is accessible by group or others";
     case EDHOC_CRED_ERR_TOO_LARGE: return "credential or store capacity exceeded";
     case EDHOC_CRED_ERR_CHAIN_LOOP: return "certificate bag: the issuers form a loop";
-    case EDHOC_CRED_ERR_CHAIN_DEPTH: return "certificate bag: no trust anchor within 4 certificates";
-    case EDHOC_CRED_ERR_AMBIGUOUS: return "certificate bag: several end-entity certificates verify (name one with x5t)";
+    case EDHOC_CRED_ERR_CHAIN_DEPTH:
+        return "certificate bag: no trust anchor within 4 certificates";
+    case EDHOC_CRED_ERR_AMBIGUOUS:
+        return "certificate bag: several end-entity certificates verify (name one with x5t)";
     default: return "unknown error";
     }
 }
@@ -104,8 +108,8 @@ bool edhoc_cred_equal(const struct edhoc_cred *a, const struct edhoc_cred *b)
            memcmp(a->cred, b->cred, a->cred_len) == 0;
 }
 
-int cred_x509_assemble(struct edhoc_cred *cred, const uint8_t *const *certs,
-                       const size_t *lens, size_t n)
+int cred_x509_assemble(struct edhoc_cred *cred, const uint8_t *const *certs, const size_t *lens,
+                       size_t n)
 {
     memset(cred, 0, sizeof *cred);
     if (n == 0)
@@ -169,8 +173,7 @@ int edhoc_cred_dh_pub(const struct edhoc_cred *cred, const uint8_t **pub, size_t
         *pub = cred->pub;
         *len = cred->pub_len;
         return 0;
-    default:
-        return EDHOC_CRED_ERR_KEY_TYPE;
+    default: return EDHOC_CRED_ERR_KEY_TYPE;
     }
 }
 
@@ -212,8 +215,7 @@ static bool seen_before(const uint8_t *const *seen, const size_t *seen_len, size
     return false;
 }
 
-static int parse_cose_key(struct edhoc_cbor_reader *r, struct edhoc_cred *cred,
-                          bool check_point)
+static int parse_cose_key(struct edhoc_cbor_reader *r, struct edhoc_cred *cred, bool check_point)
 {
     size_t pairs;
     if (edhoc_cbor_get_map(r, &pairs) != 0 || pairs > CCS_MAX_PAIRS)
@@ -238,19 +240,13 @@ static int parse_cose_key(struct edhoc_cbor_reader *r, struct edhoc_cred *cred,
         }
         int rc = 0;
         switch (label) {
-        case COSE_KEY_KTY:
-            rc = edhoc_cbor_get_int(r, &kty);
-            break;
+        case COSE_KEY_KTY: rc = edhoc_cbor_get_int(r, &kty); break;
         case COSE_KEY_KID:
             rc = edhoc_cbor_get_bstr(r, &kid, &kid_len);
             have_kid = true;
             break;
-        case COSE_KEY_CRV:
-            rc = edhoc_cbor_get_int(r, &crv);
-            break;
-        case COSE_KEY_X:
-            rc = edhoc_cbor_get_bstr(r, &x, &x_len);
-            break;
+        case COSE_KEY_CRV: rc = edhoc_cbor_get_int(r, &crv); break;
+        case COSE_KEY_X: rc = edhoc_cbor_get_bstr(r, &x, &x_len); break;
         case COSE_KEY_Y:
             /* A boolean y (point compression) is not supported. */
             rc = edhoc_cbor_get_bstr(r, &y, &y_len);
@@ -259,9 +255,7 @@ static int parse_cose_key(struct edhoc_cbor_reader *r, struct edhoc_cred *cred,
             /* A credential is public: a private key in it is a mistake we
              * refuse rather than carry around. */
             return EDHOC_CRED_ERR_FORMAT;
-        default:
-            rc = edhoc_cbor_skip(r);
-            break;
+        default: rc = edhoc_cbor_skip(r); break;
         }
         if (rc != 0)
             return EDHOC_CRED_ERR_FORMAT;
@@ -386,9 +380,8 @@ int cred_put_cnf(struct edhoc_cbor_writer *w, int curve, const uint8_t *pub, siz
     return 0;
 }
 
-int edhoc_cred_build_ccs(struct edhoc_cred *cred, int curve, const uint8_t *pub,
-                         size_t pub_len, const uint8_t *kid, size_t kid_len,
-                         const char *subject)
+int edhoc_cred_build_ccs(struct edhoc_cred *cred, int curve, const uint8_t *pub, size_t pub_len,
+                         const uint8_t *kid, size_t kid_len, const char *subject)
 {
     uint8_t buf[512];
     size_t want = curve_pub_len(curve);
@@ -451,8 +444,7 @@ int edhoc_cred_auth_curve(int method, bool initiator, int suite, bool *for_dh)
     return EDHOC_CRED_ERR_KEY_TYPE;
 }
 
-int edhoc_cred_check_key_type(const struct edhoc_cred *cred, int method, bool initiator,
-                              int suite)
+int edhoc_cred_check_key_type(const struct edhoc_cred *cred, int method, bool initiator, int suite)
 {
     int want = edhoc_cred_auth_curve(method, initiator, suite, NULL);
     if (want < 0)
@@ -462,8 +454,7 @@ int edhoc_cred_check_key_type(const struct edhoc_cred *cred, int method, bool in
 
 /* ---- ID_CRED ---- */
 
-int edhoc_cred_cert_hash(int alg, const uint8_t *der, size_t der_len, uint8_t *out,
-                         size_t *out_len)
+int edhoc_cred_cert_hash(int alg, const uint8_t *der, size_t der_len, uint8_t *out, size_t *out_len)
 {
     uint8_t h[32];
     if (alg != EDHOC_COSE_SHA256_64 && alg != EDHOC_COSE_SHA256)
@@ -475,8 +466,8 @@ int edhoc_cred_cert_hash(int alg, const uint8_t *der, size_t der_len, uint8_t *o
     return 0;
 }
 
-int edhoc_id_cred_encode(const struct edhoc_cred *cred, enum edhoc_id_cred_type type,
-                         int x5t_alg, uint8_t *out, size_t cap, size_t *out_len)
+int edhoc_id_cred_encode(const struct edhoc_cred *cred, enum edhoc_id_cred_type type, int x5t_alg,
+                         uint8_t *out, size_t cap, size_t *out_len)
 {
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, out, cap);
@@ -528,8 +519,7 @@ int edhoc_id_cred_encode(const struct edhoc_cred *cred, enum edhoc_id_cred_type 
         for (size_t i = 0; i < cred->n_certs; i++)
             edhoc_cbor_put_bstr(&w, cred->certs[i], cred->cert_lens[i]);
         break;
-    default:
-        return EDHOC_CRED_ERR_FORMAT;
+    default: return EDHOC_CRED_ERR_FORMAT;
     }
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
@@ -577,8 +567,7 @@ static int parse_id_cred_entry(struct edhoc_cbor_reader *r, const uint8_t *map, 
         /* A CCS is a map, a CWT (untagged COSE_Sign1) an array; their
          * insides are the credential parser's business. */
         size_t start = r->pos;
-        enum edhoc_cbor_type want =
-            label == EDHOC_ID_CRED_KCCS ? EDHOC_CBOR_MAP : EDHOC_CBOR_ARRAY;
+        enum edhoc_cbor_type want = label == EDHOC_ID_CRED_KCCS ? EDHOC_CBOR_MAP : EDHOC_CBOR_ARRAY;
         if (edhoc_cbor_peek(r, &it) != 0 || it.type != want || edhoc_cbor_skip(r) != 0)
             return EDHOC_CRED_ERR_FORMAT;
         if (label == EDHOC_ID_CRED_KCCS) {
@@ -597,19 +586,15 @@ static int parse_id_cred_entry(struct edhoc_cbor_reader *r, const uint8_t *map, 
             edhoc_cbor_get_bstr(r, &out->x5t_hash, &out->x5t_hash_len) != 0)
             return EDHOC_CRED_ERR_FORMAT;
         if ((alg == EDHOC_COSE_SHA256_64 && out->x5t_hash_len != 8) ||
-            (alg == EDHOC_COSE_SHA256 && out->x5t_hash_len != 32) || alg < -65536 ||
-            alg > 65535 || out->x5t_hash_len == 0 || out->x5t_hash_len > 64)
+            (alg == EDHOC_COSE_SHA256 && out->x5t_hash_len != 32) || alg < -65536 || alg > 65535 ||
+            out->x5t_hash_len == 0 || out->x5t_hash_len > 64)
             return EDHOC_CRED_ERR_FORMAT;
         out->x5t_alg = (int)alg;
         return 0;
     }
-    case EDHOC_ID_CRED_X5CHAIN:
-        return parse_cert_list(r, EDHOC_CRED_MAX_CHAIN, out);
-    case EDHOC_ID_CRED_X5BAG:
-        return parse_cert_list(r, EDHOC_CRED_MAX_BAG, out);
-    default:
-        *known = false;
-        return edhoc_cbor_skip(r) != 0 ? EDHOC_CRED_ERR_FORMAT : 0;
+    case EDHOC_ID_CRED_X5CHAIN: return parse_cert_list(r, EDHOC_CRED_MAX_CHAIN, out);
+    case EDHOC_ID_CRED_X5BAG: return parse_cert_list(r, EDHOC_CRED_MAX_BAG, out);
+    default: *known = false; return edhoc_cbor_skip(r) != 0 ? EDHOC_CRED_ERR_FORMAT : 0;
     }
 }
 

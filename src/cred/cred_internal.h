@@ -10,8 +10,7 @@
 #include "edhoc/cred.h"
 
 /* Copy `why` text into a caller buffer (NULL-safe). */
-void cred_why(char *why, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void cred_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Is pub a valid public key of that curve (EC2: 0x04||x||y on the curve)?
  * (cred_openssl.c) */
@@ -38,8 +37,8 @@ int cred_x509_inspect(const uint8_t *der, size_t len, size_t *len_used,
  * (data, certs, cred = leaf as a CBOR bstr) without reading them: curve,
  * pub and the validity window are left for the caller. Returns 0,
  * EDHOC_CRED_ERR_FORMAT (no or empty certificate), EDHOC_CRED_ERR_TOO_LARGE. */
-int cred_x509_assemble(struct edhoc_cred *cred, const uint8_t *const *certs,
-                       const size_t *lens, size_t n);
+int cred_x509_assemble(struct edhoc_cred *cred, const uint8_t *const *certs, const size_t *lens,
+                       size_t n);
 
 /* Copy what reading the leaf gave into cred. */
 void cred_x509_set_leaf_info(struct edhoc_cred *cred, const struct cred_x509_info *info);
@@ -49,9 +48,8 @@ void cred_x509_set_leaf_info(struct edhoc_cred *cred, const struct cred_x509_inf
  * and verify it against the store's anchors at store->now. Returns 0,
  * EDHOC_CRED_ERR_FORMAT, EDHOC_CRED_ERR_UNTRUSTED, EDHOC_CRED_ERR_EXPIRED;
  * out is zeroed on failure. */
-int cred_x509_resolve_chain(const struct edhoc_cred_store *store,
-                            const uint8_t *const *certs, const size_t *lens, size_t n,
-                            struct edhoc_cred *out);
+int cred_x509_resolve_chain(const struct edhoc_cred_store *store, const uint8_t *const *certs,
+                            const size_t *lens, size_t n, struct edhoc_cred *out);
 
 /* The certificates of a received x5bag, each decoded once. */
 struct cred_x509_bag {
@@ -66,8 +64,8 @@ struct cred_x509_bag {
 /* Decode the bag (duplicates by bytes dropped). Returns 0 or
  * EDHOC_CRED_ERR_FORMAT (a certificate that does not decode); the bag is
  * closed on failure. */
-int cred_x509_bag_open(struct cred_x509_bag *bag, const uint8_t *const *certs,
-                       const size_t *lens, size_t n);
+int cred_x509_bag_open(struct cred_x509_bag *bag, const uint8_t *const *certs, const size_t *lens,
+                       size_t n);
 /* The chain from bag certificate `leaf` through the bag to one of the
  * store's anchors, verified as an x5chain is (cred_x509_resolve_chain),
  * into out leaf first. Returns 0, EDHOC_CRED_ERR_CHAIN_LOOP,
@@ -95,8 +93,8 @@ int cred_ccs_parse(struct edhoc_cred *cred, const uint8_t *ccs, size_t len, bool
 
 /* PEM certificates -> DER list; returns the count or EDHOC_CRED_ERR_*. The
  * DER bytes are written consecutively into buf. */
-int cred_pem_to_der(const uint8_t *pem, size_t len, uint8_t *buf, size_t cap,
-                    size_t *lens, size_t max_certs);
+int cred_pem_to_der(const uint8_t *pem, size_t len, uint8_t *buf, size_t cap, size_t *lens,
+                    size_t max_certs);
 
 /* The kid of each certificate block of a PEM text: an "EDHOC-kid: HEX"
  * line outside the blocks names the next certificate (kid_lens[i] 0: no
@@ -124,7 +122,7 @@ long cred_hex_decode(const uint8_t *text, size_t len, uint8_t *out, size_t cap);
  * permission (checked on the descriptor, so the file cannot be swapped
  * between check and read). Returns 0, EDHOC_CRED_ERR_FILE,
  * EDHOC_CRED_ERR_PERMISSIONS, EDHOC_CRED_ERR_TOO_LARGE; why names the file. */
-int cred_read_file(const char *path, size_t max, bool private_key, uint8_t **data,
-                   size_t *len, char *why, size_t why_cap);
+int cred_read_file(const char *path, size_t max, bool private_key, uint8_t **data, size_t *len,
+                   char *why, size_t why_cap);
 
 #endif

@@ -34,8 +34,8 @@ int cred_pkey_public(EVP_PKEY *pkey, int *curve, uint8_t *pub, size_t *pub_len)
     case EVP_PKEY_EC: {
         char group[32];
         size_t glen = 0;
-        if (EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, group,
-                                           sizeof group, &glen) != 1)
+        if (EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group,
+                                           &glen) != 1)
             return EDHOC_CRED_ERR_FORMAT;
         size_t c;
         if (!strcmp(group, "prime256v1") || !strcmp(group, "P-256")) {
@@ -62,8 +62,7 @@ int cred_pkey_public(EVP_PKEY *pkey, int *curve, uint8_t *pub, size_t *pub_len)
         *pub_len = 1 + 2 * c;
         return 0;
     }
-    default:
-        return EDHOC_CRED_ERR_FORMAT;
+    default: return EDHOC_CRED_ERR_FORMAT;
     }
     if (EVP_PKEY_get_raw_public_key(pkey, pub, &n) != 1)
         return EDHOC_CRED_ERR_FORMAT;
@@ -85,7 +84,9 @@ int cred_okp_type(int curve)
 size_t cred_priv_len(int curve)
 {
     switch (curve) {
-    case EDHOC_COSE_CRV_P256: case EDHOC_COSE_CRV_X25519: case EDHOC_COSE_CRV_ED25519: return 32;
+    case EDHOC_COSE_CRV_P256:
+    case EDHOC_COSE_CRV_X25519:
+    case EDHOC_COSE_CRV_ED25519: return 32;
     case EDHOC_COSE_CRV_P384: return 48;
     case EDHOC_COSE_CRV_X448: return 56;
     case EDHOC_COSE_CRV_ED448: return 57;
@@ -95,19 +96,20 @@ size_t cred_priv_len(int curve)
 
 int cred_ec_nid(int curve)
 {
-    return curve == EDHOC_COSE_CRV_P256 ? NID_X9_62_prime256v1
-         : curve == EDHOC_COSE_CRV_P384 ? NID_secp384r1 : NID_undef;
+    return curve == EDHOC_COSE_CRV_P256   ? NID_X9_62_prime256v1
+           : curve == EDHOC_COSE_CRV_P384 ? NID_secp384r1
+                                          : NID_undef;
 }
 
 bool cred_pub_is_valid(int curve, const uint8_t *pub, size_t len)
 {
     int nid = cred_ec_nid(curve);
     if (nid == NID_undef)
-        return cred_okp_type(curve) != 0 && len == (curve == EDHOC_COSE_CRV_ED448 ? 57u : cred_priv_len(curve));
+        return cred_okp_type(curve) != 0 &&
+               len == (curve == EDHOC_COSE_CRV_ED448 ? 57u : cred_priv_len(curve));
     EC_GROUP *g = EC_GROUP_new_by_curve_name(nid);
     EC_POINT *pt = g ? EC_POINT_new(g) : NULL;
-    bool ok = pt && len >= 1 && pub[0] == 0x04 &&
-              EC_POINT_oct2point(g, pt, pub, len, NULL) == 1 &&
+    bool ok = pt && len >= 1 && pub[0] == 0x04 && EC_POINT_oct2point(g, pt, pub, len, NULL) == 1 &&
               EC_POINT_is_on_curve(g, pt, NULL) == 1 && !EC_POINT_is_at_infinity(g, pt);
     EC_POINT_free(pt);
     EC_GROUP_free(g);
@@ -122,10 +124,10 @@ bool cred_ec_public_from_private(int curve, const uint8_t *priv, uint8_t *pub, s
     EC_GROUP *g = EC_GROUP_new_by_curve_name(cred_ec_nid(curve));
     EC_POINT *pt = g ? EC_POINT_new(g) : NULL;
     BIGNUM *d = BN_bin2bn(priv, (int)c, NULL);
-    bool ok = pt && d && !BN_is_zero(d) && BN_cmp(d, EC_GROUP_get0_order(g)) < 0 &&
-              EC_POINT_mul(g, pt, d, NULL, NULL, NULL) == 1 &&
-              EC_POINT_point2oct(g, pt, POINT_CONVERSION_UNCOMPRESSED, pub, 1 + 2 * c, NULL) ==
-                  1 + 2 * c;
+    bool ok =
+        pt && d && !BN_is_zero(d) && BN_cmp(d, EC_GROUP_get0_order(g)) < 0 &&
+        EC_POINT_mul(g, pt, d, NULL, NULL, NULL) == 1 &&
+        EC_POINT_point2oct(g, pt, POINT_CONVERSION_UNCOMPRESSED, pub, 1 + 2 * c, NULL) == 1 + 2 * c;
     if (ok)
         *pub_len = 1 + 2 * c;
     BN_clear_free(d);

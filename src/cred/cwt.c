@@ -11,8 +11,8 @@
 #include "edhoc/crypto.h"
 #include "cred_internal.h"
 
-#define COSE_HDR_ALG 1
-#define COSE_HDR_KID 4
+#define COSE_HDR_ALG   1
+#define COSE_HDR_KID   4
 #define COSE_ALG_EDDSA (-8)
 #define COSE_ALG_ES256 (-7)
 #define COSE_ALG_ES384 (-35)
@@ -47,12 +47,9 @@ int cred_cwt_alg_curve(int alg, int curve)
         return curve == EDHOC_COSE_CRV_ED25519 || curve == EDHOC_COSE_CRV_ED448
                    ? 0
                    : EDHOC_CRED_ERR_KEY_TYPE;
-    case COSE_ALG_ES256:
-        return curve == EDHOC_COSE_CRV_P256 ? 0 : EDHOC_CRED_ERR_KEY_TYPE;
-    case COSE_ALG_ES384:
-        return curve == EDHOC_COSE_CRV_P384 ? 0 : EDHOC_CRED_ERR_KEY_TYPE;
-    default:
-        return EDHOC_CRED_ERR_KEY_TYPE;
+    case COSE_ALG_ES256: return curve == EDHOC_COSE_CRV_P256 ? 0 : EDHOC_CRED_ERR_KEY_TYPE;
+    case COSE_ALG_ES384: return curve == EDHOC_COSE_CRV_P384 ? 0 : EDHOC_CRED_ERR_KEY_TYPE;
+    default: return EDHOC_CRED_ERR_KEY_TYPE;
     }
 }
 
@@ -125,13 +122,11 @@ static int cwt_split(const uint8_t *cwt, size_t len, struct cwt_parts *p)
      * a tag (61 or 18) would be a head the array check refuses here. */
     if (edhoc_cbor_get_array(&r, &n) != 0 || n != 4 ||
         edhoc_cbor_get_bstr(&r, &p->protected_hdr, &p->protected_len) != 0 ||
-        p->protected_len == 0 ||
-        edhoc_cbor_check_item(p->protected_hdr, p->protected_len) != 0 ||
+        p->protected_len == 0 || edhoc_cbor_check_item(p->protected_hdr, p->protected_len) != 0 ||
         parse_header(p->protected_hdr, p->protected_len, true, p) != 0)
         return EDHOC_CRED_ERR_FORMAT;
     size_t start = r.pos;
-    if (edhoc_cbor_skip(&r) != 0 ||
-        parse_header(cwt + start, r.pos - start, false, p) != 0)
+    if (edhoc_cbor_skip(&r) != 0 || parse_header(cwt + start, r.pos - start, false, p) != 0)
         return EDHOC_CRED_ERR_FORMAT;
     /* A detached payload (nil) would leave the claims elsewhere. */
     if (edhoc_cbor_get_bstr(&r, &p->payload, &p->payload_len) != 0 || p->payload_len == 0 ||
@@ -169,9 +164,7 @@ static int read_times(const uint8_t *claims, size_t len, struct edhoc_cred *cred
         int rc = 0;
         switch (it.u) {
         case CWT_CLAIM_ISS:
-        case CWT_CLAIM_SUB:
-            rc = edhoc_cbor_get_tstr(&r, &t, &tl);
-            break;
+        case CWT_CLAIM_SUB: rc = edhoc_cbor_get_tstr(&r, &t, &tl); break;
         case CWT_CLAIM_EXP:
             rc = edhoc_cbor_get_int(&r, &v);
             cred->not_after = v;
@@ -180,12 +173,8 @@ static int read_times(const uint8_t *claims, size_t len, struct edhoc_cred *cred
             rc = edhoc_cbor_get_int(&r, &v);
             cred->not_before = v;
             break;
-        case CWT_CLAIM_IAT:
-            rc = edhoc_cbor_get_int(&r, &v);
-            break;
-        default:
-            rc = edhoc_cbor_skip(&r);
-            break;
+        case CWT_CLAIM_IAT: rc = edhoc_cbor_get_int(&r, &v); break;
+        default: rc = edhoc_cbor_skip(&r); break;
         }
         if (rc != 0)
             return EDHOC_CRED_ERR_FORMAT;
@@ -271,8 +260,8 @@ int edhoc_cwt_verify(const struct edhoc_cred *cwt, int issuer_curve, const uint8
     if (n < 0)
         return EDHOC_CRED_ERR_FORMAT;
     const struct edhoc_crypto_ops *ops = edhoc_crypto_default();
-    int rc = ops->verify(issuer_curve, issuer_pub, issuer_pub_len, tbs, (size_t)n, p.sig,
-                         p.sig_len);
+    int rc =
+        ops->verify(issuer_curve, issuer_pub, issuer_pub_len, tbs, (size_t)n, p.sig, p.sig_len);
     return rc == 0 ? 0 : EDHOC_CRED_ERR_UNTRUSTED;
 }
 
@@ -305,8 +294,8 @@ int edhoc_cwt_create(struct edhoc_cred *cred, const struct edhoc_cwt_params *prm
     /* Claims in deterministic order: 1, 2, 4, 5, 6, 8. */
     uint8_t claims[1024];
     edhoc_cbor_writer_init(&w, claims, sizeof claims);
-    edhoc_cbor_put_map(&w, 3 + (iss_len ? 1 : 0) + (prm->subject ? 1 : 0) +
-                               (prm->issued_at ? 1 : 0));
+    edhoc_cbor_put_map(&w,
+                       3 + (iss_len ? 1 : 0) + (prm->subject ? 1 : 0) + (prm->issued_at ? 1 : 0));
     if (prm->issuer_name) {
         edhoc_cbor_put_uint(&w, CWT_CLAIM_ISS);
         edhoc_cbor_put_tstr(&w, prm->issuer_name, iss_len);

@@ -115,8 +115,8 @@ int edhoc_cred_parse(struct edhoc_cred *cred, const uint8_t *data, size_t len)
     return edhoc_cred_from_ccs(cred, data, len);
 }
 
-int cred_read_file(const char *path, size_t max, bool private_key, uint8_t **data,
-                   size_t *len, char *why, size_t why_cap)
+int cred_read_file(const char *path, size_t max, bool private_key, uint8_t **data, size_t *len,
+                   char *why, size_t why_cap)
 {
     *data = NULL;
     *len = 0;
@@ -205,16 +205,15 @@ int edhoc_key_load_file(struct edhoc_key *key, const char *path, int curve_hint,
         return rc;
     rc = edhoc_key_parse(key, data, len, curve_hint);
     if (rc != 0)
-        cred_why(why, why_cap,
-                 "%s: not a private key (PKCS#8 PEM or hex) of a supported curve%s", path,
-                 curve_hint ? " matching the credential" : "");
+        cred_why(why, why_cap, "%s: not a private key (PKCS#8 PEM or hex) of a supported curve%s",
+                 path, curve_hint ? " matching the credential" : "");
     edhoc_wipe(data, len);
     free(data);
     return rc;
 }
 
-int edhoc_key_write_file(const struct edhoc_key *key, const char *path, bool overwrite,
-                         char *why, size_t why_cap)
+int edhoc_key_write_file(const struct edhoc_key *key, const char *path, bool overwrite, char *why,
+                         size_t why_cap)
 {
     char pem[1024];
     size_t len;
@@ -259,9 +258,8 @@ int edhoc_cred_load_file(struct edhoc_cred *cred, const char *path, char *why, s
         return rc;
     rc = edhoc_cred_parse(cred, data, len);
     if (rc != 0)
-        cred_why(why, why_cap,
-                 "%s: not a credential (CCS as CBOR or hex, X.509 as PEM or DER): %s", path,
-                 edhoc_cred_strerror(rc));
+        cred_why(why, why_cap, "%s: not a credential (CCS as CBOR or hex, X.509 as PEM or DER): %s",
+                 path, edhoc_cred_strerror(rc));
     free(data);
     return rc;
 }
@@ -282,7 +280,8 @@ static int add_cert(struct edhoc_cred_store *store, const uint8_t *der, size_t l
     if (rc == 0)
         rc = edhoc_cred_set_kid(c, kid, kid_len);
     if (rc == 0)
-        rc = info.is_ca ? edhoc_cred_store_add_anchor(store, c) : edhoc_cred_store_add_cred(store, c);
+        rc = info.is_ca ? edhoc_cred_store_add_anchor(store, c)
+                        : edhoc_cred_store_add_cred(store, c);
     free(c);
     return rc;
 }

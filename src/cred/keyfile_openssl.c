@@ -80,7 +80,8 @@ int edhoc_key_public(const struct edhoc_key *key, uint8_t *pub, size_t *pub_len)
         if (key->priv_len != cred_priv_len(key->curve))
             return EDHOC_CRED_ERR_FORMAT;
         return cred_ec_public_from_private(key->curve, key->priv, pub, pub_len)
-                   ? 0 : EDHOC_CRED_ERR_FORMAT;
+                   ? 0
+                   : EDHOC_CRED_ERR_FORMAT;
     }
     EVP_PKEY *pkey = cred_pkey_from_key(key);
     if (!pkey)
@@ -96,8 +97,8 @@ int edhoc_key_check_cred(const struct edhoc_key *key, const struct edhoc_cred *c
 {
     uint8_t pub[EDHOC_CRYPTO_MAX_PUB];
     size_t n;
-    if (key->curve != cred->curve || edhoc_key_public(key, pub, &n) != 0 ||
-        n != cred->pub_len || memcmp(pub, cred->pub, n) != 0)
+    if (key->curve != cred->curve || edhoc_key_public(key, pub, &n) != 0 || n != cred->pub_len ||
+        memcmp(pub, cred->pub, n) != 0)
         return EDHOC_CRED_ERR_KEY_TYPE;
     return 0;
 }
@@ -134,8 +135,10 @@ int edhoc_key_parse(struct edhoc_key *key, const uint8_t *data, size_t len, int 
     int curve = curve_hint;
     if (curve == 0) {
         /* Only lengths that name one curve; 32 bytes could be any of three. */
-        curve = n == 48 ? EDHOC_COSE_CRV_P384 : n == 56 ? EDHOC_COSE_CRV_X448
-              : n == 57 ? EDHOC_COSE_CRV_ED448 : 0;
+        curve = n == 48   ? EDHOC_COSE_CRV_P384
+                : n == 56 ? EDHOC_COSE_CRV_X448
+                : n == 57 ? EDHOC_COSE_CRV_ED448
+                          : 0;
     }
     int rc = EDHOC_CRED_ERR_FORMAT;
     if (n > 0 && cred_priv_len(curve) == (size_t)n) {

@@ -79,8 +79,8 @@ static int cred_check_time(const struct edhoc_cred *c, int64_t now)
 /* A configured credential is trusted as configured, except that an X.509
  * one must still be inside its validity window (the cached one: no
  * decoding). */
-static int accept_configured(const struct edhoc_cred_store *store,
-                             const struct edhoc_cred *cred, struct edhoc_cred *out)
+static int accept_configured(const struct edhoc_cred_store *store, const struct edhoc_cred *cred,
+                             struct edhoc_cred *out)
 {
     int rc = cred_check_time(cred, store->now);
     if (rc != 0)
@@ -170,8 +170,7 @@ static bool der_equal(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b
  * without decoding the leaf (its key and validity are c's, from the same
  * bytes). Certificates the peer sends beyond c's own are still read, so
  * that a chain with a malformed one stays a format error. */
-static int accept_configured_chain(const struct edhoc_cred_store *store,
-                                   const struct edhoc_cred *c,
+static int accept_configured_chain(const struct edhoc_cred_store *store, const struct edhoc_cred *c,
                                    const struct edhoc_id_cred *id, struct edhoc_cred *out)
 {
     int rc = cred_x509_assemble(out, id->certs, id->cert_lens, id->n_certs);
@@ -204,12 +203,12 @@ static bool x5t_names(const struct edhoc_id_cred *id, const uint8_t *der, size_t
 {
     uint8_t h[32];
     size_t hl;
-    return edhoc_cred_cert_hash(id->x5t_alg, der, der_len, h, &hl) == 0 &&
-           hl == id->x5t_hash_len && memcmp(h, id->x5t_hash, hl) == 0;
+    return edhoc_cred_cert_hash(id->x5t_alg, der, der_len, h, &hl) == 0 && hl == id->x5t_hash_len &&
+           memcmp(h, id->x5t_hash, hl) == 0;
 }
 
-static int resolve_x5chain(const struct edhoc_cred_store *store,
-                           const struct edhoc_id_cred *id, struct edhoc_cred *out)
+static int resolve_x5chain(const struct edhoc_cred_store *store, const struct edhoc_id_cred *id,
+                           struct edhoc_cred *out)
 {
     /* An x5t beside the chain must name its end-entity certificate, else
      * the map names two different credentials. */
@@ -315,8 +314,8 @@ static int resolve_kcwt(const struct edhoc_cred_store *store, const struct edhoc
         goto done;
     rc = EDHOC_CRED_ERR_UNKNOWN; /* no issuer key of ours fits */
     for (size_t i = 0; i < store->n_creds + store->n_anchors && rc != 0; i++) {
-        const struct edhoc_cred *k = i < store->n_creds ? &store->creds[i]
-                                                         : &store->anchors[i - store->n_creds];
+        const struct edhoc_cred *k =
+            i < store->n_creds ? &store->creds[i] : &store->anchors[i - store->n_creds];
         if (ikid_len != 0 && (k->kid_len != ikid_len || memcmp(k->kid, ikid, ikid_len) != 0))
             continue;
         if (cred_cwt_alg_curve(alg, k->curve) != 0)
@@ -345,18 +344,12 @@ int edhoc_cred_store_resolve(const struct edhoc_cred_store *store, const uint8_t
     if (rc != 0)
         return rc;
     switch (id.type) {
-    case EDHOC_ID_CRED_KID:
-        return resolve_kid(store, &id, out);
-    case EDHOC_ID_CRED_X5T:
-        return resolve_x5t(store, &id, out);
-    case EDHOC_ID_CRED_KCCS:
-        return resolve_kccs(store, &id, out);
-    case EDHOC_ID_CRED_X5CHAIN:
-        return resolve_x5chain(store, &id, out);
-    case EDHOC_ID_CRED_X5BAG:
-        return resolve_x5bag(store, &id, out);
-    case EDHOC_ID_CRED_KCWT:
-        return resolve_kcwt(store, &id, out);
+    case EDHOC_ID_CRED_KID: return resolve_kid(store, &id, out);
+    case EDHOC_ID_CRED_X5T: return resolve_x5t(store, &id, out);
+    case EDHOC_ID_CRED_KCCS: return resolve_kccs(store, &id, out);
+    case EDHOC_ID_CRED_X5CHAIN: return resolve_x5chain(store, &id, out);
+    case EDHOC_ID_CRED_X5BAG: return resolve_x5bag(store, &id, out);
+    case EDHOC_ID_CRED_KCWT: return resolve_kcwt(store, &id, out);
     }
     return EDHOC_CRED_ERR_FORMAT;
 }

@@ -46,8 +46,7 @@ static int read_cert(X509 *x, struct cred_x509_info *info)
     return 0;
 }
 
-int cred_x509_inspect(const uint8_t *der, size_t len, size_t *len_used,
-                      struct cred_x509_info *info)
+int cred_x509_inspect(const uint8_t *der, size_t len, size_t *len_used, struct cred_x509_info *info)
 {
     if (len == 0)
         return EDHOC_CRED_ERR_FORMAT;
@@ -64,8 +63,8 @@ int cred_x509_inspect(const uint8_t *der, size_t len, size_t *len_used,
     return rc;
 }
 
-int cred_pem_to_der(const uint8_t *pem, size_t len, uint8_t *buf, size_t cap,
-                    size_t *lens, size_t max_certs)
+int cred_pem_to_der(const uint8_t *pem, size_t len, uint8_t *buf, size_t cap, size_t *lens,
+                    size_t max_certs)
 {
     if (len > INT32_MAX)
         return EDHOC_CRED_ERR_TOO_LARGE;
@@ -97,8 +96,8 @@ int cred_pem_to_der(const uint8_t *pem, size_t len, uint8_t *buf, size_t cap,
     /* The loop ends on the first failed read: at the end of the text, or
      * on a damaged block, which must not pass for "no more certificates". */
     unsigned long e = ERR_peek_last_error();
-    if (rc == 0 && e != 0 && !(ERR_GET_LIB(e) == ERR_LIB_PEM &&
-                               ERR_GET_REASON(e) == PEM_R_NO_START_LINE))
+    if (rc == 0 && e != 0 &&
+        !(ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE))
         rc = EDHOC_CRED_ERR_FORMAT;
     ERR_clear_error();
     BIO_free(bio);
@@ -150,8 +149,7 @@ int edhoc_cred_from_x509(struct edhoc_cred *cred, const uint8_t *data, size_t le
         buf = OPENSSL_malloc(EDHOC_CRED_MAX_DATA);
         if (!buf)
             return EDHOC_CRED_ERR_TOO_LARGE;
-        int rc = cred_pem_to_der(data, len, buf, EDHOC_CRED_MAX_DATA, lens,
-                                 EDHOC_CRED_MAX_CHAIN);
+        int rc = cred_pem_to_der(data, len, buf, EDHOC_CRED_MAX_DATA, lens, EDHOC_CRED_MAX_CHAIN);
         if (rc < 0) {
             OPENSSL_free(buf);
             return rc;
@@ -190,8 +188,7 @@ static X509 *leaf_x509(const struct edhoc_cred *cred, size_t i)
     return d2i_X509(NULL, &p, (long)cred->cert_lens[i]);
 }
 
-int edhoc_cred_x509_validity(const struct edhoc_cred *cred, int64_t *not_before,
-                             int64_t *not_after)
+int edhoc_cred_x509_validity(const struct edhoc_cred *cred, int64_t *not_before, int64_t *not_after)
 {
     if (cred->type != EDHOC_CRED_X509 || cred->n_certs == 0)
         return EDHOC_CRED_ERR_FORMAT;
@@ -226,7 +223,7 @@ int cred_x509_check_time(const struct edhoc_cred *cred, int64_t now)
 
 /* Verify leaf (+ untrusted intermediates) against the store's anchors. */
 static int verify_decoded(const struct edhoc_cred_store *store, X509 *leaf,
-                          STACK_OF(X509) *untrusted, int64_t now)
+                          STACK_OF(X509) * untrusted, int64_t now)
 {
     int rc = EDHOC_CRED_ERR_UNTRUSTED;
     X509_STORE *xs = X509_STORE_new();
@@ -251,12 +248,8 @@ static int verify_decoded(const struct edhoc_cred_store *store, X509 *leaf,
     } else {
         switch (X509_STORE_CTX_get_error(ctx)) {
         case X509_V_ERR_CERT_HAS_EXPIRED:
-        case X509_V_ERR_CERT_NOT_YET_VALID:
-            rc = EDHOC_CRED_ERR_EXPIRED;
-            break;
-        default:
-            rc = EDHOC_CRED_ERR_UNTRUSTED;
-            break;
+        case X509_V_ERR_CERT_NOT_YET_VALID: rc = EDHOC_CRED_ERR_EXPIRED; break;
+        default: rc = EDHOC_CRED_ERR_UNTRUSTED; break;
         }
     }
 out:
@@ -265,9 +258,8 @@ out:
     return rc;
 }
 
-int cred_x509_resolve_chain(const struct edhoc_cred_store *store,
-                            const uint8_t *const *certs, const size_t *lens, size_t n,
-                            struct edhoc_cred *out)
+int cred_x509_resolve_chain(const struct edhoc_cred_store *store, const uint8_t *const *certs,
+                            const size_t *lens, size_t n, struct edhoc_cred *out)
 {
     int rc = cred_x509_assemble(out, certs, lens, n);
     if (rc != 0) {
@@ -326,8 +318,8 @@ void cred_x509_bag_close(struct cred_x509_bag *bag)
     memset(&bag->scratch, 0, sizeof bag->scratch);
 }
 
-int cred_x509_bag_open(struct cred_x509_bag *bag, const uint8_t *const *certs,
-                       const size_t *lens, size_t n)
+int cred_x509_bag_open(struct cred_x509_bag *bag, const uint8_t *const *certs, const size_t *lens,
+                       size_t n)
 {
     bag->n = 0;
     if (n == 0 || n > EDHOC_CRED_MAX_BAG)
@@ -428,10 +420,8 @@ static const EVP_MD *sign_digest(EVP_PKEY *key, int *err)
     *err = 0;
     switch (EVP_PKEY_get_base_id(key)) {
     case EVP_PKEY_ED25519:
-    case EVP_PKEY_ED448:
-        return NULL; /* EdDSA hashes internally */
-    case EVP_PKEY_EC:
-        return EVP_PKEY_get_bits(key) > 256 ? EVP_sha384() : EVP_sha256();
+    case EVP_PKEY_ED448: return NULL; /* EdDSA hashes internally */
+    case EVP_PKEY_EC: return EVP_PKEY_get_bits(key) > 256 ? EVP_sha384() : EVP_sha256();
     default:
         *err = EDHOC_CRED_ERR_KEY_TYPE; /* X25519 / X448 cannot sign */
         return NULL;
@@ -494,16 +484,16 @@ int edhoc_x509_create(struct edhoc_cred *cred, const struct edhoc_key *subject_k
     X509_NAME *name = X509_NAME_new();
     if (!name)
         goto out;
-    int ok = X509_set_version(cert, X509_VERSION_3) == 1 &&
-             ASN1_INTEGER_set_uint64(X509_get_serialNumber(cert), serial) == 1 &&
-             X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                                        (const unsigned char *)params->subject_cn, -1, -1,
-                                        0) == 1 &&
-             X509_set_subject_name(cert, name) == 1 &&
-             X509_set_issuer_name(cert, issuer ? X509_get_subject_name(issuer) : name) == 1 &&
-             ASN1_TIME_set(X509_getm_notBefore(cert), (time_t)params->not_before) != NULL &&
-             ASN1_TIME_set(X509_getm_notAfter(cert), (time_t)params->not_after) != NULL &&
-             X509_set_pubkey(cert, subject) == 1;
+    int ok =
+        X509_set_version(cert, X509_VERSION_3) == 1 &&
+        ASN1_INTEGER_set_uint64(X509_get_serialNumber(cert), serial) == 1 &&
+        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                                   (const unsigned char *)params->subject_cn, -1, -1, 0) == 1 &&
+        X509_set_subject_name(cert, name) == 1 &&
+        X509_set_issuer_name(cert, issuer ? X509_get_subject_name(issuer) : name) == 1 &&
+        ASN1_TIME_set(X509_getm_notBefore(cert), (time_t)params->not_before) != NULL &&
+        ASN1_TIME_set(X509_getm_notAfter(cert), (time_t)params->not_after) != NULL &&
+        X509_set_pubkey(cert, subject) == 1;
     X509_NAME_free(name);
     if (!ok)
         goto out;

@@ -37,17 +37,15 @@ static pthread_once_t algs_once = PTHREAD_ONCE_INIT;
 static char backend_name[64];
 
 static int openssl_random(void *rng_ctx, uint8_t *out, size_t len);
-static int openssl_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub,
-                          size_t *pub_len);
-static int openssl_public_key(int curve, bool for_ecdh, const uint8_t *priv,
-                              uint8_t *pub, size_t *pub_len);
+static int openssl_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub, size_t *pub_len);
+static int openssl_public_key(int curve, bool for_ecdh, const uint8_t *priv, uint8_t *pub,
+                              size_t *pub_len);
 static int openssl_ecdh(int curve, const uint8_t *priv, const uint8_t *peer_pub,
                         size_t peer_pub_len, uint8_t *shared);
-static int openssl_sign(int curve, const uint8_t *priv, const uint8_t *msg,
-                        size_t msg_len, uint8_t *sig);
-static int openssl_verify(int curve, const uint8_t *pub, size_t pub_len,
-                          const uint8_t *msg, size_t msg_len, const uint8_t *sig,
-                          size_t sig_len);
+static int openssl_sign(int curve, const uint8_t *priv, const uint8_t *msg, size_t msg_len,
+                        uint8_t *sig);
+static int openssl_verify(int curve, const uint8_t *pub, size_t pub_len, const uint8_t *msg,
+                          size_t msg_len, const uint8_t *sig, size_t sig_len);
 
 /* Not const: `name` is only known at run time (the library may be newer
  * than the headers we were built against). Filled once in algs_init(). */
@@ -79,8 +77,7 @@ static EVP_MAC_CTX *mac_template(EVP_MAC *mac, const char *digest)
     if (ctx == NULL)
         return NULL;
     if (digest != NULL) {
-        params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-                                                     (char *)digest, 0);
+        params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)digest, 0);
         params[1] = OSSL_PARAM_construct_end();
         if (EVP_MAC_CTX_set_params(ctx, params) != 1) {
             EVP_MAC_CTX_free(ctx);
@@ -96,8 +93,7 @@ static EVP_PKEY *ec_params_template(const char *group_name)
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
     EVP_PKEY *pkey = NULL;
 
-    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME,
-                                                 (char *)group_name, 0);
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)group_name, 0);
     params[1] = OSSL_PARAM_construct_end();
     if (ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1 ||
         EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEY_PARAMETERS, params) != 1)
@@ -176,8 +172,8 @@ static int openssl_random(void *rng_ctx, uint8_t *out, size_t len)
  * curves; a source that keeps producing such values is broken. */
 #define KEYGEN_ATTEMPTS 64
 
-int edhoc_crypto_keygen(const struct edhoc_crypto_ops *ops, int curve, bool for_ecdh,
-                        uint8_t *priv, uint8_t *pub, size_t *pub_len)
+int edhoc_crypto_keygen(const struct edhoc_crypto_ops *ops, int curve, bool for_ecdh, uint8_t *priv,
+                        uint8_t *pub, size_t *pub_len)
 {
     size_t priv_len = edhoc_crypto_priv_len(curve);
     const uint8_t *order = NULL;
@@ -214,11 +210,9 @@ fail:
 
 /* The table's keygen: edhoc_crypto_keygen() with this backend's own table
  * (so with the system random source). */
-static int openssl_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub,
-                          size_t *pub_len)
+static int openssl_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub, size_t *pub_len)
 {
-    return edhoc_crypto_keygen(edhoc_crypto_openssl(), curve, for_ecdh, priv, pub,
-                               pub_len);
+    return edhoc_crypto_keygen(edhoc_crypto_openssl(), curve, for_ecdh, priv, pub, pub_len);
 }
 
 /* ------------------------------------------------------------------------
@@ -234,8 +228,8 @@ static int openssl_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub,
  * with for_ecdh), EDHOC_CRYPTO_ERR_INVALID (EC2 scalar 0 or >= n),
  * EDHOC_CRYPTO_ERR_BACKEND.
  */
-static int openssl_public_key(int curve, bool for_ecdh, const uint8_t *priv,
-                              uint8_t *pub, size_t *pub_len)
+static int openssl_public_key(int curve, bool for_ecdh, const uint8_t *priv, uint8_t *pub,
+                              size_t *pub_len)
 {
     struct ec2_curve c;
     int ret;
@@ -276,8 +270,8 @@ static int openssl_ecdh(int curve, const uint8_t *priv, const uint8_t *peer_pub,
  * Returns 0, EDHOC_CRYPTO_ERR_UNSUPPORTED (not a signature curve),
  * EDHOC_CRYPTO_ERR_INVALID (EC2 scalar out of range), EDHOC_CRYPTO_ERR_BACKEND.
  */
-static int openssl_sign(int curve, const uint8_t *priv, const uint8_t *msg,
-                        size_t msg_len, uint8_t *sig)
+static int openssl_sign(int curve, const uint8_t *priv, const uint8_t *msg, size_t msg_len,
+                        uint8_t *sig)
 {
     struct ec2_curve c;
     int ret;
@@ -298,9 +292,8 @@ static int openssl_sign(int curve, const uint8_t *priv, const uint8_t *msg,
  * EDHOC_CRYPTO_ERR_AUTH (the signature does not verify),
  * EDHOC_CRYPTO_ERR_BACKEND.
  */
-static int openssl_verify(int curve, const uint8_t *pub, size_t pub_len,
-                          const uint8_t *msg, size_t msg_len, const uint8_t *sig,
-                          size_t sig_len)
+static int openssl_verify(int curve, const uint8_t *pub, size_t pub_len, const uint8_t *msg,
+                          size_t msg_len, const uint8_t *sig, size_t sig_len)
 {
     struct ec2_curve c;
     int ret;

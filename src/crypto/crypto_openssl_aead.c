@@ -48,8 +48,7 @@ static int aead_lookup(int aead_alg, struct aead_params *p)
         p->cipher = a->chacha20poly1305;
         p->ccm = false;
         break;
-    default:
-        return EDHOC_CRYPTO_ERR_UNSUPPORTED;
+    default: return EDHOC_CRYPTO_ERR_UNSUPPORTED;
     }
     p->nonce_len = edhoc_crypto_aead_nonce_len(aead_alg);
     p->tag_len = edhoc_crypto_aead_tag_len(aead_alg);
@@ -77,8 +76,8 @@ static const uint8_t empty_input[1];
  * through aead_forget. The copy of the key used to find a context is
  * wiped with it. */
 
-#define AEAD_CACHE_WAYS 4
-#define AEAD_CACHE_SETS 32
+#define AEAD_CACHE_WAYS  4
+#define AEAD_CACHE_SETS  32
 #define AEAD_CACHE_SLOTS (AEAD_CACHE_WAYS * AEAD_CACHE_SETS)
 
 struct aead_slot {
@@ -169,8 +168,8 @@ void edhoc_openssl_aead_forget(const uint8_t *key, size_t key_len)
  * length, and when decrypting the expected tag). NULL on failure. The
  * caller drops *slot_out when the operation fails midway. */
 static EVP_CIPHER_CTX *aead_ctx_get(int aead_alg, const struct aead_params *p, int enc,
-                                    const uint8_t *key, const uint8_t *nonce,
-                                    const uint8_t *tag, struct aead_slot **slot_out)
+                                    const uint8_t *key, const uint8_t *nonce, const uint8_t *tag,
+                                    struct aead_slot **slot_out)
 {
     size_t key_len = edhoc_crypto_aead_key_len(aead_alg);
     if (key_len == 0 || key_len > EDHOC_CRYPTO_MAX_KEY)
@@ -239,8 +238,8 @@ static bool aead_feed_aad(EVP_CIPHER_CTX *ctx, const struct aead_params *p, cons
  * EDHOC_CRYPTO_ERR_INVALID (length beyond INT_MAX), EDHOC_CRYPTO_ERR_BACKEND.
  */
 int edhoc_openssl_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                               const uint8_t *aad, size_t aad_len, const uint8_t *pt,
-                               size_t pt_len, uint8_t *ct)
+                               const uint8_t *aad, size_t aad_len, const uint8_t *pt, size_t pt_len,
+                               uint8_t *ct)
 {
     struct aead_params p;
     struct aead_slot *slot = NULL;
@@ -268,8 +267,7 @@ int edhoc_openssl_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *
         ok = EVP_CipherFinal_ex(ctx, none, &finl) == 1 && finl == 0;
     }
     if (ok)
-        ok = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, (int)p.tag_len,
-                                 ct + pt_len) == 1;
+        ok = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, (int)p.tag_len, ct + pt_len) == 1;
     if (!ok) {
         aead_slot_drop(slot); /* its state is unknown */
         edhoc_wipe(ct, pt_len + p.tag_len);
@@ -284,8 +282,8 @@ int edhoc_openssl_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *
  * EDHOC_CRYPTO_ERR_AUTH (tag mismatch; pt wiped), EDHOC_CRYPTO_ERR_BACKEND.
  */
 int edhoc_openssl_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                               const uint8_t *aad, size_t aad_len, const uint8_t *ct,
-                               size_t ct_len, uint8_t *pt)
+                               const uint8_t *aad, size_t aad_len, const uint8_t *ct, size_t ct_len,
+                               uint8_t *pt)
 {
     struct aead_params p;
     struct aead_slot *slot = NULL;

@@ -50,18 +50,17 @@ const struct backend_algs *edhoc_openssl_algs(void);
 int edhoc_openssl_hash(int hash_alg, const uint8_t *msg, size_t len, uint8_t *out);
 int edhoc_openssl_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_len,
                                const uint8_t *ikm, size_t ikm_len, uint8_t *prk);
-int edhoc_openssl_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
-                              const uint8_t *info, size_t info_len, uint8_t *out,
-                              size_t out_len);
+int edhoc_openssl_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len, const uint8_t *info,
+                              size_t info_len, uint8_t *out, size_t out_len);
 
 /* ---- crypto_openssl_aead.c: the table's aead_encrypt, aead_decrypt,
  * aead_forget */
 int edhoc_openssl_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                               const uint8_t *aad, size_t aad_len, const uint8_t *pt,
-                               size_t pt_len, uint8_t *ct);
+                               const uint8_t *aad, size_t aad_len, const uint8_t *pt, size_t pt_len,
+                               uint8_t *ct);
 int edhoc_openssl_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                               const uint8_t *aad, size_t aad_len, const uint8_t *ct,
-                               size_t ct_len, uint8_t *pt);
+                               const uint8_t *aad, size_t aad_len, const uint8_t *ct, size_t ct_len,
+                               uint8_t *pt);
 void edhoc_openssl_aead_forget(const uint8_t *key, size_t key_len);
 
 /* ---- crypto_openssl_ec2.c: P-256 / P-384 */
@@ -79,7 +78,7 @@ struct ec2_curve {
     size_t field_len; /* = scalar length for both curves */
     const char *group_name;
     EVP_PKEY *params; /* template for public keys */
-    int hash_alg;      /* ECDSA hash */
+    int hash_alg;     /* ECDSA hash */
 };
 
 bool edhoc_openssl_is_ec2(int curve);

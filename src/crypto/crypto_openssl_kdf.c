@@ -44,8 +44,7 @@ int edhoc_openssl_hash(int hash_alg, const uint8_t *msg, size_t len, uint8_t *ou
         const EVP_MD *md = sha2_md(hash_alg);
         if (md == NULL)
             return EDHOC_CRYPTO_ERR_BACKEND;
-        return EVP_Digest(msg, len, out, NULL, md, NULL) == 1 ? 0
-                                                             : EDHOC_CRYPTO_ERR_BACKEND;
+        return EVP_Digest(msg, len, out, NULL, md, NULL) == 1 ? 0 : EDHOC_CRYPTO_ERR_BACKEND;
     }
     if (hash_alg != EDHOC_COSE_SHAKE256)
         return EDHOC_CRYPTO_ERR_UNSUPPORTED;
@@ -54,8 +53,7 @@ int edhoc_openssl_hash(int hash_alg, const uint8_t *msg, size_t len, uint8_t *ou
     ctx = EVP_MD_CTX_new();
     if (ctx == NULL)
         return EDHOC_CRYPTO_ERR_BACKEND;
-    ok = EVP_DigestInit_ex2(ctx, a->shake256, NULL) == 1 &&
-         EVP_DigestUpdate(ctx, msg, len) == 1 &&
+    ok = EVP_DigestInit_ex2(ctx, a->shake256, NULL) == 1 && EVP_DigestUpdate(ctx, msg, len) == 1 &&
          EVP_DigestFinalXOF(ctx, out, edhoc_crypto_hash_len(hash_alg)) == 1;
     EVP_MD_CTX_free(ctx);
     return ok ? 0 : EDHOC_CRYPTO_ERR_BACKEND;
@@ -73,8 +71,8 @@ int edhoc_openssl_hash(int hash_alg, const uint8_t *msg, size_t len, uint8_t *ou
 #define KMAC_OUT_MAX (0xFFFFFF / 8)
 
 /* KMAC256(key, msg, 8 * out_len, "") */
-static int kmac256(const uint8_t *key, size_t key_len, const uint8_t *msg,
-                   size_t msg_len, uint8_t *out, size_t out_len)
+static int kmac256(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t msg_len,
+                   uint8_t *out, size_t out_len)
 {
     const struct backend_algs *a = edhoc_openssl_algs();
     EVP_MAC_CTX *ctx;
@@ -93,8 +91,7 @@ static int kmac256(const uint8_t *key, size_t key_len, const uint8_t *msg,
      * so a 16-byte output is not a prefix of a 32-byte one. */
     params[0] = OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &out_len);
     params[1] = OSSL_PARAM_construct_end();
-    ok = EVP_MAC_init(ctx, key, key_len, params) == 1 &&
-         EVP_MAC_update(ctx, msg, msg_len) == 1 &&
+    ok = EVP_MAC_init(ctx, key, key_len, params) == 1 && EVP_MAC_update(ctx, msg, msg_len) == 1 &&
          EVP_MAC_final(ctx, out, &written, out_len) == 1 && written == out_len;
     EVP_MAC_CTX_free(ctx); /* the provider cleanses its state on free */
     if (!ok) {
@@ -107,8 +104,7 @@ static int kmac256(const uint8_t *key, size_t key_len, const uint8_t *msg,
 static EVP_MAC_CTX *hmac_new(int hash_alg)
 {
     const struct backend_algs *a = edhoc_openssl_algs();
-    const EVP_MAC_CTX *tmpl =
-        hash_alg == EDHOC_COSE_SHA256 ? a->hmac_sha256 : a->hmac_sha384;
+    const EVP_MAC_CTX *tmpl = hash_alg == EDHOC_COSE_SHA256 ? a->hmac_sha256 : a->hmac_sha384;
 
     return tmpl == NULL ? NULL : EVP_MAC_CTX_dup(tmpl);
 }
@@ -154,9 +150,8 @@ int edhoc_openssl_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_le
  * EDHOC_CRYPTO_ERR_UNSUPPORTED (other hash_alg), EDHOC_CRYPTO_ERR_INVALID
  * (SHA-2: out_len > 255 * hash length; SHAKE256: PRK outside 4..512 bytes or
  * out_len > 2^21 - 1), EDHOC_CRYPTO_ERR_BACKEND (out wiped). */
-int edhoc_openssl_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
-                              const uint8_t *info, size_t info_len, uint8_t *out,
-                              size_t out_len)
+int edhoc_openssl_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len, const uint8_t *info,
+                              size_t info_len, uint8_t *out, size_t out_len)
 {
     size_t hash_len = edhoc_crypto_hash_len(hash_alg);
     uint8_t block[EDHOC_CRYPTO_MAX_HASH];
@@ -185,10 +180,8 @@ int edhoc_openssl_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
         counter++;
         if (EVP_MAC_init(ctx, key, prk_len, NULL) != 1 ||
             (counter > 1 && EVP_MAC_update(ctx, block, hash_len) != 1) ||
-            EVP_MAC_update(ctx, info, info_len) != 1 ||
-            EVP_MAC_update(ctx, &counter, 1) != 1 ||
-            EVP_MAC_final(ctx, block, &written, sizeof block) != 1 ||
-            written != hash_len) {
+            EVP_MAC_update(ctx, info, info_len) != 1 || EVP_MAC_update(ctx, &counter, 1) != 1 ||
+            EVP_MAC_final(ctx, block, &written, sizeof block) != 1 || written != hash_len) {
             ret = EDHOC_CRYPTO_ERR_BACKEND;
             break;
         }

@@ -33,12 +33,11 @@ static size_t okp_pub_len(int curve)
     return curve == EDHOC_COSE_CRV_ED448 ? 57 : edhoc_crypto_priv_len(curve);
 }
 
-int edhoc_openssl_okp_public_key(int curve, const uint8_t *priv, uint8_t *pub,
-                                 size_t *pub_len)
+int edhoc_openssl_okp_public_key(int curve, const uint8_t *priv, uint8_t *pub, size_t *pub_len)
 {
     size_t len = okp_pub_len(curve);
-    EVP_PKEY *pkey = EVP_PKEY_new_raw_private_key_ex(NULL, edhoc_openssl_okp_name(curve), NULL, priv,
-                                                     edhoc_crypto_priv_len(curve));
+    EVP_PKEY *pkey = EVP_PKEY_new_raw_private_key_ex(NULL, edhoc_openssl_okp_name(curve), NULL,
+                                                     priv, edhoc_crypto_priv_len(curve));
     int ret = EDHOC_CRYPTO_ERR_BACKEND;
 
     if (pkey != NULL && EVP_PKEY_get_raw_public_key(pkey, pub, &len) == 1 &&
@@ -73,8 +72,8 @@ static EVP_PKEY *xdh_priv_pkey(int curve, const uint8_t *priv)
     return pkey;
 }
 
-int edhoc_openssl_okp_ecdh(int curve, const uint8_t *priv, const uint8_t *peer,
-                           size_t peer_len, uint8_t *shared)
+int edhoc_openssl_okp_ecdh(int curve, const uint8_t *priv, const uint8_t *peer, size_t peer_len,
+                           uint8_t *shared)
 {
     size_t len = edhoc_crypto_ecdh_secret_len(curve);
     EVP_PKEY *mine = NULL, *theirs = NULL;
@@ -84,7 +83,8 @@ int edhoc_openssl_okp_ecdh(int curve, const uint8_t *priv, const uint8_t *peer,
     if (peer_len != edhoc_crypto_ecdh_pub_len(curve))
         return EDHOC_CRYPTO_ERR_INVALID;
     mine = xdh_priv_pkey(curve, priv);
-    theirs = EVP_PKEY_new_raw_public_key_ex(NULL, edhoc_openssl_okp_name(curve), NULL, peer, peer_len);
+    theirs =
+        EVP_PKEY_new_raw_public_key_ex(NULL, edhoc_openssl_okp_name(curve), NULL, peer, peer_len);
     if (mine == NULL || theirs == NULL)
         goto out;
     ctx = EVP_PKEY_CTX_new_from_pkey(NULL, mine, NULL);
@@ -106,12 +106,12 @@ out:
     return ret;
 }
 
-int edhoc_openssl_eddsa_sign(int curve, const uint8_t *priv, const uint8_t *msg,
-                             size_t msg_len, uint8_t *sig)
+int edhoc_openssl_eddsa_sign(int curve, const uint8_t *priv, const uint8_t *msg, size_t msg_len,
+                             uint8_t *sig)
 {
     size_t sig_len = edhoc_crypto_sig_len(curve);
-    EVP_PKEY *pkey = EVP_PKEY_new_raw_private_key_ex(NULL, edhoc_openssl_okp_name(curve), NULL, priv,
-                                                     edhoc_crypto_priv_len(curve));
+    EVP_PKEY *pkey = EVP_PKEY_new_raw_private_key_ex(NULL, edhoc_openssl_okp_name(curve), NULL,
+                                                     priv, edhoc_crypto_priv_len(curve));
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     int ret = EDHOC_CRYPTO_ERR_BACKEND;
 
@@ -126,9 +126,8 @@ int edhoc_openssl_eddsa_sign(int curve, const uint8_t *priv, const uint8_t *msg,
     return ret;
 }
 
-int edhoc_openssl_eddsa_verify(int curve, const uint8_t *pub, size_t pub_len,
-                               const uint8_t *msg, size_t msg_len, const uint8_t *sig,
-                               size_t sig_len)
+int edhoc_openssl_eddsa_verify(int curve, const uint8_t *pub, size_t pub_len, const uint8_t *msg,
+                               size_t msg_len, const uint8_t *sig, size_t sig_len)
 {
     EVP_PKEY *pkey;
     EVP_MD_CTX *md;
@@ -148,8 +147,7 @@ int edhoc_openssl_eddsa_verify(int curve, const uint8_t *pub, size_t pub_len,
         return EDHOC_CRYPTO_ERR_INVALID;
     md = EVP_MD_CTX_new();
     if (md != NULL && EVP_DigestVerifyInit_ex(md, NULL, NULL, NULL, NULL, pkey, NULL) == 1)
-        ret = EVP_DigestVerify(md, sig, sig_len, msg, msg_len) == 1 ? 0
-                                                                  : EDHOC_CRYPTO_ERR_AUTH;
+        ret = EVP_DigestVerify(md, sig, sig_len, msg, msg_len) == 1 ? 0 : EDHOC_CRYPTO_ERR_AUTH;
     EVP_MD_CTX_free(md);
     EVP_PKEY_free(pkey);
     return ret;

@@ -60,34 +60,34 @@ static int auto_hash(int hash_alg, const uint8_t *msg, size_t len, uint8_t *out)
     return FROM(EDHOC_CRYPTO_OP_HASH, hash_alg)->hash(hash_alg, msg, len, out);
 }
 
-static int auto_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_len,
-                             const uint8_t *ikm, size_t ikm_len, uint8_t *prk)
+static int auto_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_len, const uint8_t *ikm,
+                             size_t ikm_len, uint8_t *prk)
 {
-    return FROM(EDHOC_CRYPTO_OP_HKDF, hash_alg)->hkdf_extract(hash_alg, salt, salt_len, ikm,
-                                                              ikm_len, prk);
+    return FROM(EDHOC_CRYPTO_OP_HKDF, hash_alg)
+        ->hkdf_extract(hash_alg, salt, salt_len, ikm, ikm_len, prk);
 }
 
-static int auto_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
-                            const uint8_t *info, size_t info_len, uint8_t *out, size_t out_len)
+static int auto_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len, const uint8_t *info,
+                            size_t info_len, uint8_t *out, size_t out_len)
 {
-    return FROM(EDHOC_CRYPTO_OP_HKDF, hash_alg)->hkdf_expand(hash_alg, prk, prk_len, info,
-                                                             info_len, out, out_len);
+    return FROM(EDHOC_CRYPTO_OP_HKDF, hash_alg)
+        ->hkdf_expand(hash_alg, prk, prk_len, info, info_len, out, out_len);
 }
 
 static int auto_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                             const uint8_t *aad, size_t aad_len, const uint8_t *pt,
-                             size_t pt_len, uint8_t *ct)
+                             const uint8_t *aad, size_t aad_len, const uint8_t *pt, size_t pt_len,
+                             uint8_t *ct)
 {
-    return FROM(EDHOC_CRYPTO_OP_AEAD, aead_alg)->aead_encrypt(aead_alg, key, nonce, aad,
-                                                              aad_len, pt, pt_len, ct);
+    return FROM(EDHOC_CRYPTO_OP_AEAD, aead_alg)
+        ->aead_encrypt(aead_alg, key, nonce, aad, aad_len, pt, pt_len, ct);
 }
 
 static int auto_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                             const uint8_t *aad, size_t aad_len, const uint8_t *ct,
-                             size_t ct_len, uint8_t *pt)
+                             const uint8_t *aad, size_t aad_len, const uint8_t *ct, size_t ct_len,
+                             uint8_t *pt)
 {
-    return FROM(EDHOC_CRYPTO_OP_AEAD, aead_alg)->aead_decrypt(aead_alg, key, nonce, aad,
-                                                              aad_len, ct, ct_len, pt);
+    return FROM(EDHOC_CRYPTO_OP_AEAD, aead_alg)
+        ->aead_decrypt(aead_alg, key, nonce, aad, aad_len, ct, ct_len, pt);
 }
 
 static int auto_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub, size_t *pub_len)
@@ -101,8 +101,8 @@ static int auto_public_key(int curve, bool for_ecdh, const uint8_t *priv, uint8_
     return FROM(EDHOC_CRYPTO_OP_KEYGEN, curve)->public_key(curve, for_ecdh, priv, pub, pub_len);
 }
 
-static int auto_ecdh(int curve, const uint8_t *priv, const uint8_t *peer_pub,
-                     size_t peer_pub_len, uint8_t *shared)
+static int auto_ecdh(int curve, const uint8_t *priv, const uint8_t *peer_pub, size_t peer_pub_len,
+                     uint8_t *shared)
 {
     return FROM(EDHOC_CRYPTO_OP_ECDH, curve)->ecdh(curve, priv, peer_pub, peer_pub_len, shared);
 }
@@ -116,8 +116,8 @@ static int auto_sign(int curve, const uint8_t *priv, const uint8_t *msg, size_t 
 static int auto_verify(int curve, const uint8_t *pub, size_t pub_len, const uint8_t *msg,
                        size_t msg_len, const uint8_t *sig, size_t sig_len)
 {
-    return FROM(EDHOC_CRYPTO_OP_VERIFY, curve)->verify(curve, pub, pub_len, msg, msg_len, sig,
-                                                       sig_len);
+    return FROM(EDHOC_CRYPTO_OP_VERIFY, curve)
+        ->verify(curve, pub, pub_len, msg, msg_len, sig, sig_len);
 }
 
 /* Both backends' keyed state for the key is dropped (only OpenSSL keeps

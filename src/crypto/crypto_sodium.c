@@ -40,21 +40,19 @@ static const uint8_t empty_input[1];
 static int sodium_hash(int hash_alg, const uint8_t *msg, size_t len, uint8_t *out);
 static int sodium_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_len,
                                const uint8_t *ikm, size_t ikm_len, uint8_t *prk);
-static int sodium_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
-                              const uint8_t *info, size_t info_len, uint8_t *out,
-                              size_t out_len);
+static int sodium_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len, const uint8_t *info,
+                              size_t info_len, uint8_t *out, size_t out_len);
 static int sodium_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                               const uint8_t *aad, size_t aad_len, const uint8_t *pt,
-                               size_t pt_len, uint8_t *ct);
+                               const uint8_t *aad, size_t aad_len, const uint8_t *pt, size_t pt_len,
+                               uint8_t *ct);
 static int sodium_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                               const uint8_t *aad, size_t aad_len, const uint8_t *ct,
-                               size_t ct_len, uint8_t *pt);
-static int sodium_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub,
-                         size_t *pub_len);
+                               const uint8_t *aad, size_t aad_len, const uint8_t *ct, size_t ct_len,
+                               uint8_t *pt);
+static int sodium_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub, size_t *pub_len);
 static int sodium_public_key(int curve, bool for_ecdh, const uint8_t *priv, uint8_t *pub,
                              size_t *pub_len);
-static int sodium_ecdh(int curve, const uint8_t *priv, const uint8_t *peer_pub,
-                       size_t peer_pub_len, uint8_t *shared);
+static int sodium_ecdh(int curve, const uint8_t *priv, const uint8_t *peer_pub, size_t peer_pub_len,
+                       uint8_t *shared);
 static int sodium_sign(int curve, const uint8_t *priv, const uint8_t *msg, size_t msg_len,
                        uint8_t *sig);
 static int sodium_verify(int curve, const uint8_t *pub, size_t pub_len, const uint8_t *msg,
@@ -107,22 +105,16 @@ const struct edhoc_crypto_ops *edhoc_crypto_sodium(void)
 bool edhoc_crypto_sodium_implements(enum edhoc_crypto_op op, int alg)
 {
     switch (op) {
-    case EDHOC_CRYPTO_OP_RANDOM:
-        return true;
+    case EDHOC_CRYPTO_OP_RANDOM: return true;
     case EDHOC_CRYPTO_OP_HASH:
-    case EDHOC_CRYPTO_OP_HKDF:
-        return alg == EDHOC_COSE_SHA256;
-    case EDHOC_CRYPTO_OP_AEAD:
-        return alg == EDHOC_COSE_CHACHA20_POLY1305;
+    case EDHOC_CRYPTO_OP_HKDF: return alg == EDHOC_COSE_SHA256;
+    case EDHOC_CRYPTO_OP_AEAD: return alg == EDHOC_COSE_CHACHA20_POLY1305;
     case EDHOC_CRYPTO_OP_KEYGEN:
         return alg == EDHOC_COSE_CRV_X25519 || alg == EDHOC_COSE_CRV_ED25519;
-    case EDHOC_CRYPTO_OP_ECDH:
-        return alg == EDHOC_COSE_CRV_X25519;
+    case EDHOC_CRYPTO_OP_ECDH: return alg == EDHOC_COSE_CRV_X25519;
     case EDHOC_CRYPTO_OP_SIGN:
-    case EDHOC_CRYPTO_OP_VERIFY:
-        return alg == EDHOC_COSE_CRV_ED25519;
-    default:
-        return false;
+    case EDHOC_CRYPTO_OP_VERIFY: return alg == EDHOC_COSE_CRV_ED25519;
+    default: return false;
     }
 }
 
@@ -143,7 +135,8 @@ static int sodium_hash(int hash_alg, const uint8_t *msg, size_t len, uint8_t *ou
 {
     if (hash_alg != EDHOC_COSE_SHA256)
         return fallback()->hash(hash_alg, msg, len, out);
-    return crypto_hash_sha256(out, NONNULL_INPUT(msg, len), len) == 0 ? 0 : EDHOC_CRYPTO_ERR_BACKEND;
+    return crypto_hash_sha256(out, NONNULL_INPUT(msg, len), len) == 0 ? 0
+                                                                      : EDHOC_CRYPTO_ERR_BACKEND;
 }
 
 static int sodium_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_len,
@@ -166,9 +159,8 @@ static int sodium_hkdf_extract(int hash_alg, const uint8_t *salt, size_t salt_le
  * The keyed state is built once and copied per round. Same limits and
  * errors as the OpenSSL backend: out_len > 255 * 32 is
  * EDHOC_CRYPTO_ERR_INVALID, out_len 0 writes nothing. */
-static int sodium_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
-                              const uint8_t *info, size_t info_len, uint8_t *out,
-                              size_t out_len)
+static int sodium_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len, const uint8_t *info,
+                              size_t info_len, uint8_t *out, size_t out_len)
 {
     crypto_auth_hmacsha256_state keyed, st;
     uint8_t block[crypto_auth_hmacsha256_BYTES];
@@ -176,8 +168,7 @@ static int sodium_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
     uint8_t counter = 0;
 
     if (hash_alg != EDHOC_COSE_SHA256)
-        return fallback()->hkdf_expand(hash_alg, prk, prk_len, info, info_len, out,
-                                       out_len);
+        return fallback()->hkdf_expand(hash_alg, prk, prk_len, info, info_len, out, out_len);
     if (out_len > 255 * sizeof block)
         return EDHOC_CRYPTO_ERR_INVALID;
     if (out_len == 0)
@@ -206,11 +197,10 @@ static int sodium_hkdf_expand(int hash_alg, const uint8_t *prk, size_t prk_len,
  * AEAD: ChaCha20-Poly1305 (RFC 8439), libsodium's "IETF" variant
  */
 
-
 /* ct and pt may be the same buffer (in-place). */
 static int sodium_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                               const uint8_t *aad, size_t aad_len, const uint8_t *pt,
-                               size_t pt_len, uint8_t *ct)
+                               const uint8_t *aad, size_t aad_len, const uint8_t *pt, size_t pt_len,
+                               uint8_t *ct)
 {
     unsigned long long ct_len = 0;
 
@@ -218,9 +208,9 @@ static int sodium_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *
         return fallback()->aead_encrypt(aead_alg, key, nonce, aad, aad_len, pt, pt_len, ct);
     if (pt_len > EDHOC_AEAD_LEN_MAX || aad_len > EDHOC_AEAD_LEN_MAX)
         return EDHOC_CRYPTO_ERR_INVALID;
-    if (crypto_aead_chacha20poly1305_ietf_encrypt(
-            ct, &ct_len, pt_len > 0 ? pt : empty_input, pt_len,
-            aad_len > 0 ? aad : empty_input, aad_len, NULL, nonce, key) != 0 ||
+    if (crypto_aead_chacha20poly1305_ietf_encrypt(ct, &ct_len, pt_len > 0 ? pt : empty_input,
+                                                  pt_len, aad_len > 0 ? aad : empty_input, aad_len,
+                                                  NULL, nonce, key) != 0 ||
         ct_len != pt_len + crypto_aead_chacha20poly1305_ietf_ABYTES) {
         sodium_memzero(ct, pt_len + crypto_aead_chacha20poly1305_ietf_ABYTES);
         return EDHOC_CRYPTO_ERR_BACKEND;
@@ -232,8 +222,8 @@ static int sodium_aead_encrypt(int aead_alg, const uint8_t *key, const uint8_t *
  * EDHOC_CRYPTO_ERR_AUTH (pt wiped) for a tag that does not verify, as the
  * OpenSSL backend does. */
 static int sodium_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t *nonce,
-                               const uint8_t *aad, size_t aad_len, const uint8_t *ct,
-                               size_t ct_len, uint8_t *pt)
+                               const uint8_t *aad, size_t aad_len, const uint8_t *ct, size_t ct_len,
+                               uint8_t *pt)
 {
     const size_t tag_len = crypto_aead_chacha20poly1305_ietf_ABYTES;
     unsigned long long pt_len = 0;
@@ -244,9 +234,9 @@ static int sodium_aead_decrypt(int aead_alg, const uint8_t *key, const uint8_t *
     if (ct_len < tag_len || ct_len > EDHOC_AEAD_LEN_MAX || aad_len > EDHOC_AEAD_LEN_MAX)
         return EDHOC_CRYPTO_ERR_INVALID;
     /* libsodium checks the tag before it writes any plaintext. */
-    if (crypto_aead_chacha20poly1305_ietf_decrypt(
-            ct_len > tag_len ? pt : scratch, &pt_len, NULL, ct, ct_len,
-            aad_len > 0 ? aad : empty_input, aad_len, nonce, key) != 0) {
+    if (crypto_aead_chacha20poly1305_ietf_decrypt(ct_len > tag_len ? pt : scratch, &pt_len, NULL,
+                                                  ct, ct_len, aad_len > 0 ? aad : empty_input,
+                                                  aad_len, nonce, key) != 0) {
         if (ct_len > tag_len)
             sodium_memzero(pt, ct_len - tag_len);
         return EDHOC_CRYPTO_ERR_AUTH;
@@ -266,8 +256,7 @@ static void sodium_aead_forget(const uint8_t *key, size_t key_len)
  * X25519 and Ed25519
  */
 
-static int sodium_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub,
-                         size_t *pub_len)
+static int sodium_keygen(int curve, bool for_ecdh, uint8_t *priv, uint8_t *pub, size_t *pub_len)
 {
     /* Draws through this table's `random` like every backend's keygen. */
     return edhoc_crypto_keygen(edhoc_crypto_sodium(), curve, for_ecdh, priv, pub, pub_len);
@@ -302,8 +291,8 @@ static int sodium_public_key(int curve, bool for_ecdh, const uint8_t *priv, uint
 
 /* X25519; a small-order peer point (all-zero secret, RFC 7748 Section 6.1)
  * is EDHOC_CRYPTO_ERR_INVALID as with OpenSSL. */
-static int sodium_ecdh(int curve, const uint8_t *priv, const uint8_t *peer_pub,
-                       size_t peer_pub_len, uint8_t *shared)
+static int sodium_ecdh(int curve, const uint8_t *priv, const uint8_t *peer_pub, size_t peer_pub_len,
+                       uint8_t *shared)
 {
     if (curve != EDHOC_COSE_CRV_X25519)
         return fallback()->ecdh(curve, priv, peer_pub, peer_pub_len, shared);
@@ -327,8 +316,8 @@ static int sodium_sign(int curve, const uint8_t *priv, const uint8_t *msg, size_
         return fallback()->sign(curve, priv, msg, msg_len, sig);
     /* Pure Ed25519 (RFC 8032 Section 5.1.6) over the whole message. */
     rc = crypto_sign_ed25519_seed_keypair(pk, sk, priv) == 0 &&
-                 crypto_sign_ed25519_detached(sig, NULL, msg_len > 0 ? msg : empty_input,
-                                              msg_len, sk) == 0
+                 crypto_sign_ed25519_detached(sig, NULL, msg_len > 0 ? msg : empty_input, msg_len,
+                                              sk) == 0
              ? 0
              : EDHOC_CRYPTO_ERR_BACKEND;
     sodium_memzero(sk, sizeof sk);
@@ -351,8 +340,8 @@ static int sodium_verify(int curve, const uint8_t *pub, size_t pub_len, const ui
     int strict = edhoc_ed25519_strict_reject(pub, sig);
     if (strict != 0)
         return strict;
-    return crypto_sign_ed25519_verify_detached(sig, msg_len > 0 ? msg : empty_input,
-                                               msg_len, pub) == 0
+    return crypto_sign_ed25519_verify_detached(sig, msg_len > 0 ? msg : empty_input, msg_len,
+                                               pub) == 0
                ? 0
                : EDHOC_CRYPTO_ERR_AUTH;
 }

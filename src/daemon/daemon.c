@@ -70,8 +70,8 @@ void cli_log_line(void *user, int level, const char *line)
     gmtime_r(&ts.tv_sec, &tm);
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    static const char *names[] = {"emerg", "alert", "crit", "error", "warning", "notice", "info",
-                                  "debug"};
+    static const char *names[] = {"emerg",   "alert",  "crit", "error",
+                                  "warning", "notice", "info", "debug"};
     /* One write(2) per line: the workers of --workers share standard
      * error, and a line written in pieces could be cut by another's. */
     char out[2048];
@@ -152,8 +152,8 @@ int cli_file_publish(const char *option, const char *path, const char *text, cha
     }
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
-        snprintf(why, why_cap, "%s %s: cannot create a temporary file in %s: %s", option, path,
-                 dir, strerror(errno));
+        snprintf(why, why_cap, "%s %s: cannot create a temporary file in %s: %s", option, path, dir,
+                 strerror(errno));
         return -1;
     }
     /* Readable by all, as pid files are, whatever the umask (--daemon's

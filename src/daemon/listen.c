@@ -17,8 +17,10 @@ int cli_listen_resolve(const char *spec, char *out, size_t cap, char *why, size_
     if (spec[0] == '[') {
         const char *close = strchr(spec, ']');
         if (!close || (close[1] && close[1] != ':')) {
-            snprintf(why, why_cap, "--listen %s: an IPv6 address goes in brackets, followed by "
-                                   "an optional :PORT (e.g. [::1]:5683)", spec);
+            snprintf(why, why_cap,
+                     "--listen %s: an IPv6 address goes in brackets, followed by "
+                     "an optional :PORT (e.g. [::1]:5683)",
+                     spec);
             return -1;
         }
         hl = (size_t)(close - spec - 1);
@@ -31,8 +33,10 @@ int cli_listen_resolve(const char *spec, char *out, size_t cap, char *why, size_
     } else {
         const char *colon = strchr(spec, ':');
         if (colon && strchr(colon + 1, ':')) {
-            snprintf(why, why_cap, "--listen %s: an IPv6 address goes in brackets, as in a URI "
-                                   "(e.g. [%s] or [::1]:5683)", spec, spec);
+            snprintf(why, why_cap,
+                     "--listen %s: an IPv6 address goes in brackets, as in a URI "
+                     "(e.g. [%s] or [::1]:5683)",
+                     spec, spec);
             return -1;
         }
         hl = colon ? (size_t)(colon - spec) : strlen(spec);

@@ -51,7 +51,7 @@
 #include "edhoc/state.h"
 
 #define MAX_WORKERS 64
-#define MAX_PORTS 8
+#define MAX_PORTS   8
 
 unsigned cli_workers_cpus(void)
 {
@@ -74,8 +74,8 @@ void cli_log_listening(const char *addr, uint16_t port, const char *spec, unsign
     char with[48] = "";
     if (workers > 1)
         snprintf(with, sizeof with, " with %u workers", workers);
-    cli_log(LOG_NOTICE, "listening on %.*s:%u%s%.*s%s%s", (int)host, addr, port,
-            named ? " (" : "", named ? (int)spec_host : 0, spec, named ? ")" : "", with);
+    cli_log(LOG_NOTICE, "listening on %.*s:%u%s%.*s%s%s", (int)host, addr, port, named ? " (" : "",
+            named ? (int)spec_host : 0, spec, named ? ")" : "", with);
 }
 
 /* A worker's reports (stage LOADED, then BOUND with its ports) and the
@@ -155,7 +155,8 @@ int cli_worker_ready(const struct cli_worker_role *role, const uint16_t *ports, 
 {
     if (!role || role->ready_fd < 0)
         return -1;
-    struct ready_msg m = {.stage = STAGE_BOUND, .exit_code = exit_code,
+    struct ready_msg m = {.stage = STAGE_BOUND,
+                          .exit_code = exit_code,
                           .n = (uint32_t)(n > MAX_PORTS ? MAX_PORTS : n)};
     for (size_t i = 0; i < m.n; i++)
         m.ports[i] = ports[i];
@@ -315,8 +316,11 @@ static int fork_worker(struct supervisor *s, unsigned i, struct cli_worker_role 
         /* The supervisor's ends of the workers started before. */
         for (unsigned k = 0; k < i; k++)
             close_pipes(s, k);
-        *role = (struct cli_worker_role){.count = s->cfg->count, .index = i,
-                                         .state_fd = sv[1], .ready_fd = rp[1], .go_fd = gp[0]};
+        *role = (struct cli_worker_role){.count = s->cfg->count,
+                                         .index = i,
+                                         .state_fd = sv[1],
+                                         .ready_fd = rp[1],
+                                         .go_fd = gp[0]};
         return 1;
     }
     close(rp[1]);
@@ -380,8 +384,8 @@ static int start_failed(const struct cli_workers_config *cfg, unsigned i, int rc
     if (rc) {
         /* The worker logged why (a port in use, a bad file): one error
          * line; an internal failure may have gone unexplained. */
-        cli_log(rc == CLI_WORKERS_EXIT_INTERNAL ? LOG_ERR : LOG_INFO, "worker %u of %u could not start (exit code %d): stopping", i,
-                cfg->count, rc);
+        cli_log(rc == CLI_WORKERS_EXIT_INTERNAL ? LOG_ERR : LOG_INFO,
+                "worker %u of %u could not start (exit code %d): stopping", i, cfg->count, rc);
         *exit_code = rc;
         return 1;
     }
@@ -426,8 +430,9 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
     }
     /* Then each binds in index order: worker i is socket i of the group. */
     for (unsigned i = 0; i < cfg->count; i++) {
-        int rc = tell(&s, i, STAGE_BIND, ports, cfg->n_listen) ? CLI_WORKERS_EXIT_INTERNAL
-                                                               : wait_report(&s, i, STAGE_BOUND, &m);
+        int rc = tell(&s, i, STAGE_BIND, ports, cfg->n_listen)
+                     ? CLI_WORKERS_EXIT_INTERNAL
+                     : wait_report(&s, i, STAGE_BOUND, &m);
         if (start_failed(cfg, i, rc, exit_code))
             goto stop;
         if (i == 0) {
@@ -484,9 +489,10 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
         if (dead >= 0) {
             char how[96];
             describe(s.status[dead], how, sizeof how);
-            cli_log(LOG_ERR, "worker %d (pid %d) ended with %s: stopping the other workers "
-                             "(the port's steering needs every worker in place; restart the "
-                             "responder)",
+            cli_log(LOG_ERR,
+                    "worker %d (pid %d) ended with %s: stopping the other workers "
+                    "(the port's steering needs every worker in place; restart the "
+                    "responder)",
                     dead, (int)s.pid[dead], how);
             *exit_code = exit_code_of(s.status[dead]);
             break;
@@ -498,13 +504,13 @@ int cli_workers_start(const struct cli_workers_config *cfg, struct cli_worker_ro
             edhoc_state_server_get_stats(s.writer, &st);
             struct edhoc_state_writer_stats ws = {0};
             edhoc_state_get_writer_stats(cfg->db, &ws);
-            cli_log(LOG_NOTICE, "SIGUSR1: %u workers running; state writer: %llu requests, "
-                                "%llu commits of %llu rows, largest %llu",
+            cli_log(LOG_NOTICE,
+                    "SIGUSR1: %u workers running; state writer: %llu requests, "
+                    "%llu commits of %llu rows, largest %llu",
                     running(&s), (unsigned long long)st.requests,
-                    (unsigned long long)(st.commits + ws.commits),
-                    (unsigned long long)ws.rows,
+                    (unsigned long long)(st.commits + ws.commits), (unsigned long long)ws.rows,
                     (unsigned long long)(ws.largest_batch > st.largest_group ? ws.largest_batch
-                                                                           : st.largest_group));
+                                                                             : st.largest_group));
         }
         if (*cfg->reload_signal) {
             *cfg->reload_signal = 0;
@@ -526,8 +532,7 @@ stop:
             continue;
         char how[96];
         describe(s.status[i], how, sizeof how);
-        cli_log(LOG_ERR, "worker %u (pid %d) ended with %s while stopping", i, (int)s.pid[i],
-                how);
+        cli_log(LOG_ERR, "worker %u (pid %d) ended with %s while stopping", i, (int)s.pid[i], how);
         *exit_code = exit_code_of(s.status[i]);
     }
     {
@@ -538,14 +543,14 @@ stop:
             cli_log(LOG_ERR, "state writer: a batch failed to commit");
         struct edhoc_state_writer_stats ws = {0};
         edhoc_state_get_writer_stats(cfg->db, &ws);
-        cli_log(LOG_NOTICE, "stopping %u workers%s%d: state writer served %llu requests in %llu "
-                            "commits of %llu rows (largest %llu)",
+        cli_log(LOG_NOTICE,
+                "stopping %u workers%s%d: state writer served %llu requests in %llu "
+                "commits of %llu rows (largest %llu)",
                 s.started, *cfg->stop_signal ? " on signal " : ", exit code ",
-                *cfg->stop_signal ? *cfg->stop_signal : *exit_code,
-                (unsigned long long)st.requests, (unsigned long long)(st.commits + ws.commits),
-                (unsigned long long)ws.rows,
+                *cfg->stop_signal ? *cfg->stop_signal : *exit_code, (unsigned long long)st.requests,
+                (unsigned long long)(st.commits + ws.commits), (unsigned long long)ws.rows,
                 (unsigned long long)(ws.largest_batch > st.largest_group ? ws.largest_batch
-                                                                       : st.largest_group));
+                                                                         : st.largest_group));
     }
     edhoc_state_server_free(s.writer);
     return 1;

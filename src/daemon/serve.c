@@ -22,7 +22,6 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-
 /* The state the limits govern: contexts held against --max-contexts and
  * those that went, handshakes in progress (SIGUSR1, and at the stop). */
 static void log_stats(const struct edhoc_server_stats *st, const char *when)
@@ -33,12 +32,11 @@ static void log_stats(const struct edhoc_server_stats *st, const char *when)
             "oscore_requests=%llu oscore_errors=%llu b2_started=%llu b2_completed=%llu "
             "b2_refused=%llu",
             when, st->contexts, st->max_contexts, (unsigned long long)st->contexts_evicted,
-            (unsigned long long)st->contexts_expired, st->pending,
-            (unsigned long long)st->evicted, (unsigned long long)st->expired,
-            (unsigned long long)st->handshakes_ok, (unsigned long long)st->handshakes_failed,
-            (unsigned long long)st->oscore_requests, (unsigned long long)st->oscore_errors,
-            (unsigned long long)st->b2_started, (unsigned long long)st->b2_completed,
-            (unsigned long long)st->b2_refused);
+            (unsigned long long)st->contexts_expired, st->pending, (unsigned long long)st->evicted,
+            (unsigned long long)st->expired, (unsigned long long)st->handshakes_ok,
+            (unsigned long long)st->handshakes_failed, (unsigned long long)st->oscore_requests,
+            (unsigned long long)st->oscore_errors, (unsigned long long)st->b2_started,
+            (unsigned long long)st->b2_completed, (unsigned long long)st->b2_refused);
 }
 
 /* The amplification limit's counts, and the factor endpoints not yet
@@ -49,26 +47,26 @@ static void log_amplification(const struct edhoc_amp *amp, const struct edhoc_se
 {
     struct edhoc_amp_stats as;
     edhoc_amp_get_stats(amp, &as);
-    cli_log(LOG_NOTICE,
-            "%s: amplification_factor=%u answers_held_back=%llu answers_withheld=%llu "
-            "echo_challenges=%llu endpoints_verified=%llu endpoints=%zu (verified %zu) "
-            "endpoints_evicted=%llu unverified_bytes_received=%llu unverified_bytes_sent=%llu "
-            "unverified_factor=%.2f pressure_challenges=%llu pressure_periods=%llu "
-            "endpoints_authenticated=%zu pending_evicted_unverified=%llu "
-            "pending_evicted_reachable=%llu pending_evicted_authenticated=%llu "
-            "pending_refused=%llu pressure_refused=%llu",
-            when, edhoc_amp_factor(amp), (unsigned long long)as.limited,
-            (unsigned long long)as.withheld, (unsigned long long)st->echo_challenges,
-            (unsigned long long)as.verified, as.endpoints, as.endpoints_verified,
-            (unsigned long long)as.evicted, (unsigned long long)as.unverified_received,
-            (unsigned long long)as.unverified_sent,
-            as.unverified_received ? (double)as.unverified_sent / (double)as.unverified_received
-                                   : 0.0,
-            (unsigned long long)as.pressure_challenges, (unsigned long long)as.pressure_periods,
-            as.endpoints_authenticated, (unsigned long long)as.pending_evicted[EDHOC_AMP_UNVERIFIED],
-            (unsigned long long)as.pending_evicted[EDHOC_AMP_REACHABLE],
-            (unsigned long long)as.pending_evicted[EDHOC_AMP_AUTHENTICATED],
-            (unsigned long long)as.pending_refused, (unsigned long long)as.pressure_refused);
+    cli_log(
+        LOG_NOTICE,
+        "%s: amplification_factor=%u answers_held_back=%llu answers_withheld=%llu "
+        "echo_challenges=%llu endpoints_verified=%llu endpoints=%zu (verified %zu) "
+        "endpoints_evicted=%llu unverified_bytes_received=%llu unverified_bytes_sent=%llu "
+        "unverified_factor=%.2f pressure_challenges=%llu pressure_periods=%llu "
+        "endpoints_authenticated=%zu pending_evicted_unverified=%llu "
+        "pending_evicted_reachable=%llu pending_evicted_authenticated=%llu "
+        "pending_refused=%llu pressure_refused=%llu",
+        when, edhoc_amp_factor(amp), (unsigned long long)as.limited,
+        (unsigned long long)as.withheld, (unsigned long long)st->echo_challenges,
+        (unsigned long long)as.verified, as.endpoints, as.endpoints_verified,
+        (unsigned long long)as.evicted, (unsigned long long)as.unverified_received,
+        (unsigned long long)as.unverified_sent,
+        as.unverified_received ? (double)as.unverified_sent / (double)as.unverified_received : 0.0,
+        (unsigned long long)as.pressure_challenges, (unsigned long long)as.pressure_periods,
+        as.endpoints_authenticated, (unsigned long long)as.pending_evicted[EDHOC_AMP_UNVERIFIED],
+        (unsigned long long)as.pending_evicted[EDHOC_AMP_REACHABLE],
+        (unsigned long long)as.pending_evicted[EDHOC_AMP_AUTHENTICATED],
+        (unsigned long long)as.pending_refused, (unsigned long long)as.pressure_refused);
 }
 
 /* Notifications are confirmable, so that an observer that went away is
@@ -205,8 +203,9 @@ int cli_serve_prune(struct edhoc_state_db *db, const char *state_dir, uint64_t l
         return -1;
     }
     if (expired || evicted)
-        cli_log(LOG_NOTICE, "state: %llu stored contexts idle for longer than the "
-                            "context lifetime and %llu beyond max contexts %llu deleted",
+        cli_log(LOG_NOTICE,
+                "state: %llu stored contexts idle for longer than the "
+                "context lifetime and %llu beyond max contexts %llu deleted",
                 (unsigned long long)expired, (unsigned long long)evicted,
                 (unsigned long long)max_contexts);
     return 0;
@@ -313,17 +312,17 @@ int cli_serve(const struct cli_serve_config *cfg)
             cli_log(LOG_ERR, "state: a batch of writes failed: %s", edhoc_state_strerror(frc));
         struct edhoc_state_writer_stats ws;
         if (edhoc_state_get_writer_stats(db, &ws) == 0) {
-            cli_log(LOG_NOTICE, "state writer: %llu commits of %llu rows (largest %llu; closed "
-                                "by size %llu, time %llu, a waiter %llu), %llu failed",
+            cli_log(LOG_NOTICE,
+                    "state writer: %llu commits of %llu rows (largest %llu; closed "
+                    "by size %llu, time %llu, a waiter %llu), %llu failed",
                     (unsigned long long)ws.commits, (unsigned long long)ws.rows,
                     (unsigned long long)ws.largest_batch, (unsigned long long)ws.closed_by_size,
                     (unsigned long long)ws.closed_by_time, (unsigned long long)ws.closed_by_wait,
                     (unsigned long long)ws.failed_commits);
             if (publish_stats) {
-                struct cli_state_stats ss = {
-                    .pid = (long)getpid(),
-                    .uptime_s = (double)(now_ms() - grouped_ms) / 1000,
-                    .w = ws};
+                struct cli_state_stats ss = {.pid = (long)getpid(),
+                                             .uptime_s = (double)(now_ms() - grouped_ms) / 1000,
+                                             .w = ws};
                 cli_state_stats_publish(state_dir, &ss);
             }
         }
@@ -343,8 +342,9 @@ int cli_serve(const struct cli_serve_config *cfg)
             snprintf(why, sizeof why, "the responder stopped (signal %d) before message_3 came",
                      (int)*stop_signal);
         else
-            snprintf(why, sizeof why, "the responder stopped (socket error) before message_3 "
-                                      "came");
+            snprintf(why, sizeof why,
+                     "the responder stopped (socket error) before message_3 "
+                     "came");
         edhoc_server_record_shutdown(srv, why);
     }
     {

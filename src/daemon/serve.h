@@ -19,7 +19,7 @@ struct edhoc_transport;
 struct cli_serve_config {
     struct edhoc_server *srv;
     struct edhoc_transport *t;
-    struct edhoc_state_db *db; /* NULL: --state-dir none */
+    struct edhoc_state_db *db;   /* NULL: --state-dir none */
     const struct edhoc_amp *amp; /* NULL: no amplification limit */
     const char *state_dir;       /* where the writer's figures go, or NULL */
     /* A fleet's responder: where its store's figures go (the default

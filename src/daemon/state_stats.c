@@ -19,10 +19,10 @@ int cli_state_stats_publish(const char *dir, const struct cli_state_stats *s)
     const struct edhoc_state_writer_stats *w = &s->w;
     int n = snprintf(text, sizeof text,
                      STATS_MAGIC "\npid %ld\nuptime_ms %.0f\ncommits %" PRIu64 "\nrows %" PRIu64
-                     "\nfailed_commits %" PRIu64 "\nfailed_rows %" PRIu64
-                     "\nlargest_batch %" PRIu64 "\nclosed_by_size %" PRIu64
-                     "\nclosed_by_time %" PRIu64 "\nclosed_by_wait %" PRIu64 "\nwaits %" PRIu64
-                     "\nqueued %" PRIu64 "\n",
+                                 "\nfailed_commits %" PRIu64 "\nfailed_rows %" PRIu64
+                                 "\nlargest_batch %" PRIu64 "\nclosed_by_size %" PRIu64
+                                 "\nclosed_by_time %" PRIu64 "\nclosed_by_wait %" PRIu64
+                                 "\nwaits %" PRIu64 "\nqueued %" PRIu64 "\n",
                      s->pid, s->uptime_s * 1000, w->commits, w->rows, w->failed_commits,
                      w->failed_rows, w->largest_batch, w->closed_by_size, w->closed_by_time,
                      w->closed_by_wait, w->waits, w->queued);

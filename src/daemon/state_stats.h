@@ -17,7 +17,7 @@
  * "Group commit"), the writer thread costs about 18 us at 10 ms, 11 us
  * at 25 ms and 8.5 us at 50 ms, against about 205 us of handshake. */
 #define CLI_STATE_BATCH_ROWS 512
-#define CLI_STATE_BATCH_MS 50
+#define CLI_STATE_BATCH_MS   50
 /* The lease of a context in the fleet's store, renewed with each
  * reservation: another responder may take an idle one without a
  * takeover once it ran out. */
@@ -26,8 +26,8 @@
 #define EDHOC_STATE_STATS_FILE "edhoc-cli-state.stats"
 
 struct cli_state_stats {
-    long pid;             /* the process that writes the database */
-    double uptime_s;      /* since group commit started */
+    long pid;        /* the process that writes the database */
+    double uptime_s; /* since group commit started */
     struct edhoc_state_writer_stats w;
     /* A responder of a fleet (--state postgresql://...): its store's
      * round trips and contexts put, and its handshakes, instead of a

@@ -100,12 +100,16 @@ static int demo_load(const struct demo_entry *e, struct edhoc_cred *cred, struct
     return 0;
 }
 
-#define ENTRY(type, prefix, dh, role, crv, name, kidv)                                       \
-    {#role[0], crv, dh, type,                                                                \
-     {ARR(demo_##prefix##_##role##_##name##_cred), ARR(demo_##prefix##_##role##_##name##_key), \
-      crv, kidv, true}}
-#define SIG(role, crv, name, kidv) ENTRY(EDHOC_CRED_X509, sig, false, role, crv, name, kidv)
-#define DH(role, crv, name, kidv) ENTRY(EDHOC_CRED_CCS, dh, true, role, crv, name, kidv)
+#define ENTRY(type, prefix, dh, role, crv, name, kidv)                                             \
+    {                                                                                              \
+#role[0], crv, dh, type,                                                                   \
+        {                                                                                          \
+            ARR(demo_##prefix##_##role##_##name##_cred),                                           \
+                ARR(demo_##prefix##_##role##_##name##_key), crv, kidv, true                        \
+        }                                                                                          \
+    }
+#define SIG(role, crv, name, kidv)     ENTRY(EDHOC_CRED_X509, sig, false, role, crv, name, kidv)
+#define DH(role, crv, name, kidv)      ENTRY(EDHOC_CRED_CCS, dh, true, role, crv, name, kidv)
 #define CCS_SIG(role, crv, name, kidv) ENTRY(EDHOC_CRED_CCS, ccssig, false, role, crv, name, kidv)
 #define X509_DH(role, crv, name, kidv) ENTRY(EDHOC_CRED_X509, x509dh, true, role, crv, name, kidv)
 
@@ -168,8 +172,8 @@ static const struct demo_entry c293_entries[2] = {
     {ARR(demo_c293_R_cred), ARR(demo_c293_R_key), EDHOC_COSE_CRV_P256, 0x31, true},
 };
 
-static const struct demo_entry expired_entry = {
-    ARR(demo_expired_cred), ARR(demo_expired_key), EDHOC_COSE_CRV_P256, 0x17, true};
+static const struct demo_entry expired_entry = {ARR(demo_expired_cred), ARR(demo_expired_key),
+                                                EDHOC_COSE_CRV_P256, 0x17, true};
 
 static int role_index(char role)
 {
@@ -238,10 +242,9 @@ int edhoc_demo_trust(struct edhoc_cred_store *store)
         if (rc == 0)
             rc = edhoc_cred_store_add_cred(store, scratch);
     }
-    const struct demo_entry *more[] = {&trace_entries[0][0], &trace_entries[0][1],
-                                       &trace_entries[1][0], &trace_entries[1][1],
-                                       &chain_entries[0],    &chain_entries[1],
-                                       &c293_entries[0],     &c293_entries[1]};
+    const struct demo_entry *more[] = {
+        &trace_entries[0][0], &trace_entries[0][1], &trace_entries[1][0], &trace_entries[1][1],
+        &chain_entries[0],    &chain_entries[1],    &c293_entries[0],     &c293_entries[1]};
     for (size_t i = 0; rc == 0 && i < sizeof more / sizeof more[0]; i++) {
         rc = demo_load(more[i], scratch, NULL);
         if (rc == 0)
@@ -258,11 +261,10 @@ size_t edhoc_demo_kids(uint8_t *out, size_t cap)
     struct edhoc_cred *scratch = malloc(sizeof *scratch);
     if (!scratch)
         return 0;
-    const struct demo_entry *more[] = {&trace_entries[0][0], &trace_entries[0][1],
-                                       &trace_entries[1][0], &trace_entries[1][1],
-                                       &chain_entries[0],    &chain_entries[1],
-                                       &c293_entries[0],     &c293_entries[1],
-                                       &expired_entry};
+    const struct demo_entry *more[] = {
+        &trace_entries[0][0], &trace_entries[0][1], &trace_entries[1][0],
+        &trace_entries[1][1], &chain_entries[0],    &chain_entries[1],
+        &c293_entries[0],     &c293_entries[1],     &expired_entry};
     size_t n_table = sizeof demo_table / sizeof demo_table[0];
     size_t n = 0;
     for (size_t i = 0; i < n_table + sizeof more / sizeof more[0]; i++) {

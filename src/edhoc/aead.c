@@ -36,8 +36,8 @@ static int aead_params(struct edhoc_session *s, int msg_no, const uint8_t *prk, 
 
 /* message_3 / message_4 = bstr(CIPHERTEXT_x) into out, from PLAINTEXT_x
  * under the current PRK. */
-int edhoc_seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t pt_len,
-               uint8_t *out, size_t cap, size_t *out_len)
+int edhoc_seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t pt_len, uint8_t *out,
+               size_t cap, size_t *out_len)
 {
     const struct edhoc_suite *su = edhoc_suite_of(s);
     uint8_t key[EDHOC_CRYPTO_MAX_KEY] = {0}, iv[EDHOC_CRYPTO_MAX_NONCE];
@@ -55,8 +55,8 @@ int edhoc_seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t pt
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, out, cap);
     edhoc_cbor_put_bstr_head(&w, ct_len);
-    rc = edhoc_crypto_err(s->cfg->ops->aead_encrypt(su->aead, key, iv, aad, aad_len, pt, pt_len,
-                                                    out + head));
+    rc = edhoc_crypto_err(
+        s->cfg->ops->aead_encrypt(su->aead, key, iv, aad, aad_len, pt, pt_len, out + head));
     if (rc)
         goto out;
     edhoc_trace(s, msg_no == 3 ? "CIPHERTEXT_3" : "CIPHERTEXT_4", out + head, ct_len);
@@ -92,8 +92,7 @@ int edhoc_open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg, 
     size_t aad_len = 0;
     rc = aead_params(s, msg_no, s->prk, key, iv, aad, &aad_len);
     if (!rc) {
-        rc = s->cfg->ops->aead_decrypt(su->aead, key, iv, aad, aad_len, ct, ct_len,
-                                       rx->plaintext);
+        rc = s->cfg->ops->aead_decrypt(su->aead, key, iv, aad, aad_len, ct, ct_len, rx->plaintext);
         if (rc == EDHOC_CRYPTO_ERR_AUTH)
             rc = EDHOC_ERR_DECRYPT;
         else

@@ -9,8 +9,8 @@
 #include "edhoc_internal.h"
 
 /* Own ID_CRED_x in full map form, into buf when built from the kid. */
-int edhoc_own_id_cred(const struct edhoc_config *c, uint8_t *buf, size_t cap,
-                      const uint8_t **map, size_t *len)
+int edhoc_own_id_cred(const struct edhoc_config *c, uint8_t *buf, size_t cap, const uint8_t **map,
+                      size_t *len)
 {
     if (c->id_cred && c->id_cred_len) {
         if (edhoc_cbor_check_item(c->id_cred, c->id_cred_len) || c->id_cred[0] < 0xa0 ||
@@ -109,8 +109,8 @@ static int build_context(const struct edhoc_session *s, const struct edhoc_auth_
  * MAC length when MAC_x is itself Signature_or_MAC_x (static DH sender),
  * hash_length when it is signed. */
 static int compute_mac(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
-                       const uint8_t *prk, const uint8_t *context, size_t context_len,
-                       uint8_t *mac, size_t *mac_len)
+                       const uint8_t *prk, const uint8_t *context, size_t context_len, uint8_t *mac,
+                       size_t *mac_len)
 {
     const struct edhoc_suite *su = edhoc_suite_of(s);
     *mac_len = static_dh ? (size_t)su->mac_len : edhoc_hash_len_of(su);
@@ -146,8 +146,8 @@ static int build_to_be_signed(struct edhoc_session *s, const struct edhoc_auth_m
 /* Our Signature_or_MAC_x: MAC_x, signed unless we are a static DH sender. */
 static int make_sig_or_mac(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
                            const uint8_t *prk, const uint8_t *context, size_t context_len,
-                           size_t aad_off, const uint8_t *id_cred, size_t id_cred_len,
-                           uint8_t *sig, size_t *sig_len)
+                           size_t aad_off, const uint8_t *id_cred, size_t id_cred_len, uint8_t *sig,
+                           size_t *sig_len)
 {
     const struct edhoc_suite *su = edhoc_suite_of(s);
     uint8_t mac[EDHOC_CRYPTO_MAX_HASH];
@@ -203,8 +203,8 @@ static int check_sig_or_mac(struct edhoc_session *s, const struct edhoc_auth_msg
     }
     uint8_t tbs[EDHOC_MAX_TRANSCRIPT + 64];
     size_t tbs_len = 0;
-    rc = build_to_be_signed(s, m, id_cred, id_cred_len, context, context_len, aad_off, mac,
-                            mac_len, tbs, sizeof tbs, &tbs_len);
+    rc = build_to_be_signed(s, m, id_cred, id_cred_len, context, context_len, aad_off, mac, mac_len,
+                            tbs, sizeof tbs, &tbs_len);
     edhoc_wipe(mac, sizeof mac);
     if (rc)
         return rc;
@@ -449,8 +449,7 @@ static int verify_peer(struct edhoc_session *s, const struct edhoc_auth_msg *m,
 int edhoc_verify_step(struct edhoc_session *s, const struct edhoc_received *rx,
                       const struct edhoc_cred *cred, enum edhoc_role role,
                       enum edhoc_state expected, const struct edhoc_auth_msg *m,
-                      enum edhoc_step step,
-                      enum edhoc_state next)
+                      enum edhoc_step step, enum edhoc_state next)
 {
     if (!s || !s->cfg || !rx)
         return EDHOC_ERR_ARG;
@@ -480,8 +479,8 @@ static int resolve_cred(edhoc_cred_resolver resolve, void *ctx, const struct edh
 /* process, resolve the received ID_CRED to a credential, verify (which
  * reports an unknown credential itself). */
 int edhoc_handle_message(struct edhoc_session *s, const uint8_t *msg, size_t len,
-                         struct edhoc_received *rx, edhoc_cred_resolver resolve,
-                         void *resolve_ctx, edhoc_process_fn process, edhoc_verify_fn verify,
+                         struct edhoc_received *rx, edhoc_cred_resolver resolve, void *resolve_ctx,
+                         edhoc_process_fn process, edhoc_verify_fn verify,
                          enum edhoc_step verify_step)
 {
     if (!resolve)

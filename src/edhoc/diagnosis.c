@@ -296,8 +296,7 @@ static void deviation_clause(const struct edhoc_session *s, unsigned bit, struct
                  "Section %s)",
                  msg, msg, msg, msg == 3 ? "5.4.2" : "5.3.2");
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

@@ -28,8 +28,7 @@ int edhoc_deliver_ead(const struct edhoc_session *s, int message, const uint8_t 
 }
 
 /* Own EAD_x encoded into buf. */
-int edhoc_own_ead(const struct edhoc_config *c, int message, uint8_t *buf, size_t cap,
-                  size_t *len)
+int edhoc_own_ead(const struct edhoc_config *c, int message, uint8_t *buf, size_t cap, size_t *len)
 {
     struct edhoc_cbor_writer w;
     edhoc_cbor_writer_init(&w, buf, cap);

@@ -17,25 +17,25 @@
  * in any release as long as they fit. */
 struct edhoc_session {
     const struct edhoc_config *cfg;
-    uint16_t cfg_size;      /* sizeof the application's struct edhoc_config */
-    uint8_t role;           /* enum edhoc_role */
-    uint8_t state;          /* enum edhoc_state */
-    int8_t method;          /* -1 until known */
-    int8_t suite;           /* selected suite id; -128 until known */
-    int8_t retry_suite;     /* I: suite to select after error code 2; -128 none */
-    int8_t suites_r_hint;   /* R: suite to put in SUITES_R; -128: all ours */
-    uint8_t flags;          /* EDHOC_SF_* (private) */
-    uint8_t failed_step;    /* the step that failed (for the error text) */
-    int16_t error;          /* the EDHOC_ERR_* that aborted the session */
+    uint16_t cfg_size;    /* sizeof the application's struct edhoc_config */
+    uint8_t role;         /* enum edhoc_role */
+    uint8_t state;        /* enum edhoc_state */
+    int8_t method;        /* -1 until known */
+    int8_t suite;         /* selected suite id; -128 until known */
+    int8_t retry_suite;   /* I: suite to select after error code 2; -128 none */
+    int8_t suites_r_hint; /* R: suite to put in SUITES_R; -128: all ours */
+    uint8_t flags;        /* EDHOC_SF_* (private) */
+    uint8_t failed_step;  /* the step that failed (for the error text) */
+    int16_t error;        /* the EDHOC_ERR_* that aborted the session */
     uint8_t own_cid_len, peer_cid_len;
     uint8_t own_cid[EDHOC_MAX_CONN_ID];
     uint8_t peer_cid[EDHOC_MAX_CONN_ID];
     uint8_t eph_priv_len, peer_eph_len, own_eph_len, th_len;
-    uint8_t eph_priv[EDHOC_CRYPTO_MAX_PRIV];       /* X or Y */
-    uint8_t own_eph[EDHOC_CRYPTO_MAX_ECDH_PUB];    /* R: G_Y until message_2 is sent */
-    uint8_t peer_eph[EDHOC_CRYPTO_MAX_ECDH_PUB];   /* I: G_Y; R: G_X */
-    uint8_t th[EDHOC_CRYPTO_MAX_HASH];             /* TH_2, then TH_3, then TH_4 */
-    uint8_t prk[EDHOC_CRYPTO_MAX_HASH];            /* PRK_2e -> PRK_3e2m -> PRK_4e3m */
+    uint8_t eph_priv[EDHOC_CRYPTO_MAX_PRIV];     /* X or Y */
+    uint8_t own_eph[EDHOC_CRYPTO_MAX_ECDH_PUB];  /* R: G_Y until message_2 is sent */
+    uint8_t peer_eph[EDHOC_CRYPTO_MAX_ECDH_PUB]; /* I: G_Y; R: G_X */
+    uint8_t th[EDHOC_CRYPTO_MAX_HASH];           /* TH_2, then TH_3, then TH_4 */
+    uint8_t prk[EDHOC_CRYPTO_MAX_HASH];          /* PRK_2e -> PRK_3e2m -> PRK_4e3m */
     uint8_t prk_out[EDHOC_CRYPTO_MAX_HASH];
     /* Private: what the diagnosis of a failed Signature_or_MAC_x found
      * (edhoc_session_diagnosis); these bytes sit in what was padding. */
@@ -56,27 +56,26 @@ _Static_assert(alignof(struct edhoc_session) <= 8,
  * pad_message_1; a config smaller than that is refused. A field added
  * later is read only when the application's layout has it:
  * EDHOC_CFG_HAS(s, field). */
-#define EDHOC_CONFIG_SIZE_V1 \
-    (offsetof(struct edhoc_config, pad_message_1) + sizeof(size_t))
-#define EDHOC_CFG_HAS(s, field)                                                         \
+#define EDHOC_CONFIG_SIZE_V1 (offsetof(struct edhoc_config, pad_message_1) + sizeof(size_t))
+#define EDHOC_CFG_HAS(s, field)                                                                    \
     ((s)->cfg_size >= offsetof(struct edhoc_config, field) + sizeof((s)->cfg->field))
 
 /* Session flags */
-#define EDHOC_SF_OWN_CID_SET 0x01
+#define EDHOC_SF_OWN_CID_SET  0x01
 #define EDHOC_SF_EXPLICIT_EPH 0x02
-#define EDHOC_SF_M4_DONE 0x04
-#define EDHOC_SF_CID_SENT 0x08
-#define EDHOC_SF_PEER_CID 0x10
+#define EDHOC_SF_M4_DONE      0x04
+#define EDHOC_SF_CID_SENT     0x08
+#define EDHOC_SF_PEER_CID     0x10
 /* Candidate MACs of the diagnosis are not traced: the trace shows the
  * handshake as it ran, not the variants tried after a failure. */
 #define EDHOC_SF_QUIET 0x20
 
 /* edhoc_session.dev_info */
-#define EDHOC_DI_DONE 0x01      /* a Signature_or_MAC_x failed and was diagnosed */
-#define EDHOC_DI_M3 0x02        /* ... in message_3 (else message_2) */
-#define EDHOC_DI_SIG 0x04       /* ... a signature (methods 0/2), else a MAC */
-#define EDHOC_DI_MATCH 0x08     /* dev_found makes it verify (0: RFC 9528 as written) */
-#define EDHOC_DI_KID 0x10       /* dev_kid is the one-byte kid of the peer's ID_CRED_x */
+#define EDHOC_DI_DONE      0x01 /* a Signature_or_MAC_x failed and was diagnosed */
+#define EDHOC_DI_M3        0x02 /* ... in message_3 (else message_2) */
+#define EDHOC_DI_SIG       0x04 /* ... a signature (methods 0/2), else a MAC */
+#define EDHOC_DI_MATCH     0x08 /* dev_found makes it verify (0: RFC 9528 as written) */
+#define EDHOC_DI_KID       0x10 /* dev_kid is the one-byte kid of the peer's ID_CRED_x */
 #define EDHOC_DI_CRED_BSTR 0x20 /* CRED_x is a byte string: cred-wrap unwraps it */
 
 #define EDHOC_NO_SUITE (-128)
@@ -101,7 +100,7 @@ enum edhoc_step {
  * C_R, ID_CRED_R, TH_2, CRED_R and EAD_2; TH_3 input holds TH_2,
  * PLAINTEXT_2 (which holds ID_CRED_R) and CRED_R. */
 #define EDHOC_MAX_CRED_BYTES (EDHOC_CRED_MAX_DATA + 8)
-#define EDHOC_MAX_TRANSCRIPT                                                                      \
+#define EDHOC_MAX_TRANSCRIPT                                                                       \
     (EDHOC_MAX_PLAINTEXT + EDHOC_MAX_CRED_BYTES + EDHOC_CRYPTO_MAX_HASH + 16)
 
 /* Whether the sender of message_2 (R) or message_3 (I) authenticates
@@ -195,12 +194,12 @@ struct edhoc_auth_msg {
 struct edhoc_context_in {
     const uint8_t *c_r; /* NULL for message_3 */
     size_t c_r_len;
-    bool c_r_bstr;      /* c-bstr: C_R as a byte string even with an int form */
+    bool c_r_bstr; /* c-bstr: C_R as a byte string even with an int form */
     const uint8_t *id_cred;
     size_t id_cred_len;
     const uint8_t *cred;
     size_t cred_len;
-    bool cred_wrapped;  /* cred-wrap: CRED_x inside an extra byte string */
+    bool cred_wrapped; /* cred-wrap: CRED_x inside an extra byte string */
     const uint8_t *ead;
     size_t ead_len;
     /* kid-int / id-cred-compact forms of ID_CRED_x (id_cred points here) */
@@ -235,15 +234,14 @@ int edhoc_advance_key_schedule(struct edhoc_session *s, const struct edhoc_auth_
 bool edhoc_beyond_one_expand(const struct edhoc_suite *su, size_t len);
 
 /* aead.c (AEAD of message_3 and message_4) */
-int edhoc_seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t pt_len,
-               uint8_t *out, size_t cap, size_t *out_len);
+int edhoc_seal(struct edhoc_session *s, int msg_no, const uint8_t *pt, size_t pt_len, uint8_t *out,
+               size_t cap, size_t *out_len);
 int edhoc_open_message(struct edhoc_session *s, int msg_no, const uint8_t *msg, size_t len,
                        struct edhoc_received *rx, size_t *pt_len);
 
 /* ead.c (EAD items to and from the application) */
 int edhoc_deliver_ead(const struct edhoc_session *s, int message, const uint8_t *p, size_t len);
-int edhoc_own_ead(const struct edhoc_config *c, int message, uint8_t *buf, size_t cap,
-                  size_t *len);
+int edhoc_own_ead(const struct edhoc_config *c, int message, uint8_t *buf, size_t cap, size_t *len);
 
 /* diagnosis.c (deviations of deployed implementations) */
 bool edhoc_cred_is_bstr(const uint8_t *cred, size_t len, const uint8_t **content,
@@ -254,8 +252,8 @@ void edhoc_context_deviate(const struct edhoc_context_in *rfc, unsigned mask,
 void edhoc_diagnosis_text(const struct edhoc_session *s, char *buf, size_t cap);
 
 /* auth.c (authentication of message_2 and message_3) */
-int edhoc_own_id_cred(const struct edhoc_config *c, uint8_t *buf, size_t cap,
-                      const uint8_t **map, size_t *len);
+int edhoc_own_id_cred(const struct edhoc_config *c, uint8_t *buf, size_t cap, const uint8_t **map,
+                      size_t *len);
 extern const struct edhoc_auth_msg edhoc_auth_msg_2;
 extern const struct edhoc_auth_msg edhoc_auth_msg_3;
 int edhoc_build_own_plaintext(struct edhoc_session *s, const struct edhoc_auth_msg *m,
@@ -263,11 +261,10 @@ int edhoc_build_own_plaintext(struct edhoc_session *s, const struct edhoc_auth_m
 int edhoc_verify_step(struct edhoc_session *s, const struct edhoc_received *rx,
                       const struct edhoc_cred *cred, enum edhoc_role role,
                       enum edhoc_state expected, const struct edhoc_auth_msg *m,
-                      enum edhoc_step step,
-                      enum edhoc_state next);
+                      enum edhoc_step step, enum edhoc_state next);
 int edhoc_handle_message(struct edhoc_session *s, const uint8_t *msg, size_t len,
-                         struct edhoc_received *rx, edhoc_cred_resolver resolve,
-                         void *resolve_ctx, edhoc_process_fn process, edhoc_verify_fn verify,
+                         struct edhoc_received *rx, edhoc_cred_resolver resolve, void *resolve_ctx,
+                         edhoc_process_fn process, edhoc_verify_fn verify,
                          enum edhoc_step verify_step);
 
 #endif

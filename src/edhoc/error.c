@@ -30,7 +30,7 @@ int edhoc_session_process_error(struct edhoc_session *s, const uint8_t *msg, siz
         edhoc_wipe_secrets(s);
         s->retry_suite = (int8_t)sel;
         s->suite = EDHOC_NO_SUITE;
-        s->flags &= (uint8_t)~(EDHOC_SF_CID_SENT | EDHOC_SF_EXPLICIT_EPH);
+        s->flags &= (uint8_t) ~(EDHOC_SF_CID_SENT | EDHOC_SF_EXPLICIT_EPH);
         s->state = EDHOC_STATE_START;
         return 0;
     }
@@ -40,30 +40,18 @@ int edhoc_session_process_error(struct edhoc_session *s, const uint8_t *msg, siz
 static const char *step_name(int step)
 {
     switch (step) {
-    case EDHOC_STEP_PREPARE_M1:
-        return "preparing message_1";
-    case EDHOC_STEP_PROCESS_M1:
-        return "message_1";
-    case EDHOC_STEP_PREPARE_M2:
-        return "preparing message_2";
-    case EDHOC_STEP_PROCESS_M2:
-        return "message_2";
-    case EDHOC_STEP_VERIFY_M2:
-        return "message_2 verification";
-    case EDHOC_STEP_PREPARE_M3:
-        return "preparing message_3";
-    case EDHOC_STEP_PROCESS_M3:
-        return "message_3";
-    case EDHOC_STEP_VERIFY_M3:
-        return "message_3 verification";
-    case EDHOC_STEP_PREPARE_M4:
-        return "preparing message_4";
-    case EDHOC_STEP_PROCESS_M4:
-        return "message_4";
-    case EDHOC_STEP_PEER_ERROR:
-        return "error message";
-    default:
-        return "EDHOC";
+    case EDHOC_STEP_PREPARE_M1: return "preparing message_1";
+    case EDHOC_STEP_PROCESS_M1: return "message_1";
+    case EDHOC_STEP_PREPARE_M2: return "preparing message_2";
+    case EDHOC_STEP_PROCESS_M2: return "message_2";
+    case EDHOC_STEP_VERIFY_M2: return "message_2 verification";
+    case EDHOC_STEP_PREPARE_M3: return "preparing message_3";
+    case EDHOC_STEP_PROCESS_M3: return "message_3";
+    case EDHOC_STEP_VERIFY_M3: return "message_3 verification";
+    case EDHOC_STEP_PREPARE_M4: return "preparing message_4";
+    case EDHOC_STEP_PROCESS_M4: return "message_4";
+    case EDHOC_STEP_PEER_ERROR: return "error message";
+    default: return "EDHOC";
     }
 }
 

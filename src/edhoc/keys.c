@@ -7,9 +7,8 @@
 
 #include "edhoc_internal.h"
 
-int edhoc_kdf(const struct edhoc_crypto_ops *ops, int hash_alg, const uint8_t *prk,
-              size_t prk_len, int64_t label, const uint8_t *context, size_t context_len,
-              uint8_t *out, size_t len)
+int edhoc_kdf(const struct edhoc_crypto_ops *ops, int hash_alg, const uint8_t *prk, size_t prk_len,
+              int64_t label, const uint8_t *context, size_t context_len, uint8_t *out, size_t len)
 {
     if (!ops || !prk || !out || (!context && context_len) || len == 0)
         return EDHOC_ERR_ARG;
@@ -79,8 +78,8 @@ static bool all_zero(const uint8_t *p, size_t n)
 /* ECDH with validation of the peer key: a point the backend refuses, or a
  * shared secret of all zeros (low-order X25519/X448 point), is an invalid
  * point (RFC 9528 Section 9.2). */
-static int ecdh(const struct edhoc_session *s, int curve, const uint8_t *priv,
-                const uint8_t *peer, size_t peer_len, uint8_t *out, size_t *out_len)
+static int ecdh(const struct edhoc_session *s, int curve, const uint8_t *priv, const uint8_t *peer,
+                size_t peer_len, uint8_t *out, size_t *out_len)
 {
     size_t n = edhoc_crypto_ecdh_secret_len(curve);
     if (n == 0 || n > EDHOC_CRYPTO_MAX_SECRET)
@@ -139,8 +138,7 @@ int edhoc_compute_prk_2e(struct edhoc_session *s, const uint8_t *peer_eph, size_
  * with priv our half of that DH and pub the other side's; otherwise the
  * current PRK carries over. */
 int edhoc_derive_auth_prk(struct edhoc_session *s, const struct edhoc_auth_msg *m, bool static_dh,
-                          const uint8_t *priv, const uint8_t *pub, size_t pub_len,
-                          uint8_t *prk_out)
+                          const uint8_t *priv, const uint8_t *pub, size_t pub_len, uint8_t *prk_out)
 {
     const struct edhoc_suite *su = edhoc_suite_of(s);
     size_t hl = edhoc_hash_len_of(su);
@@ -293,8 +291,8 @@ int edhoc_session_oscore(const struct edhoc_session *s, struct edhoc_oscore_para
         return EDHOC_ERR_STATE;
     const struct edhoc_suite *su = edhoc_suite_of(s);
     memset(o, 0, sizeof *o);
-    size_t kl = s->cfg->oscore_key_len ? s->cfg->oscore_key_len
-                                       : edhoc_crypto_aead_key_len(su->app_aead);
+    size_t kl =
+        s->cfg->oscore_key_len ? s->cfg->oscore_key_len : edhoc_crypto_aead_key_len(su->app_aead);
     size_t sl = s->cfg->oscore_salt_len ? s->cfg->oscore_salt_len : 8;
     if (kl == 0 || kl > sizeof o->master_secret || sl > sizeof o->master_salt)
         return EDHOC_ERR_ARG;

@@ -21,8 +21,8 @@ static int apply_keystream_2(struct edhoc_session *s, const uint8_t *in, uint8_t
 }
 
 /* message_2 = bstr(G_Y || CIPHERTEXT_2) into out. */
-static int write_message_2(struct edhoc_session *s, const uint8_t *pt, size_t pt_len,
-                           uint8_t *out, size_t cap, size_t *total)
+static int write_message_2(struct edhoc_session *s, const uint8_t *pt, size_t pt_len, uint8_t *out,
+                           size_t cap, size_t *total)
 {
     size_t body = s->own_eph_len + pt_len;
     size_t len = edhoc_cbor_head_len(body) + body;

@@ -15,13 +15,10 @@
 int edhoc_map_cbor_err(int cbor_err)
 {
     switch (cbor_err) {
-    case 0:
-        return 0;
+    case 0: return 0;
     case EDHOC_CBOR_ERR_NOT_SHORTEST:
-    case EDHOC_CBOR_ERR_INDEFINITE:
-        return EDHOC_ERR_NOT_DETERMINISTIC;
-    default:
-        return EDHOC_ERR_MALFORMED;
+    case EDHOC_CBOR_ERR_INDEFINITE: return EDHOC_ERR_NOT_DETERMINISTIC;
+    default: return EDHOC_ERR_MALFORMED;
     }
 }
 
@@ -526,8 +523,7 @@ int edhoc_error_message_write(uint8_t *out, size_t cap, int code, const char *te
         edhoc_cbor_put_int(&w, code);
         edhoc_cbor_put_bool(&w, true);
         break;
-    default:
-        return EDHOC_ERR_ARG;
+    default: return EDHOC_ERR_ARG;
     }
     long n = edhoc_cbor_writer_finish(&w);
     if (n < 0)
@@ -542,99 +538,58 @@ int edhoc_error_code_for(int err)
     case EDHOC_ERR_ARG:
     case EDHOC_ERR_STATE:
     case EDHOC_ERR_CONN_ID_CONFLICT:
-    case EDHOC_ERR_PEER_ERROR:
-        return 0;
-    case EDHOC_ERR_WRONG_SUITE:
-        return EDHOC_ERR_CODE_WRONG_SUITE;
+    case EDHOC_ERR_PEER_ERROR: return 0;
+    case EDHOC_ERR_WRONG_SUITE: return EDHOC_ERR_CODE_WRONG_SUITE;
     case EDHOC_ERR_UNKNOWN_CREDENTIAL:
-    case EDHOC_CRED_ERR_UNKNOWN:
-        return EDHOC_ERR_CODE_UNKNOWN_CREDENTIAL;
-    default:
-        return EDHOC_ERR_CODE_UNSPECIFIED;
+    case EDHOC_CRED_ERR_UNKNOWN: return EDHOC_ERR_CODE_UNKNOWN_CREDENTIAL;
+    default: return EDHOC_ERR_CODE_UNSPECIFIED;
     }
 }
 
 const char *edhoc_strerror(int err)
 {
     switch (err) {
-    case 0:
-        return "success";
-    case EDHOC_ERR_ARG:
-        return "invalid argument";
-    case EDHOC_ERR_STATE:
-        return "not allowed in the session's state";
-    case EDHOC_ERR_CONN_ID_CONFLICT:
-        return "own connection identifier equals the peer's";
-    case EDHOC_ERR_BUFFER:
-        return "output buffer too small";
-    case EDHOC_ERR_TOO_LARGE:
-        return "field exceeds an implementation limit";
-    case EDHOC_ERR_CRYPTO:
-        return "cryptographic operation failed";
-    case EDHOC_ERR_CREDENTIAL:
-        return "credential or key does not fit the method and cipher suite";
-    case EDHOC_ERR_NO_COMMON_SUITE:
-        return "no cipher suite in common";
-    case EDHOC_ERR_MALFORMED:
-        return "malformed message";
-    case EDHOC_ERR_NOT_DETERMINISTIC:
-        return "CBOR encoding not deterministic";
-    case EDHOC_ERR_TRAILING:
-        return "unexpected data after the message";
+    case 0: return "success";
+    case EDHOC_ERR_ARG: return "invalid argument";
+    case EDHOC_ERR_STATE: return "not allowed in the session's state";
+    case EDHOC_ERR_CONN_ID_CONFLICT: return "own connection identifier equals the peer's";
+    case EDHOC_ERR_BUFFER: return "output buffer too small";
+    case EDHOC_ERR_TOO_LARGE: return "field exceeds an implementation limit";
+    case EDHOC_ERR_CRYPTO: return "cryptographic operation failed";
+    case EDHOC_ERR_CREDENTIAL: return "credential or key does not fit the method and cipher suite";
+    case EDHOC_ERR_NO_COMMON_SUITE: return "no cipher suite in common";
+    case EDHOC_ERR_MALFORMED: return "malformed message";
+    case EDHOC_ERR_NOT_DETERMINISTIC: return "CBOR encoding not deterministic";
+    case EDHOC_ERR_TRAILING: return "unexpected data after the message";
     case EDHOC_ERR_CONN_ID_ENCODING:
         return "connection identifier not in its integer representation";
-    case EDHOC_ERR_SUITES_ENCODING:
-        return "single cipher suite encoded as an array";
-    case EDHOC_ERR_ID_CRED_ENCODING:
-        return "ID_CRED not in compact encoding";
+    case EDHOC_ERR_SUITES_ENCODING: return "single cipher suite encoded as an array";
+    case EDHOC_ERR_ID_CRED_ENCODING: return "ID_CRED not in compact encoding";
     case EDHOC_ERR_EPHEMERAL_LENGTH:
         return "ephemeral public key has the wrong length for the cipher suite";
-    case EDHOC_ERR_INVALID_POINT:
-        return "invalid public key (not on the curve or low order)";
-    case EDHOC_ERR_MAC_LENGTH:
-        return "Signature_or_MAC has the wrong length";
-    case EDHOC_ERR_METHOD:
-        return "method not supported";
-    case EDHOC_ERR_WRONG_SUITE:
-        return "wrong selected cipher suite";
-    case EDHOC_ERR_CONN_ID_EQUAL:
-        return "C_R equals C_I";
-    case EDHOC_ERR_EAD_CRITICAL:
-        return "unrecognized critical EAD item";
-    case EDHOC_ERR_EAD_REJECTED:
-        return "EAD item rejected";
-    case EDHOC_ERR_UNSUPPORTED:
-        return "not supported";
-    case EDHOC_ERR_MAC:
-        return "MAC verification failed";
-    case EDHOC_ERR_SIGNATURE:
-        return "signature verification failed";
-    case EDHOC_ERR_DECRYPT:
-        return "decryption failed";
-    case EDHOC_ERR_UNKNOWN_CREDENTIAL:
-        return "unknown credential referenced";
-    case EDHOC_ERR_PEER_ERROR:
-        return "peer sent an error message";
-    case EDHOC_CRYPTO_ERR_UNSUPPORTED:
-        return "algorithm not supported by the crypto backend";
-    case EDHOC_CRYPTO_ERR_INVALID:
-        return "invalid key or length";
-    case EDHOC_CRYPTO_ERR_AUTH:
-        return "authentication failed";
-    case EDHOC_CRYPTO_ERR_BACKEND:
-        return "crypto backend failure";
-    case EDHOC_CRYPTO_ERR_RANDOM:
-        return "random source failed";
-    case EDHOC_CRED_ERR_FORMAT:
-        return "credential format not recognized";
-    case EDHOC_CRED_ERR_UNKNOWN:
-        return "unknown credential referenced";
-    case EDHOC_CRED_ERR_UNTRUSTED:
-        return "credential not trusted";
-    case EDHOC_CRED_ERR_EXPIRED:
-        return "certificate expired or not yet valid";
-    case EDHOC_CRED_ERR_KEY_TYPE:
-        return "credential key type does not fit";
+    case EDHOC_ERR_INVALID_POINT: return "invalid public key (not on the curve or low order)";
+    case EDHOC_ERR_MAC_LENGTH: return "Signature_or_MAC has the wrong length";
+    case EDHOC_ERR_METHOD: return "method not supported";
+    case EDHOC_ERR_WRONG_SUITE: return "wrong selected cipher suite";
+    case EDHOC_ERR_CONN_ID_EQUAL: return "C_R equals C_I";
+    case EDHOC_ERR_EAD_CRITICAL: return "unrecognized critical EAD item";
+    case EDHOC_ERR_EAD_REJECTED: return "EAD item rejected";
+    case EDHOC_ERR_UNSUPPORTED: return "not supported";
+    case EDHOC_ERR_MAC: return "MAC verification failed";
+    case EDHOC_ERR_SIGNATURE: return "signature verification failed";
+    case EDHOC_ERR_DECRYPT: return "decryption failed";
+    case EDHOC_ERR_UNKNOWN_CREDENTIAL: return "unknown credential referenced";
+    case EDHOC_ERR_PEER_ERROR: return "peer sent an error message";
+    case EDHOC_CRYPTO_ERR_UNSUPPORTED: return "algorithm not supported by the crypto backend";
+    case EDHOC_CRYPTO_ERR_INVALID: return "invalid key or length";
+    case EDHOC_CRYPTO_ERR_AUTH: return "authentication failed";
+    case EDHOC_CRYPTO_ERR_BACKEND: return "crypto backend failure";
+    case EDHOC_CRYPTO_ERR_RANDOM: return "random source failed";
+    case EDHOC_CRED_ERR_FORMAT: return "credential format not recognized";
+    case EDHOC_CRED_ERR_UNKNOWN: return "unknown credential referenced";
+    case EDHOC_CRED_ERR_UNTRUSTED: return "credential not trusted";
+    case EDHOC_CRED_ERR_EXPIRED: return "certificate expired or not yet valid";
+    case EDHOC_CRED_ERR_KEY_TYPE: return "credential key type does not fit";
     default:
         if (err <= -2001 && err >= -2007)
             return edhoc_cbor_strerror(err);

@@ -151,10 +151,10 @@ struct edhoc_netacct_radio edhoc_netacct_radio_for(enum edhoc_netacct_link_type 
 {
     struct edhoc_netacct_radio r;
     memset(&r, 0, sizeof r);
-    const char *name = type == EDHOC_NETACCT_LINK_802154 ? "cc2538"
-                       : type == EDHOC_NETACCT_LINK_BLE  ? "nrf52840"
+    const char *name = type == EDHOC_NETACCT_LINK_802154    ? "cc2538"
+                       : type == EDHOC_NETACCT_LINK_BLE     ? "nrf52840"
                        : type == EDHOC_NETACCT_LINK_LORAWAN ? "sx1276"
-                                                         : NULL;
+                                                            : NULL;
     if (name)
         edhoc_netacct_radio_builtin(name, &r);
     return r;
@@ -187,8 +187,7 @@ int edhoc_netacct_radio_parse(const char *text, size_t len, struct edhoc_netacct
         char line[256];
         size_t n = end - pos;
         if (n >= sizeof line) {
-            snprintf(why, why_cap, "line %u: longer than %zu characters", line_no,
-                     sizeof line - 1);
+            snprintf(why, why_cap, "line %u: longer than %zu characters", line_no, sizeof line - 1);
             return EDHOC_NETACCT_ERR_ARG;
         }
         memcpy(line, text + pos, n);
@@ -242,19 +241,25 @@ int edhoc_netacct_radio_parse(const char *text, size_t len, struct edhoc_netacct
             else
                 r.rx_startup_us = (unsigned)d;
         } else {
-            snprintf(why, why_cap, "line %u: unknown key '%.40s' (name, volts, tx_ma, rx_ma, "
-                     "tx_startup_us, rx_startup_us, source)", line_no, k);
+            snprintf(why, why_cap,
+                     "line %u: unknown key '%.40s' (name, volts, tx_ma, rx_ma, "
+                     "tx_startup_us, rx_startup_us, source)",
+                     line_no, k);
             return EDHOC_NETACCT_ERR_ARG;
         }
         if (!ok) {
-            snprintf(why, why_cap, "line %u: %s: not a number in range (volts 0.1..60, "
-                     "currents 0..10000 mA, start-up 0..10000000 whole us)", line_no, k);
+            snprintf(why, why_cap,
+                     "line %u: %s: not a number in range (volts 0.1..60, "
+                     "currents 0..10000 mA, start-up 0..10000000 whole us)",
+                     line_no, k);
             return EDHOC_NETACCT_ERR_ARG;
         }
     }
     if (!have_v || !have_tx || !have_rx) {
         snprintf(why, why_cap, "volts, tx_ma and rx_ma are required (missing %s)",
-                 !have_v ? "volts" : !have_tx ? "tx_ma" : "rx_ma");
+                 !have_v    ? "volts"
+                 : !have_tx ? "tx_ma"
+                            : "rx_ma");
         return EDHOC_NETACCT_ERR_ARG;
     }
     if (!r.source[0])

@@ -12,9 +12,9 @@
 /* RFC 4944 Section 5.3: the first fragment header is 4 bytes, the later
  * ones 5 (they add datagram_offset); offsets count 8-byte units of the
  * uncompressed datagram, and datagram_size has 11 bits. */
-#define FRAG1_HEADER 4
-#define FRAGN_HEADER 5
-#define FRAG_UNIT 8
+#define FRAG1_HEADER      4
+#define FRAGN_HEADER      5
+#define FRAG_UNIT         8
 #define FRAG_DATAGRAM_MAX 2047
 
 struct edhoc_netacct_link edhoc_netacct_link_802154_default(void)
@@ -47,8 +47,8 @@ struct edhoc_netacct_link edhoc_netacct_link_ble_default(void)
     l.dst_addr = EDHOC_NETACCT_ADDR_LINK_LOCAL_MAC;
     l.hop_limit = 64;
     l.ble_phy = 1;
-    l.ble_data_length = 27;  /* the Core 4.0/4.1 LL payload, every device supports it */
-    l.ble_encrypted = true;  /* RFC 7668 Section 3.2.1 requires link-layer security */
+    l.ble_data_length = 27;   /* the Core 4.0/4.1 LL payload, every device supports it */
+    l.ble_encrypted = true;   /* RFC 7668 Section 3.2.1 requires link-layer security */
     l.ble_interval_us = 7500; /* the shortest interval (Core Vol 6 Part B 4.5.1) */
     return l;
 }
@@ -63,7 +63,7 @@ struct edhoc_netacct_link edhoc_netacct_link_lorawan_default(void)
     l.duty_cycle_ppm = 10000; /* ETSI EN 300 220 sub-band g1 (868.0-868.6 MHz): 1 % */
     l.rx1_delay_ms = 1000;    /* RP002: RECEIVE_DELAY1 1 s, RECEIVE_DELAY2 2 s */
     l.rx2_delay_ms = 2000;
-    l.preamble = 8;           /* LoRaWAN: 8 programmed preamble symbols */
+    l.preamble = 8; /* LoRaWAN: 8 programmed preamble symbols */
     return l;
 }
 
@@ -115,14 +115,10 @@ static long addr_inline_bytes(enum edhoc_netacct_addr_mode m)
     switch (m) {
     case EDHOC_NETACCT_ADDR_AUTO:
     case EDHOC_NETACCT_ADDR_LINK_LOCAL_MAC:
-    case EDHOC_NETACCT_ADDR_CONTEXT_MAC:
-        return 0;
-    case EDHOC_NETACCT_ADDR_CONTEXT_16:
-        return 2;
-    case EDHOC_NETACCT_ADDR_CONTEXT_64:
-        return 8;
-    case EDHOC_NETACCT_ADDR_INLINE:
-        return 16;
+    case EDHOC_NETACCT_ADDR_CONTEXT_MAC: return 0;
+    case EDHOC_NETACCT_ADDR_CONTEXT_16: return 2;
+    case EDHOC_NETACCT_ADDR_CONTEXT_64: return 8;
+    case EDHOC_NETACCT_ADDR_INLINE: return 16;
     }
     return -1;
 }
@@ -253,12 +249,12 @@ static bool is_downlink(const struct edhoc_netacct_dgram *d)
  *   aTurnaroundTime + phySHRDuration + 6 * phySymbolsPerOctet = 20 + 12 +
  *   10 + 12 = 54 symbols.
  * 16 us a symbol. */
-#define SYM_US 16
+#define SYM_US          16
 #define UNIT_BACKOFF_US (20 * SYM_US)
-#define CCA_US (8 * SYM_US)
-#define TURNAROUND_US (12 * SYM_US)
-#define ACK_WAIT_US (54 * SYM_US)
-#define ACK_MPDU 5
+#define CCA_US          (8 * SYM_US)
+#define TURNAROUND_US   (12 * SYM_US)
+#define ACK_WAIT_US     (54 * SYM_US)
+#define ACK_MPDU        5
 
 static void air_802154(const struct edhoc_netacct_link *link, const size_t *frame_sizes,
                        unsigned frames, struct edhoc_netacct_air *a)
@@ -292,10 +288,10 @@ static void air_802154(const struct edhoc_netacct_link *link, const size_t *fram
  * Section 2.4, LLID continuation). Each PDU is answered by the peer's
  * empty PDU T_IFS = 150 us later (Vol 6 Part B Section 4.1.1). */
 #define BLE_L2CAP_HEADER 4
-#define BLE_SDU_LENGTH 2
-#define BLE_LL_HEADER 2
-#define BLE_MIC 4
-#define BLE_T_IFS_US 150
+#define BLE_SDU_LENGTH   2
+#define BLE_LL_HEADER    2
+#define BLE_MIC          4
+#define BLE_T_IFS_US     150
 
 static int account_ble(const struct edhoc_netacct_link *link, const struct edhoc_netacct_dgram *d,
                        struct edhoc_netacct_layers *out, size_t *frame_sizes, size_t cap)
@@ -354,7 +350,7 @@ static uint64_t lora_frame_us(const struct edhoc_netacct_link *link,
 
 /* A SCHC ACK (RFC 9011 Section 5.6: W and C bits padded to one byte),
  * FRMPayload 1 byte. */
-#define SCHC_ACK_BYTES 1
+#define SCHC_ACK_BYTES     1
 #define LORAWAN_FRAMES_MAX 300
 
 static int account_lorawan(const struct edhoc_netacct_link *link,
@@ -384,16 +380,15 @@ static int account_lorawan(const struct edhoc_netacct_link *link,
         n = 1;
         sizes[0] = (size_t)packet;
     } else {
-        n = edhoc_netacct_schc_fragments((size_t)packet, dr.max_payload, sizes,
-                                         LORAWAN_FRAMES_MAX);
+        n = edhoc_netacct_schc_fragments((size_t)packet, dr.max_payload, sizes, LORAWAN_FRAMES_MAX);
         if (n == 0 || n > LORAWAN_FRAMES_MAX)
             return EDHOC_NETACCT_ERR_TOO_LARGE;
         out->fragmented = true;
         a->fragments = n;
     }
     /* The other side's SCHC ACK frame, in its own direction. */
-    uint64_t ack = lora_frame_us(link, &other, EDHOC_NETACCT_LORAWAN_MAC_OVERHEAD + SCHC_ACK_BYTES,
-                                 !down);
+    uint64_t ack =
+        lora_frame_us(link, &other, EDHOC_NETACCT_LORAWAN_MAC_OVERHEAD + SCHC_ACK_BYTES, !down);
     uint64_t rx1 = (uint64_t)link->rx1_delay_ms * 1000, rx2 = (uint64_t)link->rx2_delay_ms * 1000;
     uint64_t prev_wait = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -447,8 +442,7 @@ static int account_lorawan(const struct edhoc_netacct_link *link,
 }
 
 int edhoc_netacct_datagram(const struct edhoc_netacct_link *link,
-                           const struct edhoc_netacct_dgram *d,
-                           struct edhoc_netacct_layers *out,
+                           const struct edhoc_netacct_dgram *d, struct edhoc_netacct_layers *out,
                            size_t *frame_sizes, size_t cap)
 {
     if (!link || !d || !out)
@@ -500,10 +494,8 @@ int edhoc_netacct_datagram(const struct edhoc_netacct_link *link,
         free(fs);
         return rc;
     }
-    case EDHOC_NETACCT_LINK_BLE:
-        return account_ble(link, d, out, frame_sizes, cap);
-    case EDHOC_NETACCT_LINK_LORAWAN:
-        return account_lorawan(link, d, out, frame_sizes, cap);
+    case EDHOC_NETACCT_LINK_BLE: return account_ble(link, d, out, frame_sizes, cap);
+    case EDHOC_NETACCT_LINK_LORAWAN: return account_lorawan(link, d, out, frame_sizes, cap);
     }
     return EDHOC_NETACCT_ERR_ARG;
 }
@@ -511,16 +503,11 @@ int edhoc_netacct_datagram(const struct edhoc_netacct_link *link,
 static const char *addr_mode_name(enum edhoc_netacct_addr_mode m)
 {
     switch (m) {
-    case EDHOC_NETACCT_ADDR_LINK_LOCAL_MAC:
-        return "link-local from MAC (elided)";
-    case EDHOC_NETACCT_ADDR_CONTEXT_MAC:
-        return "context prefix + IID from MAC (elided)";
-    case EDHOC_NETACCT_ADDR_CONTEXT_16:
-        return "context prefix + 16-bit IID (2 B)";
-    case EDHOC_NETACCT_ADDR_CONTEXT_64:
-        return "context prefix + 64-bit IID (8 B)";
-    case EDHOC_NETACCT_ADDR_INLINE:
-        return "inline (16 B)";
+    case EDHOC_NETACCT_ADDR_LINK_LOCAL_MAC: return "link-local from MAC (elided)";
+    case EDHOC_NETACCT_ADDR_CONTEXT_MAC: return "context prefix + IID from MAC (elided)";
+    case EDHOC_NETACCT_ADDR_CONTEXT_16: return "context prefix + 16-bit IID (2 B)";
+    case EDHOC_NETACCT_ADDR_CONTEXT_64: return "context prefix + 64-bit IID (8 B)";
+    case EDHOC_NETACCT_ADDR_INLINE: return "inline (16 B)";
     case EDHOC_NETACCT_ADDR_AUTO:
         return "from the address (link-local elided, global 8 B, multicast 1-16 B)";
     }
@@ -571,10 +558,9 @@ size_t edhoc_netacct_link_describe(const struct edhoc_netacct_link *link, char *
                      "+ payload%s, packet adds preamble %u + access address 4 + CRC 3; each PDU "
                      "answered by an empty PDU after T_IFS 150 us; connection interval %u.%03u ms",
                      link->ble_phy == 2 ? "LE 2M" : "LE 1M", link->ble_data_length,
-                     link->ble_encrypted ? "encrypted (MIC 4)" : "unencrypted",
-                     link->hop_limit, link->ble_encrypted ? " + MIC 4" : "",
-                     link->ble_phy == 2 ? 2u : 1u, link->ble_interval_us / 1000,
-                     link->ble_interval_us % 1000);
+                     link->ble_encrypted ? "encrypted (MIC 4)" : "unencrypted", link->hop_limit,
+                     link->ble_encrypted ? " + MIC 4" : "", link->ble_phy == 2 ? 2u : 1u,
+                     link->ble_interval_us / 1000, link->ble_interval_us % 1000);
         break;
     case EDHOC_NETACCT_LINK_LORAWAN: {
         struct edhoc_netacct_lora_dr up, down;

@@ -36,12 +36,12 @@
 
 #include "edhoc/netacct.h"
 
-#define OPT_URI_HOST 3
-#define OPT_URI_PATH 11
+#define OPT_URI_HOST       3
+#define OPT_URI_PATH       11
 #define OPT_CONTENT_FORMAT 12
-#define OPT_OSCORE 9
-#define OPT_EDHOC 21
-#define OPT_ECHO 252
+#define OPT_OSCORE         9
+#define OPT_EDHOC          21
+#define OPT_ECHO           252
 
 #define TYPE_CON 0
 #define TYPE_NON 1
@@ -138,22 +138,38 @@ struct rule {
 };
 
 static const struct rule rules[] = {
-    {1, {TYPE_CON}, 1, {CODE(0, 2)}, 1,
-     {{OPT_URI_PATH, ".well-known", 11}, {OPT_URI_PATH, "edhoc", 5},
-      {OPT_CONTENT_FORMAT, "\x41", 1}}, 3},
-    {2, {TYPE_CON}, 1, {CODE(0, 2)}, 1,
-     {{OPT_URI_PATH, ".well-known", 11}, {OPT_URI_PATH, "edhoc", 5},
-      {OPT_CONTENT_FORMAT, "\x41", 1}, {OPT_ECHO, NULL, 0}}, 4},
-    {3, {TYPE_ACK, TYPE_CON}, 2, {CODE(2, 4), CODE(4, 0)}, 2,
-     {{OPT_CONTENT_FORMAT, "\x40", 1}}, 1},
+    {1,
+     {TYPE_CON},
+     1,
+     {CODE(0, 2)},
+     1,
+     {{OPT_URI_PATH, ".well-known", 11},
+      {OPT_URI_PATH, "edhoc", 5},
+      {OPT_CONTENT_FORMAT, "\x41", 1}},
+     3},
+    {2,
+     {TYPE_CON},
+     1,
+     {CODE(0, 2)},
+     1,
+     {{OPT_URI_PATH, ".well-known", 11},
+      {OPT_URI_PATH, "edhoc", 5},
+      {OPT_CONTENT_FORMAT, "\x41", 1},
+      {OPT_ECHO, NULL, 0}},
+     4},
+    {3, {TYPE_ACK, TYPE_CON}, 2, {CODE(2, 4), CODE(4, 0)}, 2, {{OPT_CONTENT_FORMAT, "\x40", 1}}, 1},
     {4, {TYPE_ACK, TYPE_CON}, 2, {CODE(4, 1)}, 1, {{OPT_ECHO, NULL, 0}}, 1},
     {5, {TYPE_ACK, TYPE_CON}, 2, {CODE(0, 0), CODE(2, 4), CODE(2, 5), CODE(4, 0)}, 4, {{0}}, 0},
     {6, {TYPE_CON, TYPE_NON}, 2, {CODE(0, 2), CODE(0, 5)}, 2, {{OPT_OSCORE, NULL, 0}}, 1},
-    {7, {TYPE_CON, TYPE_NON}, 2, {CODE(0, 2), CODE(0, 5)}, 2,
-     {{OPT_URI_HOST, NULL, 0}, {OPT_OSCORE, NULL, 0}}, 2},
+    {7,
+     {TYPE_CON, TYPE_NON},
+     2,
+     {CODE(0, 2), CODE(0, 5)},
+     2,
+     {{OPT_URI_HOST, NULL, 0}, {OPT_OSCORE, NULL, 0}},
+     2},
     {8, {TYPE_ACK, TYPE_CON}, 2, {CODE(2, 4), CODE(2, 5)}, 2, {{OPT_OSCORE, NULL, 0}}, 1},
-    {9, {TYPE_CON}, 1, {CODE(0, 2), CODE(0, 5)}, 2,
-     {{OPT_OSCORE, NULL, 0}, {OPT_EDHOC, "", 0}}, 2},
+    {9, {TYPE_CON}, 1, {CODE(0, 2), CODE(0, 5)}, 2, {{OPT_OSCORE, NULL, 0}, {OPT_EDHOC, "", 0}}, 2},
 };
 
 /* Bits of a mapping-sent index over n entries: ceil(log2(n)). */
@@ -195,7 +211,8 @@ static long rule_residue(const struct rule *r, const struct coap_view *v)
         if (v->opt[i].number != ro->number)
             return -1;
         if (ro->value) {
-            if (v->opt[i].len != ro->len || (ro->len && memcmp(v->opt[i].value, ro->value, ro->len)))
+            if (v->opt[i].len != ro->len ||
+                (ro->len && memcmp(v->opt[i].value, ro->value, ro->len)))
                 return -1;
         } else {
             bits += variable_bits(v->opt[i].len);
@@ -243,13 +260,12 @@ long edhoc_netacct_schc_packet(const uint8_t *coap, size_t len)
  * fragmentation RuleID, then W (2 bits) and FCN (6 bits): a 1-byte
  * header; tiles of 10 bytes; the All-1 fragment adds the 32-bit RCS.
  * WINDOW_SIZE 63 and 4 windows bound a packet at 252 tiles. */
-#define FRAG_HEADER 1
-#define FRAG_TILE 10
-#define FRAG_RCS 4
+#define FRAG_HEADER    1
+#define FRAG_TILE      10
+#define FRAG_RCS       4
 #define FRAG_MAX_TILES 252
 
-unsigned edhoc_netacct_schc_fragments(size_t len, size_t max_payload, size_t *sizes,
-                                      size_t cap)
+unsigned edhoc_netacct_schc_fragments(size_t len, size_t max_payload, size_t *sizes, size_t cap)
 {
     if (max_payload < FRAG_HEADER + FRAG_TILE || len == 0)
         return 0;

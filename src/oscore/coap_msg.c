@@ -4,8 +4,7 @@
 #include <string.h>
 
 /* Reads an option delta/length nibble with its extension bytes. */
-static int read_ext(unsigned nibble, const uint8_t *buf, size_t len,
-                    size_t *pos, uint32_t *out)
+static int read_ext(unsigned nibble, const uint8_t *buf, size_t len, size_t *pos, uint32_t *out)
 {
     if (nibble < 13) {
         *out = nibble;
@@ -116,8 +115,8 @@ static void put_ext(uint8_t *p, uint32_t v, size_t ext_len)
 }
 
 long edhoc_coap_msg_encode_body(const struct coap_option *opts, size_t count,
-                          const uint8_t *payload, size_t payload_len,
-                          uint8_t *out, size_t cap)
+                                const uint8_t *payload, size_t payload_len, uint8_t *out,
+                                size_t cap)
 {
     size_t pos = 0;
     uint32_t prev = 0;
@@ -166,15 +165,14 @@ long edhoc_coap_msg_encode(const struct coap_msg *m, uint8_t *out, size_t cap)
     out[2] = (uint8_t)(m->mid >> 8);
     out[3] = (uint8_t)m->mid;
     memcpy(out + 4, m->token, m->token_len);
-    long body = edhoc_coap_msg_encode_body(m->options, m->option_count, m->payload,
-                                     m->payload_len, out + head, cap - head);
+    long body = edhoc_coap_msg_encode_body(m->options, m->option_count, m->payload, m->payload_len,
+                                           out + head, cap - head);
     if (body < 0)
         return body;
     return (long)head + body;
 }
 
-int edhoc_coap_msg_add_option(struct coap_msg *m, uint16_t number,
-                        const uint8_t *value, size_t len)
+int edhoc_coap_msg_add_option(struct coap_msg *m, uint16_t number, const uint8_t *value, size_t len)
 {
     if (m->option_count == COAP_MSG_MAX_OPTIONS)
         return COAP_MSG_ERR_TOO_MANY;
@@ -192,8 +190,7 @@ int edhoc_coap_msg_add_option(struct coap_msg *m, uint16_t number,
     return 0;
 }
 
-const struct coap_option *edhoc_coap_msg_find_option(const struct coap_msg *m,
-                                               uint16_t number)
+const struct coap_option *edhoc_coap_msg_find_option(const struct coap_msg *m, uint16_t number)
 {
     for (size_t i = 0; i < m->option_count; i++) {
         if (m->options[i].number == number)

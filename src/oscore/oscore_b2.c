@@ -23,7 +23,6 @@
 #include "edhoc/coap_msg.h"
 #include "oscore_internal.h"
 
-
 static bool valid_r_len(size_t r_len)
 {
     return r_len < OSCORE_MAX_ID_CONTEXT;
@@ -84,8 +83,8 @@ long oscore_b2_client_response1(struct oscore_b2_client *st, const struct edhoc_
                                 const uint8_t *response, size_t len, uint8_t *out, size_t cap,
                                 struct oscore_context *next)
 {
-    if (!st || !crypto || !crypto->random || !cfg || !current || !b || !response || !out ||
-        !next || st->r_len == 0 || !valid_r_len(st->r_len))
+    if (!st || !crypto || !crypto->random || !cfg || !current || !b || !response || !out || !next ||
+        st->r_len == 0 || !valid_r_len(st->r_len))
         return OSCORE_ERR_INVALID;
     if (st->state == OSCORE_B2_CLIENT_SENT_R3)
         return OSCORE_ERR_REPLAY; /* step 3 already ran for this run */
@@ -214,8 +213,8 @@ static bool kid_is(const struct oscore_config *cfg, const struct oscore_option *
 }
 
 long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_crypto_ops *crypto,
-                               const struct oscore_config *cfg, const uint8_t *request,
-                               size_t len, uint64_t now_ms, uint8_t *out, size_t cap)
+                               const struct oscore_config *cfg, const uint8_t *request, size_t len,
+                               uint64_t now_ms, uint8_t *out, size_t cap)
 {
     if (!st || !crypto || !crypto->random || !cfg || !request || !out || st->r_len == 0 ||
         !valid_r_len(st->r_len))
@@ -231,10 +230,10 @@ long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_c
     /* Step 2: "using the received ID1 (transported in 'kid context') as ID
      * Context"; a request without one was made with the ID Context both
      * sides were given (Section 5.1 lets it be omitted). */
-    const uint8_t *id1 = o.has_kid_context ? o.kid_context
+    const uint8_t *id1 = o.has_kid_context     ? o.kid_context
                          : cfg->has_id_context ? cfg->id_context
                                                : NULL;
-    size_t id1_len = o.has_kid_context ? o.kid_context_len
+    size_t id1_len = o.has_kid_context     ? o.kid_context_len
                      : cfg->has_id_context ? cfg->id_context_len
                                            : 0;
     if (id1_len > OSCORE_MAX_ID_CONTEXT)
@@ -310,9 +309,9 @@ long oscore_b2_server_request1(struct oscore_b2_server *st, const struct edhoc_c
 }
 
 long oscore_b2_server_request2(struct oscore_b2_server *st, const struct edhoc_crypto_ops *crypto,
-                               const struct oscore_config *cfg, const uint8_t *request,
-                               size_t len, uint64_t now_ms, struct oscore_context *next,
-                               uint8_t *out, size_t cap, struct oscore_binding *b)
+                               const struct oscore_config *cfg, const uint8_t *request, size_t len,
+                               uint64_t now_ms, struct oscore_context *next, uint8_t *out,
+                               size_t cap, struct oscore_binding *b)
 {
     if (!st || !crypto || !cfg || !request || !next || !out || !b || st->r_len == 0 ||
         !valid_r_len(st->r_len))

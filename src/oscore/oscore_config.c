@@ -76,8 +76,8 @@ struct value {
 };
 
 /* Bytes of an ascii or hex value into out. */
-static int value_bytes(const struct value *v, uint8_t *out, size_t cap, size_t *len,
-                       unsigned line, const char *kw, struct oscore_config_error *err)
+static int value_bytes(const struct value *v, uint8_t *out, size_t cap, size_t *len, unsigned line,
+                       const char *kw, struct oscore_config_error *err)
 {
     size_t n = 0;
     if (v->enc == ENC_ASCII) {
@@ -178,8 +178,7 @@ static int value_aead(const struct value *v, int *out, unsigned line,
                 return 0;
             }
         }
-        return fail(err, line, "aead_alg: unsupported algorithm '%.*s'", (int)(v->e - v->b),
-                    v->b);
+        return fail(err, line, "aead_alg: unsupported algorithm '%.*s'", (int)(v->e - v->b), v->b);
     }
     int rc = value_integer(v, -65536, 65535, &x, line, "aead_alg", err);
     if (rc)
@@ -204,8 +203,7 @@ static int value_hkdf(const struct value *v, int *out, unsigned line,
                 return 0;
             }
         }
-        return fail(err, line, "hkdf_alg: unsupported algorithm '%.*s'", (int)(v->e - v->b),
-                    v->b);
+        return fail(err, line, "hkdf_alg: unsupported algorithm '%.*s'", (int)(v->e - v->b), v->b);
     }
     int rc = value_integer(v, -65536, 65535, &x, line, "hkdf_alg", err);
     if (rc)
@@ -225,8 +223,8 @@ static int parse_encoding(const char *b, const char *e, enum encoding *enc)
         const char *name;
         enum encoding enc;
     } names[] = {
-        {"ascii", ENC_ASCII},     {"hex", ENC_HEX},   {"integer", ENC_INTEGER},
-        {"text", ENC_TEXT},       {"bool", ENC_BOOL}, {"unsigned64", ENC_UNSIGNED64},
+        {"ascii", ENC_ASCII},   {"hex", ENC_HEX},   {"integer", ENC_INTEGER},
+        {"text", ENC_TEXT},     {"bool", ENC_BOOL}, {"unsigned64", ENC_UNSIGNED64},
         {"config", ENC_CONFIG},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -238,8 +236,8 @@ static int parse_encoding(const char *b, const char *e, enum encoding *enc)
     return -1;
 }
 
-static int apply(struct oscore_config *cfg, const char *kb, const char *ke,
-                 const struct value *v, unsigned line, struct oscore_config_error *err)
+static int apply(struct oscore_config *cfg, const char *kb, const char *ke, const struct value *v,
+                 unsigned line, struct oscore_config_error *err)
 {
     char kw[32];
     size_t kn = (size_t)(ke - kb);
@@ -254,8 +252,8 @@ static int apply(struct oscore_config *cfg, const char *kb, const char *ke,
     if (!strcmp(kw, "master_secret")) {
         if (cfg->has_master_secret)
             return fail(err, line, "master_secret given twice");
-        rc = value_bytes(v, cfg->master_secret, sizeof cfg->master_secret,
-                         &cfg->master_secret_len, line, kw, err);
+        rc = value_bytes(v, cfg->master_secret, sizeof cfg->master_secret, &cfg->master_secret_len,
+                         line, kw, err);
         if (rc == 0 && cfg->master_secret_len == 0)
             rc = fail(err, line, "master_secret is empty");
         cfg->has_master_secret = rc == 0;
@@ -264,32 +262,32 @@ static int apply(struct oscore_config *cfg, const char *kb, const char *ke,
     if (!strcmp(kw, "master_salt")) {
         if (cfg->has_master_salt)
             return fail(err, line, "master_salt given twice");
-        rc = value_bytes(v, cfg->master_salt, sizeof cfg->master_salt, &cfg->master_salt_len,
-                         line, kw, err);
+        rc = value_bytes(v, cfg->master_salt, sizeof cfg->master_salt, &cfg->master_salt_len, line,
+                         kw, err);
         cfg->has_master_salt = rc == 0;
         return rc;
     }
     if (!strcmp(kw, "id_context")) {
         if (cfg->has_id_context)
             return fail(err, line, "id_context given twice");
-        rc = value_bytes(v, cfg->id_context, sizeof cfg->id_context, &cfg->id_context_len,
-                         line, kw, err);
+        rc = value_bytes(v, cfg->id_context, sizeof cfg->id_context, &cfg->id_context_len, line, kw,
+                         err);
         cfg->has_id_context = rc == 0;
         return rc;
     }
     if (!strcmp(kw, "sender_id")) {
         if (cfg->has_sender_id)
             return fail(err, line, "sender_id given twice");
-        rc = value_bytes(v, cfg->sender_id, sizeof cfg->sender_id, &cfg->sender_id_len, line,
-                         kw, err);
+        rc = value_bytes(v, cfg->sender_id, sizeof cfg->sender_id, &cfg->sender_id_len, line, kw,
+                         err);
         cfg->has_sender_id = rc == 0;
         return rc;
     }
     if (!strcmp(kw, "recipient_id")) {
         if (cfg->has_recipient_id)
             return fail(err, line, "a second recipient_id (one context per file)");
-        rc = value_bytes(v, cfg->recipient_id, sizeof cfg->recipient_id,
-                         &cfg->recipient_id_len, line, kw, err);
+        rc = value_bytes(v, cfg->recipient_id, sizeof cfg->recipient_id, &cfg->recipient_id_len,
+                         line, kw, err);
         cfg->has_recipient_id = rc == 0;
         return rc;
     }

@@ -28,10 +28,8 @@ struct aead_info {
 };
 
 static const struct aead_info aeads[] = {
-    {EDHOC_COSE_AES_CCM_16_64_128, 16, 13, 8},
-    {EDHOC_COSE_AES_CCM_16_128_128, 16, 13, 16},
-    {EDHOC_COSE_A128GCM, 16, 12, 16},
-    {EDHOC_COSE_A256GCM, 32, 12, 16},
+    {EDHOC_COSE_AES_CCM_16_64_128, 16, 13, 8},  {EDHOC_COSE_AES_CCM_16_128_128, 16, 13, 16},
+    {EDHOC_COSE_A128GCM, 16, 12, 16},           {EDHOC_COSE_A256GCM, 32, 12, 16},
     {EDHOC_COSE_CHACHA20_POLY1305, 32, 12, 16},
 };
 
@@ -53,7 +51,8 @@ const char *oscore_strerror(int err)
     case OSCORE_ERR_MALFORMED: return "malformed CoAP message";
     case OSCORE_ERR_NOT_OSCORE: return "OSCORE option missing (or already present)";
     case OSCORE_ERR_BAD_OPTION: return "malformed OSCORE option or COSE object";
-    case OSCORE_ERR_CONTEXT_NOT_FOUND: return "security context not found (kid / kid context mismatch)";
+    case OSCORE_ERR_CONTEXT_NOT_FOUND:
+        return "security context not found (kid / kid context mismatch)";
     case OSCORE_ERR_REPLAY: return "replay detected";
     case OSCORE_ERR_DECRYPT: return "decryption failed";
     case OSCORE_ERR_ECHO_REQUIRED: return "replay window unknown: Echo exchange required";
@@ -83,9 +82,8 @@ const char *oscore_strerror(int err)
 /* ---- Context ---- */
 
 /* info = [id, id_context / nil, alg_aead, type, L] (Section 3.2.1) */
-static int derive(const struct oscore_context *c, int hash_alg, const uint8_t *prk,
-                  size_t prk_len, const uint8_t *id, size_t id_len, const char *type,
-                  size_t out_len, uint8_t *out)
+static int derive(const struct oscore_context *c, int hash_alg, const uint8_t *prk, size_t prk_len,
+                  const uint8_t *id, size_t id_len, const char *type, size_t out_len, uint8_t *out)
 {
     uint8_t info[64];
     struct edhoc_cbor_writer w;
@@ -113,8 +111,8 @@ int oscore_context_init(struct oscore_context *c, const struct edhoc_crypto_ops 
     if (!c)
         return OSCORE_ERR_INVALID;
     memset(c, 0, sizeof *c);
-    if (!crypto || !p || !crypto->hkdf_extract || !crypto->hkdf_expand ||
-        !crypto->aead_encrypt || !crypto->aead_decrypt)
+    if (!crypto || !p || !crypto->hkdf_extract || !crypto->hkdf_expand || !crypto->aead_encrypt ||
+        !crypto->aead_decrypt)
         return OSCORE_ERR_INVALID;
     int aead_alg = p->aead_alg ? p->aead_alg : EDHOC_COSE_AES_CCM_16_64_128;
     int hash_alg = p->hkdf_alg ? p->hkdf_alg : EDHOC_COSE_SHA256;
@@ -161,11 +159,10 @@ int oscore_context_init(struct oscore_context *c, const struct edhoc_crypto_ops 
     static const uint8_t empty[1] = {0};
     int rc = OSCORE_ERR_CRYPTO;
     if (crypto->hkdf_extract(hash_alg, p->master_salt_len ? p->master_salt : empty,
-                             p->master_salt_len, p->master_secret, p->master_secret_len,
-                             prk) != 0)
+                             p->master_salt_len, p->master_secret, p->master_secret_len, prk) != 0)
         goto out;
-    rc = derive(c, hash_alg, prk, prk_len, c->sender_id, c->sender_id_len, "Key",
-                c->key_len, c->sender_key);
+    rc = derive(c, hash_alg, prk, prk_len, c->sender_id, c->sender_id_len, "Key", c->key_len,
+                c->sender_key);
     if (rc == 0)
         rc = derive(c, hash_alg, prk, prk_len, c->recipient_id, c->recipient_id_len, "Key",
                     c->key_len, c->recipient_key);
@@ -182,8 +179,8 @@ int oscore_context_init_edhoc(struct oscore_context *c, const struct edhoc_crypt
                               const uint8_t *master_secret, size_t master_secret_len,
                               const uint8_t *master_salt, size_t master_salt_len,
                               const uint8_t *sender_id, size_t sender_id_len,
-                              const uint8_t *recipient_id, size_t recipient_id_len,
-                              int aead_alg, int hash_alg)
+                              const uint8_t *recipient_id, size_t recipient_id_len, int aead_alg,
+                              int hash_alg)
 {
     struct oscore_params p = {
         .aead_alg = aead_alg,
@@ -218,8 +215,8 @@ void oscore_context_wipe(struct oscore_context *c)
     edhoc_wipe(c, sizeof *c);
 }
 
-int oscore_context_set_persistence(struct oscore_context *c, oscore_store_ssn_fn fn,
-                                   void *user, uint32_t ssn_freq)
+int oscore_context_set_persistence(struct oscore_context *c, oscore_store_ssn_fn fn, void *user,
+                                   uint32_t ssn_freq)
 {
     if (!c || (fn && ssn_freq == 0))
         return OSCORE_ERR_INVALID;
@@ -263,7 +260,7 @@ int oscore_context_resume(struct oscore_context *c, uint64_t stored_mark)
     c->ssn_stored = c->ssn;
     c->window_top = 0;
     c->window_bits = 0;
-    c->flags &= (uint8_t)~(CTX_WINDOW_STARTED | CTX_ECHO_ISSUED);
+    c->flags &= (uint8_t) ~(CTX_WINDOW_STARTED | CTX_ECHO_ISSUED);
     c->flags |= CTX_NEED_ECHO;
     return rc;
 }
@@ -289,8 +286,7 @@ size_t oscore_context_max_plaintext(const struct oscore_context *c)
      * bytes: a 13-byte nonce leaves 2 for the length (RFC 3610 Section 2,
      * the L = 16 bits of COSE's AES-CCM-16-*). GCM and ChaCha20/Poly1305
      * allow far more than OSCORE_MAX_MESSAGE. */
-    if (c->aead_alg == EDHOC_COSE_AES_CCM_16_64_128 ||
-        c->aead_alg == EDHOC_COSE_AES_CCM_16_128_128)
+    if (c->aead_alg == EDHOC_COSE_AES_CCM_16_64_128 || c->aead_alg == EDHOC_COSE_AES_CCM_16_128_128)
         return 65535;
     return OSCORE_MAX_MESSAGE;
 }
@@ -325,4 +321,3 @@ size_t oscore_context_common_iv(const struct oscore_context *c, const uint8_t **
     *iv = c->common_iv;
     return c->nonce_len;
 }
-

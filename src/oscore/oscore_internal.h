@@ -22,21 +22,21 @@
 /* struct oscore_context.flags */
 #define CTX_HAS_ID_CONTEXT 0x01u
 #define CTX_WINDOW_STARTED 0x02u /* at least one request accepted */
-#define CTX_NEED_ECHO 0x04u      /* replay window unknown (after resume) */
-#define CTX_ECHO_ISSUED 0x08u    /* c->echo holds the value we sent */
+#define CTX_NEED_ECHO      0x04u /* replay window unknown (after resume) */
+#define CTX_ECHO_ISSUED    0x08u /* c->echo holds the value we sent */
 
 /* struct oscore_binding.flags */
-#define BIND_VALID 0x01u
-#define BIND_OBSERVE 0x02u      /* the request registered an observation */
-#define BIND_NONCE_USED 0x04u   /* server: a response reused the request nonce */
-#define BIND_ANSWERED 0x08u     /* client: the (final) response was accepted */
-#define BIND_HAVE_NOTIF 0x10u   /* client: notification_number is set */
-#define BIND_NOPIV_NOTIF 0x20u  /* client: the one notification without Partial IV came */
+#define BIND_VALID       0x01u
+#define BIND_OBSERVE     0x02u /* the request registered an observation */
+#define BIND_NONCE_USED  0x04u /* server: a response reused the request nonce */
+#define BIND_ANSWERED    0x08u /* client: the (final) response was accepted */
+#define BIND_HAVE_NOTIF  0x10u /* client: notification_number is set */
+#define BIND_NOPIV_NOTIF 0x20u /* client: the one notification without Partial IV came */
 
-#define MAX_OUTER_OPTS (COAP_MSG_MAX_OPTIONS + 2)
-#define MAX_INNER_OPTS COAP_MSG_MAX_OPTIONS
+#define MAX_OUTER_OPTS   (COAP_MSG_MAX_OPTIONS + 2)
+#define MAX_INNER_OPTS   COAP_MSG_MAX_OPTIONS
 #define MAX_OPTION_VALUE (1 + OSCORE_MAX_PIV + 1 + OSCORE_MAX_ID_CONTEXT + OSCORE_MAX_ID)
-#define MAX_AAD 64
+#define MAX_AAD          64
 
 /* The options of a message to protect, sorted into the inner (encrypted)
  * and outer lists; values point into the message or into the buffers. */

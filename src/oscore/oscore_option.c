@@ -72,7 +72,6 @@ size_t oscore_piv_encode(uint64_t ssn, uint8_t piv[OSCORE_MAX_PIV])
     return n;
 }
 
-
 /* ---- OSCORE option ---- */
 
 int oscore_option_parse(const uint8_t *v, size_t len, struct oscore_option *o)
@@ -122,8 +121,8 @@ long oscore_option_encode(const struct oscore_option *o, uint8_t *out, size_t ca
 {
     if (o->piv_len > OSCORE_MAX_PIV || (o->has_kid_context && o->kid_context_len > 255))
         return OSCORE_ERR_INVALID;
-    uint8_t flags = (uint8_t)(o->piv_len | (o->has_kid ? 0x08 : 0) |
-                              (o->has_kid_context ? 0x10 : 0));
+    uint8_t flags =
+        (uint8_t)(o->piv_len | (o->has_kid ? 0x08 : 0) | (o->has_kid_context ? 0x10 : 0));
     if (flags == 0)
         return 0;
     size_t need = 1 + o->piv_len + (o->has_kid_context ? 1 + o->kid_context_len : 0) +
@@ -183,8 +182,7 @@ unsigned oscore_option_class(uint16_t number)
     case COAP_OPT_URI_PORT:
     case COAP_OPT_OSCORE:
     case COAP_OPT_PROXY_URI:
-    case COAP_OPT_PROXY_SCHEME:
-        return OSCORE_CLASS_U;
+    case COAP_OPT_PROXY_SCHEME: return OSCORE_CLASS_U;
     /* Figure 5: E and U. */
     case COAP_OPT_OBSERVE:
     case COAP_OPT_MAX_AGE:
@@ -196,13 +194,11 @@ unsigned oscore_option_class(uint16_t number)
     /* RFC 9175 Section 2.2.1: Echo "MAY be an Inner or Outer option";
      * Section 3.2.1: Request-Tag "is both a class E and a class U option". */
     case COAP_OPT_ECHO:
-    case COAP_OPT_REQUEST_TAG:
-        return OSCORE_CLASS_E | OSCORE_CLASS_U;
+    case COAP_OPT_REQUEST_TAG: return OSCORE_CLASS_E | OSCORE_CLASS_U;
     /* Figure 5's E-only rows, and Section 4.1: "Options that are unknown
      * or for which OSCORE processing is not defined SHALL be processed as
      * Class E". */
-    default:
-        return OSCORE_CLASS_E;
+    default: return OSCORE_CLASS_E;
     }
 }
 
@@ -239,7 +235,6 @@ static int hexval(uint8_t ch)
         return ch - 'A' + 10;
     return -1;
 }
-
 
 int oscore_add_option(struct coap_option *list, size_t *n, size_t cap, uint16_t number,
                       const uint8_t *value, size_t len)
@@ -299,8 +294,8 @@ static unsigned default_port(const uint8_t *scheme, size_t len)
     static const struct {
         const char *name;
         unsigned port;
-    } ports[] = {{"coap", 5683},   {"coaps", 5684},   {"coap+tcp", 5683}, {"coaps+tcp", 5684},
-                 {"coap+ws", 80},  {"coaps+ws", 443}, {"http", 80},       {"https", 443}};
+    } ports[] = {{"coap", 5683},  {"coaps", 5684},   {"coap+tcp", 5683}, {"coaps+tcp", 5684},
+                 {"coap+ws", 80}, {"coaps+ws", 443}, {"http", 80},       {"https", 443}};
     for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++) {
         if (strlen(ports[i].name) == len && memcmp(ports[i].name, scheme, len) == 0)
             return ports[i].port;
@@ -441,8 +436,8 @@ int oscore_split_options(const struct coap_msg *m, bool is_request, struct oscor
             rc = oscore_add_option(s->inner, &s->n_inner, MAX_INNER_OPTS, o->number,
                                    is_request ? o->value : empty_value, is_request ? o->len : 0);
             if (rc == 0)
-                rc = oscore_add_option(s->outer, &s->n_outer, MAX_OUTER_OPTS, o->number,
-                                       o->value, o->len);
+                rc = oscore_add_option(s->outer, &s->n_outer, MAX_OUTER_OPTS, o->number, o->value,
+                                       o->len);
         } else {
             rc = oscore_add_option(s->inner, &s->n_inner, MAX_INNER_OPTS, o->number, o->value,
                                    o->len);

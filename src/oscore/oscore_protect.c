@@ -88,13 +88,13 @@ static long seal_message(const struct oscore_context *c, const struct coap_msg *
         small[0] = m->code;
         small_used = sizeof small; /* the encoder may stop anywhere */
         body = edhoc_coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len,
-                                    small + 1, sizeof small - 1);
+                                          small + 1, sizeof small - 1);
         if (body >= 0)
             small_used = 1 + (size_t)body;
     }
     if (body == COAP_MSG_ERR_BUFFER) {
-        long need = edhoc_coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len,
-                                         NULL, 0);
+        long need =
+            edhoc_coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len, NULL, 0);
         if (need < 0) {
             rc = OSCORE_ERR_INVALID;
             goto out;
@@ -119,7 +119,7 @@ static long seal_message(const struct oscore_context *c, const struct coap_msg *
         pt = heap;
         pt[0] = m->code;
         body = edhoc_coap_msg_encode_body(s->inner, s->n_inner, m->payload, m->payload_len, pt + 1,
-                                    pt_len - 1);
+                                          pt_len - 1);
     }
     if (body < 0) {
         rc = OSCORE_ERR_INVALID;
@@ -130,8 +130,8 @@ static long seal_message(const struct oscore_context *c, const struct coap_msg *
     /* The receiver parses at most COAP_MSG_MAX_OPTIONS options; refuse to
      * send what it could not read. */
     if (s->n_outer >= COAP_MSG_MAX_OPTIONS ||
-        oscore_add_option(s->outer, &s->n_outer, MAX_OUTER_OPTS, COAP_OPT_OSCORE,
-                          z->oscore_value, z->oscore_len) != 0) {
+        oscore_add_option(s->outer, &s->n_outer, MAX_OUTER_OPTS, COAP_OPT_OSCORE, z->oscore_value,
+                          z->oscore_len) != 0) {
         rc = OSCORE_ERR_TOO_LARGE;
         goto out;
     }
@@ -173,8 +173,8 @@ out:
     return rc;
 }
 
-long oscore_protect_request(struct oscore_context *c, const uint8_t *msg, size_t len,
-                            uint8_t *out, size_t cap, struct oscore_binding *b)
+long oscore_protect_request(struct oscore_context *c, const uint8_t *msg, size_t len, uint8_t *out,
+                            size_t cap, struct oscore_binding *b)
 {
     if (!c || !c->crypto || !msg || !out || !b)
         return OSCORE_ERR_INVALID;
@@ -208,8 +208,8 @@ long oscore_protect_request(struct oscore_context *c, const uint8_t *msg, size_t
     long optlen = oscore_option_encode(&opt, optval, sizeof optval);
     uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE];
     uint8_t aad[MAX_AAD];
-    long aad_len = oscore_aad(c->aead_alg, c->sender_id, c->sender_id_len, piv, piv_len, aad,
-                              sizeof aad);
+    long aad_len =
+        oscore_aad(c->aead_alg, c->sender_id, c->sender_id_len, piv, piv_len, aad, sizeof aad);
     if (optlen < 0 || aad_len < 0 ||
         oscore_nonce(c, c->sender_id, c->sender_id_len, piv, piv_len, nonce) != 0)
         return OSCORE_ERR_INVALID;
@@ -240,7 +240,6 @@ long oscore_protect_request(struct oscore_context *c, const uint8_t *msg, size_t
     return n;
 }
 
-
 int oscore_binding_from_request(struct oscore_binding *b, const uint8_t *protected_request,
                                 size_t len)
 {
@@ -269,9 +268,8 @@ int oscore_binding_from_request(struct oscore_binding *b, const uint8_t *protect
     return 0;
 }
 
-long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b,
-                             const uint8_t *msg, size_t len, bool with_piv, uint8_t *out,
-                             size_t cap)
+long oscore_protect_response(struct oscore_context *c, struct oscore_binding *b, const uint8_t *msg,
+                             size_t len, bool with_piv, uint8_t *out, size_t cap)
 {
     return oscore_protect_response_kid_context(c, b, msg, len, with_piv, NULL, 0, out, cap);
 }
@@ -325,8 +323,7 @@ long oscore_protect_response_kid_context(struct oscore_context *c, struct oscore
     uint8_t optval[MAX_OPTION_VALUE];
     long optlen = oscore_option_encode(&opt, optval, sizeof optval);
     uint8_t aad[MAX_AAD];
-    long aad_len = oscore_aad(c->aead_alg, b->kid, b->kid_len, b->piv, b->piv_len, aad,
-                              sizeof aad);
+    long aad_len = oscore_aad(c->aead_alg, b->kid, b->kid_len, b->piv, b->piv_len, aad, sizeof aad);
     if (optlen < 0 || aad_len < 0)
         return OSCORE_ERR_INVALID;
     struct seal z = {
@@ -336,7 +333,7 @@ long oscore_protect_response_kid_context(struct oscore_context *c, struct oscore
         .aad = aad,
         .aad_len = (size_t)aad_len,
         .outer_code = edhoc_coap_msg_find_option(&m, COAP_OPT_OBSERVE) ? COAP_CODE_CONTENT
-                                                                  : COAP_CODE_CHANGED,
+                                                                       : COAP_CODE_CHANGED,
     };
     long n = seal_message(c, &m, &s, &z, out, cap);
     if (n < 0)
@@ -428,8 +425,7 @@ long oscore_error_response(int err, const uint8_t *request, size_t request_len, 
         code = COAP_CODE(5, 3);
         diag = "Service Unavailable";
         break;
-    default:
-        return OSCORE_ERR_INVALID;
+    default: return OSCORE_ERR_INVALID;
     }
     if (!out)
         return OSCORE_ERR_INVALID;

@@ -37,9 +37,8 @@ static void opened_release(struct opened *o)
 
 /* Decrypt the payload of outer and parse the plaintext. */
 static int open_payload(const struct oscore_context *c, const uint8_t *key,
-                        const struct coap_msg *outer, const uint8_t *nonce,
-                        const uint8_t *aad, size_t aad_len, bool is_request,
-                        struct opened *o)
+                        const struct coap_msg *outer, const uint8_t *nonce, const uint8_t *aad,
+                        size_t aad_len, bool is_request, struct opened *o)
 {
     /* A payload must hold at least the tag and the code byte. */
     if (!outer->payload || outer->payload_len < (size_t)c->tag_len + 1)
@@ -68,8 +67,8 @@ static int open_payload(const struct oscore_context *c, const uint8_t *key,
         return rc == EDHOC_CRYPTO_ERR_AUTH ? OSCORE_ERR_DECRYPT : OSCORE_ERR_CRYPTO;
     }
     uint8_t code = o->pt[0];
-    bool code_ok = is_request ? edhoc_coap_code_is_request(code)
-                              : ((code >> 5) >= 2 && (code >> 5) <= 5);
+    bool code_ok =
+        is_request ? edhoc_coap_code_is_request(code) : ((code >> 5) >= 2 && (code >> 5) <= 5);
     if (!code_ok || edhoc_coap_msg_parse_body(o->pt + 1, pt_len - 1, &o->inner) != 0 ||
         edhoc_coap_msg_find_option(&o->inner, COAP_OPT_OSCORE)) {
         opened_release(o);
@@ -82,8 +81,7 @@ static int open_payload(const struct oscore_context *c, const uint8_t *key,
 /* The decrypted message: outer header and token, inner code, the outer
  * Class U options merged with the inner options, inner payload. Outer
  * Class E options (and the OSCORE option) are discarded (8.2/8.4 step 1). */
-static long assemble(const struct coap_msg *outer, const struct opened *o, uint8_t *out,
-                     size_t cap)
+static long assemble(const struct coap_msg *outer, const struct opened *o, uint8_t *out, size_t cap)
 {
     struct coap_option opts[2 * COAP_MSG_MAX_OPTIONS];
     size_t n = 0;
@@ -105,7 +103,7 @@ static long assemble(const struct coap_msg *outer, const struct opened *o, uint8
     out[3] = (uint8_t)outer->mid;
     memcpy(out + 4, outer->token, outer->token_len);
     long body = edhoc_coap_msg_encode_body(opts, n, o->inner.payload, o->inner.payload_len,
-                                     out + head, cap - head);
+                                           out + head, cap - head);
     if (body < 0)
         return body == COAP_MSG_ERR_BUFFER ? OSCORE_ERR_BUFFER : OSCORE_ERR_INNER;
     return (long)head + body;
@@ -138,8 +136,7 @@ static void window_update(struct oscore_context *c, uint64_t p)
 }
 
 /* Parse the message and its OSCORE option; common to both directions. */
-int oscore_open_outer(const uint8_t *msg, size_t len, struct coap_msg *m,
-                      struct oscore_option *opt)
+int oscore_open_outer(const uint8_t *msg, size_t len, struct coap_msg *m, struct oscore_option *opt)
 {
     int rc = edhoc_coap_msg_parse(msg, len, m);
     if (rc)
@@ -172,8 +169,7 @@ long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg, size
         return OSCORE_ERR_CONTEXT_NOT_FOUND;
     if (opt.has_kid_context &&
         (!(c->flags & CTX_HAS_ID_CONTEXT) || opt.kid_context_len != c->id_context_len ||
-         (opt.kid_context_len &&
-          memcmp(opt.kid_context, c->id_context, opt.kid_context_len) != 0)))
+         (opt.kid_context_len && memcmp(opt.kid_context, c->id_context, opt.kid_context_len) != 0)))
         return OSCORE_ERR_CONTEXT_NOT_FOUND;
     uint64_t p = oscore_piv_value(opt.piv, opt.piv_len);
     bool need_echo = (c->flags & CTX_NEED_ECHO) != 0;
@@ -185,8 +181,8 @@ long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg, size
 
     uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE];
     uint8_t aad[MAX_AAD];
-    long aad_len = oscore_aad(c->aead_alg, opt.kid, opt.kid_len, opt.piv, opt.piv_len, aad,
-                              sizeof aad);
+    long aad_len =
+        oscore_aad(c->aead_alg, opt.kid, opt.kid_len, opt.piv, opt.piv_len, aad, sizeof aad);
     if (aad_len < 0 || oscore_nonce(c, opt.kid, opt.kid_len, opt.piv, opt.piv_len, nonce))
         return OSCORE_ERR_BAD_OPTION;
     struct opened o;
@@ -221,10 +217,9 @@ long oscore_unprotect_request(struct oscore_context *c, const uint8_t *msg, size
         return n;
     if (need_echo) {
         c->window_top = p;
-        c->window_bits = c->window_size >= 64 ? ~UINT64_C(0)
-                                              : (UINT64_C(1) << c->window_size) - 1;
+        c->window_bits = c->window_size >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << c->window_size) - 1;
         c->flags |= CTX_WINDOW_STARTED;
-        c->flags &= (uint8_t)~(CTX_NEED_ECHO | CTX_ECHO_ISSUED);
+        c->flags &= (uint8_t) ~(CTX_NEED_ECHO | CTX_ECHO_ISSUED);
         edhoc_wipe(c->echo, sizeof c->echo);
     } else {
         window_update(c, p);
@@ -262,15 +257,13 @@ long oscore_unprotect_response_b2(struct oscore_context *c, struct oscore_bindin
 
     uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE];
     if (opt.piv_len)
-        rc = oscore_nonce(c, c->recipient_id, c->recipient_id_len, opt.piv, opt.piv_len,
-                          nonce);
+        rc = oscore_nonce(c, c->recipient_id, c->recipient_id_len, opt.piv, opt.piv_len, nonce);
     else
         rc = oscore_nonce(c, b->kid, b->kid_len, b->piv, b->piv_len, nonce);
     if (rc)
         return OSCORE_ERR_INVALID;
     uint8_t aad[MAX_AAD];
-    long aad_len = oscore_aad(c->aead_alg, b->kid, b->kid_len, b->piv, b->piv_len, aad,
-                              sizeof aad);
+    long aad_len = oscore_aad(c->aead_alg, b->kid, b->kid_len, b->piv, b->piv_len, aad, sizeof aad);
     if (aad_len < 0)
         return OSCORE_ERR_INVALID;
     struct opened o;
@@ -315,4 +308,3 @@ long oscore_unprotect_response_b2(struct oscore_context *c, struct oscore_bindin
     }
     return n;
 }
-

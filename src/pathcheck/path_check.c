@@ -84,8 +84,7 @@ int edhoc_path_parent_check(const char *label, const char *path, const char *wha
         return fail(why, cap, "%s%s%s: path too long", LABEL(label), path);
     struct stat st;
     if (stat(dir, &st) != 0)
-        return fail(why, cap, "%s%s%s: directory %s: %s", LABEL(label), path, dir,
-                    strerror(errno));
+        return fail(why, cap, "%s%s%s: directory %s: %s", LABEL(label), path, dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return fail(why, cap, "%s%s%s: %s is not a directory", LABEL(label), path, dir);
     uid_t me = geteuid();
@@ -143,7 +142,8 @@ int edhoc_secret_dir_check(const char *label, const char *dir, const char *holds
     if (S_ISLNK(st.st_mode))
         return fail(why, cap,
                     "%s%s%s: is a symbolic link; %s: give the directory itself, not a link "
-                    "to it", LABEL(label), dir, holds);
+                    "to it",
+                    LABEL(label), dir, holds);
     if (!S_ISDIR(st.st_mode))
         return fail(why, cap, "%s%s%s: not a directory", LABEL(label), dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -162,8 +162,7 @@ int edhoc_secret_dir_check(const char *label, const char *dir, const char *holds
         return fail(why, cap,
                     "%s%s%s: owned by uid %u, not by the user running (uid %u), and %s: "
                     "chown %u %s, or give a directory of your own",
-                    LABEL(label), dir, (unsigned)st.st_uid, (unsigned)me, holds, (unsigned)me,
-                    dir);
+                    LABEL(label), dir, (unsigned)st.st_uid, (unsigned)me, holds, (unsigned)me, dir);
     if (st.st_mode & 077)
         return fail(why, cap,
                     "%s%s%s: group or others can access it (mode %04o) and %s: chmod 700 %s, "
@@ -182,16 +181,17 @@ int edhoc_secret_file_check(const char *label, const char *path, int fd, const c
         return fail(why, cap, "%s%s%s: %s", LABEL(label), path, strerror(errno));
     }
     if (S_ISLNK(st.st_mode))
-        return fail(why, cap, "%s%s%s: is a symbolic link; %s: refusing to follow it",
-                    LABEL(label), path, holds);
+        return fail(why, cap, "%s%s%s: is a symbolic link; %s: refusing to follow it", LABEL(label),
+                    path, holds);
     if (!S_ISREG(st.st_mode))
         return fail(why, cap, "%s%s%s: not a regular file", LABEL(label), path);
     uid_t me = geteuid();
     if (st.st_uid != me && !(root_ok && st.st_uid == 0))
         return fail(why, cap,
                     "%s%s%s: owned by uid %u, not by the user running (uid %u), and %s: "
-                    "chown %u %s", LABEL(label), path, (unsigned)st.st_uid, (unsigned)me, holds,
-                    (unsigned)me, path);
+                    "chown %u %s",
+                    LABEL(label), path, (unsigned)st.st_uid, (unsigned)me, holds, (unsigned)me,
+                    path);
     if (st.st_mode & 077)
         return fail(why, cap,
                     "%s%s%s: group or others can access it (mode %04o) and %s: chmod 600 %s",

@@ -80,7 +80,8 @@ static uint32_t find(const struct edhoc_amp *a, const char *endpoint)
 static enum edhoc_amp_trust trust_of(const struct entry *x)
 {
     return x->authenticated ? EDHOC_AMP_AUTHENTICATED
-                            : x->verified ? EDHOC_AMP_REACHABLE : EDHOC_AMP_UNVERIFIED;
+           : x->verified    ? EDHOC_AMP_REACHABLE
+                            : EDHOC_AMP_UNVERIFIED;
 }
 
 static void list_unlink(struct edhoc_amp *a, uint32_t i)

@@ -39,7 +39,6 @@ const uint8_t *srv_key_idc(const struct ctx_key *k)
     return k->has_idc ? k->idc : NULL;
 }
 
-
 /* The server's clock: the last tick, or the monotonic clock before the
  * first one (contexts loaded at start). */
 uint64_t srv_clock_ms(const struct edhoc_server *srv)

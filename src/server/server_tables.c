@@ -15,22 +15,22 @@
 /* ---- SipHash-1-3 (Aumasson and Bernstein), little-endian words ---- */
 
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                                  \
-    do {                                                                                          \
-        v0 += v1;                                                                                 \
-        v1 = ROTL(v1, 13);                                                                        \
-        v1 ^= v0;                                                                                 \
-        v0 = ROTL(v0, 32);                                                                        \
-        v2 += v3;                                                                                 \
-        v3 = ROTL(v3, 16);                                                                        \
-        v3 ^= v2;                                                                                 \
-        v0 += v3;                                                                                 \
-        v3 = ROTL(v3, 21);                                                                        \
-        v3 ^= v0;                                                                                 \
-        v2 += v1;                                                                                 \
-        v1 = ROTL(v1, 17);                                                                        \
-        v1 ^= v2;                                                                                 \
-        v2 = ROTL(v2, 32);                                                                        \
+#define SIPROUND                                                                                   \
+    do {                                                                                           \
+        v0 += v1;                                                                                  \
+        v1 = ROTL(v1, 13);                                                                         \
+        v1 ^= v0;                                                                                  \
+        v0 = ROTL(v0, 32);                                                                         \
+        v2 += v3;                                                                                  \
+        v3 = ROTL(v3, 16);                                                                         \
+        v3 ^= v2;                                                                                  \
+        v0 += v3;                                                                                  \
+        v3 = ROTL(v3, 21);                                                                         \
+        v3 ^= v0;                                                                                  \
+        v2 += v1;                                                                                  \
+        v1 = ROTL(v1, 17);                                                                         \
+        v1 ^= v2;                                                                                  \
+        v2 = ROTL(v2, 32);                                                                         \
     } while (0)
 
 static uint64_t le64(const uint8_t *p)
@@ -167,8 +167,7 @@ static uint32_t *chain_link(const struct edhoc_itab *t, uint32_t i)
 }
 
 int edhoc_itab_init(struct edhoc_itab *t, const struct edhoc_pool *pool, size_t link,
-                    uint64_t (*hash_of)(const void *entry, void *user), void *user,
-                    size_t expected)
+                    uint64_t (*hash_of)(const void *entry, void *user), void *user, size_t expected)
 {
     size_t n = 16;
     while (n < expected && n < ((size_t)1 << 40))
@@ -230,8 +229,7 @@ void edhoc_itab_insert(struct edhoc_itab *t, uint32_t i, uint64_t hash)
 
 void edhoc_itab_remove(struct edhoc_itab *t, uint32_t i, uint64_t hash)
 {
-    for (uint32_t *pp = &t->buckets[hash & t->mask]; *pp != EDHOC_NONE;
-         pp = chain_link(t, *pp)) {
+    for (uint32_t *pp = &t->buckets[hash & t->mask]; *pp != EDHOC_NONE; pp = chain_link(t, *pp)) {
         if (*pp == i) {
             uint32_t *link = chain_link(t, i);
             *pp = *link;
@@ -346,9 +344,8 @@ void edhoc_ilru_sort(struct edhoc_ilru *l, int (*cmp)(const void *a, const void 
             uint32_t a = rest, b = chain_split(l, a, width);
             rest = chain_split(l, b, width);
             while (a != EDHOC_NONE && b != EDHOC_NONE) {
-                uint32_t *take = cmp(edhoc_pool_at(l->pool, b), edhoc_pool_at(l->pool, a)) < 0
-                                     ? &b
-                                     : &a;
+                uint32_t *take =
+                    cmp(edhoc_pool_at(l->pool, b), edhoc_pool_at(l->pool, a)) < 0 ? &b : &a;
                 *tail = *take;
                 tail = &ilink(l, *take)->newer;
                 *take = *tail;

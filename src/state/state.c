@@ -26,10 +26,7 @@
  */
 #include "state_internal.h"
 
-
-
 /* ---- small helpers ---- */
-
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -88,7 +85,7 @@ static int make_dirs(const char *dir, char *why, size_t cap)
  * to us without EDHOC; one who can read it has every master secret). */
 static int check_file_modes(const char *path, char *why, size_t cap)
 {
-    static const char *const sides[] = {"", "-wal", "-shm"};  /* and the mark file, at open */
+    static const char *const sides[] = {"", "-wal", "-shm"}; /* and the mark file, at open */
     for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
         char name[PATH_MAX + 8];
         snprintf(name, sizeof name, "%s%s", path, sides[i]);
@@ -154,9 +151,8 @@ static int fsync_path(const char *path)
 
 /* STRICT tables make SQLite itself reject a value of the wrong type, so a
  * row that reads back is a row we wrote. */
-static const char schema_sql[] =
-    "BEGIN;"
-    "PRAGMA application_id = " /* value appended at run time */;
+static const char schema_sql[] = "BEGIN;"
+                                 "PRAGMA application_id = " /* value appended at run time */;
 
 /* The context table of version 3. A primary key column cannot be NULL
  * in a WITHOUT ROWID table, so "no ID Context" is has_id_context = 0 with
@@ -167,43 +163,41 @@ static const char schema_sql[] =
  * runs (method >= 0), the ones that are evicted and expire: counting
  * them and finding the N-th most recently used read the index alone. */
 #define PEER_INDEX_SQL "CREATE INDEX peer_last_used ON peer (last_used) WHERE method >= 0;"
-#define PEER_TABLE_SQL                                                                 \
-    "CREATE TABLE peer ("                                                              \
-    "  recipient_id BLOB NOT NULL,"                                                    \
-    "  has_id_context INTEGER NOT NULL CHECK (has_id_context IN (0, 1)),"              \
-    "  id_context BLOB NOT NULL CHECK (has_id_context = 1 OR length(id_context) = 0)," \
-    "  sender_id BLOB NOT NULL,"                                                       \
-    "  master_secret BLOB NOT NULL,"                                                   \
-    "  master_salt BLOB NOT NULL,"                                                     \
-    "  aead_alg INTEGER NOT NULL,"                                                     \
-    "  hkdf_alg INTEGER NOT NULL,"                                                     \
-    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0),"                               \
-    "  peer TEXT NOT NULL,"                                                            \
-    "  created INTEGER NOT NULL,"                                                      \
-    "  method INTEGER NOT NULL,"                                                       \
-    "  suite INTEGER NOT NULL,"                                                        \
-    "  last_used INTEGER NOT NULL DEFAULT 0,"                                          \
-    "  PRIMARY KEY (recipient_id, has_id_context, id_context)"                        \
-    ") STRICT, WITHOUT ROWID;"                                                         \
-    PEER_INDEX_SQL
+#define PEER_TABLE_SQL                                                                             \
+    "CREATE TABLE peer ("                                                                          \
+    "  recipient_id BLOB NOT NULL,"                                                                \
+    "  has_id_context INTEGER NOT NULL CHECK (has_id_context IN (0, 1)),"                          \
+    "  id_context BLOB NOT NULL CHECK (has_id_context = 1 OR length(id_context) = 0),"             \
+    "  sender_id BLOB NOT NULL,"                                                                   \
+    "  master_secret BLOB NOT NULL,"                                                               \
+    "  master_salt BLOB NOT NULL,"                                                                 \
+    "  aead_alg INTEGER NOT NULL,"                                                                 \
+    "  hkdf_alg INTEGER NOT NULL,"                                                                 \
+    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0),"                                           \
+    "  peer TEXT NOT NULL,"                                                                        \
+    "  created INTEGER NOT NULL,"                                                                  \
+    "  method INTEGER NOT NULL,"                                                                   \
+    "  suite INTEGER NOT NULL,"                                                                    \
+    "  last_used INTEGER NOT NULL DEFAULT 0,"                                                      \
+    "  PRIMARY KEY (recipient_id, has_id_context, id_context)"                                     \
+    ") STRICT, WITHOUT ROWID;" PEER_INDEX_SQL
 
-static const char schema_tables_sql[] =
-    "CREATE TABLE meta ("
-    "  key TEXT PRIMARY KEY NOT NULL,"
-    "  value ANY"
-    ") STRICT;" PEER_TABLE_SQL;
+static const char schema_tables_sql[] = "CREATE TABLE meta ("
+                                        "  key TEXT PRIMARY KEY NOT NULL,"
+                                        "  value ANY"
+                                        ") STRICT;" PEER_TABLE_SQL;
 
 /* The columns of version 2 (the v1 migration fills these; last_used
  * follows from created). */
-#define PEER_COLUMNS_V2                                                                \
-    "recipient_id, has_id_context, id_context, sender_id, master_secret, master_salt, " \
+#define PEER_COLUMNS_V2                                                                            \
+    "recipient_id, has_id_context, id_context, sender_id, master_secret, master_salt, "            \
     "aead_alg, hkdf_alg, ssn_mark, peer, created, method, suite"
 
 #define PEER_COLUMNS PEER_COLUMNS_V2 ", last_used"
 
 /* The columns of version 1's peer table (keyed by recipient_id alone). */
-#define PEER_COLUMNS_V1                                                                \
-    "recipient_id, sender_id, id_context, master_secret, master_salt, aead_alg, "      \
+#define PEER_COLUMNS_V1                                                                            \
+    "recipient_id, sender_id, id_context, master_secret, master_salt, aead_alg, "                  \
     "hkdf_alg, ssn_mark, peer, created, method, suite"
 
 /* How a statement names one context: ?1 recipient ID, ?2 has ID Context,
@@ -242,8 +236,7 @@ static const char touch_sql[] = "UPDATE peer SET last_used = ?4" WHERE_KEY;
 static const char count_edhoc_sql[] = "SELECT count(*) FROM peer WHERE method >= 0";
 static const char nth_used_sql[] =
     "SELECT last_used FROM peer WHERE method >= 0 ORDER BY last_used DESC LIMIT 1 OFFSET ?1";
-static const char prune_expired_sql[] =
-    "DELETE FROM peer WHERE method >= 0 AND last_used < ?1";
+static const char prune_expired_sql[] = "DELETE FROM peer WHERE method >= 0 AND last_used < ?1";
 static const char prune_ties_sql[] =
     "DELETE FROM peer WHERE method >= 0 AND last_used = ?1 AND"
     " (recipient_id, has_id_context, id_context) IN"
@@ -253,8 +246,7 @@ static const char prune_ties_sql[] =
 
 /* The hot path: one indexed UPDATE, and the WHERE clause is what keeps a
  * mark from ever going down. */
-static const char store_ssn_sql[] =
-    "UPDATE peer SET ssn_mark = ?4" WHERE_KEY " AND ssn_mark < ?4";
+static const char store_ssn_sql[] = "UPDATE peer SET ssn_mark = ?4" WHERE_KEY " AND ssn_mark < ?4";
 
 /* Version 1 -> 2. Version 1 wrote an empty id_context both for "no ID
  * Context" and for an empty one. A row with an ID Context of 1 byte or
@@ -268,8 +260,7 @@ static const char store_ssn_sql[] =
  * zeroed. */
 static const char migrate_v1_sql[] =
     "BEGIN IMMEDIATE;"
-    "ALTER TABLE peer RENAME TO peer_v1;" PEER_TABLE_SQL
-    "INSERT INTO peer (" PEER_COLUMNS_V2 ")"
+    "ALTER TABLE peer RENAME TO peer_v1;" PEER_TABLE_SQL "INSERT INTO peer (" PEER_COLUMNS_V2 ")"
     "  SELECT recipient_id, length(id_context) > 0, id_context, sender_id, master_secret,"
     "    master_salt, aead_alg, hkdf_alg, ssn_mark, peer, created, method, suite FROM peer_v1;"
     "INSERT INTO peer (" PEER_COLUMNS_V2 ")"
@@ -401,13 +392,16 @@ static int check_existing(const char *path, char *why, size_t cap)
     close(fd);
 
     if (n == 0) {
-        state_set_why(why, cap, "%s: empty file, not an edhoc-cli state database (refusing to touch it)",
-                path);
+        state_set_why(why, cap,
+                      "%s: empty file, not an edhoc-cli state database (refusing to touch it)",
+                      path);
         return EDHOC_STATE_ERR_FOREIGN;
     }
     if (n < 16 || memcmp(hdr, SQLITE_HEADER_MAGIC, 16) != 0) {
-        state_set_why(why, cap, "%s: not an SQLite database, so not an edhoc-cli state file "
-                "(refusing to touch it)", path);
+        state_set_why(why, cap,
+                      "%s: not an SQLite database, so not an edhoc-cli state file "
+                      "(refusing to touch it)",
+                      path);
         return EDHOC_STATE_ERR_FOREIGN;
     }
     if (n < (ssize_t)sizeof hdr) {
@@ -419,9 +413,10 @@ static int check_existing(const char *path, char *why, size_t cap)
      * without SQLite ever opening it (which could create -wal/-shm files). */
     uint32_t app = be32(hdr + 68);
     if (app != (uint32_t)EDHOC_STATE_APPLICATION_ID) {
-        state_set_why(why, cap, "%s: another application's SQLite database (application_id 0x%08" PRIx32
-                ", expected 0x%08" PRIx32 "); refusing to touch it",
-                path, app, (uint32_t)EDHOC_STATE_APPLICATION_ID);
+        state_set_why(why, cap,
+                      "%s: another application's SQLite database (application_id 0x%08" PRIx32
+                      ", expected 0x%08" PRIx32 "); refusing to touch it",
+                      path, app, (uint32_t)EDHOC_STATE_APPLICATION_ID);
         return EDHOC_STATE_ERR_FOREIGN;
     }
 
@@ -444,8 +439,8 @@ static int check_existing(const char *path, char *why, size_t cap)
 
     sqlite3 *sql = NULL;
     int err = 0;
-    int rc = sqlite3_open_v2(uri, &sql, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
-                             NULL);
+    int rc = sqlite3_open_v2(uri, &sql,
+                             SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         state_set_why(why, cap, "%s: %s", path, state_sqlite_problem(rc));
         err = state_map_sqlite_error(rc);
@@ -461,8 +456,10 @@ static int check_existing(const char *path, char *why, size_t cap)
         goto out;
     }
     if ((uint32_t)v != (uint32_t)EDHOC_STATE_APPLICATION_ID) {
-        state_set_why(why, cap, "%s: another application's SQLite database (application_id 0x%08" PRIx32
-                "); refusing to touch it", path, (uint32_t)v);
+        state_set_why(why, cap,
+                      "%s: another application's SQLite database (application_id 0x%08" PRIx32
+                      "); refusing to touch it",
+                      path, (uint32_t)v);
         err = EDHOC_STATE_ERR_FOREIGN;
         goto out;
     }
@@ -473,14 +470,16 @@ static int check_existing(const char *path, char *why, size_t cap)
         goto out;
     }
     if (version > EDHOC_STATE_SCHEMA_VERSION) {
-        state_set_why(why, cap, "%s: written by a newer edhoc-cli (schema version %" PRId64
-                ", this build knows up to %d); refusing to touch it", path, version,
-                EDHOC_STATE_SCHEMA_VERSION);
+        state_set_why(why, cap,
+                      "%s: written by a newer edhoc-cli (schema version %" PRId64
+                      ", this build knows up to %d); refusing to touch it",
+                      path, version, EDHOC_STATE_SCHEMA_VERSION);
         err = EDHOC_STATE_ERR_VERSION;
         goto out;
     }
     if (version < 1) {
-        state_set_why(why, cap, "%s: edhoc-cli application id but no schema version; damaged", path);
+        state_set_why(why, cap, "%s: edhoc-cli application id but no schema version; damaged",
+                      path);
         err = EDHOC_STATE_ERR_CORRUPT;
         goto out;
     }
@@ -510,8 +509,9 @@ static int check_existing(const char *path, char *why, size_t cap)
      * but no magic row means a damaged file, not a foreign one. */
     st = NULL;
     rc = sqlite3_prepare_v2(sql,
-        "SELECT (SELECT value FROM meta WHERE key = 'magic'),"
-        "       (SELECT value FROM meta WHERE key = 'schema_version')", -1, &st, NULL);
+                            "SELECT (SELECT value FROM meta WHERE key = 'magic'),"
+                            "       (SELECT value FROM meta WHERE key = 'schema_version')",
+                            -1, &st, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
@@ -523,8 +523,10 @@ static int check_existing(const char *path, char *why, size_t cap)
     const char *magic = (const char *)sqlite3_column_text(st, 0);
     int64_t meta_version = sqlite3_column_int64(st, 1);
     if (magic == NULL || strcmp(magic, STATE_MAGIC) != 0 || meta_version != version) {
-        state_set_why(why, cap, "%s: metadata does not match (magic %s, version %" PRId64 "/%" PRId64
-                "); damaged", path, magic ? magic : "missing", meta_version, version);
+        state_set_why(why, cap,
+                      "%s: metadata does not match (magic %s, version %" PRId64 "/%" PRId64
+                      "); damaged",
+                      path, magic ? magic : "missing", meta_version, version);
         err = EDHOC_STATE_ERR_CORRUPT;
     }
     sqlite3_finalize(st);
@@ -547,8 +549,8 @@ out:
     return err;
 }
 
-static int prepare(struct edhoc_state_db *db, const char *text, sqlite3_stmt **st,
-                   const char *path, char *why, size_t cap)
+static int prepare(struct edhoc_state_db *db, const char *text, sqlite3_stmt **st, const char *path,
+                   char *why, size_t cap)
 {
     int rc = sqlite3_prepare_v3(db->sql, text, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
     if (rc != SQLITE_OK) {
@@ -568,7 +570,7 @@ static int migrate(sqlite3 *sql, int from, const char *path, char *why, size_t c
     if (rc == SQLITE_OK)
         return 0;
     state_set_why(why, cap, "%s: cannot migrate from schema version %d: %s", path, from,
-            msg ? msg : state_sqlite_problem(rc));
+                  msg ? msg : state_sqlite_problem(rc));
     sqlite3_free(msg);
     if (!sqlite3_get_autocommit(sql))
         sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
@@ -599,11 +601,11 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
      * batch with group commit): locking_mode=EXCLUSIVE would save them
      * but lock out every reader, sqlite3(1) on a live responder included. */
     int err = state_exec_sql(db->sql,
-                       "PRAGMA journal_mode = WAL;"
-                       "PRAGMA synchronous = FULL;"
-                       "PRAGMA secure_delete = ON;"
-                       "PRAGMA journal_size_limit = 4194304;",
-                       path, why, cap);
+                             "PRAGMA journal_mode = WAL;"
+                             "PRAGMA synchronous = FULL;"
+                             "PRAGMA secure_delete = ON;"
+                             "PRAGMA journal_size_limit = 4194304;",
+                             path, why, cap);
     if (err)
         return err;
 
@@ -615,8 +617,7 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
         state_set_why(why, cap, "%s: %s", path, state_sqlite_problem(rc));
         return state_map_sqlite_error(rc);
     }
-    if ((uint32_t)app == (uint32_t)EDHOC_STATE_APPLICATION_ID &&
-        (version == 1 || version == 2)) {
+    if ((uint32_t)app == (uint32_t)EDHOC_STATE_APPLICATION_ID && (version == 1 || version == 2)) {
         /* secure_delete is already on, so the old table's pages are zeroed
          * as they are freed. */
         err = migrate(db->sql, (int)version, path, why, cap);
@@ -636,8 +637,8 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
     if ((err = prepare(db, put_sql, &db->st_put, path, why, cap)) ||
         (err = prepare(db, store_ssn_sql, &db->st_store_ssn, path, why, cap)) ||
         (err = prepare(db, "SELECT 1 FROM peer" WHERE_KEY, &db->st_exists, path, why, cap)) ||
-        (err = prepare(db, "SELECT " PEER_COLUMNS " FROM peer" WHERE_KEY, &db->st_get, path,
-                       why, cap)) ||
+        (err = prepare(db, "SELECT " PEER_COLUMNS " FROM peer" WHERE_KEY, &db->st_get, path, why,
+                       cap)) ||
         (err = prepare(db,
                        "SELECT " PEER_COLUMNS " FROM peer"
                        " ORDER BY recipient_id, has_id_context, id_context",
@@ -771,12 +772,11 @@ fail:
 
 static void close_connection(struct edhoc_state_db *db)
 {
-    sqlite3_stmt **all[] = {&db->st_put,           &db->st_store_ssn, &db->st_exists,
-                            &db->st_get,           &db->st_all,       &db->st_delete,
-                            &db->st_count,         &db->st_begin,     &db->st_commit,
-                            &db->st_rollback,      &db->st_touch,     &db->st_count_edhoc,
-                            &db->st_nth_used,      &db->st_prune_expired,
-                            &db->st_prune_ties};
+    sqlite3_stmt **all[] = {&db->st_put,      &db->st_store_ssn,     &db->st_exists,
+                            &db->st_get,      &db->st_all,           &db->st_delete,
+                            &db->st_count,    &db->st_begin,         &db->st_commit,
+                            &db->st_rollback, &db->st_touch,         &db->st_count_edhoc,
+                            &db->st_nth_used, &db->st_prune_expired, &db->st_prune_ties};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         sqlite3_finalize(*all[i]);
         *all[i] = NULL;
@@ -849,7 +849,6 @@ void edhoc_state_close(struct edhoc_state_db *db)
     if (db->file_fd >= 0)
         close(db->file_fd);
     if (db->dir_fd >= 0)
-        close(db->dir_fd);  /* releases the flock */
+        close(db->dir_fd); /* releases the flock */
     free(db);
 }
-

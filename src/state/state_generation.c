@@ -26,17 +26,18 @@
  * STATE_UNKNOWN_MARGIN above the highest stored one. A state directory
  * restored whole (database and mark file) cannot be told from the real
  * one: never restore one in service. */
-#define STATE_CEILING_STEP ((uint64_t)1 << 16)
-#define STATE_UNKNOWN_MARGIN ((uint64_t)1 << 32)
+#define STATE_CEILING_STEP      ((uint64_t)1 << 16)
+#define STATE_UNKNOWN_MARGIN    ((uint64_t)1 << 32)
 #define STATE_CHECKPOINT_FRAMES 1000 /* SQLite's own automatic checkpoint */
-#define MARK_MAGIC "edhoc-cli state marks v1"
+#define MARK_MAGIC              "edhoc-cli state marks v1"
 
 int state_write_mark_file(struct edhoc_state_db *db, uint64_t generation, uint64_t ceiling)
 {
     char tmp[PATH_MAX + 8], text[128];
     snprintf(tmp, sizeof tmp, "%s.new", db->mark_path);
-    int n = snprintf(text, sizeof text, MARK_MAGIC "\ngeneration %" PRIu64 "\nceiling %" PRIu64 "\n",
-                     generation, ceiling);
+    int n =
+        snprintf(text, sizeof text, MARK_MAGIC "\ngeneration %" PRIu64 "\nceiling %" PRIu64 "\n",
+                 generation, ceiling);
     unlink(tmp);
     int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
@@ -66,7 +67,8 @@ static int read_mark_file(const char *path, uint64_t *generation, uint64_t *ceil
     text[r] = '\0';
     char tail;
     if (sscanf(text, MARK_MAGIC "\ngeneration %" SCNu64 "\nceiling %" SCNu64 "%c", generation,
-               ceiling, &tail) != 3 || tail != '\n')
+               ceiling, &tail) != 3 ||
+        tail != '\n')
         return -1;
     return 1;
 }
@@ -79,8 +81,8 @@ int state_after_commit(void *user, sqlite3 *sql, const char *name, int frames)
     if (frames < STATE_CHECKPOINT_FRAMES)
         return SQLITE_OK;
     int log = 0, done = 0;
-    if (sqlite3_wal_checkpoint_v2(sql, name, SQLITE_CHECKPOINT_PASSIVE, &log, &done) !=
-            SQLITE_OK || done <= 0)
+    if (sqlite3_wal_checkpoint_v2(sql, name, SQLITE_CHECKPOINT_PASSIVE, &log, &done) != SQLITE_OK ||
+        done <= 0)
         return SQLITE_OK;
     if (state_write_mark_file(db, db->generation + 1, db->ceiling) == 0)
         db->generation_unwritten = true;
@@ -94,7 +96,8 @@ int state_set_meta(struct edhoc_state_db *db, const char *key, uint64_t v)
     char text[160];
     snprintf(text, sizeof text,
              "INSERT INTO meta (key, value) VALUES ('%s', %" PRIu64 ") "
-             "ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, v);
+             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+             key, v);
     int rc = sqlite3_exec(db->sql, text, NULL, NULL, NULL);
     return rc == SQLITE_OK ? 0 : state_map_sqlite_error(rc);
 }
@@ -110,7 +113,8 @@ int state_before_write(struct edhoc_state_db *db, uint64_t mark)
         db->generation_unwritten = true;
     }
     if (mark > db->ceiling) {
-        uint64_t c = mark > UINT64_MAX - STATE_CEILING_STEP ? UINT64_MAX : mark + STATE_CEILING_STEP;
+        uint64_t c =
+            mark > UINT64_MAX - STATE_CEILING_STEP ? UINT64_MAX : mark + STATE_CEILING_STEP;
         if (state_write_mark_file(db, db->generation, c) != 0)
             return EDHOC_STATE_ERR_IO;
     }
@@ -143,7 +147,8 @@ int state_check_generation(struct edhoc_state_db *db, bool created, char *why, s
     int64_t d_gen = meta_int(db->sql, "generation", -1);
     int64_t max_mark = 0;
     int rc;
-    if (state_query_int(db->sql, "SELECT coalesce(max(ssn_mark), 0) FROM peer", &max_mark, &rc) != 0) {
+    if (state_query_int(db->sql, "SELECT coalesce(max(ssn_mark), 0) FROM peer", &max_mark, &rc) !=
+        0) {
         state_set_why(why, cap, "%s: %s", db->path, state_sqlite_problem(rc));
         return state_map_sqlite_error(rc);
     }
@@ -171,7 +176,8 @@ int state_check_generation(struct edhoc_state_db *db, bool created, char *why, s
     } else if ((uint64_t)d_gen > s_gen) {
         snprintf(found, sizeof found,
                  "the mark file %s is older than the database (generation %" PRIu64 " < %" PRId64
-                 ")", db->mark_path, s_gen, d_gen);
+                 ")",
+                 db->mark_path, s_gen, d_gen);
         to = (s_ceiling > top ? s_ceiling : top) + STATE_UNKNOWN_MARGIN;
     }
     uint64_t ceiling = have > 0 && s_ceiling > top ? s_ceiling : top;
@@ -181,7 +187,8 @@ int state_check_generation(struct edhoc_state_db *db, bool created, char *why, s
         char text[256];
         snprintf(text, sizeof text,
                  "BEGIN IMMEDIATE; UPDATE peer SET ssn_mark = %" PRIu64 " WHERE ssn_mark < %" PRIu64
-                 ";", to, to);
+                 ";",
+                 to, to);
         char *msg = NULL;
         rc = sqlite3_exec(db->sql, text, NULL, NULL, &msg);
         long moved = rc == SQLITE_OK ? (long)sqlite3_changes(db->sql) : 0;
@@ -203,12 +210,14 @@ int state_check_generation(struct edhoc_state_db *db, bool created, char *why, s
         snprintf(db->recovery, sizeof db->recovery,
                  "%s: %s; every sender sequence-number mark moved up to %" PRIu64
                  " (%ld contexts, and static contexts not in it start there: RFC 8613 "
-                 "Appendix B.1.1), so no nonce is used twice", db->path, found, to, moved);
+                 "Appendix B.1.1), so no nonce is used twice",
+                 db->path, found, to, moved);
         if (to > ceiling)
             ceiling = to;
     }
     uint64_t next = (have > 0 ? s_gen : 0) > (uint64_t)(d_gen > 0 ? d_gen : 0)
-                        ? s_gen : (uint64_t)(d_gen > 0 ? d_gen : 0);
+                        ? s_gen
+                        : (uint64_t)(d_gen > 0 ? d_gen : 0);
     if (state_write_mark_file(db, next + 1, ceiling) != 0) {
         state_set_why(why, cap, "%s: cannot write: %s", db->mark_path, strerror(errno));
         return EDHOC_STATE_ERR_IO;
@@ -216,7 +225,7 @@ int state_check_generation(struct edhoc_state_db *db, bool created, char *why, s
     int err = state_set_meta(db, "generation", db->generation);
     if (err)
         state_set_why(why, cap, "%s: cannot record the generation: %s", db->path,
-                sqlite3_errmsg(db->sql));
+                      sqlite3_errmsg(db->sql));
     return err;
 }
 
@@ -224,4 +233,3 @@ const char *edhoc_state_recovery(const struct edhoc_state_db *db)
 {
     return db && db->recovery[0] ? db->recovery : NULL;
 }
-

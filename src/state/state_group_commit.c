@@ -22,7 +22,7 @@
  * sql_lock; a read first waits for what was queued before it, so a handle
  * reads its own writes. */
 #define GC_QUEUE_MAX 65536 /* callers wait beyond this (a disk that stopped) */
-#define GC_FAILS 64        /* failed batches remembered for edhoc_state_wait */
+#define GC_FAILS     64    /* failed batches remembered for edhoc_state_wait */
 
 struct gc_item {
     uint8_t op; /* enum gc_op */
@@ -33,7 +33,7 @@ struct gc_item {
     uint64_t ticket;
     uint64_t mark;
     int64_t last_used;
-    int *result; /* a waiting caller's slot for the item's own answer, or NULL */
+    int *result;                  /* a waiting caller's slot for the item's own answer, or NULL */
     struct edhoc_state_peer peer; /* GC_PUT only */
 };
 
@@ -61,7 +61,7 @@ struct group_commit {
     bool urgent; /* the writer process has an answer waiting for the open batch */
     unsigned read_depth;
     struct gc_failure fails[GC_FAILS];
-    unsigned n_fails;          /* ever recorded; fails[n % GC_FAILS] is the next slot */
+    unsigned n_fails;           /* ever recorded; fails[n % GC_FAILS] is the next slot */
     uint64_t forgotten_fail_hi; /* newest failed ticket pushed out of fails[] */
     int efd;
     struct edhoc_state_writer_stats st;
@@ -78,9 +78,7 @@ static int gc_apply_batch(struct edhoc_state_db *db, struct gc_item *b, size_t n
         struct gc_item *it = &b[i];
         const uint8_t *idc = it->has_idc ? it->idc : NULL;
         switch (it->op) {
-        case GC_PUT:
-            rcs[i] = state_apply_put(db, &it->peer);
-            break;
+        case GC_PUT: rcs[i] = state_apply_put(db, &it->peer); break;
         case GC_SSN:
             rcs[i] = state_apply_store_ssn(db, idc, it->idc_len, it->rid, it->rid_len, it->mark);
             break;
@@ -90,8 +88,7 @@ static int gc_apply_batch(struct edhoc_state_db *db, struct gc_item *b, size_t n
         case GC_TOUCH:
             rcs[i] = state_apply_touch(db, idc, it->idc_len, it->rid, it->rid_len, it->last_used);
             break;
-        default:
-            rcs[i] = EDHOC_STATE_ERR_ARG;
+        default: rcs[i] = EDHOC_STATE_ERR_ARG;
         }
         /* NOT_FOUND is the item's answer (a touch of a row deleted since),
          * not a failure of the batch. */
@@ -266,11 +263,10 @@ int state_gc_put(struct edhoc_state_db *db, const struct edhoc_state_peer *p)
 }
 
 uint64_t state_gc_key_item(struct edhoc_state_db *db, enum gc_op op, const uint8_t *idc,
-                            size_t idc_len, const uint8_t *rid, size_t rid_len, uint64_t mark,
-                            int64_t last_used, int *result)
+                           size_t idc_len, const uint8_t *rid, size_t rid_len, uint64_t mark,
+                           int64_t last_used, int *result)
 {
-    struct gc_item it = {.op = (uint8_t)op, .mark = mark, .last_used = last_used,
-                         .result = result};
+    struct gc_item it = {.op = (uint8_t)op, .mark = mark, .last_used = last_used, .result = result};
     it.has_idc = idc != NULL;
     it.idc_len = (uint8_t)idc_len;
     if (idc_len)
@@ -515,7 +511,6 @@ int state_gc_status(struct edhoc_state_db *db, uint64_t lo, uint64_t hi)
     pthread_mutex_unlock(&g->q_lock);
     return err;
 }
-
 
 /* Group commit on a usable local handle (edhoc_state_group_commit checks
  * the rest; a handle reopened after a fork resumes through here). */

@@ -48,10 +48,10 @@ struct edhoc_state_db {
     sqlite3_stmt *st_nth_used;
     sqlite3_stmt *st_prune_expired;
     sqlite3_stmt *st_prune_ties;
-    struct state_remote *remote; /* calls go to a writer process (edhoc_state_connect) */
+    struct state_remote *remote;          /* calls go to a writer process (edhoc_state_connect) */
     const struct edhoc_state_backend *be; /* calls go to another store (edhoc_state_open_backend) */
     void *be_impl;
-    int dir_fd;                  /* holds the flock that keeps a second process out */
+    int dir_fd; /* holds the flock that keeps a second process out */
     /* The database file's own flock: a hard link of the file in another
      * directory is the same inode, so the same lock. Closed only after
      * SQLite's connection: closing any descriptor of the file drops the

@@ -44,10 +44,11 @@ int edhoc_state_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
     if (db->gc) {
         int result = 0;
         uint64_t t = state_gc_key_item(db, GC_SSN, id_context, id_context_len, recipient_id,
-                                 recipient_id_len, mark, 0, &result);
+                                       recipient_id_len, mark, 0, &result);
         return state_gc_wait_result(db, t, &result);
     }
-    return state_apply_store_ssn(db, id_context, id_context_len, recipient_id, recipient_id_len, mark);
+    return state_apply_store_ssn(db, id_context, id_context_len, recipient_id, recipient_id_len,
+                                 mark);
 }
 
 int edhoc_state_store_ssn_cb(void *binding, uint64_t mark)
@@ -55,8 +56,8 @@ int edhoc_state_store_ssn_cb(void *binding, uint64_t mark)
     const struct edhoc_state_ssn_binding *b = binding;
     if (b == NULL || (!b->has_id_context && b->id_context_len != 0))
         return EDHOC_STATE_ERR_ARG;
-    return edhoc_state_store_ssn(b->db, b->has_id_context ? b->id_context : NULL,
-                                 b->id_context_len, b->recipient_id, b->recipient_id_len, mark);
+    return edhoc_state_store_ssn(b->db, b->has_id_context ? b->id_context : NULL, b->id_context_len,
+                                 b->recipient_id, b->recipient_id_len, mark);
 }
 
 int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *id_context,
@@ -77,16 +78,16 @@ int edhoc_state_delete_peer(struct edhoc_state_db *db, const uint8_t *id_context
     if (unusable)
         return unusable;
     if (db->gc) {
-        state_gc_key_item(db, GC_DELETE, id_context, id_context_len, recipient_id, recipient_id_len, 0,
-                    0, NULL);
+        state_gc_key_item(db, GC_DELETE, id_context, id_context_len, recipient_id, recipient_id_len,
+                          0, 0, NULL);
         return 0;
     }
     return state_apply_delete(db, id_context, id_context_len, recipient_id, recipient_id_len);
 }
 
-static int read_peer(struct edhoc_state_db *db, const uint8_t *id_context,
-                     size_t id_context_len, const uint8_t *recipient_id,
-                     size_t recipient_id_len, struct edhoc_state_peer *out);
+static int read_peer(struct edhoc_state_db *db, const uint8_t *id_context, size_t id_context_len,
+                     const uint8_t *recipient_id, size_t recipient_id_len,
+                     struct edhoc_state_peer *out);
 
 int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *id_context,
                          size_t id_context_len, const uint8_t *recipient_id,
@@ -111,9 +112,9 @@ int edhoc_state_get_peer(struct edhoc_state_db *db, const uint8_t *id_context,
     return err;
 }
 
-static int read_peer(struct edhoc_state_db *db, const uint8_t *id_context,
-                     size_t id_context_len, const uint8_t *recipient_id,
-                     size_t recipient_id_len, struct edhoc_state_peer *out)
+static int read_peer(struct edhoc_state_db *db, const uint8_t *id_context, size_t id_context_len,
+                     const uint8_t *recipient_id, size_t recipient_id_len,
+                     struct edhoc_state_peer *out)
 {
     sqlite3_stmt *st = db->st_get;
     int rc = state_bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
@@ -200,11 +201,12 @@ int edhoc_state_touch_peer(struct edhoc_state_db *db, const uint8_t *id_context,
     if (unusable)
         return unusable;
     if (db->gc) {
-        state_gc_key_item(db, GC_TOUCH, id_context, id_context_len, recipient_id, recipient_id_len, 0,
-                    last_used, NULL);
+        state_gc_key_item(db, GC_TOUCH, id_context, id_context_len, recipient_id, recipient_id_len,
+                          0, last_used, NULL);
         return 0;
     }
-    return state_apply_touch(db, id_context, id_context_len, recipient_id, recipient_id_len, last_used);
+    return state_apply_touch(db, id_context, id_context_len, recipient_id, recipient_id_len,
+                             last_used);
 }
 
 /* Run one pruning DELETE with ?1 = v, ?2 = limit; *n: the rows it
@@ -257,8 +259,8 @@ static int prune_excess(struct edhoc_state_db *db, uint64_t keep, uint64_t *n)
     uint64_t older = 0, ties = 0;
     err = prune_step(db, db->st_prune_expired, t, 0, &older);
     if (!err && (uint64_t)count - older > keep)
-        err = prune_step(db, db->st_prune_ties, t, (int64_t)((uint64_t)count - older - keep),
-                         &ties);
+        err =
+            prune_step(db, db->st_prune_ties, t, (int64_t)((uint64_t)count - older - keep), &ties);
     *n = older + ties;
     return err;
 }
@@ -441,29 +443,19 @@ int edhoc_state_for_each_owned_peer(struct edhoc_state_db *db, unsigned count, u
 const char *edhoc_state_strerror(int err)
 {
     switch (err) {
-    case 0:
-        return "success";
-    case EDHOC_STATE_ERR_IO:
-        return "cannot create, open or write the state database";
-    case EDHOC_STATE_ERR_FOREIGN:
-        return "not an edhoc-cli state database";
-    case EDHOC_STATE_ERR_CORRUPT:
-        return "state database is damaged";
-    case EDHOC_STATE_ERR_VERSION:
-        return "state database written by a newer schema version";
-    case EDHOC_STATE_ERR_NOT_FOUND:
-        return "no such context";
-    case EDHOC_STATE_ERR_ARG:
-        return "invalid argument";
-    case EDHOC_STATE_ERR_UNSAFE:
-        return "state directory or database open to other users";
+    case 0: return "success";
+    case EDHOC_STATE_ERR_IO: return "cannot create, open or write the state database";
+    case EDHOC_STATE_ERR_FOREIGN: return "not an edhoc-cli state database";
+    case EDHOC_STATE_ERR_CORRUPT: return "state database is damaged";
+    case EDHOC_STATE_ERR_VERSION: return "state database written by a newer schema version";
+    case EDHOC_STATE_ERR_NOT_FOUND: return "no such context";
+    case EDHOC_STATE_ERR_ARG: return "invalid argument";
+    case EDHOC_STATE_ERR_UNSAFE: return "state directory or database open to other users";
     case EDHOC_STATE_ERR_TAKEN_OVER:
         return "another responder of the fleet serves this context now";
-    default:
-        return "unknown state error";
+    default: return "unknown state error";
     }
 }
-
 
 int edhoc_state_store_ssn_async(struct edhoc_state_db *db, const uint8_t *id_context,
                                 size_t id_context_len, const uint8_t *recipient_id,
@@ -475,13 +467,13 @@ int edhoc_state_store_ssn_async(struct edhoc_state_db *db, const uint8_t *id_con
         !state_id_context_ok(id_context, id_context_len) || mark > (uint64_t)INT64_MAX)
         return EDHOC_STATE_ERR_ARG;
     if (db->remote || db->be || db->gc == NULL)
-        return edhoc_state_store_ssn(db, id_context, id_context_len, recipient_id,
-                                     recipient_id_len, mark);
+        return edhoc_state_store_ssn(db, id_context, id_context_len, recipient_id, recipient_id_len,
+                                     mark);
     int unusable = state_usable(db);
     if (unusable)
         return unusable;
     *ticket = state_gc_key_item(db, GC_SSN, id_context, id_context_len, recipient_id,
-                          recipient_id_len, mark, 0, NULL);
+                                recipient_id_len, mark, 0, NULL);
     return 0;
 }
 

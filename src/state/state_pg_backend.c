@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 struct lease_entry {
     struct lease_entry *next;
     bool has_idc;
@@ -39,7 +38,7 @@ struct lease_entry {
     bool failed;      /* the last put did not commit: no row, no lease */
 };
 
-#define PUT_BATCH 128 /* rows per statement (edhoc_state_pg_put_peers) */
+#define PUT_BATCH     128   /* rows per statement (edhoc_state_pg_put_peers) */
 #define PUT_QUEUE_MAX 65536 /* the datagram thread waits beyond this */
 
 struct pg_backend {
@@ -166,8 +165,8 @@ static int lease_grow(struct pg_backend *b)
     return 0;
 }
 
-static int lease_keep(struct pg_backend *b, const uint8_t *idc, size_t idc_len,
-                      const uint8_t *rid, size_t rid_len, const struct edhoc_state_pg_lease *l)
+static int lease_keep(struct pg_backend *b, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                      size_t rid_len, const struct edhoc_state_pg_lease *l)
 {
     if (idc_len > EDHOC_STATE_MAX_ID_CONTEXT || rid_len > EDHOC_STATE_MAX_ID)
         return EDHOC_STATE_ERR_ARG;
@@ -209,8 +208,8 @@ static void lease_put_done(struct pg_backend *b, const struct edhoc_state_peer *
                            const struct edhoc_state_pg_lease *l)
 {
     const uint8_t *idc = p->has_id_context ? p->id_context : NULL;
-    struct lease_entry **slot = lease_slot(b, idc, p->id_context_len, p->recipient_id,
-                                           p->recipient_id_len);
+    struct lease_entry **slot =
+        lease_slot(b, idc, p->id_context_len, p->recipient_id, p->recipient_id_len);
     struct lease_entry *e = *slot;
     if (!e)
         return; /* deleted meanwhile */
@@ -342,8 +341,8 @@ static int be_get(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t 
      * (takeover). Nothing is reserved here: the engine's first mark is
      * the first reservation, above every number the previous owner was
      * given, since the row's ssn_mark only grows. */
-    int rc = edhoc_state_pg_acquire(b->pg, idc, idc_len, rid, rid_len, 0, b->lease_ms, true, &l,
-                                    out);
+    int rc =
+        edhoc_state_pg_acquire(b->pg, idc, idc_len, rid, rid_len, 0, b->lease_ms, true, &l, out);
     if (rc == 0) {
         pthread_mutex_lock(&b->lock);
         rc = lease_keep(b, idc, idc_len, rid, rid_len, &l);
@@ -556,8 +555,9 @@ int edhoc_state_pg_open_db(const char *conninfo, const char *owner, int64_t leas
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->work, NULL);
     pthread_cond_init(&b->done, NULL);
-    int rc = b->buckets && b->conninfo ? edhoc_state_pg_open(conninfo, owner, lease_ms, &b->pg, why, why_cap)
-                        : EDHOC_STATE_ERR_IO;
+    int rc = b->buckets && b->conninfo
+                 ? edhoc_state_pg_open(conninfo, owner, lease_ms, &b->pg, why, why_cap)
+                 : EDHOC_STATE_ERR_IO;
     /* The writer's connection names the same owner: its puts lease the
      * rows to this process, whose reservations quote the tokens. */
     if (rc == 0)

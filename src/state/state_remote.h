@@ -18,8 +18,7 @@ int state_remote_touch_peer(struct state_remote *r, const uint8_t *idc, size_t i
 int state_remote_get_peer(struct state_remote *r, const uint8_t *idc, size_t idc_len,
                           const uint8_t *rid, size_t rid_len, struct edhoc_state_peer *out);
 int state_remote_for_each_peer(struct state_remote *r, unsigned owner_count, unsigned owner_index,
-                               int (*fn)(void *ctx, const struct edhoc_state_peer *p),
-                               void *ctx);
+                               int (*fn)(void *ctx, const struct edhoc_state_peer *p), void *ctx);
 int state_remote_prune(struct state_remote *r, int64_t used_before, uint64_t keep,
                        uint64_t *expired, uint64_t *evicted);
 long state_remote_count(struct state_remote *r);

@@ -24,7 +24,7 @@ int state_bind_id(sqlite3_stmt *st, int col, const uint8_t *id, size_t len)
 /* Bind the key of one context to ?1..?3 (WHERE_KEY, and the first three
  * columns of put_sql). */
 int state_bind_key(sqlite3_stmt *st, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
-                    size_t rid_len)
+                   size_t rid_len)
 {
     int rc;
     if ((rc = state_bind_id(st, 1, rid, rid_len)) || (rc = sqlite3_bind_int(st, 2, idc != NULL)) ||
@@ -64,7 +64,7 @@ int state_apply_put(struct edhoc_state_db *db, const struct edhoc_state_peer *p)
     sqlite3_stmt *st = db->st_put;
     int rc;
     if ((rc = state_bind_key(st, p->has_id_context ? p->id_context : NULL, p->id_context_len,
-                       p->recipient_id, p->recipient_id_len)) ||
+                             p->recipient_id, p->recipient_id_len)) ||
         (rc = state_bind_id(st, 4, p->sender_id, p->sender_id_len)) ||
         (rc = state_bind_id(st, 5, p->master_secret, p->master_secret_len)) ||
         (rc = state_bind_id(st, 6, p->master_salt, p->master_salt_len)) ||
@@ -73,8 +73,7 @@ int state_apply_put(struct edhoc_state_db *db, const struct edhoc_state_peer *p)
         (rc = sqlite3_bind_int64(st, 9, (sqlite3_int64)mark)) ||
         (rc = sqlite3_bind_text(st, 10, p->peer, -1, SQLITE_STATIC)) ||
         (rc = sqlite3_bind_int64(st, 11, p->created)) ||
-        (rc = sqlite3_bind_int(st, 12, p->method)) ||
-        (rc = sqlite3_bind_int(st, 13, p->suite)) ||
+        (rc = sqlite3_bind_int(st, 12, p->method)) || (rc = sqlite3_bind_int(st, 13, p->suite)) ||
         (rc = sqlite3_bind_int64(st, 14, put_last_used(p)))) {
         sqlite3_clear_bindings(st);
         return EDHOC_STATE_ERR_IO;
@@ -101,8 +100,8 @@ static int peer_exists(struct edhoc_state_db *db, const uint8_t *idc, size_t idc
 }
 
 int state_apply_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
-                           size_t id_context_len, const uint8_t *recipient_id,
-                           size_t recipient_id_len, uint64_t mark)
+                          size_t id_context_len, const uint8_t *recipient_id,
+                          size_t recipient_id_len, uint64_t mark)
 {
     int pre = state_before_write(db, mark);
     if (pre)
@@ -125,9 +124,8 @@ int state_apply_store_ssn(struct edhoc_state_db *db, const uint8_t *id_context,
     return peer_exists(db, id_context, id_context_len, recipient_id, recipient_id_len);
 }
 
-int state_apply_delete(struct edhoc_state_db *db, const uint8_t *id_context,
-                        size_t id_context_len, const uint8_t *recipient_id,
-                        size_t recipient_id_len)
+int state_apply_delete(struct edhoc_state_db *db, const uint8_t *id_context, size_t id_context_len,
+                       const uint8_t *recipient_id, size_t recipient_id_len)
 {
     sqlite3_stmt *st = db->st_delete;
     int rc = state_bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);
@@ -196,9 +194,8 @@ int state_row_to_peer(sqlite3_stmt *st, struct edhoc_state_peer *p)
     return 0;
 }
 
-int state_apply_touch(struct edhoc_state_db *db, const uint8_t *id_context,
-                       size_t id_context_len, const uint8_t *recipient_id,
-                       size_t recipient_id_len, int64_t last_used)
+int state_apply_touch(struct edhoc_state_db *db, const uint8_t *id_context, size_t id_context_len,
+                      const uint8_t *recipient_id, size_t recipient_id_len, int64_t last_used)
 {
     sqlite3_stmt *st = db->st_touch;
     int rc = state_bind_key(st, id_context, id_context_len, recipient_id, recipient_id_len);

@@ -23,7 +23,7 @@ struct client {
      * part, however its later writes fare. */
     int batch_status;
     bool batched_in_group; /* unanswered writes in the group being built */
-    bool owes_answer;  /* an answer waits for the group's commit */
+    bool owes_answer;      /* an answer waits for the group's commit */
     struct rpc answer;
     /* With group commit on the writer's handle: the tickets of the
      * client's writes not yet answered (lo..hi; 0: none), and those the
@@ -90,8 +90,8 @@ struct each_ctx {
 static int send_row(void *user, const struct edhoc_state_peer *p)
 {
     struct each_ctx *e = user;
-    if (e->count > 1 && edhoc_state_owner(p->recipient_id, p->recipient_id_len, e->count) !=
-                            e->index)
+    if (e->count > 1 &&
+        edhoc_state_owner(p->recipient_id, p->recipient_id_len, e->count) != e->index)
         return 0;
     struct rpc m = {.op = OP_ROW, .peer = *p};
     e->status = send_rpc(e->fd, &m);
@@ -111,8 +111,8 @@ static int apply_grouped(struct edhoc_state_server *s, struct client *c, struct 
  * failed. */
 static int apply(struct edhoc_state_server *s, struct client *c, struct rpc *m, bool *in_group)
 {
-    bool write = m->op == OP_PUT || m->op == OP_SSN || m->op == OP_DELETE ||
-                 m->op == OP_TOUCH || m->op == OP_PRUNE;
+    bool write = m->op == OP_PUT || m->op == OP_SSN || m->op == OP_DELETE || m->op == OP_TOUCH ||
+                 m->op == OP_PRUNE;
     if (m->idc_len > EDHOC_STATE_MAX_ID_CONTEXT || m->rid_len > EDHOC_STATE_MAX_ID)
         m->op = 0; /* answered with ERR_ARG below */
     if (s->grouped)
@@ -124,9 +124,7 @@ static int apply(struct edhoc_state_server *s, struct client *c, struct rpc *m, 
     int rc = EDHOC_STATE_ERR_ARG;
     struct rpc a = {.op = OP_DONE};
     switch (m->op) {
-    case OP_PUT:
-        rc = edhoc_state_put_peer(s->db, &m->peer);
-        break;
+    case OP_PUT: rc = edhoc_state_put_peer(s->db, &m->peer); break;
     case OP_SSN:
         rc = edhoc_state_store_ssn(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len, m->u64);
         break;
@@ -136,9 +134,7 @@ static int apply(struct edhoc_state_server *s, struct client *c, struct rpc *m, 
     case OP_TOUCH:
         rc = edhoc_state_touch_peer(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len, m->i64);
         break;
-    case OP_PRUNE:
-        rc = edhoc_state_prune(s->db, m->i64, m->u64, &a.out1, &a.out2);
-        break;
+    case OP_PRUNE: rc = edhoc_state_prune(s->db, m->i64, m->u64, &a.out1, &a.out2); break;
     case OP_COMMIT:
         rc = c->batch_status;
         c->batch_status = 0;
@@ -160,8 +156,7 @@ static int apply(struct edhoc_state_server *s, struct client *c, struct rpc *m, 
             return -1;
         break;
     }
-    default:
-        break;
+    default: break;
     }
     s->st.requests++;
     a.status = rc;
@@ -197,13 +192,11 @@ static int apply_grouped(struct edhoc_state_server *s, struct client *c, struct 
     bool durable = false; /* the answer waits for the client's writes */
     bool write = true;
     switch (m->op) {
-    case OP_PUT:
-        rc = edhoc_state_put_peer(s->db, &m->peer);
-        break;
+    case OP_PUT: rc = edhoc_state_put_peer(s->db, &m->peer); break;
     case OP_SSN: {
         uint64_t t = 0;
-        rc = edhoc_state_store_ssn_async(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len,
-                                         m->u64, &t);
+        rc = edhoc_state_store_ssn_async(s->db, idc_of(m), m->idc_len, m->rid, m->rid_len, m->u64,
+                                         &t);
         durable = true;
         break;
     }
@@ -242,9 +235,7 @@ static int apply_grouped(struct edhoc_state_server *s, struct client *c, struct 
         write = false;
         break;
     }
-    default:
-        write = false;
-        break;
+    default: write = false; break;
     }
     s->st.requests++;
     if (write && rc == 0) {
@@ -387,8 +378,7 @@ static int run_grouped(struct edhoc_state_server *s, int timeout_ms)
     struct pollfd pf[MAX_CLIENTS + 1];
     int efd = edhoc_state_event_fd(s->db);
     for (size_t i = 0; i < s->n; i++)
-        pf[i] = (struct pollfd){.fd = s->c[i].fd,
-                                .events = s->c[i].owes_answer ? 0 : POLLIN};
+        pf[i] = (struct pollfd){.fd = s->c[i].fd, .events = s->c[i].owes_answer ? 0 : POLLIN};
     pf[s->n] = (struct pollfd){.fd = efd, .events = POLLIN};
     int ready = poll(pf, (nfds_t)s->n + 1, timeout_ms);
     if (ready < 0)

@@ -46,10 +46,8 @@ int state_map_sqlite_error(int rc)
     switch (rc & 0xff) {
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
-    case SQLITE_FORMAT:
-        return EDHOC_STATE_ERR_CORRUPT;
-    default:
-        return EDHOC_STATE_ERR_IO;
+    case SQLITE_FORMAT: return EDHOC_STATE_ERR_CORRUPT;
+    default: return EDHOC_STATE_ERR_IO;
     }
 }
 
@@ -57,10 +55,8 @@ const char *state_sqlite_problem(int rc)
 {
     switch (rc & 0xff) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return "database is locked by another process";
-    default:
-        return sqlite3_errstr(rc);
+    case SQLITE_LOCKED: return "database is locked by another process";
+    default: return sqlite3_errstr(rc);
     }
 }
 

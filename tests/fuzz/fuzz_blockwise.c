@@ -52,8 +52,8 @@ static void respond(struct edhoc_bw_server *s, const char *peer, const uint8_t *
     struct coap_msg q;
     if (edhoc_coap_msg_parse(req, req_len, &q) != 0)
         return;
-    struct coap_msg r = {.type = COAP_TYPE_ACK, .code = COAP_CODE_CONTENT, .mid = q.mid,
-                         .token_len = q.token_len};
+    struct coap_msg r = {
+        .type = COAP_TYPE_ACK, .code = COAP_CODE_CONTENT, .mid = q.mid, .token_len = q.token_len};
     memcpy(r.token, q.token, q.token_len);
     uint8_t cf = 60;
     edhoc_coap_msg_add_option(&r, COAP_OPT_CONTENT_FORMAT, &cf, 1);

@@ -29,7 +29,7 @@ static struct edhoc_key key;
 static struct edhoc_cred_store store;
 static struct edhoc_config cfg;
 static const int suites[] = {2, 0};
-static struct edhoc_server *srv;        /* the one handling the current input */
+static struct edhoc_server *srv; /* the one handling the current input */
 static struct edhoc_server *servers[2];
 /* Static contexts need a state database: one per server (a state
  * directory has one user at a time), removed at exit. */
@@ -37,7 +37,7 @@ static struct edhoc_state_db *dbs[2];
 static char db_dirs[2][64];
 static uint64_t now_ms;
 static struct edhoc_bw_server *outer; /* the transport's outer block-wise engine */
-static volatile size_t sink; /* keeps the reads below */
+static volatile size_t sink;          /* keeps the reads below */
 
 static size_t text_len(const char *s)
 {
@@ -113,7 +113,7 @@ static void remove_state(void)
         servers[i] = NULL;
         edhoc_state_close(dbs[i]);
         static const char *const files[] = {EDHOC_STATE_FILE, EDHOC_STATE_FILE "-wal",
-                                             EDHOC_STATE_FILE "-shm"};
+                                            EDHOC_STATE_FILE "-shm"};
         for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
             char path[128];
             snprintf(path, sizeof path, "%s/%s", db_dirs[i], files[k]);
@@ -188,8 +188,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     uint8_t *whole = NULL;
     size_t whole_len = 0, reply_len = 0;
-    int verdict = edhoc_bw_server_request(outer, peer, msg, len, now_ms, &whole, &whole_len,
-                                          blk, sizeof blk, &reply_len);
+    int verdict = edhoc_bw_server_request(outer, peer, msg, len, now_ms, &whole, &whole_len, blk,
+                                          sizeof blk, &reply_len);
     if (verdict == EDHOC_BW_REPLY && reply_len > sizeof blk)
         __builtin_trap();
     if (verdict == EDHOC_BW_PASS || verdict == EDHOC_BW_WHOLE) {
@@ -198,8 +198,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         long n = edhoc_server_handle(srv, NULL, peer, req, req_len, out, sizeof out);
         if (n > (long)sizeof out)
             __builtin_trap();
-        if (n > 0 && edhoc_bw_server_response(outer, peer, req, req_len, out, (size_t)n, 64,
-                                              now_ms, blk, sizeof blk) > (long)sizeof blk)
+        if (n > 0 && edhoc_bw_server_response(outer, peer, req, req_len, out, (size_t)n, 64, now_ms,
+                                              blk, sizeof blk) > (long)sizeof blk)
             __builtin_trap();
     }
     free(whole);

@@ -17,15 +17,15 @@
 
 #include "edhoc/crypto.h"
 
-#define SAME(a, b)       \
-    do {                 \
-        if ((a) != (b))  \
-            abort();     \
+#define SAME(a, b)                                                                                 \
+    do {                                                                                           \
+        if ((a) != (b))                                                                            \
+            abort();                                                                               \
     } while (0)
-#define SAME_BYTES(a, b, n)         \
-    do {                            \
-        if (memcmp((a), (b), (n)))  \
-            abort();                \
+#define SAME_BYTES(a, b, n)                                                                        \
+    do {                                                                                           \
+        if (memcmp((a), (b), (n)))                                                                 \
+            abort();                                                                               \
     } while (0)
 
 /* Take n bytes of input, zero-padded when the input runs out. */
@@ -85,8 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     case 3: {
         uint8_t aad_len;
-        take(&p, &left, a, 32);  /* key */
-        take(&p, &left, b, 12);  /* nonce */
+        take(&p, &left, a, 32); /* key */
+        take(&p, &left, b, 12); /* nonce */
         take(&p, &left, &aad_len, 1);
         size_t al = aad_len < left ? aad_len : left;
         const uint8_t *aad = p;
@@ -111,10 +111,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         SAME(o->hash(EDHOC_COSE_SHA256, p, left, x), 0);
         SAME(s->hash(EDHOC_COSE_SHA256, p, left, y), 0);
         SAME_BYTES(x, y, 32);
-        SAME(o->hkdf_extract(EDHOC_COSE_SHA256, salt, salt_len, p + salt_len,
-                             left - salt_len, x), 0);
-        SAME(s->hkdf_extract(EDHOC_COSE_SHA256, salt, salt_len, p + salt_len,
-                             left - salt_len, y), 0);
+        SAME(o->hkdf_extract(EDHOC_COSE_SHA256, salt, salt_len, p + salt_len, left - salt_len, x),
+             0);
+        SAME(s->hkdf_extract(EDHOC_COSE_SHA256, salt, salt_len, p + salt_len, left - salt_len, y),
+             0);
         SAME_BYTES(x, y, 32);
         /* Output lengths up to 4 KiB, beyond the 255 * 32 limit too. */
         size_t out_len = (size_t)lens[1] * 33;

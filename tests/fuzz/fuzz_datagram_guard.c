@@ -20,9 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (edhoc_datagram_check(data, size, NULL) != r)
         __builtin_trap();
 
-    struct edhoc_datagram_policy loose = {.max_body = SIZE_MAX,
-                                          .max_datagram = EDHOC_DATAGRAM_LIMIT,
-                                          .accept_block_options = true};
+    struct edhoc_datagram_policy loose = {
+        .max_body = SIZE_MAX, .max_datagram = EDHOC_DATAGRAM_LIMIT, .accept_block_options = true};
     int r_loose = edhoc_datagram_check(data, size, &loose);
     if (r == EDHOC_DATAGRAM_OK && r_loose != EDHOC_DATAGRAM_OK)
         __builtin_trap();

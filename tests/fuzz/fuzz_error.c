@@ -29,8 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cred.cred_len = 1;
     cred.data[0] = 0xa0;
     cred.kid_len = 1;
-    struct edhoc_config c = {.ops = &ops, .method = 3, .suites = suites, .n_suites = 3,
-                             .cred = &cred, .key = &key};
+    struct edhoc_config c = {
+        .ops = &ops, .method = 3, .suites = suites, .n_suites = 3, .cred = &cred, .key = &key};
     struct edhoc_session s;
     if (edhoc_session_init(&s, EDHOC_INITIATOR, &c))
         return 0;

@@ -76,8 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (prc != 0 && rc != EDHOC_CRED_ERR_FORMAT)
             abort();
         break;
-    default:
-        abort();
+    default: abort();
     }
     return 0;
 }

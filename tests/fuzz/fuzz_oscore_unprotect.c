@@ -17,10 +17,9 @@ static const uint8_t secret[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
 static const uint8_t salt[8] = {0x9e, 0x7c, 0xa9, 0x22, 0x23, 0x78, 0x63, 0x40};
 static const uint8_t id_server[1] = {0x01};
 /* RFC 8613 C.4 protected request (client sender ID empty, SSN 20) */
-static const uint8_t c4[] = {0x44, 0x02, 0x5d, 0x1f, 0x00, 0x00, 0x39, 0x74, 0x39, 0x6c, 0x6f,
-                             0x63, 0x61, 0x6c, 0x68, 0x6f, 0x73, 0x74, 0x62, 0x09, 0x14, 0xff,
-                             0x61, 0x2f, 0x10, 0x92, 0xf1, 0x77, 0x6f, 0x1c, 0x16, 0x68, 0xb3,
-                             0x82, 0x5e};
+static const uint8_t c4[] = {0x44, 0x02, 0x5d, 0x1f, 0x00, 0x00, 0x39, 0x74, 0x39, 0x6c, 0x6f, 0x63,
+                             0x61, 0x6c, 0x68, 0x6f, 0x73, 0x74, 0x62, 0x09, 0x14, 0xff, 0x61, 0x2f,
+                             0x10, 0x92, 0xf1, 0x77, 0x6f, 0x1c, 0x16, 0x68, 0xb3, 0x82, 0x5e};
 
 static struct oscore_context client0, server0;
 static struct oscore_binding c4_binding;
@@ -31,8 +30,8 @@ static void setup(void)
     if (oscore_context_init_edhoc(&client0, edhoc_crypto_openssl(), secret, 16, salt, 8, NULL, 0,
                                   id_server, 1, EDHOC_COSE_AES_CCM_16_64_128,
                                   EDHOC_COSE_SHA256) != 0 ||
-        oscore_context_init_edhoc(&server0, edhoc_crypto_openssl(), secret, 16, salt, 8,
-                                  id_server, 1, NULL, 0, EDHOC_COSE_AES_CCM_16_64_128,
+        oscore_context_init_edhoc(&server0, edhoc_crypto_openssl(), secret, 16, salt, 8, id_server,
+                                  1, NULL, 0, EDHOC_COSE_AES_CCM_16_64_128,
                                   EDHOC_COSE_SHA256) != 0 ||
         oscore_binding_from_request(&c4_binding, c4, sizeof c4) != 0)
         __builtin_trap();

@@ -35,9 +35,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     if (memcmp(&r, &r2, sizeof r))
         __builtin_trap();
-    struct edhoc_netacct_air air = {.tx_us = 1000000, .rx_us = 500000, .peer_tx_us = 250000,
-                                    .peer_rx_us = 1000000, .tx_starts = 2, .rx_starts = 1,
-                                    .peer_tx_starts = 1, .peer_rx_starts = 2};
+    struct edhoc_netacct_air air = {.tx_us = 1000000,
+                                    .rx_us = 500000,
+                                    .peer_tx_us = 250000,
+                                    .peer_rx_us = 1000000,
+                                    .tx_starts = 2,
+                                    .rx_starts = 1,
+                                    .peer_tx_starts = 1,
+                                    .peer_rx_starts = 2};
     for (int sender = 0; sender < 2; sender++) {
         struct edhoc_netacct_energy e = edhoc_netacct_energy_of(&r, &air, sender != 0);
         if (!isfinite(e.tx_j) || !isfinite(e.rx_j) || e.tx_j < 0 || e.rx_j < 0)

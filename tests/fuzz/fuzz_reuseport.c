@@ -27,8 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     unsigned count = 2 + data[0] % (EDHOC_REUSEPORT_MAX_WORKERS - 1);
     if (!lengths[count]) {
-        lengths[count] = edhoc_reuseport_program(count, programs[count],
-                                                 EDHOC_REUSEPORT_MAX_INSNS);
+        lengths[count] = edhoc_reuseport_program(count, programs[count], EDHOC_REUSEPORT_MAX_INSNS);
         if (lengths[count] <= 0)
             abort();
     }

@@ -15,13 +15,13 @@
 /* RFC 9011 Section 5.6.1: tiles of 10 bytes, a 1-byte fragment header,
  * the 4-byte RCS in the All-1. */
 #define TILE 10
-#define RCS 4
+#define RCS  4
 
 static void check_fragments(size_t packet, size_t max_payload)
 {
     size_t sizes[EDHOC_NETACCT_MAX_FRAMES];
-    unsigned n = edhoc_netacct_schc_fragments(packet, max_payload, sizes,
-                                              sizeof sizes / sizeof sizes[0]);
+    unsigned n =
+        edhoc_netacct_schc_fragments(packet, max_payload, sizes, sizeof sizes / sizeof sizes[0]);
     if (max_payload < 11) {
         if (n != 0)
             __builtin_trap();
@@ -59,8 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (packet != (bits + 7) / 8 + (long)payload)
             __builtin_trap();
         /* Rule 0 carries IPv6 + UDP + the CoAP header whole. */
-        if (rule == 0 && (size_t)bits != 8 * (EDHOC_NETACCT_IPV6_HEADER +
-                                              EDHOC_NETACCT_UDP_HEADER + size - payload))
+        if (rule == 0 && (size_t)bits != 8 * (EDHOC_NETACCT_IPV6_HEADER + EDHOC_NETACCT_UDP_HEADER +
+                                              size - payload))
             __builtin_trap();
     }
     if (edhoc_netacct_schc_packet(NULL, size) != (long)size)
@@ -77,10 +77,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             link.region = region ? EDHOC_NETACCT_US915 : EDHOC_NETACCT_EU868;
             link.data_rate = dr;
             for (int up = 0; up < 2; up++) {
-                struct edhoc_netacct_dgram d = {
-                    .udp_payload = size, .ipv6 = true, .src_port = up ? 40000 : 5683,
-                    .dst_port = up ? 5683 : 40000, .payload = data,
-                    .dir = up ? EDHOC_NETACCT_DIR_UP : EDHOC_NETACCT_DIR_DOWN};
+                struct edhoc_netacct_dgram d = {.udp_payload = size,
+                                                .ipv6 = true,
+                                                .src_port = up ? 40000 : 5683,
+                                                .dst_port = up ? 5683 : 40000,
+                                                .payload = data,
+                                                .dir = up ? EDHOC_NETACCT_DIR_UP
+                                                          : EDHOC_NETACCT_DIR_DOWN};
                 struct edhoc_netacct_layers l;
                 size_t frames[8];
                 int rc = edhoc_netacct_datagram(&link, &d, &l, frames, 8);

@@ -25,8 +25,8 @@
 #include "bench_report.h"
 
 #define TARGET_CONTEXTS 1000000L
-#define TARGET_RSS_MIB 512.0
-#define INSERT_BATCH 20000
+#define TARGET_RSS_MIB  512.0
+#define INSERT_BATCH    20000
 
 /* Resident set size of this process in KiB (VmRSS), or -1. */
 static long rss_kib(void)
@@ -107,9 +107,9 @@ static const struct bench_column context_cols[] = {
 static void contexts_row(struct bench_report *r, long contexts, double write_s, double load_s,
                          long before, long after, double engine, double per, double at_1m)
 {
-    struct bench_table *t = bench_table_new("contexts", "Established OSCORE contexts in memory",
-                                            context_cols,
-                                            sizeof context_cols / sizeof context_cols[0]);
+    struct bench_table *t =
+        bench_table_new("contexts", "Established OSCORE contexts in memory", context_cols,
+                        sizeof context_cols / sizeof context_cols[0]);
     if (!t || !bench_report_add(r, t))
         return;
     snprintf(t->note, sizeof t->note,
@@ -151,7 +151,8 @@ int bench_contexts_run(struct bench_report *r, long count)
     char why[256] = "";
     int src = edhoc_state_open(dir, &db, why, sizeof why);
     if (src) {
-        bench_report_error(r, "bench: state database: %s", why[0] ? why : edhoc_state_strerror(src));
+        bench_report_error(r, "bench: state database: %s",
+                           why[0] ? why : edhoc_state_strerror(src));
         goto out;
     }
     uint64_t t0 = tools_now_ns();
@@ -193,7 +194,8 @@ int bench_contexts_run(struct bench_report *r, long count)
     t0 = tools_now_ns();
     src = edhoc_state_open(dir, &db, why, sizeof why);
     if (src) {
-        bench_report_error(r, "bench: state database: %s", why[0] ? why : edhoc_state_strerror(src));
+        bench_report_error(r, "bench: state database: %s",
+                           why[0] ? why : edhoc_state_strerror(src));
         goto out;
     }
     struct edhoc_server_config cfg = {
@@ -218,9 +220,9 @@ int bench_contexts_run(struct bench_report *r, long count)
     struct edhoc_server_stats st;
     edhoc_server_get_stats(srv, &st);
     double per = before > 0 && after > 0 ? (double)(after - before) * 1024.0 / (double)count : NAN;
-    double at_1m = count == TARGET_CONTEXTS && after > 0
-                       ? after / 1024.0
-                       : before > 0 ? before / 1024.0 + per * TARGET_CONTEXTS / 1048576.0 : NAN;
+    double at_1m = count == TARGET_CONTEXTS && after > 0 ? after / 1024.0
+                   : before > 0 ? before / 1024.0 + per * TARGET_CONTEXTS / 1048576.0
+                                : NAN;
     contexts_row(r, count, write_s, load_s, before, after, (double)st.bytes_per_context, per,
                  at_1m);
     char name[160];

@@ -31,7 +31,7 @@ static const struct edhoc_crypto_ops *backend_for(size_t b, enum edhoc_crypto_op
 
 struct crypto_job {
     const struct edhoc_crypto_ops *ops;
-    int alg;   /* curve or COSE algorithm */
+    int alg; /* curve or COSE algorithm */
     size_t len;
     uint8_t msg[MAX_MSG];
     uint8_t out[MAX_MSG + EDHOC_CRYPTO_MAX_TAG];
@@ -107,9 +107,9 @@ static int do_extract(void *ctx)
 {
     struct crypto_job *j = ctx;
     /* As EDHOC does: a hash-length salt (TH_2) and an ECDH secret. */
-    return j->ops->hkdf_extract(j->alg, j->key, edhoc_crypto_hash_len(j->alg) > 32
-                                                    ? 32 : edhoc_crypto_hash_len(j->alg),
-                                j->msg, 32, j->out);
+    return j->ops->hkdf_extract(
+        j->alg, j->key, edhoc_crypto_hash_len(j->alg) > 32 ? 32 : edhoc_crypto_hash_len(j->alg),
+        j->msg, 32, j->out);
 }
 
 static int do_expand(void *ctx)
@@ -197,8 +197,8 @@ static int failed(struct bench_report *r, const char *what, int alg, int rc)
 
 static int bench_signatures(struct bench_report *r, struct crypto_job *j)
 {
-    static const int curves[] = {EDHOC_COSE_CRV_ED25519, EDHOC_COSE_CRV_ED448,
-                                 EDHOC_COSE_CRV_P256, EDHOC_COSE_CRV_P384};
+    static const int curves[] = {EDHOC_COSE_CRV_ED25519, EDHOC_COSE_CRV_ED448, EDHOC_COSE_CRV_P256,
+                                 EDHOC_COSE_CRV_P384};
     static const char *const names[] = {"Ed25519", "Ed448", "ES256", "ES384"};
     static const size_t sizes[] = {16, 32, 128, 1024};
     struct bench_table *t = bench_table_new("signatures", "Signatures", sig_cols, N_COLS(sig_cols));
@@ -211,34 +211,34 @@ static int bench_signatures(struct bench_report *r, struct crypto_job *j)
     for (size_t c = 0; c < N_COLS(curves) && !bench_interrupted(&r->effort); c++) {
         j->alg = curves[c];
         for (size_t s = 0; s < N_COLS(sizes); s++)
-        for (size_t b = 0; b < N_BACKENDS; b++) {
-            j->ops = backend_for(b, EDHOC_CRYPTO_OP_SIGN, curves[c]);
-            if (!j->ops)
-                continue;
-            int rc = j->ops->keygen(j->alg, false, j->priv, j->pub, &j->pub_len);
-            if (rc)
-                return failed(r, "keygen", j->alg, rc);
-            bench_progress(r, "crypto: %s, %zu bytes", names[c], sizes[s]);
-            j->len = sizes[s];
-            fill(j->msg, j->len, (uint8_t)s);
-            struct bench_stat st_sign, st_verify;
-            rc = bench_measure(&r->effort, do_sign, j, &st_sign);
-            if (rc)
-                return failed(r, "sign", j->alg, rc);
-            rc = bench_measure(&r->effort, do_verify, j, &st_verify);
-            if (rc)
-                return failed(r, "verify", j->alg, rc);
-            if (bench_interrupted(&r->effort))
-                return 0; /* a row measured in part is left out */
-            struct bench_cell *row = bench_table_add_row(t);
-            if (!row)
-                return TOOLS_ERR_INTERNAL;
-            bench_row_text(t, row, "algo", names[c]);
-            bench_row_text(t, row, "implementation", j->ops->name);
-            bench_row_num(t, row, "message_size", (double)j->len);
-            bench_row_stat(t, row, "sign", &st_sign);
-            bench_row_stat(t, row, "verify", &st_verify);
-        }
+            for (size_t b = 0; b < N_BACKENDS; b++) {
+                j->ops = backend_for(b, EDHOC_CRYPTO_OP_SIGN, curves[c]);
+                if (!j->ops)
+                    continue;
+                int rc = j->ops->keygen(j->alg, false, j->priv, j->pub, &j->pub_len);
+                if (rc)
+                    return failed(r, "keygen", j->alg, rc);
+                bench_progress(r, "crypto: %s, %zu bytes", names[c], sizes[s]);
+                j->len = sizes[s];
+                fill(j->msg, j->len, (uint8_t)s);
+                struct bench_stat st_sign, st_verify;
+                rc = bench_measure(&r->effort, do_sign, j, &st_sign);
+                if (rc)
+                    return failed(r, "sign", j->alg, rc);
+                rc = bench_measure(&r->effort, do_verify, j, &st_verify);
+                if (rc)
+                    return failed(r, "verify", j->alg, rc);
+                if (bench_interrupted(&r->effort))
+                    return 0; /* a row measured in part is left out */
+                struct bench_cell *row = bench_table_add_row(t);
+                if (!row)
+                    return TOOLS_ERR_INTERNAL;
+                bench_row_text(t, row, "algo", names[c]);
+                bench_row_text(t, row, "implementation", j->ops->name);
+                bench_row_num(t, row, "message_size", (double)j->len);
+                bench_row_stat(t, row, "sign", &st_sign);
+                bench_row_stat(t, row, "verify", &st_verify);
+            }
     }
     return 0;
 }
@@ -247,8 +247,8 @@ static int bench_ecdh(struct bench_report *r, struct crypto_job *j)
 {
     static const int curves[] = {EDHOC_COSE_CRV_X25519, EDHOC_COSE_CRV_X448, EDHOC_COSE_CRV_P256,
                                  EDHOC_COSE_CRV_P384};
-    struct bench_table *t = bench_table_new("ecdh", "Key generation and ECDH", dh_cols,
-                                            N_COLS(dh_cols));
+    struct bench_table *t =
+        bench_table_new("ecdh", "Key generation and ECDH", dh_cols, N_COLS(dh_cols));
     if (!t || !bench_report_add(r, t))
         return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
@@ -259,36 +259,37 @@ static int bench_ecdh(struct bench_report *r, struct crypto_job *j)
     static const char *const ys[] = {"keygen", "ecdh"};
     chart_bars(t, ys, 2);
     for (size_t c = 0; c < N_COLS(curves) && !bench_interrupted(&r->effort); c++)
-    for (size_t b = 0; b < N_BACKENDS; b++) {
-        j->ops = backend_for(b, EDHOC_CRYPTO_OP_ECDH, curves[c]);
-        if (!j->ops)
-            continue;
-        j->alg = curves[c];
-        bench_progress(r, "crypto: %s", edhoc_crypto_curve_name(j->alg));
-        int rc = edhoc_crypto_keygen(j->ops, j->alg, true, j->priv, j->pub, &j->pub_len);
-        uint8_t other[EDHOC_CRYPTO_MAX_PRIV];
-        if (!rc)
-            rc = edhoc_crypto_keygen(j->ops, j->alg, true, other, j->peer_pub, &j->peer_pub_len);
-        edhoc_wipe(other, sizeof other);
-        if (rc)
-            return failed(r, "keygen", j->alg, rc);
-        struct bench_stat st_gen, st_dh;
-        rc = bench_measure(&r->effort, do_keygen, j, &st_gen);
-        if (rc)
-            return failed(r, "keygen", j->alg, rc);
-        rc = bench_measure(&r->effort, do_ecdh, j, &st_dh);
-        if (rc)
-            return failed(r, "ecdh", j->alg, rc);
-        if (bench_interrupted(&r->effort))
-            return 0;
-        struct bench_cell *row = bench_table_add_row(t);
-        if (!row)
-            return TOOLS_ERR_INTERNAL;
-        bench_row_text(t, row, "curve", edhoc_crypto_curve_name(j->alg));
-        bench_row_text(t, row, "implementation", j->ops->name);
-        bench_row_stat(t, row, "keygen", &st_gen);
-        bench_row_stat(t, row, "ecdh", &st_dh);
-    }
+        for (size_t b = 0; b < N_BACKENDS; b++) {
+            j->ops = backend_for(b, EDHOC_CRYPTO_OP_ECDH, curves[c]);
+            if (!j->ops)
+                continue;
+            j->alg = curves[c];
+            bench_progress(r, "crypto: %s", edhoc_crypto_curve_name(j->alg));
+            int rc = edhoc_crypto_keygen(j->ops, j->alg, true, j->priv, j->pub, &j->pub_len);
+            uint8_t other[EDHOC_CRYPTO_MAX_PRIV];
+            if (!rc)
+                rc =
+                    edhoc_crypto_keygen(j->ops, j->alg, true, other, j->peer_pub, &j->peer_pub_len);
+            edhoc_wipe(other, sizeof other);
+            if (rc)
+                return failed(r, "keygen", j->alg, rc);
+            struct bench_stat st_gen, st_dh;
+            rc = bench_measure(&r->effort, do_keygen, j, &st_gen);
+            if (rc)
+                return failed(r, "keygen", j->alg, rc);
+            rc = bench_measure(&r->effort, do_ecdh, j, &st_dh);
+            if (rc)
+                return failed(r, "ecdh", j->alg, rc);
+            if (bench_interrupted(&r->effort))
+                return 0;
+            struct bench_cell *row = bench_table_add_row(t);
+            if (!row)
+                return TOOLS_ERR_INTERNAL;
+            bench_row_text(t, row, "curve", edhoc_crypto_curve_name(j->alg));
+            bench_row_text(t, row, "implementation", j->ops->name);
+            bench_row_stat(t, row, "keygen", &st_gen);
+            bench_row_stat(t, row, "ecdh", &st_dh);
+        }
     return 0;
 }
 
@@ -311,35 +312,35 @@ static int bench_aeads(struct bench_report *r, struct crypto_job *j)
     for (size_t a = 0; a < N_COLS(algs) && !bench_interrupted(&r->effort); a++) {
         j->alg = algs[a];
         for (size_t s = 0; s < N_COLS(sizes); s++)
-        for (size_t b = 0; b < N_BACKENDS; b++) {
-            j->ops = backend_for(b, EDHOC_CRYPTO_OP_AEAD, algs[a]);
-            if (!j->ops)
-                continue;
-            bench_progress(r, "crypto: %s, %zu bytes", edhoc_crypto_alg_name(j->alg), sizes[s]);
-            j->len = sizes[s];
-            fill(j->msg, j->len, (uint8_t)s);
-            int rc = j->ops->aead_encrypt(j->alg, j->key, j->nonce, j->aad, sizeof j->aad, j->msg,
-                                          j->len, j->ct);
-            if (rc)
-                return failed(r, "aead_encrypt", j->alg, rc);
-            struct bench_stat st_enc, st_dec;
-            rc = bench_measure(&r->effort, do_encrypt, j, &st_enc);
-            if (rc)
-                return failed(r, "aead_encrypt", j->alg, rc);
-            rc = bench_measure(&r->effort, do_decrypt, j, &st_dec);
-            if (rc)
-                return failed(r, "aead_decrypt", j->alg, rc);
-            if (bench_interrupted(&r->effort))
-                return 0;
-            struct bench_cell *row = bench_table_add_row(t);
-            if (!row)
-                return TOOLS_ERR_INTERNAL;
-            bench_row_text(t, row, "aead", edhoc_crypto_alg_name(j->alg));
-            bench_row_text(t, row, "implementation", j->ops->name);
-            bench_row_num(t, row, "message_size", (double)j->len);
-            bench_row_stat(t, row, "encrypt", &st_enc);
-            bench_row_stat(t, row, "decrypt", &st_dec);
-        }
+            for (size_t b = 0; b < N_BACKENDS; b++) {
+                j->ops = backend_for(b, EDHOC_CRYPTO_OP_AEAD, algs[a]);
+                if (!j->ops)
+                    continue;
+                bench_progress(r, "crypto: %s, %zu bytes", edhoc_crypto_alg_name(j->alg), sizes[s]);
+                j->len = sizes[s];
+                fill(j->msg, j->len, (uint8_t)s);
+                int rc = j->ops->aead_encrypt(j->alg, j->key, j->nonce, j->aad, sizeof j->aad,
+                                              j->msg, j->len, j->ct);
+                if (rc)
+                    return failed(r, "aead_encrypt", j->alg, rc);
+                struct bench_stat st_enc, st_dec;
+                rc = bench_measure(&r->effort, do_encrypt, j, &st_enc);
+                if (rc)
+                    return failed(r, "aead_encrypt", j->alg, rc);
+                rc = bench_measure(&r->effort, do_decrypt, j, &st_dec);
+                if (rc)
+                    return failed(r, "aead_decrypt", j->alg, rc);
+                if (bench_interrupted(&r->effort))
+                    return 0;
+                struct bench_cell *row = bench_table_add_row(t);
+                if (!row)
+                    return TOOLS_ERR_INTERNAL;
+                bench_row_text(t, row, "aead", edhoc_crypto_alg_name(j->alg));
+                bench_row_text(t, row, "implementation", j->ops->name);
+                bench_row_num(t, row, "message_size", (double)j->len);
+                bench_row_stat(t, row, "encrypt", &st_enc);
+                bench_row_stat(t, row, "decrypt", &st_dec);
+            }
     }
     return 0;
 }
@@ -360,37 +361,37 @@ static int bench_kdfs(struct bench_report *r, struct crypto_job *j)
     fill(j->key, sizeof j->key, 3);
     fill(j->msg, 128, 5);
     for (size_t a = 0; a < N_COLS(algs) && !bench_interrupted(&r->effort); a++)
-    for (size_t b = 0; b < N_BACKENDS; b++) {
-        j->ops = backend_for(b, EDHOC_CRYPTO_OP_HKDF, algs[a]);
-        if (!j->ops)
-            continue;
-        j->alg = algs[a];
-        j->len = 128;
-        bench_progress(r, "crypto: %s", names[a]);
-        int rc = j->ops->hkdf_extract(j->alg, j->key, 32, j->msg, 32, j->prk);
-        if (rc)
-            return failed(r, "hkdf_extract", j->alg, rc);
-        struct bench_stat st_hash, st_ext, st_exp;
-        rc = bench_measure(&r->effort, do_hash, j, &st_hash);
-        if (rc)
-            return failed(r, "hash", j->alg, rc);
-        rc = bench_measure(&r->effort, do_extract, j, &st_ext);
-        if (rc)
-            return failed(r, "hkdf_extract", j->alg, rc);
-        rc = bench_measure(&r->effort, do_expand, j, &st_exp);
-        if (rc)
-            return failed(r, "hkdf_expand", j->alg, rc);
-        if (bench_interrupted(&r->effort))
-            return 0;
-        struct bench_cell *row = bench_table_add_row(t);
-        if (!row)
-            return TOOLS_ERR_INTERNAL;
-        bench_row_text(t, row, "hash", names[a]);
-        bench_row_text(t, row, "implementation", j->ops->name);
-        bench_row_stat(t, row, "hash_128", &st_hash);
-        bench_row_stat(t, row, "extract", &st_ext);
-        bench_row_stat(t, row, "expand", &st_exp);
-    }
+        for (size_t b = 0; b < N_BACKENDS; b++) {
+            j->ops = backend_for(b, EDHOC_CRYPTO_OP_HKDF, algs[a]);
+            if (!j->ops)
+                continue;
+            j->alg = algs[a];
+            j->len = 128;
+            bench_progress(r, "crypto: %s", names[a]);
+            int rc = j->ops->hkdf_extract(j->alg, j->key, 32, j->msg, 32, j->prk);
+            if (rc)
+                return failed(r, "hkdf_extract", j->alg, rc);
+            struct bench_stat st_hash, st_ext, st_exp;
+            rc = bench_measure(&r->effort, do_hash, j, &st_hash);
+            if (rc)
+                return failed(r, "hash", j->alg, rc);
+            rc = bench_measure(&r->effort, do_extract, j, &st_ext);
+            if (rc)
+                return failed(r, "hkdf_extract", j->alg, rc);
+            rc = bench_measure(&r->effort, do_expand, j, &st_exp);
+            if (rc)
+                return failed(r, "hkdf_expand", j->alg, rc);
+            if (bench_interrupted(&r->effort))
+                return 0;
+            struct bench_cell *row = bench_table_add_row(t);
+            if (!row)
+                return TOOLS_ERR_INTERNAL;
+            bench_row_text(t, row, "hash", names[a]);
+            bench_row_text(t, row, "implementation", j->ops->name);
+            bench_row_stat(t, row, "hash_128", &st_hash);
+            bench_row_stat(t, row, "extract", &st_ext);
+            bench_row_stat(t, row, "expand", &st_exp);
+        }
     return 0;
 }
 

@@ -386,7 +386,8 @@ int bench_handshake_floor(const struct bench_effort *e, const struct bench_side_
             snprintf(error, error_cap, "crypto floor of method %d suite %d: %s", method, suite,
                      c->error[0] ? c->error : "out of memory");
     }
-    uint8_t *out = rc ? NULL : malloc(bench_rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
+    uint8_t *out =
+        rc ? NULL : malloc(bench_rec.max_out + EDHOC_CRYPTO_MAX_PRIV + EDHOC_CRYPTO_MAX_PUB + 64);
     size_t cap = 256;
     long n = 0;
     double *vi = malloc(cap * sizeof *vi), *vr = malloc(cap * sizeof *vr);
@@ -499,14 +500,13 @@ int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opt
     };
     for (size_t i = 0; i < n_suites; i++) {
         if (!edhoc_suite_find(suites[i])) {
-            bench_report_error(r, "bench handshake: cipher suite %d is not supported",
-                               suites[i]);
+            bench_report_error(r, "bench handshake: cipher suite %d is not supported", suites[i]);
             return TOOLS_ERR_USAGE;
         }
     }
 
-    struct bench_table *t = bench_table_new("handshake", "EDHOC handshake (in process)", hs_cols,
-                                            N_HS_COLS);
+    struct bench_table *t =
+        bench_table_new("handshake", "EDHOC handshake (in process)", hs_cols, N_HS_COLS);
     if (!t || !bench_report_add(r, t))
         return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
@@ -564,17 +564,19 @@ int bench_handshake_run(struct bench_report *r, const struct bench_handshake_opt
         char name[200], id[80];
         if (!strcmp(impl, openssl_name) &&
             ((method == 3 && suite == 0) || (method == 0 && suite == 2))) {
-            snprintf(name, sizeof name, "Handshake / crypto floor, method %d, %s, suite %d",
-                     method, id_cred, suite);
+            snprintf(name, sizeof name, "Handshake / crypto floor, method %d, %s, suite %d", method,
+                     id_cred, suite);
             snprintf(id, sizeof id, "handshake_over_floor.m%d.%s.s%d", method, id_cred, suite);
             bench_report_target(r, id, name, row[col("ratio")].num, 1.15, "");
         }
         if (!strcmp(impl, auto_name) && suite == 0 && (method == 0 || method == 3)) {
-            snprintf(name, sizeof name, "Handshake with auto / with OpenSSL alone, method %d, %s, "
-                     "suite 0", method, id_cred);
+            snprintf(name, sizeof name,
+                     "Handshake with auto / with OpenSSL alone, method %d, %s, "
+                     "suite 0",
+                     method, id_cred);
             snprintf(id, sizeof id, "auto_over_openssl.m%d.%s.s0", method, id_cred);
-            bench_report_target(r, id, name, row[col("vs_openssl")].num,
-                                method == 0 ? 0.75 : 0.95, "");
+            bench_report_target(r, id, name, row[col("vs_openssl")].num, method == 0 ? 0.75 : 0.95,
+                                "");
         }
     }
     return add_memory_table(r);

@@ -17,9 +17,9 @@
 #include "edhoc/oscore.h"
 #include "bench_report.h"
 
-#define BATCH 16
+#define BATCH       16
 #define MAX_PAYLOAD 1000
-#define MSG_CAP (MAX_PAYLOAD + 128)
+#define MSG_CAP     (MAX_PAYLOAD + 128)
 
 struct oscore_job {
     struct oscore_context client, server;
@@ -89,13 +89,11 @@ static int make_contexts(struct oscore_job *j, int aead)
     static const uint8_t secret[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
     static const uint8_t salt[8] = {0x9e, 0x7c, 0xa9, 0x22, 0x23, 0x78, 0x63, 0x40};
     static const uint8_t id_client = 0x0e, id_server = 0x18;
-    int rc = oscore_context_init_edhoc(&j->client, j->ops, secret, sizeof secret, salt,
-                                       sizeof salt, &id_server, 1, &id_client, 1, aead,
-                                       EDHOC_COSE_SHA256);
+    int rc = oscore_context_init_edhoc(&j->client, j->ops, secret, sizeof secret, salt, sizeof salt,
+                                       &id_server, 1, &id_client, 1, aead, EDHOC_COSE_SHA256);
     if (!rc)
-        rc = oscore_context_init_edhoc(&j->server, j->ops, secret, sizeof secret, salt,
-                                       sizeof salt, &id_client, 1, &id_server, 1, aead,
-                                       EDHOC_COSE_SHA256);
+        rc = oscore_context_init_edhoc(&j->server, j->ops, secret, sizeof secret, salt, sizeof salt,
+                                       &id_client, 1, &id_server, 1, aead, EDHOC_COSE_SHA256);
     return rc;
 }
 
@@ -108,8 +106,8 @@ static long run_batch(struct oscore_job *j, uint64_t ns[PHASES])
     long rc;
     uint64_t t0 = tools_now_ns();
     for (int k = 0; k < BATCH; k++) {
-        rc = oscore_protect_request(&j->client, j->request, j->request_len, j->prot_req[k],
-                                    MSG_CAP, &j->b_client[k]);
+        rc = oscore_protect_request(&j->client, j->request, j->request_len, j->prot_req[k], MSG_CAP,
+                                    &j->b_client[k]);
         if (rc < 0)
             return rc;
         j->prot_req_len[k] = (size_t)rc;
@@ -287,12 +285,12 @@ static int measure_one(const struct bench_effort *e, struct oscore_job *j, int a
 
     if (payload == 100) {
         char target[160], id[64];
-        snprintf(target, sizeof target, "OSCORE protect + unprotect / raw AEAD, 100 bytes, %s, request",
-                 name);
+        snprintf(target, sizeof target,
+                 "OSCORE protect + unprotect / raw AEAD, 100 bytes, %s, request", name);
         snprintf(id, sizeof id, "oscore_over_aead.alg%d.request", aead);
         bench_report_target(r, id, target, req / raw, 2.0, "");
-        snprintf(target, sizeof target, "OSCORE protect + unprotect / raw AEAD, 100 bytes, %s, response",
-                 name);
+        snprintf(target, sizeof target,
+                 "OSCORE protect + unprotect / raw AEAD, 100 bytes, %s, response", name);
         snprintf(id, sizeof id, "oscore_over_aead.alg%d.response", aead);
         bench_report_target(r, id, target, resp / raw, 2.0, "");
     }
@@ -305,16 +303,18 @@ int bench_oscore_run(struct bench_report *r)
                                 EDHOC_COSE_A128GCM, EDHOC_COSE_A256GCM,
                                 EDHOC_COSE_CHACHA20_POLY1305};
     static const size_t payloads[] = {10, 20, 50, 100, 200, 500, 1000};
-    struct bench_table *t = bench_table_new("oscore", "OSCORE protect and unprotect", os_cols,
-                                            N_OS_COLS);
+    struct bench_table *t =
+        bench_table_new("oscore", "OSCORE protect and unprotect", os_cols, N_OS_COLS);
     if (!t || !bench_report_add(r, t))
         return TOOLS_ERR_INTERNAL;
     snprintf(t->note, sizeof t->note,
              "Median microseconds per message: a CON POST to /bench with Content-Format and the "
              "payload, answered by a piggybacked 2.04 with a payload of the same size (reusing "
              "the request's nonce); one-byte Sender/Recipient IDs, batches of %d. AEAD: the raw "
-             "encrypt / decrypt of the payload alone (16 bytes of AAD), timed in the same batches. Ratio: (protect + "
-             "unprotect) / (encrypt + decrypt).", BATCH);
+             "encrypt / decrypt of the payload alone (16 bytes of AAD), timed in the same batches. "
+             "Ratio: (protect + "
+             "unprotect) / (encrypt + decrypt).",
+             BATCH);
     t->chart.kind = BENCH_CHART_LINES;
     t->chart.x_col = col("payload");
     t->chart.group_col = col("aead");
@@ -333,7 +333,8 @@ int bench_oscore_run(struct bench_report *r)
         j->pt[i] = (uint8_t)i;
     int rc = 0;
     for (size_t a = 0; a < sizeof aeads / sizeof aeads[0] && !rc; a++) {
-        for (size_t p = 0; p < sizeof payloads / sizeof payloads[0] && !rc && !bench_interrupted(&r->effort);
+        for (size_t p = 0;
+             p < sizeof payloads / sizeof payloads[0] && !rc && !bench_interrupted(&r->effort);
              p++) {
             bench_progress(r, "oscore: %s, %zu bytes", edhoc_crypto_alg_name(aeads[a]),
                            payloads[p]);

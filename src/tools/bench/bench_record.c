@@ -8,12 +8,11 @@
 
 #include "bench_record.h"
 
-
 struct recording bench_rec;
 
 const char *const bench_op_names[OP_KINDS] = {
-    "random", "hash", "hkdf_extract", "hkdf_expand", "aead_encrypt", "aead_decrypt",
-    "keygen", "public_key", "ecdh", "sign", "verify",
+    "random", "hash",       "hkdf_extract", "hkdf_expand", "aead_encrypt", "aead_decrypt",
+    "keygen", "public_key", "ecdh",         "sign",        "verify",
 };
 static const struct edhoc_crypto_ops *backend;
 
@@ -96,8 +95,8 @@ static int rec_extract(int alg, const uint8_t *s, size_t sl, const uint8_t *i, s
     return rc;
 }
 
-static int rec_expand(int alg, const uint8_t *p, size_t pl, const uint8_t *i, size_t il,
-                      uint8_t *o, size_t ol)
+static int rec_expand(int alg, const uint8_t *p, size_t pl, const uint8_t *i, size_t il, uint8_t *o,
+                      size_t ol)
 {
     struct recorded_op *op = record_op(OP_EXPAND, alg, ol);
     record_input(op, 0, p, pl);
@@ -196,7 +195,6 @@ static int rec_verify(int crv, const uint8_t *pub, size_t pl, const uint8_t *m, 
 
 static struct edhoc_crypto_ops recording_ops;
 
-
 /* A table recording the calls that it passes on to `under`. */
 const struct edhoc_crypto_ops *bench_recording_ops(const struct edhoc_crypto_ops *under)
 {
@@ -231,15 +229,9 @@ int bench_replay(const struct recording *r, int side, uint8_t *out)
         uint8_t *const *in = op->in;
         const size_t *il = op->in_len;
         switch (op->kind) {
-        case OP_RANDOM:
-            rc = b->random(b->rng_ctx, out, op->out_len);
-            break;
-        case OP_HASH:
-            rc = b->hash(op->alg, in[0], il[0], out);
-            break;
-        case OP_EXTRACT:
-            rc = b->hkdf_extract(op->alg, in[0], il[0], in[1], il[1], out);
-            break;
+        case OP_RANDOM: rc = b->random(b->rng_ctx, out, op->out_len); break;
+        case OP_HASH: rc = b->hash(op->alg, in[0], il[0], out); break;
+        case OP_EXTRACT: rc = b->hkdf_extract(op->alg, in[0], il[0], in[1], il[1], out); break;
         case OP_EXPAND:
             rc = b->hkdf_expand(op->alg, in[0], il[0], in[1], il[1], out, op->out_len);
             break;
@@ -252,24 +244,14 @@ int bench_replay(const struct recording *r, int side, uint8_t *out)
         case OP_KEYGEN:
             rc = b->keygen(op->alg, op->flag, out, out + EDHOC_CRYPTO_MAX_PRIV, &len);
             break;
-        case OP_PUBLIC:
-            rc = b->public_key(op->alg, op->flag, in[0], out, &len);
-            break;
-        case OP_ECDH:
-            rc = b->ecdh(op->alg, in[0], in[1], il[1], out);
-            break;
-        case OP_SIGN:
-            rc = b->sign(op->alg, in[0], in[1], il[1], out);
-            break;
-        case OP_VERIFY:
-            rc = b->verify(op->alg, in[0], il[0], in[1], il[1], in[2], il[2]);
-            break;
-        default:
-            rc = -1;
+        case OP_PUBLIC: rc = b->public_key(op->alg, op->flag, in[0], out, &len); break;
+        case OP_ECDH: rc = b->ecdh(op->alg, in[0], in[1], il[1], out); break;
+        case OP_SIGN: rc = b->sign(op->alg, in[0], in[1], il[1], out); break;
+        case OP_VERIFY: rc = b->verify(op->alg, in[0], il[0], in[1], il[1], in[2], il[2]); break;
+        default: rc = -1;
         }
         if (rc != op->rc)
             return -1;
     }
     return 0;
 }
-

@@ -11,7 +11,6 @@
 
 #include "bench_report.h"
 
-
 /* ---- Effort and statistics ---- */
 
 void bench_effort_default(struct bench_effort *e)
@@ -62,7 +61,7 @@ void bench_stat_from(double *v, long n, long batch, struct bench_stat *st)
 }
 
 /* A sample shorter than this is dominated by the clock reading itself. */
-#define SAMPLE_TARGET_NS 20000.0
+#define SAMPLE_TARGET_NS       20000.0
 #define QUICK_SAMPLE_TARGET_NS 5000.0
 
 int bench_measure(const struct bench_effort *e, bench_fn fn, void *ctx, struct bench_stat *st)
@@ -182,8 +181,7 @@ void bench_row_text(const struct bench_table *t, struct bench_cell *row, const c
     }
 }
 
-void bench_row_num(const struct bench_table *t, struct bench_cell *row, const char *key,
-                   double v)
+void bench_row_num(const struct bench_table *t, struct bench_cell *row, const char *key, double v)
 {
     struct bench_cell *c = bench_row_cell(t, row, key);
     if (c)
@@ -305,4 +303,3 @@ void bench_report_error(struct bench_report *r, const char *fmt, ...)
     vsnprintf(r->error, sizeof r->error, fmt, ap);
     va_end(ap);
 }
-

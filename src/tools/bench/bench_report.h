@@ -72,7 +72,7 @@ struct bench_column {
     const char *key;   /* JSON / CSV name (CSV adds _min_us / _median_us for STAT) */
     const char *title; /* Markdown header */
     enum bench_col_kind kind;
-    bool hidden;       /* JSON and CSV only (chart series, details) */
+    bool hidden; /* JSON and CSV only (chart series, details) */
 };
 
 struct bench_cell {
@@ -119,8 +119,8 @@ struct bench_table {
 
 /* A target the issue sets, checked by reading the measured value. */
 struct bench_target {
-    char id[64];     /* a word for scripts: "handshake_over_floor.m3.kid.s0" */
-    char name[160];  /* what it is, in words (JSON "title") */
+    char id[64];    /* a word for scripts: "handshake_over_floor.m3.kid.s0" */
+    char name[160]; /* what it is, in words (JSON "title") */
     double value;
     double limit; /* met when value <= limit (at_least: value >= limit) */
     bool at_least;
@@ -130,13 +130,13 @@ struct bench_target {
 /* Whether the measured value meets the target. */
 bool bench_target_met(const struct bench_target *g);
 
-#define BENCH_MAX_TABLES 12
+#define BENCH_MAX_TABLES  12
 #define BENCH_MAX_TARGETS 24
 
 struct bench_report {
-    const char *command;        /* "bench" or "load" */
-    const char *mode;           /* crypto, handshake, oscore, all, contexts; load */
-    bool partial;               /* stopped by SIGINT/SIGTERM: what completed */
+    const char *command; /* "bench" or "load" */
+    const char *mode;    /* crypto, handshake, oscore, all, contexts; load */
+    bool partial;        /* stopped by SIGINT/SIGTERM: what completed */
     /* Where the benchmarks say how far they are (one line of text); may
      * be NULL. */
     void (*progress)(void *ctx, const char *text);
@@ -165,8 +165,7 @@ struct bench_cell *bench_row_cell(const struct bench_table *t, struct bench_cell
  * error the tests catch as a missing value). */
 void bench_row_text(const struct bench_table *t, struct bench_cell *row, const char *key,
                     const char *text);
-void bench_row_num(const struct bench_table *t, struct bench_cell *row, const char *key,
-                   double v);
+void bench_row_num(const struct bench_table *t, struct bench_cell *row, const char *key, double v);
 void bench_row_stat(const struct bench_table *t, struct bench_cell *row, const char *key,
                     const struct bench_stat *st);
 

@@ -75,7 +75,6 @@ static void load_progress(const struct load_run *r, double elapsed)
     r->progress(r->progress_ctx, text);
 }
 
-
 /* --vs-plain: what the window that ends now measured, added to its kind. */
 struct load_window {
     uint64_t started;
@@ -147,7 +146,9 @@ static double load_phase(struct load_run *r, double *responder_cpu_s, double *ge
     uint64_t window_ns = (uint64_t)(r->duration_s / 8 * 1e9);
     if (window_ns < 250000000u)
         window_ns = 250000000u;
-    struct load_window w = {.started = start, .cpu = cpu_before, .generator_cpu = gen_before,
+    struct load_window w = {.started = start,
+                            .cpu = cpu_before,
+                            .generator_cpu = gen_before,
                             .echo_challenges = r->echo_challenges};
     uint64_t next_switch = start + window_ns;
     r->flood.started_ns = start;
@@ -209,8 +210,7 @@ static double load_phase(struct load_run *r, double *responder_cpu_s, double *ge
     struct load_cpu cpu_after;
     load_cpu_sample(&cpu_after, r->responder_pid);
     r->responder_processes = cpu_after.ok ? cpu_after.processes : 0;
-    *responder_cpu_s = cpu_before.ok && cpu_after.ok ? cpu_after.seconds - cpu_before.seconds
-                                                     : NAN;
+    *responder_cpu_s = cpu_before.ok && cpu_after.ok ? cpu_after.seconds - cpu_before.seconds : NAN;
     *generator_cpu_s = load_generator_cpu_seconds() - gen_before;
     if (ep >= 0)
         close(ep);
@@ -218,7 +218,6 @@ static double load_phase(struct load_run *r, double *responder_cpu_s, double *ge
         r->progress_end(r->progress_ctx);
     return elapsed;
 }
-
 
 int load_open(struct load_run *r, char *error, size_t cap, size_t *failed_peer)
 {

@@ -21,9 +21,9 @@
 #include "edhoc/transport.h"
 #include "bench_report.h"
 
-#define LOAD_MAX_PEERS 1000
-#define LOAD_MAX_CAUSES 16
-#define LOAD_PAYLOAD 32
+#define LOAD_MAX_PEERS   1000
+#define LOAD_MAX_CAUSES  16
+#define LOAD_PAYLOAD     32
 #define LOAD_MAX_SAMPLES 2000000
 
 /* PEER_BACKOFF: after a transport failure, waiting for retry_ns before
@@ -41,7 +41,7 @@ enum load_state {
 /* The backoff after a transport failure: from the first delay, doubled by
  * each failure in a row up to the last, and forgotten at a success. */
 #define LOAD_BACKOFF_FIRST_MS 100
-#define LOAD_BACKOFF_MAX_MS 2000
+#define LOAD_BACKOFF_MAX_MS   2000
 
 struct load_peer {
     struct edhoc_transport *t;
@@ -61,7 +61,7 @@ struct load_peer {
      * with the Echo value of a 4.01 (RFC 9175 Section 2.3). */
     uint8_t m1[512];
     size_t m1_len;
-    bool echo_sent; /* this handshake's message_1 already carried an Echo */
+    bool echo_sent;      /* this handshake's message_1 already carried an Echo */
     unsigned backoff_ms; /* the next backoff's length; 0: no failure in a row */
     uint64_t retry_ns;   /* PEER_BACKOFF: when the next attempt may start */
 };
@@ -72,12 +72,12 @@ struct load_peer {
  * among 127.1.0.1 and up with IP_PKTINFO, so the number of sources is
  * not limited by open files (127.0.0.0/8 is all loopback on Linux). */
 #define FLOOD_TEMPLATES 8
-#define FLOOD_BATCH 512 /* at most this many sends per turn of the loop */
+#define FLOOD_BATCH     512 /* at most this many sends per turn of the loop */
 
 struct load_flood {
     size_t sources;
-    double rate;        /* message_1s per second over all sources */
-    bool answer_echo;   /* prove each source's address, then still abandon */
+    double rate;      /* message_1s per second over all sources */
+    bool answer_echo; /* prove each source's address, then still abandon */
     int fd;
     struct sockaddr_in dst;
     uint8_t tmpl[FLOOD_TEMPLATES][256];
@@ -124,20 +124,20 @@ struct load_run {
     long max_handshakes; /* 0: no limit (duration only) */
     int timeout_ms;
     bool plain;
-    bool vs_plain;     /* alternate OSCORE and unprotected windows to compare them */
+    bool vs_plain; /* alternate OSCORE and unprotected windows to compare them */
     /* --vs-plain: totals per kind of window, [0] OSCORE, [1] unprotected. */
     double mode_seconds[2], mode_cpu[2], mode_generator_cpu[2];
     long mode_echo[2];
     long mode_requests[2], mode_handshakes[2], mode_failures[2];
     struct load_series plain_lat;
     bool stopping;
-    long responder_pid; /* 0: not known */
+    long responder_pid;           /* 0: not known */
     unsigned responder_processes; /* it and its workers, at the last CPU sample */
     bool pid_given;
     uint8_t plain_code; /* response code of the unprotected requests */
     long hs_started, hs_ok, req_ok, failures;
     long message_1_failures; /* failures while sending message_1 or awaiting message_2 */
-    long echo_challenges; /* 4.01 + Echo answers to the peers' message_1s */
+    long echo_challenges;    /* 4.01 + Echo answers to the peers' message_1s */
     struct load_flood flood;
     long no_oscore; /* OSCORE requests answered without OSCORE (among failures) */
     /* Answers by the kind of request [OSCORE, unprotected], whether the
@@ -145,8 +145,8 @@ struct load_run {
      * verified OSCORE response): what the responder said, counted. */
     long answers[2][2][256];
     struct {
-        char cause[32];   /* a word: timeout, transport, edhoc_error, ... */
-        char detail[64];  /* the code or library error, "" when none */
+        char cause[32];  /* a word: timeout, transport, edhoc_error, ... */
+        char detail[64]; /* the code or library error, "" when none */
         long count;
     } causes[LOAD_MAX_CAUSES];
     size_t n_causes;
@@ -172,9 +172,9 @@ struct load_phase_result {
 struct load_result {
     struct load_phase_result phases[2];
     size_t n_phases;
-    bool partial;                      /* stopped by an interruption */
-    double first_seconds;              /* the first phase's wall clock */
-    struct load_series unloaded_lat;   /* --flood-sources: the first phase's handshakes */
+    bool partial;                    /* stopped by an interruption */
+    double first_seconds;            /* the first phase's wall clock */
+    struct load_series unloaded_lat; /* --flood-sources: the first phase's handshakes */
 };
 
 /* The responder's state writer over the first phase, when the program

@@ -31,16 +31,20 @@ int load_flood_open(struct load_run *r, char *error, size_t cap)
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_DGRAM}, *ai = NULL;
     const char *host = strcmp(r->host, "localhost") ? r->host : "127.0.0.1";
     if (getaddrinfo(host, NULL, &hints, &ai) || !ai) {
-        snprintf(error, cap, "--flood-sources: '%s' is not an IPv4 address of this "
-                        "host (the flood's sources are 127.1.0.1 and up)", r->host);
+        snprintf(error, cap,
+                 "--flood-sources: '%s' is not an IPv4 address of this "
+                 "host (the flood's sources are 127.1.0.1 and up)",
+                 r->host);
         return -1;
     }
     memcpy(&f->dst, ai->ai_addr, sizeof f->dst);
     freeaddrinfo(ai);
     f->dst.sin_port = htons(r->port);
     if ((ntohl(f->dst.sin_addr.s_addr) >> 24) != 127) {
-        snprintf(error, cap, "--flood-sources floods a loopback responder only "
-                        "(127.0.0.0/8 or localhost), not %s", r->host);
+        snprintf(error, cap,
+                 "--flood-sources floods a loopback responder only "
+                 "(127.0.0.0/8 or localhost), not %s",
+                 r->host);
         return -1;
     }
     f->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -48,8 +52,7 @@ int load_flood_open(struct load_run *r, char *error, size_t cap)
     struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
     if (f->fd < 0 || setsockopt(f->fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof on) ||
         bind(f->fd, (struct sockaddr *)&any, sizeof any)) {
-        snprintf(error, cap, "--flood-sources: cannot open the flood socket: %s",
-                strerror(errno));
+        snprintf(error, cap, "--flood-sources: cannot open the flood socket: %s", strerror(errno));
         return -1;
     }
     int buf = 4 << 20;
@@ -87,8 +90,12 @@ static void flood_sendto(struct load_flood *f, const uint8_t *msg, size_t len, s
         struct cmsghdr align;
     } c;
     memset(&c, 0, sizeof c);
-    struct msghdr mh = {.msg_name = &f->dst, .msg_namelen = sizeof f->dst, .msg_iov = &iov,
-                        .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
+    struct msghdr mh = {.msg_name = &f->dst,
+                        .msg_namelen = sizeof f->dst,
+                        .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = c.buf,
+                        .msg_controllen = sizeof c.buf};
     struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
     cm->cmsg_level = IPPROTO_IP;
     cm->cmsg_type = IP_PKTINFO;
@@ -132,8 +139,8 @@ void load_flood_receive(struct load_run *r)
             char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
             struct cmsghdr align;
         } c;
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
-                            .msg_controllen = sizeof c.buf};
+        struct msghdr mh = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
         ssize_t n = recvmsg(f->fd, &mh, 0);
         if (n < 0)
             return;
@@ -159,7 +166,7 @@ void load_flood_receive(struct load_run *r)
             if (f->answer_echo && src.s_addr && f->active) {
                 size_t t = (size_t)(f->echo_resent % FLOOD_TEMPLATES);
                 long en = load_coap_with_echo(f->tmpl[t], f->tmpl_len[t], echo->value, echo->len,
-                                             r->coap, sizeof r->coap);
+                                              r->coap, sizeof r->coap);
                 if (en > 4) {
                     f->mid++;
                     r->coap[2] = (uint8_t)(f->mid >> 8);
@@ -173,4 +180,3 @@ void load_flood_receive(struct load_run *r)
         }
     }
 }
-

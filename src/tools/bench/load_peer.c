@@ -73,8 +73,7 @@ static void load_cause(struct load_run *r, const char *cause, const char *detail
     r->causes[i].count++;
 }
 
-static void load_answer(struct load_run *r, bool plain_request, bool protected_answer,
-                        uint8_t code)
+static void load_answer(struct load_run *r, bool plain_request, bool protected_answer, uint8_t code)
 {
     r->answers[plain_request][protected_answer][code]++;
 }
@@ -97,8 +96,8 @@ long load_request(uint8_t code, const char *path, int cf, const uint8_t *payload
         seg += n + (seg[n] == '/');
     }
     uint8_t cfv[4];
-    if (cf >= 0 &&
-        edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv, edhoc_coap_uint_encode((uint32_t)cf, cfv)))
+    if (cf >= 0 && edhoc_coap_msg_add_option(&m, COAP_OPT_CONTENT_FORMAT, cfv,
+                                             edhoc_coap_uint_encode((uint32_t)cf, cfv)))
         return -1;
     m.payload = len ? payload : NULL;
     m.payload_len = len;
@@ -169,8 +168,8 @@ static void peer_send_request(struct load_run *r, struct load_peer *p)
 {
     uint8_t payload[LOAD_PAYLOAD];
     memset(payload, 'x', sizeof payload);
-    long n = load_request(COAP_CODE_POST, "/echo", 0, payload, sizeof payload, r->msg,
-                          sizeof r->msg);
+    long n =
+        load_request(COAP_CODE_POST, "/echo", 0, payload, sizeof payload, r->msg, sizeof r->msg);
     if (n < 0) {
         peer_fail(r, p, "internal", "cannot build the request");
         return;
@@ -188,7 +187,6 @@ static void peer_send_request(struct load_run *r, struct load_peer *p)
     peer_send(r, p, r->coap, (size_t)pn, PEER_WAIT_RESPONSE);
 }
 
-
 /* Run peer index's transport and handle its response, if any. Returns
  * true when a response was handled. */
 bool load_peer_service(struct load_run *r, size_t index)
@@ -197,8 +195,7 @@ bool load_peer_service(struct load_run *r, size_t index)
     if (p->state == PEER_DONE || p->state == PEER_IDLE || p->state == PEER_BACKOFF)
         return false;
     edhoc_transport_run(p->t, 0);
-    long n = edhoc_transport_client_wait(p->t, p->token, p->token_len, r->resp, sizeof r->resp,
-                                         0);
+    long n = edhoc_transport_client_wait(p->t, p->token, p->token_len, r->resp, sizeof r->resp, 0);
     if (n > 0) {
         peer_on_response(r, index, r->resp, (size_t)n);
         return true;
@@ -258,7 +255,6 @@ void load_peer_start(struct load_run *r, size_t index)
     peer_send(r, p, r->coap, (size_t)cn, PEER_WAIT_M2);
 }
 
-
 const char *load_coap_code_text(uint8_t code, char buf[8])
 {
     snprintf(buf, 8, "%u.%02u", (unsigned)(code >> 5), (unsigned)(code & 0x1f));
@@ -307,7 +303,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
              * handshake's clock keeps running: the round trip is part of
              * its latency. */
             long en = load_coap_with_echo(p->m1, p->m1_len, echo->value, echo->len, r->coap,
-                                         sizeof r->coap);
+                                          sizeof r->coap);
             if (en < 0) {
                 peer_fail(r, p, "internal", "cannot add the Echo option");
                 return;
@@ -326,15 +322,16 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
         size_t cr_len = 0;
         const uint8_t *c_r = rc ? NULL : edhoc_session_peer_conn_id(&p->s, &cr_len);
         long pre = c_r ? edhoc_coap_cid_encode(c_r, cr_len, r->msg, sizeof r->msg) : -1;
-        int n = rc ? rc : pre < 0 ? EDHOC_ERR_ARG
-                                  : edhoc_initiator_prepare_message_3(&p->s, r->msg + pre,
-                                                                      sizeof r->msg - (size_t)pre);
+        int n = rc        ? rc
+                : pre < 0 ? EDHOC_ERR_ARG
+                          : edhoc_initiator_prepare_message_3(&p->s, r->msg + pre,
+                                                              sizeof r->msg - (size_t)pre);
         if (n < 0) {
             peer_fail(r, p, "edhoc_message_2", edhoc_strerror(n));
             return;
         }
-        long cn = load_request(COAP_CODE_POST, r->path, EDHOC_COAP_CF_CID_EDHOC,
-                               r->msg, (size_t)pre + (size_t)n, r->coap, sizeof r->coap);
+        long cn = load_request(COAP_CODE_POST, r->path, EDHOC_COAP_CF_CID_EDHOC, r->msg,
+                               (size_t)pre + (size_t)n, r->coap, sizeof r->coap);
         if (cn < 0) {
             peer_fail(r, p, "internal", "cannot build the message_3 request");
             return;
@@ -358,15 +355,14 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
         int rc = edhoc_session_oscore(&p->s, &op);
         if (!rc)
             rc = oscore_context_init_edhoc(&p->osc, r->cfg->ops, op.master_secret,
-                                           op.master_secret_len, op.master_salt,
-                                           op.master_salt_len, op.sender_id, op.sender_id_len,
-                                           op.recipient_id, op.recipient_id_len, op.aead_alg,
-                                           op.hash_alg);
+                                           op.master_secret_len, op.master_salt, op.master_salt_len,
+                                           op.sender_id, op.sender_id_len, op.recipient_id,
+                                           op.recipient_id_len, op.aead_alg, op.hash_alg);
         edhoc_wipe(&op, sizeof op);
         edhoc_session_wipe(&p->s);
         if (rc) {
-            peer_fail(r, p, "oscore_context", rc < -3500 ? edhoc_strerror(rc)
-                                                          : oscore_strerror(rc));
+            peer_fail(r, p, "oscore_context",
+                      rc < -3500 ? edhoc_strerror(rc) : oscore_strerror(rc));
             return;
         }
         r->hs_ok++;
@@ -403,8 +399,8 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
             peer_fail(r, p, "no_oscore", detail);
             return;
         } else {
-            long n = oscore_unprotect_response(&p->osc, &p->b, resp, len, r->inner,
-                                               sizeof r->inner);
+            long n =
+                oscore_unprotect_response(&p->osc, &p->b, resp, len, r->inner, sizeof r->inner);
             struct coap_msg in;
             if (n < 0) {
                 peer_fail(r, p, "oscore_unprotect", oscore_strerror((int)n));
@@ -421,7 +417,7 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
         r->req_ok++;
         p->backoff_ms = 0;
         load_series_add(p->sent_plain && r->vs_plain ? &r->plain_lat : &r->req_lat,
-                   (double)(now - p->sent_ns) / 1e6);
+                        (double)(now - p->sent_ns) / 1e6);
         /* With --vs-plain, unprotected requests do not use up the OSCORE
          * requests of a handshake: a context outlives the unprotected
          * windows, so handshakes stay rare in both kinds. */
@@ -435,8 +431,6 @@ static void peer_on_response(struct load_run *r, size_t index, const uint8_t *re
             peer_reset(r, p);
         return;
     }
-    default:
-        return;
+    default: return;
     }
 }
-

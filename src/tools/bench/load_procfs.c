@@ -16,7 +16,6 @@
 
 #include "load_internal.h"
 
-
 /* Nanoseconds on a CPU of every thread of pid, from
  * /proc/PID/task/TID/schedstat (finer than the 10 ms ticks of
  * /proc/PID/stat, which matters for the short windows of --vs-plain). */

@@ -94,14 +94,10 @@ static const struct bench_column answer_cols[] = {
     {"count", "Count", BENCH_COL_INT, false},
 };
 
-
 static const struct bench_column latency_cols[] = {
-    {"what", "Latency", BENCH_COL_TEXT, false},
-    {"samples", "Samples", BENCH_COL_INT, false},
-    {"p50_ms", "p50 (ms)", BENCH_COL_NUM, false},
-    {"p90_ms", "p90 (ms)", BENCH_COL_NUM, false},
-    {"p99_ms", "p99 (ms)", BENCH_COL_NUM, false},
-    {"max_ms", "max (ms)", BENCH_COL_NUM, false},
+    {"what", "Latency", BENCH_COL_TEXT, false},   {"samples", "Samples", BENCH_COL_INT, false},
+    {"p50_ms", "p50 (ms)", BENCH_COL_NUM, false}, {"p90_ms", "p90 (ms)", BENCH_COL_NUM, false},
+    {"p99_ms", "p99 (ms)", BENCH_COL_NUM, false}, {"max_ms", "max (ms)", BENCH_COL_NUM, false},
 };
 
 static const struct bench_column failure_cols[] = {
@@ -132,7 +128,6 @@ static void latency_row(struct bench_table *t, const char *what, struct load_ser
     bench_row_num(t, row, "max_ms", s->v[s->n - 1]);
 }
 
-
 static const char *load_latency_note =
     "Milliseconds. handshake: message_1 sent to the answer to message_3 received; "
     "oscore_request / unprotected_request: a request sent to its response received. "
@@ -153,19 +148,18 @@ int load_report(struct load_run *r, struct load_result *res, const struct load_w
     report->command = "load";
     report->mode = "load";
     report->partial = partial;
-    struct bench_table *t = bench_table_new("load", "Load", load_cols,
-                                            sizeof load_cols / sizeof load_cols[0]);
+    struct bench_table *t =
+        bench_table_new("load", "Load", load_cols, sizeof load_cols / sizeof load_cols[0]);
     struct bench_table *lt = bench_table_new("load_latency", "Latency", latency_cols,
                                              sizeof latency_cols / sizeof latency_cols[0]);
     struct bench_table *at = bench_table_new("load_answers", "Answers", answer_cols,
                                              sizeof answer_cols / sizeof answer_cols[0]);
     struct bench_table *ft = bench_table_new("load_failures", "Failures by cause", failure_cols,
                                              sizeof failure_cols / sizeof failure_cols[0]);
-    struct bench_table *flt = r->flood.sources ? bench_table_new("load_flood", "Flood",
-                                                                 flood_cols,
-                                                                 sizeof flood_cols /
-                                                                     sizeof flood_cols[0])
-                                               : NULL;
+    struct bench_table *flt = r->flood.sources
+                                  ? bench_table_new("load_flood", "Flood", flood_cols,
+                                                    sizeof flood_cols / sizeof flood_cols[0])
+                                  : NULL;
     if (!t || !lt || !at || !ft || !bench_report_add(report, t) || !bench_report_add(report, lt) ||
         !bench_report_add(report, at) || !bench_report_add(report, ft) ||
         (r->flood.sources && (!flt || !bench_report_add(report, flt))))
@@ -174,12 +168,13 @@ int load_report(struct load_run *r, struct load_result *res, const struct load_w
     snprintf(lt->empty, sizeof lt->empty, "No latency samples: no %s completed.",
              phases[0].plain ? "request" : "handshake or request");
     snprintf(ft->empty, sizeof ft->empty, "No failures.");
-    int nl = snprintf(t->note, sizeof t->note,
-             "%s, method %d, suite %d, %u request%s of %d bytes per handshake, one process, "
-             "one socket per peer.",
-             phases[0].plain ? "Unprotected requests, no EDHOC" : "EDHOC over CoAP (RFC 9528 A.2)",
-             r->method, r->suite, r->requests_per_peer,
-             r->requests_per_peer == 1 ? "" : "s", LOAD_PAYLOAD);
+    int nl = snprintf(
+        t->note, sizeof t->note,
+        "%s, method %d, suite %d, %u request%s of %d bytes per handshake, one process, "
+        "one socket per peer.",
+        phases[0].plain ? "Unprotected requests, no EDHOC" : "EDHOC over CoAP (RFC 9528 A.2)",
+        r->method, r->suite, r->requests_per_peer, r->requests_per_peer == 1 ? "" : "s",
+        LOAD_PAYLOAD);
     if (nl > 0 && (size_t)nl < sizeof t->note)
         snprintf(t->note + nl, sizeof t->note - (size_t)nl, "%s",
                  r->responder_pid > 0
@@ -192,8 +187,8 @@ int load_report(struct load_run *r, struct load_result *res, const struct load_w
         size_t used = strlen(t->note);
         snprintf(t->note + used, sizeof t->note - used,
                  " State writer (%s): %" PRIu64 " commits of %" PRIu64 " rows (%.1f rows per "
-                 "commit, %.1f commits/s, %.4f commits per handshake: one WAL fsync each), %"
-                 PRIu64 " failed.",
+                 "commit, %.1f commits/s, %.4f commits per handshake: one WAL fsync each), %" PRIu64
+                 " failed.",
                  wd->path, wd->commits, wd->rows,
                  wd->commits ? (double)wd->rows / (double)wd->commits : 0.0,
                  res->first_seconds > 0 ? (double)wd->commits / res->first_seconds : 0.0,
@@ -255,13 +250,14 @@ int load_report(struct load_run *r, struct load_result *res, const struct load_w
         bench_row_text(t, row, "mode", ph->plain ? "unprotected" : "OSCORE");
         bench_row_num(t, row, "flood_sources", (double)ph->flood_sources);
         bench_row_num(t, row, "generator_cpu_s", ph->generator_cpu_s);
-        bench_row_text(t, row, "saturated",
-                       load_saturated(ph->seconds, ph->cpu_s, ph->generator_cpu_s,
-                                      r->responder_processes));
+        bench_row_text(
+            t, row, "saturated",
+            load_saturated(ph->seconds, ph->cpu_s, ph->generator_cpu_s, r->responder_processes));
         bool cpu = !isnan(ph->cpu_s) && ph->cpu_s > 0;
         /* An unknown process (a remote responder, --responder-pid 0): NaN,
          * which JSON prints as null and the tables as a dash (issue 14). */
-        bench_row_num(t, row, "responder_pid", r->responder_pid > 0 ? (double)r->responder_pid : NAN);
+        bench_row_num(t, row, "responder_pid",
+                      r->responder_pid > 0 ? (double)r->responder_pid : NAN);
         bench_row_num(t, row, "responder_processes",
                       cpu && r->responder_processes ? (double)r->responder_processes : NAN);
         bench_row_num(t, row, "responder_cpu_s", cpu ? ph->cpu_s : NAN);
@@ -278,8 +274,8 @@ int load_report(struct load_run *r, struct load_result *res, const struct load_w
             char name[200];
             snprintf(name, sizeof name,
                      "Responder handshakes %s / its crypto floor rate on one core (method %d, "
-                     "suite %d)", cpu ? "per responder CPU-second" : "per second",
-                     r->method, r->suite);
+                     "suite %d)",
+                     cpu ? "per responder CPU-second" : "per second", r->method, r->suite);
             bench_report_target_at_least(report,
                                          cpu ? "responder_handshakes_over_floor.cpu"
                                              : "responder_handshakes_over_floor.wall",
@@ -293,26 +289,26 @@ int load_report(struct load_run *r, struct load_result *res, const struct load_w
     }
     if (n_phases == 2 && phases[1].requests > 0 && phases[0].requests > 0 &&
         phases[0].seconds > 0 && phases[1].seconds > 0) {
-        double wall = (phases[0].requests / phases[0].seconds) /
-                      (phases[1].requests / phases[1].seconds);
+        double wall =
+            (phases[0].requests / phases[0].seconds) / (phases[1].requests / phases[1].seconds);
         bool cpu = !isnan(phases[0].cpu_s) && !isnan(phases[1].cpu_s) && phases[0].cpu_s > 0 &&
                    phases[1].cpu_s > 0;
-        double per_cpu = cpu ? (phases[0].requests / phases[0].cpu_s) /
-                                   (phases[1].requests / phases[1].cpu_s)
-                             : NAN;
+        double per_cpu =
+            cpu ? (phases[0].requests / phases[0].cpu_s) / (phases[1].requests / phases[1].cpu_s)
+                : NAN;
         char name[200];
         snprintf(name, sizeof name, "OSCORE requests %s / unprotected requests %s",
                  cpu ? "per responder CPU-second" : "per second",
                  cpu ? "per responder CPU-second" : "per second");
-        bench_report_target_at_least(report,
-                                     cpu ? "oscore_over_unprotected.cpu"
-                                         : "oscore_over_unprotected.wall",
-                                     name, cpu ? per_cpu : wall, 0.9, "");
+        bench_report_target_at_least(
+            report, cpu ? "oscore_over_unprotected.cpu" : "oscore_over_unprotected.wall", name,
+            cpu ? per_cpu : wall, 0.9, "");
         if (cpu) {
-            snprintf(name, sizeof name, "OSCORE requests per second / unprotected requests per "
-                                        "second (wall clock, generator included)");
-            bench_report_target_at_least(report, "oscore_over_unprotected.wall", name, wall,
-                                         0.9, "");
+            snprintf(name, sizeof name,
+                     "OSCORE requests per second / unprotected requests per "
+                     "second (wall clock, generator included)");
+            bench_report_target_at_least(report, "oscore_over_unprotected.wall", name, wall, 0.9,
+                                         "");
         }
     }
     double p50_unloaded = NAN, p99_unloaded = NAN;
@@ -366,8 +362,7 @@ int load_report(struct load_run *r, struct load_result *res, const struct load_w
                             "Peers' p99 handshake latency under the flood / unloaded p99", ratio,
                             5.0, "");
         bench_report_target_at_least(report, "flood_success",
-                                     "Peers' handshake success rate under the flood", ok1, 1.0,
-                                     "");
+                                     "Peers' handshake success rate under the flood", ok1, 1.0, "");
     }
     /* With --vs-plain, req_lat holds the OSCORE requests whatever the last
      * window was. */
@@ -398,7 +393,8 @@ int load_report(struct load_run *r, struct load_result *res, const struct load_w
     if (answered)
         snprintf(at->note, sizeof at->note,
                  "%ld answers by the kind of request, the protection of the answer and its code "
-                 "(the inner code of a verified OSCORE response).", answered);
+                 "(the inner code of a verified OSCORE response).",
+                 answered);
     else if (!r->plain && !r->vs_plain && r->requests_per_peer == 0)
         snprintf(at->note, sizeof at->note, "No requests (--requests-per-peer 0).");
     else

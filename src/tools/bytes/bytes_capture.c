@@ -106,8 +106,7 @@ int bytes_capture_datagrams(const char *path, const unsigned *packets, size_t n,
     return 0;
 }
 
-const struct bytes_datagram *bytes_datagram_find(const struct bytes_datagrams *ds,
-                                                 unsigned packet)
+const struct bytes_datagram *bytes_datagram_find(const struct bytes_datagrams *ds, unsigned packet)
 {
     size_t lo = 0, hi = ds->n;
     while (lo < hi) {

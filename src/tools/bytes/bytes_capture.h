@@ -12,8 +12,8 @@
 
 enum bytes_capture_status {
     BYTES_CAPTURE_OK = 0,
-    BYTES_CAPTURE_OPEN = -1,   /* not readable as pcap/pcapng (why says libpcap's reason) */
-    BYTES_CAPTURE_LINK = -2,   /* a link type the parser does not decode */
+    BYTES_CAPTURE_OPEN = -1, /* not readable as pcap/pcapng (why says libpcap's reason) */
+    BYTES_CAPTURE_LINK = -2, /* a link type the parser does not decode */
     BYTES_CAPTURE_NOMEM = -3,
 };
 
@@ -48,8 +48,7 @@ struct bytes_datagrams {
 int bytes_capture_datagrams(const char *path, const unsigned *packets, size_t n,
                             struct bytes_datagrams *out, char *why, size_t cap);
 /* The payload of packet, or NULL. */
-const struct bytes_datagram *bytes_datagram_find(const struct bytes_datagrams *ds,
-                                                 unsigned packet);
+const struct bytes_datagram *bytes_datagram_find(const struct bytes_datagrams *ds, unsigned packet);
 void bytes_datagrams_free(struct bytes_datagrams *ds);
 
 #endif

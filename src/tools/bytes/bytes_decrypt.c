@@ -237,8 +237,8 @@ out:
 
 /* message_3 (n = 3) or message_4 (n = 4) under the row. */
 static void decrypt_aead_message(const struct keylog_edhoc_row *row,
-                                 const struct edhoc_message_1_fields *f, int n,
-                                 const uint8_t *msg, size_t len, struct bytes_dec_msg *m)
+                                 const struct edhoc_message_1_fields *f, int n, const uint8_t *msg,
+                                 size_t len, struct bytes_dec_msg *m)
 {
     const struct edhoc_crypto_ops *ops = edhoc_crypto_default();
     const struct edhoc_suite *su = suite_of(f);
@@ -250,7 +250,7 @@ static void decrypt_aead_message(const struct keylog_edhoc_row *row,
     const uint8_t *ct = NULL;
     size_t ct_len = 0;
     int parse_rc = n == 3 ? edhoc_message_3_parse(msg, len, &ct, &ct_len)
-                     : edhoc_message_4_parse(msg, len, &ct, &ct_len);
+                          : edhoc_message_4_parse(msg, len, &ct, &ct_len);
     if (parse_rc != 0) {
         fail(m, BYTES_DEC_FAILED, BYTES_DEC_ERR_MALFORMED, "message_%d does not parse", n);
         return;
@@ -286,9 +286,8 @@ static void decrypt_aead_message(const struct keylog_edhoc_row *row,
     int rc = ops->aead_decrypt(su->aead, key, iv, aad, (size_t)aad_len, ct, ct_len, pt);
     if (rc == EDHOC_CRYPTO_ERR_AUTH) {
         fail(m, BYTES_DEC_FAILED, BYTES_DEC_ERR_TAG,
-             "%s line %u: the tag of message_%d does not verify under its %s and %s",
-             row->at.file, row->at.line, n, n == 3 ? "PRK_3e2m" : "PRK_4e3m",
-             n == 3 ? "TH_3" : "TH_4");
+             "%s line %u: the tag of message_%d does not verify under its %s and %s", row->at.file,
+             row->at.line, n, n == 3 ? "PRK_3e2m" : "PRK_4e3m", n == 3 ? "TH_3" : "TH_4");
         goto out;
     }
     if (rc) {
@@ -439,8 +438,7 @@ static void open_request(const struct keylog *k, const uint8_t *msg, size_t len,
              "no oscore_contexts row has the kid %s as Sender ID or Recipient ID%s%s",
              short_hex(o.kid, o.kid_len, kid, sizeof kid),
              o.has_kid_context ? " with the ID Context " : "",
-             o.has_kid_context ? short_hex(o.kid_context, o.kid_context_len, ctx, sizeof ctx)
-                               : "");
+             o.has_kid_context ? short_hex(o.kid_context, o.kid_context_len, ctx, sizeof ctx) : "");
         return;
     }
     oscore_failure(m, tried, last, "request");
@@ -481,8 +479,7 @@ static void open_response(const struct bytes_dec_msg *req, const uint8_t *msg, s
 /* RFC 9668 Section 3.2.1: the OSCORE request of an EDHOC + OSCORE
  * request is the same message without the EDHOC option and with the
  * payload after message_3. */
-static long combined_to_oscore(const struct coap_msg *cm, size_t m3_len, uint8_t *out,
-                               size_t cap)
+static long combined_to_oscore(const struct coap_msg *cm, size_t m3_len, uint8_t *out, size_t cap)
 {
     struct coap_msg plain = *cm;
     plain.option_count = 0;
@@ -540,8 +537,8 @@ static void open_message_1(const struct keylog *k, struct exchange_keys *x, cons
         d->n_ead = 0;
 }
 
-static void open_message(const struct keylog *k, const struct edhoc_capture_exchange *ex,
-                         size_t i, const struct bytes_datagrams *ds, struct exchange_keys *x,
+static void open_message(const struct keylog *k, const struct edhoc_capture_exchange *ex, size_t i,
+                         const struct bytes_datagrams *ds, struct exchange_keys *x,
                          struct bytes_dec_exchange *out)
 {
     const struct edhoc_capture_msg *msg = &ex->msgs[i];
@@ -556,8 +553,7 @@ static void open_message(const struct keylog *k, const struct edhoc_capture_exch
     unsigned blocks = msg->datagrams - msg->retransmissions;
     if (blocks > 1 || !dg) {
         fail(d, BYTES_DEC_FAILED, BYTES_DEC_ERR_UNAVAILABLE,
-             "its body came in %u blocks (block-wise): reassembled bodies are not opened",
-             blocks);
+             "its body came in %u blocks (block-wise): reassembled bodies are not opened", blocks);
         return;
     }
     struct coap_msg cm;
@@ -567,9 +563,8 @@ static void open_message(const struct keylog *k, const struct edhoc_capture_exch
     }
     /* The EDHOC message ends the payload (after CBOR true or C_R, RFC
      * 9528 A.2) except in the combined request, which it starts. */
-    const uint8_t *e = t == EDHOC_CAPTURE_MSG_3_OSCORE
-                           ? cm.payload
-                           : cm.payload + (cm.payload_len - msg->edhoc);
+    const uint8_t *e =
+        t == EDHOC_CAPTURE_MSG_3_OSCORE ? cm.payload : cm.payload + (cm.payload_len - msg->edhoc);
     size_t elen = msg->edhoc;
     switch (t) {
     case EDHOC_CAPTURE_MSG_1: open_message_1(k, x, e, elen, d, out); break;
@@ -603,8 +598,7 @@ static void open_message(const struct keylog *k, const struct edhoc_capture_exch
     }
     case EDHOC_CAPTURE_MSG_OSCORE_REQUEST: open_request(k, dg->bytes, dg->len, d); break;
     case EDHOC_CAPTURE_MSG_OSCORE_RESPONSE:
-        open_response(msg->answers >= 0 ? &out->msgs[msg->answers] : NULL, dg->bytes, dg->len,
-                      d);
+        open_response(msg->answers >= 0 ? &out->msgs[msg->answers] : NULL, dg->bytes, dg->len, d);
         break;
     default: d->status = BYTES_DEC_CLEAR; break;
     }

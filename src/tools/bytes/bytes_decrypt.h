@@ -18,7 +18,7 @@
 #include "keylog_read.h"
 
 enum bytes_dec_status {
-    BYTES_DEC_CLEAR,  /* nothing encrypted in it (message_1, an error, an ACK) */
+    BYTES_DEC_CLEAR, /* nothing encrypted in it (message_1, an error, an ACK) */
     BYTES_DEC_OK,
     BYTES_DEC_NO_ROW, /* no row of the key log names it */
     BYTES_DEC_FAILED, /* a row was tried (row) and failed (error) */
@@ -27,12 +27,12 @@ enum bytes_dec_status {
 enum bytes_dec_error {
     BYTES_DEC_ERR_NONE,
     BYTES_DEC_ERR_NO_ROW,
-    BYTES_DEC_ERR_TAG,            /* the AEAD tag does not verify under the row's keys */
-    BYTES_DEC_ERR_TH_MISMATCH,    /* TH_2 of the row is not this message_2's */
-    BYTES_DEC_ERR_PLAINTEXT,      /* the decrypted bytes are not a PLAINTEXT_x / CoAP message */
-    BYTES_DEC_ERR_MALFORMED,      /* the message itself does not parse */
-    BYTES_DEC_ERR_UNAVAILABLE,    /* its bytes are not in one datagram (block-wise) */
-    BYTES_DEC_ERR_UNSUPPORTED,    /* suite or algorithm this tool cannot open */
+    BYTES_DEC_ERR_TAG,         /* the AEAD tag does not verify under the row's keys */
+    BYTES_DEC_ERR_TH_MISMATCH, /* TH_2 of the row is not this message_2's */
+    BYTES_DEC_ERR_PLAINTEXT,   /* the decrypted bytes are not a PLAINTEXT_x / CoAP message */
+    BYTES_DEC_ERR_MALFORMED,   /* the message itself does not parse */
+    BYTES_DEC_ERR_UNAVAILABLE, /* its bytes are not in one datagram (block-wise) */
+    BYTES_DEC_ERR_UNSUPPORTED, /* suite or algorithm this tool cannot open */
 };
 
 /* "no_row", "tag_mismatch", ... (docs/json/bytes.schema.json). */
@@ -47,29 +47,29 @@ struct bytes_dec_option {
 struct bytes_dec_msg {
     enum bytes_dec_status status;
     enum bytes_dec_error error;
-    char error_text[256];          /* one sentence, naming the row tried */
+    char error_text[256]; /* one sentence, naming the row tried */
     bool has_row;
-    struct keylog_origin row;      /* the row used or tried */
-    uint8_t *plain;                /* heap: PLAINTEXT_x, or the inner CoAP message */
+    struct keylog_origin row; /* the row used or tried */
+    uint8_t *plain;           /* heap: PLAINTEXT_x, or the inner CoAP message */
     size_t plain_len;
     /* EDHOC */
-    uint8_t *id_cred;              /* heap: ID_CRED_R (message_2) / ID_CRED_I (message_3) */
+    uint8_t *id_cred; /* heap: ID_CRED_R (message_2) / ID_CRED_I (message_3) */
     size_t id_cred_len;
-    bool has_c_r;                  /* message_2: C_R from PLAINTEXT_2 */
+    bool has_c_r; /* message_2: C_R from PLAINTEXT_2 */
     uint8_t c_r[EDHOC_MAX_CONN_ID];
     size_t c_r_len;
     struct edhoc_ead_item ead[EDHOC_MAX_EAD_ITEMS]; /* values into plain or ead_store */
     size_t n_ead;
-    uint8_t *ead_store;            /* heap: message_1's EAD bytes */
+    uint8_t *ead_store; /* heap: message_1's EAD bytes */
     /* OSCORE: the inner message (for the RFC 9668 combined request,
      * besides the EDHOC fields above) */
     bool oscore;
-    uint8_t *inner;                /* heap: the decrypted CoAP message */
+    uint8_t *inner; /* heap: the decrypted CoAP message */
     size_t inner_len;
     uint8_t code;
     struct bytes_dec_option options[COAP_MSG_MAX_OPTIONS];
     size_t n_options;
-    const uint8_t *payload;        /* into inner; NULL: none */
+    const uint8_t *payload; /* into inner; NULL: none */
     size_t payload_len;
     /* Private: a request's protected bytes (as plain OSCORE), kept for
      * its response, and the orientation of its row. */

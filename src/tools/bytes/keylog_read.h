@@ -20,8 +20,16 @@ struct keylog_origin {
 };
 
 /* G_X, PRK_2e, TH_2, PRK_3e2m, TH_3, PRK_4e3m, TH_4 (in that order). */
-enum { KEYLOG_G_X, KEYLOG_PRK_2E, KEYLOG_TH_2, KEYLOG_PRK_3E2M, KEYLOG_TH_3, KEYLOG_PRK_4E3M,
-       KEYLOG_TH_4, KEYLOG_EDHOC_FIELDS };
+enum {
+    KEYLOG_G_X,
+    KEYLOG_PRK_2E,
+    KEYLOG_TH_2,
+    KEYLOG_PRK_3E2M,
+    KEYLOG_TH_3,
+    KEYLOG_PRK_4E3M,
+    KEYLOG_TH_4,
+    KEYLOG_EDHOC_FIELDS
+};
 
 struct keylog_edhoc_row {
     struct keylog_origin at;

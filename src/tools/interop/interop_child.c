@@ -176,8 +176,8 @@ static void run_child(const struct interop_matrix_opts *o, char *const argv[], l
             err[--err_len] = '\0';
         const char *nl = strrchr(err, '\n');
         const char *line = nl ? nl + 1 : err;
-        static const char *const prefixes[] = {"edhoc-cli initiator: ", "edhoc-cli: ",
-                                               "initiator: "};
+        static const char *const prefixes[] = {
+            "edhoc-cli initiator: ", "edhoc-cli: ", "initiator: "};
         for (size_t i = 0; i < 3; i++)
             if (!strncmp(line, prefixes[i], strlen(prefixes[i])))
                 line += strlen(prefixes[i]);

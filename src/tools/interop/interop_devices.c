@@ -127,7 +127,8 @@ static int member_ints(const json_t *obj, const char *key, int *out, size_t cap)
         return -1;
     size_t i;
     const json_t *v;
-    json_array_foreach(a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         if (!json_is_integer(v))
             return -1;
         out[i] = (int)json_integer_value(v);
@@ -180,13 +181,12 @@ static int bare_message_1_read_as_c_r(const struct interop_devices *r, const jso
         in->method != -1 || !strstr(in->result, "message_3: unknown C_R "))
         return -1;
     char c_r[8];
-    if (!member_str(line, "c_r", c_r, sizeof c_r) || strlen(c_r) != 2 ||
-        c_r[0] != '0' || c_r[1] < '0' || c_r[1] > '3')
+    if (!member_str(line, "c_r", c_r, sizeof c_r) || strlen(c_r) != 2 || c_r[0] != '0' ||
+        c_r[1] < '0' || c_r[1] > '3')
         return -1;
     uint8_t b[2];
     char pcap[32];
-    if (member_str(line, "pcap", pcap, sizeof pcap) &&
-        first_payload_bytes(r, pcap, b)) {
+    if (member_str(line, "pcap", pcap, sizeof pcap) && first_payload_bytes(r, pcap, b)) {
         *seen = true;
         bool suites_i = (b[1] & 0xe0) != 0x40 && (b[1] & 0xe0) != 0x60 && b[1] != 0xf5;
         if (b[0] > 3 || !suites_i)
@@ -206,14 +206,12 @@ static bool add_handshake(struct interop_devices *r, const json_t *line)
     /* Unknown values (a method not read, no error code) are null. */
     if (!member_long(line, "id", false, &id) || id <= 0 ||
         !member_str(line, "host", host, sizeof host) ||
-        !member_long(line, "method", true, &method) ||
-        !member_long(line, "suite", true, &suite) ||
+        !member_long(line, "method", true, &method) || !member_long(line, "suite", true, &suite) ||
         !member_str(line, "framing", in.framing, sizeof in.framing) ||
         !member_bool(line, "combined", &in.combined) ||
         !member_bool(line, "message_4", &in.message_4) ||
         !member_str(line, "outcome", in.outcome, sizeof in.outcome) ||
-        !member_long(line, "err_code", true, &in.err_code) ||
-        !json_object_get(line, "result"))
+        !member_long(line, "err_code", true, &in.err_code) || !json_object_get(line, "result"))
         return false;
     /* Cut short by the responder's own stop: nothing the device did,
      * and no attempt of a combination. */
@@ -253,8 +251,9 @@ static bool add_handshake(struct interop_devices *r, const json_t *line)
                  "a bare-framed message_1 (RFC 9528 Appendix A.2 expects the true prefix): the "
                  "device speaks the bare framing; start the responder with --framing both or "
                  "bare%s",
-                 seen ? "" : " (told by the C_R it was read as, a METHOD value no C_R of ours "
-                             "takes; the datagram was not kept)");
+                 seen ? ""
+                      : " (told by the C_R it was read as, a METHOD value no C_R of ours "
+                        "takes; the datagram was not kept)");
     }
     bool ok = !strcmp(in.outcome, "ok");
     if (!ok) {
@@ -332,8 +331,7 @@ static bool add_oscore(struct interop_devices *r, const json_t *line)
                      "contexts differ");
             snprintf(row->fail_trace, sizeof row->fail_trace, "%llu.txt",
                      (unsigned long long)a->id);
-            snprintf(row->fail_pcap, sizeof row->fail_pcap, "%llu.pcap",
-                     (unsigned long long)a->id);
+            snprintf(row->fail_pcap, sizeof row->fail_pcap, "%llu.pcap", (unsigned long long)a->id);
         }
         break;
     }

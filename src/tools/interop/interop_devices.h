@@ -17,11 +17,11 @@
 
 #include "edhoc/edhoc.h"
 
-#define INTEROP_DEVICE_MAX_ID_CREDS 8 /* distinct ID_CRED_I listed per device */
-#define INTEROP_DEVICE_ID_CRED_HEX 64 /* hex digits of each shown */
+#define INTEROP_DEVICE_MAX_ID_CREDS 8  /* distinct ID_CRED_I listed per device */
+#define INTEROP_DEVICE_ID_CRED_HEX  64 /* hex digits of each shown */
 
 struct interop_device_row {
-    int method;       /* -1: not known (null in the log) */
+    int method; /* -1: not known (null in the log) */
     int suites_i[EDHOC_MAX_SUITES];
     int n_suites_i;
     int suite;        /* -1: not known */
@@ -33,7 +33,7 @@ struct interop_device_row {
     /* The last attempt. */
     uint64_t last_id;
     char outcome[16];
-    long err_code;    /* -1: none */
+    long err_code; /* -1: none */
     int suites_r[EDHOC_MAX_SUITES];
     int n_suites_r;
     char result[400];

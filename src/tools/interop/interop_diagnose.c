@@ -110,7 +110,8 @@ static void peer_error(struct interop_cell *c, long code, const char *diag, cons
     size_t cap = sizeof c->reason;
     if (code == 1 && c->combined && strstr(diag, "message_4")) {
         set_unsupported(c, INTEROP_NS_COMBINED);
-        set_text(why, cap, "the peer requires message_4, which the RFC 9668 combined request "
+        set_text(why, cap,
+                 "the peer requires message_4, which the RFC 9668 combined request "
                  "cannot carry");
     } else if (code == 1 && c->combined &&
                (strcasestr(diag, "combined") || strcasestr(diag, "EDHOC option"))) {
@@ -118,29 +119,35 @@ static void peer_error(struct interop_cell *c, long code, const char *diag, cons
         set_text(why, cap, "the device refuses the RFC 9668 combined request (\"%s\")", diag);
     } else if (code == 1 && is_bare(c) && strstr(diag, "C_R")) {
         set_unsupported(c, INTEROP_NS_FRAMING);
-        set_text(why, cap, "the peer does not take the bare framing: it read our bare message_1 "
+        set_text(why, cap,
+                 "the peer does not take the bare framing: it read our bare message_1 "
                  "as a C_R-prefixed message_3 (\"%s\"); use the RFC 9528 A.2 framing with it",
                  diag);
     } else if (!is_bare(c) && unparsed_message_1(code, diag)) {
         /* Not supported once the bare framing is seen to work (the
          * matrix decides at the end); a broken encoder otherwise. */
         c->a2_unparsed = true;
-        set_text(why, cap, "the peer could not parse our message_1 (\"%s\"): if the bare "
+        set_text(why, cap,
+                 "the peer could not parse our message_1 (\"%s\"): if the bare "
                  "framing works, it does not take the A.2 framing (CBOR true before message_1, "
-                 "C_R before message_3)", diag);
+                 "C_R before message_3)",
+                 diag);
     } else if (code == 1 && method_refused(diag)) {
         set_unsupported(c, INTEROP_NS_METHOD);
         set_text(why, cap, "method %d not supported by the peer", c->method);
-    } else if (code == 1 && (strstr(diag, "MAC") || strstr(diag, "Signature") ||
-                             strstr(diag, "verif"))) {
-        set_text(why, cap, "the peer could not verify message_3: check our CRED_I as the peer "
+    } else if (code == 1 &&
+               (strstr(diag, "MAC") || strstr(diag, "Signature") || strstr(diag, "verif"))) {
+        set_text(why, cap,
+                 "the peer could not verify message_3: check our CRED_I as the peer "
                  "stores it (the exact bytes hashed into TH_3), ID_CRED_I (kid as integer vs "
                  "byte string), EAD_3");
     } else if (code == 1) {
         set_text(why, cap, "the peer refused%s%s", diag[0] ? ": " : "", diag);
     } else if (code == 3) {
-        set_text(why, cap, "the peer does not know our credential (ID_CRED_I by %s): add our "
-                 "credential to its trust, or name it another way (--id-creds)", c->id_cred);
+        set_text(why, cap,
+                 "the peer does not know our credential (ID_CRED_I by %s): add our "
+                 "credential to its trust, or name it another way (--id-creds)",
+                 c->id_cred);
     } else {
         set_text(why, cap, "ERR_CODE %ld is not defined by RFC 9528", code);
     }
@@ -195,7 +202,8 @@ static void suite_refused(const struct interop_matrix_opts *o, struct matrix_sta
         char list[80];
         size_t w = 0, i;
         const json_t *v;
-        json_array_foreach(suites_r, i, v) {
+        json_array_foreach(suites_r, i, v)
+        {
             if (json_is_integer(v) && w < sizeof list)
                 w += (size_t)snprintf(list + w, sizeof list - w, "%s%lld", w ? ", " : "",
                                       (long long)json_integer_value(v));
@@ -207,12 +215,12 @@ static void suite_refused(const struct interop_matrix_opts *o, struct matrix_sta
     }
     int sr = st->suites_r_cache[c->suite & 31];
     if (sr == -2)
-        sr = st->suites_r_cache[c->suite & 31] =
-            probe_suites_r(o, c->suite, c->method, is_bare(c));
+        sr = st->suites_r_cache[c->suite & 31] = probe_suites_r(o, c->suite, c->method, is_bare(c));
     if (sr >= 0)
         set_text(c->reason, sizeof c->reason,
                  "suite %d not supported by the peer: SUITES_R = %d (our most preferred suite "
-                 "among those it offers)", c->suite, sr);
+                 "among those it offers)",
+                 c->suite, sr);
     else
         set_text(c->reason, sizeof c->reason,
                  "suite %d not supported by the peer: SUITES_R names none of the suites we have",
@@ -242,9 +250,9 @@ static void oscore_failure(const struct interop_matrix_opts *o, struct interop_c
                            int exit_code, const char *text)
 {
     c->outcome = INTEROP_FAILED;
-    c->failure = exit_code == INTEROP_EXIT_TIMEOUT ? INTEROP_FAIL_TIMEOUT
+    c->failure = exit_code == INTEROP_EXIT_TIMEOUT  ? INTEROP_FAIL_TIMEOUT
                  : exit_code == INTEROP_EXIT_OSCORE ? INTEROP_FAIL_OSCORE
-                                                : INTEROP_FAIL_OTHER;
+                                                    : INTEROP_FAIL_OTHER;
     char req[200];
     const char *rest = failed_request(o, text, req, sizeof req);
     bool edhoc_only_hint = false;
@@ -314,7 +322,8 @@ static bool handshake_completed(const struct interop_cell *c, const json_t *rep)
         return true;
     size_t i;
     const json_t *m;
-    json_array_foreach(json_object_get(rep, "messages"), i, m) {
+    json_array_foreach(json_object_get(rep, "messages"), i, m)
+    {
         const char *name = member_str(m, "name"), *from = member_str(m, "from");
         if (!name || !from)
             continue;
@@ -334,7 +343,8 @@ static void read_tolerated(const json_t *rep, char *dst, size_t cap)
     dst[0] = '\0';
     size_t n = 0, i;
     const json_t *v;
-    json_array_foreach(json_object_get(rep, "tolerated"), i, v) {
+    json_array_foreach(json_object_get(rep, "tolerated"), i, v)
+    {
         /* Names are tokens (c-bstr, kid-int); anything else is not ours. */
         const char *name = json_string_value(v);
         if (name && name[strcspn(name, ", \t\r\n\"")] == '\0' && n < cap)
@@ -409,8 +419,7 @@ void diagnose(const struct interop_matrix_opts *o, struct matrix_state *st, stru
          * cannot make this cell (the caller tells a cell of its own from
          * a command line no cell can run). */
         c->setup_exit = exit_code;
-        snprintf(c->setup_text, sizeof c->setup_text, "%.*s", (int)sizeof c->setup_text - 1,
-                 text);
+        snprintf(c->setup_text, sizeof c->setup_text, "%.*s", (int)sizeof c->setup_text - 1, text);
         c->outcome = INTEROP_SKIPPED;
         c->failure = INTEROP_FAIL_NONE;
         set_text(c->reason, sizeof c->reason, "not possible with our credentials or options: %s",
@@ -491,15 +500,21 @@ void diagnose(const struct interop_matrix_opts *o, struct matrix_state *st, stru
         c->failure = INTEROP_FAIL_TIMEOUT;
         set_text(c->edhoc, sizeof c->edhoc, "timeout");
         if (strstr(text, "message_3") && is_bare(c))
-            set_text(c->reason, sizeof c->reason, "%s: the peer did not answer message_3 in "
-                     "the bare framing", text);
+            set_text(c->reason, sizeof c->reason,
+                     "%s: the peer did not answer message_3 in "
+                     "the bare framing",
+                     text);
         else if (strstr(text, "message_3"))
-            set_text(c->reason, sizeof c->reason, "%s: the peer may have failed to verify "
-                     "message_3 silently, or does not answer it", text);
+            set_text(c->reason, sizeof c->reason,
+                     "%s: the peer may have failed to verify "
+                     "message_3 silently, or does not answer it",
+                     text);
         else if (strstr(text, "message_1") && strstr(text, "timeout"))
-            set_text(c->reason, sizeof c->reason, "%s: the device is silent - not running, "
+            set_text(c->reason, sizeof c->reason,
+                     "%s: the device is silent - not running, "
                      "another port or path, or it drops message_1 (check its log for a parse "
-                     "error)", text);
+                     "error)",
+                     text);
         else
             set_text(c->reason, sizeof c->reason, "%s", text[0] ? text : "no answer in time");
         break;
@@ -535,9 +550,11 @@ void diagnose(const struct interop_matrix_opts *o, struct matrix_state *st, stru
         if (strstr(text, "message_4 expected")) {
             /* RFC 9528 Section 5.5: message_4 is optional. */
             set_unsupported(c, INTEROP_NS_M4);
-            set_text(c->edhoc, sizeof c->edhoc, "no message_4: the peer answered message_3 "
+            set_text(c->edhoc, sizeof c->edhoc,
+                     "no message_4: the peer answered message_3 "
                      "with an empty 2.04");
-            set_text(c->reason, sizeof c->reason, "the peer does not send message_4 (optional, "
+            set_text(c->reason, sizeof c->reason,
+                     "the peer does not send message_4 (optional, "
                      "RFC 9528 Section 5.5)");
         } else if (strstr(text, "4.15") || strstr(text, "Content-Format")) {
             set_unsupported(c, INTEROP_NS_FRAMING);

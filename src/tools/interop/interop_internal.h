@@ -24,11 +24,11 @@ struct matrix_state {
 /* ---- One initiator run in a child process, bounded (interop_child.c) ---- */
 
 struct child_result {
-    bool killed;      /* our bound ran out */
-    bool interrupted; /* we were asked to stop (SIGINT/SIGTERM): the child was stopped */
-    int exit_code;    /* -1: died by a signal */
-    char *out;        /* stdout (the --json report) */
-    json_t *report;   /* out parsed, when it is a JSON object; else NULL */
+    bool killed;        /* our bound ran out */
+    bool interrupted;   /* we were asked to stop (SIGINT/SIGTERM): the child was stopped */
+    int exit_code;      /* -1: died by a signal */
+    char *out;          /* stdout (the --json report) */
+    json_t *report;     /* out parsed, when it is a JSON object; else NULL */
     char err_line[300]; /* the last line of stderr */
     long ms;
 };
@@ -46,8 +46,8 @@ void initiator_argv_start(const struct interop_matrix_opts *o, int method, const
                           struct initiator_argv *a);
 /* Add the pass-through options and run it, bounded by the timeout (twice
  * that with --framing auto, which may run a second handshake). */
-void initiator_argv_run(const struct interop_matrix_opts *o, struct initiator_argv *a,
-                        bool twice, struct child_result *r);
+void initiator_argv_run(const struct interop_matrix_opts *o, struct initiator_argv *a, bool twice,
+                        struct child_result *r);
 void child_result_free(struct child_result *r);
 
 bool interop_stopped(const struct interop_matrix_opts *o);
@@ -100,8 +100,7 @@ static inline void add_text(char *dst, size_t cap, const char *fmt, ...)
 
 static inline bool is_bare(const struct interop_cell *c)
 {
-    return c->framing_used[0] ? !strcmp(c->framing_used, "bare")
-                              : c->framing == INTEROP_FR_BARE;
+    return c->framing_used[0] ? !strcmp(c->framing_used, "bare") : c->framing == INTEROP_FR_BARE;
 }
 
 static inline void set_unsupported(struct interop_cell *c, enum interop_unsupported what)
@@ -115,8 +114,8 @@ static inline void set_unsupported(struct interop_cell *c, enum interop_unsuppor
 
 /* How the cell ended, from the initiator's run r; may probe the device
  * once more for its SUITES_R. */
-void diagnose(const struct interop_matrix_opts *o, struct matrix_state *st,
-              struct interop_cell *c, const struct child_result *r);
+void diagnose(const struct interop_matrix_opts *o, struct matrix_state *st, struct interop_cell *c,
+              const struct child_result *r);
 /* The one-line result of a cell from its outcome and texts. */
 void compose_result(struct interop_cell *c);
 

@@ -13,13 +13,13 @@
 
 #include "interop_log_writer.h"
 
-#define SLOTS 32
-#define SLOT_DATAGRAMS 64
+#define SLOTS               32
+#define SLOT_DATAGRAMS      64
 #define SLOT_DATAGRAM_BYTES (256u * 1024u)
-#define SLOT_TRACE_BYTES (256u * 1024u)
-#define ENDED_WAIT_MS 500       /* for the response to the last message */
-#define OSCORE_WAIT_MS 1500     /* for the first OSCORE request after an ok handshake */
-#define ANONYMOUS_WAIT_MS 10000 /* an EDHOC request that never became a handshake */
+#define SLOT_TRACE_BYTES    (256u * 1024u)
+#define ENDED_WAIT_MS       500   /* for the response to the last message */
+#define OSCORE_WAIT_MS      1500  /* for the first OSCORE request after an ok handshake */
+#define ANONYMOUS_WAIT_MS   10000 /* an EDHOC request that never became a handshake */
 
 enum slot_state {
     SLOT_OPEN,        /* in progress */

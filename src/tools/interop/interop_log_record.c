@@ -28,9 +28,9 @@ static json_t *json_hex(const uint8_t *p, size_t len)
  * could not be written. */
 static int json_print_line(json_t *root, FILE *f)
 {
-    int rc = root ? json_dumpf(root, f, JSON_COMPACT | JSON_PRESERVE_ORDER |
-                                            JSON_REAL_PRECISION(10))
-                  : -1;
+    int rc = root
+                 ? json_dumpf(root, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
+                 : -1;
     if (rc == 0 && fputc('\n', f) == EOF)
         rc = -1;
     fflush(f);
@@ -47,20 +47,14 @@ static void hex_print(FILE *f, const uint8_t *p, size_t len)
 static const char *outcome_name(enum edhoc_server_outcome o)
 {
     switch (o) {
-    case EDHOC_SERVER_OK:
-        return "ok";
-    case EDHOC_SERVER_REFUSED:
-        return "refused";
-    case EDHOC_SERVER_PEER_ERROR:
-        return "peer-error";
-    case EDHOC_SERVER_VERIFY:
-        return "verify";
+    case EDHOC_SERVER_OK: return "ok";
+    case EDHOC_SERVER_REFUSED: return "refused";
+    case EDHOC_SERVER_PEER_ERROR: return "peer-error";
+    case EDHOC_SERVER_VERIFY: return "verify";
     case EDHOC_SERVER_EXPIRED:
-    case EDHOC_SERVER_EVICTED:
-        return "timeout";
+    case EDHOC_SERVER_EVICTED: return "timeout";
     case EDHOC_SERVER_FAILED:
-    case EDHOC_SERVER_SHUTDOWN:
-        break;
+    case EDHOC_SERVER_SHUTDOWN: break;
     }
     return "failed";
 }
@@ -76,9 +70,7 @@ static const char *ended_name(enum edhoc_server_outcome o)
 static void result_text(const struct edhoc_server_handshake *hs, char *out, size_t cap)
 {
     switch (hs->outcome) {
-    case EDHOC_SERVER_OK:
-        snprintf(out, cap, "ok");
-        return;
+    case EDHOC_SERVER_OK: snprintf(out, cap, "ok"); return;
     case EDHOC_SERVER_REFUSED:
         if (hs->err_code >= 0)
             snprintf(out, cap, "EDHOC error %d sent: %s", hs->err_code, hs->error_text);
@@ -96,14 +88,9 @@ static void result_text(const struct edhoc_server_handshake *hs, char *out, size
         snprintf(out, cap, "our verification failed: %s", hs->error_text);
         return;
     case EDHOC_SERVER_EXPIRED:
-    case EDHOC_SERVER_EVICTED:
-        snprintf(out, cap, "timeout: %s", hs->error_text);
-        return;
-    case EDHOC_SERVER_SHUTDOWN:
-        snprintf(out, cap, "stopped: %s", hs->error_text);
-        return;
-    case EDHOC_SERVER_FAILED:
-        break;
+    case EDHOC_SERVER_EVICTED: snprintf(out, cap, "timeout: %s", hs->error_text); return;
+    case EDHOC_SERVER_SHUTDOWN: snprintf(out, cap, "stopped: %s", hs->error_text); return;
+    case EDHOC_SERVER_FAILED: break;
     }
     snprintf(out, cap, "failed: %s", hs->error_text);
 }
@@ -161,8 +148,8 @@ static void utc_now(char *out, size_t cap)
 
 /* The jsonl line of a record (docs/json/interop-log.schema.json): every
  * member always there, null when it does not apply. */
-static json_t *record_json(const struct edhoc_server_handshake *hs, uint64_t id,
-                           const char *when, const char *host, const char *result, bool files)
+static json_t *record_json(const struct edhoc_server_handshake *hs, uint64_t id, const char *when,
+                           const char *host, const char *result, bool files)
 {
     size_t edhoc = hs->error_bytes;
     for (int i = 1; i <= 4; i++)
@@ -185,11 +172,11 @@ static json_t *record_json(const struct edhoc_server_handshake *hs, uint64_t id,
     json_set(o, "message_4", json_boolean(hs->message_4));
     json_set(o, "message_4_sent", json_boolean(hs->message_4_sent));
     json_set(o, "id_cred_i_type", json_text(hs->id_cred_i_type));
-    json_set(o, "id_cred_i", json_hex_or_null(hs->id_cred_i, hs->id_cred_i_len,
-                                                  hs->id_cred_i != NULL));
-    json_set(o, "id_cred_i_sent", json_hex_or_null(hs->id_cred_i_sent,
-                                                       hs->id_cred_i_sent_len,
-                                                       hs->id_cred_i_sent != NULL));
+    json_set(o, "id_cred_i",
+             json_hex_or_null(hs->id_cred_i, hs->id_cred_i_len, hs->id_cred_i != NULL));
+    json_set(
+        o, "id_cred_i_sent",
+        json_hex_or_null(hs->id_cred_i_sent, hs->id_cred_i_sent_len, hs->id_cred_i_sent != NULL));
     json_set(o, "id_cred_r_type", json_text(hs->id_cred_r_type));
     json_set(o, "outcome", json_string(outcome_name(hs->outcome)));
     json_set(o, "ended", json_string(ended_name(hs->outcome)));
@@ -233,8 +220,8 @@ static json_t *record_json(const struct edhoc_server_handshake *hs, uint64_t id,
 static void record_header(FILE *f, const struct edhoc_server_handshake *hs, uint64_t id,
                           const char *when, const char *result)
 {
-    fprintf(f, "EDHOC handshake %llu from %s (we are the responder), %s\n",
-            (unsigned long long)id, hs->peer ? hs->peer : "?", when);
+    fprintf(f, "EDHOC handshake %llu from %s (we are the responder), %s\n", (unsigned long long)id,
+            hs->peer ? hs->peer : "?", when);
     fprintf(f, "outcome: %s\n", result);
     if (hs->causes[0])
         fprintf(f, "likely causes: %s\n", hs->causes);
@@ -261,10 +248,13 @@ static void record_header(FILE *f, const struct edhoc_server_handshake *hs, uint
     hex_text(f, hs->c_i, hs->c_i_len);
     fputs(", C_R: ", f);
     hex_text(f, hs->c_r, hs->c_r_len);
-    fprintf(f, " (byte-string values)\nframing: %s, combined request (RFC 9668): %s, "
-               "message_4: %s\n",
+    fprintf(f,
+            " (byte-string values)\nframing: %s, combined request (RFC 9668): %s, "
+            "message_4: %s\n",
             hs->framing == EDHOC_FRAMING_BARE ? "bare" : "A.2", hs->combined ? "yes" : "no",
-            hs->message_4_sent ? "sent" : hs->message_4 ? "configured, not sent" : "no");
+            hs->message_4_sent ? "sent"
+            : hs->message_4    ? "configured, not sent"
+                               : "no");
     if (hs->id_cred_i) {
         fprintf(f, "ID_CRED_I (%s), full map: ", hs->id_cred_i_type ? hs->id_cred_i_type : "?");
         hex_text(f, hs->id_cred_i, hs->id_cred_i_len);
@@ -279,8 +269,9 @@ static void record_header(FILE *f, const struct edhoc_server_handshake *hs, uint
         hex_print(f, hs->cred_i, hs->cred_i_len);
         fputc('\n', f);
     }
-    fprintf(f, "EDHOC bytes: message_1 %zu, message_2 %zu, message_3 %zu, message_4 %zu, "
-               "error message %zu; %llu ms\n",
+    fprintf(f,
+            "EDHOC bytes: message_1 %zu, message_2 %zu, message_3 %zu, message_4 %zu, "
+            "error message %zu; %llu ms\n",
             hs->bytes[1], hs->bytes[2], hs->bytes[3], hs->bytes[4], hs->error_bytes,
             (unsigned long long)hs->duration_ms);
 }
@@ -311,9 +302,9 @@ void interop_log_record(void *user, const struct edhoc_server_handshake *hs)
         } else if (!log->warned_max) {
             log->warned_max = true;
             log_line(log, LOG_WARNING,
-                    "interop log: %ld handshakes with trace and pcap files written "
-                    "(--interop-log-max): from now on only %s/%s",
-                    log->max_files, log->dir, INTEROP_LOG_FILE);
+                     "interop log: %ld handshakes with trace and pcap files written "
+                     "(--interop-log-max): from now on only %s/%s",
+                     log->max_files, log->dir, INTEROP_LOG_FILE);
         }
     }
 
@@ -395,4 +386,3 @@ void interop_log_oscore(void *user, const struct edhoc_server_oscore_first *firs
         s->deadline_ms = mono_ms() + ENDED_WAIT_MS;
     }
 }
-

@@ -391,7 +391,7 @@ void jsonl_write(struct interop_log *log, const char *line, size_t len)
             continue;
         if (w <= 0) {
             log_line(log, LOG_ERR, "interop log: %s/%s: %s", log->dir, INTEROP_LOG_FILE,
-                    strerror(errno));
+                     strerror(errno));
             return;
         }
         off += (size_t)w;

@@ -37,7 +37,7 @@
 
 #include "edhoc/transport.h"
 
-#define INTEROP_LOG_FILE "handshakes.jsonl"
+#define INTEROP_LOG_FILE      "handshakes.jsonl"
 #define INTEROP_LOG_MAX_FILES 10000
 
 struct interop_log;

@@ -16,11 +16,11 @@
 
 const char *const interop_outcome_names[] = {"ok", "failed", "not supported", "skipped"};
 
-const char *const interop_failure_names[] = {"", "peer-error", "verify", "timeout", "oscore",
-                                             "failed"};
+const char *const interop_failure_names[] = {"",        "peer-error", "verify",
+                                             "timeout", "oscore",     "failed"};
 
-const char *const interop_unsupported_names[] = {"", "method", "suite", "message_4",
-                                                 "combined", "framing"};
+const char *const interop_unsupported_names[] = {"",          "method",   "suite",
+                                                 "message_4", "combined", "framing"};
 
 /* A problem of the run that does not stop it, told to the caller. */
 static void warn(const struct interop_matrix_opts *o, const char *fmt, ...)
@@ -95,13 +95,15 @@ static void write_trace(const struct interop_matrix_opts *o, const struct intero
     fprintf(f, "\nTrace (RFC 9529 names, initiator side):\n");
     size_t i;
     const json_t *v;
-    json_array_foreach(json_object_get(r->report, "trace"), i, v) {
+    json_array_foreach(json_object_get(r->report, "trace"), i, v)
+    {
         const char *name = member_str(v, "name"), *hex = member_str(v, "hex");
         size_t len = hex ? strlen(hex) : 0;
         fprintf(f, "  %s (%zu bytes) %s\n", name ? name : "?", len / 2, hex ? hex : "");
     }
     fprintf(f, "\nMessages:\n");
-    json_array_foreach(json_object_get(r->report, "messages"), i, v) {
+    json_array_foreach(json_object_get(r->report, "messages"), i, v)
+    {
         const char *name = member_str(v, "name"), *from = member_str(v, "from");
         long edhoc = -1, coap = -1, dgrams = 0;
         char e[24] = "-", cb[24] = "-";
@@ -110,9 +112,9 @@ static void write_trace(const struct interop_matrix_opts *o, const struct intero
         if (member_long(v, "coap_bytes", &coap))
             snprintf(cb, sizeof cb, "%ld", coap);
         member_long(v, "datagrams", &dgrams);
-        fprintf(f, "  %-32s %s EDHOC %s, CoAP/UDP %s bytes, %ld datagram%s\n",
-                name ? name : "?", from && !strcmp(from, "initiator") ? "I->R" : "R->I", e, cb,
-                dgrams, dgrams == 1 ? "" : "s");
+        fprintf(f, "  %-32s %s EDHOC %s, CoAP/UDP %s bytes, %ld datagram%s\n", name ? name : "?",
+                from && !strcmp(from, "initiator") ? "I->R" : "R->I", e, cb, dgrams,
+                dgrams == 1 ? "" : "s");
     }
     fprintf(f, "\nDatagrams: %s.pcap (tshark -r FILE -d udp.port==PORT,coap)\n", c->name);
     fclose(f);
@@ -204,8 +206,10 @@ static void run_cell(const struct interop_matrix_opts *o, struct matrix_state *s
             add_text(c->reason, sizeof c->reason, "; tolerated deviation of the device: %s",
                      c->tolerated);
         else
-            set_text(c->reason, sizeof c->reason, "tolerated deviation of the device: %s "
-                     "(--tolerate)", c->tolerated);
+            set_text(c->reason, sizeof c->reason,
+                     "tolerated deviation of the device: %s "
+                     "(--tolerate)",
+                     c->tolerated);
     }
     compose_result(c);
     if (!c->setup_exit)
@@ -246,16 +250,17 @@ static bool fatal_cell(const struct matrix_state *st, const struct interop_cell 
 
 size_t interop_matrix_planned(const struct interop_matrix_opts *o)
 {
-    size_t per = !o->full ? 2 : o->framing == INTEROP_FR_BOTH ? 5
-                            : o->framing == INTEROP_FR_BARE   ? 2
-                                                              : 3;
+    size_t per = !o->full                        ? 2
+                 : o->framing == INTEROP_FR_BOTH ? 5
+                 : o->framing == INTEROP_FR_BARE ? 2
+                                                 : 3;
     size_t grid = (size_t)o->n_methods * (size_t)o->n_suites * (size_t)o->n_id_creds * per;
     /* The cells after the grid: the combined request and the bare framing
      * for one configuration (not with --full). */
-    size_t extra = o->full ? 0
-                           : (size_t)(o->framing != INTEROP_FR_BARE) +
-                                 (size_t)(o->framing == INTEROP_FR_BOTH ||
-                                          o->framing == INTEROP_FR_AUTO);
+    size_t extra =
+        o->full ? 0
+                : (size_t)(o->framing != INTEROP_FR_BARE) +
+                      (size_t)(o->framing == INTEROP_FR_BOTH || o->framing == INTEROP_FR_AUTO);
     return grid + extra;
 }
 
@@ -265,9 +270,11 @@ struct variant {
     enum interop_framing framing;
 };
 
-static const struct variant full_both[] = {
-    {false, false, INTEROP_FR_A2},  {true, false, INTEROP_FR_A2},  {false, true, INTEROP_FR_A2},
-    {false, false, INTEROP_FR_BARE}, {true, false, INTEROP_FR_BARE}};
+static const struct variant full_both[] = {{false, false, INTEROP_FR_A2},
+                                           {true, false, INTEROP_FR_A2},
+                                           {false, true, INTEROP_FR_A2},
+                                           {false, false, INTEROP_FR_BARE},
+                                           {true, false, INTEROP_FR_BARE}};
 static const struct variant full_a2[] = {
     {false, false, INTEROP_FR_A2}, {true, false, INTEROP_FR_A2}, {false, true, INTEROP_FR_A2}};
 static const struct variant full_auto[] = {

@@ -20,10 +20,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define INTEROP_MAX_LIST 16
-#define INTEROP_MAX_PASS 48  /* pass-through argv entries (credentials, requests) */
-#define INTEROP_MAX_CELLS 1024
-#define INTEROP_KILL_GRACE_MS 2000 /* beyond the timeout before a cell is killed */
+#define INTEROP_MAX_LIST        16
+#define INTEROP_MAX_PASS        48 /* pass-through argv entries (credentials, requests) */
+#define INTEROP_MAX_CELLS       1024
+#define INTEROP_KILL_GRACE_MS   2000 /* beyond the timeout before a cell is killed */
 #define INTEROP_DEFAULT_REQUEST "GET /.well-known/core"
 
 /* The exit codes of the initiator that the diagnosis tells apart (the man
@@ -87,23 +87,23 @@ struct interop_cell {
     char id_cred[12];
     bool message_4, combined;
     enum interop_framing framing; /* as asked: A2, BARE or AUTO */
-    char framing_used[8];   /* "A.2", "bare" as the initiator ran it; "" not known */
+    char framing_used[8];         /* "A.2", "bare" as the initiator ran it; "" not known */
     char name[64];
     enum interop_outcome outcome;
     enum interop_failure failure;
     enum interop_unsupported unsupported;
-    bool edhoc_ok;         /* the handshake completed */
-    bool a2_unparsed;      /* the device could not parse our A.2 message_1 */
-    long err_code;         /* the peer's ERR_CODE, -1: none (null in JSON) */
-    char edhoc[240];       /* "ok" or how EDHOC ended; "" when not run */
-    char oscore[240];      /* "ok" or how the request ended; "" when not reached */
-    char result[500];      /* both in one line */
-    char reason[700];      /* the likely causes */
-    char tolerated[120];   /* deviations of the device the initiator tolerated, "a, b" */
+    bool edhoc_ok;                /* the handshake completed */
+    bool a2_unparsed;             /* the device could not parse our A.2 message_1 */
+    long err_code;                /* the peer's ERR_CODE, -1: none (null in JSON) */
+    char edhoc[240];              /* "ok" or how EDHOC ended; "" when not run */
+    char oscore[240];             /* "ok" or how the request ended; "" when not reached */
+    char result[500];             /* both in one line */
+    char reason[700];             /* the likely causes */
+    char tolerated[120];          /* deviations of the device the initiator tolerated, "a, b" */
     long edhoc_bytes, coap_bytes; /* the initiator's totals; -1: not reported (null) */
     long ms;
-    bool interrupted;      /* the run was stopped while it ran: left out of the matrix */
-    int setup_exit;        /* the initiator refused its command line before sending */
+    bool interrupted; /* the run was stopped while it ran: left out of the matrix */
+    int setup_exit;   /* the initiator refused its command line before sending */
     char setup_text[300];
 };
 
@@ -113,21 +113,20 @@ struct interop_matrix_opts {
     int n_methods, n_suites;
     char id_creds[INTEROP_MAX_LIST][12];
     int n_id_creds;
-    long timeout_ms;       /* per cell */
-    bool full;             /* every variant for every configuration */
+    long timeout_ms; /* per cell */
+    bool full;       /* every variant for every configuration */
     enum interop_framing framing;
-    const char *trace_dir; /* NULL: no traces; else a directory fit for secrets */
+    const char *trace_dir;              /* NULL: no traces; else a directory fit for secrets */
     const char *pass[INTEROP_MAX_PASS]; /* the initiator's options, passed to every cell */
     int n_pass;
-    const char *request;   /* the first --request, NULL: the default */
-    bool request_none;     /* --request none: EDHOC only */
+    const char *request; /* the first --request, NULL: the default */
+    bool request_none;   /* --request none: EDHOC only */
     /* Nonzero once the run is to stop (a signal came): the running cell
      * is stopped and left out. NULL: never. */
     int (*interrupted)(void);
     /* Before each cell: its number (from 1), the cells planned, its name
      * and the cells failed so far. NULL: none. */
-    void (*progress)(void *user, size_t number, size_t planned, const char *name,
-                     size_t failed);
+    void (*progress)(void *user, size_t number, size_t planned, const char *name, size_t failed);
     /* A problem that does not stop the run (a trace file not written). */
     void (*warn)(void *user, const char *text);
     void *user;
@@ -153,8 +152,8 @@ struct interop_summary {
 
 struct interop_matrix {
     struct interop_cell *cells;
-    size_t n, planned;     /* cells completed, cells planned */
-    bool any_ran;          /* some cell got past the initiator's setup */
+    size_t n, planned; /* cells completed, cells planned */
+    bool any_ran;      /* some cell got past the initiator's setup */
     /* The matrix stopped at this cell: a command line the initiator
      * refuses, for something no cell changes (its setup_exit and
      * setup_text say what); NULL otherwise. */

@@ -77,8 +77,8 @@ void summarize(const struct interop_matrix_opts *o, const struct interop_cell *c
         bool twin_ok = false;
         for (size_t j = 0; j < n; j++) {
             const struct interop_cell *t = &cells[j];
-            if (t->method == c->method && t->suite == c->suite &&
-                !strcmp(t->id_cred, c->id_cred) && !t->message_4 && !t->combined &&
+            if (t->method == c->method && t->suite == c->suite && !strcmp(t->id_cred, c->id_cred) &&
+                !t->message_4 && !t->combined &&
                 (c->combined ? !is_bare(t) : t->framing == c->framing) && t->edhoc_ok)
                 twin_ok = true;
         }

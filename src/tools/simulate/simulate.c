@@ -27,23 +27,30 @@ static const struct edhoc_crypto_ops *backend;
 static uint64_t crypto_ns;
 static unsigned crypto_calls;
 
-#define TIMED(call)                                                                               \
-    do {                                                                                          \
-        uint64_t t0 = tools_now_ns();                                                               \
-        int rc_ = (call);                                                                         \
-        crypto_ns += tools_now_ns() - t0;                                                           \
-        crypto_calls++;                                                                           \
-        return rc_;                                                                               \
+#define TIMED(call)                                                                                \
+    do {                                                                                           \
+        uint64_t t0 = tools_now_ns();                                                              \
+        int rc_ = (call);                                                                          \
+        crypto_ns += tools_now_ns() - t0;                                                          \
+        crypto_calls++;                                                                            \
+        return rc_;                                                                                \
     } while (0)
 
-static int timed_random(void *ctx, uint8_t *out, size_t len) { TIMED(backend->random(ctx, out, len)); }
-static int timed_hash(int alg, const uint8_t *m, size_t l, uint8_t *o) { TIMED(backend->hash(alg, m, l, o)); }
-static int timed_extract(int alg, const uint8_t *s, size_t sl, const uint8_t *i, size_t il, uint8_t *p)
+static int timed_random(void *ctx, uint8_t *out, size_t len)
+{
+    TIMED(backend->random(ctx, out, len));
+}
+static int timed_hash(int alg, const uint8_t *m, size_t l, uint8_t *o)
+{
+    TIMED(backend->hash(alg, m, l, o));
+}
+static int timed_extract(int alg, const uint8_t *s, size_t sl, const uint8_t *i, size_t il,
+                         uint8_t *p)
 {
     TIMED(backend->hkdf_extract(alg, s, sl, i, il, p));
 }
-static int timed_expand(int alg, const uint8_t *p, size_t pl, const uint8_t *i, size_t il, uint8_t *o,
-                        size_t ol)
+static int timed_expand(int alg, const uint8_t *p, size_t pl, const uint8_t *i, size_t il,
+                        uint8_t *o, size_t ol)
 {
     TIMED(backend->hkdf_expand(alg, p, pl, i, il, o, ol));
 }
@@ -101,7 +108,8 @@ static const struct edhoc_crypto_ops *make_timed_ops(void)
 
 /* ---- Recording ---- */
 
-static void record(struct simulate_run *run, const char *name, char sender, const uint8_t *p, size_t len)
+static void record(struct simulate_run *run, const char *name, char sender, const uint8_t *p,
+                   size_t len)
 {
     if (!run || run->n_msgs >= SIMULATE_MAX_RECORDED)
         return;
@@ -210,7 +218,7 @@ static void note_peer_error(struct simulate_run *run, const struct edhoc_error_i
 }
 
 bool simulate_oscore_params_match(const struct edhoc_oscore_params *a,
-                                const struct edhoc_oscore_params *b)
+                                  const struct edhoc_oscore_params *b)
 {
     return a->master_secret_len == b->master_secret_len &&
            edhoc_ct_equal(a->master_secret, b->master_secret, a->master_secret_len) &&
@@ -273,8 +281,8 @@ static int key_update(const struct simulate_settings *set, struct edhoc_session 
         rc = both_sides(edhoc_session_prk_out, s_i, s_r, ku->prk_out_after, &ku->prk_len,
                         &ku->sides_agree);
     if (!rc)
-        rc = both_sides(edhoc_session_prk_exporter, s_i, s_r, ku->prk_exporter_after,
-                        &ku->prk_len, &ku->sides_agree);
+        rc = both_sides(edhoc_session_prk_exporter, s_i, s_r, ku->prk_exporter_after, &ku->prk_len,
+                        &ku->sides_agree);
     if (rc)
         return rc;
     ku->done = true;
@@ -434,10 +442,11 @@ static int handshake(const struct simulate_settings *set, struct simulate_run *r
             char offered[64], allowed[64];
             run->err = prc;
             run->failed_side = 'I';
-            snprintf(run->why, sizeof run->why,
-                     "no common cipher suite: the responder supports %s (SUITES_R), the initiator %s",
-                     suite_list(info.suites, info.n_suites, allowed, sizeof allowed),
-                     suite_list(set->suites, set->n_suites, offered, sizeof offered));
+            snprintf(
+                run->why, sizeof run->why,
+                "no common cipher suite: the responder supports %s (SUITES_R), the initiator %s",
+                suite_list(info.suites, info.n_suites, allowed, sizeof allowed),
+                suite_list(set->suites, set->n_suites, offered, sizeof offered));
         } else {
             fail(run, &s_r, 'R', rc);
         }
@@ -501,8 +510,8 @@ static int handshake(const struct simulate_settings *set, struct simulate_run *r
     if (c_r)
         memcpy(run->c_r, c_r, c_r_len);
     run->c_r_len = c_r ? c_r_len : 0;
-    run->have_oscore = !set->oscore_unavailable(edhoc_session_suite(&s_i), run->no_oscore,
-                                                sizeof run->no_oscore);
+    run->have_oscore =
+        !set->oscore_unavailable(edhoc_session_suite(&s_i), run->no_oscore, sizeof run->no_oscore);
     rc = 0;
     if (run->have_oscore) {
         rc = edhoc_session_oscore(&s_i, &run->oscore_i);

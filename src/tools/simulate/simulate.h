@@ -16,10 +16,10 @@
 #include "edhoc/crypto.h"
 #include "edhoc/edhoc.h"
 
-#define SIMULATE_MAX_ATTEMPTS 4     /* message_1 attempts (suite negotiation) */
+#define SIMULATE_MAX_ATTEMPTS 4 /* message_1 attempts (suite negotiation) */
 #define SIMULATE_MAX_RECORDED 16
-#define SIMULATE_MAX_CONTEXT 256    /* the KeyUpdate context */
-#define SIMULATE_MAX_FRAMED (SIMULATE_MAX_RECORDED + 4)
+#define SIMULATE_MAX_CONTEXT  256 /* the KeyUpdate context */
+#define SIMULATE_MAX_FRAMED   (SIMULATE_MAX_RECORDED + 4)
 
 /* One side as the program built it: its config (the engine sets its ops
  * and trace members), the resolver's context and where the resolver puts
@@ -71,16 +71,16 @@ struct simulate_run {
     struct simulate_trace_entry *trace;
     size_t n_trace, cap_trace;
     int attempts;
-    int err;              /* EDHOC_ERR_* that ended the run, 0 on success */
-    char failed_side;     /* 'I' / 'R' */
-    char why[256];        /* the failing side's error text */
+    int err;                            /* EDHOC_ERR_* that ended the run, 0 on success */
+    char failed_side;                   /* 'I' / 'R' */
+    char why[256];                      /* the failing side's error text */
     struct edhoc_error_info peer_error; /* when an error message was received */
     bool have_peer_error;
     char peer_error_text[128];
     struct edhoc_oscore_params oscore_i, oscore_r;
     uint8_t c_r[EDHOC_MAX_CONN_ID]; /* for the A.2 framing of message_3 */
     size_t c_r_len;
-    bool have_oscore;     /* false: the suite has no OSCORE context, why in no_oscore */
+    bool have_oscore; /* false: the suite has no OSCORE context, why in no_oscore */
     char no_oscore[320];
     size_t rx_ead_count[5];
     struct simulate_key_update ku;
@@ -89,10 +89,10 @@ struct simulate_run {
 struct simulate_timing {
     double handshake_ms; /* median */
     double min_ms;
-    double crypto_ms;    /* median run's time inside crypto calls */
+    double crypto_ms; /* median run's time inside crypto calls */
     unsigned crypto_calls;
-    int runs;             /* handshakes timed */
-    bool partial;         /* --repeat stopped by the interruption check */
+    int runs;     /* handshakes timed */
+    bool partial; /* --repeat stopped by the interruption check */
 };
 
 struct simulate_settings {
@@ -101,8 +101,8 @@ struct simulate_settings {
     const int *suites; /* the initiator's, for the no-common-suite text */
     size_t n_suites;
     bool message_4;
-    bool trace;         /* record the traced values of the reported run */
-    long repeat;        /* handshakes, >= 1; the first is the reported one */
+    bool trace;  /* record the traced values of the reported run */
+    long repeat; /* handshakes, >= 1; the first is the reported one */
     /* EDHOC_KeyUpdate (RFC 9528 Appendix H) after the reported run. */
     bool key_update;
     uint8_t ku_context[SIMULATE_MAX_CONTEXT];
@@ -121,17 +121,17 @@ struct simulate_settings {
     void (*on_established)(void *ctx, const struct edhoc_key_log *log,
                            const struct simulate_run *run);
     void *established_ctx;
-    int (*interrupted)(void);                         /* may be NULL */
-    void (*progress)(void *ctx, long done, long of);  /* may be NULL */
+    int (*interrupted)(void);                        /* may be NULL */
+    void (*progress)(void *ctx, long done, long of); /* may be NULL */
     void *progress_ctx;
 };
 
 struct simulate_result {
-    struct simulate_run run;    /* the reported (first) run */
+    struct simulate_run run; /* the reported (first) run */
     struct simulate_timing timing;
-    int suite;                  /* of the last message_1, -1 none */
-    int later_err;              /* a later --repeat run that failed */
-    long later_index;           /* its number, from 1 */
+    int suite;        /* of the last message_1, -1 none */
+    int later_err;    /* a later --repeat run that failed */
+    long later_index; /* its number, from 1 */
     char later_why[256];
 };
 
@@ -171,7 +171,6 @@ struct simulate_framed {
 
 /* Every recorded message framed; returns the count (0 when a message
  * cannot be framed or the handshake failed: C_R is then unknown). */
-size_t simulate_frame_run(const struct simulate_run *run, struct simulate_framed *out,
-                          size_t max);
+size_t simulate_frame_run(const struct simulate_run *run, struct simulate_framed *out, size_t max);
 
 #endif

@@ -105,9 +105,9 @@ int edhoc_datagram_guard_admit(const uint8_t *d, size_t len);
 void edhoc_datagram_guard_count_refusal(int reason, size_t len);
 
 struct edhoc_datagram_guard_stats {
-    uint64_t checked;        /* datagrams checked, refused ones included */
-    uint64_t refused;        /* sum of by_reason */
-    uint64_t refused_bytes;  /* their UDP payload bytes */
+    uint64_t checked;                                /* datagrams checked, refused ones included */
+    uint64_t refused;                                /* sum of by_reason */
+    uint64_t refused_bytes;                          /* their UDP payload bytes */
     uint64_t by_reason[EDHOC_DATAGRAM_REASON_COUNT]; /* index: reason; [0] is 0 */
 };
 

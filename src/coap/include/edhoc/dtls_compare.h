@@ -29,14 +29,14 @@
 extern "C" {
 #endif
 
-#define EDHOC_DTLS_ERR_ARG (-7101)          /* NULL pointer or a parameter out of range */
-#define EDHOC_DTLS_ERR_SOCKET (-7102)       /* a loopback socket could not be opened/bound */
-#define EDHOC_DTLS_ERR_UNSUPPORTED (-7103)  /* the libcoap build refuses this mode */
-#define EDHOC_DTLS_ERR_SETUP (-7104)        /* libcoap refused the context/session setup */
-#define EDHOC_DTLS_ERR_TIMEOUT (-7105)      /* no CoAP response within the time bound */
-#define EDHOC_DTLS_ERR_HANDSHAKE (-7106)    /* the session failed (alert, closed) */
-#define EDHOC_DTLS_ERR_CREDENTIAL (-7107)   /* the demo credentials could not be loaded */
-#define EDHOC_DTLS_ERR_OVERFLOW (-7108)     /* more datagrams than the log holds */
+#define EDHOC_DTLS_ERR_ARG         (-7101) /* NULL pointer or a parameter out of range */
+#define EDHOC_DTLS_ERR_SOCKET      (-7102) /* a loopback socket could not be opened/bound */
+#define EDHOC_DTLS_ERR_UNSUPPORTED (-7103) /* the libcoap build refuses this mode */
+#define EDHOC_DTLS_ERR_SETUP       (-7104) /* libcoap refused the context/session setup */
+#define EDHOC_DTLS_ERR_TIMEOUT     (-7105) /* no CoAP response within the time bound */
+#define EDHOC_DTLS_ERR_HANDSHAKE   (-7106) /* the session failed (alert, closed) */
+#define EDHOC_DTLS_ERR_CREDENTIAL  (-7107) /* the demo credentials could not be loaded */
+#define EDHOC_DTLS_ERR_OVERFLOW    (-7108) /* more datagrams than the log holds */
 
 /* Datagrams one run may record; a DTLS 1.2 handshake and one request need
  * about ten, retransmissions included. */
@@ -48,9 +48,9 @@ extern "C" {
 #define EDHOC_RELAY_KEEP_MAX 2048
 
 struct edhoc_relay_dgram {
-    bool to_server;        /* client -> server */
-    size_t len;            /* UDP payload bytes */
-    uint64_t t_ns;         /* monotonic time it was forwarded */
+    bool to_server; /* client -> server */
+    size_t len;     /* UDP payload bytes */
+    uint64_t t_ns;  /* monotonic time it was forwarded */
     /* DTLS view (filled by edhoc_dtls_describe(); empty for other traffic):
      * the records in order, e.g. "ClientHello", "Certificate(1 cert)",
      * "ChangeCipherSpec + Finished". */
@@ -67,7 +67,7 @@ struct edhoc_relay_dgram {
 struct edhoc_relay_log {
     struct edhoc_relay_dgram d[EDHOC_RELAY_MAX_DGRAMS];
     size_t n;
-    bool overflow;         /* datagrams were forwarded but not recorded */
+    bool overflow; /* datagrams were forwarded but not recorded */
 };
 
 struct edhoc_udp_relay;
@@ -110,11 +110,11 @@ struct edhoc_dtls_result {
     /* Index in log of the first datagram carrying application data (the
      * CoAP request): datagrams [0, handshake_dgrams) are the handshake. */
     size_t handshake_dgrams;
-    uint16_t cipher_suite;     /* negotiated, from the ServerHello */
-    uint8_t response_code;     /* CoAP code of the response (2.05 = 0x45) */
-    size_t response_payload;   /* its payload bytes */
+    uint16_t cipher_suite;   /* negotiated, from the ServerHello */
+    uint8_t response_code;   /* CoAP code of the response (2.05 = 0x45) */
+    size_t response_payload; /* its payload bytes */
     double handshake_ms, total_ms;
-    char detail[200];          /* why a run failed or was not possible */
+    char detail[200]; /* why a run failed or was not possible */
 };
 
 /* Run the handshake and the request. timeout_ms bounds the whole run.

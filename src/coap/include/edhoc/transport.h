@@ -31,15 +31,15 @@
 extern "C" {
 #endif
 
-#define EDHOC_TRANSPORT_ERR_ARG (-6001)      /* bad argument or address */
-#define EDHOC_TRANSPORT_ERR_RESOLVE (-6002)  /* host name does not resolve */
-#define EDHOC_TRANSPORT_ERR_SOCKET (-6003)   /* cannot create / bind a socket */
-#define EDHOC_TRANSPORT_ERR_TIMEOUT (-6004)  /* no (complete) response in time */
+#define EDHOC_TRANSPORT_ERR_ARG         (-6001) /* bad argument or address */
+#define EDHOC_TRANSPORT_ERR_RESOLVE     (-6002) /* host name does not resolve */
+#define EDHOC_TRANSPORT_ERR_SOCKET      (-6003) /* cannot create / bind a socket */
+#define EDHOC_TRANSPORT_ERR_TIMEOUT     (-6004) /* no (complete) response in time */
 #define EDHOC_TRANSPORT_ERR_UNREACHABLE (-6005) /* peer reset the exchange or is unreachable */
-#define EDHOC_TRANSPORT_ERR_MALFORMED (-6006) /* a message given to send does not parse */
-#define EDHOC_TRANSPORT_ERR_BUFFER (-6007)   /* a response does not fit the buffer */
-#define EDHOC_TRANSPORT_ERR_NOMEM (-6008)
-#define EDHOC_TRANSPORT_ERR_SEND (-6009)     /* the CoAP stack refused the message */
+#define EDHOC_TRANSPORT_ERR_MALFORMED   (-6006) /* a message given to send does not parse */
+#define EDHOC_TRANSPORT_ERR_BUFFER      (-6007) /* a response does not fit the buffer */
+#define EDHOC_TRANSPORT_ERR_NOMEM       (-6008)
+#define EDHOC_TRANSPORT_ERR_SEND        (-6009) /* the CoAP stack refused the message */
 
 /* Largest CoAP message handled in one piece (block-wise bodies reassembled). */
 #define EDHOC_TRANSPORT_MAX_MESSAGE EDHOC_SERVER_MAX_MESSAGE
@@ -103,8 +103,8 @@ struct edhoc_transport_config {
      * carried a valid Echo value, `limited` verifies the endpoint and
      * returns 0: the answer held back then goes. */
     struct edhoc_amp *amp;
-    long (*limited)(void *user, const char *peer, const uint8_t *req, size_t len,
-                    size_t held_back, size_t budget, uint8_t *out, size_t cap);
+    long (*limited)(void *user, const char *peer, const uint8_t *req, size_t len, size_t held_back,
+                    size_t budget, uint8_t *out, size_t cap);
     /* Server, one of `workers` processes sharing the listen ports
      * (SO_REUSEPORT; 0 or 1: alone). Workers open their endpoints in the
      * order of worker_index, so that index i is the i-th socket of each
@@ -171,8 +171,8 @@ int edhoc_transport_client_send_token(struct edhoc_transport *t, const uint8_t *
  * (payload = the whole body). Returns its length, or
  * EDHOC_TRANSPORT_ERR_TIMEOUT, _UNREACHABLE (RST, ICMP, retransmissions
  * exhausted), _BUFFER. */
-long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token,
-                                 size_t token_len, uint8_t *out, size_t cap, int timeout_ms);
+long edhoc_transport_client_wait(struct edhoc_transport *t, const uint8_t *token, size_t token_len,
+                                 uint8_t *out, size_t cap, int timeout_ms);
 
 /* send + wait. Same returns. */
 long edhoc_transport_client_request(struct edhoc_transport *t, const uint8_t *msg, size_t len,
@@ -202,8 +202,8 @@ const char *edhoc_transport_client_peer(const struct edhoc_transport *t);
  * into resp and return its length; 0 sends no response (for a
  * confirmable request an empty ACK); < 0 answers 5.00. */
 typedef long (*edhoc_transport_request_fn)(void *user, struct edhoc_transport_peer *peer,
-                                           const char *peer_name, const uint8_t *req,
-                                           size_t len, uint8_t *resp, size_t cap);
+                                           const char *peer_name, const uint8_t *req, size_t len,
+                                           uint8_t *resp, size_t cap);
 
 /* Listen on each "ADDR:PORT" ("[::]:5683", "127.0.0.1:0", ...). Every
  * request, whatever its path, reaches fn. why receives a message on
@@ -249,7 +249,6 @@ void edhoc_transport_free(struct edhoc_transport *t);
  * close it. Returns the descriptor, or -1 when the CoAP stack offers
  * none (then call edhoc_transport_run periodically). */
 int edhoc_transport_poll_fd(const struct edhoc_transport *t);
-
 
 #ifdef __cplusplus
 }

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 /* RFC 9175 Section 2.4 item 3, citing RFC 9000 Section 8. */
-#define EDHOC_AMP_DEFAULT_FACTOR 3
+#define EDHOC_AMP_DEFAULT_FACTOR        3
 #define EDHOC_AMP_DEFAULT_MAX_ENDPOINTS 65536
 /* The longest endpoint name kept ("[" IPv6 "]:" port); longer ones are
  * cut, which can only make two endpoints share one account. */
@@ -73,11 +73,11 @@ struct edhoc_amp_config {
 };
 
 struct edhoc_amp_stats {
-    uint64_t limited;   /* answers the limit held back (replaced by a 4.01 with Echo, or
+    uint64_t limited;  /* answers the limit held back (replaced by a 4.01 with Echo, or
                          * by nothing) */
-    uint64_t withheld;  /* of those, answered with nothing: even the 4.01 did not fit */
-    uint64_t verified;  /* endpoints that became verified */
-    uint64_t evicted;   /* entries dropped to make room */
+    uint64_t withheld; /* of those, answered with nothing: even the 4.01 did not fit */
+    uint64_t verified; /* endpoints that became verified */
+    uint64_t evicted;  /* entries dropped to make room */
     /* UDP payload bytes received from and sent to endpoints while they were
      * unverified: their ratio is the amplification an attacker got. */
     uint64_t unverified_received, unverified_sent;
@@ -90,8 +90,8 @@ struct edhoc_amp_stats {
     /* message_1s of reachable endpoints refused under pressure beyond
      * pressure_rate a second (edhoc_amp_admit_reachable). */
     uint64_t pressure_refused;
-    uint64_t authenticated;          /* endpoints that became authenticated */
-    size_t endpoints_authenticated;  /* kept now */
+    uint64_t authenticated;         /* endpoints that became authenticated */
+    size_t endpoints_authenticated; /* kept now */
     /* Pending handshakes evicted, by the trust of their endpoint, and new
      * ones refused because every pending one ranked above them. */
     uint64_t pending_evicted[EDHOC_AMP_TRUST_LEVELS];

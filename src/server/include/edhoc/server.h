@@ -43,14 +43,15 @@ struct edhoc_transport_peer;
 struct edhoc_state_db;
 
 /* Errors of the server functions below that are not another module's. */
-#define EDHOC_SERVER_ERR_NO_STATE (-6101) /* a static OSCORE context needs a state
+#define EDHOC_SERVER_ERR_NO_STATE                                                                  \
+    (-6101) /* a static OSCORE context needs a state
                                            * database (edhoc_server_config.db) */
 
 /* CoAP Content-Formats of RFC 9528 Section 10.9. */
-#define EDHOC_COAP_CF_EDHOC 64     /* application/edhoc+cbor-seq */
+#define EDHOC_COAP_CF_EDHOC     64 /* application/edhoc+cbor-seq */
 #define EDHOC_COAP_CF_CID_EDHOC 65 /* application/cid-edhoc+cbor-seq */
 #define EDHOC_COAP_OPTION_EDHOC 21 /* RFC 9668 */
-#define EDHOC_COAP_WELL_KNOWN "/.well-known/edhoc"
+#define EDHOC_COAP_WELL_KNOWN   "/.well-known/edhoc"
 
 /* How EDHOC messages sit in CoAP payloads. */
 enum edhoc_coap_framing {
@@ -78,38 +79,43 @@ typedef const struct edhoc_config *(*edhoc_server_select_fn)(void *user, int met
                                                              edhoc_cred_resolver *resolve,
                                                              void **resolve_ctx);
 
-enum edhoc_server_log_level { EDHOC_LOG_ERR = 3, EDHOC_LOG_WARNING = 4, EDHOC_LOG_NOTICE = 5,
-                              EDHOC_LOG_INFO = 6, EDHOC_LOG_DEBUG = 7 };
+enum edhoc_server_log_level {
+    EDHOC_LOG_ERR = 3,
+    EDHOC_LOG_WARNING = 4,
+    EDHOC_LOG_NOTICE = 5,
+    EDHOC_LOG_INFO = 6,
+    EDHOC_LOG_DEBUG = 7
+};
 
 /* How an incoming handshake ended (struct edhoc_server_handshake). */
 enum edhoc_server_outcome {
-    EDHOC_SERVER_OK = 0,       /* message_3 verified, OSCORE context established */
-    EDHOC_SERVER_REFUSED,      /* we answered with an EDHOC error message (err_code) */
-    EDHOC_SERVER_PEER_ERROR,   /* the initiator sent an EDHOC error message */
-    EDHOC_SERVER_VERIFY,       /* message_3 did not decrypt or its MAC / signature failed */
-    EDHOC_SERVER_EXPIRED,      /* no message_3 within pending_timeout_s */
-    EDHOC_SERVER_EVICTED,      /* dropped for a newer handshake (max_pending, or the same
+    EDHOC_SERVER_OK = 0,     /* message_3 verified, OSCORE context established */
+    EDHOC_SERVER_REFUSED,    /* we answered with an EDHOC error message (err_code) */
+    EDHOC_SERVER_PEER_ERROR, /* the initiator sent an EDHOC error message */
+    EDHOC_SERVER_VERIFY,     /* message_3 did not decrypt or its MAC / signature failed */
+    EDHOC_SERVER_EXPIRED,    /* no message_3 within pending_timeout_s */
+    EDHOC_SERVER_EVICTED,    /* dropped for a newer handshake (max_pending, or the same
                                 * bare peer started again) before message_3 */
-    EDHOC_SERVER_FAILED,       /* our side failed (5.00), or dropped on reload */
-    EDHOC_SERVER_SHUTDOWN,     /* still waiting for message_3 when the server stopped
+    EDHOC_SERVER_FAILED,     /* our side failed (5.00), or dropped on reload */
+    EDHOC_SERVER_SHUTDOWN,   /* still waiting for message_3 when the server stopped
                                 * (edhoc_server_record_shutdown) */
 };
 
 /* One incoming handshake, as it ended. Pointers are valid during the
  * callback only. Unknown values: method / suite -1, empty lists. */
 struct edhoc_server_handshake {
-    uint64_t id;              /* 1, 2, ... per server, in the order message_1 arrived */
-    const char *peer;         /* "addr:port" of the initiator */
+    uint64_t id;      /* 1, 2, ... per server, in the order message_1 arrived */
+    const char *peer; /* "addr:port" of the initiator */
     enum edhoc_server_outcome outcome;
     int method;
     int suites_i[EDHOC_MAX_SUITES]; /* SUITES_I as offered, the selected one last */
     size_t n_suites_i;
-    int suite;                /* the selected suite */
+    int suite;                                              /* the selected suite */
     uint8_t c_i[EDHOC_MAX_CONN_ID], c_r[EDHOC_MAX_CONN_ID]; /* byte-string values */
-    size_t c_i_len, c_r_len;  /* 0: not known (c_r: not chosen) */
+    size_t c_i_len, c_r_len;                                /* 0: not known (c_r: not chosen) */
     enum edhoc_coap_framing framing;
-    bool combined;            /* message_3 came in an RFC 9668 combined request */
-    bool message_4;           /* the server sends message_4 (config) */
+    bool combined;  /* message_3 came in an RFC 9668 combined request */
+    bool message_4; /* the server sends message_4 (config) */
     bool message_4_sent;
     /* ID_CRED_I as received: full map form (a compact kid expanded) and
      * the bytes as they stood in PLAINTEXT_3; NULL when message_3 was not
@@ -121,33 +127,33 @@ struct edhoc_server_handshake {
     /* CRED_I as we resolved it: the bytes hashed into context_3 / TH_4. */
     const uint8_t *cred_i;
     size_t cred_i_len;
-    const char *step;         /* "message_1", "message_2", "message_3", "message_4",
+    const char *step;       /* "message_1", "message_2", "message_3", "message_4",
                                * "OSCORE context", "" when ok */
-    int error;                /* EDHOC_ERR_* (0: none or not an EDHOC error) */
-    const char *error_text;   /* the step and value that failed, "" when ok */
-    int err_code;             /* ERR_CODE sent (REFUSED, VERIFY) or received (PEER_ERROR); -1 */
+    int error;              /* EDHOC_ERR_* (0: none or not an EDHOC error) */
+    const char *error_text; /* the step and value that failed, "" when ok */
+    int err_code;           /* ERR_CODE sent (REFUSED, VERIFY) or received (PEER_ERROR); -1 */
     int suites_r[EDHOC_MAX_SUITES]; /* the SUITES_R of an error code 2 we sent */
     size_t n_suites_r;
     const char *peer_diagnostic; /* the text of an error code 1 received, "" */
-    const char *causes;       /* the most likely causes of the failure, "" when ok */
-    size_t bytes[5];          /* EDHOC bytes of message_1..4 (index 1..4), 0: none */
-    size_t error_bytes;       /* an error message sent or received */
-    uint64_t duration_ms;     /* from message_1 to the end */
-    unsigned tolerated;       /* EDHOC_DEV_* of the initiator accepted with --tolerate */
-    const char *diagnosis;    /* which deviation explains a failed MAC_3/signature, "" */
+    const char *causes;          /* the most likely causes of the failure, "" when ok */
+    size_t bytes[5];             /* EDHOC bytes of message_1..4 (index 1..4), 0: none */
+    size_t error_bytes;          /* an error message sent or received */
+    uint64_t duration_ms;        /* from message_1 to the end */
+    unsigned tolerated;          /* EDHOC_DEV_* of the initiator accepted with --tolerate */
+    const char *diagnosis;       /* which deviation explains a failed MAC_3/signature, "" */
 };
 
 /* The first OSCORE request on the context of handshake `handshake`. */
 struct edhoc_server_oscore_first {
     uint64_t handshake;
     const char *peer;
-    int error;                /* 0: verified; else an OSCORE_ERR_* */
-    const char *text;         /* "" or what went wrong, with the likely causes */
+    int error;        /* 0: verified; else an OSCORE_ERR_* */
+    const char *text; /* "" or what went wrong, with the likely causes */
 };
 
-#define EDHOC_C_R_FORM_INT 0
+#define EDHOC_C_R_FORM_INT  0
 #define EDHOC_C_R_FORM_BSTR 1
-#define EDHOC_C_R_FORM_ANY 2
+#define EDHOC_C_R_FORM_ANY  2
 
 struct edhoc_server_config {
     const struct edhoc_crypto_ops *ops;
@@ -160,7 +166,7 @@ struct edhoc_server_config {
      * (RFC 9528 Appendix A.2, RFC 9175): the initiator proves it receives
      * at its address before the responder spends any crypto on it. */
     bool echo_message_1;
-    struct edhoc_state_db *db;  /* durable contexts and SSN marks; NULL: memory only */
+    struct edhoc_state_db *db; /* durable contexts and SSN marks; NULL: memory only */
     /* Bounded contexts (RFC 8613 Section 8.2 step 2: a request for a
      * context the server no longer has gets 4.01 "Security context not
      * found", and the peer runs EDHOC again). EDHOC-derived contexts only:
@@ -262,7 +268,7 @@ struct edhoc_server_config {
 /* Sized for a million peers: about 280 bytes of memory each (`edhoc-cli
  * bench contexts` measures it: 270 MiB at a million), and a week covers
  * devices that report daily or weekly. */
-#define EDHOC_SERVER_DEFAULT_MAX_CONTEXTS ((size_t)1000000)
+#define EDHOC_SERVER_DEFAULT_MAX_CONTEXTS        ((size_t)1000000)
 #define EDHOC_SERVER_DEFAULT_CONTEXT_LIFETIME_MS ((uint64_t)7 * 24 * 3600 * 1000)
 
 struct edhoc_server;

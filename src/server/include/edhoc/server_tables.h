@@ -54,10 +54,10 @@ struct edhoc_pool {
     uint8_t **chunks;
     size_t n_chunks, cap_chunks;
     size_t entry_size;
-    unsigned shift;        /* entries per chunk = 1 << shift */
-    uint32_t max;          /* highest index handed out */
-    uint32_t next_fresh;   /* indices below were handed out before */
-    uint32_t free_head;    /* released entries, through their first 4 bytes */
+    unsigned shift;      /* entries per chunk = 1 << shift */
+    uint32_t max;        /* highest index handed out */
+    uint32_t next_fresh; /* indices below were handed out before */
+    uint32_t free_head;  /* released entries, through their first 4 bytes */
     size_t in_use;
 };
 
