@@ -66,6 +66,7 @@
  */
 #include "demo_creds.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,30 +228,49 @@ int edhoc_demo_ca(struct edhoc_cred *cred)
     return edhoc_cred_from_x509(cred, demo_ca_cred, sizeof demo_ca_cred);
 }
 
-int edhoc_demo_trust(struct edhoc_cred_store *store)
+/* The trust store's credentials, parsed once per process: a responder
+ * sets up a configuration per (method, suite) it serves, each with this
+ * store, and parsing its X.509 chains every time cost a third of a second
+ * at the first message_1 (about 45 credentials, 9 times). Read-only once
+ * built. */
+static struct demo_trust_cache {
+    pthread_once_t once;
+    int rc;
+    size_t n; /* n[0] is the CA (an anchor), the rest credentials */
+    struct edhoc_cred *creds;
+} demo_trust_cache = {PTHREAD_ONCE_INIT, 0, 0, NULL};
+
+static void demo_trust_build(void)
 {
-    /* The store copies what it is given, so one scratch credential serves
-     * every addition; on the heap, as a struct edhoc_cred is 4 KB. */
-    struct edhoc_cred *scratch = malloc(sizeof *scratch);
-    if (!scratch)
-        return EDHOC_CRED_ERR_TOO_LARGE;
-    int rc = edhoc_demo_ca(scratch);
-    if (rc == 0)
-        rc = edhoc_cred_store_add_anchor(store, scratch);
-    for (size_t i = 0; rc == 0 && i < sizeof demo_table / sizeof demo_table[0]; i++) {
-        rc = demo_load(&demo_table[i].e, scratch, NULL);
-        if (rc == 0)
-            rc = edhoc_cred_store_add_cred(store, scratch);
-    }
+    struct demo_trust_cache *c = &demo_trust_cache;
     const struct demo_entry *more[] = {
         &trace_entries[0][0], &trace_entries[0][1], &trace_entries[1][0], &trace_entries[1][1],
         &chain_entries[0],    &chain_entries[1],    &c293_entries[0],     &c293_entries[1]};
-    for (size_t i = 0; rc == 0 && i < sizeof more / sizeof more[0]; i++) {
-        rc = demo_load(more[i], scratch, NULL);
-        if (rc == 0)
-            rc = edhoc_cred_store_add_cred(store, scratch);
+    size_t n_table = sizeof demo_table / sizeof demo_table[0];
+    size_t n_more = sizeof more / sizeof more[0];
+    c->creds = calloc(1 + n_table + n_more, sizeof *c->creds);
+    if (!c->creds) {
+        c->rc = EDHOC_CRED_ERR_TOO_LARGE;
+        return;
     }
-    free(scratch);
+    c->rc = edhoc_demo_ca(&c->creds[0]);
+    c->n = 1;
+    for (size_t i = 0; c->rc == 0 && i < n_table; i++)
+        c->rc = demo_load(&demo_table[i].e, &c->creds[c->n++], NULL);
+    for (size_t i = 0; c->rc == 0 && i < n_more; i++)
+        c->rc = demo_load(more[i], &c->creds[c->n++], NULL);
+}
+
+int edhoc_demo_trust(struct edhoc_cred_store *store)
+{
+    struct demo_trust_cache *c = &demo_trust_cache;
+    pthread_once(&c->once, demo_trust_build);
+    if (c->rc)
+        return c->rc;
+    /* The store copies what it is given. */
+    int rc = edhoc_cred_store_add_anchor(store, &c->creds[0]);
+    for (size_t i = 1; rc == 0 && i < c->n; i++)
+        rc = edhoc_cred_store_add_cred(store, &c->creds[i]);
     return rc;
 }
 
