@@ -88,7 +88,8 @@ static int after_fork(struct pg_backend *b)
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->work, NULL);
     pthread_cond_init(&b->done, NULL);
-    explicit_bzero(b->queue, b->queue_cap * sizeof *b->queue);
+    if (b->queue)
+        explicit_bzero(b->queue, b->queue_cap * sizeof *b->queue);
     b->queued = b->in_flight = 0;
     b->writer_running = b->stop = false;
     /* The inherited connections are the parent's sockets: closed here
@@ -250,7 +251,8 @@ static void *writer_main(void *arg)
     /* Out of memory at start: what is queued fails, and nobody waits. */
     for (size_t i = 0; i < b->queued; i++)
         lease_put_done(b, &b->queue[i], EDHOC_STATE_ERR_IO, NULL);
-    explicit_bzero(b->queue, b->queued * sizeof *b->queue);
+    if (b->queue)
+        explicit_bzero(b->queue, b->queued * sizeof *b->queue);
     b->queued = 0;
     pthread_cond_broadcast(&b->done);
     pthread_mutex_unlock(&b->lock);
@@ -313,7 +315,8 @@ static int be_put(void *impl, const struct edhoc_state_peer *p)
         } else {
             if (b->queued)
                 memcpy(q, b->queue, b->queued * sizeof *q);
-            explicit_bzero(b->queue, b->queue_cap * sizeof *b->queue);
+            if (b->queue)
+                explicit_bzero(b->queue, b->queue_cap * sizeof *b->queue);
             free(b->queue);
             b->queue = q;
             b->queue_cap = cap;
@@ -476,7 +479,8 @@ static void be_close(void *impl)
         pthread_mutex_unlock(&b->lock);
         pthread_join(b->writer, NULL);
     }
-    explicit_bzero(b->queue, b->queue_cap * sizeof *b->queue);
+    if (b->queue)
+        explicit_bzero(b->queue, b->queue_cap * sizeof *b->queue);
     free(b->queue);
     pthread_mutex_destroy(&b->lock);
     pthread_cond_destroy(&b->work);
