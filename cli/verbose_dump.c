@@ -39,20 +39,6 @@ static void put_hex(FILE *f, const uint8_t *p, size_t n)
         fprintf(f, "%02x", p[i]);
 }
 
-static bool option_is_text(uint16_t n)
-{
-    return n == COAP_OPT_URI_HOST || n == COAP_OPT_LOCATION_PATH || n == COAP_OPT_URI_PATH ||
-           n == COAP_OPT_URI_QUERY || n == COAP_OPT_LOCATION_QUERY || n == COAP_OPT_PROXY_URI ||
-           n == COAP_OPT_PROXY_SCHEME;
-}
-
-static bool option_is_uint(uint16_t n)
-{
-    return n == COAP_OPT_OBSERVE || n == COAP_OPT_URI_PORT || n == COAP_OPT_CONTENT_FORMAT ||
-           n == COAP_OPT_MAX_AGE || n == COAP_OPT_ACCEPT || n == COAP_OPT_SIZE2 ||
-           n == COAP_OPT_SIZE1 || n == COAP_OPT_NO_RESPONSE;
-}
-
 /* Text options as "text" (unprintable bytes as \xNN: a peer chooses
  * them), integers as numbers, Block1/Block2 as NUM/M/SIZE (RFC 7959
  * Section 2.2), anything else as hex. */
@@ -64,7 +50,9 @@ static void put_option(FILE *f, const struct coap_option *o)
     else
         fprintf(f, " Option-%u:", o->number);
     uint32_t v;
-    if (option_is_text(o->number)) {
+    enum edhoc_coap_option_format format = edhoc_coap_option_format(o->number);
+    bool is_block = o->number == COAP_OPT_BLOCK1 || o->number == COAP_OPT_BLOCK2;
+    if (format == EDHOC_COAP_FORMAT_STRING) {
         fputc('"', f);
         for (size_t i = 0; i < o->len; i++) {
             uint8_t c = o->value[i];
@@ -74,11 +62,11 @@ static void put_option(FILE *f, const struct coap_option *o)
                 fprintf(f, "\\x%02x", c);
         }
         fputc('"', f);
-    } else if (option_is_uint(o->number) && edhoc_coap_option_uint(o, &v) == 0) {
-        fprintf(f, "%lu", (unsigned long)v);
-    } else if ((o->number == COAP_OPT_BLOCK1 || o->number == COAP_OPT_BLOCK2) &&
-               edhoc_coap_option_uint(o, &v) == 0 && (v & 7) != 7) {
+    } else if (is_block && edhoc_coap_option_uint(o, &v) == 0 && (v & 7) != 7) {
         fprintf(f, "%lu/%u/%u", (unsigned long)(v >> 4), (unsigned)(v >> 3 & 1), 16u << (v & 7));
+    } else if (!is_block && format == EDHOC_COAP_FORMAT_UINT &&
+               edhoc_coap_option_uint(o, &v) == 0) {
+        fprintf(f, "%lu", (unsigned long)v);
     } else if (o->len) {
         fputs("0x", f);
         put_hex(f, o->value, o->len);

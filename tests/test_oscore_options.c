@@ -502,6 +502,38 @@ static void test_coap_msg_codec(void **state)
     assert_string_equal(edhoc_coap_option_name(COAP_OPT_ECHO), "Echo");
 }
 
+/* The format column of RFC 7252 Section 5.10's table ("empty", "opaque",
+ * "uint", "string"), with Observe (RFC 7641 Section 2), Block1/Block2
+ * (RFC 7959 Section 2.1), Size2 (RFC 7959 Section 4), Echo and Request-Tag
+ * (RFC 9175 Sections 2.2.1 and 3.2.1: opaque) and No-Response (RFC 7967
+ * Section 2: uint). Dumps and --json print values by this format. */
+static void test_option_formats(void **state)
+{
+    (void)state;
+    static const struct {
+        uint16_t number;
+        enum edhoc_coap_option_format format;
+    } table[] = {
+        {1, EDHOC_COAP_FORMAT_OPAQUE},     {3, EDHOC_COAP_FORMAT_STRING},
+        {4, EDHOC_COAP_FORMAT_OPAQUE},     {5, EDHOC_COAP_FORMAT_EMPTY},
+        {6, EDHOC_COAP_FORMAT_UINT},       {7, EDHOC_COAP_FORMAT_UINT},
+        {8, EDHOC_COAP_FORMAT_STRING},     {9, EDHOC_COAP_FORMAT_OPAQUE},
+        {11, EDHOC_COAP_FORMAT_STRING},    {12, EDHOC_COAP_FORMAT_UINT},
+        {14, EDHOC_COAP_FORMAT_UINT},      {15, EDHOC_COAP_FORMAT_STRING},
+        {17, EDHOC_COAP_FORMAT_UINT},      {20, EDHOC_COAP_FORMAT_STRING},
+        {23, EDHOC_COAP_FORMAT_UINT},      {27, EDHOC_COAP_FORMAT_UINT},
+        {28, EDHOC_COAP_FORMAT_UINT},      {35, EDHOC_COAP_FORMAT_STRING},
+        {39, EDHOC_COAP_FORMAT_STRING},    {60, EDHOC_COAP_FORMAT_UINT},
+        {252, EDHOC_COAP_FORMAT_OPAQUE},   {258, EDHOC_COAP_FORMAT_UINT},
+        {292, EDHOC_COAP_FORMAT_OPAQUE},   {2, EDHOC_COAP_FORMAT_OPAQUE},
+        {65000, EDHOC_COAP_FORMAT_OPAQUE},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (edhoc_coap_option_format(table[i].number) != table[i].format)
+            fail_msg("option %u: format %d, RFC says %d", table[i].number,
+                     edhoc_coap_option_format(table[i].number), table[i].format);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_coap_msg_codec),
         cmocka_unit_test(test_second_proxy_uri_refused),
         cmocka_unit_test(test_option_classes_figure5),
+        cmocka_unit_test(test_option_formats),
         cmocka_unit_test(test_class_u_outer_class_e_inner),
         cmocka_unit_test(test_proxy_uri_decomposition),
     };

@@ -6,50 +6,14 @@
 
 #include "edhoc/coap_msg.h"
 
-static const char *option_name(uint16_t n)
-{
-    switch (n) {
-    case COAP_OPT_IF_MATCH: return "If-Match";
-    case COAP_OPT_URI_HOST: return "Uri-Host";
-    case COAP_OPT_ETAG: return "ETag";
-    case COAP_OPT_IF_NONE_MATCH: return "If-None-Match";
-    case COAP_OPT_OBSERVE: return "Observe";
-    case COAP_OPT_URI_PORT: return "Uri-Port";
-    case COAP_OPT_LOCATION_PATH: return "Location-Path";
-    case COAP_OPT_OSCORE: return "OSCORE";
-    case COAP_OPT_URI_PATH: return "Uri-Path";
-    case COAP_OPT_CONTENT_FORMAT: return "Content-Format";
-    case COAP_OPT_MAX_AGE: return "Max-Age";
-    case COAP_OPT_URI_QUERY: return "Uri-Query";
-    case COAP_OPT_ACCEPT: return "Accept";
-    case COAP_OPT_LOCATION_QUERY: return "Location-Query";
-    case COAP_OPT_BLOCK2: return "Block2";
-    case COAP_OPT_BLOCK1: return "Block1";
-    case COAP_OPT_SIZE2: return "Size2";
-    case COAP_OPT_PROXY_URI: return "Proxy-Uri";
-    case COAP_OPT_PROXY_SCHEME: return "Proxy-Scheme";
-    case COAP_OPT_SIZE1: return "Size1";
-    case COAP_OPT_ECHO: return "Echo";
-    case COAP_OPT_NO_RESPONSE: return "No-Response";
-    case COAP_OPT_REQUEST_TAG: return "Request-Tag";
-    default: return NULL;
-    }
-}
-
-/* The option formats of RFC 7252 Section 5.10 (and the later RFCs). */
 static bool option_is_text(uint16_t n)
 {
-    return n == COAP_OPT_URI_HOST || n == COAP_OPT_LOCATION_PATH || n == COAP_OPT_URI_PATH ||
-           n == COAP_OPT_URI_QUERY || n == COAP_OPT_LOCATION_QUERY || n == COAP_OPT_PROXY_URI ||
-           n == COAP_OPT_PROXY_SCHEME;
+    return edhoc_coap_option_format(n) == EDHOC_COAP_FORMAT_STRING;
 }
 
 static bool option_is_uint(uint16_t n)
 {
-    return n == COAP_OPT_OBSERVE || n == COAP_OPT_URI_PORT || n == COAP_OPT_CONTENT_FORMAT ||
-           n == COAP_OPT_MAX_AGE || n == COAP_OPT_ACCEPT || n == COAP_OPT_BLOCK2 ||
-           n == COAP_OPT_BLOCK1 || n == COAP_OPT_SIZE2 || n == COAP_OPT_SIZE1 ||
-           n == COAP_OPT_NO_RESPONSE;
+    return edhoc_coap_option_format(n) == EDHOC_COAP_FORMAT_UINT;
 }
 
 static unsigned long option_uint(const struct bytes_dec_option *o)
@@ -137,7 +101,7 @@ void bytes_keylog_print_msg(const struct edhoc_capture_msg *m, const struct byte
                d->code & 31);
         for (size_t i = 0; i < d->n_options; i++) {
             const struct bytes_dec_option *o = &d->options[i];
-            const char *name = option_name(o->number);
+            const char *name = edhoc_coap_option_name(o->number);
             if (name)
                 printf(", %s: ", name);
             else
@@ -198,7 +162,7 @@ static json_t *inner_json(const struct bytes_dec_msg *d)
         const struct bytes_dec_option *op = &d->options[i];
         json_t *j = json_object();
         cli_json_set(j, "number", json_integer(op->number));
-        cli_json_set(j, "name", cli_json_string_or_null(option_name(op->number)));
+        cli_json_set(j, "name", cli_json_string_or_null(edhoc_coap_option_name(op->number)));
         cli_json_set(j, "value_hex", cli_json_hex_value(op->value, op->len));
         cli_json_set(j, "value_uint",
                      option_is_uint(op->number) && op->len <= 4

@@ -139,6 +139,17 @@ static inline bool edhoc_coap_code_is_request(uint8_t code)
 /* The name of a known option number ("Uri-Path"), or NULL. */
 const char *edhoc_coap_option_name(uint16_t number);
 
+/* An option's value format (RFC 7252 Section 3.2 and the table of Section
+ * 5.10; Observe, Block1/2, Size2, Echo, No-Response and Request-Tag from
+ * their own RFCs). Unknown numbers are opaque. */
+enum edhoc_coap_option_format {
+    EDHOC_COAP_FORMAT_OPAQUE,
+    EDHOC_COAP_FORMAT_EMPTY,
+    EDHOC_COAP_FORMAT_UINT,
+    EDHOC_COAP_FORMAT_STRING,
+};
+enum edhoc_coap_option_format edhoc_coap_option_format(uint16_t number);
+
 #ifdef __cplusplus
 }
 #endif

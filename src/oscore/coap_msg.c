@@ -249,3 +249,28 @@ const char *edhoc_coap_option_name(uint16_t number)
     default: return NULL;
     }
 }
+
+enum edhoc_coap_option_format edhoc_coap_option_format(uint16_t number)
+{
+    switch (number) {
+    case COAP_OPT_IF_NONE_MATCH: return EDHOC_COAP_FORMAT_EMPTY;
+    case COAP_OPT_URI_HOST:
+    case COAP_OPT_LOCATION_PATH:
+    case COAP_OPT_URI_PATH:
+    case COAP_OPT_URI_QUERY:
+    case COAP_OPT_LOCATION_QUERY:
+    case COAP_OPT_PROXY_URI:
+    case COAP_OPT_PROXY_SCHEME: return EDHOC_COAP_FORMAT_STRING;
+    case COAP_OPT_OBSERVE:
+    case COAP_OPT_URI_PORT:
+    case COAP_OPT_CONTENT_FORMAT:
+    case COAP_OPT_MAX_AGE:
+    case COAP_OPT_ACCEPT:
+    case COAP_OPT_BLOCK2:
+    case COAP_OPT_BLOCK1:
+    case COAP_OPT_SIZE2:
+    case COAP_OPT_SIZE1:
+    case COAP_OPT_NO_RESPONSE: return EDHOC_COAP_FORMAT_UINT;
+    default: return EDHOC_COAP_FORMAT_OPAQUE;
+    }
+}
