@@ -243,15 +243,7 @@ int interop_report_run(const struct interop_report_opts *o)
                 failed |= strcmp(r.devices[d].rows[i].outcome, "ok") != 0;
         rc = failed ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
         if (o->json_out) {
-            FILE *f = fopen(o->json_out, "w");
-            json_incref(root);
-            if (f) {
-                if (cli_json_print(root, f) || fclose(f))
-                    f = NULL;
-            } else {
-                json_decref(root);
-            }
-            if (!f) {
+            if (cli_json_write_file(root, o->json_out)) {
                 fprintf(stderr, "edhoc-cli interop: --json-out %s: %s\n", o->json_out,
                         strerror(errno));
                 rc = CLI_EXIT_INPUT;

@@ -269,6 +269,26 @@ static void test_report_damaged_log(void **state)
     assert_string_equal(rows[0].trace, "1.txt");
     free(out);
 
+    /* --json-out: the same JSON in the file; a file that cannot be
+     * written is exit code 3, named with the system's reason. */
+    char json_path[400];
+    snprintf(json_path, sizeof json_path, "%s/report.json", dir);
+    rc = net_cli_run(&out, 20, false, "interop --report %s --json-out %s 2>/dev/null", dir,
+                     json_path);
+    assert_int_equal(rc, 1);
+    free(out);
+    char *written = net_read_file(json_path);
+    assert_non_null(written);
+    assert_non_null(strstr(written, "\"skipped_lines\": 2,"));
+    assert_non_null(strstr(written, "\"handshakes\": 1,"));
+    free(written);
+    rc = net_cli_run(&out, 20, false, "interop --report %s --json-out %s/no-dir/r.json", dir, dir);
+    assert_int_equal(rc, 3);
+    snprintf(want, sizeof want,
+             "edhoc-cli interop: --json-out %s/no-dir/r.json: No such file or directory\n", dir);
+    assert_non_null(strstr(out, want));
+    free(out);
+
     rc = CLI_RUN(&out, 20, "interop --report %s/nothing-here", net_dir);
     assert_int_equal(rc, 3);
     free(out);

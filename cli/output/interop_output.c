@@ -277,15 +277,7 @@ int interop_output_matrix(const struct interop_matrix_opts *o,
     }
     int rc = s->failed ? CLI_EXIT_FAILURE : m->any_ran ? CLI_EXIT_OK : CLI_EXIT_INPUT;
     if (out->json_out) {
-        FILE *f = fopen(out->json_out, "w");
-        json_incref(root);
-        if (f) {
-            if (cli_json_print(root, f) || fclose(f))
-                f = NULL;
-        } else {
-            json_decref(root);
-        }
-        if (!f) {
+        if (cli_json_write_file(root, out->json_out)) {
             fprintf(stderr, "edhoc-cli interop: --json-out %s: %s\n", out->json_out,
                     strerror(errno));
             rc = CLI_EXIT_INPUT;

@@ -1,6 +1,7 @@
 /* JSON output through jansson (see json_out.h). */
 #include "json_out.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,4 +82,20 @@ int cli_json_print(json_t *root, FILE *f)
 int cli_json_print_line(json_t *root, FILE *f)
 {
     return print_flags(root, f, JSON_COMPACT);
+}
+
+int cli_json_write_file(json_t *root, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    json_incref(root);
+    int rc = cli_json_print(root, f);
+    int saved = errno;
+    if (fclose(f) != 0 && rc == 0) {
+        rc = -1;
+        saved = errno;
+    }
+    errno = saved;
+    return rc;
 }

@@ -32,6 +32,9 @@ void cli_json_set(json_t *obj, const char *key, json_t *value);
 /* Print with two-space indentation and a final newline, then release
  * root. Returns 0, or -1 when it could not be written. */
 int cli_json_print(json_t *root, FILE *f);
+/* Write root to the file at path (created or truncated) as cli_json_print
+ * does, keeping the caller's reference. Returns 0, or -1 with errno set. */
+int cli_json_write_file(json_t *root, const char *path);
 /* One line, no indentation (logs of JSON lines); releases root. */
 int cli_json_print_line(json_t *root, FILE *f);
 
