@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "edhoc/cred.h"
+#include "edhoc/crypto.h"
 #include "commands.h"
 #include "output/json_out.h"
 #include "keygen_cred.h"
@@ -313,12 +314,12 @@ int cmd_keygen(int argc, char **argv)
         fprintf(stderr,
                 "edhoc-cli keygen: an %s key cannot sign, so it cannot self-sign its "
                 "certificate: give --ca-cert and --ca-key of a CA to sign it\n",
-                keygen_curve_name(curve));
+                edhoc_crypto_curve_name(curve));
         return CLI_EXIT_USAGE;
     }
     if (x509 && dh_only && is_ca) {
         fprintf(stderr, "edhoc-cli keygen: an %s key cannot sign, so it cannot be a CA\n",
-                keygen_curve_name(curve));
+                edhoc_crypto_curve_name(curve));
         return CLI_EXIT_USAGE;
     }
     if (!strcmp(out_key, "-")) {
@@ -433,7 +434,7 @@ int cmd_keygen(int argc, char **argv)
         json_t *root = json_object();
         cli_json_set(root, "type", json_string(type_word));
         cli_json_set(root, "ca", json_boolean(x509 && is_ca));
-        cli_json_set(root, "curve", json_string(keygen_curve_name(curve)));
+        cli_json_set(root, "curve", json_string(edhoc_crypto_curve_name(curve)));
         cli_json_set(root, "key_use", json_string(usage));
         cli_json_set(root, "kid_hex",
                      kid_len > 0 ? cli_json_hex_value(kid, (size_t)kid_len) : json_null());
@@ -473,7 +474,7 @@ int cmd_keygen(int argc, char **argv)
             : cwt ? "CWT (signed claims set)"
                   : "CCS (CWT Claims Set)",
             x509 ? (is_ca ? " (CA)" : "") : "");
-    fprintf(report, "curve:       %s (%s)\n", keygen_curve_name(curve),
+    fprintf(report, "curve:       %s (%s)\n", edhoc_crypto_curve_name(curve),
             dh_only ? "static Diffie-Hellman"
             : (curve == EDHOC_COSE_CRV_ED25519 || curve == EDHOC_COSE_CRV_ED448)
                 ? "signature"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "edhoc/oscore.h"
+#include "output/json_out.h"
 #include "path_check.h"
 #include "util.h"
 #include "demo_creds.h"
@@ -838,43 +839,26 @@ int cli_oscore_conf_hkdf(int hash_alg, bool *libcoap)
     return hash_alg == EDHOC_COSE_SHA256 ? -10 : hash_alg;
 }
 
-void cli_print_oscore_json_ssn(FILE *f, const struct edhoc_oscore_params *p, bool secrets,
-                               long long sender_next, long long recipient_next)
+json_t *cli_oscore_json(const struct edhoc_oscore_params *p, bool secrets, long long sender_next,
+                        long long recipient_next)
 {
-    fprintf(f, "{");
-    if (secrets) {
-        fprintf(f, "\"master_secret\": ");
-        cli_json_hex(f, p->master_secret, p->master_secret_len);
-        fprintf(f, ", \"master_salt\": ");
-        cli_json_hex(f, p->master_salt, p->master_salt_len);
-        fprintf(f, ", ");
-    }
-    fprintf(f, "\"sender_id\": ");
-    cli_json_hex(f, p->sender_id, p->sender_id_len);
-    fprintf(f, ", \"recipient_id\": ");
-    cli_json_hex(f, p->recipient_id, p->recipient_id_len);
+    json_t *o = json_object();
+    cli_json_set(o, "master_secret",
+                 secrets ? cli_json_hex_value(p->master_secret, p->master_secret_len)
+                         : json_null());
+    cli_json_set(o, "master_salt",
+                 secrets ? cli_json_hex_value(p->master_salt, p->master_salt_len) : json_null());
+    cli_json_set(o, "sender_id", cli_json_hex_value(p->sender_id, p->sender_id_len));
+    cli_json_set(o, "recipient_id", cli_json_hex_value(p->recipient_id, p->recipient_id_len));
     bool libcoap;
     int hkdf = cli_oscore_conf_hkdf(p->hash_alg, &libcoap);
-    fprintf(f, ", \"aead_alg\": %d, \"hkdf_alg\": %d", p->aead_alg, hkdf);
-    if (!libcoap)
-        fprintf(f,
-                ", \"hkdf_alg_note\": \"libcoap has no hkdf_alg value for this hash and "
-                "cannot use the context; edhoc-cli reads %d\"",
-                hkdf);
-    if (sender_next >= 0)
-        fprintf(f, ", \"sender_next_seq\": %lld", sender_next);
-    else
-        fprintf(f, ", \"sender_next_seq\": null");
-    if (recipient_next >= 0)
-        fprintf(f, ", \"recipient_next_seq\": %lld}", recipient_next);
-    else
-        fprintf(f, ", \"recipient_next_seq\": null, \"recipient_next_seq_note\": \"the peer's "
-                   "own state: not known to this run\"}");
-}
-
-void cli_print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool secrets)
-{
-    cli_print_oscore_json_ssn(f, p, secrets, 0, 0);
+    cli_json_set(o, "aead_alg", json_integer(p->aead_alg));
+    cli_json_set(o, "hkdf_alg", json_integer(hkdf));
+    cli_json_set(o, "libcoap", json_boolean(libcoap));
+    cli_json_set(o, "sender_next_seq", cli_json_int_or_null(sender_next >= 0, sender_next));
+    cli_json_set(o, "recipient_next_seq",
+                 cli_json_int_or_null(recipient_next >= 0, recipient_next));
+    return o;
 }
 
 void cli_write_oscore_conf(FILE *f, const struct edhoc_oscore_params *p, const char *prefix)

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "edhoc/cred.h"
 #include "edhoc/edhoc.h"
 #include "options.h"
@@ -154,16 +156,13 @@ int cli_edhoc_ead_receive(void *ctx, int message, const struct edhoc_ead_item *i
 int cli_oscore_conf_hkdf(int hash_alg, bool *libcoap);
 
 /* The OSCORE context as a JSON object, in the terms another tool takes it:
- * master secret and salt only when secrets is set; sender_id,
- * recipient_id, aead_alg, hkdf_alg as cli_oscore_conf_hkdf gives it (with
- * hkdf_alg_note when libcoap cannot take it); sender_next_seq and
+ * master_secret and master_salt (null unless secrets), sender_id,
+ * recipient_id, aead_alg, hkdf_alg as cli_oscore_conf_hkdf gives it,
+ * libcoap (whether libcoap can take that hkdf_alg), sender_next_seq and
  * recipient_next_seq, the next Sender Sequence Number of each side (< 0:
- * not known, printed null; for the recipient with a note: the peer's
- * counter is its own state). */
-void cli_print_oscore_json_ssn(FILE *f, const struct edhoc_oscore_params *p, bool secrets,
-                               long long sender_next, long long recipient_next);
-/* The same for a context neither side has sent with yet (both 0). */
-void cli_print_oscore_json(FILE *f, const struct edhoc_oscore_params *p, bool secrets);
+ * not known, null). */
+json_t *cli_oscore_json(const struct edhoc_oscore_params *p, bool secrets, long long sender_next,
+                        long long recipient_next);
 
 /* p's side of the context as libcoap's OSCORE conf: master_secret,
  * master_salt, sender_id, recipient_id (hex), aead_alg, hkdf_alg,

@@ -326,24 +326,7 @@ static json_t *link_json(const struct initiator *c)
  * sequence number is its own state, not known here: null. */
 static json_t *oscore_json(const struct initiator *c, const struct edhoc_client_run *run)
 {
-    const struct edhoc_oscore_params *p = &run->osc;
-    bool libcoap;
-    int hkdf = cli_oscore_conf_hkdf(p->hash_alg, &libcoap);
-    json_t *o = json_object();
-    bool secrets = c->o.export_secrets;
-    cli_json_set(o, "master_secret",
-                 secrets ? cli_json_hex_value(p->master_secret, p->master_secret_len)
-                         : json_null());
-    cli_json_set(o, "master_salt",
-                 secrets ? cli_json_hex_value(p->master_salt, p->master_salt_len) : json_null());
-    cli_json_set(o, "sender_id", cli_json_hex_value(p->sender_id, p->sender_id_len));
-    cli_json_set(o, "recipient_id", cli_json_hex_value(p->recipient_id, p->recipient_id_len));
-    cli_json_set(o, "aead_alg", json_integer(p->aead_alg));
-    cli_json_set(o, "hkdf_alg", json_integer(hkdf));
-    cli_json_set(o, "libcoap", json_boolean(libcoap));
-    cli_json_set(o, "sender_next_seq", json_integer((json_int_t)run->next_ssn));
-    cli_json_set(o, "recipient_next_seq", json_null());
-    return o;
+    return cli_oscore_json(&run->osc, c->o.export_secrets, (long long)run->next_ssn, -1);
 }
 
 static json_t *message_json(const struct initiator *c, const struct edhoc_client_row *r)

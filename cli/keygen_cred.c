@@ -9,19 +9,6 @@
 #include "keygen_cred.h"
 #include "util.h"
 
-const char *keygen_curve_name(int curve)
-{
-    switch (curve) {
-    case EDHOC_COSE_CRV_P256: return "P-256";
-    case EDHOC_COSE_CRV_P384: return "P-384";
-    case EDHOC_COSE_CRV_X25519: return "X25519";
-    case EDHOC_COSE_CRV_X448: return "X448";
-    case EDHOC_COSE_CRV_ED25519: return "Ed25519";
-    case EDHOC_COSE_CRV_ED448: return "Ed448";
-    default: return "?";
-    }
-}
-
 int keygen_made_init(struct keygen_made *m)
 {
     memset(m, 0, sizeof *m);
@@ -55,7 +42,7 @@ static int load_issuer(const struct keygen_params *p, struct keygen_made *m, cha
             snprintf(why, cap,
                      "%s: an %s key cannot sign a CWT (Ed25519, Ed448, P-256 "
                      "or P-384)",
-                     p->issuer_key_path, keygen_curve_name(m->issuer_key.curve));
+                     p->issuer_key_path, edhoc_crypto_curve_name(m->issuer_key.curve));
         }
         if (e != 0)
             return CLI_EXIT_INPUT;

@@ -31,9 +31,6 @@ struct keygen_made {
     size_t out_len;
 };
 
-/* "P-256", ..., "?" for a COSE curve. */
-const char *keygen_curve_name(int curve);
-
 /* Allocates m's buffers; m->kid and m->kid_len are set after it. Returns 0
  * or -1 (out of memory). keygen_made_free() in either case. */
 int keygen_made_init(struct keygen_made *m);

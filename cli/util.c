@@ -106,13 +106,6 @@ void cli_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void cli_json_hex(FILE *f, const uint8_t *p, size_t len)
-{
-    fputc('"', f);
-    cli_hex_print(f, p, len);
-    fputc('"', f);
-}
-
 int cli_parse_int_list(const char *s, int *out, int cap)
 {
     int n = 0;

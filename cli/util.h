@@ -35,8 +35,6 @@ uint8_t *cli_read_file(const char *path, size_t *len);
 int cli_write_output(const char *prog, const char *path, const uint8_t *p, size_t n);
 /* Write s as a JSON string literal (with quotes). */
 void cli_json_string(FILE *f, const char *s);
-/* Write bytes as a JSON hex string literal. */
-void cli_json_hex(FILE *f, const uint8_t *p, size_t len);
 /* Parse a comma-separated list of integers into out; returns the count or
  * -1 on a bad list. */
 int cli_parse_int_list(const char *s, int *out, int cap);

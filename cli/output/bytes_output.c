@@ -306,20 +306,6 @@ void bytes_print_text(const struct bytes_report *rep)
 
 /* ---- JSON (docs/json/bytes.schema.json) ---- */
 
-static json_t *json_total(const struct edhoc_netacct_total *t, bool link)
-{
-    json_t *o = json_object();
-    cli_json_set(o, "messages", json_integer(t->messages));
-    cli_json_set(o, "datagrams", json_integer(t->datagrams));
-    cli_json_set(o, "edhoc_bytes", json_integer((json_int_t)t->edhoc));
-    cli_json_set(o, "coap_bytes", json_integer((json_int_t)t->coap));
-    cli_json_set(o, "udp_bytes", json_integer((json_int_t)t->udp));
-    cli_json_set(o, "ip_bytes", json_integer((json_int_t)t->ip));
-    cli_json_set(o, "frames", cli_json_int_or_null(link, t->frames));
-    cli_json_set(o, "link_bytes", cli_json_int_or_null(link, (long long)t->link));
-    return o;
-}
-
 /* A connection identifier: its bytes, and the integer it stands for when
  * it has the one-byte integer form (RFC 9528 Section 3.3.2). */
 static json_t *json_cid(const uint8_t *v, size_t len)
@@ -459,15 +445,15 @@ static json_t *json_exchange(const struct edhoc_capture_exchange *ex, bool link,
         json_t *p = json_object();
         cli_json_set(p, "request", json_integer(ex->msgs[k].answers));
         cli_json_set(p, "response", json_integer((json_int_t)k));
-        cli_json_set(p, "totals", json_total(&t, link));
+        cli_json_set(p, "totals", cli_net_total_json(&t, link));
         json_array_append_new(pairs, p);
     }
     cli_json_set(o, "oscore_exchanges", pairs);
     json_t *tot = json_object();
-    cli_json_set(tot, "handshake", json_total(&ex->totals.handshake, link));
-    cli_json_set(tot, "oscore", json_total(&ex->totals.oscore, link));
-    cli_json_set(tot, "other", json_total(&ex->totals.other, link));
-    cli_json_set(tot, "all", json_total(&ex->totals.all, link));
+    cli_json_set(tot, "handshake", cli_net_total_json(&ex->totals.handshake, link));
+    cli_json_set(tot, "oscore", cli_net_total_json(&ex->totals.oscore, link));
+    cli_json_set(tot, "other", cli_net_total_json(&ex->totals.other, link));
+    cli_json_set(tot, "all", cli_net_total_json(&ex->totals.all, link));
     cli_json_set(o, "totals", tot);
     struct cli_air_summary air;
     cli_json_set(o, "air",
@@ -511,10 +497,10 @@ int bytes_print_json(const struct bytes_report *rep)
     cli_json_set(sum, "completed", json_integer(done));
     cli_json_set(sum, "failed", json_integer(failed));
     cli_json_set(sum, "incomplete", json_integer((json_int_t)(total - done - failed)));
-    cli_json_set(sum, "handshake", json_total(&a->totals.handshake, link));
-    cli_json_set(sum, "oscore", json_total(&a->totals.oscore, link));
-    cli_json_set(sum, "other", json_total(&a->totals.other, link));
-    cli_json_set(sum, "all", json_total(&a->totals.all, link));
+    cli_json_set(sum, "handshake", cli_net_total_json(&a->totals.handshake, link));
+    cli_json_set(sum, "oscore", cli_net_total_json(&a->totals.oscore, link));
+    cli_json_set(sum, "other", cli_net_total_json(&a->totals.other, link));
+    cli_json_set(sum, "all", cli_net_total_json(&a->totals.all, link));
     cli_json_set(sum, "unmatched", json_integer(a->unmatched));
     cli_json_set(sum, "ignored", json_integer(a->ignored));
     cli_json_set(sum, "skipped", json_integer(a->skipped));

@@ -274,31 +274,6 @@ static json_t *id_cred_json(const struct cli_side *s)
     return type ? json_string(cli_id_cred_type_name(type)) : json_null();
 }
 
-/* The derived OSCORE context in the terms libcoap's conf takes it, with
- * the members initiator --json has: the master secret and salt only with
- * --export-secrets (else null); libcoap says whether libcoap can take the
- * hkdf_alg. Neither side has sent anything with it yet: both next sequence
- * numbers are 0. */
-static json_t *oscore_json(const struct edhoc_oscore_params *p, bool secrets)
-{
-    json_t *o = json_object();
-    cli_json_set(o, "master_secret",
-                 secrets ? cli_json_hex_value(p->master_secret, p->master_secret_len)
-                         : json_null());
-    cli_json_set(o, "master_salt",
-                 secrets ? cli_json_hex_value(p->master_salt, p->master_salt_len) : json_null());
-    cli_json_set(o, "sender_id", cli_json_hex_value(p->sender_id, p->sender_id_len));
-    cli_json_set(o, "recipient_id", cli_json_hex_value(p->recipient_id, p->recipient_id_len));
-    bool libcoap;
-    int hkdf = cli_oscore_conf_hkdf(p->hash_alg, &libcoap);
-    cli_json_set(o, "aead_alg", json_integer(p->aead_alg));
-    cli_json_set(o, "hkdf_alg", json_integer(hkdf));
-    cli_json_set(o, "libcoap", json_boolean(libcoap));
-    cli_json_set(o, "sender_next_seq", json_integer(0));
-    cli_json_set(o, "recipient_next_seq", json_integer(0));
-    return o;
-}
-
 /* Secret values only with --export-secrets (else null). */
 static json_t *secret_hex(const uint8_t *p, size_t len, bool secrets)
 {
@@ -316,7 +291,9 @@ static json_t *key_update_json(const struct simulate_run *run, bool secrets)
     cli_json_set(o, "prk_out_before", secret_hex(ku->prk_out_before, ku->prk_len, secrets));
     cli_json_set(o, "prk_out_after", secret_hex(ku->prk_out_after, ku->prk_len, secrets));
     cli_json_set(o, "prk_exporter_after", secret_hex(ku->prk_exporter_after, ku->prk_len, secrets));
-    cli_json_set(o, "oscore", run->have_oscore ? oscore_json(&ku->oscore_i, secrets) : json_null());
+    /* Neither side has sent with the new context yet: both next numbers 0. */
+    cli_json_set(o, "oscore",
+                 run->have_oscore ? cli_oscore_json(&ku->oscore_i, secrets, 0, 0) : json_null());
     return o;
 }
 
@@ -373,7 +350,7 @@ int cli_simulate_print_json(FILE *f, const struct cli_sim_report *rep)
     cli_json_set(root, "oscore_contexts_match",
                  osc ? json_boolean(simulate_oscore_contexts_match(run)) : json_null());
     cli_json_set(root, "oscore",
-                 osc ? oscore_json(&run->oscore_i, o->export_secrets) : json_null());
+                 osc ? cli_oscore_json(&run->oscore_i, o->export_secrets, 0, 0) : json_null());
     cli_json_set(root, "oscore_unavailable",
                  !run->err && !run->have_oscore ? json_string(run->no_oscore) : json_null());
     cli_json_set(root, "key_update", key_update_json(run, o->export_secrets));
