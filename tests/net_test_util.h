@@ -423,6 +423,23 @@ static inline void net_json_str(const char *out, const char *key, char *val, siz
     val[n] = '\0';
 }
 
+/* The OSCORE context that `initiator --export-secrets --json` printed in
+ * initiator_json, written to path (0600) in the libcoap conf keywords that
+ * `coap --oscore-context` reads. */
+static inline void net_write_exported_context(const char *initiator_json, const char *path)
+{
+    char ms[80], salt[80], sid[20], rid[20], text[600];
+    net_json_str(initiator_json, "master_secret", ms, sizeof ms);
+    net_json_str(initiator_json, "master_salt", salt, sizeof salt);
+    net_json_str(initiator_json, "sender_id", sid, sizeof sid);
+    net_json_str(initiator_json, "recipient_id", rid, sizeof rid);
+    snprintf(text, sizeof text,
+             "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
+             "recipient_id,hex,\"%s\"\n",
+             ms, salt, sid, rid);
+    net_write_file(path, text, 0600);
+}
+
 /* out without the whitespace between JSON tokens (strings kept as they
  * are), so that a test can look for `"tolerated":["c-bstr"]` however the
  * document is indented. Returns a malloc'd copy. */

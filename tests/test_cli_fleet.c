@@ -100,6 +100,23 @@ static void start_responder(int i)
     }
 }
 
+/* EDHOC with responder r; the device's context file written to conf. */
+static void device_handshake(struct net_proc *r, int addr, const char *name, char *conf, size_t cap)
+{
+    char *out;
+    int rc = CLI_RUN(&out, 30,
+                     "initiator coap://127.0.0.%d:%u --request \"GET /time\" --export-secrets "
+                     "--json --pcap %s/%s-edhoc.pcap",
+                     addr, r->port, net_dir, name);
+    if (rc != 0 || !strstr(out, "2.05"))
+        fail_msg("%s: EDHOC: %d\n%s", name, rc, out);
+    char file[60];
+    snprintf(file, sizeof file, "%s.conf", name);
+    net_path(conf, cap, file);
+    net_write_exported_context(out, conf);
+    free(out);
+}
+
 /* One OSCORE GET /time of device d to responder i; returns the output. */
 static char *device_get(int d, int i, int round)
 {
@@ -126,26 +143,9 @@ static void test_devices_served_by_every_responder(void **state)
      * later requests (its sequence numbers in the client state directory,
      * above the initiator's own request). */
     for (int d = 0; d < DEVICES; d++) {
-        char *out;
-        int rc = CLI_RUN(&out, 30,
-                         "initiator coap://127.0.0.1:%u --request \"GET /time\" --export-secrets "
-                         "--json --pcap %s/d%d-edhoc.pcap",
-                         resp[0].port, net_dir, d);
-        if (rc != 0 || !strstr(out, "2.05"))
-            fail_msg("device %d: EDHOC with responder 0: %d\n%s", d, rc, out);
-        char ms[80], salt[80], sid[20], rid[20], text[600], name[40];
-        net_json_str(out, "master_secret", ms, sizeof ms);
-        net_json_str(out, "master_salt", salt, sizeof salt);
-        net_json_str(out, "sender_id", sid, sizeof sid);
-        net_json_str(out, "recipient_id", rid, sizeof rid);
-        free(out);
-        snprintf(name, sizeof name, "device%d.conf", d);
-        net_path(device_conf[d], sizeof device_conf[d], name);
-        snprintf(text, sizeof text,
-                 "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
-                 "recipient_id,hex,\"%s\"\n",
-                 ms, salt, sid, rid);
-        net_write_file(device_conf[d], text, 0600);
+        char name[20];
+        snprintf(name, sizeof name, "device%d", d);
+        device_handshake(&resp[0], 1, name, device_conf[d], sizeof device_conf[d]);
     }
 
     wait_owned_rows(resp[0].pid, DEVICES);
@@ -212,31 +212,6 @@ static void test_devices_served_by_every_responder(void **state)
     assert_true(rep->responses >= 2 * DEVICES * (3 + 3 + 2 + 2));
     assert_int_equal(rep->unattributed, 0);
     nonce_check_free(nc);
-}
-
-/* EDHOC with responder r; the device's context file written to conf. */
-static void device_handshake(struct net_proc *r, int addr, const char *name, char *conf, size_t cap)
-{
-    char *out;
-    int rc = CLI_RUN(&out, 30,
-                     "initiator coap://127.0.0.%d:%u --request \"GET /time\" --export-secrets "
-                     "--json --pcap %s/%s-edhoc.pcap",
-                     addr, r->port, net_dir, name);
-    if (rc != 0 || !strstr(out, "2.05"))
-        fail_msg("%s: EDHOC: %d\n%s", name, rc, out);
-    char ms[80], salt[80], sid[20], rid[20], text[600], file[60];
-    net_json_str(out, "master_secret", ms, sizeof ms);
-    net_json_str(out, "master_salt", salt, sizeof salt);
-    net_json_str(out, "sender_id", sid, sizeof sid);
-    net_json_str(out, "recipient_id", rid, sizeof rid);
-    free(out);
-    snprintf(file, sizeof file, "%s.conf", name);
-    net_path(conf, cap, file);
-    snprintf(text, sizeof text,
-             "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
-             "recipient_id,hex,\"%s\"\n",
-             ms, salt, sid, rid);
-    net_write_file(conf, text, 0600);
 }
 
 static int conf_get(char **out, const struct net_proc *r, int addr, const char *conf)

@@ -919,18 +919,10 @@ static void test_export_secrets_continued(void **state)
                 r.port, net_dir);
     if (rc != 0)
         fail_msg("initiator: %d\n%s", rc, out);
-    char ms[80], salt[80], sid[20], rid[20], conf[300], text[600];
-    net_json_str(out, "master_secret", ms, sizeof ms);
-    net_json_str(out, "master_salt", salt, sizeof salt);
-    net_json_str(out, "sender_id", sid, sizeof sid);
-    net_json_str(out, "recipient_id", rid, sizeof rid);
-    free(out);
+    char conf[300];
     net_path(conf, sizeof conf, "pasted.conf");
-    snprintf(text, sizeof text,
-             "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
-             "recipient_id,hex,\"%s\"\n",
-             ms, salt, sid, rid);
-    net_write_file(conf, text, 0600);
+    net_write_exported_context(out, conf);
+    free(out);
     rc = CLI_RUN(&out, 30,
                  "coap GET coap://127.0.0.1:%u/time --oscore-context %s --json --pcap "
                  "%s/pasted-coap.pcap",
@@ -982,19 +974,11 @@ static void test_kill9_loses_newest_contexts(void **state)
                          r.port, net_dir, d);
         if (rc != 0)
             fail_msg("device %d: initiator: %d\n%s", d, rc, out);
-        char ms[80], salt[80], sid[20], rid[20], text[600], name[40];
-        net_json_str(out, "master_secret", ms, sizeof ms);
-        net_json_str(out, "master_salt", salt, sizeof salt);
-        net_json_str(out, "sender_id", sid, sizeof sid);
-        net_json_str(out, "recipient_id", rid, sizeof rid);
-        free(out);
+        char name[40];
         snprintf(name, sizeof name, "newest%d.conf", d);
         net_path(conf[d], sizeof conf[d], name);
-        snprintf(text, sizeof text,
-                 "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
-                 "recipient_id,hex,\"%s\"\n",
-                 ms, salt, sid, rid);
-        net_write_file(conf[d], text, 0600);
+        net_write_exported_context(out, conf[d]);
+        free(out);
     }
     assert_int_equal(net_proc_stop(&r, SIGKILL, 5000), 128 + SIGKILL);
 
@@ -1030,19 +1014,11 @@ static void test_kill9_loses_newest_contexts(void **state)
                      r.port, net_dir, d);
         if (rc != 0 || !strstr(out, "2.05"))
             fail_msg("device %d: new handshake: %d\n%s", d, rc, out);
-        char ms[80], salt[80], sid[20], rid[20], text[600], name[40], again[300];
-        net_json_str(out, "master_secret", ms, sizeof ms);
-        net_json_str(out, "master_salt", salt, sizeof salt);
-        net_json_str(out, "sender_id", sid, sizeof sid);
-        net_json_str(out, "recipient_id", rid, sizeof rid);
-        free(out);
+        char name[40], again[300];
         snprintf(name, sizeof name, "newest%d-again.conf", d);
         net_path(again, sizeof again, name);
-        snprintf(text, sizeof text,
-                 "master_secret,hex,\"%s\"\nmaster_salt,hex,\"%s\"\nsender_id,hex,\"%s\"\n"
-                 "recipient_id,hex,\"%s\"\n",
-                 ms, salt, sid, rid);
-        net_write_file(again, text, 0600);
+        net_write_exported_context(out, again);
+        free(out);
     }
     assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
     /* Stopped cleanly, the responder committed the new contexts. */
