@@ -405,6 +405,45 @@ static inline long net_udp_exchange(uint16_t port, const uint8_t *msg, size_t le
     return n;
 }
 
+/* A `responder --daemon` started: waits up to timeout_ms for its pid file
+ * and its ready file (the port), both written once it serves; a test fails
+ * when either is missing by then. */
+static inline void net_wait_daemon(const char *pidfile, const char *ready, unsigned timeout_ms,
+                                   pid_t *pid, unsigned *port)
+{
+    *pid = 0;
+    *port = 0;
+    uint64_t end = net_now_ms() + timeout_ms;
+    while (net_now_ms() < end && (!*pid || !*port)) {
+        char *p = net_read_file(pidfile), *r = net_read_file(ready);
+        if (p)
+            *pid = (pid_t)atoi(p);
+        if (r)
+            *port = (unsigned)atoi(r);
+        free(p);
+        free(r);
+        if (!*pid || !*port)
+            net_sleep_ms(20);
+    }
+    if (*pid <= 1 || *port == 0)
+        fail_msg("the daemon wrote no pid (%s) or port (%s) in %u ms", pidfile, ready, timeout_ms);
+}
+
+/* SIGTERM to a detached daemon, then up to timeout_ms for it to exit (it
+ * is not our child: kill(pid, 0) tells); a test fails, the daemon killed,
+ * when it is still there. */
+static inline void net_stop_daemon(pid_t pid, unsigned timeout_ms)
+{
+    kill(pid, SIGTERM);
+    uint64_t end = net_now_ms() + timeout_ms;
+    while (net_now_ms() < end && kill(pid, 0) == 0)
+        net_sleep_ms(20);
+    if (kill(pid, 0) == 0) {
+        kill(pid, SIGKILL);
+        fail_msg("the daemon (pid %ld) did not stop on SIGTERM in %u ms", (long)pid, timeout_ms);
+    }
+}
+
 /* The string value of the first "key": "..." in out, into val (a test
  * fails when it is missing or longer than cap). Every includer has
  * cmocka.h first. */

@@ -379,35 +379,16 @@ static void test_daemon_on_the_store(void **state)
     if (rc != 0)
         fail_msg("responder --daemon: %d\n%s", rc, out);
     free(out);
-    pid_t pid = 0;
-    unsigned port = 0;
-    uint64_t end = net_now_ms() + 10000;
-    while (net_now_ms() < end && (!pid || !port)) {
-        char *p = net_read_file(pidfile), *r = net_read_file(ready);
-        if (p)
-            pid = (pid_t)atoi(p);
-        if (r)
-            port = (unsigned)atoi(r);
-        free(p);
-        free(r);
-        net_sleep_ms(20);
-    }
-    assert_true(pid > 1);
-    assert_true(port > 0);
+    pid_t pid;
+    unsigned port;
+    net_wait_daemon(pidfile, ready, 30000, &pid, &port);
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\"", port);
     if (rc != 0 || !strstr(out, "2.05"))
         fail_msg("initiator against the daemon: %d\n%s", rc, out);
     free(out);
     /* Put by the detached process, under its own name. */
     wait_owned_rows(pid, 1);
-    kill(pid, SIGTERM);
-    end = net_now_ms() + 10000;
-    while (net_now_ms() < end && kill(pid, 0) == 0)
-        net_sleep_ms(20);
-    if (kill(pid, 0) == 0) {
-        kill(pid, SIGKILL);
-        fail_msg("the daemon did not stop on SIGTERM");
-    }
+    net_stop_daemon(pid, 30000);
 }
 
 /* (net_sh runs the line inside single quotes: double ones here.) */

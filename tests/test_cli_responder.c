@@ -175,33 +175,14 @@ static void test_daemon_pidfile(void **state)
     assert_non_null(strstr(out, "--daemon without --syslog: once detached, log lines go nowhere "
                                 "(add --syslog to keep them)"));
     free(out);
-    pid_t pid = 0;
-    uint64_t end = net_now_ms() + 5000;
-    unsigned port = 0;
-    while (net_now_ms() < end && (!pid || !port)) {
-        char *p = net_read_file(pidfile), *r = net_read_file(ready);
-        if (p)
-            pid = (pid_t)atoi(p);
-        if (r)
-            port = (unsigned)atoi(r);
-        free(p);
-        free(r);
-        net_sleep_ms(20);
-    }
-    assert_true(pid > 1);
-    assert_true(port > 0);
+    pid_t pid;
+    unsigned port;
+    net_wait_daemon(pidfile, ready, 30000, &pid, &port);
     assert_int_equal(kill(pid, 0), 0);
     rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u", port);
     assert_int_equal(rc, 0);
     free(out);
-    kill(pid, SIGTERM);
-    end = net_now_ms() + 5000;
-    while (net_now_ms() < end && kill(pid, 0) == 0)
-        net_sleep_ms(20);
-    if (kill(pid, 0) == 0) {
-        kill(pid, SIGKILL);
-        fail_msg("daemon did not stop on SIGTERM");
-    }
+    net_stop_daemon(pid, 30000);
     assert_int_equal(access(pidfile, F_OK), -1);
     (void)log;
 }
