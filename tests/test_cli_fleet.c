@@ -25,7 +25,9 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <time.h>
 
+#include "edhoc/capture.h"
 #include "net_test_util.h"
 #include "nonce_check.h"
 #include "pg_cluster.h"
@@ -117,6 +119,46 @@ static void device_handshake(struct net_proc *r, int addr, const char *name, cha
     free(out);
 }
 
+/* A datagram anybody can send: an OSCORE request naming device d's kid
+ * (its Sender ID, in clear in every request it sends) with a Partial IV
+ * and a ciphertext that no key made, to responder i. Returns the CoAP
+ * code of the answer, or -1. */
+static int forged_request(int d, int i)
+{
+    char *conf = net_read_file(device_conf[d]);
+    assert_non_null(conf);
+    const char *at = strstr(conf, "sender_id,hex,\"");
+    assert_non_null(at);
+    at += strlen("sender_id,hex,\"");
+    uint8_t kid[8];
+    size_t kid_len = 0;
+    while (kid_len < sizeof kid && sscanf(at + 2 * kid_len, "%2hhx", &kid[kid_len]) == 1)
+        kid_len++;
+    free(conf);
+    /* CON POST, Message ID 0x7777, no token; OSCORE option (9): flags
+     * 0x09 (kid present, a 1-byte Partial IV), Partial IV 0x40, the kid
+     * (RFC 8613 Section 6.1); then 24 bytes of "ciphertext". */
+    uint8_t msg[64] = {0x40, 0x02, 0x77, 0x77, (uint8_t)(0x90 | (kid_len + 2)), 0x09, 0x40};
+    size_t len = 7;
+    memcpy(msg + len, kid, kid_len);
+    len += kid_len;
+    msg[len++] = 0xff;
+    for (int k = 0; k < 24; k++)
+        msg[len++] = (uint8_t)(0xa5 ^ k);
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(resp[i].port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK + (uint32_t)i);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint8_t answer[512];
+    long n = -1;
+    if (sendto(fd, msg, len, 0, (struct sockaddr *)&a, sizeof a) == (ssize_t)len)
+        n = recv(fd, answer, sizeof answer, 0);
+    close(fd);
+    return n >= 4 ? answer[1] : -1;
+}
+
 /* One OSCORE GET /time of device d to responder i; returns the output. */
 static char *device_get(int d, int i, int round)
 {
@@ -149,6 +191,15 @@ static void test_devices_served_by_every_responder(void **state)
     }
 
     wait_owned_rows(resp[0].pid, DEVICES);
+    /* A forged request naming a device's kid reaches the other two: each
+     * reads the context from the store, cannot decrypt (RFC 8613 Section
+     * 8.2 step 6: "MAY respond with a 4.00 (Bad Request)"), and takes
+     * nothing: the context stays the first responder's (before, the read
+     * took the lease, so anyone who saw a kid could move a device's
+     * context between responders at will). */
+    for (int i = 1; i < RESPONDERS; i++)
+        assert_int_equal(forged_request(0, i), 0x80); /* 4.00 */
+    assert_int_equal(owned_rows(resp[0].pid), DEVICES);
     /* Round robin over the three: the second and third take each
      * context from the store on its first request, with an Echo round
      * trip (RFC 8613 Appendix B.1.2). */
@@ -210,7 +261,10 @@ static void test_devices_served_by_every_responder(void **state)
      * three responders, and their answers, from both ends. */
     assert_true(captures >= RESPONDERS + DEVICES);
     assert_true(rep->responses >= 2 * DEVICES * (3 + 3 + 2 + 2));
-    assert_int_equal(rep->unattributed, 0);
+    /* Nothing unattributed but the forged requests, one in each capture
+     * of the two that got one: no key opens them (their 4.00 answers are
+     * not OSCORE messages). */
+    assert_int_equal(rep->unattributed, RESPONDERS - 1);
     nonce_check_free(nc);
 }
 
@@ -218,6 +272,100 @@ static int conf_get(char **out, const struct net_proc *r, int addr, const char *
 {
     return CLI_RUN(out, 30, "coap GET coap://127.0.0.%d:%u/time --oscore-context %s --json", addr,
                    r->port, conf);
+}
+
+/* The last datagram sent to port in the capture at path (the request a
+ * client's run ended with), into out; returns its length. */
+static size_t last_request_in(const char *path, uint16_t port, uint8_t *out, size_t cap)
+{
+    char err[256];
+    struct edhoc_capture_reader *r = edhoc_capture_reader_open(path, err, sizeof err);
+    if (!r)
+        fail_msg("%s: %s", path, err);
+    const uint8_t *frame;
+    size_t caplen, wire_len, len = 0;
+    struct timespec ts;
+    while (edhoc_capture_reader_next(r, &frame, &caplen, &wire_len, &ts) == 1) {
+        struct edhoc_capture_packet p;
+        if (edhoc_capture_packet_parse(edhoc_capture_reader_dlt(r), frame, caplen, wire_len, &p) ||
+            p.dst_port != port || p.payload_len > cap)
+            continue;
+        memcpy(out, p.payload, p.payload_len);
+        len = p.payload_len;
+    }
+    edhoc_capture_reader_close(r);
+    if (!len)
+        fail_msg("%s: no datagram to port %u", path, port);
+    return len;
+}
+
+/* A device's context moves from responder 0 to responder 1 (Echo round
+ * trip); its last request, which 1 accepted and answered, is replayed to
+ * 0, which still holds its copy and cannot know yet that the context
+ * moved (it finds out at its next reservation). 0 accepts it: its replay
+ * window never saw that number (docs/DESIGN.md, "What the balancer need
+ * not guarantee"). What must hold anyway is RFC 8613 Section 7.2.1's
+ * nonce rule: before, both answered under the request's nonce (Section
+ * 5.2) with two different payloads, the same (key, nonce) twice; on a
+ * fleet's store every response now has the responder's own Partial IV,
+ * from blocks no two responders share. */
+static void test_replay_to_the_stale_owner(void **state)
+{
+    (void)state;
+    start_responder(0);
+    start_responder(1);
+    char conf[300], path[600];
+    device_handshake(&resp[0], 1, "stale", conf, sizeof conf);
+    wait_owned_rows(resp[0].pid, 1);
+    char *out;
+    int rc = CLI_RUN(&out, 30,
+                     "coap GET coap://127.0.0.1:%u/time --oscore-context %s --json --pcap "
+                     "%s/stale-at-0.pcap",
+                     resp[0].port, conf, net_dir);
+    if (rc != 0 || !strstr(out, "2.05"))
+        fail_msg("served by responder 0: %d\n%s", rc, out);
+    free(out);
+    rc = CLI_RUN(&out, 30,
+                 "coap GET coap://127.0.0.2:%u/time --oscore-context %s --json --pcap "
+                 "%s/stale-at-1.pcap",
+                 resp[1].port, conf, net_dir);
+    if (rc != 0 || !strstr(out, "\"echo\": true"))
+        fail_msg("taken over by responder 1 (with an Echo round trip): %d\n%s", rc, out);
+    free(out);
+    uint8_t req[1500], answer[1500];
+    snprintf(path, sizeof path, "%s/stale-at-1.pcap", net_dir);
+    size_t len = last_request_in(path, resp[1].port, req, sizeof req);
+    /* /time answers by the second: wait for the next one, so that the two
+     * answers differ (the same plaintext twice would hide a reuse). */
+    time_t t0 = time(NULL);
+    while (time(NULL) == t0)
+        net_sleep_ms(20);
+    long n = net_udp_exchange(resp[0].port, req, len, answer, sizeof answer, 10000);
+    /* Served (2.04 outside, RFC 8613 Section 4.2): the path this test is
+     * about was taken. */
+    assert_true(n >= 4);
+    assert_int_equal(answer[1], 0x44);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(net_proc_stop(&resp[i], SIGTERM, 5000), 0);
+
+    struct nonce_check *nc = nonce_check_new();
+    char why[512];
+    assert_int_equal(nonce_check_add_context_file(nc, conf, why, sizeof why), 0);
+    const char *files[] = {"r0.pcap", "r1.pcap", "stale-edhoc.pcap", "stale-at-0.pcap",
+                           "stale-at-1.pcap"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", net_dir, files[i]);
+        if (nonce_check_add_pcap(nc, path, why, sizeof why))
+            fail_msg("%s: %s", path, why);
+    }
+    const struct nonce_check_report *rep = nonce_check_report(nc);
+    if (rep->n_violations) {
+        nonce_check_print(nc, stderr);
+        fail_msg("%zu (key, nonce) pairs sealed two different messages", rep->n_violations);
+    }
+    /* It saw both answers to the replayed request: 0's in r0.pcap. */
+    assert_true(rep->responses >= 5);
+    nonce_check_free(nc);
 }
 
 /* The store stopped under a running fleet, then started again. What is
@@ -438,6 +586,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_devices_served_by_every_responder),
+        cmocka_unit_test(test_replay_to_the_stale_owner),
         cmocka_unit_test(test_store_restarted),
         cmocka_unit_test(test_load_vs_fleet),
         cmocka_unit_test(test_daemon_on_the_store),

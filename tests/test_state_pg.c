@@ -306,10 +306,24 @@ static void test_put_get_batches(void **state)
     assert_int_equal(edhoc_state_pg_get_peer(db, KEY(&p), &got), 0);
     assert_int_equal(got.ssn_mark, mark);
     assert_int_equal(edhoc_state_pg_store_ssn(db, KEY(&p), mark + 10), 0);
+    /* Other keying material under a key in use is another device's
+     * context (on a fleet: a C_R two responders drew): never overwritten,
+     * the row and its mark stay. */
     p.master_secret[0] ^= 1;
-    assert_int_equal(edhoc_state_pg_put_peer(db, &p), 0);
+    assert_int_equal(edhoc_state_pg_put_peer(db, &p), EDHOC_STATE_ERR_KEY_IN_USE);
     assert_int_equal(edhoc_state_pg_get_peer(db, KEY(&p), &got), 0);
-    assert_int_equal(got.ssn_mark, 1);
+    assert_int_equal(got.ssn_mark, mark + 10);
+    assert_memory_equal(got.master_secret, peers[5].master_secret, peers[5].master_secret_len);
+    struct edhoc_state_pg_stats st;
+    edhoc_state_pg_get_stats(db, &st);
+    assert_int_equal(st.rows_refused, 1);
+    /* In a batch, only that row is left out. */
+    struct edhoc_state_pg_lease two_leases[2];
+    struct edhoc_state_peer two[2] = {p, peers[6]};
+    assert_int_equal(edhoc_state_pg_put_peers(db, two, 2, two_leases), 0);
+    assert_int_equal(two_leases[0].token, 0);
+    assert_true(two_leases[1].token != 0);
+    p = peers[5];
 
     /* A key twice in one batch: written in order, the later one stays. */
     struct edhoc_state_peer twice[2] = {peers[9], peers[9]};
@@ -591,7 +605,7 @@ static struct edhoc_state_db *open_handle(const char *conninfo, const char *owne
 
 /* Two responders on one store, through the calls the engine makes: A
  * creates a context (put with its first block), B gets a request for it
- * and takes it over (get), A's next reservation finds the context taken
+ * and takes it over (get, then its first reservation), A's next reservation finds the context taken
  * (RFC 8613 Section 7.2.1: a number is used once per key, so A must not
  * send under it any more), and the blocks A and B were given never
  * overlap. Then A takes it back, and B finds out in turn. */
@@ -646,6 +660,97 @@ static void test_handles_take_over(void **state)
     assert_int_equal(edhoc_state_begin(b), 0);
     assert_int_equal(edhoc_state_touch_peer(b, KEY(&p), 1), 0);
     assert_int_equal(edhoc_state_commit(b), 0);
+    edhoc_state_close(a);
+    edhoc_state_close(b);
+}
+
+/* A datagram that names a context not in memory makes the engine read it
+ * (get); only a request that verified under it makes it reserve numbers.
+ * So the read takes nothing (before, it took the lease: anybody who knew a
+ * kid, and kids travel in clear in every OSCORE request, could take a
+ * device's context from the responder serving it); the takeover is at the
+ * first reservation, and only while the mark read is still the row's:
+ * numbers reserved by the owner after the read are never ours (RFC 8613
+ * Section 7.2.1). */
+static void test_read_is_not_a_takeover(void **state)
+{
+    (void)state;
+    char ci[700];
+    fresh_db("read_only", ci, sizeof ci);
+    struct edhoc_state_db *a = open_handle(ci, "host-a:1");
+    struct edhoc_state_db *b = open_handle(ci, "host-b:2");
+    struct edhoc_state_peer p, got;
+    make_peer(&p, 9);
+    p.method = 3;
+    p.ssn_mark = 32;
+    assert_int_equal(edhoc_state_put_peer(a, &p), 0);
+    assert_int_equal(edhoc_state_flush(a), 0);
+
+    /* B reads (a forged request, say) and drops it again: A still owns. */
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&p), &got), 0);
+    assert_int_equal(got.ssn_mark, 32);
+    assert_int_equal(edhoc_state_delete_peer(b, KEY(&p)), 0);
+    assert_int_equal(sql_number(ci, "SELECT count(*) FROM edhoc_contexts WHERE owner = 'host-a:1'"),
+                     1);
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 64), 0);
+
+    /* B reads at 64; A reserves on before B's first reservation: B's
+     * takeover is refused (its copy would count from 64, inside A's
+     * block) and A keeps serving. */
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&p), &got), 0);
+    assert_int_equal(got.ssn_mark, 64);
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 96), 0);
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&p), 96), EDHOC_STATE_ERR_TAKEN_OVER);
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 128), 0);
+
+    /* Read again, and nobody in between: B takes it, A finds out. */
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&p), &got), 0);
+    assert_int_equal(got.ssn_mark, 128);
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&p), 160), 0);
+    assert_int_equal(sql_number(ci, "SELECT count(*) FROM edhoc_contexts WHERE owner = 'host-b:2'"),
+                     1);
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 160), EDHOC_STATE_ERR_TAKEN_OVER);
+    assert_int_equal(sql_number(ci, "SELECT max(ssn_mark) FROM edhoc_contexts"), 160);
+    edhoc_state_close(a);
+    edhoc_state_close(b);
+}
+
+/* Two responders draw the same random C_R for two devices: the second put
+ * finds the first device's context under the key and leaves it (before,
+ * it overwrote it: the first device lost its context). The second
+ * context has no row, so none of its numbers may go out: its first
+ * reservation answers TAKEN_OVER and the engine drops it (its device
+ * handshakes again). */
+static void test_c_r_drawn_twice(void **state)
+{
+    (void)state;
+    char ci[700];
+    fresh_db("collision", ci, sizeof ci);
+    struct edhoc_state_db *a = open_handle(ci, "host-a:1"), *b = NULL;
+    struct edhoc_state_pg_backend *fleet_b = NULL;
+    char why[600];
+    assert_int_equal(
+        edhoc_state_pg_open_db(ci, "host-b:2", LEASE_MS, &b, &fleet_b, why, sizeof why), 0);
+    struct edhoc_state_peer first, second, got;
+    make_peer(&first, 12);
+    first.method = 3;
+    first.ssn_mark = 32;
+    second = first;
+    second.master_secret[0] ^= 0x55;
+    second.master_salt[0] ^= 0x55;
+    assert_int_equal(edhoc_state_put_peer(a, &first), 0);
+    assert_int_equal(edhoc_state_flush(a), 0);
+    assert_int_equal(edhoc_state_put_peer(b, &second), 0); /* queued: message_2 goes now */
+    assert_int_equal(edhoc_state_flush(b), 0);
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&second), 64), EDHOC_STATE_ERR_TAKEN_OVER);
+    /* The first device's context is untouched, and still A's. */
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&first), 64), 0);
+    assert_int_equal(edhoc_state_get_peer(a, KEY(&first), &got), 0);
+    assert_memory_equal(got.master_secret, first.master_secret, first.master_secret_len);
+    assert_int_equal(got.ssn_mark, 64);
+    struct edhoc_state_pg_stats st;
+    edhoc_state_pg_backend_stats(fleet_b, &st);
+    assert_int_equal(st.rows_refused, 1);
     edhoc_state_close(a);
     edhoc_state_close(b);
 }
@@ -747,6 +852,8 @@ int main(void)
         cmocka_unit_test(test_two_hosts_race_for_a_lease),
         cmocka_unit_test(test_server_restart),
         cmocka_unit_test(test_handles_take_over),
+        cmocka_unit_test(test_read_is_not_a_takeover),
+        cmocka_unit_test(test_c_r_drawn_twice),
         cmocka_unit_test(test_handles_race_1000),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -87,6 +87,23 @@ void srv_store_outcome(struct edhoc_server *srv, int rc, const char *what)
     }
 }
 
+void srv_ctx_fetched_verdict(struct edhoc_server *srv, struct peer_ctx *p, long n)
+{
+    if (n >= 0 || n == OSCORE_ERR_ECHO_REQUIRED) {
+        srv->st.contexts_fetched++;
+        srv_log(srv, EDHOC_LOG_INFO,
+                "state: context of a request not in memory taken from the %s store; its sequence "
+                "numbers continue above %llu, Echo first (RFC 8613 Appendix B.1.2)",
+                edhoc_state_backend_name(srv->cfg.db), (unsigned long long)p->osc.ssn);
+        srv->fetched_for_request = NULL; /* kept */
+    } else {
+        srv_log(srv, EDHOC_LOG_INFO,
+                "state: a request named a context of the %s store and did not verify under it "
+                "(%s): nothing taken, the copy not kept",
+                edhoc_state_backend_name(srv->cfg.db), oscore_strerror((int)n));
+    }
+}
+
 struct peer_ctx *srv_ctx_fetch(struct edhoc_server *srv, const struct ctx_key *key)
 {
     struct edhoc_state_peer sp;
@@ -99,15 +116,6 @@ struct peer_ctx *srv_ctx_fetch(struct edhoc_server *srv, const struct ctx_key *k
          * it (its file is the authority), and a B.2 row never moves. */
         if (sp.method >= 0 && load_one(srv, &sp) == 0)
             p = srv_ctx_find(srv, key);
-        if (p) {
-            srv->st.contexts_fetched++;
-            srv_log(srv, EDHOC_LOG_INFO,
-                    "state: context of a request not in memory taken from the %s store "
-                    "(established by %s); its sequence numbers continue above %llu, Echo first "
-                    "(RFC 8613 Appendix B.1.2)",
-                    edhoc_state_backend_name(srv->cfg.db), sp.peer,
-                    (unsigned long long)sp.ssn_mark);
-        }
     } else if (rc != EDHOC_STATE_ERR_NOT_FOUND && rc != EDHOC_STATE_ERR_IO) {
         srv_log(srv, EDHOC_LOG_ERR, "state: cannot look up a context in the %s store: %s",
                 edhoc_state_backend_name(srv->cfg.db), edhoc_state_strerror(rc));

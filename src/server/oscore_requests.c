@@ -41,6 +41,7 @@ long srv_unprotect_request(struct edhoc_server *srv, const struct oscore_option 
                            struct oscore_binding *b)
 {
     *ctx = NULL;
+    srv->fetched_for_request = NULL;
     if (oo->kid_len > OSCORE_MAX_ID)
         return OSCORE_ERR_CONTEXT_NOT_FOUND;
     bool shared = edhoc_state_is_shared(srv->cfg.db);
@@ -51,11 +52,13 @@ long srv_unprotect_request(struct edhoc_server *srv, const struct oscore_option 
         srv_key_set(&key, oo->kid_context, oo->kid_context_len, oo->kid, oo->kid_len);
         *ctx = srv_ctx_find(srv, &key);
         if (!*ctx && shared)
-            *ctx = srv_ctx_fetch(srv, &key);
+            *ctx = srv->fetched_for_request = srv_ctx_fetch(srv, &key);
         if (!*ctx)
             return OSCORE_ERR_CONTEXT_NOT_FOUND;
         long n = oscore_unprotect_request(&(*ctx)->osc, req, len, srv->inner, srv->inner_cap, b);
         srv_ctx_verified(srv, *ctx, n);
+        if (srv->fetched_for_request)
+            srv_ctx_fetched_verdict(srv, *ctx, n);
         return n;
     }
     long verdict = OSCORE_ERR_CONTEXT_NOT_FOUND;
@@ -82,11 +85,12 @@ long srv_unprotect_request(struct edhoc_server *srv, const struct oscore_option 
          * RFC 9528 Appendix A.1). */
         struct ctx_key key;
         srv_key_set(&key, NULL, 0, oo->kid, oo->kid_len);
-        struct peer_ctx *p = srv_ctx_fetch(srv, &key);
+        struct peer_ctx *p = srv->fetched_for_request = srv_ctx_fetch(srv, &key);
         if (p) {
             long n = oscore_unprotect_request(&p->osc, req, len, srv->inner, srv->inner_cap, b);
             *ctx = p;
             srv_ctx_verified(srv, p, n);
+            srv_ctx_fetched_verdict(srv, p, n);
             return n;
         }
     }
@@ -182,8 +186,17 @@ long srv_on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer *p
         srv->st.oscore_errors++;
         srv_log(srv, EDHOC_LOG_INFO, "OSCORE peer=%s: request refused: %s", peer_name,
                 oscore_strerror((int)n));
-        return srv_oscore_error((int)n, req, len, out, cap);
+        long r = srv_oscore_error((int)n, req, len, out, cap);
+        if (ctx == srv->fetched_for_request) {
+            /* Read from the store for this request, which did not verify
+             * under it (anyone may name a kid): not kept. */
+            struct ctx_key key = ctx->key;
+            srv_ctx_remove(srv, &key);
+        }
+        srv->fetched_for_request = NULL;
+        return r;
     }
+    srv->fetched_for_request = NULL;
     srv_amp_oscore_verified(srv, peer_name);
     struct coap_msg in;
     if (edhoc_coap_msg_parse(srv->inner, (size_t)n, &in)) {
@@ -210,7 +223,8 @@ long srv_on_unprotected(struct edhoc_server *srv, struct edhoc_transport_peer *p
     if (verdict < 0)
         return srv_build(&in, COAP_CODE(5, 0), -1, NULL, 0, out, cap);
     if (verdict == EDHOC_BW_REPLY) {
-        long pr = oscore_protect_response(&ctx->osc, b, srv->inner_cut, reply_len, false, out, cap);
+        long pr = oscore_protect_response(&ctx->osc, b, srv->inner_cut, reply_len,
+                                          srv_response_own_piv(srv), out, cap);
         return pr < 0 ? srv_build(&in, COAP_CODE(5, 0), -1, NULL, 0, out, cap) : pr;
     }
     const uint8_t *inner_req = srv->inner;
@@ -306,7 +320,8 @@ static long answer_inner(struct edhoc_server *srv, struct edhoc_transport_peer *
     if (o)
         bp = &o->b;
     srv->store_err = 0;
-    long pr = oscore_protect_response(&ctx->osc, bp, srv->inner_cut, (size_t)cut, false, out, cap);
+    long pr = oscore_protect_response(&ctx->osc, bp, srv->inner_cut, (size_t)cut,
+                                      srv_response_own_piv(srv), out, cap);
     if (pr < 0) {
         if (o)
             srv_observer_drop(o);

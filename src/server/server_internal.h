@@ -166,6 +166,11 @@ struct edhoc_server {
     /* The context whose reservation found it taken over by another
      * responder of the fleet (store_err EDHOC_STATE_ERR_TAKEN_OVER). */
     struct ctx_key taken_over;
+    /* The context srv_unprotect_request took from the shared store for
+     * the request being answered (NULL: none): kept only if the request
+     * verifies under it, so that datagrams naming kids cannot fill the
+     * memory with copies nobody asked for. */
+    struct peer_ctx *fetched_for_request;
     /* A shared store out of reach (srv_store_outcome): since when, when a
      * new handshake may probe it again, and whether the request being
      * answered found it so (its answer is then 5.03, not an error of the
@@ -288,11 +293,28 @@ struct peer_ctx *srv_ctx_find(struct edhoc_server *srv, const struct ctx_key *ke
 struct b2_entry *srv_b2_find(struct edhoc_server *srv, const uint8_t *rid, size_t len);
 bool srv_rid_in_use(struct edhoc_server *srv, const uint8_t *rid, size_t len);
 void srv_ctx_remove(struct edhoc_server *srv, const struct ctx_key *key);
-/* A shared store (edhoc_state_is_shared): the context of key taken from
- * the store for this responder and put in memory, to be served above its
- * mark after an Echo round trip; NULL when the store has none (or fails,
- * which is logged). */
+/* Whether a response gets the responder's own Partial IV rather than the
+ * request's nonce (RFC 8613 Section 5.2: the server may use either; the
+ * client must take both, Section 8.4). On a fleet's shared store, always:
+ * a responder that another took a context from serves it until its next
+ * reservation, and a request the new owner answered, replayed to it, would
+ * be answered under the same (key, request nonce). Its own numbers come
+ * from blocks reserved in the row, which no two responders share. */
+static inline bool srv_response_own_piv(const struct edhoc_server *srv)
+{
+    return edhoc_state_is_shared(srv->cfg.db);
+}
+
+/* A shared store (edhoc_state_is_shared): the context of key read from
+ * the store and put in memory, to be served above its mark after an Echo
+ * round trip; NULL when the store has none (or fails, which is logged).
+ * Reading takes nothing: the first sequence-number reservation, which
+ * only a request that verified causes, takes the context over. */
 struct peer_ctx *srv_ctx_fetch(struct edhoc_server *srv, const struct ctx_key *key);
+/* The outcome n of the request a fetched context p was read for: counted
+ * and logged when it verified (or needs the Echo round trip), else p is
+ * left in srv->fetched_for_request, to be dropped once answered. */
+void srv_ctx_fetched_verdict(struct edhoc_server *srv, struct peer_ctx *p, long n);
 /* How long a client waits before it asks again when the state store
  * failed (5.03 Max-Age, RFC 7252 Section 5.9.3.4): a full disk or a store
  * out of reach seldom recovers within a second, and each try costs a

@@ -454,6 +454,8 @@ const char *edhoc_state_pg_strerror(int err)
     switch (err) {
     case EDHOC_STATE_ERR_LEASED: return "the context is leased to another owner";
     case EDHOC_STATE_ERR_LEASE_LOST: return "the lease was taken over by another owner";
+    case EDHOC_STATE_ERR_KEY_IN_USE:
+        return "another context is stored under that ID Context and Recipient ID";
     default: return edhoc_state_strerror(err);
     }
 }

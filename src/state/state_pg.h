@@ -60,6 +60,9 @@ extern "C" {
 /* The lease named by the token is no longer the row's: another owner took
  * the context over (or the row was put again). Drop the cached copy. */
 #define EDHOC_STATE_ERR_LEASE_LOST (-5021)
+/* The key names another context already (other keying material): a put
+ * never overwrites one; on the fleet this is a C_R drawn twice. */
+#define EDHOC_STATE_ERR_KEY_IN_USE (-5022)
 
 /* Version 1: the contexts with their lease, and the version table. */
 #define EDHOC_STATE_PG_SCHEMA_VERSION 1
@@ -83,10 +86,11 @@ struct edhoc_state_pg_lease {
 };
 
 struct edhoc_state_pg_stats {
-    uint64_t round_trips; /* statements sent and answered (or failed) */
-    uint64_t reconnects;  /* connections re-established after a loss */
-    uint64_t failed;      /* statements that returned an error */
-    uint64_t rows_put;    /* contexts written by put_peers */
+    uint64_t round_trips;  /* statements sent and answered (or failed) */
+    uint64_t reconnects;   /* connections re-established after a loss */
+    uint64_t failed;       /* statements that returned an error */
+    uint64_t rows_put;     /* contexts written by put_peers */
+    uint64_t rows_refused; /* put_peers rows whose key named another context */
 };
 
 /* Connect, then create or migrate the schema (in one transaction, under
@@ -122,8 +126,10 @@ const char *edhoc_state_pg_strerror(int err);
  * NULL) get each row's token; first = 0 and end = p->ssn_mark name the
  * block of a context the caller created (fresh keys: no host used them);
  * a context other hosts may also hold (a static one) gets its numbers
- * from acquire, never from a put. Atomic per statement. Returns 0, _ARG
- * (the rules of edhoc_state_put_peer), _IO. */
+ * from acquire, never from a put. A row whose key names another context
+ * (other keying material) is not written: its lease gets token 0 (put_peer:
+ * EDHOC_STATE_ERR_KEY_IN_USE). Atomic per statement. Returns 0, _ARG (the
+ * rules of edhoc_state_put_peer), _IO. */
 int edhoc_state_pg_put_peers(struct edhoc_state_pg *db, const struct edhoc_state_peer *peers,
                              size_t n, struct edhoc_state_pg_lease *leases);
 int edhoc_state_pg_put_peer(struct edhoc_state_pg *db, const struct edhoc_state_peer *p);
@@ -139,6 +145,17 @@ int edhoc_state_pg_acquire(struct edhoc_state_pg *db, const uint8_t *id_context,
                            size_t recipient_id_len, uint64_t reserve, int64_t lease_ms,
                            bool takeover, struct edhoc_state_pg_lease *lease,
                            struct edhoc_state_peer *out);
+
+/* Take the lease of a context read earlier (edhoc_state_pg_get_peer) with
+ * ssn_mark seen_mark, only if that mark is still the row's: nobody has
+ * reserved numbers since, so [seen_mark, seen_mark + reserve) is this
+ * owner's alone (lease->[first, end)), whoever held the lease. One round
+ * trip. Returns 0, EDHOC_STATE_ERR_LEASE_LOST (the mark moved: read it
+ * again), _NOT_FOUND, _ARG, _IO. */
+int edhoc_state_pg_take_over(struct edhoc_state_pg *db, const uint8_t *id_context,
+                             size_t id_context_len, const uint8_t *recipient_id,
+                             size_t recipient_id_len, uint64_t seen_mark, uint64_t reserve,
+                             int64_t lease_ms, struct edhoc_state_pg_lease *lease);
 
 /* Reserve the next count sequence numbers under the lease (count 0 only
  * renews it) and extend it by lease_ms: lease->[first, end) becomes the

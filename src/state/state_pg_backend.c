@@ -4,8 +4,9 @@
  * leases and reservations (docs/DESIGN.md, "Fleet store").
  *
  * The handle remembers the lease of every context this process serves
- * (created here by put, or taken by get on a request that named a
- * context not in memory). A mark the engine stores becomes a reservation
+ * (created here by put, or read by get for a request that named a
+ * context not in memory and taken at its first reservation, which only a
+ * request that verified causes). A mark the engine stores becomes a reservation
  * under that lease: the row's ssn_mark moves up to the mark, and only if
  * the lease is still ours, so that two responders never send under the
  * same (key, nonce) whatever the timing. A reservation that finds the
@@ -36,6 +37,12 @@ struct lease_entry {
     struct edhoc_state_pg_lease lease;
     unsigned pending; /* puts queued or in flight; the lease is known at 0 */
     bool failed;      /* the last put did not commit: no row, no lease */
+    bool refused;     /* the put found another context under the key: not ours */
+    /* Read for a request (get), not taken yet: the takeover waits for the
+     * first reservation, which only a request that verified causes, and
+     * succeeds only while the row's mark is still seen_mark. */
+    bool fetched;
+    uint64_t seen_mark;
 };
 
 #define PUT_BATCH     128   /* rows per statement (edhoc_state_pg_put_peers) */
@@ -217,6 +224,7 @@ static void lease_put_done(struct pg_backend *b, const struct edhoc_state_peer *
     if (e->pending)
         e->pending--;
     e->failed = rc != 0;
+    e->refused = rc == 0 && l->token == 0;
     if (!rc)
         e->lease = *l;
 }
@@ -301,6 +309,12 @@ static int be_put(void *impl, const struct edhoc_state_peer *p)
             b->down = false;
             rc = lease_keep(b, idc, p->id_context_len, p->recipient_id, p->recipient_id_len, &l);
         }
+        if (rc == 0) {
+            struct lease_entry *e =
+                *lease_slot(b, idc, p->id_context_len, p->recipient_id, p->recipient_id_len);
+            e->refused = l.token == 0;
+            e->fetched = false;
+        }
         pthread_mutex_unlock(&b->lock);
         return rc;
     }
@@ -326,7 +340,7 @@ static int be_put(void *impl, const struct edhoc_state_peer *p)
         struct lease_entry *e =
             *lease_slot(b, idc, p->id_context_len, p->recipient_id, p->recipient_id_len);
         e->pending++;
-        e->failed = false;
+        e->failed = e->refused = e->fetched = false;
         b->queue[b->queued++] = *p;
         pthread_cond_signal(&b->work);
     }
@@ -339,16 +353,23 @@ static int be_get(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t 
 {
     struct pg_backend *b = impl;
     FORK_CHECK(b);
-    struct edhoc_state_pg_lease l;
-    /* A request for this context reached us: it is ours from now on
-     * (takeover). Nothing is reserved here: the engine's first mark is
-     * the first reservation, above every number the previous owner was
-     * given, since the row's ssn_mark only grows. */
-    int rc =
-        edhoc_state_pg_acquire(b->pg, idc, idc_len, rid, rid_len, 0, b->lease_ms, true, &l, out);
+    /* A read, not a takeover: whoever sends a datagram naming the kid
+     * reaches this point, and only a request that verifies under the
+     * context may take it from the responder serving it (the first
+     * reservation, be_store_ssn). */
+    int rc = edhoc_state_pg_get_peer(b->pg, idc, idc_len, rid, rid_len, out);
     if (rc == 0) {
         pthread_mutex_lock(&b->lock);
-        rc = lease_keep(b, idc, idc_len, rid, rid_len, &l);
+        struct lease_entry **slot = lease_slot(b, idc, idc_len, rid, rid_len);
+        wait_put(b, slot, idc, idc_len, rid, rid_len);
+        struct edhoc_state_pg_lease none = {0};
+        rc = lease_keep(b, idc, idc_len, rid, rid_len, &none);
+        if (rc == 0) {
+            struct lease_entry *e = *lease_slot(b, idc, idc_len, rid, rid_len);
+            e->fetched = true;
+            e->seen_mark = out->ssn_mark;
+            e->failed = e->refused = false;
+        }
         pthread_mutex_unlock(&b->lock);
     }
     return rc;
@@ -370,10 +391,40 @@ static int be_store_ssn(void *impl, const uint8_t *idc, size_t idc_len, const ui
         pthread_mutex_unlock(&b->lock);
         return EDHOC_STATE_ERR_IO; /* never stored: no number of it may go out */
     }
-    bool known = *slot != NULL;
+    if (*slot && (*slot)->refused) {
+        /* The row under this key is another device's context: ours has
+         * no row, so none of its numbers may go out; the engine drops it
+         * and the device, answered from the other context, handshakes
+         * again (with a new C_R). */
+        lease_forget(b, idc, idc_len, rid, rid_len);
+        pthread_mutex_unlock(&b->lock);
+        return EDHOC_STATE_ERR_TAKEN_OVER;
+    }
+    bool known = *slot != NULL, fetched = known && (*slot)->fetched;
+    uint64_t seen = known ? (*slot)->seen_mark : 0;
     struct edhoc_state_pg_lease l = known ? (*slot)->lease : (struct edhoc_state_pg_lease){0};
     pthread_mutex_unlock(&b->lock);
     int rc;
+    if (fetched) {
+        /* The takeover: the numbers from the mark we read up to this one
+         * are ours, if nobody reserved since we read it. If somebody did,
+         * our copy's counter starts below their block: drop it, and the
+         * device's retry reads the row again. */
+        rc = edhoc_state_pg_take_over(b->pg, idc, idc_len, rid, rid_len, seen,
+                                      mark > seen ? mark - seen : 0, b->lease_ms, &l);
+        pthread_mutex_lock(&b->lock);
+        if (rc == 0)
+            rc = lease_keep(b, idc, idc_len, rid, rid_len, &l);
+        struct lease_entry **e = lease_slot(b, idc, idc_len, rid, rid_len);
+        if (rc == 0 && *e)
+            (*e)->fetched = false;
+        else if (rc == EDHOC_STATE_ERR_LEASE_LOST || rc == EDHOC_STATE_ERR_NOT_FOUND)
+            lease_forget(b, idc, idc_len, rid, rid_len);
+        pthread_mutex_unlock(&b->lock);
+        return rc == EDHOC_STATE_ERR_LEASE_LOST || rc == EDHOC_STATE_ERR_NOT_FOUND
+                   ? EDHOC_STATE_ERR_TAKEN_OVER
+                   : rc;
+    }
     if (!known) {
         /* A context we serve without a lease we know of (one whose lease
          * we forgot): take it, without taking it from another responder
@@ -407,7 +458,7 @@ static int be_delete(void *impl, const uint8_t *idc, size_t idc_len, const uint8
     struct lease_entry **slot = lease_slot(b, idc, idc_len, rid, rid_len);
     wait_put(b, slot, idc, idc_len, rid, rid_len);
     slot = lease_slot(b, idc, idc_len, rid, rid_len);
-    bool ours = *slot && !(*slot)->failed;
+    bool ours = *slot && !(*slot)->failed && !(*slot)->refused && !(*slot)->fetched;
     struct edhoc_state_pg_lease l = ours ? (*slot)->lease : (struct edhoc_state_pg_lease){0};
     lease_forget(b, idc, idc_len, rid, rid_len);
     pthread_mutex_unlock(&b->lock);
@@ -530,6 +581,7 @@ void edhoc_state_pg_backend_stats(const struct edhoc_state_pg_backend *fleet,
     out->reconnects = a.reconnects + w.reconnects;
     out->failed = a.failed + w.failed;
     out->rows_put = a.rows_put + w.rows_put;
+    out->rows_refused = a.rows_refused + w.rows_refused;
 }
 
 const char *edhoc_state_pg_backend_owner(const struct edhoc_state_pg_backend *fleet)

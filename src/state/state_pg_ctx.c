@@ -33,18 +33,33 @@ static bool peer_ok(const struct edhoc_state_peer *p)
 
 static const char put_head[] =
     "INSERT INTO edhoc_contexts AS t (" PEER_COLS ", owner, lease_token, lease_expiry) VALUES ";
+/* A key already in the store is written again only with the same keying
+ * material (the same context put again: its mark never lowered). A row
+ * with other material under that key is another device's context whose
+ * C_R a responder of the fleet drew again: it stays, and the new context
+ * is not stored (RETURNING names the rows written). */
 static const char put_tail[] =
     " ON CONFLICT (recipient_id, has_id_context, id_context) DO UPDATE SET"
-    " ssn_mark = CASE WHEN t.sender_id = EXCLUDED.sender_id"
-    " AND t.master_secret = EXCLUDED.master_secret AND t.master_salt = EXCLUDED.master_salt"
-    " AND t.aead_alg = EXCLUDED.aead_alg AND t.hkdf_alg = EXCLUDED.hkdf_alg"
-    " THEN GREATEST(t.ssn_mark, EXCLUDED.ssn_mark) ELSE EXCLUDED.ssn_mark END,"
-    " sender_id = EXCLUDED.sender_id, master_secret = EXCLUDED.master_secret,"
-    " master_salt = EXCLUDED.master_salt, aead_alg = EXCLUDED.aead_alg,"
-    " hkdf_alg = EXCLUDED.hkdf_alg, peer = EXCLUDED.peer, created = EXCLUDED.created,"
+    " ssn_mark = GREATEST(t.ssn_mark, EXCLUDED.ssn_mark),"
+    " peer = EXCLUDED.peer, created = EXCLUDED.created,"
     " method = EXCLUDED.method, suite = EXCLUDED.suite, last_used = EXCLUDED.last_used,"
     " owner = EXCLUDED.owner, lease_token = EXCLUDED.lease_token,"
-    " lease_expiry = EXCLUDED.lease_expiry";
+    " lease_expiry = EXCLUDED.lease_expiry"
+    " WHERE t.sender_id = EXCLUDED.sender_id AND t.master_secret = EXCLUDED.master_secret"
+    " AND t.master_salt = EXCLUDED.master_salt AND t.aead_alg = EXCLUDED.aead_alg"
+    " AND t.hkdf_alg = EXCLUDED.hkdf_alg"
+    " RETURNING recipient_id, has_id_context, id_context";
+
+/* Whether row r of a RETURNING recipient_id, has_id_context, id_context
+ * (binary) names p's key. */
+static bool result_names(const PGresult *res, int r, const struct edhoc_state_peer *p)
+{
+    return !PQgetisnull(res, r, 0) && (size_t)PQgetlength(res, r, 0) == p->recipient_id_len &&
+           !memcmp(PQgetvalue(res, r, 0), p->recipient_id, p->recipient_id_len) &&
+           PQgetlength(res, r, 1) == 1 && (PQgetvalue(res, r, 1)[0] != 0) == p->has_id_context &&
+           (size_t)PQgetlength(res, r, 2) == p->id_context_len &&
+           !memcmp(PQgetvalue(res, r, 2), p->id_context, p->id_context_len);
+}
 
 static bool same_key(const struct edhoc_state_peer *a, const struct edhoc_state_peer *b)
 {
@@ -62,7 +77,7 @@ static const char put_row[] =
 /* One INSERT of rows [0, n), no key twice among them (ON CONFLICT cannot
  * touch a row twice in one statement). */
 static int put_chunk(struct edhoc_state_pg *db, const struct edhoc_state_peer *rows, size_t n,
-                     int64_t token)
+                     int64_t token, bool *written)
 {
     struct params ps;
     /* Each placeholder of the format grows by at most 5 digits. */
@@ -103,9 +118,16 @@ static int put_chunk(struct edhoc_state_pg *db, const struct edhoc_state_peer *r
     state_pg_add_int(&ps, db->lease_ms);
     PGresult *res;
     err = state_pg_run(db, sql, &ps, true, &res);
+    for (size_t i = 0; !err && i < n; i++) {
+        written[i] = false;
+        for (int r = 0; r < PQntuples(res) && !written[i]; r++)
+            written[i] = result_names(res, r, &rows[i]);
+        if (written[i])
+            db->stats.rows_put++;
+        else
+            db->stats.rows_refused++;
+    }
     PQclear(res);
-    if (!err)
-        db->stats.rows_put += n;
     state_pg_params_free(&ps);
     free(sql);
     return err;
@@ -120,6 +142,7 @@ int edhoc_state_pg_put_peers(struct edhoc_state_pg *db, const struct edhoc_state
         if (!peer_ok(&peers[i]))
             return EDHOC_STATE_ERR_ARG;
     int64_t token = new_token();
+    bool written[PUT_BATCH];
     size_t start = 0;
     while (start < n) {
         size_t end = start + 1;
@@ -131,20 +154,25 @@ int edhoc_state_pg_put_peers(struct edhoc_state_pg *db, const struct edhoc_state
                 break;
             end++;
         }
-        int err = put_chunk(db, peers + start, end - start, token);
+        int err = put_chunk(db, peers + start, end - start, token, written);
         if (err)
             return err;
+        for (size_t i = start; leases && i < end; i++)
+            leases[i] = written[i - start] ? (struct edhoc_state_pg_lease){.token = token,
+                                                                           .first = 0,
+                                                                           .end = peers[i].ssn_mark,
+                                                                           .expiry_ms = 0}
+                                           : (struct edhoc_state_pg_lease){0};
         start = end;
     }
-    for (size_t i = 0; leases && i < n; i++)
-        leases[i] = (struct edhoc_state_pg_lease){
-            .token = token, .first = 0, .end = peers[i].ssn_mark, .expiry_ms = 0};
     return 0;
 }
 
 int edhoc_state_pg_put_peer(struct edhoc_state_pg *db, const struct edhoc_state_peer *p)
 {
-    return edhoc_state_pg_put_peers(db, p, p ? 1 : 0, NULL);
+    struct edhoc_state_pg_lease l;
+    int err = edhoc_state_pg_put_peers(db, p, p ? 1 : 0, p ? &l : NULL);
+    return err ? err : p && l.token == 0 ? EDHOC_STATE_ERR_KEY_IN_USE : 0;
 }
 
 /* Why a lease statement matched no row: none there, or someone else's. */
@@ -222,6 +250,55 @@ int edhoc_state_pg_acquire(struct edhoc_state_pg *db, const uint8_t *id_context,
             state_pg_wipe(p, sizeof *p);
     }
     state_pg_clear_result(res);
+    state_pg_params_free(&ps);
+    return err;
+}
+
+int edhoc_state_pg_take_over(struct edhoc_state_pg *db, const uint8_t *id_context,
+                             size_t id_context_len, const uint8_t *recipient_id,
+                             size_t recipient_id_len, uint64_t seen_mark, uint64_t reserve,
+                             int64_t lease_ms, struct edhoc_state_pg_lease *lease)
+{
+    if (db == NULL || lease == NULL || lease_ms <= 0 || reserve > EDHOC_STATE_PG_MAX_BLOCK ||
+        seen_mark > (uint64_t)INT64_MAX ||
+        !state_pg_key_ok(id_context, id_context_len, recipient_id, recipient_id_len))
+        return EDHOC_STATE_ERR_ARG;
+    struct params ps;
+    if (state_pg_params_init(&ps, 8)) {
+        state_pg_params_free(&ps);
+        return EDHOC_STATE_ERR_IO;
+    }
+    int64_t token = new_token();
+    state_pg_add_key(&ps, id_context, id_context_len, recipient_id, recipient_id_len);
+    state_pg_add_text(&ps, db->owner);
+    state_pg_add_int(&ps, token);
+    state_pg_add_int(&ps, lease_ms);
+    state_pg_add_int(&ps, (int64_t)reserve);
+    state_pg_add_int(&ps, (int64_t)seen_mark);
+    PGresult *res;
+    int err = state_pg_run(db,
+                           "UPDATE edhoc_contexts SET owner = $4::text, lease_token = $5::bigint,"
+                           " lease_expiry = " NOW_MS " + $6::bigint,"
+                           " ssn_mark = ssn_mark + $7::bigint"
+                           " WHERE " KEY_WHERE " AND ssn_mark = $8::bigint"
+                           " RETURNING ssn_mark, lease_expiry",
+                           &ps, true, &res);
+    int64_t mark = 0, expiry = 0;
+    if (!err && PQntuples(res) == 0) {
+        ps.n = 3;
+        err = explain_no_row(db, &ps, EDHOC_STATE_ERR_NOT_FOUND, EDHOC_STATE_ERR_LEASE_LOST);
+        if (err == EDHOC_STATE_ERR_LEASE_LOST)
+            snprintf(db->error, sizeof db->error,
+                     "the context's mark moved since it was read: another owner reserved numbers");
+    } else if (!err &&
+               (!state_pg_get_int(res, 0, 0, &mark) || !state_pg_get_int(res, 0, 1, &expiry) ||
+                (uint64_t)mark != seen_mark + reserve)) {
+        err = EDHOC_STATE_ERR_CORRUPT;
+    } else if (!err) {
+        *lease = (struct edhoc_state_pg_lease){
+            .token = token, .first = seen_mark, .end = (uint64_t)mark, .expiry_ms = expiry};
+    }
+    PQclear(res);
     state_pg_params_free(&ps);
     return err;
 }
