@@ -741,6 +741,14 @@ static void test_c_r_drawn_twice(void **state)
     assert_int_equal(edhoc_state_put_peer(a, &first), 0);
     assert_int_equal(edhoc_state_flush(a), 0);
     assert_int_equal(edhoc_state_put_peer(b, &second), 0); /* queued: message_2 goes now */
+    /* The numbers of the block put with it are used at once, without a
+     * round trip and without waiting for the put (fresh keys). */
+    struct edhoc_state_pg_stats st;
+    edhoc_state_pg_backend_stats(fleet_b, &st);
+    uint64_t serving = st.serving_round_trips;
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&second), 32), 0);
+    edhoc_state_pg_backend_stats(fleet_b, &st);
+    assert_int_equal(st.serving_round_trips, serving);
     assert_int_equal(edhoc_state_flush(b), 0);
     assert_int_equal(edhoc_state_store_ssn(b, KEY(&second), 64), EDHOC_STATE_ERR_TAKEN_OVER);
     /* The first device's context is untouched, and still A's. */
@@ -748,7 +756,6 @@ static void test_c_r_drawn_twice(void **state)
     assert_int_equal(edhoc_state_get_peer(a, KEY(&first), &got), 0);
     assert_memory_equal(got.master_secret, first.master_secret, first.master_secret_len);
     assert_int_equal(got.ssn_mark, 64);
-    struct edhoc_state_pg_stats st;
     edhoc_state_pg_backend_stats(fleet_b, &st);
     assert_int_equal(st.rows_refused, 1);
     edhoc_state_close(a);

@@ -160,7 +160,9 @@ static void fleet_figures(struct edhoc_server *srv, const char *dir)
                                  .fleet = true,
                                  .round_trips = ps.round_trips,
                                  .rows_put = ps.rows_put,
-                                 .handshakes = st.handshakes_ok};
+                                 .handshakes = st.handshakes_ok,
+                                 .serving_round_trips = ps.serving_round_trips,
+                                 .oscore_requests = st.oscore_requests};
     cli_state_stats_publish(dir, &ss);
 }
 

@@ -27,10 +27,11 @@ int cli_state_stats_publish(const char *dir, const struct cli_state_stats *s)
                      w->failed_rows, w->largest_batch, w->closed_by_size, w->closed_by_time,
                      w->closed_by_wait, w->waits, w->queued);
     if (s->fleet && n > 0 && (size_t)n < sizeof text)
-        n += snprintf(text + n, sizeof text - (size_t)n,
-                      "store postgresql\nround_trips %" PRIu64 "\nrows_put %" PRIu64
-                      "\nhandshakes %" PRIu64 "\n",
-                      s->round_trips, s->rows_put, s->handshakes);
+        n += snprintf(
+            text + n, sizeof text - (size_t)n,
+            "store postgresql\nround_trips %" PRIu64 "\nrows_put %" PRIu64 "\nhandshakes %" PRIu64
+            "\nserving_round_trips %" PRIu64 "\noscore_requests %" PRIu64 "\n",
+            s->round_trips, s->rows_put, s->handshakes, s->serving_round_trips, s->oscore_requests);
     unlink(tmp);
     int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
@@ -72,7 +73,9 @@ bool cli_state_stats_read(const char *path, struct cli_state_stats *s)
                       {"queued", &s->w.queued},
                       {"round_trips", &s->round_trips},
                       {"rows_put", &s->rows_put},
-                      {"handshakes", &s->handshakes}};
+                      {"handshakes", &s->handshakes},
+                      {"serving_round_trips", &s->serving_round_trips},
+                      {"oscore_requests", &s->oscore_requests}};
         if (!strcmp(key, "round_trips"))
             s->fleet = true;
         if (!strcmp(key, "pid"))

@@ -31,9 +31,10 @@ struct cli_state_stats {
     struct edhoc_state_writer_stats w;
     /* A responder of a fleet (--state postgresql://...): its store's
      * round trips and contexts put, and its handshakes, instead of a
-     * writer's commits (w stays zero). */
+     * writer's commits (w stays zero); the round trips of serving OSCORE
+     * requests (all but the puts) and the OSCORE requests answered. */
     bool fleet;
-    uint64_t round_trips, rows_put, handshakes;
+    uint64_t round_trips, rows_put, handshakes, serving_round_trips, oscore_requests;
 };
 
 /* Write DIR/EDHOC_STATE_STATS_FILE (0600, through a temporary file and a

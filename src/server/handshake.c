@@ -269,7 +269,10 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
              * device runs EDHOC again, new keys) and no restart can use
              * a number of this block again. From the row's commit on,
              * its mark covers the block. */
-            bool grouped = edhoc_state_is_grouped(srv->cfg.db);
+            /* The same on a fleet's store: the put reserves the block
+             * (fresh keys: no other responder can hold them). */
+            bool grouped =
+                edhoc_state_is_grouped(srv->cfg.db) || edhoc_state_is_shared(srv->cfg.db);
             sp.ssn_mark = grouped ? srv->cfg.ssn_freq : 0;
             struct ctx_mark *m =
                 edhoc_state_event_fd(srv->cfg.db) >= 0 ? srv_ctx_mark_of(srv, p) : NULL;

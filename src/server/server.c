@@ -124,8 +124,13 @@ struct edhoc_server *edhoc_server_new(const struct edhoc_server_config *cfg)
         srv->cfg.max_pending = 256;
     if (!srv->cfg.pending_timeout_s)
         srv->cfg.pending_timeout_s = 60;
+    /* On a fleet's shared store every response takes a number of its own
+     * (srv_response_own_piv) and each block is a round trip to the store
+     * from the datagram thread: blocks of 256 make that one per 256
+     * responses. A takeover leaves the rest of the old owner's block
+     * unused; 256 keeps the Partial IV at 2 bytes through 255 of them. */
     if (!srv->cfg.ssn_freq)
-        srv->cfg.ssn_freq = 32;
+        srv->cfg.ssn_freq = edhoc_state_is_shared(srv->cfg.db) ? 256 : 32;
     if (!srv->cfg.counter_period_ms)
         srv->cfg.counter_period_ms = 1000;
     if (!srv->cfg.max_body)

@@ -91,6 +91,10 @@ struct edhoc_state_pg_stats {
     uint64_t failed;       /* statements that returned an error */
     uint64_t rows_put;     /* contexts written by put_peers */
     uint64_t rows_refused; /* put_peers rows whose key named another context */
+    /* edhoc_state_pg_backend_stats only: the round trips of the datagram
+     * thread's connection (gets, takeovers, reservations, releases), that
+     * is, all but the writer's puts. */
+    uint64_t serving_round_trips;
 };
 
 /* Connect, then create or migrate the schema (in one transaction, under

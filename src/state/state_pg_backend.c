@@ -341,6 +341,9 @@ static int be_put(void *impl, const struct edhoc_state_peer *p)
             *lease_slot(b, idc, p->id_context_len, p->recipient_id, p->recipient_id_len);
         e->pending++;
         e->failed = e->refused = e->fetched = false;
+        /* Its first block, [0, mark): fresh keys, nobody else's numbers;
+         * used before the row commits, as the SQLite writer's are. */
+        e->lease.end = p->ssn_mark;
         b->queue[b->queued++] = *p;
         pthread_cond_signal(&b->work);
     }
@@ -382,6 +385,13 @@ static int be_store_ssn(void *impl, const uint8_t *idc, size_t idc_len, const ui
     FORK_CHECK(b);
     pthread_mutex_lock(&b->lock);
     struct lease_entry **slot = lease_slot(b, idc, idc_len, rid, rid_len);
+    if (*slot && !(*slot)->fetched && !(*slot)->failed && !(*slot)->refused &&
+        mark <= (*slot)->lease.end) {
+        /* Numbers reserved already (a new context's first block, put with
+         * it): no round trip. */
+        pthread_mutex_unlock(&b->lock);
+        return 0;
+    }
     /* A reservation needs the row: a context put a moment ago waits for
      * its put (the only wait a new context ever causes). */
     wait_put(b, slot, idc, idc_len, rid, rid_len);
@@ -582,6 +592,7 @@ void edhoc_state_pg_backend_stats(const struct edhoc_state_pg_backend *fleet,
     out->failed = a.failed + w.failed;
     out->rows_put = a.rows_put + w.rows_put;
     out->rows_refused = a.rows_refused + w.rows_refused;
+    out->serving_round_trips = a.round_trips;
 }
 
 const char *edhoc_state_pg_backend_owner(const struct edhoc_state_pg_backend *fleet)

@@ -186,6 +186,9 @@ struct load_writer_delta {
      * handshakes it counted meanwhile. */
     bool fleet;
     uint64_t round_trips, fleet_handshakes;
+    /* Of those, the round trips of serving OSCORE requests (all but the
+     * puts), and the OSCORE requests it answered. */
+    uint64_t serving_round_trips, fleet_requests;
     const char *path;
 };
 
