@@ -201,6 +201,26 @@ static int explain_no_row(struct edhoc_state_pg *db, const struct params *key, i
     return err;
 }
 
+/* The parameters both lease statements begin with: the key ($1-$3), the
+ * owner ($4), a new token ($5), the lease ($6) and the block ($7); room
+ * for one more. */
+static int lease_params(struct edhoc_state_pg *db, struct params *ps, const uint8_t *idc,
+                        size_t idc_len, const uint8_t *rid, size_t rid_len, int64_t lease_ms,
+                        uint64_t reserve, int64_t *token)
+{
+    if (state_pg_params_init(ps, 8)) {
+        state_pg_params_free(ps);
+        return EDHOC_STATE_ERR_IO;
+    }
+    *token = new_token();
+    state_pg_add_key(ps, idc, idc_len, rid, rid_len);
+    state_pg_add_text(ps, db->owner);
+    state_pg_add_int(ps, *token);
+    state_pg_add_int(ps, lease_ms);
+    state_pg_add_int(ps, (int64_t)reserve);
+    return 0;
+}
+
 int edhoc_state_pg_acquire(struct edhoc_state_pg *db, const uint8_t *id_context,
                            size_t id_context_len, const uint8_t *recipient_id,
                            size_t recipient_id_len, uint64_t reserve, int64_t lease_ms,
@@ -213,16 +233,10 @@ int edhoc_state_pg_acquire(struct edhoc_state_pg *db, const uint8_t *id_context,
         !state_pg_key_ok(id_context, id_context_len, recipient_id, recipient_id_len))
         return EDHOC_STATE_ERR_ARG;
     struct params ps;
-    if (state_pg_params_init(&ps, 8)) {
-        state_pg_params_free(&ps);
+    int64_t token;
+    if (lease_params(db, &ps, id_context, id_context_len, recipient_id, recipient_id_len, lease_ms,
+                     reserve, &token))
         return EDHOC_STATE_ERR_IO;
-    }
-    int64_t token = new_token();
-    state_pg_add_key(&ps, id_context, id_context_len, recipient_id, recipient_id_len);
-    state_pg_add_text(&ps, db->owner);
-    state_pg_add_int(&ps, token);
-    state_pg_add_int(&ps, lease_ms);
-    state_pg_add_int(&ps, (int64_t)reserve);
     state_pg_add_text(&ps, takeover ? "t" : "f");
     PGresult *res;
     int err =
@@ -264,16 +278,10 @@ int edhoc_state_pg_take_over(struct edhoc_state_pg *db, const uint8_t *id_contex
         !state_pg_key_ok(id_context, id_context_len, recipient_id, recipient_id_len))
         return EDHOC_STATE_ERR_ARG;
     struct params ps;
-    if (state_pg_params_init(&ps, 8)) {
-        state_pg_params_free(&ps);
+    int64_t token;
+    if (lease_params(db, &ps, id_context, id_context_len, recipient_id, recipient_id_len, lease_ms,
+                     reserve, &token))
         return EDHOC_STATE_ERR_IO;
-    }
-    int64_t token = new_token();
-    state_pg_add_key(&ps, id_context, id_context_len, recipient_id, recipient_id_len);
-    state_pg_add_text(&ps, db->owner);
-    state_pg_add_int(&ps, token);
-    state_pg_add_int(&ps, lease_ms);
-    state_pg_add_int(&ps, (int64_t)reserve);
     state_pg_add_int(&ps, (int64_t)seen_mark);
     PGresult *res;
     int err = state_pg_run(db,
