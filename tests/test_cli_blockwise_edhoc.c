@@ -396,6 +396,7 @@ static size_t tshark_check(struct report *r, const char *what, const char *pcap,
                            code >> 5, code & 31);
             goto next;
         }
+        net_tshark_drop_traceroute(f[9]);
         if (strlen(f[4]) != 16 || f[9][0]) {
             if (undecrypted++ < 3)
                 report_add(r, "%s: frame %s not decrypted by tshark: tag '%s', expert '%s'", what,

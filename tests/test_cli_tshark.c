@@ -332,21 +332,7 @@ static int dissect(const char *pcap, uint16_t port, const char *row, struct ws_f
             field(line, 4, num, sizeof num);
             f->inner_code = num[0] ? strtol(num, NULL, 10) : -1;
             field(line, 5, f->expert, sizeof f->expert);
-            /* Wireshark's UDP dissector flags any datagram to a port of
-             * traceroute's range (33434 and up) as "Possible traceroute";
-             * the responder's port is the kernel's choice, so that note
-             * is about the port, never about OSCORE. */
-            if (!strncmp(f->expert, "Possible traceroute", 19)) {
-                /* "Possible traceroute: hop #6, attempt #1" (a comma of
-                 * its own), then ",next message" if any. */
-                const char *rest = strstr(f->expert, "attempt #");
-                rest = rest ? rest + 9 : f->expert + strlen(f->expert);
-                while (*rest >= '0' && *rest <= '9')
-                    rest++;
-                if (*rest == ',')
-                    rest++;
-                memmove(f->expert, rest, strlen(rest) + 1);
-            }
+            net_tshark_drop_traceroute(f->expert);
             /* The text items of the inner payload are the last field. */
             size_t len = eol ? (size_t)(eol - line) : strlen(line);
             snprintf(text, sizeof text, "%.*s", (int)len, line);
