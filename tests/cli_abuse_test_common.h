@@ -90,6 +90,7 @@ enum {
     O_URI_PATH = 11,
     O_CONTENT_FORMAT = 12,
     O_MAX_AGE = 14,
+    O_URI_QUERY = 15,
     O_BLOCK2 = 23,
     O_BLOCK1 = 27,
     O_SIZE2 = 28,

@@ -46,38 +46,103 @@ static const size_t sizes[] = {0, 1, 1023, 1024, 1025, 3000, 20000, 65536};
 /* ---- small helpers ---------------------------------------------------- */
 
 /* Append a line to a bounded report of problems (collected so that one
- * failing cell of a matrix does not hide the others). */
+ * failing cell of a matrix does not hide the others). A failing matrix can
+ * have thousands of lines, and a CI log keeps only its start and its end:
+ * so each transfer (report_begin .. report_end) keeps at most
+ * REPORT_PER_ITEM lines of its own, and the report opens with one line
+ * per failing transfer, naming it and its first problem. */
+#define REPORT_PER_ITEM 4
+
 struct report {
     char text[16384];
     size_t len;
     unsigned problems;
+    char summary[4096];
+    size_t summary_len;
+    unsigned items_failed;
+    /* the transfer being checked: its name, problems, first problem */
+    char item[160];
+    unsigned item_problems;
+    char item_first[240];
 };
+
+static inline void report_append(char *buf, size_t cap, size_t *len, const char *fmt, va_list ap)
+{
+    if (*len + 2 >= cap)
+        return;
+    int n = vsnprintf(buf + *len, cap - *len - 1, fmt, ap);
+    if (n > 0)
+        *len += (size_t)n < cap - *len - 1 ? (size_t)n : cap - *len - 2;
+    buf[(*len)++] = '\n';
+    buf[*len] = '\0';
+}
+
+static inline void report_printf(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static inline void report_printf(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report_append(buf, cap, len, fmt, ap);
+    va_end(ap);
+}
 
 static void report_add(struct report *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static inline void report_add(struct report *r, const char *fmt, ...)
 {
     r->problems++;
-    if (r->len + 2 >= sizeof r->text)
-        return;
     va_list ap;
+    if (r->item[0] && r->item_problems++ == 0) {
+        va_start(ap, fmt);
+        vsnprintf(r->item_first, sizeof r->item_first, fmt, ap);
+        va_end(ap);
+        for (char *c = r->item_first; *c; c++)
+            if (*c == '\n')
+                *c = ' ';
+    }
+    if (r->item[0] && r->item_problems > REPORT_PER_ITEM)
+        return;
     va_start(ap, fmt);
-    int n = vsnprintf(r->text + r->len, sizeof r->text - r->len - 1, fmt, ap);
+    report_append(r->text, sizeof r->text, &r->len, fmt, ap);
     va_end(ap);
-    if (n > 0)
-        r->len += (size_t)n < sizeof r->text - r->len - 1 ? (size_t)n : sizeof r->text - r->len - 2;
-    r->text[r->len++] = '\n';
-    r->text[r->len] = '\0';
 }
 
-/* cmocka cuts long failure messages: the whole report goes to stderr. */
+/* The checks of one transfer begin: its problems are counted apart. */
+static inline void report_begin(struct report *r, const char *item)
+{
+    snprintf(r->item, sizeof r->item, "%s", item);
+    r->item_problems = 0;
+    r->item_first[0] = '\0';
+}
+
+/* ... and end: a failing transfer gets its line in the summary. */
+static inline void report_end(struct report *r)
+{
+    if (r->item_problems) {
+        r->items_failed++;
+        if (r->item_problems > REPORT_PER_ITEM)
+            report_printf(r->text, sizeof r->text, &r->len, "%s: %u more problem(s) not listed",
+                          r->item, r->item_problems - REPORT_PER_ITEM);
+        report_printf(r->summary, sizeof r->summary, &r->summary_len,
+                      "  %s: %u problem(s), first: %s", r->item, r->item_problems, r->item_first);
+    }
+    r->item[0] = '\0';
+}
+
+/* cmocka cuts long failure messages: the whole report goes to stderr,
+ * its summary first; the failure message names the first failing
+ * transfer, so that even a cut log says what failed. */
 static inline void report_check(const struct report *r, const char *what)
 {
     if (!r->problems)
         return;
-    fprintf(stderr, "%s: %u problem(s)%s:\n%s", what, r->problems,
+    fprintf(stderr, "%s: %u problem(s) in %u transfer(s)%s:\n%s", what, r->problems,
+            r->items_failed, r->items_failed ? ", one line each" : "", r->summary);
+    fprintf(stderr, "%s: the problems%s:\n%s", what,
             r->len + 2 >= sizeof r->text ? " (the first ones)" : "", r->text);
-    fail_msg("%s: %u problem(s), listed above", what, r->problems);
+    fail_msg("%s: %u problem(s), listed above; the first: %.300s", what, r->problems,
+             r->summary_len ? r->summary : r->text);
 }
 
 /* The whole of a binary file (malloc'd, *len set); NULL if it cannot be
@@ -353,6 +418,49 @@ static inline void capture_read(const char *path, uint16_t server_port, struct c
         }
         c->n++;
     }
+}
+
+/* What the wire held when a check of it failed, into the report, one line
+ * per datagram: the first and last few, and every one out of the ordinary
+ * run of a transfer (a duplicate, a Reset, an empty message, a message
+ * from the server that is not a piggybacked answer, a code other than
+ * 0.01/0.02, 2.04, 2.05 and 2.31), at most max lines in all. */
+static inline bool capture_unusual(const struct dgram *d)
+{
+    if (d->duplicate || d->type == 3 || d->code == 0)
+        return true;
+    if (d->to_server)
+        return d->type != 0 || (d->code != 1 && d->code != 2);
+    return d->type != 2 || (d->code != 68 && d->code != 69 && d->code != 95);
+}
+
+static inline void capture_dump(struct report *r, const struct capture *c, size_t max)
+{
+    static const char *const types[] = {"CON", "NON", "ACK", "RST"};
+    size_t shown = 0, skipped = 0;
+    for (size_t k = 0; k < c->n; k++) {
+        const struct dgram *d = &c->d[k];
+        bool edge = k < 6 || k + 4 >= c->n;
+        if (shown >= max || (!edge && !capture_unusual(d))) {
+            skipped++;
+            continue;
+        }
+        if (skipped)
+            report_printf(r->text, sizeof r->text, &r->len, "    (%zu ordinary datagrams)",
+                          skipped);
+        skipped = 0;
+        shown++;
+        report_printf(r->text, sizeof r->text, &r->len,
+                      "    frame %u %s %s %u.%02u MID %u%s%s B1 %s%u/%u/%u B2 %s%u/%u/%u %zu bytes",
+                      d->frame, d->to_server ? "->" : "<-", types[d->type & 3], d->code >> 5,
+                      d->code & 31, d->mid, d->duplicate ? " (duplicate)" : "",
+                      d->oscore ? " OSCORE" : "", d->b1.present ? "" : "-", d->b1.num, d->b1.m,
+                      d->b1.szx, d->b2.present ? "" : "-", d->b2.num, d->b2.m, d->b2.szx,
+                      d->payload_len);
+    }
+    if (skipped)
+        report_printf(r->text, sizeof r->text, &r->len, "    (%zu more datagrams, %zu in all)",
+                      skipped, c->n);
 }
 
 static inline void capture_free(struct capture *c)

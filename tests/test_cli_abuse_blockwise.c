@@ -267,6 +267,50 @@ static void test_duplicate_blocks(void **state)
     finish(&r, "duplicate blocks");
 }
 
+/* A Message ID used again by the same endpoint for another message: a
+ * new client process on a recycled source port starts its IDs afresh and
+ * cannot know its predecessor's (RFC 7252 Section 4.4 forbids reuse
+ * within EXCHANGE_LIFETIME, but the new process cannot comply). Section
+ * 4.5's duplicate is "each duplicate copy of a Confirmable message": the
+ * same message. A different request under the old ID is answered as
+ * itself, with its own token; a true copy still gets the cached answer. */
+static void test_reused_mid_other_message(void **state)
+{
+    (void)state;
+    struct net_proc r;
+    start(&r, "midreuse", "--allow-unprotected");
+    int fd = udp_open(NULL);
+    uint8_t req[300], resp[1500], first[1500];
+    struct coap_view v;
+    const uint8_t tok1 = 0x91, tok2 = 0x92;
+    struct opt o5[] = {{O_URI_PATH, (const uint8_t *)"bytes", 5},
+                       {O_URI_QUERY, (const uint8_t *)"n=5", 3}};
+    struct opt o3[] = {{O_URI_PATH, (const uint8_t *)"bytes", 5},
+                       {O_URI_QUERY, (const uint8_t *)"n=3", 3}};
+    size_t n = coap_build(req, sizeof req, T_CON, C_GET, 0x7100, &tok1, 1, o5, 2, NULL, 0);
+    expect_code(fd, r.port, req, n, first, sizeof first, CODE(2, 5), &v, "GET /bytes?n=5");
+    assert_int_equal(v.pl_len, 5);
+    assert_memory_equal(v.payload, "abcde", 5);
+    /* The same message again: the cached answer, byte for byte. */
+    long l1 = exchange(fd, r.port, req, n, first, sizeof first);
+    long l2 = exchange(fd, r.port, req, n, resp, sizeof resp);
+    assert_true(l1 > 0);
+    assert_int_equal(l2, l1);
+    assert_memory_equal(resp, first, (size_t)l1);
+    /* Another request under the same Message ID: its own answer. */
+    n = coap_build(req, sizeof req, T_CON, C_GET, 0x7100, &tok2, 1, o3, 2, NULL, 0);
+    expect_code(fd, r.port, req, n, resp, sizeof resp, CODE(2, 5), &v, "GET /bytes?n=3, same MID");
+    assert_int_equal(v.tkl, 1);
+    assert_int_equal(v.tok[0], tok2);
+    if (v.pl_len != 3 || memcmp(v.payload, "abc", 3))
+        fail_msg("GET /bytes?n=3 under a reused Message ID got %zu bytes (%.*s), the answer of "
+                 "the earlier request: RFC 7252 Section 4.5 answers only a copy of the same "
+                 "message from the cache",
+                 v.pl_len, (int)v.pl_len, (const char *)v.payload);
+    close(fd);
+    finish(&r, "reused Message ID");
+}
+
 static void test_abandoned_transfer(void **state)
 {
     (void)state;
@@ -316,6 +360,7 @@ int main(void)
         cmocka_unit_test_teardown(test_far_block_number, net_test_teardown),
         cmocka_unit_test_teardown(test_out_of_order, net_test_teardown),
         cmocka_unit_test_teardown(test_duplicate_blocks, net_test_teardown),
+        cmocka_unit_test_teardown(test_reused_mid_other_message, net_test_teardown),
         cmocka_unit_test_teardown(test_abandoned_transfer, net_test_teardown),
     };
     return cmocka_run_group_tests_name("cli_abuse_blockwise", tests, group_setup,

@@ -166,6 +166,7 @@ static void transfer_ok(struct report *r, bool oscore, bool post, uint16_t port,
     snprintf(what, sizeof what, "%s %s %zu bytes, client block %u, server block %u",
              oscore ? "OSCORE" : "unprotected", post ? "POST /echo" : "GET /bytes", n, cbs, sbs);
     net_path(pcap, sizeof pcap, "transfer.pcap");
+    report_begin(r, what);
     struct xfer x;
     uint64_t t0 = net_now_ms();
     transfer(&x, post, port, n, cbs, oscore ? conf : NULL, oscore ? NULL : pcap, NULL);
@@ -208,10 +209,14 @@ static void transfer_ok(struct report *r, bool oscore, bool post, uint16_t port,
     } else {
         struct capture c;
         capture_read(pcap, port, &c);
+        unsigned before = r->item_problems;
         check_plain_wire(r, what, &c, post, want, want, n, cbs, sbs);
+        if (r->item_problems > before)
+            capture_dump(r, &c, 24);
         capture_free(&c);
     }
 out:
+    report_end(r);
     free(want);
     xfer_free(&x);
 }

@@ -38,6 +38,9 @@
 struct dedup {
     char peer[80];
     uint16_t mid;
+    /* the request's bytes, hashed: a retransmission is the same message */
+    uint64_t req_hash;
+    size_t req_len;
     coap_tick_t when;
     size_t len; /* 0: empty slot */
     uint8_t *bytes;

@@ -120,6 +120,17 @@ uint64_t transport_now_ms(void)
     return (uint64_t)now * 1000 / COAP_TICKS_PER_SECOND;
 }
 
+/* FNV-1a of a request's bytes: told apart from another message, not
+ * from an adversary (one that forges a colliding request from the peer's
+ * address gets the answer the peer got already). */
+static uint64_t request_hash(const uint8_t *b, size_t n)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 static void on_request(coap_resource_t *resource, coap_session_t *session,
                        const coap_pdu_t *request, const coap_string_t *query, coap_pdu_t *response)
 {
@@ -147,7 +158,17 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
         d = &t->dedup[h % DEDUP_SLOTS];
         coap_tick_t now;
         coap_ticks(&now);
-        if (d->len && d->mid == mid && !strcmp(d->peer, name) &&
+        /* RFC 7252 Section 4.5: "each duplicate copy of a Confirmable
+         * message" gets the same answer. A copy is the same message: the
+         * same Message ID from the same endpoint with other bytes (another
+         * token, another request) is a new message from a sender that
+         * reused the ID -- a new client process on a recycled port does,
+         * not knowing its predecessor's IDs (Section 4.4 forbids it within
+         * EXCHANGE_LIFETIME) -- and answering it with the cached answer
+         * would hand it another request's response. */
+        uint64_t rh = request_hash(t->scratch, (size_t)n);
+        if (d->len && d->mid == mid && !strcmp(d->peer, name) && d->req_len == (size_t)n &&
+            d->req_hash == rh &&
             now - d->when < (coap_tick_t)DEDUP_SECONDS * COAP_TICKS_PER_SECOND) {
             respond_limited(t, session, request, response, name, t->scratch, (size_t)n, d->bytes,
                             d->len, NULL);
@@ -157,6 +178,8 @@ static void on_request(coap_resource_t *resource, coap_session_t *session,
         memset(d, 0, sizeof *d);
         snprintf(d->peer, sizeof d->peer, "%s", name);
         d->mid = mid;
+        d->req_hash = rh;
+        d->req_len = (size_t)n;
         d->when = now;
     }
     uint64_t ms = transport_now_ms();
