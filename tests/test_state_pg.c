@@ -664,6 +664,101 @@ static void test_handles_take_over(void **state)
     edhoc_state_close(b);
 }
 
+/* The row of a context with that Recipient ID (no ID Context): its mark,
+ * and whether owner is its owner. */
+static long row_mark(const char *conninfo, uint32_t i)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT ssn_mark FROM edhoc_contexts WHERE recipient_id = '\\x%08x'::bytea", i);
+    return sql_number(conninfo, sql);
+}
+
+static long row_owned_by(const char *conninfo, uint32_t i, const char *owner)
+{
+    char sql[240];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM edhoc_contexts WHERE recipient_id = '\\x%08x'::bytea"
+             " AND owner = '%s'",
+             i, owner);
+    return sql_number(conninfo, sql);
+}
+
+/* Contexts created as the store goes away: their puts fail in the writer
+ * (nothing waits for a new context's row), the engine serves them within
+ * their first block, and the store comes back. A context's next
+ * reservation then stores its row again with the new mark and goes on: the
+ * device keeps its context, and the store answering is not reported as a
+ * second outage (before, the reservation answered EDHOC_STATE_ERR_IO with
+ * the store up: the responder logged the store out of reach again and
+ * answered 5.03). RFC 8613 Section 7.2.1 still holds: when the failed put
+ * committed after all and another responder has reserved numbers of the
+ * context since, or the row under the key is another device's, nothing is
+ * written and the context is dropped (EDHOC_STATE_ERR_TAKEN_OVER). */
+static void test_failed_put_stored_again(void **state)
+{
+    (void)state;
+    char ci[700];
+    fresh_db("put_again", ci, sizeof ci);
+    struct edhoc_state_db *a = open_handle(ci, "host-a:1");
+    struct edhoc_state_db *b = open_handle(ci, "host-b:2");
+    /* i % 3 == 0: no ID Context, so row_mark finds them by Recipient ID. */
+    enum { KEPT = 21, COMMITTED = 24, MOVED = 27, OTHER = 30, DOWN = 33 };
+    const uint32_t ids[] = {KEPT, COMMITTED, MOVED, OTHER, DOWN};
+    struct edhoc_state_peer p[5], got;
+    for (int i = 0; i < 5; i++) {
+        make_peer(&p[i], ids[i]);
+        p[i].ssn_mark = 32; /* a new context's first block */
+    }
+    assert_int_equal(pg_cluster_stop(&cluster), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(edhoc_state_put_peer(a, &p[i]), 0); /* queued */
+    assert_int_equal(edhoc_state_flush(a), EDHOC_STATE_ERR_IO);
+    /* Still down: a reservation fails as an outage, and the row is kept
+     * to be put again (DOWN is tried here, then again below). */
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p[4]), 64), EDHOC_STATE_ERR_IO);
+    if (pg_cluster_start(&cluster) != 0)
+        fail_msg("start: %s", cluster.why);
+
+    /* COMMITTED: the failed put had committed (as host-a, mark 32), and
+     * nobody reserved since. MOVED: committed, then another responder
+     * took the context over and reserved 32..63. OTHER: the key holds
+     * another device's context. */
+    struct edhoc_state_pg *raw = open_ok(ci, "host-a:1");
+    assert_int_equal(edhoc_state_pg_put_peers(raw, &p[1], 2, NULL), 0);
+    struct edhoc_state_peer other = p[3];
+    other.master_secret[0] ^= 0x01;
+    assert_int_equal(edhoc_state_pg_put_peers(raw, &other, 1, NULL), 0);
+    edhoc_state_pg_close(raw);
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&p[2]), &got), 0);
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&p[2]), 64), 0);
+
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p[0]), 64), 0);
+    assert_int_equal(row_mark(ci, KEPT), 64);
+    assert_int_equal(row_owned_by(ci, KEPT, "host-a:1"), 1);
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p[0]), 96), 0); /* an ordinary lease now */
+    assert_int_equal(row_mark(ci, KEPT), 96);
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&p[0]), &got), 0);
+    assert_memory_equal(got.master_secret, p[0].master_secret, p[0].master_secret_len);
+
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p[1]), 64), 0);
+    assert_int_equal(row_mark(ci, COMMITTED), 64);
+
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p[2]), 64), EDHOC_STATE_ERR_TAKEN_OVER);
+    assert_int_equal(row_mark(ci, MOVED), 64);
+    assert_int_equal(row_owned_by(ci, MOVED, "host-b:2"), 1);
+
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p[3]), 64), EDHOC_STATE_ERR_TAKEN_OVER);
+    assert_int_equal(row_mark(ci, OTHER), 32);
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&p[3]), &got), 0);
+    assert_memory_equal(got.master_secret, other.master_secret, other.master_secret_len);
+
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p[4]), 64), 0);
+    assert_int_equal(row_mark(ci, DOWN), 64);
+    edhoc_state_close(a);
+    edhoc_state_close(b);
+}
+
 /* A datagram that names a context not in memory makes the engine read it
  * (get); only a request that verified under it makes it reserve numbers.
  * So the read takes nothing (before, it took the lease: anybody who knew a
@@ -859,6 +954,7 @@ int main(void)
         cmocka_unit_test(test_two_hosts_race_for_a_lease),
         cmocka_unit_test(test_server_restart),
         cmocka_unit_test(test_handles_take_over),
+        cmocka_unit_test(test_failed_put_stored_again),
         cmocka_unit_test(test_read_is_not_a_takeover),
         cmocka_unit_test(test_c_r_drawn_twice),
         cmocka_unit_test(test_handles_race_1000),

@@ -138,6 +138,17 @@ int edhoc_state_pg_put_peers(struct edhoc_state_pg *db, const struct edhoc_state
                              size_t n, struct edhoc_state_pg_lease *leases);
 int edhoc_state_pg_put_peer(struct edhoc_state_pg *db, const struct edhoc_state_peer *p);
 
+/* A context whose put failed (the store went away under it), put again
+ * with p->ssn_mark above every number its owner used: written, with the
+ * lease lease->[seen_mark, p->ssn_mark), when the key is free, or when the
+ * row is there with this keying material and still the mark seen_mark
+ * the failed put carried (it committed after all, and nobody reserved
+ * since). Otherwise nothing is written and lease->token is 0: another
+ * responder reserved numbers of it, or the row is another device's. One
+ * round trip. Returns 0, _ARG, _IO. */
+int edhoc_state_pg_put_again(struct edhoc_state_pg *db, const struct edhoc_state_peer *p,
+                             uint64_t seen_mark, struct edhoc_state_pg_lease *lease);
+
 /* Take the lease of a context and load it (one round trip): granted when
  * the row has no owner, is this owner's, its lease expired, or takeover is
  * set; the row's ssn_mark moves up by reserve (which may be 0) and

@@ -43,6 +43,9 @@ struct lease_entry {
      * succeeds only while the row's mark is still seen_mark. */
     bool fetched;
     uint64_t seen_mark;
+    /* A failed put's row (wiped when freed): put again at the context's
+     * next reservation, once the store answers (be_store_ssn). */
+    struct edhoc_state_peer *unstored;
 };
 
 #define PUT_BATCH     128   /* rows per statement (edhoc_state_pg_put_peers) */
@@ -200,6 +203,15 @@ static int lease_keep(struct pg_backend *b, const uint8_t *idc, size_t idc_len, 
     return 0;
 }
 
+static void unstored_free(struct lease_entry *e)
+{
+    if (e->unstored) {
+        explicit_bzero(e->unstored, sizeof *e->unstored);
+        free(e->unstored);
+        e->unstored = NULL;
+    }
+}
+
 static void lease_forget(struct pg_backend *b, const uint8_t *idc, size_t idc_len,
                          const uint8_t *rid, size_t rid_len)
 {
@@ -207,6 +219,7 @@ static void lease_forget(struct pg_backend *b, const uint8_t *idc, size_t idc_le
     if (*slot) {
         struct lease_entry *e = *slot;
         *slot = e->next;
+        unstored_free(e);
         free(e);
         b->n--;
     }
@@ -225,8 +238,17 @@ static void lease_put_done(struct pg_backend *b, const struct edhoc_state_peer *
         e->pending--;
     e->failed = rc != 0;
     e->refused = rc == 0 && l->token == 0;
-    if (!rc)
+    unstored_free(e);
+    if (!rc) {
         e->lease = *l;
+    } else {
+        /* Kept to be put again (a copy of its secrets for as long as the
+         * engine serves the context, which holds its keys anyway); without
+         * memory for it, the next reservation drops the context. */
+        e->unstored = malloc(sizeof *e->unstored);
+        if (e->unstored)
+            *e->unstored = *p;
+    }
 }
 
 static void *writer_main(void *arg)
@@ -341,6 +363,7 @@ static int be_put(void *impl, const struct edhoc_state_peer *p)
             *lease_slot(b, idc, p->id_context_len, p->recipient_id, p->recipient_id_len);
         e->pending++;
         e->failed = e->refused = e->fetched = false;
+        unstored_free(e);
         /* Its first block, [0, mark): fresh keys, nobody else's numbers;
          * used before the row commits, as the SQLite writer's are. */
         e->lease.end = p->ssn_mark;
@@ -372,6 +395,7 @@ static int be_get(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t 
             e->fetched = true;
             e->seen_mark = out->ssn_mark;
             e->failed = e->refused = false;
+            unstored_free(e);
         }
         pthread_mutex_unlock(&b->lock);
     }
@@ -397,9 +421,42 @@ static int be_store_ssn(void *impl, const uint8_t *idc, size_t idc_len, const ui
     wait_put(b, slot, idc, idc_len, rid, rid_len);
     slot = lease_slot(b, idc, idc_len, rid, rid_len);
     if (*slot && (*slot)->failed) {
-        lease_forget(b, idc, idc_len, rid, rid_len);
+        if (!(*slot)->unstored) {
+            lease_forget(b, idc, idc_len, rid, rid_len);
+            pthread_mutex_unlock(&b->lock);
+            return EDHOC_STATE_ERR_TAKEN_OVER; /* no row, no copy to put: dropped */
+        }
+        /* Its put failed while the store was out of reach: nothing above
+         * its first block may go out until a row with a mark above it is
+         * stored, and the store answering again is no reason to drop a
+         * context the device goes on using. Put it again with this mark
+         * (be_put's reasons hold: fresh keys, nobody else's numbers),
+         * unless the failed put committed after all and another responder
+         * has reserved numbers of it since (the row's mark moved). */
+        struct edhoc_state_peer row = *(*slot)->unstored;
+        uint64_t seen = row.ssn_mark;
+        if (mark > row.ssn_mark)
+            row.ssn_mark = mark;
         pthread_mutex_unlock(&b->lock);
-        return EDHOC_STATE_ERR_IO; /* never stored: no number of it may go out */
+        struct edhoc_state_pg_lease l;
+        int rc = edhoc_state_pg_put_again(b->pg, &row, seen, &l);
+        explicit_bzero(&row, sizeof row);
+        pthread_mutex_lock(&b->lock);
+        if (rc == 0 && l.token != 0) {
+            rc = lease_keep(b, idc, idc_len, rid, rid_len, &l);
+            struct lease_entry *e = *lease_slot(b, idc, idc_len, rid, rid_len);
+            if (rc == 0 && e) {
+                e->failed = e->refused = e->fetched = false;
+                unstored_free(e);
+            }
+        } else if (rc == 0 || rc != EDHOC_STATE_ERR_IO) {
+            /* Another responder's numbers, or another device's row. */
+            lease_forget(b, idc, idc_len, rid, rid_len);
+            rc = EDHOC_STATE_ERR_TAKEN_OVER;
+        }
+        /* _IO: still out of reach; the copy stays for the next try. */
+        pthread_mutex_unlock(&b->lock);
+        return rc;
     }
     if (*slot && (*slot)->refused) {
         /* The row under this key is another device's context: ours has
@@ -551,6 +608,7 @@ static void be_close(void *impl)
     for (size_t i = 0; b->buckets && i < b->n_buckets; i++) {
         for (struct lease_entry *e = b->buckets[i], *next; e; e = next) {
             next = e->next;
+            unstored_free(e);
             free(e);
         }
     }

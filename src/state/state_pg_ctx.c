@@ -50,6 +50,24 @@ static const char put_tail[] =
     " AND t.hkdf_alg = EXCLUDED.hkdf_alg"
     " RETURNING recipient_id, has_id_context, id_context";
 
+/* The same row put again after its first put failed (state_pg_backend.c):
+ * stored if the key is free; if the row is there with this material (the
+ * failed put committed after all) it is taken only while its mark is
+ * still the one that put wrote ($seen, the last parameter): a mark that
+ * moved means another responder reserved numbers of it, and a row with
+ * other material is another device's context. Either way nothing is
+ * written and RETURNING is empty. */
+static const char put_again_tail[] =
+    " ON CONFLICT (recipient_id, has_id_context, id_context) DO UPDATE SET"
+    " ssn_mark = EXCLUDED.ssn_mark,"
+    " peer = EXCLUDED.peer, last_used = EXCLUDED.last_used,"
+    " owner = EXCLUDED.owner, lease_token = EXCLUDED.lease_token,"
+    " lease_expiry = EXCLUDED.lease_expiry"
+    " WHERE t.sender_id = EXCLUDED.sender_id AND t.master_secret = EXCLUDED.master_secret"
+    " AND t.master_salt = EXCLUDED.master_salt AND t.aead_alg = EXCLUDED.aead_alg"
+    " AND t.hkdf_alg = EXCLUDED.hkdf_alg AND t.ssn_mark = $%d::bigint"
+    " RETURNING recipient_id, has_id_context, id_context";
+
 /* Whether row r of a RETURNING recipient_id, has_id_context, id_context
  * (binary) names p's key. */
 static bool result_names(const PGresult *res, int r, const struct edhoc_state_peer *p)
@@ -77,13 +95,13 @@ static const char put_row[] =
 /* One INSERT of rows [0, n), no key twice among them (ON CONFLICT cannot
  * touch a row twice in one statement). */
 static int put_chunk(struct edhoc_state_pg *db, const struct edhoc_state_peer *rows, size_t n,
-                     int64_t token, bool *written)
+                     int64_t token, const uint64_t *seen_mark, bool *written)
 {
     struct params ps;
     /* Each placeholder of the format grows by at most 5 digits. */
-    size_t cap = sizeof put_head + sizeof put_tail + n * (sizeof put_row + 17 * 5) + 1;
+    size_t cap = sizeof put_head + sizeof put_again_tail + 5 + n * (sizeof put_row + 17 * 5) + 1;
     char *sql = malloc(cap);
-    int err = state_pg_params_init(&ps, (int)n * 14 + 3);
+    int err = state_pg_params_init(&ps, (int)n * 14 + 4);
     if (err || sql == NULL) {
         state_pg_params_free(&ps);
         free(sql);
@@ -112,10 +130,15 @@ static int put_chunk(struct edhoc_state_pg *db, const struct edhoc_state_peer *r
         state_pg_add_int(&ps, p->suite);
         state_pg_add_int(&ps, p->last_used ? p->last_used : p->created * 1000);
     }
-    snprintf(sql + at, cap - at, "%s", put_tail);
+    if (seen_mark)
+        snprintf(sql + at, cap - at, put_again_tail, shared + 3);
+    else
+        snprintf(sql + at, cap - at, "%s", put_tail);
     state_pg_add_text(&ps, db->owner);
     state_pg_add_int(&ps, token);
     state_pg_add_int(&ps, db->lease_ms);
+    if (seen_mark)
+        state_pg_add_int(&ps, (int64_t)*seen_mark);
     PGresult *res;
     err = state_pg_run(db, sql, &ps, true, &res);
     for (size_t i = 0; !err && i < n; i++) {
@@ -154,7 +177,7 @@ int edhoc_state_pg_put_peers(struct edhoc_state_pg *db, const struct edhoc_state
                 break;
             end++;
         }
-        int err = put_chunk(db, peers + start, end - start, token, written);
+        int err = put_chunk(db, peers + start, end - start, token, NULL, written);
         if (err)
             return err;
         for (size_t i = start; leases && i < end; i++)
@@ -166,6 +189,22 @@ int edhoc_state_pg_put_peers(struct edhoc_state_pg *db, const struct edhoc_state
         start = end;
     }
     return 0;
+}
+
+int edhoc_state_pg_put_again(struct edhoc_state_pg *db, const struct edhoc_state_peer *p,
+                             uint64_t seen_mark, struct edhoc_state_pg_lease *lease)
+{
+    if (db == NULL || p == NULL || lease == NULL || !peer_ok(p) ||
+        seen_mark > (uint64_t)INT64_MAX || p->ssn_mark < seen_mark)
+        return EDHOC_STATE_ERR_ARG;
+    *lease = (struct edhoc_state_pg_lease){0};
+    int64_t token = new_token();
+    bool written = false;
+    int err = put_chunk(db, p, 1, token, &seen_mark, &written);
+    if (!err && written)
+        *lease = (struct edhoc_state_pg_lease){
+            .token = token, .first = seen_mark, .end = p->ssn_mark, .expiry_ms = 0};
+    return err;
 }
 
 int edhoc_state_pg_put_peer(struct edhoc_state_pg *db, const struct edhoc_state_peer *p)
