@@ -277,6 +277,20 @@ static inline int pg_cluster_stop(struct pg_cluster *c)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+/* Immediate shutdown (SIGQUIT): every session ends where it stands,
+ * nothing more commits (as when the server's host fails); the next start
+ * recovers from the WAL. 0 once it has ended. */
+static inline int pg_cluster_crash(struct pg_cluster *c)
+{
+    if (c->pid <= 0)
+        return 0;
+    kill(c->pid, SIGQUIT);
+    int status = 0;
+    pid_t r = waitpid(c->pid, &status, 0);
+    c->pid = 0;
+    return r > 0 ? 0 : -1;
+}
+
 static inline int pg_cluster_restart(struct pg_cluster *c)
 {
     return pg_cluster_stop(c) == 0 ? pg_cluster_start(c) : -1;

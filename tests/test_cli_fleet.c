@@ -244,25 +244,31 @@ static void test_devices_served_by_every_responder(void **state)
     for (int i = 1; i < RESPONDERS; i++)
         assert_int_equal(forged_request(0, i), 0x80); /* 4.00 */
     assert_int_equal(owned_rows(resp[0].pid), DEVICES);
-    /* Round robin over the three: the second and third take each
-     * context from the store on its first request, with an Echo round
-     * trip (RFC 8613 Appendix B.1.2). */
+    /* Round robin over the three: each request reaches a responder that
+     * does not hold the context (the responder that last served it has
+     * it), which takes it from the store, with an Echo round trip (RFC
+     * 8613 Appendix B.1.2). */
     for (int round = 0; round < 2; round++) {
         for (int i = 1; i <= RESPONDERS; i++) {
             for (int d = 0; d < DEVICES; d++) {
                 char *out = device_get(d, i % RESPONDERS, round);
-                if (round == 0 && i < RESPONDERS && !strstr(out, "\"echo\": true"))
-                    fail_msg("device %d: first request to responder %d had no Echo round trip "
+                if (!strstr(out, "\"echo\": true"))
+                    fail_msg("device %d: request to responder %d had no Echo round trip "
                              "(a context taken over has no replay window):\n%s",
-                             d, i, out);
+                             d, i % RESPONDERS, out);
                 free(out);
             }
         }
     }
-    for (int i = 1; i < RESPONDERS; i++) {
+    /* One responder at a time: each request above moved its context, and
+     * the responder it left heard of it from the store (its copy dropped
+     * at its next request), so that each of the second round took the
+     * context from the store again. */
+    for (int i = 0; i < RESPONDERS; i++) {
         log = net_read_file(resp[i].log);
-        if (net_count(log, "taken from the postgresql store") != DEVICES)
-            fail_msg("responder %d: %s", i, log);
+        if (net_count(log, "taken from the postgresql store") != 2 * DEVICES)
+            fail_msg("responder %d: %d contexts taken from the store, not %d", i,
+                     net_count(log, "taken from the postgresql store"), 2 * DEVICES);
         free(log);
     }
 
@@ -385,14 +391,16 @@ static unsigned check_nonces(const char *const *confs, size_t n_confs, const cha
 
 /* A device's context moves from responder 0 to responder 1 (Echo round
  * trip); its last request, which 1 accepted and answered, is replayed to
- * 0, which still holds its copy and cannot know yet that the context
- * moved (it finds out at its next reservation). 0 accepts it: its replay
- * window never saw that number (docs/DESIGN.md, "What the balancer need
- * not guarantee"). What must hold anyway is RFC 8613 Section 7.2.1's
- * nonce rule: before, both answered under the request's nonce (Section
- * 5.2) with two different payloads, the same (key, nonce) twice; on a
- * fleet's store every response now has the responder's own Partial IV,
- * from blocks no two responders share. */
+ * 0, which still holds its copy. RFC 8613 Section 7.4: a request is
+ * processed at most once. The takeover's notice from the store reached 0
+ * first: 0 dropped its copy, read the context from the store, and
+ * answers the replay as any request of a context without a replay window
+ * (Appendix B.1.2): 4.01 with an Echo challenge, which a replay cannot
+ * answer. Before, 0 found out only at its next reservation, and answered
+ * the replay 2.05: processed twice. And RFC 8613 Section 7.2.1's nonce
+ * rule holds across both: every response has the responder's own
+ * Partial IV, from blocks no two responders share (before those, both
+ * answered under the request's nonce with two different payloads). */
 static void test_replay_to_the_stale_owner(void **state)
 {
     (void)state;
@@ -425,12 +433,28 @@ static void test_replay_to_the_stale_owner(void **state)
     while (time(NULL) == t0)
         net_sleep_ms(20);
     long n = net_udp_exchange(resp[0].port, req, len, answer, sizeof answer, 10000);
-    /* Served (2.04 outside, RFC 8613 Section 4.2): the path this test is
-     * about was taken. */
+    /* Protected (2.04 outside, RFC 8613 Section 4.2); inside, the Echo
+     * challenge, not the resource's answer. */
     assert_true(n >= 4);
     assert_int_equal(answer[1], 0x44);
+    char req_hex[3001], answer_hex[3001];
+    for (size_t i = 0; i < len; i++)
+        snprintf(req_hex + 2 * i, 3, "%02x", req[i]);
+    for (long i = 0; i < n; i++)
+        snprintf(answer_hex + 2 * i, 3, "%02x", answer[i]);
+    rc = CLI_RUN(&out, 30, "oscore unprotect --context %s --request %s --json %s", conf, req_hex,
+                 answer_hex);
+    if (rc != 0 || !strstr(out, "\"code\": \"4.01\"") || !strstr(out, "Echo"))
+        fail_msg("the replay to the old owner: not a 4.01 Echo challenge (processed twice?): "
+                 "%d\n%s",
+                 rc, out);
+    free(out);
     for (int i = 0; i < 2; i++)
         assert_int_equal(net_proc_stop(&resp[i], SIGTERM, 5000), 0);
+    char *log = net_read_file(resp[0].log);
+    if (!strstr(log, "taken over by another responder of the fleet (the store's notice)"))
+        fail_msg("responder 0 did not log the notice:\n%s", log);
+    free(log);
 
     const char *confs[] = {conf};
     const char *files[] = {"r0.pcap", "r1.pcap", "stale-edhoc.pcap", "stale-at-0.pcap",
@@ -535,8 +559,14 @@ static void test_store_restarted(void **state)
     for (int i = 0; i < 2; i++) {
         char *log = net_read_file(both[i]->log);
         if (net_count(log, "store is out of reach (") != 1 ||
-            net_count(log, "store answers again") != 1)
-            fail_msg("responder %d: each transition once:\n%s", i, log);
+            net_count(log, "store answers again") != 1) {
+            /* The log's state lines only: the whole log is longer than a
+             * failure message holds. */
+            for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
+                if (strstr(line, "state:") || strstr(line, "store"))
+                    fprintf(stderr, "# responder %d: %s\n", i, line);
+            fail_msg("responder %d: each transition once (its state lines above)", i);
+        }
         free(log);
     }
     /* The load ran through it: handshakes completed, new ones refused

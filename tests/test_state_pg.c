@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pg_cluster.h"
 #include "state_pg.h"
@@ -579,6 +580,15 @@ static void test_server_restart(void **state)
     assert_int_equal(edhoc_state_pg_reserve(db, KEY(&peers[3]), 100, LEASE_MS, &lease), 0);
     assert_int_equal(lease.first, end + 100);
 
+    /* Failed at once, as when the server's host dies: libpq reports
+     * "server closed the connection unexpectedly" and may still call the
+     * connection OK. The next call opens a new one all the same (before,
+     * every call failed on the dead socket). */
+    if (pg_cluster_crash(&cluster) != 0 || pg_cluster_start(&cluster) != 0)
+        fail_msg("crash and start: %s", cluster.why);
+    assert_int_equal(edhoc_state_pg_reserve(db, KEY(&peers[3]), 100, LEASE_MS, &lease), 0);
+    assert_int_equal(lease.first, end + 200);
+
     /* Nothing lost. */
     assert_int_equal(edhoc_state_pg_count(db), N);
     for (uint32_t i = 0; i < N; i++) {
@@ -710,9 +720,20 @@ static void test_failed_put_stored_again(void **state)
         make_peer(&p[i], ids[i]);
         p[i].ssn_mark = 32; /* a new context's first block */
     }
-    assert_int_equal(pg_cluster_stop(&cluster), 0);
+    /* The table locked by another session, so that every put queues
+     * behind the writer's first statement; then the server fails under
+     * them, at once (a clean stop would end the locker's session first,
+     * and the writer's statement could commit). Stopped before the puts,
+     * the writer's first failure would make the next put the synchronous
+     * probe that refuses a new handshake. */
+    PGconn *locker = PQconnectdb(ci);
+    PGresult *res = PQexec(locker, "BEGIN; LOCK TABLE edhoc_contexts IN ACCESS EXCLUSIVE MODE");
+    assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+    PQclear(res);
     for (int i = 0; i < 5; i++)
         assert_int_equal(edhoc_state_put_peer(a, &p[i]), 0); /* queued */
+    assert_int_equal(pg_cluster_crash(&cluster), 0);
+    PQfinish(locker);
     assert_int_equal(edhoc_state_flush(a), EDHOC_STATE_ERR_IO);
     /* Still down: a reservation fails as an outage, and the row is kept
      * to be put again (DOWN is tried here, then again below). */
@@ -755,6 +776,105 @@ static void test_failed_put_stored_again(void **state)
 
     assert_int_equal(edhoc_state_store_ssn(a, KEY(&p[4]), 64), 0);
     assert_int_equal(row_mark(ci, DOWN), 64);
+    edhoc_state_close(a);
+    edhoc_state_close(b);
+}
+
+struct taken_log {
+    int n;
+    uint8_t rid[8][EDHOC_STATE_MAX_ID];
+    size_t rid_len[8];
+    bool had_idc[8];
+};
+
+static void note_taken(void *user, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                       size_t rid_len)
+{
+    (void)idc_len;
+    struct taken_log *t = user;
+    if (t->n < 8) {
+        memcpy(t->rid[t->n], rid, rid_len);
+        t->rid_len[t->n] = rid_len;
+        t->had_idc[t->n] = idc != NULL;
+    }
+    t->n++;
+}
+
+/* Polls db until want takeovers were reported: a notice travels after
+ * the takeover's commit, so it is waited for (10 s at most), not assumed. */
+static void takeovers_until(struct edhoc_state_db *db, struct taken_log *t, int want)
+{
+    for (int i = 0; i < 1000 && t->n < want; i++) {
+        int rc = edhoc_state_takeovers(db, note_taken, t);
+        if (rc < 0)
+            fail_msg("edhoc_state_takeovers: %d", rc);
+        if (t->n < want) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_int_equal(t->n, want);
+}
+
+static void assert_taken_is(const struct taken_log *t, int i, const struct edhoc_state_peer *p)
+{
+    assert_int_equal(t->rid_len[i], p->recipient_id_len);
+    assert_memory_equal(t->rid[i], p->recipient_id, p->recipient_id_len);
+    assert_int_equal(t->had_idc[i], p->has_id_context);
+}
+
+/* The old owner of a context hears of its takeover from the store
+ * (LISTEN/NOTIFY), not only at its next reservation: it drops its copy
+ * before it accepts another request, so that a request the new owner
+ * accepted cannot be replayed to it and processed twice (RFC 8613 Section
+ * 7.4). A connection lost meanwhile (the server restarted) may have
+ * missed notices: the handle then asks which leases are still its own. */
+static void test_takeover_announced(void **state)
+{
+    (void)state;
+    char ci[700];
+    fresh_db("announced", ci, sizeof ci);
+    struct edhoc_state_db *a = open_handle(ci, "host-a:1");
+    struct edhoc_state_db *b = open_handle(ci, "host-b:2");
+    struct edhoc_state_peer p, q, got;
+    make_peer(&p, 40);
+    make_peer(&q, 41);
+    p.ssn_mark = q.ssn_mark = 32;
+    assert_int_equal(edhoc_state_put_peer(a, &p), 0);
+    assert_int_equal(edhoc_state_put_peer(a, &q), 0);
+    assert_int_equal(edhoc_state_flush(a), 0);
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 64), 0);
+    struct taken_log ta = {0}, tb = {0};
+    assert_int_equal(edhoc_state_takeovers(a, note_taken, &ta), 0);
+
+    /* B takes p over: A hears of it, B does not hear of its own. */
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&p), &got), 0);
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&p), 96), 0);
+    takeovers_until(a, &ta, 1);
+    assert_taken_is(&ta, 0, &p);
+    assert_int_equal(edhoc_state_takeovers(b, note_taken, &tb), 0);
+    assert_int_equal(tb.n, 0);
+    /* A's lease is forgotten: its next reservation cannot go on. */
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 96), EDHOC_STATE_ERR_TAKEN_OVER);
+
+    /* The server restarts; B's connection comes back at its next call,
+     * A's is still the dead one when B takes q over, so A hears nothing
+     * and finds out by asking, at its next look. q only is reported. */
+    if (pg_cluster_restart(&cluster) != 0)
+        fail_msg("restart: %s", cluster.why);
+    assert_int_equal(edhoc_state_get_peer(b, KEY(&q), &got), 0);
+    assert_int_equal(edhoc_state_store_ssn(b, KEY(&q), 64), 0);
+    takeovers_until(a, &ta, 2);
+    assert_taken_is(&ta, 1, &q);
+    /* Nothing more, and nothing twice. */
+    assert_int_equal(edhoc_state_takeovers(a, note_taken, &ta), 0);
+    assert_int_equal(ta.n, 2);
+
+    /* A takes p back: B hears of it. */
+    assert_int_equal(edhoc_state_get_peer(a, KEY(&p), &got), 0);
+    assert_int_equal(edhoc_state_store_ssn(a, KEY(&p), 128), 0);
+    takeovers_until(b, &tb, 1);
+    assert_taken_is(&tb, 0, &p);
     edhoc_state_close(a);
     edhoc_state_close(b);
 }
@@ -955,6 +1075,7 @@ int main(void)
         cmocka_unit_test(test_server_restart),
         cmocka_unit_test(test_handles_take_over),
         cmocka_unit_test(test_failed_put_stored_again),
+        cmocka_unit_test(test_takeover_announced),
         cmocka_unit_test(test_read_is_not_a_takeover),
         cmocka_unit_test(test_c_r_drawn_twice),
         cmocka_unit_test(test_handles_race_1000),

@@ -388,6 +388,9 @@ int edhoc_state_for_each_owned_peer(struct edhoc_state_db *db, unsigned count, u
  * begin/commit/rollback: 0, each call being atomic on its own). */
 #define EDHOC_STATE_ERR_TAKEN_OVER (-5008) /* another process serves the context now */
 
+typedef void (*edhoc_state_taken_fn)(void *user, const uint8_t *id_context, size_t id_context_len,
+                                     const uint8_t *recipient_id, size_t recipient_id_len);
+
 struct edhoc_state_backend {
     const char *name; /* for messages: "postgresql" */
     /* Contexts may be in the store that this process did not load or
@@ -412,6 +415,9 @@ struct edhoc_state_backend {
                  uint64_t *evicted);
     int (*flush)(void *impl);
     void (*close)(void *impl); /* by edhoc_state_close */
+    /* A shared store: fn for each context another process took over
+     * since the last call (edhoc_state_takeovers). */
+    int (*takeovers)(void *impl, edhoc_state_taken_fn fn, void *user);
 };
 
 /* A handle on impl through ops (both outlive the handle; close is called
@@ -421,6 +427,15 @@ int edhoc_state_open_backend(const struct edhoc_state_backend *ops, void *impl,
 /* True when a request for a context not in memory should look it up in
  * the store (a shared backend). */
 bool edhoc_state_is_shared(const struct edhoc_state_db *db);
+/* A shared store: fn (id_context NULL when the context has none) for
+ * every context this process served that another took over since the
+ * last call, as far as the store has told (no round trip, except one
+ * after a lost connection, to ask which leases are still ours). The
+ * caller drops its copy before it accepts a request under it: the new
+ * owner may have accepted that request already (RFC 8613 Section 7.4: a
+ * request is processed once). Returns how many were reported, 0 for a
+ * store that is not shared, or EDHOC_STATE_ERR_IO. */
+int edhoc_state_takeovers(struct edhoc_state_db *db, edhoc_state_taken_fn fn, void *user);
 /* The backend's name, or "sqlite". */
 const char *edhoc_state_backend_name(const struct edhoc_state_db *db);
 

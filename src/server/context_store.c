@@ -80,7 +80,12 @@ void srv_store_outcome(struct edhoc_server *srv, int rc, const char *what)
                     "memory get 5.03 with Max-Age %u until it answers",
                     edhoc_state_backend_name(srv->cfg.db), what, SRV_STORE_RETRY_S);
         }
-    } else if (srv->store_down) {
+    } else if (srv->store_down && now >= srv->store_probe_ms) {
+        /* Only a success once the retry time has come is the store's
+         * answer: before it, a put is queued (its writer finds out) and a
+         * mark may come from a block reserved earlier, neither a round
+         * trip; the store is asked again (a put, a takeover check) only
+         * from then on. */
         srv->store_down = false;
         srv_log(srv, EDHOC_LOG_NOTICE, "state: the %s store answers again, after %.1f s",
                 edhoc_state_backend_name(srv->cfg.db), (double)(now - srv->store_down_ms) / 1000);

@@ -229,8 +229,10 @@ static int store_ssn(void *user, uint64_t mark)
         if (!rc && m)
             *m = (struct ctx_mark){mark, 0};
     }
-    srv_store_outcome(srv, rc, "a sequence-number reservation");
     if (rc) {
+        /* A success may be a number of a block reserved before, no word
+         * from the store: only a failure says something of it. */
+        srv_store_outcome(srv, rc, "a sequence-number reservation");
         srv->store_err = rc;
         if (rc == EDHOC_STATE_ERR_TAKEN_OVER)
             srv->taken_over = p->key;

@@ -36,6 +36,42 @@ long srv_oscore_error(int err, const uint8_t *req, size_t len, uint8_t *out, siz
  * tried first are left as they were. *ctx: the context the answer belongs
  * to (NULL: none has that kid, or that kid context and kid); when none
  * verified, the first that saw a replay, else the first tried. */
+/* A context another responder of the fleet took over (the store's
+ * notice): dropped before this responder accepts another request under
+ * it. */
+static void ctx_taken_elsewhere(void *user, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                                size_t rid_len)
+{
+    struct edhoc_server *srv = user;
+    struct ctx_key key;
+    srv_key_set(&key, idc, idc_len, rid, rid_len);
+    struct peer_ctx *p = srv_ctx_find(srv, &key);
+    if (!p || p->is_static)
+        return;
+    char kid[2 * OSCORE_MAX_ID + 1];
+    srv_hex(rid, rid_len, kid, sizeof kid);
+    srv_ctx_remove(srv, &key);
+    srv->st.contexts_taken_over++;
+    srv_log(srv, EDHOC_LOG_NOTICE,
+            "OSCORE: context kid=%s taken over by another responder of the fleet (the store's "
+            "notice): our copy dropped before it accepts another request",
+            kid);
+}
+
+/* On a fleet's store: the takeovers the store announced since the last
+ * request, applied before this one is looked at. Without them, a request
+ * the new owner accepted, replayed here, met a replay window that never
+ * saw it and was processed a second time (RFC 8613 Section 7.4). With the
+ * store out of reach, contexts in memory go on (and nobody can take one
+ * over); it is asked again once Max-Age has passed. */
+static void apply_takeovers(struct edhoc_server *srv)
+{
+    if (srv->store_down && srv_mono_ms() < srv->store_probe_ms)
+        return;
+    int rc = edhoc_state_takeovers(srv->cfg.db, ctx_taken_elsewhere, srv);
+    srv_store_outcome(srv, rc < 0 ? rc : 0, "listening for takeovers");
+}
+
 long srv_unprotect_request(struct edhoc_server *srv, const struct oscore_option *oo,
                            const uint8_t *req, size_t len, struct peer_ctx **ctx,
                            struct oscore_binding *b)
@@ -45,6 +81,8 @@ long srv_unprotect_request(struct edhoc_server *srv, const struct oscore_option 
     if (oo->kid_len > OSCORE_MAX_ID)
         return OSCORE_ERR_CONTEXT_NOT_FOUND;
     bool shared = edhoc_state_is_shared(srv->cfg.db);
+    if (shared)
+        apply_takeovers(srv);
     if (oo->has_kid_context) {
         if (oo->kid_context_len > OSCORE_MAX_ID_CONTEXT)
             return OSCORE_ERR_CONTEXT_NOT_FOUND;

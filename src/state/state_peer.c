@@ -516,6 +516,15 @@ bool edhoc_state_is_shared(const struct edhoc_state_db *db)
     return db && db->be && db->be->shared;
 }
 
+int edhoc_state_takeovers(struct edhoc_state_db *db, edhoc_state_taken_fn fn, void *user)
+{
+    if (!db || !fn)
+        return EDHOC_STATE_ERR_ARG;
+    if (!db->be || !db->be->takeovers)
+        return 0;
+    return db->be->takeovers(db->be_impl, fn, user);
+}
+
 const char *edhoc_state_backend_name(const struct edhoc_state_db *db)
 {
     return db && db->be && db->be->name ? db->be->name : "sqlite";

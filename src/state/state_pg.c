@@ -128,15 +128,32 @@ static int map_error(struct edhoc_state_pg *db, const PGresult *res)
 
 static int ensure_connected(struct edhoc_state_pg *db)
 {
-    if (PQstatus(db->conn) == CONNECTION_OK)
-        return 0;
-    PQreset(db->conn);
-    if (PQstatus(db->conn) != CONNECTION_OK) {
-        set_error(db, "PostgreSQL unreachable: ", PQerrorMessage(db->conn));
-        db->stats.failed++;
-        return EDHOC_STATE_ERR_IO;
+    if (PQstatus(db->conn) != CONNECTION_OK || db->reset_needed) {
+        db->reset_needed = false;
+        PQreset(db->conn);
+        if (PQstatus(db->conn) != CONNECTION_OK) {
+            set_error(db, "PostgreSQL unreachable: ", PQerrorMessage(db->conn));
+            db->stats.failed++;
+            return EDHOC_STATE_ERR_IO;
+        }
+        db->stats.reconnects++;
+        db->listen_missing = db->listening;
     }
-    db->stats.reconnects++;
+    if (db->listen_missing) {
+        /* A new session listens to nothing: before its first statement,
+         * so that no takeover committed after it goes unheard. */
+        PGresult *res = PQexec(db->conn, "LISTEN " TAKEOVER_CHANNEL);
+        bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+        PQclear(res);
+        db->stats.round_trips++;
+        if (!ok) {
+            set_error(db, "PostgreSQL LISTEN failed: ", PQerrorMessage(db->conn));
+            db->stats.failed++;
+            return EDHOC_STATE_ERR_IO;
+        }
+        db->listen_missing = false;
+        db->listen_gen++;
+    }
     return 0;
 }
 
@@ -175,7 +192,15 @@ static int run_as(struct edhoc_state_pg *db, const char *sql, const struct param
             *out = res;
             return 0;
         }
-        bool lost = PQstatus(db->conn) != CONNECTION_OK;
+        /* A failure without a SQLSTATE is the client's own (libpq:
+         * "server closed the connection unexpectedly"), and after a
+         * server that died at once the status may still say
+         * CONNECTION_OK: every later statement failed the same way on
+         * the dead socket. The connection is opened again either way. */
+        bool lost = PQstatus(db->conn) != CONNECTION_OK || !res ||
+                    PQresultErrorField(res, PG_DIAG_SQLSTATE) == NULL;
+        if (lost)
+            db->reset_needed = true;
         err = map_error(db, res);
         PQclear(res);
         if (!(lost && retry && attempt == 0)) {
@@ -458,6 +483,92 @@ const char *edhoc_state_pg_strerror(int err)
         return "another context is stored under that ID Context and Recipient ID";
     default: return edhoc_state_strerror(err);
     }
+}
+
+int edhoc_state_pg_listen(struct edhoc_state_pg *db)
+{
+    if (db == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    if (db->listening)
+        return 0;
+    db->listening = db->listen_missing = true;
+    return ensure_connected(db);
+}
+
+uint64_t edhoc_state_pg_listen_gen(const struct edhoc_state_pg *db)
+{
+    return db ? db->listen_gen : 0;
+}
+
+static int hex_in(const char *s, size_t n, uint8_t *out, size_t cap, size_t *len)
+{
+    if (n % 2 || n / 2 > cap)
+        return -1;
+    for (size_t i = 0; i < n; i += 2) {
+        int v = 0;
+        for (size_t k = 0; k < 2; k++) {
+            char c = s[i + k];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (d < 0)
+                return -1;
+            v = v * 16 + d;
+        }
+        out[i / 2] = (uint8_t)v;
+    }
+    *len = n / 2;
+    return 0;
+}
+
+/* "c<ID Context hex>|- <Recipient ID hex> <owner>", as take_over's NOTIFY
+ * writes it. */
+static bool parse_takeover(const char *s, struct edhoc_state_pg_takeover *t)
+{
+    memset(t, 0, sizeof *t);
+    const char *sp1 = strchr(s, ' ');
+    const char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp2)
+        return false;
+    if (s[0] == 'c') {
+        t->has_id_context = true;
+        if (hex_in(s + 1, (size_t)(sp1 - s - 1), t->id_context, sizeof t->id_context,
+                   &t->id_context_len))
+            return false;
+    } else if (s[0] != '-' || sp1 != s + 1) {
+        return false;
+    }
+    if (hex_in(sp1 + 1, (size_t)(sp2 - sp1 - 1), t->recipient_id, sizeof t->recipient_id,
+               &t->recipient_id_len) ||
+        t->recipient_id_len == 0)
+        return false;
+    snprintf(t->owner, sizeof t->owner, "%s", sp2 + 1);
+    return true;
+}
+
+int edhoc_state_pg_takeovers(struct edhoc_state_pg *db,
+                             void (*fn)(void *user, const struct edhoc_state_pg_takeover *t),
+                             void *user)
+{
+    if (db == NULL || fn == NULL || !db->listening)
+        return EDHOC_STATE_ERR_ARG;
+    /* No round trip: what the server sent is read without waiting
+     * (PQconsumeInput); a connection found closed (the server restarted)
+     * is opened again, listening, and listen_gen tells the caller that
+     * takeovers may have gone unheard. */
+    if (PQstatus(db->conn) == CONNECTION_OK && !db->reset_needed && !PQconsumeInput(db->conn))
+        db->reset_needed = true; /* whatever the status says (run_as) */
+    int n = 0;
+    PGnotify *note;
+    while ((note = PQnotifies(db->conn)) != NULL) {
+        struct edhoc_state_pg_takeover t;
+        if (!strcmp(note->relname, TAKEOVER_CHANNEL) && note->extra &&
+            parse_takeover(note->extra, &t) && strcmp(t.owner, db->owner) != 0) {
+            fn(user, &t);
+            n++;
+        }
+        PQfreemem(note);
+    }
+    int err = ensure_connected(db);
+    return err ? err : n;
 }
 
 void edhoc_state_pg_get_stats(const struct edhoc_state_pg *db, struct edhoc_state_pg_stats *out)

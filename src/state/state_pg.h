@@ -187,6 +187,39 @@ int edhoc_state_pg_release(struct edhoc_state_pg *db, const uint8_t *id_context,
                            size_t id_context_len, const uint8_t *recipient_id,
                            size_t recipient_id_len, const struct edhoc_state_pg_lease *lease);
 
+/* Takeovers announced to the fleet. take_over notifies every handle that
+ * listens (PostgreSQL LISTEN/NOTIFY, delivered when the takeover
+ * commits), so that the responder that served the context drops its copy
+ * before it accepts another request under it: without this it found out
+ * only at its next reservation, and a request the new owner accepted,
+ * replayed to the old one, was accepted a second time.
+ *
+ * edhoc_state_pg_listen: from now on, and on every new connection, before
+ * any other statement. edhoc_state_pg_takeovers: calls fn for each
+ * takeover by another owner notified since the last call, without a round
+ * trip (unless the connection must be opened again); returns how many, or
+ * _IO. edhoc_state_pg_listen_gen: the number of connections that listened
+ * so far; when it changes, what was notified in between was lost (the
+ * caller asks edhoc_state_pg_owned which leases are still its own). */
+struct edhoc_state_pg_takeover {
+    bool has_id_context;
+    size_t id_context_len, recipient_id_len;
+    uint8_t id_context[EDHOC_STATE_MAX_ID_CONTEXT];
+    uint8_t recipient_id[EDHOC_STATE_MAX_ID];
+    char owner[EDHOC_STATE_PG_MAX_OWNER + 1]; /* the new owner */
+};
+int edhoc_state_pg_listen(struct edhoc_state_pg *db);
+int edhoc_state_pg_takeovers(struct edhoc_state_pg *db,
+                             void (*fn)(void *user, const struct edhoc_state_pg_takeover *t),
+                             void *user);
+uint64_t edhoc_state_pg_listen_gen(const struct edhoc_state_pg *db);
+/* fn for every context whose lease is this owner's, with its token (one
+ * round trip). Returns 0, _IO, or fn's non-zero answer. */
+int edhoc_state_pg_owned(struct edhoc_state_pg *db,
+                         int (*fn)(void *user, const struct edhoc_state_pg_takeover *key,
+                                   int64_t token),
+                         void *user);
+
 /* The store as an edhoc_state_db handle for the responder engine
  * (edhoc_state_open_backend; state_pg_backend.c): contexts created here are
  * put by a writer thread of the handle, in batches, each leased to this

@@ -25,6 +25,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,7 @@ struct lease_entry {
      * succeeds only while the row's mark is still seen_mark. */
     bool fetched;
     uint64_t seen_mark;
+    bool unconfirmed; /* be_takeovers after a lost connection: not seen ours yet */
     /* A failed put's row (wiped when freed): put again at the context's
      * next reservation, once the store answers (be_store_ssn). */
     struct edhoc_state_peer *unstored;
@@ -69,6 +71,9 @@ struct pg_backend {
      * close) and the fork count it was opened under. */
     char *conninfo;
     unsigned fork_gen;
+    /* The datagram connection's listen_gen when its leases were last
+     * known to be ours (be_takeovers). */
+    uint64_t listen_gen;
 };
 
 /* Bumped in every child of fork(): the writer thread stayed in the
@@ -114,7 +119,10 @@ static int after_fork(struct pg_backend *b)
         rc = edhoc_state_pg_open(b->conninfo, edhoc_state_pg_owner(b->pg), b->lease_ms, &b->pg_w,
                                  why, sizeof why);
     if (rc == 0)
+        rc = edhoc_state_pg_listen(b->pg);
+    if (rc == 0)
         rc = writer_start(b);
+    b->listen_gen = edhoc_state_pg_listen_gen(b->pg);
     b->down = rc != 0;
     return rc;
 }
@@ -374,8 +382,22 @@ static int be_put(void *impl, const struct edhoc_state_peer *p)
     return rc;
 }
 
-static int be_get(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
-                  size_t rid_len, struct edhoc_state_peer *out)
+/* The datagram thread's connection found the store out of reach: so
+ * does the writer (b->down), so that the next put is made at once, as the
+ * probe (be_put), and a put merely queued is never taken for an answer
+ * of the store. Returns rc. */
+static int note_outage(struct pg_backend *b, int rc)
+{
+    if (rc == EDHOC_STATE_ERR_IO) {
+        pthread_mutex_lock(&b->lock);
+        b->down = true;
+        pthread_mutex_unlock(&b->lock);
+    }
+    return rc;
+}
+
+static int get_inner(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                     size_t rid_len, struct edhoc_state_peer *out)
 {
     struct pg_backend *b = impl;
     FORK_CHECK(b);
@@ -402,17 +424,25 @@ static int be_get(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t 
     return rc;
 }
 
-static int be_store_ssn(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
-                        size_t rid_len, uint64_t mark)
+static int be_get(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                  size_t rid_len, struct edhoc_state_peer *out)
+{
+    return note_outage(impl, get_inner(impl, idc, idc_len, rid, rid_len, out));
+}
+
+static int store_ssn_inner(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                           size_t rid_len, uint64_t mark)
 {
     struct pg_backend *b = impl;
     FORK_CHECK(b);
     pthread_mutex_lock(&b->lock);
     struct lease_entry **slot = lease_slot(b, idc, idc_len, rid, rid_len);
-    if (*slot && !(*slot)->fetched && !(*slot)->failed && !(*slot)->refused &&
-        mark <= (*slot)->lease.end) {
+    if (*slot && !(*slot)->fetched && !(*slot)->refused && mark <= (*slot)->lease.end) {
         /* Numbers reserved already (a new context's first block, put with
-         * it): no round trip. */
+         * it): no round trip. Also when that put failed: the keys are in
+         * no row, so nobody else can use any number of them, and the
+         * context goes on within its first block as the others in memory
+         * do while the store is out of reach. */
         pthread_mutex_unlock(&b->lock);
         return 0;
     }
@@ -514,6 +544,12 @@ static int be_store_ssn(void *impl, const uint8_t *idc, size_t idc_len, const ui
     }
     pthread_mutex_unlock(&b->lock);
     return rc;
+}
+
+static int be_store_ssn(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
+                        size_t rid_len, uint64_t mark)
+{
+    return note_outage(impl, store_ssn_inner(impl, idc, idc_len, rid, rid_len, mark));
 }
 
 static int be_delete(void *impl, const uint8_t *idc, size_t idc_len, const uint8_t *rid,
@@ -622,6 +658,91 @@ static void be_close(void *impl)
     free(b);
 }
 
+struct taken_report {
+    struct pg_backend *b;
+    edhoc_state_taken_fn fn;
+    void *user;
+};
+
+static void taken_one(struct taken_report *r, const uint8_t *idc, size_t idc_len,
+                      const uint8_t *rid, size_t rid_len)
+{
+    pthread_mutex_lock(&r->b->lock);
+    lease_forget(r->b, idc, idc_len, rid, rid_len);
+    pthread_mutex_unlock(&r->b->lock);
+    r->fn(r->user, idc, idc_len, rid, rid_len);
+}
+
+static void on_takeover(void *user, const struct edhoc_state_pg_takeover *t)
+{
+    taken_one(user, t->has_id_context ? t->id_context : NULL, t->id_context_len, t->recipient_id,
+              t->recipient_id_len);
+}
+
+/* A lease the store still names as ours, with our token. */
+static int still_ours(void *user, const struct edhoc_state_pg_takeover *k, int64_t token)
+{
+    struct pg_backend *b = user;
+    pthread_mutex_lock(&b->lock);
+    struct lease_entry *e = *lease_slot(b, k->has_id_context ? k->id_context : NULL,
+                                        k->id_context_len, k->recipient_id, k->recipient_id_len);
+    if (e && e->lease.token == token)
+        e->unconfirmed = false;
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+static int takeovers_inner(void *impl, edhoc_state_taken_fn fn, void *user)
+{
+    struct pg_backend *b = impl;
+    FORK_CHECK(b);
+    struct taken_report r = {b, fn, user};
+    int n = edhoc_state_pg_takeovers(b->pg, on_takeover, &r);
+    if (n < 0)
+        return n;
+    if (edhoc_state_pg_listen_gen(b->pg) == b->listen_gen)
+        return n;
+    /* A new connection: takeovers committed while none listened were
+     * not heard. Every lease we serve under is checked once (one round
+     * trip; the new connection listens already, so none is missed
+     * between). A context whose put is still in flight, or not taken
+     * yet (read for a request), is left to its reservation. */
+    pthread_mutex_lock(&b->lock);
+    for (size_t i = 0; i < b->n_buckets; i++)
+        for (struct lease_entry *e = b->buckets[i]; e; e = e->next)
+            e->unconfirmed = !e->pending && !e->failed && !e->refused && !e->fetched;
+    pthread_mutex_unlock(&b->lock);
+    uint64_t gen = edhoc_state_pg_listen_gen(b->pg);
+    int rc = edhoc_state_pg_owned(b->pg, still_ours, b);
+    if (rc)
+        return rc;
+    if (edhoc_state_pg_listen_gen(b->pg) != gen)
+        return n; /* lost again meanwhile: checked at the next call */
+    for (;;) {
+        struct lease_entry *lost = NULL;
+        pthread_mutex_lock(&b->lock);
+        for (size_t i = 0; i < b->n_buckets && !lost; i++)
+            for (struct lease_entry *e = b->buckets[i]; e && !lost; e = e->next)
+                if (e->unconfirmed)
+                    lost = e;
+        struct lease_entry copy;
+        if (lost)
+            copy = *lost;
+        pthread_mutex_unlock(&b->lock);
+        if (!lost)
+            break;
+        taken_one(&r, copy.has_idc ? copy.idc : NULL, copy.idc_len, copy.rid, copy.rid_len);
+        n++;
+    }
+    b->listen_gen = gen;
+    return n;
+}
+
+static int be_takeovers(void *impl, edhoc_state_taken_fn fn, void *user)
+{
+    return note_outage(impl, takeovers_inner(impl, fn, user));
+}
+
 static const struct edhoc_state_backend pg_backend_ops = {
     .name = "postgresql",
     .shared = true,
@@ -634,6 +755,7 @@ static const struct edhoc_state_backend pg_backend_ops = {
     .prune = be_prune,
     .flush = be_flush,
     .close = be_close,
+    .takeovers = be_takeovers,
 };
 
 void edhoc_state_pg_backend_stats(const struct edhoc_state_pg_backend *fleet,
@@ -688,6 +810,10 @@ int edhoc_state_pg_open_db(const char *conninfo, const char *owner, int64_t leas
     if (rc == 0)
         rc = edhoc_state_pg_open(conninfo, edhoc_state_pg_owner(b->pg), lease_ms, &b->pg_w, why,
                                  why_cap);
+    /* The datagram thread's connection hears the fleet's takeovers. */
+    if (rc == 0 && (rc = edhoc_state_pg_listen(b->pg)) != 0 && why && why_cap)
+        snprintf(why, why_cap, "%s", edhoc_state_pg_last_error(b->pg));
+    b->listen_gen = edhoc_state_pg_listen_gen(b->pg);
     if (rc == 0) {
         writer_start(b); /* without a writer, puts are made by the caller */
         rc = edhoc_state_open_backend(&pg_backend_ops, b, db);

@@ -323,13 +323,19 @@ int edhoc_state_pg_take_over(struct edhoc_state_pg *db, const uint8_t *id_contex
         return EDHOC_STATE_ERR_IO;
     state_pg_add_int(&ps, (int64_t)seen_mark);
     PGresult *res;
-    int err = state_pg_run(db,
-                           "UPDATE edhoc_contexts SET owner = $4::text, lease_token = $5::bigint,"
-                           " lease_expiry = " NOW_MS " + $6::bigint,"
-                           " ssn_mark = ssn_mark + $7::bigint"
-                           " WHERE " KEY_WHERE " AND ssn_mark = $8::bigint"
-                           " RETURNING ssn_mark, lease_expiry",
-                           &ps, true, &res);
+    /* Announced to the fleet at commit (edhoc_state_pg_takeovers): the
+     * old owner drops its copy before it accepts another request. */
+    int err = state_pg_run(
+        db,
+        "WITH t AS (UPDATE edhoc_contexts SET owner = $4::text, lease_token = $5::bigint,"
+        " lease_expiry = " NOW_MS " + $6::bigint,"
+        " ssn_mark = ssn_mark + $7::bigint"
+        " WHERE " KEY_WHERE " AND ssn_mark = $8::bigint"
+        " RETURNING ssn_mark, lease_expiry, has_id_context, id_context, recipient_id)"
+        " SELECT ssn_mark, lease_expiry, pg_notify('" TAKEOVER_CHANNEL "',"
+        " CASE WHEN has_id_context THEN 'c' || encode(id_context, 'hex') ELSE '-' END"
+        " || ' ' || encode(recipient_id, 'hex') || ' ' || $4::text) FROM t",
+        &ps, true, &res);
     int64_t mark = 0, expiry = 0;
     if (!err && PQntuples(res) == 0) {
         ps.n = 3;
@@ -347,6 +353,47 @@ int edhoc_state_pg_take_over(struct edhoc_state_pg *db, const uint8_t *id_contex
     }
     PQclear(res);
     state_pg_params_free(&ps);
+    return err;
+}
+
+int edhoc_state_pg_owned(struct edhoc_state_pg *db,
+                         int (*fn)(void *user, const struct edhoc_state_pg_takeover *key,
+                                   int64_t token),
+                         void *user)
+{
+    if (db == NULL || fn == NULL)
+        return EDHOC_STATE_ERR_ARG;
+    struct params ps;
+    if (state_pg_params_init(&ps, 1)) {
+        state_pg_params_free(&ps);
+        return EDHOC_STATE_ERR_IO;
+    }
+    state_pg_add_text(&ps, db->owner);
+    PGresult *res;
+    int err = state_pg_run(db,
+                           "SELECT has_id_context, id_context, recipient_id, lease_token"
+                           " FROM edhoc_contexts WHERE owner = $1::text",
+                           &ps, true, &res);
+    state_pg_params_free(&ps);
+    for (int r = 0; !err && r < PQntuples(res); r++) {
+        struct edhoc_state_pg_takeover k;
+        memset(&k, 0, sizeof k);
+        int64_t token = 0;
+        k.has_id_context = PQgetlength(res, r, 0) == 1 && PQgetvalue(res, r, 0)[0] != 0;
+        size_t il = (size_t)PQgetlength(res, r, 1), rl = (size_t)PQgetlength(res, r, 2);
+        if (il > sizeof k.id_context || rl > sizeof k.recipient_id ||
+            !state_pg_get_int(res, r, 3, &token)) {
+            err = EDHOC_STATE_ERR_CORRUPT;
+            break;
+        }
+        memcpy(k.id_context, PQgetvalue(res, r, 1), il);
+        memcpy(k.recipient_id, PQgetvalue(res, r, 2), rl);
+        k.id_context_len = il;
+        k.recipient_id_len = rl;
+        snprintf(k.owner, sizeof k.owner, "%s", db->owner);
+        err = fn(user, &k, token);
+    }
+    PQclear(res);
     return err;
 }
 

@@ -17,7 +17,17 @@ struct edhoc_state_pg {
     struct edhoc_state_pg_stats stats;
     struct edhoc_state_peer row; /* what for_each hands to its callback */
     bool iterating;
+    /* LISTEN on TAKEOVER_CHANNEL (edhoc_state_pg_listen): issued again on
+     * every new connection, whose number listen_gen counts (what was
+     * notified while no connection listened is lost). */
+    bool listening, listen_missing;
+    bool reset_needed; /* the last statement lost the connection */
+    uint64_t listen_gen;
 };
+
+/* Where a takeover is announced (take_over's NOTIFY), to every responder
+ * of the database. */
+#define TAKEOVER_CHANNEL "edhoc_takeover"
 
 /* Statements carry at most this many contexts (params: 14 per row + 3). */
 #define PUT_BATCH 128
