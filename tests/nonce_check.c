@@ -88,6 +88,19 @@ struct pair_entry {
     size_t n_digests;
 };
 
+/* A request (its key, kid and Partial IV) that a success answered, and
+ * the first such answer's ciphertext digest. */
+struct accepted_entry {
+    bool used;
+    int alg;
+    uint8_t key_len, kid_len, piv_len;
+    uint8_t key[EDHOC_CRYPTO_MAX_KEY];
+    uint8_t kid[OSCORE_MAX_ID];
+    uint8_t piv[OSCORE_MAX_PIV];
+    uint8_t digest[DIGEST_LEN];
+    bool twice; /* counted already */
+};
+
 struct nonce_check {
     const struct edhoc_crypto_ops *crypto;
     struct context_entry **contexts;
@@ -110,6 +123,8 @@ struct nonce_check {
     size_t n_pair_slots, n_pairs;
     struct nonce_check_violation *violations;
     size_t n_violations, cap_violations;
+    struct accepted_entry *accepted; /* open addressing, n_acc_slots a power of 2 */
+    size_t n_acc_slots;
     long *candidates;
     size_t cap_candidates;
     struct nonce_check_report report;
@@ -153,6 +168,9 @@ static void clear_analysis(struct nonce_check *nc)
     free(nc->violations);
     nc->violations = NULL;
     nc->n_violations = nc->cap_violations = 0;
+    free(nc->accepted);
+    nc->accepted = NULL;
+    nc->n_acc_slots = 0;
     nc->analysed = false;
 }
 
@@ -722,7 +740,7 @@ static int record_pair(struct nonce_check *nc, size_t view, const uint8_t *nonce
 static bool opens(struct nonce_check *nc, size_t view, const uint8_t *id_piv, size_t id_piv_len,
                   const uint8_t *piv, size_t piv_len, const uint8_t *req_kid, size_t req_kid_len,
                   const uint8_t *req_piv, size_t req_piv_len, const struct coap_msg *m,
-                  uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE], size_t *nonce_len)
+                  uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE], size_t *nonce_len, uint8_t *inner_code)
 {
     const struct key_view *kv = &nc->views[view];
     const struct context_entry *ce = nc->contexts[kv->context];
@@ -741,6 +759,8 @@ static bool opens(struct nonce_check *nc, size_t view, const uint8_t *id_piv, si
     if (nc->crypto->aead_decrypt(ce->aead_alg, key, nonce, aad, (size_t)aad_len, m->payload,
                                  m->payload_len, nc->plaintext) != 0)
         return false;
+    /* The plaintext begins with the inner code (RFC 8613 Section 5.3). */
+    *inner_code = nc->plaintext[0];
     edhoc_wipe(nc->plaintext, m->payload_len - tag_len);
     const uint8_t *iv;
     *nonce_len = oscore_context_common_iv(&ce->ctx, &iv);
@@ -850,10 +870,10 @@ static int examine_request(struct nonce_check *nc, size_t mi)
             const struct key_view *kv = &nc->views[v];
             if (id_equal(kv->owner_id, kv->owner_id_len, o.kid, o.kid_len) != (round == 0))
                 continue;
-            uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE];
+            uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE], code;
             size_t nonce_len;
             if (!opens(nc, v, o.kid, o.kid_len, o.piv, o.piv_len, o.kid, o.kid_len, o.piv,
-                       o.piv_len, &m, nonce, &nonce_len))
+                       o.piv_len, &m, nonce, &nonce_len, &code))
                 continue;
             rq->view = (long)v;
             r->attributed++;
@@ -863,6 +883,50 @@ static int examine_request(struct nonce_check *nc, size_t mi)
     }
     r->no_key++;
     return 0;
+}
+
+/* A success (2.xx inside) answered request rq with ciphertext ct: a
+ * second success with another ciphertext means the request was processed
+ * twice (a retransmitted answer, or another capture of it, is the same
+ * bytes). RFC 8613 Section 7.4: a replayed request must not be. */
+static int record_accepted(struct nonce_check *nc, const struct request_rec *rq, const uint8_t *ct,
+                           size_t ct_len)
+{
+    if (rq->view < 0 || !nc->accepted)
+        return 0;
+    const struct key_view *kv = &nc->views[rq->view];
+    int alg = nc->contexts[kv->context]->aead_alg;
+    const uint8_t *key;
+    size_t key_len = view_key(nc, kv, &key);
+    uint8_t digest[DIGEST_LEN];
+    if (nc->crypto->hash(EDHOC_COSE_SHA256, ct, ct_len, digest) != 0)
+        return -1;
+    uint64_t h =
+        fnv1a(fnv1a(fnv1a(FNV_OFFSET, key, key_len), rq->kid, rq->kid_len), rq->piv, rq->piv_len);
+    for (size_t j = (size_t)h & (nc->n_acc_slots - 1);; j = (j + 1) & (nc->n_acc_slots - 1)) {
+        struct accepted_entry *e = &nc->accepted[j];
+        if (!e->used) {
+            e->used = true;
+            e->alg = alg;
+            e->key_len = (uint8_t)key_len;
+            memcpy(e->key, key, key_len);
+            e->kid_len = (uint8_t)rq->kid_len;
+            memcpy(e->kid, rq->kid, rq->kid_len);
+            e->piv_len = (uint8_t)rq->piv_len;
+            memcpy(e->piv, rq->piv, rq->piv_len);
+            memcpy(e->digest, digest, DIGEST_LEN);
+            return 0;
+        }
+        if (e->alg != alg || e->key_len != key_len || memcmp(e->key, key, key_len) != 0 ||
+            e->kid_len != rq->kid_len || memcmp(e->kid, rq->kid, rq->kid_len) != 0 ||
+            e->piv_len != rq->piv_len || memcmp(e->piv, rq->piv, rq->piv_len) != 0)
+            continue;
+        if (!e->twice && memcmp(e->digest, digest, DIGEST_LEN) != 0) {
+            e->twice = true;
+            nc->report.accepted_twice++;
+        }
+        return 0;
+    }
 }
 
 /* Try one candidate request: the partner of the key that verified the
@@ -883,13 +947,15 @@ static int examine_response_with(struct nonce_check *nc, const struct captured *
         size_t id_piv_len = o->piv_len ? kv->owner_id_len : rq->kid_len;
         const uint8_t *piv = o->piv_len ? o->piv : rq->piv;
         size_t piv_len = o->piv_len ? o->piv_len : rq->piv_len;
-        uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE];
+        uint8_t nonce[EDHOC_CRYPTO_MAX_NONCE], code = 0;
         size_t nonce_len;
         if (!opens(nc, (size_t)v, id_piv, id_piv_len, piv, piv_len, rq->kid, rq->kid_len, rq->piv,
-                   rq->piv_len, m, nonce, &nonce_len))
+                   rq->piv_len, m, nonce, &nonce_len, &code))
             continue;
         *done = true;
         nc->report.attributed++;
+        if (code >> 5 == 2 && record_accepted(nc, rq, m->payload, m->payload_len) != 0)
+            return -1;
         return record_pair(nc, (size_t)v, nonce, nonce_len, id_piv, id_piv_len, piv, piv_len, c,
                            m->payload, m->payload_len);
     }
@@ -950,8 +1016,10 @@ static int analyse(struct nonce_check *nc)
     while (nc->n_buckets < 2 * n_requests)
         nc->n_buckets *= 2;
     nc->buckets = malloc(nc->n_buckets * sizeof *nc->buckets);
+    nc->n_acc_slots = nc->n_buckets; /* at least twice the requests */
+    nc->accepted = calloc(nc->n_acc_slots, sizeof *nc->accepted);
     nc->requests = malloc((n_requests ? n_requests : 1) * sizeof *nc->requests);
-    if (!nc->buckets || !nc->requests || pairs_grow(nc) != 0)
+    if (!nc->buckets || !nc->requests || !nc->accepted || pairs_grow(nc) != 0)
         return -1;
     for (size_t i = 0; i < nc->n_buckets; i++)
         nc->buckets[i] = -1;
@@ -998,10 +1066,10 @@ void nonce_check_print(struct nonce_check *nc, FILE *out)
             "nonce check: %u captures, %u frames (%u skipped, %u not UDP), %u OSCORE messages "
             "(%u requests, %u responses): %u attributed, %u unattributed (%u no key, "
             "%u no request, %u fragments, %u malformed), %u repeats, %zu distinct (key, nonce), "
-            "%zu violations\n",
+            "%zu violations, %u requests processed twice\n",
             r->files, r->frames, r->skipped, r->ignored, r->oscore, r->requests, r->responses,
             r->attributed, r->unattributed, r->no_key, r->no_request, r->fragments, r->malformed,
-            r->repeats, r->distinct_pairs, r->n_violations);
+            r->repeats, r->distinct_pairs, r->n_violations, r->accepted_twice);
     for (size_t i = 0; i < r->n_violations; i++)
         fprintf(out, "  %s\n", r->violations[i].text);
 }

@@ -155,6 +155,10 @@ struct nonce_check_report {
     unsigned repeats;      /* attributed messages whose (key, nonce) and
                               * ciphertext were seen before */
     size_t distinct_pairs; /* distinct (key, nonce) pairs seen */
+    /* Requests (key, kid, Partial IV) answered with a success (2.xx
+     * inside) by two different responses: processed twice, against RFC
+     * 8613 Section 7.4 (a retransmitted answer is the same bytes). */
+    unsigned accepted_twice;
     size_t n_violations;
     const struct nonce_check_violation *violations;
 };

@@ -58,6 +58,18 @@ static int group_setup(void **state)
     return 0;
 }
 
+/* Before each test: a test that failed while the server was stopped left
+ * it so, and the next ones would fail for that alone. */
+static int server_running(void **state)
+{
+    (void)state;
+    if (cluster.pid <= 0 && pg_cluster_start(&cluster) != 0) {
+        fprintf(stderr, "test_cli_fleet: %s\n", cluster.why);
+        return -1;
+    }
+    return 0;
+}
+
 static int group_teardown(void **state)
 {
     net_group_teardown(state);
@@ -316,6 +328,12 @@ static void test_devices_served_by_every_responder(void **state)
         nonce_check_print(nc, stderr);
         fail_msg("%zu (key, nonce) pairs sealed two different messages", rep->n_violations);
     }
+    /* RFC 8613 Section 7.4: no request processed by two responders (or
+     * twice by one): two different successes to one request. */
+    if (rep->accepted_twice) {
+        nonce_check_print(nc, stderr);
+        fail_msg("%u requests processed twice", rep->accepted_twice);
+    }
     /* It saw the exchanges: each device's requests of six rounds to two or
      * three responders, and their answers, from both ends. */
     assert_true(captures >= RESPONDERS + DEVICES);
@@ -383,6 +401,12 @@ static unsigned check_nonces(const char *const *confs, size_t n_confs, const cha
     if (rep->n_violations) {
         nonce_check_print(nc, stderr);
         fail_msg("%zu (key, nonce) pairs sealed two different messages", rep->n_violations);
+    }
+    /* RFC 8613 Section 7.4: no request processed by two responders (or
+     * twice by one): two different successes to one request. */
+    if (rep->accepted_twice) {
+        nonce_check_print(nc, stderr);
+        fail_msg("%u requests processed twice", rep->accepted_twice);
     }
     unsigned responses = rep->responses;
     nonce_check_free(nc);
@@ -461,6 +485,87 @@ static void test_replay_to_the_stale_owner(void **state)
                            "stale-at-1.pcap"};
     /* It saw both answers to the replayed request: 0's in r0.pcap. */
     assert_true(check_nonces(confs, 1, files, 5) >= 5);
+}
+
+/* Two responders race for one context: each round, the device's request
+ * goes to both at once (two processes, the one context file; the
+ * client's sequence-number record gives each its own numbers), so that
+ * each responder takes the context from the other, often both at the
+ * same moment: each reads the row, and only the first compare-and-set on
+ * the mark wins; the other drops its copy and answers 5.03 with Max-Age
+ * 0, "the number of seconds after which to retry" (RFC 7252 Section
+ * 5.9.3.4), or, having dropped it at the other's notice, challenges the
+ * request again with Echo (RFC 8613 Appendix B.1.2), which this client
+ * answers once. Whatever the interleaving, over both responders'
+ * captures: no (key, nonce) pair twice (RFC 8613 Section 7.2.1), no
+ * request processed twice (Section 7.4); every answer one of those;
+ * most requests served. */
+#define RACE_ROUNDS 500
+
+static void test_two_responders_race(void **state)
+{
+    (void)state;
+    static struct net_proc a, b;
+    char args[1400], conf[300], line[3000], *out;
+    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --state '%s' --pcap %s/race-a.pcap", store,
+             net_dir);
+    assert_int_equal(net_responder_start(&a, "race-a", args), 0);
+    snprintf(args, sizeof args, "--listen 127.0.0.2:0 --state '%s' --pcap %s/race-b.pcap", store,
+             net_dir);
+    assert_int_equal(net_responder_start(&b, "race-b", args), 0);
+    device_handshake(&a, 1, "race-dev", conf, sizeof conf);
+    wait_owned_rows(a.pid, 1);
+    snprintf(line, sizeof line,
+             "i=0; while [ $i -lt %d ]; do "
+             "%s coap GET coap://127.0.0.1:%u/time --oscore-context %s --json --timeout 10 "
+             ">>%s/race-a.out 2>/dev/null & "
+             "%s coap GET coap://127.0.0.2:%u/time --oscore-context %s --json --timeout 10 "
+             ">>%s/race-b.out 2>/dev/null & "
+             "wait; i=$((i+1)); done",
+             RACE_ROUNDS, net_cli(), a.port, conf, net_dir, net_cli(), b.port, conf, net_dir);
+    assert_int_equal(net_sh(line, &out, 600), 0);
+    free(out);
+    assert_int_equal(net_proc_stop(&a, SIGTERM, 5000), 0);
+    assert_int_equal(net_proc_stop(&b, SIGTERM, 5000), 0);
+
+    int served = 0, refused = 0, challenged = 0, runs = 0;
+    const char *names[] = {"race-a.out", "race-b.out"};
+    for (int i = 0; i < 2; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", net_dir, names[i]);
+        char *o = net_read_file(path);
+        assert_non_null(o);
+        /* One JSON document per run, each naming its final code. */
+        for (char *at = o; (at = strstr(at, "\"code\": \"")) != NULL; at += 9) {
+            const char *code = at + 9;
+            runs++;
+            if (!strncmp(code, "2.05", 4))
+                served++;
+            else if (!strncmp(code, "5.03", 4))
+                refused++;
+            else if (!strncmp(code, "4.01", 4))
+                challenged++;
+            else
+                fail_msg("%s: an answer the race does not explain: %.40s", names[i], code);
+        }
+        free(o);
+    }
+    printf("# %d requests raced: %d served, %d 5.03 (lost the takeover), %d Echo challenged "
+           "again\n",
+           runs, served, refused, challenged);
+    assert_true(runs >= 2 * RACE_ROUNDS);
+    assert_true(served >= RACE_ROUNDS);
+    char *log = net_read_file(a.log);
+    int taken = net_count(log, "taken over by another responder");
+    free(log);
+    log = net_read_file(b.log);
+    taken += net_count(log, "taken over by another responder");
+    free(log);
+    printf("# copies dropped at a takeover: %d\n", taken);
+    assert_true(taken >= RACE_ROUNDS);
+    const char *confs[] = {conf};
+    const char *files[] = {"race-a.pcap", "race-b.pcap"};
+    assert_true(check_nonces(confs, 1, files, 2) >= (unsigned)served);
 }
 
 /* The store stopped under a running fleet and under load, then started
@@ -715,12 +820,13 @@ static void test_refused_combinations(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_devices_served_by_every_responder),
-        cmocka_unit_test(test_replay_to_the_stale_owner),
-        cmocka_unit_test(test_store_restarted),
-        cmocka_unit_test(test_load_vs_fleet),
-        cmocka_unit_test(test_daemon_on_the_store),
-        cmocka_unit_test(test_refused_combinations),
+        cmocka_unit_test_setup(test_devices_served_by_every_responder, server_running),
+        cmocka_unit_test_setup(test_replay_to_the_stale_owner, server_running),
+        cmocka_unit_test_setup(test_two_responders_race, server_running),
+        cmocka_unit_test_setup(test_store_restarted, server_running),
+        cmocka_unit_test_setup(test_load_vs_fleet, server_running),
+        cmocka_unit_test_setup(test_daemon_on_the_store, server_running),
+        cmocka_unit_test_setup(test_refused_combinations, server_running),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

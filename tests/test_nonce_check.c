@@ -444,6 +444,7 @@ static void test_same_request_twice(void **state)
     assert_int_equal(r->distinct_pairs, 2);
     assert_int_equal(r->repeats, 3);
     assert_int_equal(r->n_violations, 0);
+    assert_int_equal(r->accepted_twice, 0); /* one answer, captured twice */
     nonce_check_free(nc);
 }
 
@@ -555,6 +556,53 @@ static void test_response_without_piv_twice(void **state)
     assert_int_equal(v->piv_len, 1);
     assert_int_equal(v->piv[0], 0x00);
     assert_true(v->first.response && v->second.response);
+    nonce_check_free(nc);
+}
+
+/* ---- A request processed twice ---- */
+
+/* One request accepted by two copies of the server's context (two
+ * responders of a fleet, a replay reaching the second), each answering
+ * with a Partial IV of its own: the nonces differ, so the nonce rule
+ * holds, and still the request was processed twice (RFC 8613 Section
+ * 7.4: "the recipient ... MUST ... verify that the message is not a
+ * replay"). The checker counts it. */
+static void test_request_processed_twice(void **state)
+{
+    (void)state;
+    struct oscore_context c, s1, s2;
+    context_from(CLIENT_CONF, &c);
+    context_from(SERVER_CONF, &s1);
+    context_from(SERVER_CONF, &s2);
+    struct oscore_binding cb, b1, b2;
+    struct wire req, r1, r2, unseen;
+    protect_request(&c, 11, 0x66, "temp", -1, NULL, &cb, &req);
+    accept_request(&s1, &req, &b1);
+    accept_request(&s2, &req, &b2);
+    protect_response(&s1, &b1, COAP_TYPE_ACK, 11, 0x66, -1, "19 C", true, &r1);
+    /* s2's Partial IV 0 goes elsewhere (not captured): its answer has 1. */
+    protect_response(&s2, &b2, COAP_TYPE_ACK, 11, 0x66, -1, "00 C", true, &unseen);
+    protect_response(&s2, &b2, COAP_TYPE_ACK, 11, 0x66, -1, "25 C", true, &r2);
+    oscore_context_wipe(&c);
+    oscore_context_wipe(&s1);
+    oscore_context_wipe(&s2);
+
+    struct capture_out o;
+    capture_begin(&o, "twice.pcap", 0);
+    capture_wire(&o, &client, &server, &req);
+    capture_wire(&o, &server, &client, &r1);
+    capture_wire(&o, &server, &client, &r1); /* the same answer again: once */
+    capture_wire(&o, &client, &server, &req);
+    capture_wire(&o, &server, &client, &r2);
+    capture_end(&o);
+
+    const char *confs[] = {SERVER_CONF};
+    const char *pcaps[] = {o.path};
+    struct nonce_check *nc = checker_with(confs, 1, pcaps, 1);
+    const struct nonce_check_report *r = report_of(nc);
+    assert_int_equal(r->attributed, 5);
+    assert_int_equal(r->n_violations, 0);
+    assert_int_equal(r->accepted_twice, 1);
     nonce_check_free(nc);
 }
 
@@ -915,6 +963,7 @@ int main(void)
         cmocka_unit_test(test_request_reuse),
         cmocka_unit_test(test_same_request_twice),
         cmocka_unit_test(test_notification_reuse),
+        cmocka_unit_test(test_request_processed_twice),
         cmocka_unit_test(test_response_without_piv_twice),
         cmocka_unit_test(test_response_matching),
         cmocka_unit_test(test_unknown_key),

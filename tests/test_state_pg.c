@@ -38,6 +38,18 @@ static int group_setup(void **state)
     return 0;
 }
 
+/* Before each test: a test that failed while the server was stopped left
+ * it so, and the next ones would fail for that alone. */
+static int server_running(void **state)
+{
+    (void)state;
+    if (cluster.pid <= 0 && pg_cluster_start(&cluster) != 0) {
+        fprintf(stderr, "test_state_pg: %s\n", cluster.why);
+        return -1;
+    }
+    return 0;
+}
+
 static int group_teardown(void **state)
 {
     (void)state;
@@ -1068,17 +1080,17 @@ static void test_handles_race_1000(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_schema_created_and_reopened),
-        cmocka_unit_test(test_connection_strings),
-        cmocka_unit_test(test_put_get_batches),
-        cmocka_unit_test(test_two_hosts_race_for_a_lease),
-        cmocka_unit_test(test_server_restart),
-        cmocka_unit_test(test_handles_take_over),
-        cmocka_unit_test(test_failed_put_stored_again),
-        cmocka_unit_test(test_takeover_announced),
-        cmocka_unit_test(test_read_is_not_a_takeover),
-        cmocka_unit_test(test_c_r_drawn_twice),
-        cmocka_unit_test(test_handles_race_1000),
+        cmocka_unit_test_setup(test_schema_created_and_reopened, server_running),
+        cmocka_unit_test_setup(test_connection_strings, server_running),
+        cmocka_unit_test_setup(test_put_get_batches, server_running),
+        cmocka_unit_test_setup(test_two_hosts_race_for_a_lease, server_running),
+        cmocka_unit_test_setup(test_server_restart, server_running),
+        cmocka_unit_test_setup(test_handles_take_over, server_running),
+        cmocka_unit_test_setup(test_failed_put_stored_again, server_running),
+        cmocka_unit_test_setup(test_takeover_announced, server_running),
+        cmocka_unit_test_setup(test_read_is_not_a_takeover, server_running),
+        cmocka_unit_test_setup(test_c_r_drawn_twice, server_running),
+        cmocka_unit_test_setup(test_handles_race_1000, server_running),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
