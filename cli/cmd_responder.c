@@ -154,9 +154,10 @@ static const struct cli_opt limit_opts[] = {
      "each datagram, so a flood from many sources costs O(N) per datagram)"},
     {OPT_WORKERS, "workers", "N",
      "serve with N processes sharing the listen ports (1..64; default: the\n"
-     "CPUs this process may run on; 1 with --pcap, --interop-log or --c-r).\n"
-     "Each OSCORE request is steered to the worker owning its context, the\n"
-     "rest by address; one process writes the state for all"},
+     "CPUs this process may run on; 1 with --pcap, --interop-log, --c-r or\n"
+     "a PostgreSQL --state). Each OSCORE request is steered to the worker\n"
+     "owning its context, the rest by address; one process writes the state\n"
+     "for all (on a fleet's store, each worker is a member of the fleet)"},
     {OPT_TRANSFER_TIMEOUT, "transfer-timeout", "SECONDS",
      "drop a block-wise transfer or a kept response after SECONDS without\n"
      "progress (decimals allowed, 0.1..86400, default 247, EXCHANGE_LIFETIME)"},
@@ -385,20 +386,15 @@ int cmd_responder(int argc, char **argv)
             cli_opt_error(&p, "%s", why);
             goto out;
         }
-        if (fleet_store && workers > 1) {
-            cli_opt_error(&p,
-                          "--workers %ld with a PostgreSQL --state: one process per host "
-                          "serves the fleet's store; use --workers 1",
-                          workers);
-            goto out;
-        }
         if (fleet_store && n_static) {
             cli_opt_error(&p, "--oscore-context with a PostgreSQL --state: a static context "
                               "belongs to the responder configured with it, not to the fleet; "
                               "serve it from a responder with --state-dir");
             goto out;
         }
-        if (fleet_store)
+        /* On a fleet's store each worker holds two connections to it: one
+         * process unless asked. */
+        if (fleet_store && workers == 0)
             workers = 1;
     }
     {

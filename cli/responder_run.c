@@ -260,7 +260,7 @@ int responder_run(const struct responder_run_config *cfg)
         exit_code = CLI_EXIT_INPUT;
         goto out;
     }
-    if (fleet_store && cli_serve_open_fleet(fleet_store, &db)) {
+    if (fleet_store && cli_serve_open_fleet(fleet_store, 0, &db)) {
         exit_code = CLI_EXIT_INPUT;
         goto out;
     }
@@ -276,7 +276,7 @@ int responder_run(const struct responder_run_config *cfg)
      * signal that comes while contexts load is acted on once they are. */
     catch_signals();
     if (workers > 1) {
-        if (db &&
+        if (db && !fleet_store &&
             cli_serve_prune(db, state_dir, (uint64_t)context_lifetime_ms, (uint64_t)max_contexts)) {
             exit_code = CLI_EXIT_INPUT;
             goto close_db;
@@ -288,6 +288,15 @@ int responder_run(const struct responder_run_config *cfg)
             cli_log(LOG_ERR, "cannot detach: %s", strerror(errno));
             exit_code = CLI_EXIT_INTERNAL;
             goto close_db;
+        }
+        if (fleet_store) {
+            /* The store answered and its schema is in place: from here on
+             * each worker is a responder of the fleet with connections of
+             * its own (the kid steers a context's requests to one worker,
+             * and any other worker or host takes it over as any fleet
+             * member does). No writer process: nothing to share. */
+            cli_serve_close_fleet(db);
+            db = NULL;
         }
         struct cli_workers_config wcfg = {
             .count = (unsigned)workers,
@@ -317,6 +326,10 @@ int responder_run(const struct responder_run_config *cfg)
         db = NULL;
         if (role.state_fd >= 0 && edhoc_state_connect(role.state_fd, &db)) {
             exit_code = CLI_EXIT_INTERNAL;
+            goto out;
+        }
+        if (fleet_store && cli_serve_open_fleet(fleet_store, role.index + 1, &db)) {
+            exit_code = CLI_EXIT_INPUT;
             goto out;
         }
         daemon = false;

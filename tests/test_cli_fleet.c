@@ -774,6 +774,108 @@ static void test_daemon_on_the_store(void **state)
     net_stop_daemon(pid, 30000);
 }
 
+/* The rows owned by the workers of supervisor pid (its children). */
+static long workers_rows(long pid, int *n_workers)
+{
+    char path[100];
+    snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", pid, pid);
+    char *kids = net_read_file(path);
+    long rows = 0;
+    *n_workers = 0;
+    for (char *t = kids ? strtok(kids, " \n") : NULL; t; t = strtok(NULL, " \n")) {
+        long r = owned_rows(atol(t));
+        if (r > 0)
+            rows += r;
+        ++*n_workers;
+    }
+    free(kids);
+    return rows;
+}
+
+/* responder --workers 2 on the fleet's store: each worker is a member of
+ * the fleet of its own (the supervisor checks the store and leaves it).
+ * Devices run EDHOC with it (each with the worker its address hashes
+ * to; the C_R's last byte names that worker, RFC 9528 Section 3.3 lets
+ * the responder choose C_R), are served by it (the kid steers each
+ * request to the worker holding the context: no Echo), then by another
+ * responder (a takeover, with Echo: RFC 8613 Appendix B.1.2), then by it
+ * again: the worker heard of the takeover from the store, dropped its
+ * copy and takes the context back, Echo again. No (key, nonce) twice, no
+ * request processed twice, over every capture. */
+static void test_workers_on_the_store(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    static struct net_proc w, r;
+    char args[1400], conf[N][300], name[40];
+    snprintf(args, sizeof args, "--workers 2 --listen 127.0.0.1:0 --state '%s'", store);
+    assert_int_equal(net_responder_start(&w, "wk", args), 0);
+    snprintf(args, sizeof args, "--listen 127.0.0.2:0 --state '%s'", store);
+    assert_int_equal(net_responder_start(&r, "wk-other", args), 0);
+    for (int d = 0; d < N; d++) {
+        snprintf(name, sizeof name, "wk-dev%d", d);
+        device_handshake(&w, 1, name, conf[d], sizeof conf[d]);
+    }
+    int n_workers = 0;
+    uint64_t deadline = net_now_ms() + 30000;
+    while (workers_rows(w.pid, &n_workers) < N) {
+        if (net_now_ms() > deadline) {
+            char *log = net_read_file(w.log);
+            fail_msg("the workers' contexts not in the store after 30 s (%d workers):\n%s",
+                     n_workers, log);
+        }
+        net_sleep_ms(20);
+    }
+    assert_int_equal(n_workers, 2);
+    static const struct {
+        int addr;
+        bool echo;
+    } steps[] = {{1, false}, {2, true}, {1, true}};
+    for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+        for (int d = 0; d < N; d++) {
+            char *out;
+            const struct net_proc *to = steps[k].addr == 1 ? &w : &r;
+            int rc = CLI_RUN(&out, 30,
+                             "coap GET coap://127.0.0.%d:%u/time --oscore-context %s --json "
+                             "--pcap %s/wk-%d-%zu.pcap",
+                             steps[k].addr, to->port, conf[d], net_dir, d, k);
+            if (rc != 0 || !strstr(out, "2.05") ||
+                (strstr(out, "\"echo\": true") != NULL) != steps[k].echo)
+                fail_msg("device %d, step %zu (to 127.0.0.%d, Echo %s): %d\n%s", d, k,
+                         steps[k].addr, steps[k].echo ? "expected" : "not expected", rc, out);
+            free(out);
+        }
+    }
+    assert_int_equal(net_proc_stop(&w, SIGTERM, 5000), 0);
+    assert_int_equal(net_proc_stop(&r, SIGTERM, 5000), 0);
+    char *log = net_read_file(w.log);
+    assert_int_equal(net_count(log, "state: the fleet's PostgreSQL store, as"), 1);
+    assert_int_equal(net_count(log, "state: worker on the fleet's store as"), 2);
+    if (net_count(log, "(the store's notice)") != N ||
+        net_count(log, "taken from the postgresql store") != N)
+        fail_msg("the workers: %d copies dropped at a notice, %d taken back (want %d each)",
+                 net_count(log, "(the store's notice)"),
+                 net_count(log, "taken from the postgresql store"), N);
+    free(log);
+    const char *confs[N];
+    for (int d = 0; d < N; d++)
+        confs[d] = conf[d];
+    char files[N * 4][40];
+    const char *fp[N * 4];
+    size_t nf = 0;
+    for (int d = 0; d < N; d++) {
+        snprintf(files[nf], sizeof files[nf], "wk-dev%d-edhoc.pcap", d);
+        fp[nf] = files[nf];
+        nf++;
+        for (size_t k = 0; k < 3; k++) {
+            snprintf(files[nf], sizeof files[nf], "wk-%d-%zu.pcap", d, k);
+            fp[nf] = files[nf];
+            nf++;
+        }
+    }
+    assert_true(check_nonces(confs, N, fp, nf) >= 3 * N);
+}
+
 /* (net_sh runs the line inside single quotes: double ones here.) */
 /* What cannot work on a shared store is refused before anything starts,
  * each with the reason (exit 2, the usage contract of edhoc-cli(1)). */
@@ -781,13 +883,9 @@ static void test_refused_combinations(void **state)
 {
     (void)state;
     char *out;
-    int rc = CLI_RUN(&out, 30, "responder --demo --state \"%s\" --workers 2 --listen 127.0.0.1:0",
-                     store);
-    assert_int_equal(rc, 2);
-    assert_non_null(strstr(out, "--workers 2 with a PostgreSQL --state"));
-    free(out);
-    rc = CLI_RUN(&out, 30, "responder --demo --state \"%s\" --state-dir %s/x --listen 127.0.0.1:0",
-                 store, net_dir);
+    int rc =
+        CLI_RUN(&out, 30, "responder --demo --state \"%s\" --state-dir %s/x --listen 127.0.0.1:0",
+                store, net_dir);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(out, "--state and --state-dir name the store twice"));
     free(out);
@@ -826,6 +924,7 @@ int main(void)
         cmocka_unit_test_setup(test_store_restarted, server_running),
         cmocka_unit_test_setup(test_load_vs_fleet, server_running),
         cmocka_unit_test_setup(test_daemon_on_the_store, server_running),
+        cmocka_unit_test_setup(test_workers_on_the_store, server_running),
         cmocka_unit_test_setup(test_refused_combinations, server_running),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -166,10 +166,10 @@ static void fleet_figures(struct edhoc_server *srv, const char *dir)
     cli_state_stats_publish(dir, &ss);
 }
 
-int cli_serve_open_fleet(const char *conninfo, struct edhoc_state_db **db)
+int cli_serve_open_fleet(const char *conninfo, unsigned worker, struct edhoc_state_db **db)
 {
     char msg[300];
-    if (edhoc_state_pg_check_conninfo(conninfo, msg, sizeof msg) == 1)
+    if (!worker && edhoc_state_pg_check_conninfo(conninfo, msg, sizeof msg) == 1)
         cli_log(LOG_WARNING, "state: %s", msg);
     char why[600] = "";
     struct edhoc_state_pg_backend *pg = NULL;
@@ -180,11 +180,25 @@ int cli_serve_open_fleet(const char *conninfo, struct edhoc_state_db **db)
         return -1;
     }
     fleet_pg = pg;
+    if (worker) {
+        /* Each worker of --workers is a member of the fleet of its own
+         * (its own connections and owner name); the start notice is the
+         * supervisor's. */
+        cli_log(LOG_INFO, "state: worker on the fleet's store as %s",
+                edhoc_state_pg_backend_owner(pg));
+        return 0;
+    }
     cli_log(LOG_NOTICE,
             "state: the fleet's PostgreSQL store, as %s: contexts taken over when a request for "
             "one reaches this responder, sequence numbers reserved in the store before use",
             edhoc_state_pg_backend_owner(pg));
     return 0;
+}
+
+void cli_serve_close_fleet(struct edhoc_state_db *db)
+{
+    fleet_pg = NULL;
+    edhoc_state_close(db);
 }
 
 int cli_serve_prune(struct edhoc_state_db *db, const char *state_dir, uint64_t lifetime_ms,

@@ -51,7 +51,13 @@ int cli_serve_parse_state(const char *spec, const char *given_dir, const char **
 /* The fleet's store (state_pg.h) as the engine's handle, its schema
  * created or checked; a password in the string is warned about. Logs and
  * returns -1 when the server cannot be reached or refuses. */
-int cli_serve_open_fleet(const char *conninfo, struct edhoc_state_db **db);
+/* worker: 0 in a responder of one process and in the supervisor of
+ * --workers (warnings and the start notice), else the worker's index + 1
+ * (each worker opens the store itself, as a member of the fleet). */
+int cli_serve_open_fleet(const char *conninfo, unsigned worker, struct edhoc_state_db **db);
+/* The store opened by cli_serve_open_fleet, closed (its figures no
+ * longer logged). */
+void cli_serve_close_fleet(struct edhoc_state_db *db);
 /* Before the workers start: the stored rows pruned once, to the whole
  * responder's bounds (each worker then loads the rows it owns). Returns
  * 0, or -1 (logged). */
