@@ -64,7 +64,7 @@ static void ctx_taken_elsewhere(void *user, const uint8_t *idc, size_t idc_len, 
  * saw it and was processed a second time (RFC 8613 Section 7.4). With the
  * store out of reach, contexts in memory go on (and nobody can take one
  * over); it is asked again once Max-Age has passed. */
-static void apply_takeovers(struct edhoc_server *srv)
+void srv_apply_takeovers(struct edhoc_server *srv)
 {
     if (srv->store_down && srv_mono_ms() < srv->store_probe_ms)
         return;
@@ -82,7 +82,7 @@ long srv_unprotect_request(struct edhoc_server *srv, const struct oscore_option 
         return OSCORE_ERR_CONTEXT_NOT_FOUND;
     bool shared = edhoc_state_is_shared(srv->cfg.db);
     if (shared)
-        apply_takeovers(srv);
+        srv_apply_takeovers(srv);
     if (oo->has_kid_context) {
         if (oo->kid_context_len > OSCORE_MAX_ID_CONTEXT)
             return OSCORE_ERR_CONTEXT_NOT_FOUND;

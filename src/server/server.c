@@ -313,6 +313,11 @@ void edhoc_server_tick(struct edhoc_server *srv, uint64_t now_ms)
     }
     if (scan)
         srv_contexts_tick(srv, now_ms);
+    /* Also without requests: the notices are read as they come (an idle
+     * responder's would fill its socket and hold up the store's queue),
+     * and copies another responder took are freed. */
+    if (scan && edhoc_state_is_shared(srv->cfg.db))
+        srv_apply_takeovers(srv);
     if (!srv->next_counter_ms)
         srv->next_counter_ms = now_ms + srv->cfg.counter_period_ms;
     if (now_ms >= srv->next_counter_ms) {

@@ -329,6 +329,9 @@ struct ctx_mark *srv_ctx_mark_of(struct edhoc_server *srv, const struct peer_ctx
 struct peer_ctx *srv_ctx_insert(struct edhoc_server *srv, const struct ctx_key *key,
                                 bool is_static);
 void srv_ctx_persist(struct peer_ctx *p);
+/* On a fleet's store: drop the contexts another responder took over, as
+ * the store announced (before each OSCORE request, and from the tick). */
+void srv_apply_takeovers(struct edhoc_server *srv);
 void srv_ctx_make_room(struct edhoc_server *srv);
 void srv_ctx_verified(struct edhoc_server *srv, struct peer_ctx *p, long n);
 void srv_contexts_tick(struct edhoc_server *srv, uint64_t now);
