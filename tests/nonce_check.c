@@ -98,8 +98,11 @@ struct accepted_entry {
     uint8_t kid[OSCORE_MAX_ID];
     uint8_t piv[OSCORE_MAX_PIV];
     uint8_t digest[DIGEST_LEN];
-    bool twice; /* counted already */
+    bool twice;            /* counted already */
+    unsigned file, packet; /* the first success */
 };
+
+#define TWICE_LINES 8 /* requests processed twice described in the print */
 
 struct nonce_check {
     const struct edhoc_crypto_ops *crypto;
@@ -125,6 +128,7 @@ struct nonce_check {
     size_t n_violations, cap_violations;
     struct accepted_entry *accepted; /* open addressing, n_acc_slots a power of 2 */
     size_t n_acc_slots;
+    char twice_lines[TWICE_LINES][512];
     long *candidates;
     size_t cap_candidates;
     struct nonce_check_report report;
@@ -885,12 +889,20 @@ static int examine_request(struct nonce_check *nc, size_t mi)
     return 0;
 }
 
+static bool has_observe(const struct coap_msg *m)
+{
+    for (size_t i = 0; i < m->option_count; i++)
+        if (m->options[i].number == COAP_OPT_OBSERVE)
+            return true;
+    return false;
+}
+
 /* A success (2.xx inside) answered request rq with ciphertext ct: a
  * second success with another ciphertext means the request was processed
  * twice (a retransmitted answer, or another capture of it, is the same
  * bytes). RFC 8613 Section 7.4: a replayed request must not be. */
-static int record_accepted(struct nonce_check *nc, const struct request_rec *rq, const uint8_t *ct,
-                           size_t ct_len)
+static int record_accepted(struct nonce_check *nc, const struct request_rec *rq,
+                           const struct captured *c, const uint8_t *ct, size_t ct_len)
 {
     if (rq->view < 0 || !nc->accepted)
         return 0;
@@ -915,6 +927,8 @@ static int record_accepted(struct nonce_check *nc, const struct request_rec *rq,
             e->piv_len = (uint8_t)rq->piv_len;
             memcpy(e->piv, rq->piv, rq->piv_len);
             memcpy(e->digest, digest, DIGEST_LEN);
+            e->file = c->file;
+            e->packet = c->packet;
             return 0;
         }
         if (e->alg != alg || e->key_len != key_len || memcmp(e->key, key, key_len) != 0 ||
@@ -923,6 +937,15 @@ static int record_accepted(struct nonce_check *nc, const struct request_rec *rq,
             continue;
         if (!e->twice && memcmp(e->digest, digest, DIGEST_LEN) != 0) {
             e->twice = true;
+            if (nc->report.accepted_twice < TWICE_LINES) {
+                char kid[2 * OSCORE_MAX_ID + 1], piv[2 * OSCORE_MAX_PIV + 1];
+                hex(kid, sizeof kid, rq->kid, rq->kid_len);
+                hex(piv, sizeof piv, rq->piv, rq->piv_len);
+                snprintf(nc->twice_lines[nc->report.accepted_twice], sizeof nc->twice_lines[0],
+                         "request kid %s Partial IV %s processed twice: a success in %s "
+                         "frame %u, another in %s frame %u",
+                         kid, piv, nc->files[e->file], e->packet, nc->files[c->file], c->packet);
+            }
             nc->report.accepted_twice++;
         }
         return 0;
@@ -954,7 +977,11 @@ static int examine_response_with(struct nonce_check *nc, const struct captured *
             continue;
         *done = true;
         nc->report.attributed++;
-        if (code >> 5 == 2 && record_accepted(nc, rq, m->payload, m->payload_len) != 0)
+        /* A notification is one more answer to its registration (RFC
+         * 7641; the Observe option is also outer, RFC 8613 Section 4.1.3.5),
+         * not the request processed again. */
+        if (code >> 5 == 2 && !has_observe(m) &&
+            record_accepted(nc, rq, c, m->payload, m->payload_len) != 0)
             return -1;
         return record_pair(nc, (size_t)v, nonce, nonce_len, id_piv, id_piv_len, piv, piv_len, c,
                            m->payload, m->payload_len);
@@ -1072,4 +1099,6 @@ void nonce_check_print(struct nonce_check *nc, FILE *out)
             r->repeats, r->distinct_pairs, r->n_violations, r->accepted_twice);
     for (size_t i = 0; i < r->n_violations; i++)
         fprintf(out, "  %s\n", r->violations[i].text);
+    for (unsigned i = 0; i < r->accepted_twice && i < TWICE_LINES; i++)
+        fprintf(out, "  %s\n", nc->twice_lines[i]);
 }

@@ -892,6 +892,12 @@ static void test_lost_wal_and_stale_copy(void **state)
         nonce_check_print(nc, stderr);
         fail_msg("%zu (key, nonce) pairs sealed two different messages", rep->n_violations);
     }
+    /* RFC 8613 Section 7.4: across the restarts, no request processed
+     * twice (two different successes to one request). */
+    if (rep->accepted_twice) {
+        nonce_check_print(nc, stderr);
+        fail_msg("%u requests processed twice", rep->accepted_twice);
+    }
     assert_true(rep->responses >= 4);
     assert_int_equal(rep->unattributed, 0);
     nonce_check_free(nc);
@@ -1046,6 +1052,12 @@ static void test_kill9_loses_newest_contexts(void **state)
         nonce_check_print(nc, stderr);
         fail_msg("%zu (key, nonce) pairs sealed two different messages", rep->n_violations);
     }
+    /* RFC 8613 Section 7.4: across the restarts, no request processed
+     * twice (two different successes to one request). */
+    if (rep->accepted_twice) {
+        nonce_check_print(nc, stderr);
+        fail_msg("%u requests processed twice", rep->accepted_twice);
+    }
     /* Both ends of three first runs and three second runs. */
     assert_true(rep->responses >= 2 * DEVICES);
     assert_int_equal(rep->unattributed, 0);
@@ -1084,12 +1096,16 @@ static void test_zz_no_nonce_reused(void **state)
     const struct nonce_check_report *r = nonce_check_report(nc);
     printf("# nonce check: %u captures, %u context files, %u OSCORE messages (%u requests, %u "
            "responses), %u attributed to a known key, %u unattributed, %zu distinct (key, nonce), "
-           "%u repeats of one datagram, %zu violations\n",
+           "%u repeats of one datagram, %zu violations, %u requests processed twice\n",
            pcaps, confs, r->oscore, r->requests, r->responses, r->attributed, r->unattributed,
-           r->distinct_pairs, r->repeats, r->n_violations);
+           r->distinct_pairs, r->repeats, r->n_violations, r->accepted_twice);
     if (r->n_violations) {
         nonce_check_print(nc, stderr);
         fail_msg("%zu (key, nonce) pairs sealed two different messages", r->n_violations);
+    }
+    if (r->accepted_twice) {
+        nonce_check_print(nc, stderr);
+        fail_msg("%u requests processed twice (RFC 8613 Section 7.4)", r->accepted_twice);
     }
     assert_true(r->oscore > 50);
     assert_int_equal(r->unattributed, 0); /* every message verified under a known key */

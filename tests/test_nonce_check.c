@@ -490,6 +490,9 @@ static void test_notification_reuse(void **state)
     assert_int_equal(r->attributed, 3);
     assert_int_equal(r->distinct_pairs, 2);
     assert_int_equal(r->n_violations, 1);
+    /* Notifications answer their registration again and again (RFC 7641):
+     * not the request processed twice. */
+    assert_int_equal(r->accepted_twice, 0);
     const struct nonce_check_violation *v = &r->violations[0];
     assert_int_equal(v->sender_id_len, 1);
     assert_int_equal(v->sender_id[0], 0x02);
