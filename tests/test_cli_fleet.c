@@ -942,14 +942,20 @@ static void test_refused_combinations(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_devices_served_by_every_responder, server_running),
-        cmocka_unit_test_setup(test_replay_to_the_stale_owner, server_running),
-        cmocka_unit_test_setup(test_two_responders_race, server_running),
-        cmocka_unit_test_setup(test_store_restarted, server_running),
-        cmocka_unit_test_setup(test_load_vs_fleet, server_running),
-        cmocka_unit_test_setup(test_daemon_on_the_store, server_running),
-        cmocka_unit_test_setup(test_workers_on_the_store, server_running),
-        cmocka_unit_test_setup(test_refused_combinations, server_running),
+        cmocka_unit_test_setup_teardown(test_devices_served_by_every_responder, server_running,
+                                        net_test_teardown),
+        cmocka_unit_test_setup_teardown(test_replay_to_the_stale_owner, server_running,
+                                        net_test_teardown),
+        cmocka_unit_test_setup_teardown(test_two_responders_race, server_running,
+                                        net_test_teardown),
+        cmocka_unit_test_setup_teardown(test_store_restarted, server_running, net_test_teardown),
+        cmocka_unit_test_setup_teardown(test_load_vs_fleet, server_running, net_test_teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_on_the_store, server_running,
+                                        net_test_teardown),
+        cmocka_unit_test_setup_teardown(test_workers_on_the_store, server_running,
+                                        net_test_teardown),
+        cmocka_unit_test_setup_teardown(test_refused_combinations, server_running,
+                                        net_test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
