@@ -665,6 +665,18 @@ static void test_store_restarted(void **state)
         free(out);
         net_sleep_ms(250);
     }
+    /* The lookup that served it was a round trip the store answered: the
+     * transition is in b's log before that answer left, not only once
+     * the retry time (Max-Age 5) has passed. Without it, a responder whose
+     * next call came just before that time (and whose last was a failed
+     * write at exit) never said the store was back. */
+    {
+        char *log = net_read_file(b.log);
+        if (net_count(log, "store answers again") != 1)
+            fail_msg("responder b served a context from the store and did not say it answers "
+                     "again");
+        free(log);
+    }
     for (;;) {
         rc = CLI_RUN(&out, 30, "initiator coap://127.0.0.1:%u --request \"GET /time\"", a.port);
         bool ok = rc == 0 && strstr(out, "2.05");
@@ -696,6 +708,12 @@ static void test_store_restarted(void **state)
                     fprintf(stderr, "# responder %d: %s\n", i, line);
             fail_msg("responder %d: each transition once (its state lines above)", i);
         }
+        /* b stored nothing while the store was out of reach (it only
+         * looked contexts up): its exit has no failed write to report.
+         * Once, every responder that had found the store out of reach
+         * said so at exit, whatever its writer had done. */
+        if (both[i] == &b && strstr(log, "a batch of writes failed"))
+            fail_msg("responder b reported a failed write at exit, with none failed");
         free(log);
     }
     /* The load ran through it: handshakes completed, new ones refused

@@ -63,7 +63,7 @@ static int load_one(void *user, const struct edhoc_state_peer *sp)
     return 0;
 }
 
-void srv_store_outcome(struct edhoc_server *srv, int rc, const char *what)
+void srv_store_outcome(struct edhoc_server *srv, int rc, const char *what, bool answered)
 {
     if (!edhoc_state_is_shared(srv->cfg.db))
         return;
@@ -80,12 +80,13 @@ void srv_store_outcome(struct edhoc_server *srv, int rc, const char *what)
                     "memory get 5.03 with Max-Age %u until it answers",
                     edhoc_state_backend_name(srv->cfg.db), what, SRV_STORE_RETRY_S);
         }
-    } else if (srv->store_down && now >= srv->store_probe_ms) {
-        /* Only a success once the retry time has come is the store's
-         * answer: before it, a put is queued (its writer finds out) and a
-         * mark may come from a block reserved earlier, neither a round
-         * trip; the store is asked again (a put, a takeover check) only
-         * from then on. */
+    } else if (srv->store_down && (answered || now >= srv->store_probe_ms)) {
+        /* A round trip's success (answered: a lookup) is the store's
+         * answer at once. Another success counts only once the retry
+         * time has come: before it, a put is queued (its writer finds
+         * out) and a mark may come from a block reserved earlier, neither
+         * a round trip; the store is asked again (a put, a takeover
+         * check) only from then on. */
         srv->store_down = false;
         srv_log(srv, EDHOC_LOG_NOTICE, "state: the %s store answers again, after %.1f s",
                 edhoc_state_backend_name(srv->cfg.db), (double)(now - srv->store_down_ms) / 1000);
@@ -114,7 +115,7 @@ struct peer_ctx *srv_ctx_fetch(struct edhoc_server *srv, const struct ctx_key *k
     struct edhoc_state_peer sp;
     int rc = edhoc_state_get_peer(srv->cfg.db, srv_key_idc(key), key->idc_len, key->rid,
                                   key->rid_len, &sp);
-    srv_store_outcome(srv, rc, "a context not in memory looked up");
+    srv_store_outcome(srv, rc, "a context not in memory looked up", true);
     struct peer_ctx *p = NULL;
     if (rc == 0) {
         /* A static context is served only by a responder configured with

@@ -232,7 +232,7 @@ static int store_ssn(void *user, uint64_t mark)
     if (rc) {
         /* A success may be a number of a block reserved before, no word
          * from the store: only a failure says something of it. */
-        srv_store_outcome(srv, rc, "a sequence-number reservation");
+        srv_store_outcome(srv, rc, "a sequence-number reservation", false);
         srv->store_err = rc;
         if (rc == EDHOC_STATE_ERR_TAKEN_OVER)
             srv->taken_over = p->key;

@@ -284,7 +284,7 @@ static struct peer_ctx *establish(struct edhoc_server *srv, struct pending *h)
             sp.method = edhoc_session_method(&h->s);
             sp.suite = edhoc_session_suite(&h->s);
             rc = edhoc_state_put_peer(srv->cfg.db, &sp);
-            srv_store_outcome(srv, rc, "storing a new context");
+            srv_store_outcome(srv, rc, "storing a new context", false);
         }
         edhoc_wipe(&sp, sizeof sp);
         /* Durable here, or not served. */

@@ -69,7 +69,7 @@ void srv_apply_takeovers(struct edhoc_server *srv)
     if (srv->store_down && srv_mono_ms() < srv->store_probe_ms)
         return;
     int rc = edhoc_state_takeovers(srv->cfg.db, ctx_taken_elsewhere, srv);
-    srv_store_outcome(srv, rc < 0 ? rc : 0, "listening for takeovers");
+    srv_store_outcome(srv, rc < 0 ? rc : 0, "listening for takeovers", false);
 }
 
 long srv_unprotect_request(struct edhoc_server *srv, const struct oscore_option *oo,

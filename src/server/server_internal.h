@@ -324,7 +324,7 @@ void srv_ctx_fetched_verdict(struct edhoc_server *srv, struct peer_ctx *p, long 
  * failure to reach it and its first answer after that are logged once
  * each; while it is out of reach the request being answered gets 5.03
  * (store_unavailable). No-op for a store of this host. */
-void srv_store_outcome(struct edhoc_server *srv, int rc, const char *what);
+void srv_store_outcome(struct edhoc_server *srv, int rc, const char *what, bool answered);
 struct ctx_mark *srv_ctx_mark_of(struct edhoc_server *srv, const struct peer_ctx *p);
 struct peer_ctx *srv_ctx_insert(struct edhoc_server *srv, const struct ctx_key *key,
                                 bool is_static);

@@ -609,7 +609,14 @@ static int be_flush(void *impl)
     pthread_mutex_lock(&b->lock);
     while (b->queued || b->in_flight)
         pthread_cond_wait(&b->done, &b->lock);
-    int rc = b->down ? EDHOC_STATE_ERR_IO : 0;
+    /* A failure is a context whose put did not commit and was not put
+     * since; b->down alone is no failed write (the datagram connection
+     * may have set it with nothing queued after). */
+    int rc = 0;
+    for (size_t i = 0; i < b->n_buckets && !rc; i++)
+        for (const struct lease_entry *e = b->buckets[i]; e && !rc; e = e->next)
+            if (e->failed)
+                rc = EDHOC_STATE_ERR_IO;
     pthread_mutex_unlock(&b->lock);
     return rc;
 }
