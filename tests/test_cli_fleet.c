@@ -955,6 +955,24 @@ static void test_refused_combinations(void **state)
                                 "password"));
     assert_non_null(strstr(out, "PGPASSFILE"));
     free(out);
+    /* A static context (RFC 8613 Appendix B.2's kind, configured from a
+     * file) on the fleet's store: refused. Its file is the authority on
+     * its keys, and a responder without that file could not verify a
+     * takeover of it; it belongs to the responder configured with it. */
+    char conf[300];
+    net_path(conf, sizeof conf, "static-fleet.conf");
+    net_write_file(conf,
+                   "master_secret,hex,\"0102030405060708090a0b0c0d0e0f10\"\n"
+                   "master_salt,hex,\"9e7ca92223786340\"\n"
+                   "sender_id,hex,\"01\"\nrecipient_id,hex,\"\"\n",
+                   0600);
+    rc = CLI_RUN(&out, 30,
+                 "responder --demo --state \"%s\" --oscore-context %s --listen 127.0.0.1:0", store,
+                 conf);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--oscore-context with a PostgreSQL --state"));
+    assert_non_null(strstr(out, "serve it from a responder with --state-dir"));
+    free(out);
 }
 
 int main(void)
