@@ -675,6 +675,124 @@ static void test_migrates_version_2(void **state)
         sql_int(f->file, "SELECT count(*) FROM sqlite_schema WHERE name = 'peer_last_used'"), 1);
 }
 
+/* ---- version 3 (WITHOUT ROWID) ---- */
+
+static const char v3_schema_sql[] =
+    "PRAGMA journal_mode = WAL;"
+    "BEGIN;"
+    "PRAGMA application_id = 1162102851;"
+    "PRAGMA user_version = 3;"
+    "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT;"
+    "CREATE TABLE peer ("
+    "  recipient_id BLOB NOT NULL,"
+    "  has_id_context INTEGER NOT NULL CHECK (has_id_context IN (0, 1)),"
+    "  id_context BLOB NOT NULL CHECK (has_id_context = 1 OR length(id_context) = 0),"
+    "  sender_id BLOB NOT NULL, master_secret BLOB NOT NULL, master_salt BLOB NOT NULL,"
+    "  aead_alg INTEGER NOT NULL, hkdf_alg INTEGER NOT NULL,"
+    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0), peer TEXT NOT NULL,"
+    "  created INTEGER NOT NULL, method INTEGER NOT NULL, suite INTEGER NOT NULL,"
+    "  last_used INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (recipient_id, has_id_context, id_context)"
+    ") STRICT, WITHOUT ROWID;"
+    "CREATE INDEX peer_last_used ON peer (last_used) WHERE method >= 0;"
+    "INSERT INTO meta (key, value) VALUES ('magic', 'edhoc-cli state');"
+    "INSERT INTO meta (key, value) VALUES ('schema_version', 3);"
+    "INSERT INTO peer VALUES (x'0a', 0, x'', x'0b', x'00112233445566778899aabbccddeeff',"
+    "  x'a1a2', 10, -16, 4242, '192.0.2.7:5683', 1700000001, 3, 2, 1700000005123);"
+    "INSERT INTO peer VALUES (x'01', 1, x'37cb', x'', x'0102030405060708090a0b0c0d0e0f10',"
+    "  x'', 10, -16, 777, 'static', 1700000002, -1, -1, 1700000002000);"
+    "INSERT INTO peer VALUES (x'01', 1, x'', x'02', x'0102030405060708090a0b0c0d0e0f11',"
+    "  x'', 10, -16, 12, 'static', 1700000003, -1, -1, 1700000003000);"
+    "COMMIT;";
+
+/* A version 3 file moves into version 4's rowid table on open: every
+ * row, mark and use time kept (RFC 8613 Appendix B.1.1: a mark must never
+ * go down), the use-time index rebuilt, the old table gone. */
+static void test_migrates_version_3(void **state)
+{
+    struct fixture *f = *state;
+    make_state_dir(f);
+    sql_exec(f->file, v3_schema_sql);
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    static const uint8_t rid[] = {0x0a}, rid_static[] = {0x01}, idc[] = {0x37, 0xcb};
+    struct edhoc_state_peer got;
+    assert_int_equal(edhoc_state_get_peer(db, NULL, 0, rid, 1, &got), 0);
+    assert_true(got.ssn_mark == 4242);
+    assert_true(got.last_used == 1700000005123);
+    assert_int_equal(got.master_salt_len, 2);
+    assert_string_equal(got.peer, "192.0.2.7:5683");
+    assert_int_equal(edhoc_state_get_peer(db, idc, sizeof idc, rid_static, 1, &got), 0);
+    assert_true(got.ssn_mark == 777);
+    /* The empty ID Context stays apart from the 2-byte one. */
+    assert_int_equal(edhoc_state_get_peer(db, idc, 0, rid_static, 1, &got), 0);
+    assert_true(got.ssn_mark == 12);
+    assert_int_equal(edhoc_state_count(db), 3);
+    /* The key is still unique: a put of an existing key updates it. */
+    assert_int_equal(edhoc_state_store_ssn(db, NULL, 0, rid, 1, 5000), 0);
+    edhoc_state_close(db);
+    assert_int_equal(sql_int(f->file, "PRAGMA user_version"), EDHOC_STATE_SCHEMA_VERSION);
+    assert_int_equal(sql_int(f->file, "SELECT value FROM meta WHERE key = 'schema_version'"),
+                     EDHOC_STATE_SCHEMA_VERSION);
+    assert_int_equal(sql_int(f->file, "SELECT count(*) FROM sqlite_schema WHERE name = 'peer_v3'"),
+                     0);
+    assert_int_equal(
+        sql_int(f->file, "SELECT count(*) FROM sqlite_schema WHERE name = 'peer_last_used'"), 1);
+    assert_int_equal(sql_int(f->file, "SELECT count(*) FROM sqlite_schema WHERE name = 'peer' "
+                                      "AND sql LIKE '%WITHOUT ROWID%'"),
+                     0);
+    assert_int_equal(sql_int(f->file, "SELECT ssn_mark FROM peer WHERE recipient_id = x'0a'"),
+                     5000);
+    assert_int_equal(sql_int(f->file, "SELECT count(*) FROM peer"), 3);
+}
+
+/* A version 3 migration that cannot finish changes nothing, and the file
+ * migrates once the obstacle is gone. */
+static void test_failed_migration_leaves_version_3(void **state)
+{
+    struct fixture *f = *state;
+    make_state_dir(f);
+    sql_exec(f->file, v3_schema_sql);
+    sql_exec(f->file, "CREATE TABLE peer_v3 (x INTEGER);");
+    struct edhoc_state_db *db = NULL;
+    char why[512] = "";
+    assert_int_equal(edhoc_state_open(f->sdir, &db, why, sizeof why), EDHOC_STATE_ERR_CORRUPT);
+    assert_null(db);
+    assert_non_null(strstr(why, "cannot migrate from schema version 3"));
+    assert_int_equal(sql_int(f->file, "PRAGMA user_version"), 3);
+    assert_int_equal(sql_int(f->file, "SELECT count(*) FROM peer"), 3);
+    sql_exec(f->file, "DROP TABLE peer_v3;");
+    db = open_ok(f->sdir);
+    assert_int_equal(edhoc_state_count(db), 3);
+    edhoc_state_close(db);
+    assert_int_equal(sql_int(f->file, "PRAGMA user_version"), EDHOC_STATE_SCHEMA_VERSION);
+}
+
+/* The layout the writer's cost depends on (src/state/state.c, the peer
+ * table): contexts whose recipient IDs come in no order (the responder
+ * draws C_R at random) are stored in the order they came, so a batch of
+ * new contexts appends instead of rewriting one random page each. Before
+ * version 4 the table was ordered by the key and had no rowid at all. */
+static void test_new_contexts_append(void **state)
+{
+    struct fixture *f = *state;
+    make_state_dir(f);
+    struct edhoc_state_db *db = open_ok(f->sdir);
+    static const uint32_t order[] = {0x7f3a01u, 0x0102u, 0xfe99u, 0x33u, 0x8000u};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        struct edhoc_state_peer p;
+        make_peer(&p, order[i]);
+        assert_int_equal(edhoc_state_put_peer(db, &p), 0);
+    }
+    edhoc_state_close(db);
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        char q[200];
+        snprintf(q, sizeof q,
+                 "SELECT count(*) FROM peer WHERE rowid = %zu AND recipient_id = x'%08x'", i + 1,
+                 (unsigned)order[i]);
+        assert_int_equal(sql_int(f->file, q), 1);
+    }
+}
+
 /* ---- bounds: least recently used, idle expiry ---- */
 
 int main(void)
@@ -690,6 +808,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migration_durable_on_return, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_migration_leaves_version_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrates_version_2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrates_version_3, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_migration_leaves_version_3, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_contexts_append, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_text_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_empty_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_foreign_sqlite, setup, teardown),

@@ -64,9 +64,11 @@ extern "C" {
 #define EDHOC_STATE_PENDING 1
 
 /* Version 2 keys contexts by (ID Context, Recipient ID); version 3 adds
- * when each was last used. Older databases (version 1 keyed by recipient
- * ID alone, version 2) are migrated when opened, see edhoc_state_open(). */
-#define EDHOC_STATE_SCHEMA_VERSION 3
+ * when each was last used; version 4 keeps the same rows in a rowid table
+ * (new contexts append; the key is a unique index). Older databases
+ * (version 1 keyed by recipient ID alone, 2, 3) are migrated when opened,
+ * see edhoc_state_open(). */
+#define EDHOC_STATE_SCHEMA_VERSION 4
 #define EDHOC_STATE_FILE           "edhoc-cli-state.sqlite"
 /* Next to it: what tells a stale copy of the database (edhoc_state_recovery). */
 #define EDHOC_STATE_MARK_FILE "edhoc-cli-state.marks"

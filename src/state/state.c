@@ -15,7 +15,9 @@
  * Version 1 keyed peer by recipient ID alone; open_read_write() migrates
  * such a file to the current version in one transaction (see migrate_v1
  * for the rule, and edhoc/state.h). Version 2 had no last_used column;
- * migrate_v2 adds it, set from each row's creation time.
+ * migrate_v2 adds it, set from each row's creation time. Version 3 kept
+ * the rows in a WITHOUT ROWID table ordered by their key; migrate_v3
+ * moves them into version 4's rowid table.
  *
  * Opening never writes to a file before it has been recognised: the header
  * is read by hand, then a read-only SQLite connection checks the ids and
@@ -154,10 +156,17 @@ static int fsync_path(const char *path)
 static const char schema_sql[] = "BEGIN;"
                                  "PRAGMA application_id = " /* value appended at run time */;
 
-/* The context table of version 3. A primary key column cannot be NULL
- * in a WITHOUT ROWID table, so "no ID Context" is has_id_context = 0 with
- * an empty id_context, kept apart from an empty ID Context
- * (has_id_context = 1) by the key itself. The recipient ID leads the key:
+/* The context table of version 4. "No ID Context" is has_id_context = 0
+ * with an empty id_context, kept apart from an empty ID Context
+ * (has_id_context = 1) by the key itself. A rowid table, not WITHOUT
+ * ROWID as in version 3: the recipient ID is the C_R the responder drew
+ * at random, so a table ordered by it took every new context into a
+ * random leaf page, and a batch of a few hundred new contexts rewrote
+ * about as many 4 KiB pages (81 MB written for 21,000 handshakes; the
+ * writer thread was 5% of the responder's CPU). In rowid order a new row
+ * appends, and only the key's unique index (entries of a few bytes, many
+ * to a page) takes random inserts: 26-31 MB for the same load, the
+ * writer at 3% (docs/DESIGN.md, "Group commit"). The recipient ID leads the key:
  * the contexts a kid may name without 'kid context' are adjacent.
  * last_used (Unix milliseconds) is indexed for the contexts of EDHOC
  * runs (method >= 0), the ones that are evicted and expire: counting
@@ -180,7 +189,7 @@ static const char schema_sql[] = "BEGIN;"
     "  suite INTEGER NOT NULL,"                                                                    \
     "  last_used INTEGER NOT NULL DEFAULT 0,"                                                      \
     "  PRIMARY KEY (recipient_id, has_id_context, id_context)"                                     \
-    ") STRICT, WITHOUT ROWID;" PEER_INDEX_SQL
+    ") STRICT;" PEER_INDEX_SQL
 
 static const char schema_tables_sql[] = "CREATE TABLE meta ("
                                         "  key TEXT PRIMARY KEY NOT NULL,"
@@ -269,8 +278,8 @@ static const char migrate_v1_sql[] =
     "  WHERE method < 0 AND length(id_context) = 0;"
     "UPDATE peer SET last_used = created * 1000;"
     "DROP TABLE peer_v1;"
-    "UPDATE meta SET value = 3 WHERE key = 'schema_version';"
-    "PRAGMA user_version = 3;"
+    "UPDATE meta SET value = 4 WHERE key = 'schema_version';"
+    "PRAGMA user_version = 4;"
     "COMMIT;";
 
 /* Version 2 -> 3: when each context was last used, unknown for the rows
@@ -282,7 +291,21 @@ static const char migrate_v2_sql[] =
     "UPDATE meta SET value = 3 WHERE key = 'schema_version';"
     "PRAGMA user_version = 3;"
     "COMMIT;";
-_Static_assert(EDHOC_STATE_SCHEMA_VERSION == 3, "the migrations end at the current version");
+
+/* Version 3 -> 4: the same rows, columns and index, in a rowid table
+ * (PEER_TABLE_SQL says why). The old table is dropped with secure_delete
+ * on, so its pages, master secrets included, are zeroed as they are
+ * freed. */
+static const char migrate_v3_sql[] =
+    "BEGIN IMMEDIATE;"
+    "ALTER TABLE peer RENAME TO peer_v3;"
+    "DROP INDEX peer_last_used;" PEER_TABLE_SQL "INSERT INTO peer (" PEER_COLUMNS ")"
+    "  SELECT " PEER_COLUMNS " FROM peer_v3;"
+    "DROP TABLE peer_v3;"
+    "UPDATE meta SET value = 4 WHERE key = 'schema_version';"
+    "PRAGMA user_version = 4;"
+    "COMMIT;";
+_Static_assert(EDHOC_STATE_SCHEMA_VERSION == 4, "the migrations end at the current version");
 
 /* Build a fresh database next to the final name and rename it into place:
  * the final name never refers to a partly initialised file. */
@@ -566,7 +589,8 @@ static int prepare(struct edhoc_state_db *db, const char *text, sqlite3_stmt **s
 static int migrate(sqlite3 *sql, int from, const char *path, char *why, size_t cap)
 {
     char *msg = NULL;
-    int rc = sqlite3_exec(sql, from == 1 ? migrate_v1_sql : migrate_v2_sql, NULL, NULL, &msg);
+    const char *steps = from == 1 ? migrate_v1_sql : from == 2 ? migrate_v2_sql : migrate_v3_sql;
+    int rc = sqlite3_exec(sql, steps, NULL, NULL, &msg);
     if (rc == SQLITE_OK)
         return 0;
     state_set_why(why, cap, "%s: cannot migrate from schema version %d: %s", path, from,
@@ -617,9 +641,12 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
         state_set_why(why, cap, "%s: %s", path, state_sqlite_problem(rc));
         return state_map_sqlite_error(rc);
     }
-    if ((uint32_t)app == (uint32_t)EDHOC_STATE_APPLICATION_ID && (version == 1 || version == 2)) {
-        /* secure_delete is already on, so the old table's pages are zeroed
-         * as they are freed. */
+    while ((uint32_t)app == (uint32_t)EDHOC_STATE_APPLICATION_ID && version >= 1 &&
+           version < EDHOC_STATE_SCHEMA_VERSION) {
+        /* One version at a time, each step its own transaction (1 goes
+         * to 4 at once). secure_delete is already on, so the old table's
+         * pages are zeroed as they are freed. */
+        int64_t from = version;
         err = migrate(db->sql, (int)version, path, why, cap);
         if (err)
             return err;
@@ -627,6 +654,8 @@ static int open_read_write(struct edhoc_state_db *db, const char *path, char *wh
             state_set_why(why, cap, "%s: %s", path, state_sqlite_problem(rc));
             return state_map_sqlite_error(rc);
         }
+        if (version <= from)
+            break; /* refused just below */
     }
     if ((uint32_t)app != (uint32_t)EDHOC_STATE_APPLICATION_ID ||
         version != EDHOC_STATE_SCHEMA_VERSION) {
