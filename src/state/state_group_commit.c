@@ -1,4 +1,6 @@
 #include "state_internal.h"
+#include "state_test_hooks.h"
+#include <sys/resource.h>
 
 /* ---- Group commit ----
  * One writer thread per handle takes what the callers queue (new
@@ -7,7 +9,9 @@
  * max_rows items, when max_ms have passed since its first item came, or
  * at once when a caller waits for it (a mark needed now, a flush, a read).
  * Items keep their order; a batch that fails (a statement or its commit)
- * is rolled back whole and every item in it fails.
+ * is rolled back whole and every item in it fails. The writer thread runs
+ * at nice GC_WRITER_NICE; a caller that waits for a batch commits it
+ * itself (gc_run_batch, one batch at a time, so in ticket order).
  *
  * What is durable when (docs/DESIGN.md, "Group commit"):
  *   - a sequence-number mark: edhoc_state_store_ssn returns once the batch
@@ -21,8 +25,10 @@
  * The connection is shared by the writer and the callers' reads under
  * sql_lock; a read first waits for what was queued before it, so a handle
  * reads its own writes. */
-#define GC_QUEUE_MAX 65536 /* callers wait beyond this (a disk that stopped) */
-#define GC_FAILS     64    /* failed batches remembered for edhoc_state_wait */
+#define GC_QUEUE_MAX   65536            /* callers wait beyond this (a disk that stopped) */
+#define GC_FAILS       64               /* failed batches remembered for edhoc_state_wait */
+#define GC_THREAD_NAME "edhoc-state-wr" /* ps -L, top -H: the writer thread */
+#define GC_WRITER_NICE 19
 
 struct gc_item {
     uint8_t op; /* enum gc_op */
@@ -59,6 +65,14 @@ struct group_commit {
     bool in_begin;
     unsigned waiters;
     bool urgent; /* the writer process has an answer waiting for the open batch */
+    /* A batch being applied (by the writer thread or by a caller that
+     * waits for it): one at a time, so batches commit in ticket order.
+     * batch and rcs are its buffers (max_rows each), used by whoever
+     * holds applying. */
+    bool applying;
+    bool held; /* state_gc_hold_writer */
+    struct gc_item *batch;
+    int *rcs;
     unsigned read_depth;
     struct gc_failure fails[GC_FAILS];
     unsigned n_fails;           /* ever recorded; fails[n % GC_FAILS] is the next slot */
@@ -122,78 +136,116 @@ static void gc_deadline(struct timespec *ts, unsigned ms)
     }
 }
 
+/* Under q_lock, with items queued and no batch being applied: take up
+ * to max_rows of them as one batch, commit it (q_lock released meanwhile)
+ * and record the outcome. Either the writer thread or a caller waiting
+ * for the batch runs it. */
+static void gc_run_batch(struct edhoc_state_db *db)
+{
+    struct group_commit *g = db->gc;
+    struct gc_item *batch = g->batch;
+    int *rcs = g->rcs;
+    g->applying = true;
+    g->urgent = false;
+    size_t take = g->n < g->max_rows ? g->n : g->max_rows;
+    memcpy(batch, g->q, take * sizeof *batch);
+    memmove(g->q, g->q + take, (g->n - take) * sizeof *g->q);
+    state_wipe(g->q + g->n - take, take * sizeof *g->q);
+    g->n -= take;
+    /* Room in the queue for callers held back by GC_QUEUE_MAX. */
+    pthread_cond_broadcast(&g->done_cond);
+    pthread_mutex_unlock(&g->q_lock);
+
+    pthread_mutex_lock(&g->sql_lock);
+    int err = gc_apply_batch(db, batch, take, rcs);
+    pthread_mutex_unlock(&g->sql_lock);
+
+    pthread_mutex_lock(&g->q_lock);
+    uint64_t lo = batch[0].ticket, hi = batch[take - 1].ticket;
+    for (size_t i = 0; i < take; i++) {
+        if (batch[i].result)
+            *batch[i].result = err ? err : rcs[i];
+    }
+    if (err) {
+        struct gc_failure *slot = &g->fails[g->n_fails % GC_FAILS];
+        if (g->n_fails >= GC_FAILS && slot->hi > g->forgotten_fail_hi)
+            g->forgotten_fail_hi = slot->hi;
+        *slot = (struct gc_failure){lo, hi, err};
+        g->n_fails++;
+        g->st.failed_commits++;
+        g->st.failed_rows += take;
+    } else {
+        g->st.commits++;
+        g->st.rows += take;
+        if (take > g->st.largest_batch)
+            g->st.largest_batch = take;
+    }
+    g->done_ticket = hi;
+    g->applying = false;
+    pthread_cond_broadcast(&g->done_cond);
+    pthread_cond_signal(&g->q_cond); /* the writer, if it waited for this one */
+    state_wipe(batch, take * sizeof *batch);
+    uint64_t one = 1;
+    if (write(g->efd, &one, sizeof one) < 0) {
+        /* Full counter: whoever polls it has a wake-up pending anyway. */
+    }
+}
+
+/* The writer thread runs at nice 19. Its batches are what nobody waits
+ * for (new contexts, deletions, use times, marks queued ahead of their
+ * need), and at nice 0 on a core shared with the datagram thread it was
+ * owed as much of the core as that thread and took it for the length of
+ * a batch (a few ms of SQLite work for a few hundred rows) while packets
+ * waited: the default responder's p99 against --state-dir none
+ * (docs/DESIGN.md, "Group commit"). At nice 19 the datagram thread runs
+ * first whenever it has work, yet the writer keeps a share of the core
+ * (about 1.5% against one busy thread of nice 0) however busy the host:
+ * SCHED_IDLE, tried first, could starve it indefinitely, and a context a
+ * device had already used was lost to a kill -9 a second later. A
+ * thread that lags makes larger batches, which cost less per row. What a
+ * caller waits for, it commits itself at its own priority
+ * (gc_wait_locked): no waiter depends on the writer's share. Raising
+ * nice needs no privilege; Linux keeps it per thread (setpriority(2),
+ * which the thread's id names). */
+static void gc_writer_priority(void)
+{
+    (void)pthread_setname_np(pthread_self(), GC_THREAD_NAME);
+    (void)setpriority(PRIO_PROCESS, (id_t)gettid(), GC_WRITER_NICE);
+}
+
 static void *gc_main(void *arg)
 {
     struct edhoc_state_db *db = arg;
     struct group_commit *g = db->gc;
-    struct gc_item *batch = calloc(g->max_rows, sizeof *batch);
-    int *rcs = calloc(g->max_rows, sizeof *rcs);
+    gc_writer_priority();
     pthread_mutex_lock(&g->q_lock);
-    while (batch && rcs) {
-        while (g->n == 0 && !g->stop)
+    for (;;) {
+        while ((g->n == 0 || g->applying || g->held) && !g->stop)
             pthread_cond_wait(&g->q_cond, &g->q_lock);
-        if (g->n == 0)
+        if (g->n == 0 && !g->applying)
             break; /* stop, nothing left */
+        if (g->applying) {
+            /* Stopping while a caller commits a batch: wait for it. */
+            pthread_cond_wait(&g->done_cond, &g->q_lock);
+            continue;
+        }
         /* The batch is open from its first item on. */
         struct timespec until;
         gc_deadline(&until, g->max_ms);
         bool timed_out = false;
         while (g->n < g->max_rows && !g->waiters && !g->urgent && !g->stop && !timed_out)
             timed_out = pthread_cond_timedwait(&g->q_cond, &g->q_lock, &until) == ETIMEDOUT;
+        if (g->n == 0 || g->applying || (g->held && !g->stop))
+            continue; /* a caller that waited took it */
         if (g->n >= g->max_rows)
             g->st.closed_by_size++;
         else if (timed_out)
             g->st.closed_by_time++;
         else
             g->st.closed_by_wait++;
-        g->urgent = false;
-        size_t take = g->n < g->max_rows ? g->n : g->max_rows;
-        memcpy(batch, g->q, take * sizeof *batch);
-        memmove(g->q, g->q + take, (g->n - take) * sizeof *g->q);
-        state_wipe(g->q + g->n - take, take * sizeof *g->q);
-        g->n -= take;
-        /* Room in the queue for callers held back by GC_QUEUE_MAX. */
-        pthread_cond_broadcast(&g->done_cond);
-        pthread_mutex_unlock(&g->q_lock);
-
-        pthread_mutex_lock(&g->sql_lock);
-        int err = gc_apply_batch(db, batch, take, rcs);
-        pthread_mutex_unlock(&g->sql_lock);
-
-        pthread_mutex_lock(&g->q_lock);
-        uint64_t lo = batch[0].ticket, hi = batch[take - 1].ticket;
-        for (size_t i = 0; i < take; i++) {
-            if (batch[i].result)
-                *batch[i].result = err ? err : rcs[i];
-        }
-        if (err) {
-            struct gc_failure *slot = &g->fails[g->n_fails % GC_FAILS];
-            if (g->n_fails >= GC_FAILS && slot->hi > g->forgotten_fail_hi)
-                g->forgotten_fail_hi = slot->hi;
-            *slot = (struct gc_failure){lo, hi, err};
-            g->n_fails++;
-            g->st.failed_commits++;
-            g->st.failed_rows += take;
-        } else {
-            g->st.commits++;
-            g->st.rows += take;
-            if (take > g->st.largest_batch)
-                g->st.largest_batch = take;
-        }
-        g->done_ticket = hi;
-        pthread_cond_broadcast(&g->done_cond);
-        state_wipe(batch, take * sizeof *batch);
-        uint64_t one = 1;
-        if (write(g->efd, &one, sizeof one) < 0) {
-            /* Full counter: whoever polls it has a wake-up pending anyway. */
-        }
+        gc_run_batch(db);
     }
-    /* Out of memory at start: every waiter must still be released. */
-    g->done_ticket = g->next_ticket;
-    pthread_cond_broadcast(&g->done_cond);
     pthread_mutex_unlock(&g->q_lock);
-    free(batch);
-    free(rcs);
     return NULL;
 }
 
@@ -218,8 +270,16 @@ static uint64_t gc_enqueue(struct edhoc_state_db *db, struct gc_item *it)
 {
     struct group_commit *g = db->gc;
     pthread_mutex_lock(&g->q_lock);
-    while (g->n >= GC_QUEUE_MAX && g->running)
-        pthread_cond_wait(&g->done_cond, &g->q_lock);
+    while (g->n >= GC_QUEUE_MAX && g->running) {
+        /* A writer that cannot keep up (nice 19 on a busy host):
+         * the caller commits a batch itself rather than wait for it. */
+        if (!g->applying) {
+            g->st.closed_by_size++;
+            gc_run_batch(db);
+        } else {
+            pthread_cond_wait(&g->done_cond, &g->q_lock);
+        }
+    }
     if (g->n == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 64;
         struct gc_item *q = malloc(cap * sizeof *q);
@@ -291,15 +351,23 @@ static int gc_failed(const struct group_commit *g, uint64_t lo, uint64_t hi)
 }
 
 /* Under q_lock: wait until every ticket up to t is finished. */
-static void gc_wait_locked(struct group_commit *g, uint64_t t)
+static void gc_wait_locked(struct edhoc_state_db *db, uint64_t t)
 {
+    struct group_commit *g = db->gc;
     if (g->done_ticket >= t)
         return;
     g->waiters++;
     g->st.waits++;
     pthread_cond_signal(&g->q_cond);
-    while (g->done_ticket < t && g->running)
-        pthread_cond_wait(&g->done_cond, &g->q_lock);
+    while (g->done_ticket < t && g->running) {
+        if (!g->applying && g->n) {
+            /* Ours to commit, at our priority, not the writer's. */
+            g->st.closed_by_wait++;
+            gc_run_batch(db);
+        } else {
+            pthread_cond_wait(&g->done_cond, &g->q_lock);
+        }
+    }
     g->waiters--;
 }
 
@@ -309,7 +377,7 @@ int state_gc_wait_result(struct edhoc_state_db *db, uint64_t ticket, int *result
         return result ? *result : 0;
     struct group_commit *g = db->gc;
     pthread_mutex_lock(&g->q_lock);
-    gc_wait_locked(g, ticket);
+    gc_wait_locked(db, ticket);
     int err = g->done_ticket >= ticket ? gc_failed(g, ticket, ticket) : EDHOC_STATE_ERR_IO;
     if (!err && result)
         err = *result;
@@ -324,7 +392,7 @@ void state_gc_read_begin(struct edhoc_state_db *db)
         return;
     if (g->read_depth++ == 0) {
         pthread_mutex_lock(&g->q_lock);
-        gc_wait_locked(g, g->next_ticket);
+        gc_wait_locked(db, g->next_ticket);
         pthread_mutex_unlock(&g->q_lock);
     }
     pthread_mutex_lock(&g->sql_lock);
@@ -359,7 +427,7 @@ int state_gc_end(struct edhoc_state_db *db)
     g->in_begin = false;
     pthread_mutex_lock(&g->q_lock);
     uint64_t lo = g->begin_ticket + 1, hi = g->next_ticket;
-    gc_wait_locked(g, hi);
+    gc_wait_locked(db, hi);
     int err = lo > hi ? 0 : g->done_ticket >= hi ? gc_failed(g, lo, hi) : EDHOC_STATE_ERR_IO;
     pthread_mutex_unlock(&g->q_lock);
     return err;
@@ -378,7 +446,7 @@ int edhoc_state_flush(struct edhoc_state_db *db)
         return 0; /* every write was durable on return */
     pthread_mutex_lock(&g->q_lock);
     uint64_t lo = g->flushed + 1, hi = g->next_ticket;
-    gc_wait_locked(g, hi);
+    gc_wait_locked(db, hi);
     int err = lo > hi ? 0 : g->done_ticket >= hi ? gc_failed(g, lo, hi) : EDHOC_STATE_ERR_IO;
     g->flushed = hi;
     pthread_mutex_unlock(&g->q_lock);
@@ -394,7 +462,7 @@ int edhoc_state_wait(struct edhoc_state_db *db, uint64_t ticket, bool block)
         return 0;
     pthread_mutex_lock(&g->q_lock);
     if (block)
-        gc_wait_locked(g, ticket);
+        gc_wait_locked(db, ticket);
     int err = g->done_ticket >= ticket ? gc_failed(g, ticket, ticket)
               : block                  ? EDHOC_STATE_ERR_IO
                                        : EDHOC_STATE_PENDING;
@@ -429,8 +497,20 @@ int edhoc_state_get_writer_stats(struct edhoc_state_db *db, struct edhoc_state_w
     return 0;
 }
 
+static void gc_free_batch(struct group_commit *g)
+{
+    if (g->batch) {
+        state_wipe(g->batch, g->max_rows * sizeof *g->batch);
+        free(g->batch);
+        g->batch = NULL;
+    }
+    free(g->rcs);
+    g->rcs = NULL;
+}
+
 static void gc_free(struct group_commit *g)
 {
+    gc_free_batch(g);
     if (g->q) {
         state_wipe(g->q, g->cap * sizeof *g->q);
         free(g->q);
@@ -471,6 +551,7 @@ void state_gc_forget_after_fork(struct edhoc_state_db *db)
     db->gc_restart_rows = g->max_rows;
     db->gc_restart_ms = g->max_ms;
     db->gc = NULL;
+    gc_free_batch(g);
     if (g->q) {
         state_wipe(g->q, g->cap * sizeof *g->q);
         free(g->q);
@@ -480,6 +561,17 @@ void state_gc_forget_after_fork(struct edhoc_state_db *db)
     /* g itself stays allocated: its mutexes may have been held by the
      * thread at the fork and cannot be destroyed. One small leak per fork
      * of a process that holds a handle with group commit. */
+}
+
+void state_gc_hold_writer(struct edhoc_state_db *db, bool hold)
+{
+    struct group_commit *g = db ? db->gc : NULL;
+    if (g == NULL)
+        return;
+    pthread_mutex_lock(&g->q_lock);
+    g->held = hold;
+    pthread_cond_signal(&g->q_cond);
+    pthread_mutex_unlock(&g->q_lock);
 }
 
 uint64_t state_gc_last_ticket(struct edhoc_state_db *db)
@@ -500,6 +592,14 @@ int state_gc_status(struct edhoc_state_db *db, uint64_t lo, uint64_t hi)
         return 0;
     pthread_mutex_lock(&g->q_lock);
     int err = g->done_ticket >= hi ? gc_failed(g, lo, hi) : EDHOC_STATE_PENDING;
+    while (err == EDHOC_STATE_PENDING && !g->applying && g->n) {
+        /* A worker waits for these: committed here, at the caller's
+         * priority, not left to the nice-19 writer thread. */
+        g->st.waits++;
+        g->st.closed_by_wait++;
+        gc_run_batch(db);
+        err = g->done_ticket >= hi ? gc_failed(g, lo, hi) : EDHOC_STATE_PENDING;
+    }
     if (err == EDHOC_STATE_PENDING && !g->urgent) {
         /* Someone waits for these: close the batch now rather than at its
          * time limit (the writer process answers a mark only once it is
@@ -525,6 +625,13 @@ int state_gc_start(struct edhoc_state_db *db, unsigned max_rows, unsigned max_ms
         return EDHOC_STATE_ERR_IO;
     g->max_rows = max_rows;
     g->max_ms = max_ms;
+    g->batch = calloc(max_rows, sizeof *g->batch);
+    g->rcs = calloc(max_rows, sizeof *g->rcs);
+    if (g->batch == NULL || g->rcs == NULL) {
+        gc_free_batch(g);
+        free(g);
+        return EDHOC_STATE_ERR_IO;
+    }
     g->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
@@ -537,6 +644,7 @@ int state_gc_start(struct edhoc_state_db *db, unsigned max_rows, unsigned max_ms
         pthread_cond_init(&g->done_cond, NULL)) {
         if (g->efd >= 0)
             close(g->efd);
+        gc_free_batch(g);
         free(g);
         return EDHOC_STATE_ERR_IO;
     }
