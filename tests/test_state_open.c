@@ -629,24 +629,30 @@ static void test_failed_migration_leaves_version_1(void **state)
 
 /* ---- version 2 (no last_used) ---- */
 
-static const char v2_schema_sql[] =
-    "PRAGMA journal_mode = WAL;"
-    "BEGIN;"
-    "PRAGMA application_id = 1162102851;"
-    "PRAGMA user_version = 2;"
-    "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT;"
-    "CREATE TABLE peer ("
-    "  recipient_id BLOB NOT NULL,"
-    "  has_id_context INTEGER NOT NULL CHECK (has_id_context IN (0, 1)),"
-    "  id_context BLOB NOT NULL CHECK (has_id_context = 1 OR length(id_context) = 0),"
-    "  sender_id BLOB NOT NULL, master_secret BLOB NOT NULL, master_salt BLOB NOT NULL,"
-    "  aead_alg INTEGER NOT NULL, hkdf_alg INTEGER NOT NULL,"
-    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0), peer TEXT NOT NULL,"
+/* What version 2 and 3 files begin with as edhoc-cli wrote them (ids and
+ * meta; user_version and schema_version follow), and the columns of
+ * peer that both versions have. */
+#define V2_FILE_HEAD_SQL                                                                           \
+    "PRAGMA journal_mode = WAL;"                                                                   \
+    "BEGIN;"                                                                                       \
+    "PRAGMA application_id = 1162102851;"                                                          \
+    "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT;"                         \
+    "INSERT INTO meta (key, value) VALUES ('magic', 'edhoc-cli state');"
+#define V2_PEER_COLUMNS_SQL                                                                        \
+    "  recipient_id BLOB NOT NULL,"                                                                \
+    "  has_id_context INTEGER NOT NULL CHECK (has_id_context IN (0, 1)),"                          \
+    "  id_context BLOB NOT NULL CHECK (has_id_context = 1 OR length(id_context) = 0),"             \
+    "  sender_id BLOB NOT NULL, master_secret BLOB NOT NULL, master_salt BLOB NOT NULL,"           \
+    "  aead_alg INTEGER NOT NULL, hkdf_alg INTEGER NOT NULL,"                                      \
+    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0), peer TEXT NOT NULL,"                       \
     "  created INTEGER NOT NULL, method INTEGER NOT NULL, suite INTEGER NOT NULL,"
+
+static const char v2_schema_sql[] = V2_FILE_HEAD_SQL
+    "PRAGMA user_version = 2;"
+    "INSERT INTO meta (key, value) VALUES ('schema_version', 2);"
+    "CREATE TABLE peer (" V2_PEER_COLUMNS_SQL
     "  PRIMARY KEY (recipient_id, has_id_context, id_context)"
     ") STRICT, WITHOUT ROWID;"
-    "INSERT INTO meta (key, value) VALUES ('magic', 'edhoc-cli state');"
-    "INSERT INTO meta (key, value) VALUES ('schema_version', 2);"
     "INSERT INTO peer VALUES (x'0a', 0, x'', x'0b', x'00112233445566778899aabbccddeeff',"
     "  x'a1a2', 10, -16, 4242, '192.0.2.7:5683', 1700000001, 3, 2);"
     "INSERT INTO peer VALUES (x'01', 1, x'37cb', x'', x'0102030405060708090a0b0c0d0e0f10',"
@@ -677,26 +683,13 @@ static void test_migrates_version_2(void **state)
 
 /* ---- version 3 (WITHOUT ROWID) ---- */
 
-static const char v3_schema_sql[] =
-    "PRAGMA journal_mode = WAL;"
-    "BEGIN;"
-    "PRAGMA application_id = 1162102851;"
+static const char v3_schema_sql[] = V2_FILE_HEAD_SQL
     "PRAGMA user_version = 3;"
-    "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT;"
-    "CREATE TABLE peer ("
-    "  recipient_id BLOB NOT NULL,"
-    "  has_id_context INTEGER NOT NULL CHECK (has_id_context IN (0, 1)),"
-    "  id_context BLOB NOT NULL CHECK (has_id_context = 1 OR length(id_context) = 0),"
-    "  sender_id BLOB NOT NULL, master_secret BLOB NOT NULL, master_salt BLOB NOT NULL,"
-    "  aead_alg INTEGER NOT NULL, hkdf_alg INTEGER NOT NULL,"
-    "  ssn_mark INTEGER NOT NULL CHECK (ssn_mark >= 0), peer TEXT NOT NULL,"
-    "  created INTEGER NOT NULL, method INTEGER NOT NULL, suite INTEGER NOT NULL,"
-    "  last_used INTEGER NOT NULL DEFAULT 0,"
+    "INSERT INTO meta (key, value) VALUES ('schema_version', 3);"
+    "CREATE TABLE peer (" V2_PEER_COLUMNS_SQL "  last_used INTEGER NOT NULL DEFAULT 0,"
     "  PRIMARY KEY (recipient_id, has_id_context, id_context)"
     ") STRICT, WITHOUT ROWID;"
     "CREATE INDEX peer_last_used ON peer (last_used) WHERE method >= 0;"
-    "INSERT INTO meta (key, value) VALUES ('magic', 'edhoc-cli state');"
-    "INSERT INTO meta (key, value) VALUES ('schema_version', 3);"
     "INSERT INTO peer VALUES (x'0a', 0, x'', x'0b', x'00112233445566778899aabbccddeeff',"
     "  x'a1a2', 10, -16, 4242, '192.0.2.7:5683', 1700000001, 3, 2, 1700000005123);"
     "INSERT INTO peer VALUES (x'01', 1, x'37cb', x'', x'0102030405060708090a0b0c0d0e0f10',"
